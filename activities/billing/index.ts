@@ -1,0 +1,40 @@
+import type { Db } from '../../db/connect';
+import { appendJobLog, getJob } from '../../db/repos/jobs';
+import { summarizeUsage } from '../../db/repos/job-usage';
+import { chargeUsage } from '../../db/repos/ledger';
+import { writeSystemLog } from '../../db/repos/system-logs';
+import { microsToUsd } from '../../lib/money';
+
+export function createBillingActivities({ db }: { db: Db }) {
+  return {
+    /** One agent transaction and one debit per job, whatever the outcome and however often retried. */
+    async settleJobUsage(input: { jobId: string; agentName: string; outcome: 'completed' | 'failed' }): Promise<{ costMicros: number }> {
+      const job = await getJob(db, input.jobId);
+      const usage = await summarizeUsage(db, input.jobId);
+      const payload = {
+        llm: usage.llm.map((e) => ({ ...e, costUsd: microsToUsd(e.costMicros) })),
+        browserSeconds: usage.browserSeconds,
+        captchaSolves: usage.captchaSolves,
+        proxyRequests: usage.proxyRequests,
+        costUsdByKind: Object.fromEntries(Object.entries(usage.byKind).map(([k, v]) => [k, microsToUsd(v)])),
+      };
+      const charged = await chargeUsage(db, {
+        userId: job.user_id,
+        jobId: input.jobId,
+        agentName: input.agentName,
+        result: input.outcome,
+        payload,
+        costMicros: usage.costMicros,
+        idempotencyKey: `usage:${input.jobId}`,
+      });
+      if (!charged.replayed) {
+        const line = `charged $${microsToUsd(usage.costMicros).toFixed(6)} for usage`;
+        await appendJobLog(db, input.jobId, line);
+        await writeSystemLog(db, { userId: job.user_id, jobId: input.jobId, message: `${input.agentName} job ${input.jobId} ${line}` });
+      }
+      return { costMicros: usage.costMicros };
+    },
+  };
+}
+
+export type BillingActivities = ReturnType<typeof createBillingActivities>;

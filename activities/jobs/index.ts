@@ -1,0 +1,71 @@
+import type { Db } from '../../db/connect';
+import { appendJobLog, getJob, transitionJob } from '../../db/repos/jobs';
+import { summarizeUsage } from '../../db/repos/job-usage';
+import { writeSystemLog } from '../../db/repos/system-logs';
+import { microsToUsd } from '../../lib/money';
+import type { ScrapeRequestBody } from '../../api/schemas/scrape';
+import { unsealRequestSecrets } from '../../lib/request-secrets';
+
+export interface FinishOutcome {
+  jobId: string;
+  status: 'completed' | 'failed';
+  error: string | null;
+}
+
+/** The job and its request with secrets (cookies) unsealed; only activities that use them call this with a key. */
+export async function loadScrapeJob(db: Db, jobId: string, masterKey?: Buffer) {
+  const job = await getJob(db, jobId);
+  const request = job.request as unknown as ScrapeRequestBody;
+  if (!masterKey) return { job, request };
+  return { job, request: { ...request, ...unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) } };
+}
+
+export function createJobActivities({ db }: { db: Db }) {
+  return {
+    async beginJob(jobId: string): Promise<void> {
+      const job = await getJob(db, jobId);
+      if (await transitionJob(db, jobId, 'processing', { log: 'processing started' })) {
+        await writeSystemLog(db, { userId: job.user_id, jobId, message: `${job.kind} job ${jobId} started` });
+      }
+    },
+
+    async logJobProgress(jobId: string, message: string): Promise<void> {
+      await appendJobLog(db, jobId, message);
+    },
+
+    async finishScrapeJob({ jobId, error }: { jobId: string; error: string | null }): Promise<FinishOutcome> {
+      const { job, request } = await loadScrapeJob(db, jobId);
+      if (job.status === 'completed' || job.status === 'failed') return { jobId, status: job.status, error: job.error };
+      const usage = await summarizeUsage(db, jobId);
+      const llm = usage.llm[0];
+      const usageView = {
+        llmModel: llm?.model ?? request.llm_model,
+        promptTokens: usage.llm.reduce((n, e) => n + e.promptTokens, 0),
+        completionTokens: usage.llm.reduce((n, e) => n + e.completionTokens, 0),
+        browserSeconds: usage.browserSeconds,
+        costUsd: microsToUsd(usage.costMicros),
+      };
+      if (error !== null) {
+        await transitionJob(db, jobId, 'failed', { error, result: null, log: `failed: ${error}` });
+        await writeSystemLog(db, { userId: job.user_id, jobId, message: `scrape job ${jobId} failed: ${error}` });
+        return { jobId, status: 'failed', error };
+      }
+      const snapshot = await db.selectFrom('page_snapshots').selectAll().where('job_id', '=', jobId).executeTakeFirstOrThrow();
+      const result = {
+        url: request.url,
+        finalUrl: snapshot.final_url,
+        statusCode: snapshot.status_code,
+        renderedWith: snapshot.rendered_with,
+        metadata: snapshot.metadata,
+        markdown: snapshot.markdown,
+        data: snapshot.data,
+        usage: usageView,
+      };
+      await transitionJob(db, jobId, 'completed', { result, error: null, log: 'completed' });
+      await writeSystemLog(db, { userId: job.user_id, jobId, message: `scrape job ${jobId} completed (${request.url})` });
+      return { jobId, status: 'completed', error: null };
+    },
+  };
+}
+
+export type JobActivities = ReturnType<typeof createJobActivities>;

@@ -1,0 +1,88 @@
+import type { Db } from '../../db/connect';
+import { appendJobLog } from '../../db/repos/jobs';
+import { recordUsage } from '../../db/repos/job-usage';
+import { getRouterApiKey } from '../../db/repos/users';
+import { llmCostMicros } from '../../lib/billing/pricing';
+import { jsonSchemaForRequest } from '../../lib/llm/structured-output';
+import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
+import { attemptKey, withHeartbeat } from '../heartbeat';
+import { loadScrapeJob } from '../jobs';
+import { rejectScrape } from '../rejections';
+import { ExtractionError, extractStructured, type LlmUsage } from './extract';
+import { ApplicationFailure } from '@temporalio/activity';
+import OpenAI from 'openai';
+
+export interface ExtractionDeps {
+  db: Db;
+  llm: LlmProviders;
+  masterKey: Buffer;
+}
+
+export function createExtractionActivities(deps: ExtractionDeps) {
+  const { db } = deps;
+
+  async function bill(jobId: string, usage: LlmUsage, walletBilled: boolean) {
+    await recordUsage(db, {
+      jobId,
+      usageKey: attemptKey(jobId, 'llm'),
+      kind: 'llm',
+      model: usage.model,
+      promptTokens: usage.promptTokens,
+      completionTokens: usage.completionTokens,
+      quantity: usage.calls,
+      costMicros: walletBilled ? llmCostMicros(usage.model, usage.promptTokens, usage.completionTokens) : 0,
+    });
+  }
+
+  return {
+    /** Extracts the requested data from the stored page snapshot with the job's model; re-asks once on invalid output. */
+    async extractPageData(jobId: string): Promise<void> {
+      const { job, request } = await loadScrapeJob(db, jobId);
+      const snapshot = await db.selectFrom('page_snapshots').selectAll().where('job_id', '=', jobId).executeTakeFirstOrThrow();
+      let provider;
+      try {
+        provider = await deps.llm.resolve(request.llm_provider, () => getRouterApiKey(db, deps.masterKey, job.user_id));
+      } catch (err) {
+        if (err instanceof LlmUnavailableError) throw rejectScrape(err.message);
+        throw err;
+      }
+      await appendJobLog(db, jobId, `extracting with ${request.llm_provider}/${request.llm_model}`);
+      try {
+        const extracted = await withHeartbeat(() =>
+          extractStructured(
+            { client: provider.client },
+            {
+              model: request.llm_model,
+              systemPrompt: request.system_prompt,
+              page: { url: snapshot.final_url, markdown: snapshot.markdown, metadata: snapshot.metadata },
+              output: jsonSchemaForRequest(request.structured_output),
+            },
+          ),
+        );
+        await bill(jobId, extracted.usage, provider.walletBilled);
+        await db.updateTable('page_snapshots').set({ data: JSON.stringify(extracted.data) }).where('job_id', '=', jobId).execute();
+        const reasked = extracted.usage.calls > 1 ? ' after one re-ask' : '';
+        await appendJobLog(db, jobId, `extracted data (${extracted.usage.promptTokens}+${extracted.usage.completionTokens} tokens${reasked})`);
+      } catch (err) {
+        if (err instanceof ExtractionError) {
+          await bill(jobId, err.usage, provider.walletBilled);
+          throw ApplicationFailure.nonRetryable(`Extraction failed: ${err.message}`, 'ExtractionError');
+        }
+        const refusal = describeProviderRefusal(err);
+        if (refusal) throw rejectScrape(refusal);
+        throw err;
+      }
+    },
+  };
+}
+
+export type ExtractionActivities = ReturnType<typeof createExtractionActivities>;
+
+/** Client errors from the LLM endpoint are final; their text is not echoed when it could quote credentials. */
+function describeProviderRefusal(err: unknown): string | null {
+  if (!(err instanceof OpenAI.APIError) || err.status === undefined) return null;
+  if (err.status >= 500 || err.status === 429 || err.status === 408) return null;
+  if (err.status === 401 || err.status === 403) return `The LLM provider rejected the credentials (HTTP ${err.status})`;
+  const message = String(err.message ?? '').replace(/(sk|key)[-_][\w-]{6,}/gi, '[redacted]').slice(0, 300);
+  return `The LLM provider refused the request (HTTP ${err.status}): ${message}`;
+}

@@ -1,0 +1,104 @@
+import type { Db } from '../../db/connect';
+import { appendJobLog } from '../../db/repos/jobs';
+import { recordUsage } from '../../db/repos/job-usage';
+import { PROXY_MICROS_PER_REQUEST } from '../../lib/billing/pricing';
+import { safeFetch } from '../../lib/net/safe-fetch';
+import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
+import { cookieHeaderFor, normalizeCookies } from '../../lib/page/cookies';
+import { htmlToPage, needsBrowser } from '../../lib/page/convert';
+import { loadScrapeJob } from '../jobs';
+import { attemptKey } from '../heartbeat';
+import { rejectScrape } from '../rejections';
+import { assertCaptchaAvailable, requestedProxy, type AdapterConfig } from './adapters';
+import { saveSnapshot } from './snapshot';
+
+export const DESKTOP_USER_AGENT =
+  'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36';
+
+/** Statuses that often mean "bot check": worth a real browser before giving up. */
+const BROWSER_RETRY_STATUSES = new Set([401, 403, 429, 503]);
+const CAPTCHA_MARKERS = /class=["'][^"']*(g-recaptcha|h-captcha|cf-turnstile)|data-sitekey=/i;
+
+export interface PageDeps extends AdapterConfig {
+  db: Db;
+  policy: NetworkPolicy;
+  masterKey: Buffer;
+}
+
+export interface FetchOutcome {
+  needsBrowser: boolean;
+  reason: string;
+}
+
+function textAsMarkdown(body: string, contentType: string): string {
+  if (contentType.includes('json')) {
+    try {
+      return '```json\n' + JSON.stringify(JSON.parse(body), null, 2) + '\n```';
+    } catch {
+      return body;
+    }
+  }
+  return body;
+}
+
+export function createPageActivities(deps: PageDeps) {
+  return {
+    /** The fast path: one guarded HTTP fetch. Says whether the page needs Chromium, judged by its content. */
+    async fetchPage(jobId: string): Promise<FetchOutcome> {
+      const { request } = await loadScrapeJob(deps.db, jobId, deps.masterKey);
+      assertCaptchaAvailable(deps, request);
+      const proxy = requestedProxy(deps, request);
+      let cookies;
+      try {
+        cookies = request.cookies === undefined ? [] : normalizeCookies(request.cookies, request.url);
+      } catch (err) {
+        throw rejectScrape(`cookies: ${(err as Error).message}`);
+      }
+      let response;
+      try {
+        const cookie = cookieHeaderFor(cookies, request.url);
+        response = await safeFetch(request.url, {
+          policy: deps.policy,
+          proxy,
+          headers: {
+            'user-agent': DESKTOP_USER_AGENT,
+            accept: 'text/html,application/xhtml+xml,application/json;q=0.9,text/plain;q=0.8,*/*;q=0.5',
+            'accept-language': 'en-US,en;q=0.9',
+            ...(cookie && { cookie }),
+          },
+        });
+      } catch (err) {
+        if (err instanceof SsrfBlockedError) throw rejectScrape(`Blocked by the SSRF guard: ${err.message}`);
+        throw err;
+      } finally {
+        if (proxy) await recordUsage(deps.db, { jobId, usageKey: attemptKey(jobId, 'proxy'), kind: 'proxy', quantity: 1, costMicros: PROXY_MICROS_PER_REQUEST });
+      }
+      const contentType = response.headers['content-type'] ?? 'text/html';
+      const body = response.body.toString('utf8');
+      const hops = response.redirects.length ? ` after ${response.redirects.length} redirect(s)` : '';
+      await appendJobLog(deps.db, jobId, `fetched ${response.url} over HTTP: ${response.status}${hops}`);
+
+      if (BROWSER_RETRY_STATUSES.has(response.status)) return handOff(`the site answered HTTP ${response.status} to a plain fetch`);
+      if (response.status >= 400) throw rejectScrape(`The page answered HTTP ${response.status}`);
+      if (request.captcha_solver_enabled && CAPTCHA_MARKERS.test(body)) return handOff('the page shows a captcha');
+      const isHtml = /html|xml/.test(contentType);
+      if (isHtml) {
+        const need = needsBrowser(body, contentType);
+        if (need.needed) return handOff(need.reason);
+      }
+      const page = isHtml
+        ? htmlToPage(body, response.url)
+        : { markdown: textAsMarkdown(body, contentType), metadata: { title: null, description: null, links: [], language: null } };
+      await saveSnapshot(deps.db, jobId, { ...page, finalUrl: response.url, statusCode: response.status, renderedWith: 'http' });
+      await appendJobLog(deps.db, jobId, `converted page to markdown (${page.markdown.length} chars, no browser needed)`);
+      return { needsBrowser: false, reason: 'static content' };
+
+      async function handOff(reason: string): Promise<FetchOutcome> {
+        await appendJobLog(deps.db, jobId, `page needs a browser: ${reason}`);
+        return { needsBrowser: true, reason };
+      }
+    },
+  };
+}
+
+export type PageActivities = ReturnType<typeof createPageActivities>;

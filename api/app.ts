@@ -1,0 +1,43 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { ApiDeps } from './deps';
+import { errorHandler } from './middleware/errors';
+import { requestId } from './middleware/request-id';
+import { jsonBody } from './middleware/json-body';
+import { requireApiKey } from './middleware/auth';
+import { scrapeRoutes } from './routes/scrape';
+import { logRoutes } from './routes/logs';
+import { accountRoutes } from './routes/account';
+import { adminRoutes } from './routes/admin';
+import { docsRoutes } from './routes/docs';
+import { healthRoutes } from './routes/health';
+
+const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export function createApp(deps: ApiDeps): Koa {
+  const app = new Koa();
+  app.proxy = true;
+  app.use(requestId());
+  app.use(errorHandler());
+  app.use(jsonBody(BODY_LIMIT_BYTES));
+
+  const root = new Router();
+  const health = healthRoutes(deps);
+  root.use(health.routes());
+  const admin = adminRoutes(deps);
+  root.use(admin.routes(), admin.allowedMethods());
+
+  const docs = docsRoutes();
+  root.use('/api/v1', docs.routes());
+
+  const v1 = new Router({ prefix: '/api/v1' });
+  v1.use(requireApiKey(deps.db));
+  for (const routes of [scrapeRoutes(deps), logRoutes(deps), accountRoutes(deps)]) {
+    v1.use(routes.routes(), routes.allowedMethods());
+  }
+  root.use(v1.routes(), v1.allowedMethods());
+
+  app.use(root.routes());
+  app.use(root.allowedMethods());
+  return app;
+}

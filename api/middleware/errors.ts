@@ -1,0 +1,39 @@
+import type { Context, Next } from 'koa';
+import { ApiError } from '../errors';
+
+export function errorBody(ctx: Context, err: ApiError) {
+  return {
+    error: {
+      code: err.code,
+      message: err.message,
+      ...(err.details?.length ? { details: err.details } : {}),
+      requestId: ctx.state.requestId as string,
+    },
+  };
+}
+
+/** Turns every failure into the one JSON error body; unexpected errors become 500 without internals. */
+export function errorHandler() {
+  return async (ctx: Context, next: Next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw new ApiError(404, 'not_found', `No route for ${ctx.method} ${ctx.path}`);
+      }
+      if (ctx.status === 405 && (ctx.body === undefined || typeof ctx.body === 'string')) {
+        throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+      }
+    } catch (err) {
+      const apiError =
+        err instanceof ApiError
+          ? err
+          : new ApiError(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the server log');
+      if (!(err instanceof ApiError)) {
+        console.error(`[${ctx.state.requestId}] ${ctx.method} ${ctx.path} failed:`, err instanceof Error ? err.stack : err);
+      }
+      ctx.status = apiError.status;
+      for (const [name, value] of Object.entries(apiError.headers ?? {})) ctx.set(name, value);
+      ctx.body = errorBody(ctx, apiError);
+    }
+  };
+}

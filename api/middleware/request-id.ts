@@ -1,0 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import type { Context, Next } from 'koa';
+
+export function requestId() {
+  return async (ctx: Context, next: Next) => {
+    const given = ctx.get('x-request-id');
+    ctx.state.requestId = /^[\w.-]{8,128}$/.test(given) ? given : randomUUID();
+    ctx.set('X-Request-Id', ctx.state.requestId);
+    await next();
+  };
+}

@@ -1,0 +1,119 @@
+import { AgentTransaction, LogsResponse, SystemLog, TransactionsResponse } from './schemas/logs';
+import { ErrorResponse, PaginationMeta, PaginationQuery } from './schemas/common';
+import { JobAccepted, JobFallback, JobRecord } from './schemas/jobs';
+import { ScrapeRequest, ScrapeResult } from './schemas/scrape';
+
+type Schema = { $id?: string } & Record<string, unknown>;
+
+const COMPONENTS: Schema[] = [
+  ErrorResponse,
+  PaginationMeta,
+  SystemLog,
+  AgentTransaction,
+  LogsResponse,
+  TransactionsResponse,
+  JobRecord,
+  JobAccepted,
+  JobFallback,
+  ScrapeRequest,
+  ScrapeResult,
+];
+
+/** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` pointed at components. */
+function toOpenApi(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(toOpenApi);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === '$id') continue;
+    out[key] = key === '$ref' && typeof inner === 'string' && !inner.startsWith('#') ? `#/components/schemas/${inner}` : toOpenApi(inner);
+  }
+  return out;
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
+const error = (description: string) => json(ref('ErrorResponse'), description);
+
+function queryParameters(schema: { properties: Record<string, Record<string, unknown>> }) {
+  return Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: false, schema: toOpenApi(s), description: s.description }));
+}
+
+const uuidPath = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
+
+const DESCRIPTION = `Scraping, browser-agent and marketplace platform, interface version 1.0.0.
+
+Every operation needs \`X-API-Key\`. Errors always have the body \`{"error": {"code", "message", "details"?, "requestId"}}\` (schema ErrorResponse).
+
+**Metered runs.** POST /scrape is refused with 403 \`subscription_inactive\` when the subscription is not active, 402 \`insufficient_funds\` while the wallet balance is not positive (usage is post-paid and debited once per job, also for failed runs, so a balance can end slightly below zero), and 429 \`monthly_limit_reached\` at the plan's monthly operation limit (shared with POST /agentscraper).
+
+**Idempotency.** Send \`Idempotency-Key: <any stable string>\` with POST /scrape to make retries safe: the same key returns the same job and never starts a second run.
+
+**Webhooks.** When \`webhook_url\` is given, the finished job record is POSTed to it as \`{"event": "job.completed"|"job.failed", "kind", "job": JobRecord}\` with headers \`X-Webhook-Id\` (stable per event, for de-duplication), \`X-Webhook-Timestamp\` (unix seconds) and \`X-Webhook-Signature: t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">\` keyed with the account's webhook secret (GET /account/webhook-secret). Non-2xx answers are retried with exponential backoff (5 s doubling, up to 10 attempts); redirects are not followed; the address passes the SSRF guard.
+
+**Scrape output.** Without \`structured_output\`, \`result.data\` is \`{"summary": string, "key_points": string[]}\`. A field list \`[{id, type}]\` (types string, number, integer, boolean, object and their [] forms) or a JSON Schema with an object root shapes \`result.data\` instead; the model's answer is validated and re-asked once when invalid.`;
+
+export function buildOpenApiDocument(serverUrl = '/api/v1') {
+  const paginated = (name: string, summary: string) => ({
+    get: {
+      summary,
+      tags: ['Logs and transactions'],
+      parameters: queryParameters(PaginationQuery as never),
+      responses: { 200: json(ref(name), 'One page, newest first'), 400: error('Invalid page or pageSize'), 401: error('Missing or invalid API key') },
+    },
+  });
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Scrape platform API', version: '1.0.0', description: DESCRIPTION },
+    servers: [{ url: serverUrl }],
+    security: [{ ApiKeyAuth: [] }],
+    paths: {
+      '/scrape': {
+        post: {
+          summary: 'Scrape a URL with the LLM pipeline',
+          tags: ['One-off scrape'],
+          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } }],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('ScrapeRequest') } } },
+          responses: {
+            202: json(ref('JobAccepted'), 'Accepted (async true, the default)'),
+            200: json({ oneOf: [ref('ScrapeResult'), ref('JobFallback')] }, 'Synchronous result (async false), or the fallback when the run failed or did not finish in time'),
+            400: error('Invalid parameters'),
+            401: error('Missing or invalid API key'),
+            402: error('Wallet balance not positive'),
+            403: error('Subscription not active'),
+            429: error('Monthly operation limit reached'),
+            503: error('Workflow engine unavailable; nothing was started or counted'),
+          },
+        },
+      },
+      '/scrape/status/{jobId}': {
+        get: {
+          summary: 'Poll a scrape job',
+          tags: ['One-off scrape'],
+          parameters: [uuidPath('jobId')],
+          responses: { 200: json(ref('JobRecord'), 'The job record'), 400: error('jobId is not a UUID'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+        },
+      },
+      '/logs': paginated('LogsResponse', 'System log lines of this account'),
+      '/transactions': paginated('TransactionsResponse', 'Usage charges (agent transactions) of this account'),
+      '/account': {
+        get: {
+          summary: 'This account: plan, limits, balance and this month\'s operations (not in the 1.0.0 contract)',
+          tags: ['Account'],
+          responses: { 200: json({ type: 'object' }, 'Account summary'), 401: error('Missing or invalid API key') },
+        },
+      },
+      '/account/webhook-secret': {
+        get: {
+          summary: 'The secret that signs this account\'s webhooks (not in the 1.0.0 contract)',
+          tags: ['Account'],
+          responses: { 200: json({ type: 'object', properties: { webhookSecret: { type: 'string' } } }, 'The secret'), 401: error('Missing or invalid API key') },
+        },
+      },
+    },
+    components: {
+      securitySchemes: { ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key' } },
+      schemas: Object.fromEntries(COMPONENTS.map((s) => [s.$id!, toOpenApi(s)])),
+    },
+  };
+}

@@ -1,0 +1,85 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { findJob, getJob } from '../../db/repos/jobs';
+import { toJobRecord } from '../../lib/job-record';
+import { validateStructuredOutputSpec } from '../../lib/llm/structured-output';
+import { normalizeCookies } from '../../lib/page/cookies';
+import type { ScrapeWorkflowInput } from '../../workflows/scrape';
+import type { ApiDeps } from '../deps';
+import { badRequest, notFound } from '../errors';
+import { ScrapeRequest, type ScrapeRequestBody } from '../schemas/scrape';
+import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
+import { preflightUrl } from '../services/url-preflight';
+import { parseBody, parseUuidParam } from '../validation';
+import type { AuthenticatedUser } from '../../db/repos/users';
+import { maskCookies, sealRequestSecrets } from '../../lib/request-secrets';
+
+function checkScrapeSemantics(body: ScrapeRequestBody, deps: ApiDeps): void {
+  preflightUrl('url', body.url, deps.policy);
+  if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
+  if (body.structured_output !== undefined) {
+    const problems = validateStructuredOutputSpec(body.structured_output);
+    if (problems.length) throw badRequest('structured_output is invalid', problems.map((message) => ({ path: 'body/structured_output', message })));
+  }
+  if (body.cookies !== undefined) {
+    try {
+      normalizeCookies(body.cookies, body.url);
+    } catch (err) {
+      throw badRequest('cookies are invalid', [{ path: 'body/cookies', message: (err as Error).message }]);
+    }
+  }
+  body.mobile_proxy_country = body.mobile_proxy_country.toUpperCase();
+}
+
+export function scrapeRoutes(deps: ApiDeps): Router {
+  const router = new Router();
+
+  router.post('/scrape', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const body = parseBody<ScrapeRequestBody>(ScrapeRequest, ctx.state.body);
+    checkScrapeSemantics(body, deps);
+    const job = await startMeteredJob(deps, {
+      user,
+      kind: 'scrape',
+      request: { ...body, ...(body.cookies !== undefined && { cookies: maskCookies(body.cookies) }) },
+      webhookUrl: body.webhook_url ?? null,
+      idempotencyKey: idempotencyKeyOf(ctx.get('idempotency-key')),
+      sealSecrets: body.cookies === undefined ? undefined : (jobId) => sealRequestSecrets(deps.config.masterKey, jobId, { cookies: body.cookies }),
+      workflowType: 'scrapeWorkflow',
+      workflowArgs: (j) => [
+        { jobId: j.id, browserTaskQueue: deps.config.taskQueues.browser, hasWebhook: !!body.webhook_url } satisfies ScrapeWorkflowInput,
+      ],
+    });
+    if (body.async) {
+      ctx.status = 202;
+      ctx.body = { jobId: job.id, status: 'pending' };
+      return;
+    }
+    const finished = await Promise.race([
+      deps.temporal.workflow.getHandle(job.workflow_id).result().then(() => true, () => true),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), deps.config.syncScrapeTimeoutMs).unref()),
+    ]);
+    const current = await getJob(deps.db, job.id);
+    ctx.status = 200;
+    if (current.status === 'completed' && current.result) {
+      ctx.body = current.result;
+    } else {
+      const waited = Math.round(deps.config.syncScrapeTimeoutMs / 1000);
+      ctx.body = {
+        jobId: current.id,
+        status: current.status,
+        error: current.error ?? (finished ? 'the run ended without a result' : `not finished after ${waited}s; poll GET /api/v1/scrape/status/${current.id}`),
+      };
+    }
+  });
+
+  router.get('/scrape/status/:jobId', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const jobId = parseUuidParam('jobId', ctx.params.jobId);
+    const job = await findJob(deps.db, { userId: user.userId, kind: 'scrape', jobId });
+    if (!job) throw notFound('Scrape job');
+    ctx.body = toJobRecord(job);
+  });
+
+  return router;
+}

@@ -1,0 +1,61 @@
+/** JSON Schemas shared by ajv validation and the served OpenAPI document. */
+export const ErrorResponse = {
+  $id: 'ErrorResponse',
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message', 'requestId'],
+      properties: {
+        code: {
+          type: 'string',
+          description:
+            'Stable machine-readable code: validation_failed, invalid_json, unsupported_media_type, payload_too_large, unauthorized, ' +
+            'subscription_inactive, insufficient_funds, not_found, method_not_allowed, monthly_limit_reached, service_unavailable, internal_error',
+        },
+        message: { type: 'string', description: 'Human-readable explanation' },
+        details: {
+          type: 'array',
+          description: 'One entry per problem found in the request',
+          items: {
+            type: 'object',
+            required: ['path', 'message'],
+            properties: {
+              path: { type: 'string', description: 'JSON pointer into the body (body/...), or query.<name>, path.<name>' },
+              message: { type: 'string' },
+            },
+          },
+        },
+        requestId: { type: 'string', description: 'Also sent as the X-Request-Id response header' },
+      },
+    },
+  },
+} as const;
+
+export const PaginationMeta = {
+  $id: 'PaginationMeta',
+  type: 'object',
+  required: ['page', 'pageSize', 'total', 'totalPages'],
+  properties: {
+    page: { type: 'integer' },
+    pageSize: { type: 'integer' },
+    total: { type: 'integer' },
+    totalPages: { type: 'integer' },
+  },
+} as const;
+
+export function paginationQuery(defaultPageSize: number) {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      page: { type: 'integer', minimum: 1, default: 1, description: 'Page number, from 1' },
+      pageSize: { type: 'integer', minimum: 1, maximum: 100, default: defaultPageSize, description: 'Items per page, 1 to 100' },
+    },
+  } as const;
+}
+
+export const PaginationQuery = paginationQuery(10);
+
+export const httpUrl = { type: 'string', format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', maxLength: 2048 } as const;

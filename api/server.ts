@@ -1,0 +1,39 @@
+import type { Server } from 'node:http';
+import { loadConfig } from '../lib/config';
+import { migrateToLatest, openDatabase } from '../db/connect';
+import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { connectClient } from '../lib/temporal';
+import { createApp } from './app';
+import type { ApiDeps } from './deps';
+import { readinessProbe, remoteWorkersReady } from './readiness';
+
+export function listen(deps: ApiDeps, port: number, host = '0.0.0.0'): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = createApp(deps).listen(port, host, () => resolve(server));
+    server.once('error', reject);
+  });
+}
+
+/** Production API process (`npm run api`) against external Postgres and Temporal. */
+async function main() {
+  const config = loadConfig();
+  if (!config.databaseUrl || !config.temporalAddress) {
+    throw new Error('npm run api needs DATABASE_URL and TEMPORAL_ADDRESS (use npm start for the embedded setup)');
+  }
+  const db = await openDatabase(config);
+  await migrateToLatest(db);
+  const temporal = await connectClient(config.temporalAddress, config.temporalNamespace);
+  const workersReady = remoteWorkersReady(temporal, config.temporalNamespace, [config.taskQueues.platform, config.taskQueues.browser]);
+  const server = await listen({ db, temporal, config, policy: parseNetworkAllowlist(config.networkAllowlist), readiness: readinessProbe(db, temporal, workersReady) }, config.port);
+  console.log(`API listening on :${config.port}`);
+  const stop = () => server.close(() => void db.destroy().then(() => process.exit(0)));
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,80 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { ApiError, type ErrorDetail } from './errors';
+
+function newAjv(coerceTypes: boolean) {
+  const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes, strict: false, discriminator: true });
+  addFormats(ajv);
+  return ajv;
+}
+
+const bodyAjv = newAjv(false);
+const queryAjv = newAjv(true);
+const cache = new WeakMap<object, ValidateFunction>();
+
+function describe(error: ErrorObject, prefix: string): ErrorDetail {
+  const at = error.instancePath || '';
+  switch (error.keyword) {
+    case 'required':
+      return { path: `${prefix}${at}/${error.params.missingProperty}`, message: 'is required' };
+    case 'additionalProperties':
+      return { path: `${prefix}${at}/${error.params.additionalProperty}`, message: 'is not a known field' };
+    case 'enum':
+      return { path: `${prefix}${at}`, message: `must be one of: ${(error.params.allowedValues as unknown[]).join(', ')}` };
+    default:
+      return { path: `${prefix}${at}`, message: error.message ?? 'is invalid' };
+  }
+}
+
+function toDetails(errors: ErrorObject[] | null | undefined, prefix: string): ErrorDetail[] {
+  const seen = new Set<string>();
+  return (errors ?? [])
+    .filter((e) => e.keyword !== 'if')
+    .map((e) => describe(e, prefix))
+    .filter((d) => !seen.has(d.path + d.message) && seen.add(d.path + d.message));
+}
+
+function compiled(schema: object, coerce: boolean): ValidateFunction {
+  let validate = cache.get(schema);
+  if (!validate) {
+    validate = (coerce ? queryAjv : bodyAjv).compile(schema);
+    cache.set(schema, validate);
+  }
+  return validate;
+}
+
+/** Validates (and fills defaults into) a JSON body; throws a 400 ApiError listing every problem. */
+export function parseBody<T>(schema: object, body: unknown): T {
+  if (body === undefined) throw new ApiError(400, 'validation_failed', 'A JSON request body is required');
+  const validate = compiled(schema, false);
+  if (!validate(body)) throw new ApiError(400, 'validation_failed', 'The request body is invalid', toDetails(validate.errors, 'body'));
+  return body as T;
+}
+
+/** Validates query parameters, coercing strings to the schema's types. Repeated parameters are refused. */
+export function parseQuery<T>(schema: object, query: Record<string, string | string[] | undefined>): T {
+  const copy: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(query)) {
+    if (Array.isArray(value)) {
+      throw new ApiError(400, 'validation_failed', 'Invalid query parameters', [{ path: `query.${key}`, message: 'must be given once' }]);
+    }
+    copy[key] = value;
+  }
+  const validate = compiled(schema, true);
+  if (!validate(copy)) {
+    const details = toDetails(validate.errors, 'query').map((d) => ({ ...d, path: d.path.replace(/^query\//, 'query.') }));
+    throw new ApiError(400, 'validation_failed', 'Invalid query parameters', details);
+  }
+  return copy as T;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function parseUuidParam(name: string, value: string | undefined): string {
+  if (!value || !UUID.test(value)) {
+    throw new ApiError(400, 'validation_failed', `Path parameter ${name} must be a UUID`, [{ path: `path.${name}`, message: 'must be a UUID' }]);
+  }
+  return value.toLowerCase();
+}
+
+export { bodyAjv };

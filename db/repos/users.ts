@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../connect';
+import type { SubscriptionStatus } from '../schema';
+import { generateApiKey, generateWebhookSecret, hashApiKey, seal, unseal } from '../../lib/crypto';
+import { creditWallet } from './ledger';
+
+export interface NewUserInput {
+  email: string;
+  planId?: string;
+  creditMicros?: number;
+  monthlyOperationLimit?: number;
+  automationLimit?: number;
+}
+
+export interface AuthenticatedUser {
+  userId: string;
+  email: string;
+  subscription: { status: SubscriptionStatus; planId: string; monthlyOperationLimit: number; automationLimit: number };
+}
+
+export class UnknownPlanError extends Error {}
+export class DuplicateEmailError extends Error {}
+
+async function insertApiKey(db: Db, userId: string): Promise<string> {
+  const apiKey = generateApiKey();
+  await db
+    .insertInto('api_keys')
+    .values({ id: randomUUID(), user_id: userId, key_hash: hashApiKey(apiKey), key_prefix: apiKey.slice(0, 12) })
+    .execute();
+  return apiKey;
+}
+
+export async function createUser(db: Db, masterKey: Buffer, input: NewUserInput): Promise<{ userId: string; apiKey: string }> {
+  const userId = randomUUID();
+  return db.transaction().execute(async (trx) => {
+    const plan = await trx.selectFrom('plans').selectAll().where('id', '=', input.planId ?? 'starter').executeTakeFirst();
+    if (!plan) throw new UnknownPlanError(`Unknown plan "${input.planId}"`);
+    const email = input.email.trim().toLowerCase();
+    const existing = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
+    if (existing) throw new DuplicateEmailError(`A user with email ${email} already exists`);
+    await trx
+      .insertInto('users')
+      .values({ id: userId, email, webhook_secret_sealed: seal(masterKey, generateWebhookSecret(), `webhook:${userId}`) })
+      .execute();
+    await trx
+      .insertInto('subscriptions')
+      .values({
+        user_id: userId,
+        plan_id: plan.id,
+        status: 'active',
+        monthly_operation_limit: input.monthlyOperationLimit ?? plan.monthly_operation_limit,
+        automation_limit: input.automationLimit ?? plan.automation_limit,
+      })
+      .execute();
+    await trx.insertInto('wallets').values({ user_id: userId, balance_micros: 0 }).execute();
+    const apiKey = await insertApiKey(trx, userId);
+    if (input.creditMicros && input.creditMicros > 0) {
+      await creditWallet(trx, { userId, amountMicros: input.creditMicros, idempotencyKey: `signup-credit:${userId}`, description: 'Initial credit' });
+    }
+    return { userId, apiKey };
+  });
+}
+
+export async function findUserByApiKey(db: Db, apiKey: string): Promise<AuthenticatedUser | null> {
+  const row = await db
+    .selectFrom('api_keys')
+    .innerJoin('users', 'users.id', 'api_keys.user_id')
+    .innerJoin('subscriptions', 'subscriptions.user_id', 'users.id')
+    .select([
+      'users.id as userId',
+      'users.email',
+      'subscriptions.status',
+      'subscriptions.plan_id',
+      'subscriptions.monthly_operation_limit',
+      'subscriptions.automation_limit',
+    ])
+    .where('api_keys.key_hash', '=', hashApiKey(apiKey))
+    .where('api_keys.revoked_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) return null;
+  return {
+    userId: row.userId,
+    email: row.email,
+    subscription: {
+      status: row.status,
+      planId: row.plan_id,
+      monthlyOperationLimit: row.monthly_operation_limit,
+      automationLimit: row.automation_limit,
+    },
+  };
+}
+
+export async function userExists(db: Db, userId: string): Promise<boolean> {
+  return !!(await db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst());
+}
+
+/** Revokes every key of the user and issues a new one. */
+export async function rotateApiKey(db: Db, userId: string): Promise<string> {
+  return db.transaction().execute(async (trx) => {
+    await trx.updateTable('api_keys').set({ revoked_at: new Date() }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+    return insertApiKey(trx, userId);
+  });
+}
+
+export async function updateSubscription(
+  db: Db,
+  userId: string,
+  change: { status?: SubscriptionStatus; monthlyOperationLimit?: number; automationLimit?: number; planId?: string },
+): Promise<boolean> {
+  const result = await db
+    .updateTable('subscriptions')
+    .set({
+      ...(change.status && { status: change.status }),
+      ...(change.planId && { plan_id: change.planId }),
+      ...(change.monthlyOperationLimit !== undefined && { monthly_operation_limit: change.monthlyOperationLimit }),
+      ...(change.automationLimit !== undefined && { automation_limit: change.automationLimit }),
+      updated_at: new Date(),
+    })
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function getWebhookSecret(db: Db, masterKey: Buffer, userId: string): Promise<string> {
+  const row = await db.selectFrom('users').select('webhook_secret_sealed').where('id', '=', userId).executeTakeFirstOrThrow();
+  return unseal(masterKey, row.webhook_secret_sealed, `webhook:${userId}`);
+}
+
+export async function setRouterApiKey(db: Db, masterKey: Buffer, userId: string, routerKey: string | null): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({ router_api_key_sealed: routerKey ? seal(masterKey, routerKey, `router:${userId}`) : null })
+    .where('id', '=', userId)
+    .execute();
+}
+
+export async function getRouterApiKey(db: Db, masterKey: Buffer, userId: string): Promise<string | null> {
+  const row = await db.selectFrom('users').select('router_api_key_sealed').where('id', '=', userId).executeTakeFirst();
+  return row?.router_api_key_sealed ? unseal(masterKey, row.router_api_key_sealed, `router:${userId}`) : null;
+}

@@ -1,0 +1,162 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+type Json<T = unknown> = ColumnType<T, string, string>;
+
+export type SubscriptionStatus = 'active' | 'inactive';
+export type JobKind = 'scrape' | 'agentic';
+export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
+export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];
+export type LedgerEntryKind = 'credit' | 'usage' | 'adjustment';
+
+export interface PlansTable {
+  id: string;
+  name: string;
+  monthly_operation_limit: number;
+  automation_limit: number;
+  created_at: Timestamp;
+}
+
+export interface UsersTable {
+  id: string;
+  email: string;
+  webhook_secret_sealed: string;
+  router_api_key_sealed: string | null;
+  created_at: Timestamp;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  user_id: string;
+  key_hash: string;
+  key_prefix: string;
+  created_at: Timestamp;
+  revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+export interface SubscriptionsTable {
+  user_id: string;
+  plan_id: string;
+  status: SubscriptionStatus;
+  monthly_operation_limit: number;
+  automation_limit: number;
+  updated_at: Timestamp;
+}
+
+export interface WalletsTable {
+  user_id: string;
+  balance_micros: number;
+  updated_at: Timestamp;
+}
+
+export interface LedgerEntriesTable {
+  id: Generated<number>;
+  user_id: string;
+  kind: LedgerEntryKind;
+  amount_micros: number;
+  balance_after_micros: number;
+  idempotency_key: string;
+  job_id: string | null;
+  description: string;
+  created_at: Timestamp;
+}
+
+export interface MonthlyUsageTable {
+  user_id: string;
+  period: string;
+  operations: number;
+}
+
+export interface JobsTable {
+  id: string;
+  user_id: string;
+  kind: JobKind;
+  status: JobStatus;
+  request: Json<Record<string, unknown>>;
+  result: Json<Record<string, unknown> | null> | null;
+  error: string | null;
+  logs: ColumnType<string[], string[] | undefined, string[]>;
+  webhook_url: string | null;
+  /** Request secrets (cookies, ...) sealed with the master key; `request` holds them masked. */
+  sealed_secrets: string | null;
+  workflow_id: string;
+  idempotency_key: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SystemLogsTable {
+  id: Generated<number>;
+  user_id: string | null;
+  job_id: string | null;
+  log_message: string;
+  executed_at: Timestamp;
+}
+
+export interface AgentTransactionsTable {
+  id: Generated<number>;
+  job_id: string | null;
+  user_id: string;
+  agent_name: string;
+  result: string | null;
+  payload: Json<Record<string, unknown> | null> | null;
+  cost_micros: number;
+  idempotency_key: string;
+  executed_at: Timestamp;
+}
+
+export type RenderedWith = 'http' | 'browser';
+export interface PageMetadata {
+  title: string | null;
+  description: string | null;
+  language: string | null;
+  links: { url: string; text: string }[];
+}
+
+export interface PageSnapshotsTable {
+  job_id: string;
+  final_url: string;
+  status_code: number;
+  rendered_with: RenderedWith;
+  markdown: string;
+  metadata: Json<PageMetadata>;
+  data: Json<unknown> | null;
+  created_at: Timestamp;
+}
+
+export type UsageKind = 'llm' | 'browser' | 'captcha' | 'proxy';
+
+export interface JobUsageTable {
+  id: Generated<number>;
+  job_id: string;
+  usage_key: string;
+  kind: UsageKind;
+  model: string | null;
+  prompt_tokens: ColumnType<number, number | undefined, number>;
+  completion_tokens: ColumnType<number, number | undefined, number>;
+  quantity: ColumnType<number, number | undefined, number>;
+  cost_micros: number;
+  created_at: Timestamp;
+}
+
+export interface Database {
+  page_snapshots: PageSnapshotsTable;
+  job_usage: JobUsageTable;
+  plans: PlansTable;
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  subscriptions: SubscriptionsTable;
+  wallets: WalletsTable;
+  ledger_entries: LedgerEntriesTable;
+  monthly_usage: MonthlyUsageTable;
+  jobs: JobsTable;
+  system_logs: SystemLogsTable;
+  agent_transactions: AgentTransactionsTable;
+}
+
+export type Job = Selectable<JobsTable>;
+export type NewJob = Insertable<JobsTable>;
+export type JobUpdate = Updateable<JobsTable>;
+export type SystemLog = Selectable<SystemLogsTable>;
+export type AgentTransaction = Selectable<AgentTransactionsTable>;
+export type Subscription = Selectable<SubscriptionsTable>;

@@ -1,0 +1,205 @@
+import type { BrowserContext, Page, Request, Route } from 'playwright-core';
+
+import type { ProxyConfig } from '../net/proxy';
+import { safeFetch, SafeFetchError, type SafeResponse } from '../net/safe-fetch';
+import { SsrfBlockedError, type NetworkPolicy } from '../net/ssrf';
+
+export type GuardOptions = {
+  policy: NetworkPolicy;
+  proxy?: ProxyConfig | null;
+  /** Budget for each request the page makes, including its redirects. */
+  timeoutMs?: number;
+  maxBytesPerResponse?: number;
+};
+
+export type BlockedRequest = {
+  url: string;
+  host: string;
+  reason: string;
+  resourceType: string;
+  isMainFrameNavigation: boolean;
+};
+
+export type ContextGuard = {
+  readonly blocked: BlockedRequest[];
+  mainFrameNavigationBlock(): BlockedRequest | undefined;
+};
+
+type RouteAbortCode = Parameters<Route['abort']>[0];
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const SUBRESOURCE_MAX_REDIRECTS = 10;
+const MAX_NAVIGATION_REDIRECTS = 10;
+const INTERSTITIAL_MARKER = 'data-guarded-redirect';
+const STRIPPED_REQUEST_HEADERS = new Set([
+  'host', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'te', 'trailer', 'upgrade',
+  'accept-encoding', 'proxy-authorization', 'proxy-connection',
+]);
+const STRIPPED_RESPONSE_HEADERS = new Set([
+  'content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive', 'trailer', 'upgrade',
+]);
+
+function isMainFrameNavigation(request: Request): boolean {
+  if (!request.isNavigationRequest()) return false;
+  try {
+    return request.frame().parentFrame() === null;
+  } catch {
+    return false;
+  }
+}
+
+function isRedirect(response: SafeResponse): boolean {
+  return response.status >= 300 && response.status < 400 && !!response.headers.location;
+}
+
+function forwardedHeaders(headers: Record<string, string>): Record<string, string> {
+  const forwarded: Record<string, string> = { 'accept-encoding': 'gzip, deflate, br' };
+  for (const [name, value] of Object.entries(headers)) {
+    if (!STRIPPED_REQUEST_HEADERS.has(name.toLowerCase())) forwarded[name.toLowerCase()] = value;
+  }
+  return forwarded;
+}
+
+function fulfilledHeaders(response: SafeResponse): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (!STRIPPED_RESPONSE_HEADERS.has(name)) headers[name] = value;
+  }
+  if (response.status >= 300 && response.status < 400) delete headers.location;
+  if (response.setCookies.length > 0) headers['set-cookie'] = response.setCookies.join('\n');
+  return headers;
+}
+
+function escapeAttribute(value: string): string {
+  return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/**
+ * Playwright continues the hops of a fulfilled 3xx without offering them to the route handler, so a 3xx is
+ * never handed to Chromium. A main-frame redirect is answered with a page that navigates to the Location
+ * instead: that navigation is a new request and comes back through the route, and the page ends up with the
+ * right URL and origin.
+ */
+function redirectInterstitial(response: SafeResponse, requestUrl: string): { status: number; headers: Record<string, string>; body: string } {
+  const target = new URL(response.headers.location, requestUrl);
+  const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' };
+  if (response.setCookies.length > 0) headers['set-cookie'] = response.setCookies.join('\n');
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+    return { status: 502, headers, body: `Redirect to unsupported URL scheme ${escapeAttribute(target.protocol)}` };
+  }
+  const body = `<!doctype html><html ${INTERSTITIAL_MARKER}><head>`
+    + `<meta http-equiv="refresh" content="0;url=${escapeAttribute(target.href)}"></head></html>`;
+  return { status: 200, headers, body };
+}
+
+function abortCodeFor(error: unknown): RouteAbortCode {
+  if (error instanceof SsrfBlockedError) return 'blockedbyclient';
+  if (error instanceof SafeFetchError) {
+    if (error.code === 'timeout') return 'timedout';
+    if (error.code === 'bad_scheme') return 'blockedbyclient';
+  }
+  return 'failed';
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+}
+
+export async function guardContext(context: BrowserContext, options: GuardOptions): Promise<ContextGuard> {
+  const blocked: BlockedRequest[] = [];
+  const lifetime = new AbortController();
+  let consecutiveNavigationRedirects = 0;
+  context.once('close', () => lifetime.abort(new Error('Browser context closed')));
+
+  const record = (request: Request, reason: string, host: string) => {
+    blocked.push({
+      url: request.url(),
+      host,
+      reason,
+      resourceType: request.resourceType(),
+      isMainFrameNavigation: isMainFrameNavigation(request),
+    });
+  };
+
+  const handle = async (route: Route, request: Request): Promise<void> => {
+    const url = request.url();
+    if (!/^https?:/i.test(url)) {
+      record(request, 'only http: and https: requests are allowed', hostOf(url));
+      await route.abort('blockedbyclient');
+      return;
+    }
+    const mainFrameNavigation = isMainFrameNavigation(request);
+    try {
+      const response = await safeFetch(url, {
+        policy: options.policy,
+        proxy: options.proxy ?? null,
+        method: request.method(),
+        headers: forwardedHeaders(await request.allHeaders()),
+        body: request.postDataBuffer() ?? undefined,
+        timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+        maxBytes: options.maxBytesPerResponse,
+        maxRedirects: mainFrameNavigation ? 0 : SUBRESOURCE_MAX_REDIRECTS,
+        signal: lifetime.signal,
+      });
+      if (mainFrameNavigation && isRedirect(response)) {
+        consecutiveNavigationRedirects++;
+        if (consecutiveNavigationRedirects > MAX_NAVIGATION_REDIRECTS) {
+          await route.fulfill({ status: 508, contentType: 'text/plain', body: 'Too many redirects' });
+          return;
+        }
+        await route.fulfill(redirectInterstitial(response, url));
+        return;
+      }
+      if (mainFrameNavigation) consecutiveNavigationRedirects = 0;
+      await route.fulfill({ status: response.status, headers: fulfilledHeaders(response), body: response.body });
+    } catch (error) {
+      if (lifetime.signal.aborted) return;
+      if (error instanceof SsrfBlockedError) record(request, error.reason, error.host);
+      await route.abort(abortCodeFor(error));
+    }
+  };
+
+  await context.route('**/*', (route, request) => handle(route, request).catch(() => undefined));
+  await context.routeWebSocket(/.*/, (socket) => {
+    blocked.push({
+      url: socket.url(),
+      host: hostOf(socket.url()),
+      reason: 'WebSockets are not allowed',
+      resourceType: 'websocket',
+      isMainFrameNavigation: false,
+    });
+    void socket.close({ code: 1008, reason: 'WebSockets are not allowed' }).catch(() => undefined);
+  });
+
+  return {
+    blocked,
+    mainFrameNavigationBlock: () => [...blocked].reverse().find((entry) => entry.isMainFrameNavigation),
+  };
+}
+
+async function showsRedirectInterstitial(page: Page): Promise<boolean> {
+  try {
+    return await page.evaluate((marker) => document.documentElement.hasAttribute(marker), INTERSTITIAL_MARKER);
+  } catch {
+    return true;
+  }
+}
+
+/** Waits until the main frame holds a real document rather than one of the guard's redirect interstitials. */
+export async function waitPastRedirectInterstitials(page: Page, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const remaining = () => Math.max(1, deadline - Date.now());
+  for (let hop = 0; hop <= MAX_NAVIGATION_REDIRECTS + 1; hop++) {
+    const nextCommit = page
+      .waitForEvent('framenavigated', { predicate: (frame) => frame === page.mainFrame(), timeout: remaining() })
+      .then(() => true, () => false);
+    await page.waitForLoadState('domcontentloaded', { timeout: remaining() });
+    if (!(await showsRedirectInterstitial(page))) return;
+    if (!(await nextCommit)) throw new Error(`Redirect from ${page.url()} did not complete within ${timeoutMs} ms`);
+  }
+  throw new Error(`Too many redirects starting at ${page.url()}`);
+}

@@ -1,0 +1,132 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+
+/** Everything the service reads from the environment, validated once at start. */
+export interface Config {
+  port: number;
+  dataDir: string;
+  /** Unset means the embedded PGlite database under dataDir. */
+  databaseUrl: string | null;
+  /** Unset means `npm start` runs its own Temporal dev server. */
+  temporalAddress: string | null;
+  temporalNamespace: string;
+  temporalDevPorts: { frontend: number; ui: number };
+  openai: { baseURL: string | null; apiKey: string | null };
+  routerBaseURL: string | null;
+  adminToken: string;
+  masterKey: Buffer;
+  networkAllowlist: string | undefined;
+  proxyUrlTemplate: string | null;
+  captcha: { baseURL: string; apiKey: string } | null;
+  chromiumPath: string;
+  browserConcurrency: number;
+  syncScrapeTimeoutMs: number;
+  taskQueues: { platform: string; browser: string };
+}
+
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`Invalid configuration: ${variable} ${problem}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function optional(env: Env, name: string): string | null {
+  const value = env[name]?.trim();
+  return value ? value : null;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = optional(env, name);
+  if (raw === null) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function url(env: Env, name: string): string | null {
+  const raw = optional(env, name);
+  if (raw === null) return null;
+  try {
+    const parsed = new URL(raw);
+    if (!['http:', 'https:'].includes(parsed.protocol)) throw new Error();
+  } catch {
+    throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+/** Reads a secret from the environment, or from (creating if needed) a file under dataDir for the embedded default. */
+function secretOrLocalFile(env: Env, name: string, dataDir: string, file: string, generate: () => string): string {
+  const fromEnv = optional(env, name);
+  if (fromEnv !== null) return fromEnv;
+  const target = path.join(dataDir, file);
+  if (existsSync(target)) return readFileSync(target, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const value = generate();
+  writeFileSync(target, value + '\n', { mode: 0o600 });
+  return value;
+}
+
+function parseMasterKey(raw: string): Buffer {
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+  if (key.length !== 32) throw new ConfigError('MASTER_KEY', 'must be 32 bytes, as 64 hex characters or base64');
+  return key;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = path.resolve(optional(env, 'DATA_DIR') ?? '.data');
+  const databaseUrl = optional(env, 'DATABASE_URL');
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// URL');
+  }
+  const temporalAddress = optional(env, 'TEMPORAL_ADDRESS');
+  if (temporalAddress !== null && !/^[\w.-]+:\d+$/.test(temporalAddress)) {
+    throw new ConfigError('TEMPORAL_ADDRESS', `must be host:port, got "${temporalAddress}"`);
+  }
+  const captchaUrl = url(env, 'CAPTCHA_SOLVER_URL');
+  const captchaKey = optional(env, 'CAPTCHA_SOLVER_KEY');
+  if ((captchaUrl === null) !== (captchaKey === null)) {
+    throw new ConfigError('CAPTCHA_SOLVER_URL', 'and CAPTCHA_SOLVER_KEY must be set together');
+  }
+  const proxyUrlTemplate = optional(env, 'PROXY_URL');
+  if (proxyUrlTemplate !== null) {
+    try {
+      new URL(proxyUrlTemplate.replace(/\{country\}/g, 'us'));
+    } catch {
+      throw new ConfigError('PROXY_URL', 'must be a URL such as http://user-{country}:pass@proxy:8080');
+    }
+  }
+  const config: Config = {
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    dataDir,
+    databaseUrl,
+    temporalAddress,
+    temporalNamespace: optional(env, 'TEMPORAL_NAMESPACE') ?? 'default',
+    temporalDevPorts: {
+      frontend: integer(env, 'TEMPORAL_DEV_PORT', 7233, 1, 65535),
+      ui: integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535),
+    },
+    openai: { baseURL: url(env, 'OPENAI_BASE_URL'), apiKey: optional(env, 'OPENAI_API_KEY') },
+    routerBaseURL: url(env, 'ROUTER_BASE_URL'),
+    adminToken: secretOrLocalFile(env, 'ADMIN_TOKEN', dataDir, 'admin-token', () => randomBytes(24).toString('base64url')),
+    masterKey: parseMasterKey(
+      secretOrLocalFile(env, 'MASTER_KEY', dataDir, 'master.key', () => randomBytes(32).toString('hex')),
+    ),
+    networkAllowlist: optional(env, 'NETWORK_ALLOWLIST') ?? undefined,
+    proxyUrlTemplate,
+    captcha: captchaUrl && captchaKey ? { baseURL: captchaUrl, apiKey: captchaKey } : null,
+    chromiumPath: optional(env, 'CHROMIUM_PATH') ?? '/usr/bin/chromium',
+    browserConcurrency: integer(env, 'BROWSER_CONCURRENCY', 4, 1, 64),
+    syncScrapeTimeoutMs: integer(env, 'SYNC_SCRAPE_TIMEOUT_MS', 120_000, 1_000, 900_000),
+    taskQueues: {
+      platform: optional(env, 'PLATFORM_TASK_QUEUE') ?? 'platform',
+      browser: optional(env, 'BROWSER_TASK_QUEUE') ?? 'browser',
+    },
+  };
+  if (config.adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
+  return config;
+}

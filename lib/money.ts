@@ -1,0 +1,40 @@
+export const MICROS_PER_USD = 1_000_000;
+
+const DECIMAL_NOTATION = /^(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/;
+
+function toScaledDecimal(nonNegative: number): { digits: bigint; exponent: number } {
+  const match = DECIMAL_NOTATION.exec(String(nonNegative));
+  if (!match) throw new Error(`Cannot read ${nonNegative} as a decimal number`);
+  const [, integerPart, fractionPart = '', exponentPart = '0'] = match;
+  return {
+    digits: BigInt(integerPart + fractionPart),
+    exponent: Number(exponentPart) - fractionPart.length,
+  };
+}
+
+/**
+ * Converts a USD amount to integer micro-USD, rounding half away from zero.
+ * Rounding works on the shortest decimal form of `usd` (what `String(usd)` prints),
+ * so 0.0000005 becomes 1 and 1.0000005 becomes 1_000_001 despite binary floating point.
+ */
+export function usdToMicros(usd: number): number {
+  if (!Number.isFinite(usd)) throw new Error(`usdToMicros needs a finite amount of USD, got ${usd}`);
+  const { digits, exponent } = toScaledDecimal(Math.abs(usd));
+  const shift = exponent + 6;
+  let micros: bigint;
+  if (shift >= 0) {
+    micros = digits * 10n ** BigInt(shift);
+  } else {
+    const divisor = 10n ** BigInt(-shift);
+    micros = digits / divisor + ((digits % divisor) * 2n >= divisor ? 1n : 0n);
+  }
+  const magnitude = Number(micros);
+  if (!Number.isSafeInteger(magnitude)) throw new Error(`usdToMicros: ${usd} USD is too large to count in micro-USD`);
+  if (magnitude === 0) return 0;
+  return usd < 0 ? -magnitude : magnitude;
+}
+
+export function microsToUsd(micros: number): number {
+  if (!Number.isSafeInteger(micros)) throw new Error(`microsToUsd needs an integer amount of micro-USD, got ${micros}`);
+  return micros / MICROS_PER_USD;
+}

@@ -1,0 +1,27 @@
+import { NativeConnection } from '@temporalio/worker';
+import { loadConfig } from '../lib/config';
+import { openDatabase } from '../db/connect';
+import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { createWorkers } from './workers';
+
+/** Production worker process (`npm run worker`): polls the platform and browser task queues. */
+async function main() {
+  const config = loadConfig();
+  if (!config.databaseUrl || !config.temporalAddress) {
+    throw new Error('npm run worker needs DATABASE_URL and TEMPORAL_ADDRESS (use npm start for the embedded setup)');
+  }
+  const queues = (process.env.WORKER_QUEUES ?? 'platform,browser').split(',').map((q) => q.trim()) as ('platform' | 'browser')[];
+  const db = await openDatabase(config);
+  const connection = await NativeConnection.connect({ address: config.temporalAddress });
+  const workers = await createWorkers({ db, config, policy: parseNetworkAllowlist(config.networkAllowlist), connection, namespace: config.temporalNamespace, queues });
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void workers.shutdown());
+  console.log(`worker polling ${queues.join(', ')} on ${config.temporalAddress}`);
+  await workers.run();
+  await connection.close();
+  await db.destroy();
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,65 @@
+import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
+import { browserActivities, platformActivities, type ActivityDeps } from './activities';
+
+export interface WorkerSet {
+  /** True once every worker polls its task queue. */
+  isRunning(): boolean;
+  /** Resolves when the workers stop (after shutdown or a fatal error). */
+  run(): Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+export interface WorkerOptions extends ActivityDeps {
+  connection: NativeConnection;
+  namespace: string;
+  /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
+  workflowBundle?: WorkflowBundle;
+  queues?: ('platform' | 'browser')[];
+}
+
+export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> {
+  const { config, connection, namespace } = options;
+  const queues = options.queues ?? ['platform', 'browser'];
+  const workers: Worker[] = [];
+  let pool: BrowserPool | null = null;
+  if (queues.includes('platform')) {
+    workers.push(
+      await Worker.create({
+        connection,
+        namespace,
+        taskQueue: config.taskQueues.platform,
+        ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+        activities: platformActivities(options),
+        maxConcurrentActivityTaskExecutions: 50,
+      }),
+    );
+  }
+  if (queues.includes('browser')) {
+    pool = createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency });
+    workers.push(
+      await Worker.create({
+        connection,
+        namespace,
+        taskQueue: config.taskQueues.browser,
+        activities: browserActivities(options, pool),
+        maxConcurrentActivityTaskExecutions: config.browserConcurrency,
+      }),
+    );
+  }
+  let running: Promise<void> | null = null;
+  return {
+    isRunning: () => workers.every((w) => w.getState() === 'RUNNING'),
+    run() {
+      running ??= Promise.all(workers.map((w) => w.run())).then(async () => {
+        await pool?.close();
+      });
+      return running;
+    },
+    async shutdown() {
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await running;
+      await pool?.close();
+    },
+  };
+}

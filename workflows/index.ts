@@ -1,0 +1,1 @@
+export { scrapeWorkflow } from './scrape';
