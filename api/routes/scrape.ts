@@ -55,10 +55,12 @@ export function scrapeRoutes(deps: ApiDeps): Router {
       ctx.body = { jobId: job.id, status: 'pending' };
       return;
     }
-    const finished = await Promise.race([
-      deps.temporal.workflow.getHandle(job.workflow_id).result().then(() => true, () => true),
-      new Promise<false>((resolve) => setTimeout(() => resolve(false), deps.config.syncScrapeTimeoutMs).unref()),
-    ]);
+    const finished = await deps.temporal
+      .withAbortSignal(AbortSignal.timeout(deps.config.syncScrapeTimeoutMs), () => deps.temporal.workflow.getHandle(job.workflow_id).result())
+      .then(
+        () => true,
+        () => false,
+      );
     const current = await getJob(deps.db, job.id);
     ctx.status = 200;
     if (current.status === 'completed' && current.result) {

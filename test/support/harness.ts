@@ -18,6 +18,9 @@ import { createWorkers, type WorkerSet } from '../../workers/workers';
 import { startFakeOpenAI, type FakeOpenAI } from './fake-openai';
 import { startFixtureSite, type FixtureSite } from './fixture-site';
 import { freePort } from './ports';
+import { startFakeCaptchaSolver, type FakeCaptchaSolver } from './fake-captcha-solver';
+import { startFakeProxy, type FakeProxy } from './fake-proxy';
+import { captchaRoutes, CAPTCHA_SITE_KEY } from './captcha-fixture';
 import { captureProcessOutput } from './output-capture';
 
 export const ADMIN_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -38,14 +41,19 @@ export interface Harness {
   baseUrl: string;
   llm: FakeOpenAI;
   site: FixtureSite;
+  captchaSolver: FakeCaptchaSolver;
+  proxy: FakeProxy;
   workflowBundle: WorkflowBundle;
   /** POST /admin/users through the admin API; returns the new user's id and key. */
   createUser(options?: { creditUsd?: number; monthlyOperationLimit?: number; email?: string }): Promise<{ userId: string; apiKey: string }>;
   http<T = any>(method: string, urlPath: string, options?: { apiKey?: string; body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<HttpResult<T>>;
   /** Polls the status endpoint until the job is terminal (or `until` holds). */
   waitForJob(apiKey: string, statusPath: string, until?: (job: any) => boolean, timeoutMs?: number): Promise<any>;
-  /** Starts extra workers on their own task queues (and an API bound to them) for isolation-sensitive tests. */
-  startIsolatedApi(taskQueues: Config['taskQueues']): Promise<{ baseUrl: string; close(): Promise<void> }>;
+  /**
+   * An API bound to its own task queues, with in-process workers for them unless `workers: false`
+   * (then a test runs its own worker processes). Config overrides apply to both.
+   */
+  startIsolatedStack(options: { taskQueues: Config['taskQueues']; overrides?: Partial<Config>; workers?: boolean }): Promise<{ baseUrl: string; config: Config }>;
 }
 
 let harness: Promise<Harness> | null = null;
@@ -81,9 +89,16 @@ async function createDatabase(): Promise<string> {
 
 async function startHarness(): Promise<Harness> {
   captureProcessOutput();
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  const [databaseUrl, llm, site, temporalPort] = await Promise.all([createDatabase(), startFakeOpenAI(), startFixtureSite(), freePort()]);
-  cleanups.push(() => llm.close(), () => site.close());
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const captchaSolver = await startFakeCaptchaSolver();
+  const [databaseUrl, llm, site, proxy, temporalPort] = await Promise.all([
+    createDatabase(),
+    startFakeOpenAI(),
+    startFixtureSite(captchaRoutes(captchaSolver.tokenFor(CAPTCHA_SITE_KEY))),
+    startFakeProxy(),
+    freePort(),
+  ]);
+  cleanups.push(() => llm.close(), () => site.close(), () => captchaSolver.close(), () => proxy.close());
 
   const dev: DevServer = await startTemporalDevServer({ port: temporalPort, uiPort: null });
   cleanups.push(() => dev.stop());
@@ -105,6 +120,9 @@ async function startHarness(): Promise<Harness> {
     BROWSER_TASK_QUEUE: 'browser-test',
     SYNC_SCRAPE_TIMEOUT_MS: '60000',
     BROWSER_CONCURRENCY: '4',
+    PROXY_URL: proxy.urlTemplate,
+    CAPTCHA_SOLVER_URL: captchaSolver.url,
+    CAPTCHA_SOLVER_KEY: captchaSolver.apiKey,
   };
   const config = loadConfig(env);
   const policy = parseNetworkAllowlist(config.networkAllowlist);
@@ -145,7 +163,7 @@ async function startHarness(): Promise<Harness> {
       body = JSON.stringify(options.body);
       headers['content-type'] ??= 'application/json';
     }
-    const response = await fetch(`${baseUrl}${urlPath}`, { method, headers, body });
+    const response = await fetch(/^https?:/.test(urlPath) ? urlPath : `${baseUrl}${urlPath}`, { method, headers, body });
     const text = await response.text();
     let parsed: unknown = text;
     try {
@@ -166,6 +184,8 @@ async function startHarness(): Promise<Harness> {
     baseUrl,
     llm,
     site,
+    captchaSolver,
+    proxy,
     workflowBundle,
     http,
     async createUser(options = {}) {
@@ -185,16 +205,19 @@ async function startHarness(): Promise<Harness> {
       let last: any;
       while (Date.now() < deadline) {
         const response = await http('GET', statusPath, { apiKey });
+        if (response.status !== 200) throw new Error(`GET ${statusPath} answered ${response.status}: ${JSON.stringify(response.body)}`);
         last = response.body;
         if (response.status === 200 && until(last)) return last;
         await new Promise((r) => setTimeout(r, 150));
       }
       throw new Error(`job did not reach the expected state in ${timeoutMs}ms; last: ${JSON.stringify(last)?.slice(0, 2000)}`);
     },
-    async startIsolatedApi(taskQueues) {
-      const isolated = { ...config, taskQueues };
-      const { server: s, baseUrl: url } = await serve(isolated, { isRunning: () => true, run: async () => {}, shutdown: async () => {} });
-      return { baseUrl: url, close: () => new Promise<void>((resolve) => s.close(() => resolve())) };
+    async startIsolatedStack({ taskQueues, overrides = {}, workers: withWorkers = true }) {
+      const isolated: Config = { ...config, ...overrides, taskQueues };
+      const set = withWorkers ? await runWorkers(isolated) : { isRunning: () => true, run: async () => {}, shutdown: async () => {} };
+      const { server: s, baseUrl: url } = await serve(isolated, set);
+      cleanups.push(() => new Promise<void>((resolve) => s.close(() => resolve())));
+      return { baseUrl: url, config: isolated };
     },
   };
   return self;

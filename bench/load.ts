@@ -1,0 +1,66 @@
+/** Small helpers for closed-loop load: N tasks, at most `concurrency` in flight, bounded by a deadline. */
+
+export interface LoadResult {
+  attempted: number;
+  succeeded: number;
+  failed: number;
+  elapsedMs: number;
+  /** Latency of every successful task, in milliseconds. */
+  latenciesMs: number[];
+  firstError: string | null;
+}
+
+/**
+ * Runs `task(0..count-1)` with `concurrency` workers. A task "fails" when it throws or returns false.
+ * No new task starts after `timeLimitMs`; tasks in flight are awaited (each must bound itself).
+ */
+export async function runClosedLoop(
+  count: number,
+  concurrency: number,
+  timeLimitMs: number,
+  task: (index: number) => Promise<boolean>,
+): Promise<LoadResult> {
+  const result: LoadResult = { attempted: 0, succeeded: 0, failed: 0, elapsedMs: 0, latenciesMs: [], firstError: null };
+  const started = performance.now();
+  const deadline = started + timeLimitMs;
+  let next = 0;
+  const worker = async () => {
+    while (next < count && performance.now() < deadline) {
+      const index = next++;
+      result.attempted++;
+      const taskStarted = performance.now();
+      try {
+        if (await task(index)) {
+          result.succeeded++;
+          result.latenciesMs.push(performance.now() - taskStarted);
+        } else {
+          result.failed++;
+        }
+      } catch (err) {
+        result.failed++;
+        result.firstError ??= err instanceof Error ? err.message : String(err);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  result.elapsedMs = performance.now() - started;
+  return result;
+}
+
+export function perSecond(result: LoadResult): number {
+  return result.elapsedMs > 0 ? (result.succeeded * 1000) / result.elapsedMs : 0;
+}
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank];
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export function round(value: number, digits = 2): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
