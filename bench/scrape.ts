@@ -56,7 +56,10 @@ async function startApiOnUnpolledQueues(h: Harness): Promise<{ baseUrl: string; 
   const server = await listen(deps, 0, '127.0.0.1');
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
   };
 }
 

@@ -71,8 +71,10 @@ async function main() {
     await db.destroy();
     process.exit(0);
   };
-  process.once('SIGINT', () => void stop());
-  process.once('SIGTERM', () => void stop());
+  // `on`, not `once`: a terminal's Ctrl-C or a group kill reaches this process twice (directly and
+  // relayed by npm/tsx), and with no listener left tsx's preload exits 130/143 mid-shutdown.
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
   await running.catch(async (err) => {
     console.error('workers stopped:', err);
     await stop();
