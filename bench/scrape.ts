@@ -11,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import { chromium, type Browser } from 'playwright-core';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import { useHarness, stopHarness, type Harness } from '../test/support/harness';
@@ -222,10 +223,10 @@ async function measureEndToEnd(h: Harness, apiKey: string): Promise<{ staticPage
 
 function describeRun(result: LoadResult, planned: number): string {
   const incomplete = result.succeeded < planned ? ` (only ${result.succeeded}/${planned} ok${result.firstError ? `; ${result.firstError}` : ''})` : '';
-  return `${round(perSecond(result), 1)}/s${incomplete}`;
+  return `${round(perSecond(result), 1)}/s, p50 ${Math.round(percentile(result.latenciesMs, 50))} ms${incomplete}`;
 }
 
-function printReport(accept: AcceptFigures, e2e: { staticPages: ThroughputPair; spaPages: ThroughputPair }): void {
+function printReport(accept: AcceptFigures, e2e: { staticPages: ThroughputPair; spaPages: ThroughputPair }, loadAverages: number[]): void {
   const ratio = (a: LoadResult, b: LoadResult) => round(perSecond(a) / perSecond(b), 3);
   const acceptLatency = {
     p50: round(percentile(accept.api.latenciesMs, 50), 1),
@@ -260,6 +261,7 @@ function printReport(accept: AcceptFigures, e2e: { staticPages: ThroughputPair; 
   console.log(`POST /scrape accept latency at ${ACCEPT_CLIENTS} clients: p50 ${acceptLatency.p50} ms, p99 ${acceptLatency.p99} ms`);
   console.log(`raw workflow.start latency at ${ACCEPT_CLIENTS} clients: p50 ${round(percentile(accept.raw.latenciesMs, 50), 1)} ms, p99 ${round(percentile(accept.raw.latenciesMs, 99), 1)} ms`);
   console.log(`status poll interval ${STATUS_POLL_INTERVAL_MS} ms; browser concurrency ${e2e.spaPages.concurrency}; ${accept.terminated} never-polled workflows terminated`);
+  console.log(`machine: ${os.cpus().length} CPUs, 1-min load average at start/end ${loadAverages.map((l) => round(l, 1)).join(' / ')} (other processes share it)`);
   console.log('');
 
   const throughput = (pair: ThroughputPair) => ({
@@ -270,6 +272,8 @@ function printReport(accept: AcceptFigures, e2e: { staticPages: ThroughputPair; 
     ratio_platform_over_bare: ratio(pair.platform, pair.bare),
     platform_ok: pair.platform.succeeded,
     bare_ok: pair.bare.succeeded,
+    platform_p50_ms: round(percentile(pair.platform.latenciesMs, 50), 1),
+    bare_p50_ms: round(percentile(pair.bare.latenciesMs, 50), 1),
   });
   console.log(
     JSON.stringify({
@@ -289,6 +293,8 @@ function printReport(accept: AcceptFigures, e2e: { staticPages: ThroughputPair; 
       static: throughput(e2e.staticPages),
       spa: throughput(e2e.spaPages),
       status_poll_interval_ms: STATUS_POLL_INTERVAL_MS,
+      cpus: os.cpus().length,
+      load_average_1m: loadAverages.map((l) => round(l, 2)),
     }),
   );
 }
@@ -306,9 +312,10 @@ async function main(): Promise<void> {
     log('starting the harness (Postgres database, Temporal dev server, workers, API, fakes)');
     const h = await useHarness();
     const { apiKey, userId } = await h.createUser({ creditUsd: 1000, monthlyOperationLimit: 1_000_000 });
+    const loadAtStart = os.loadavg()[0];
     const accept = await measureAcceptRate(h, apiKey, userId);
     const e2e = await measureEndToEnd(h, apiKey);
-    printReport(accept, e2e);
+    printReport(accept, e2e, [loadAtStart, os.loadavg()[0]]);
   } catch (err) {
     console.error('benchmark failed:', err);
     exitCode = 1;

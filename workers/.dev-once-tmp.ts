@@ -1,0 +1,87 @@
+import path from 'node:path';
+import { NativeConnection } from '@temporalio/worker';
+import { loadConfig } from '../lib/config';
+import { migrateToLatest, openDatabase } from '../db/connect';
+import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { connectClient } from '../lib/temporal';
+import { startTemporalDevServer, type DevServer } from '../lib/temporal-cli';
+import { listen } from '../api/server';
+import { readinessProbe } from '../api/readiness';
+import { createWorkers, type WorkerSet } from './workers';
+
+/**
+ * `npm start`: everything in one process with embedded defaults. The Temporal dev server (SQLite
+ * in DATA_DIR) unless TEMPORAL_ADDRESS is set; PGlite in DATA_DIR unless DATABASE_URL is set.
+ * PGlite is a single connection, which is why API and workers share this process.
+ */
+async function main() {
+  const config = loadConfig();
+  const policy = parseNetworkAllowlist(config.networkAllowlist);
+  let devServer: DevServer | null = null;
+  let workers: WorkerSet | null = null;
+  const db = await openDatabase(config);
+  await migrateToLatest(db);
+  console.log(config.databaseUrl ? 'database: DATABASE_URL' : `database: embedded PGlite in ${path.join(config.dataDir, 'pglite')}`);
+
+  // The API answers /health (503) while Temporal and the workers come up.
+  let temporalClient: Awaited<ReturnType<typeof connectClient>> | null = null;
+  const server = await listen(
+    {
+      db,
+      get temporal() {
+        if (!temporalClient) throw new Error('Temporal is not connected yet');
+        return temporalClient;
+      },
+      config,
+      policy,
+      readiness: async () => {
+        if (!temporalClient) return { database: true, temporal: false, workers: false };
+        return readinessProbe(db, temporalClient, () => workers?.isRunning() ?? false)();
+      },
+    },
+    config.port,
+  );
+  console.log(`API listening on http://localhost:${config.port} (docs: /api/v1/docs, health: /health)`);
+
+  let address = config.temporalAddress;
+  if (!address) {
+    devServer = await startTemporalDevServer({
+      port: config.temporalDevPorts.frontend,
+      uiPort: config.temporalDevPorts.ui,
+      dbFile: path.join(config.dataDir, 'temporal.db'),
+      namespace: config.temporalNamespace,
+    });
+    address = devServer.address;
+    console.log(`Temporal dev server on ${address}; Web UI ${devServer.uiUrl}`);
+  }
+  temporalClient = await connectClient(address, config.temporalNamespace);
+  const connection = await NativeConnection.connect({ address });
+  workers = await createWorkers({ db, config, policy, connection, namespace: config.temporalNamespace });
+  const running = workers.run();
+  console.log('workers running; ready');
+
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    server.close();
+    await workers?.shutdown();
+    await connection.close();
+    await devServer?.stop();
+    await db.destroy();
+    process.exit(0);
+  };
+  // `on`, not `once`: a terminal's Ctrl-C or a group kill reaches this process twice (directly and
+  // relayed by npm/tsx), and with no listener left tsx's preload exits 130/143 mid-shutdown.
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+  await running.catch(async (err) => {
+    console.error('workers stopped:', err);
+    await stop();
+  });
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});
