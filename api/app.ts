@@ -6,6 +6,7 @@ import { requestId } from './middleware/request-id';
 import { jsonBody } from './middleware/json-body';
 import { requireApiKey } from './middleware/auth';
 import { scrapeRoutes } from './routes/scrape';
+import { agentScraperRoutes } from './routes/agentscraper';
 import { logRoutes } from './routes/logs';
 import { accountRoutes } from './routes/account';
 import { adminRoutes } from './routes/admin';
@@ -32,7 +33,7 @@ export function createApp(deps: ApiDeps): Koa {
 
   const v1 = new Router({ prefix: '/api/v1' });
   v1.use(requireApiKey(deps.db));
-  for (const routes of [scrapeRoutes(deps), logRoutes(deps), accountRoutes(deps)]) {
+  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), logRoutes(deps), accountRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());
   }
   root.use(v1.routes(), v1.allowedMethods());

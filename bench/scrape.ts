@@ -106,19 +106,21 @@ async function measureAcceptRate(h: Harness, apiKey: string, userId: string): Pr
     return true;
   };
 
+  let api: LoadResult, raw: LoadResult, terminated: number;
   try {
     log('accept: warming up');
     await runClosedLoop(ACCEPT_WARMUP_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, (i) => postScrape(ACCEPT_REQUESTS + i));
     await runClosedLoop(ACCEPT_WARMUP_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, (i) => startRaw(ACCEPT_REQUESTS + i));
 
     log(`accept: ${ACCEPT_REQUESTS} POST /api/v1/scrape at ${ACCEPT_CLIENTS} clients`);
-    const api = await runClosedLoop(ACCEPT_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, postScrape);
+    api = await runClosedLoop(ACCEPT_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, postScrape);
     log(`accept: ${ACCEPT_REQUESTS} raw workflow.start at ${ACCEPT_CLIENTS} clients`);
-    const raw = await runClosedLoop(ACCEPT_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, startRaw);
-    return { api, raw, terminated: await terminateAll(h, startedWorkflowIds) };
+    raw = await runClosedLoop(ACCEPT_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, startRaw);
   } finally {
+    terminated = await terminateAll(h, startedWorkflowIds);
     await unpolledApi.close();
   }
+  return { api, raw, terminated };
 }
 
 async function terminateAll(h: Harness, workflowIds: string[]): Promise<number> {

@@ -139,7 +139,57 @@ export interface JobUsageTable {
   created_at: Timestamp;
 }
 
+export interface AgentAction {
+  name: string;
+  args: Record<string, unknown>;
+}
+
+export interface AgentOutcome {
+  action: string;
+  ok: boolean;
+  message: string;
+}
+
+export interface AgentStepsTable {
+  id: Generated<number>;
+  job_id: string;
+  task_index: number;
+  step: number;
+  url: string;
+  /** The observation exactly as the model saw it (secret values masked). */
+  observation: string;
+  screenshot: string | null;
+  goal: string | null;
+  actions: Json<AgentAction[]>;
+  outcomes: Json<AgentOutcome[]>;
+  created_at: Timestamp;
+}
+
+export interface AgentCheckpointsTable {
+  job_id: string;
+  /** URL and storage state (cookies, local storage) sealed with the master key. */
+  sealed_state: string;
+  updated_at: Timestamp;
+}
+
+export interface AgentTaskResultsTable {
+  job_id: string;
+  task_index: number;
+  result: Json<AgentTaskResult>;
+}
+
+export interface AgentTaskResult {
+  task: string;
+  success: boolean;
+  answer: string | null;
+  data: unknown;
+  steps: number;
+}
+
 export interface Database {
+  agent_steps: AgentStepsTable;
+  agent_checkpoints: AgentCheckpointsTable;
+  agent_task_results: AgentTaskResultsTable;
   page_snapshots: PageSnapshotsTable;
   job_usage: JobUsageTable;
   plans: PlansTable;

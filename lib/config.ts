@@ -22,6 +22,7 @@ export interface Config {
   chromiumPath: string;
   browserConcurrency: number;
   syncScrapeTimeoutMs: number;
+  agent: { maxSteps: number; deadlineMs: number };
   taskQueues: { platform: string; browser: string };
 }
 
@@ -122,6 +123,10 @@ export function loadConfig(env: Env = process.env): Config {
     chromiumPath: optional(env, 'CHROMIUM_PATH') ?? '/usr/bin/chromium',
     browserConcurrency: integer(env, 'BROWSER_CONCURRENCY', 4, 1, 64),
     syncScrapeTimeoutMs: integer(env, 'SYNC_SCRAPE_TIMEOUT_MS', 120_000, 1_000, 900_000),
+    agent: {
+      maxSteps: integer(env, 'AGENT_MAX_STEPS', 30, 1, 500),
+      deadlineMs: integer(env, 'AGENT_DEADLINE_MS', 15 * 60_000, 5_000, 24 * 3_600_000),
+    },
     taskQueues: {
       platform: optional(env, 'PLATFORM_TASK_QUEUE') ?? 'platform',
       browser: optional(env, 'BROWSER_TASK_QUEUE') ?? 'browser',

@@ -17,8 +17,13 @@ export function maskCookies(cookies: unknown): unknown {
   return cookies;
 }
 
+export function maskSensitiveData(items: { id: string; value: string; domain_pattern?: string }[]) {
+  return items.map((item) => ({ ...item, value: MASK }));
+}
+
 export interface RequestSecrets {
   cookies?: unknown;
+  sensitive_data?: { id: string; value: string; domain_pattern?: string }[];
 }
 
 export function sealRequestSecrets(masterKey: Buffer, jobId: string, secrets: RequestSecrets): string {

@@ -81,7 +81,7 @@ describe('admin API', function () {
   });
 
   it('requires the admin token', async function () {
-    for (const headers of [{}, { authorization: 'Bearer wrong-token-wrong-token' }]) {
+    for (const headers of [{}, { authorization: 'Bearer wrong-token-wrong-token' }] as Record<string, string>[]) {
       const response = await h.http('POST', '/admin/users', { headers, body: { email: 'x@example.com' } });
       assert.equal(response.status, 401);
       assert.equal(response.body.error.code, 'unauthorized');

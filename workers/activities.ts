@@ -9,6 +9,9 @@ import { createExtractionActivities } from '../activities/llm';
 import { createBillingActivities } from '../activities/billing';
 import { createWebhookActivities } from '../activities/webhooks';
 import { createBrowserActivities } from '../activities/browser';
+import { createAgentBrainActivities } from '../activities/agent/brain';
+import { createSessionActivities, createSessionOpenerActivities } from '../activities/agent/session';
+import type { SessionRegistry } from '../activities/agent/session-registry';
 
 export interface ActivityDeps {
   db: Db;
@@ -26,10 +29,24 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createExtractionActivities({ db, llm, masterKey: config.masterKey }),
     ...createBillingActivities({ db }),
     ...createWebhookActivities({ db, masterKey: config.masterKey, policy }),
+    ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey }),
   };
 }
 
-/** Activities of the `browser` task queue: everything that needs Chromium. */
-export function browserActivities({ db, config, policy }: ActivityDeps, pool: BrowserPool) {
-  return createBrowserActivities({ db, policy, pool, masterKey: config.masterKey, proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha });
+function sessionDeps({ db, config, policy }: ActivityDeps, registry: SessionRegistry) {
+  return { db, policy, registry, masterKey: config.masterKey, proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha };
+}
+
+/** Activities of the shared `browser` task queue: one-shot rendering, and opening agent sessions on this worker. */
+export function browserActivities(deps: ActivityDeps, pool: BrowserPool, registry: SessionRegistry) {
+  const { db, config, policy } = deps;
+  return {
+    ...createBrowserActivities({ db, policy, pool, masterKey: config.masterKey, proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha }),
+    ...createSessionOpenerActivities(sessionDeps(deps, registry)),
+  };
+}
+
+/** Activities of this worker's own session queue: steps of the agent sessions it holds. */
+export function sessionActivities(deps: ActivityDeps, registry: SessionRegistry) {
+  return createSessionActivities(sessionDeps(deps, registry));
 }

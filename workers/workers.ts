@@ -1,6 +1,8 @@
 import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
-import { browserActivities, platformActivities, type ActivityDeps } from './activities';
+import { browserActivities, platformActivities, sessionActivities, type ActivityDeps } from './activities';
+import { createSessionRegistry, type SessionRegistry } from '../activities/agent/session-registry';
+import { ensureDisplay } from '../lib/browser/virtual-display';
 
 export interface WorkerSet {
   /** True once every worker polls its task queue. */
@@ -23,6 +25,8 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
   const queues = options.queues ?? ['platform', 'browser'];
   const workers: Worker[] = [];
   let pool: BrowserPool | null = null;
+  let headedPool: BrowserPool | null = null;
+  let registry: SessionRegistry | null = null;
   if (queues.includes('platform')) {
     workers.push(
       await Worker.create({
@@ -36,14 +40,31 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     );
   }
   if (queues.includes('browser')) {
-    pool = createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency });
+    const headless = createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency });
+    pool = headless;
+    const sessions = createSessionRegistry({
+      headless,
+      headed: async () => {
+        await ensureDisplay();
+        headedPool ??= createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency, headless: false });
+        return headedPool;
+      },
+    });
+    registry = sessions;
     workers.push(
       await Worker.create({
         connection,
         namespace,
         taskQueue: config.taskQueues.browser,
-        activities: browserActivities(options, pool),
+        activities: browserActivities(options, headless, sessions),
         maxConcurrentActivityTaskExecutions: config.browserConcurrency,
+      }),
+      await Worker.create({
+        connection,
+        namespace,
+        taskQueue: sessions.taskQueue,
+        activities: sessionActivities(options, sessions),
+        maxConcurrentActivityTaskExecutions: 20,
       }),
     );
   }
@@ -52,14 +73,18 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     isRunning: () => workers.every((w) => w.getState() === 'RUNNING'),
     run() {
       running ??= Promise.all(workers.map((w) => w.run())).then(async () => {
+        await registry?.closeAll();
         await pool?.close();
+        await headedPool?.close();
       });
       return running;
     },
     async shutdown() {
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await running;
+      await registry?.closeAll();
       await pool?.close();
+      await headedPool?.close();
     },
   };
 }

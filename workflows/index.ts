@@ -1,1 +1,2 @@
 export { scrapeWorkflow } from './scrape';
+export { agentWorkflow } from './agent';

@@ -1,8 +1,10 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as foundation from './0001_foundation';
+import * as agentRuntime from './0002_agent_runtime';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
+  '0002_agent_runtime': agentRuntime,
 };
 
 export const migrationProvider: MigrationProvider = {

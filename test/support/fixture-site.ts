@@ -130,6 +130,69 @@ function subresourceToPrivatePage(ctx: FixtureContext): string {
   </body></html>`;
 }
 
+export const AGENT_LOGIN = { username: 'alice', password: 'wonderland-42' } as const;
+export const AGENT_GOLDEN_TICKET = 'The golden ticket is item 13';
+export const AGENT_TAB_TARGET_TEXT = 'You found the other tab';
+export const AGENT_SPA_REVEALED = 'The hidden treasure is under the old oak tree.';
+
+function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+function agentPage(title: string, body: string): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title></head><body>${body}</body></html>`;
+}
+
+async function formFields(req: http.IncomingMessage): Promise<URLSearchParams> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+}
+
+function agentLoginPage(error?: string): string {
+  return agentPage('Sign in', `<h1>Sign in</h1>${error ? `<p class="error">${error}</p>` : ''}
+  <form method="post" action="/agent/login">
+    <label>Username <input type="text" name="username" autocomplete="username"></label>
+    <label>Password <input type="password" name="password" autocomplete="current-password"></label>
+    <button type="submit">Sign in</button>
+  </form>`);
+}
+
+function agentListPage(req: http.IncomingMessage): string {
+  const requested = Number(new URL(req.url ?? '/', 'http://fixture.invalid').searchParams.get('page'));
+  const page = Number.isInteger(requested) && requested >= 1 && requested <= 3 ? requested : 1;
+  const items = Array.from({ length: 5 }, (_, i) => `<li>Item ${(page - 1) * 5 + i + 1}</li>`).join('');
+  const previous = page > 1 ? `<a href="/agent/list?page=${page - 1}">Previous page</a>` : '';
+  const next = page < 3 ? `<a href="/agent/list?page=${page + 1}">Next page</a>` : '';
+  const ticket = page === 3 ? `<p>${AGENT_GOLDEN_TICKET}</p>` : '';
+  return agentPage(`Catalogue page ${page}`, `<h1>Catalogue, page ${page} of 3</h1><ul>${items}</ul>${ticket}<nav>${previous} ${next}</nav>`);
+}
+
+const AGENT_FORM_PAGE = agentPage('Order form', `<h1>Order</h1>
+  <form method="post" action="/agent/form">
+    <label>Plan <select name="plan"><option value="basic">Basic</option><option value="pro">Pro</option><option value="enterprise">Enterprise</option></select></label>
+    <label>Name <input type="text" name="name" placeholder="Your name"></label>
+    <button type="submit">Place order</button>
+  </form>`);
+
+const AGENT_TABS_PAGE = agentPage('Tabs', `<h1>Tabs</h1>
+  <p><a href="/agent/tab-target" target="_blank">Open the other tab</a></p>
+  <p><button type="button" onclick="window.open('/agent/tab-target?via=script')">Open with script</button></p>`);
+
+const AGENT_SPA_PAGE = agentPage('Loading…', `<div id="app"></div>
+  <script>
+    setTimeout(function () {
+      var app = document.getElementById('app');
+      app.innerHTML = '<h1>Treasure map</h1><button type="button" id="reveal">Show details</button>';
+      document.title = 'Treasure map';
+      document.getElementById('reveal').addEventListener('click', function () {
+        var p = document.createElement('p');
+        p.textContent = ${JSON.stringify(AGENT_SPA_REVEALED)};
+        app.appendChild(p);
+      });
+    }, 50);
+  </script>`);
+
 export const fixtureRoutes: Record<string, FixtureHandler> = {
   '/static': (_req, res) => sendHtml(res, STATIC_PAGE),
   '/spa': (_req, res) => sendHtml(res, SPA_PAGE),
@@ -152,6 +215,28 @@ export const fixtureRoutes: Record<string, FixtureHandler> = {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ ok: true, items: [1, 2, 3] }));
   },
+  '/agent/login': async (req, res) => {
+    if (req.method !== 'POST') return sendHtml(res, agentLoginPage());
+    const fields = await formFields(req);
+    if (fields.get('username') !== AGENT_LOGIN.username || fields.get('password') !== AGENT_LOGIN.password) {
+      return sendHtml(res, agentLoginPage('Invalid username or password'), 401);
+    }
+    res.writeHead(302, { location: '/agent/account', 'set-cookie': 'agent_session=ok; Path=/; HttpOnly' });
+    res.end();
+  },
+  '/agent/account': (req, res) => sendHtml(res, cookiesOf(req).agent_session === 'ok'
+    ? agentPage('Account', '<h1>Account</h1><p>Welcome back, alice</p>')
+    : agentPage('Account', '<h1>Account</h1><p>Please sign in first.</p><a href="/agent/login">Sign in</a>')),
+  '/agent/list': (req, res) => sendHtml(res, agentListPage(req)),
+  '/agent/form': async (req, res) => {
+    if (req.method !== 'POST') return sendHtml(res, AGENT_FORM_PAGE);
+    const fields = await formFields(req);
+    const summary = `Order received: plan=${fields.get('plan') ?? ''} name=${fields.get('name') ?? ''}`;
+    sendHtml(res, agentPage('Order received', `<h1>Thank you</h1><p>${escapeHtml(summary)}</p>`));
+  },
+  '/agent/tabs': (_req, res) => sendHtml(res, AGENT_TABS_PAGE),
+  '/agent/tab-target': (_req, res) => sendHtml(res, agentPage('Other tab', `<h1>Other tab</h1><p>${AGENT_TAB_TARGET_TEXT}</p>`)),
+  '/agent/spa': (_req, res) => sendHtml(res, AGENT_SPA_PAGE),
 };
 
 function listen(server: http.Server, host: string): Promise<number> {

@@ -1,0 +1,32 @@
+# One image for both production processes: `npm run api` (default) and `npm run worker`.
+# They need external Postgres (DATABASE_URL) and Temporal (TEMPORAL_ADDRESS); see docker-compose.yml.
+FROM node:20-bookworm-slim
+
+# Debian's Chromium for rendering (playwright-core drives it; no Playwright browser download) and
+# Xvfb for headed browser sessions. Fonts so pages render text; CA certificates for HTTPS.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      chromium xvfb fonts-liberation ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+ENV NODE_ENV=production \
+    CHROMIUM_PATH=/usr/bin/chromium \
+    PORT=3000 \
+    NPM_CONFIG_UPDATE_NOTIFIER=false \
+    NPM_CONFIG_FUND=false
+
+WORKDIR /app
+
+# Dependencies first, so source changes reuse this layer. The service runs TypeScript through
+# tsx, which is a regular dependency, so a production install is all it needs.
+COPY package.json package-lock.json ./
+RUN npm install --omit=dev --no-audit && npm cache clean --force
+
+# Source stays owned by root (read-only for the service); tsx caches under /tmp.
+COPY . .
+
+# The node image's unprivileged user (uid 1000, home /home/node for npm's logs).
+USER node
+
+EXPOSE 3000
+CMD ["npm", "run", "api"]

@@ -1,0 +1,272 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type OpenAI from 'openai';
+import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { Db } from '../../db/connect';
+import type { AgentAction, AgentOutcome, AgentTaskResult } from '../../db/schema';
+import { appendJobLog, transitionJob } from '../../db/repos/jobs';
+import { recordUsage, summarizeUsage } from '../../db/repos/job-usage';
+import { getBalanceMicros } from '../../db/repos/ledger';
+import { getRouterApiKey } from '../../db/repos/users';
+import { writeSystemLog } from '../../db/repos/system-logs';
+import { llmCostMicros } from '../../lib/billing/pricing';
+import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '../../lib/llm/structured-output';
+import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
+import { microsToUsd } from '../../lib/money';
+import { maskSecrets } from '../../lib/agent/sensitive-data';
+import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
+import { attemptKey, withHeartbeat } from '../heartbeat';
+import { loadAgentJob, OPTIMIZATION_PROFILES } from './job';
+import { AGENT_SYSTEM_PROMPT, modeInstruction, secretsInstruction } from './prompts';
+
+export type Decision = { kind: 'actions'; actions: AgentAction[]; goal: string | null } | { kind: 'stop'; reason: string };
+
+export type FinalAnswerVerdict =
+  | { accepted: true; message: string; result: AgentTaskResult & { valid?: boolean } }
+  | { accepted: false; message: string };
+
+export interface BrainDeps {
+  db: Db;
+  llm: LlmProviders;
+  masterKey: Buffer;
+}
+
+function stopped(message: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(message, 'AgentStopped');
+}
+
+const EXTRACT_TOOL: ChatCompletionTool = {
+  type: 'function',
+  function: {
+    name: 'extract',
+    description: 'Answer a question from the current page content (reads the whole page text, not just the visible part).',
+    parameters: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'], additionalProperties: false },
+  },
+};
+
+function doneTool(structuredOutput: FieldSpec[] | undefined): ChatCompletionTool {
+  const properties: Record<string, unknown> = {
+    success: { type: 'boolean', description: 'false when the task could not be completed' },
+    answer: { type: 'string', description: 'The final answer to the task, in plain text' },
+  };
+  if (structuredOutput) properties.data = { ...fieldListToJsonSchema(structuredOutput), description: 'The requested structured output' };
+  return {
+    type: 'function',
+    function: {
+      name: 'done',
+      description: 'Finish the current task with the final answer' + (structuredOutput ? ' and the structured data' : ''),
+      parameters: { type: 'object', properties, required: structuredOutput ? ['success', 'data'] : ['success', 'answer'], additionalProperties: false },
+    },
+  };
+}
+
+function parseArguments(raw: string): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(raw || '{}');
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : { value: parsed };
+  } catch {
+    return { invalid_arguments: raw.slice(0, 500) };
+  }
+}
+
+export function createAgentBrainActivities(deps: BrainDeps) {
+  const { db } = deps;
+
+  async function clientFor(jobId: string) {
+    const { job, request } = await loadAgentJob(db, jobId);
+    try {
+      return { ...(await deps.llm.resolve(request.llm_provider, () => getRouterApiKey(db, deps.masterKey, job.user_id))), model: request.llm_model };
+    } catch (err) {
+      if (err instanceof LlmUnavailableError) throw stopped(err.message);
+      throw err;
+    }
+  }
+
+  async function bill(jobId: string, what: string, model: string, usage: OpenAI.CompletionUsage | undefined, walletBilled: boolean) {
+    const prompt = usage?.prompt_tokens ?? 0;
+    const completion = usage?.completion_tokens ?? 0;
+    await recordUsage(db, {
+      jobId,
+      usageKey: attemptKey(jobId, what),
+      kind: 'llm',
+      model,
+      promptTokens: prompt,
+      completionTokens: completion,
+      quantity: 1,
+      costMicros: walletBilled ? llmCostMicros(model, prompt, completion) : 0,
+    });
+  }
+
+  async function currentStep(jobId: string, taskIndex: number, step: number) {
+    return db.selectFrom('agent_steps').selectAll().where('job_id', '=', jobId).where('task_index', '=', taskIndex).where('step', '=', step).executeTakeFirstOrThrow();
+  }
+
+  return {
+    /** One LLM decision: the model sees task, history and the latest observation, and answers with tool calls. */
+    async decideNextActions(input: { jobId: string; taskIndex: number; step: number; notes: string[] }): Promise<Decision> {
+      const { jobId, taskIndex, step } = input;
+      const { job, request, tasks } = await loadAgentJob(db, jobId);
+      const usage = await summarizeUsage(db, jobId);
+      if ((await getBalanceMicros(db, job.user_id)) - usage.costMicros <= 0) {
+        return { kind: 'stop', reason: 'stopped: the wallet cannot pay for more steps' };
+      }
+      const profile = OPTIMIZATION_PROFILES[request.optimization_mode];
+      const steps = await db
+        .selectFrom('agent_steps')
+        .selectAll()
+        .where('job_id', '=', jobId)
+        .where('task_index', '=', taskIndex)
+        .where('step', '<=', step)
+        .orderBy('step')
+        .execute();
+      const current = steps[steps.length - 1];
+      const history = steps.slice(0, -1).slice(-profile.historySteps);
+      const earlier = await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', jobId).orderBy('task_index').execute();
+
+      const system = [AGENT_SYSTEM_PROMPT, modeInstruction(request), secretsInstruction(request.sensitive_data ?? [])].filter(Boolean).join('\n\n');
+      const context: string[] = [`Task: ${tasks[taskIndex]}`];
+      if (earlier.length) {
+        context.push('Earlier tasks in this same browser session:\n' + earlier.map((t) => `- ${t.result.task} → ${t.result.answer ?? JSON.stringify(t.result.data)}`).join('\n'));
+      }
+      if (history.length) {
+        context.push(
+          'Your previous steps:\n' +
+            history
+              .map((s) => `Step ${s.step} at ${s.url}${s.goal ? ` — goal: ${s.goal}` : ''}\n` + s.outcomes.map((o: AgentOutcome) => `  ${o.action}: ${o.ok ? 'ok' : 'FAILED'} — ${o.message}`).join('\n'))
+              .join('\n'),
+        );
+      }
+      if (input.notes.length) context.push('Notes:\n' + input.notes.map((n) => `- ${n}`).join('\n'));
+      const observationParts: ChatCompletionContentPart[] = [{ type: 'text', text: `Current observation (step ${step}):\n${current.observation}` }];
+      if (current.screenshot) {
+        const detail = request.vision_detail_level === 'auto' ? 'auto' : request.vision_detail_level;
+        observationParts.push({ type: 'image_url', image_url: { url: current.screenshot, detail } });
+      }
+      const messages: ChatCompletionMessageParam[] = [
+        { role: 'system', content: system },
+        { role: 'user', content: context.join('\n\n') },
+        { role: 'user', content: observationParts },
+      ];
+      const browserTools = toolsFor({ vision: request.vision_mode }).filter((t) => !AGENT_LOOP_TOOLS.has(t.function.name as BrowserToolName));
+      const tools = [...(browserTools as ChatCompletionTool[]), EXTRACT_TOOL, doneTool(request.structured_output)];
+
+      const { client, walletBilled, model } = await clientFor(jobId);
+      const completion = await withHeartbeat(() =>
+        client.chat.completions.create({
+          model,
+          messages,
+          tools,
+          tool_choice: 'required',
+          ...(profile.temperature !== undefined && { temperature: profile.temperature }),
+        }),
+      );
+      await bill(jobId, `decide-${taskIndex}-${step}`, model, completion.usage, walletBilled);
+      const message = completion.choices[0]?.message;
+      const calls = (message?.tool_calls ?? []).filter((c) => c.type === 'function');
+      const actions: AgentAction[] = calls.map((c) => ({ name: c.function.name, args: parseArguments(c.function.arguments) }));
+      const kept = actions.slice(0, request.max_actions_per_step);
+      const goal = message?.content?.trim() ? maskSecrets(message.content.trim(), request.sensitive_data ?? []).slice(0, 500) : null;
+      await db.updateTable('agent_steps').set({ goal, actions: JSON.stringify(kept) }).where('id', '=', current.id).execute();
+      if (actions.length > kept.length) {
+        await appendJobLog(db, jobId, `step ${step}: the model proposed ${actions.length} actions; only the first ${kept.length} (max_actions_per_step) are used`);
+      }
+      return { kind: 'actions', actions: kept, goal };
+    },
+
+    /** The extract tool: one LLM call over the latest observation's full text. */
+    async runExtractTool(input: { jobId: string; taskIndex: number; step: number; question: string }) {
+      const { jobId } = input;
+      const { request } = await loadAgentJob(db, jobId);
+      const current = await currentStep(jobId, input.taskIndex, input.step);
+      const { client, walletBilled, model } = await clientFor(jobId);
+      const completion = await withHeartbeat(() =>
+        client.chat.completions.create({
+          model,
+          messages: [
+            { role: 'system', content: 'Answer the question using only the page content given. Be concise. Say "not found" when the page does not contain the answer.' },
+            { role: 'user', content: `Question: ${input.question}\n\nPage:\n${current.observation}` },
+          ],
+        }),
+      );
+      await bill(jobId, `extract-${input.taskIndex}-${input.step}`, model, completion.usage, walletBilled);
+      const answer = maskSecrets(completion.choices[0]?.message?.content ?? '', request.sensitive_data ?? []);
+      return { ok: true, navigated: false, message: `extracted: ${answer.slice(0, 2000)}` };
+    },
+
+    /** Checks the done action: shaped by structured_output and validated, re-asked within the mode's bound. */
+    async acceptFinalAnswer(input: { jobId: string; taskIndex: number; args: Record<string, unknown>; attempt: number }): Promise<FinalAnswerVerdict> {
+      const { request, tasks } = await loadAgentJob(db, input.jobId, deps.masterKey);
+      const secrets = request.sensitive_data ?? [];
+      const mask = (value: unknown) => (value === undefined ? null : JSON.parse(maskSecrets(JSON.stringify(value), secrets)));
+      const answer = typeof input.args.answer === 'string' ? maskSecrets(input.args.answer, secrets) : null;
+      const success = input.args.success !== false;
+      const base = { task: tasks[input.taskIndex], success, answer, steps: 0 };
+      if (!request.structured_output) {
+        return { accepted: true, message: 'task finished', result: { ...base, data: null } };
+      }
+      const problems = compileSchemaValidator(fieldListToJsonSchema(request.structured_output))(input.args.data);
+      if (problems.length === 0) return { accepted: true, message: 'task finished with valid structured output', result: { ...base, data: mask(input.args.data), valid: true } };
+      const allowed = OPTIMIZATION_PROFILES[request.optimization_mode].finalAnswerRetries;
+      if (request.optimization_mode === 'speed') {
+        return { accepted: true, message: 'task finished (structured output not validated in speed mode)', result: { ...base, data: mask(input.args.data), valid: false } };
+      }
+      if (input.attempt < allowed) {
+        return { accepted: false, message: `Your done data does not match structured_output: ${problems.join('; ')}. Call done again with corrected data.` };
+      }
+      throw stopped(`the final structured output stayed invalid after ${allowed + 1} attempts: ${problems.join('; ')}`);
+    },
+
+    /** Stores the step's outcomes and writes the progress line polling clients see. */
+    async recordStep(input: { jobId: string; taskIndex: number; step: number; outcomes: AgentOutcome[]; goal: string | null }) {
+      const { request } = await loadAgentJob(db, input.jobId, deps.masterKey);
+      const outcomes = JSON.parse(maskSecrets(JSON.stringify(input.outcomes), request.sensitive_data ?? [])) as AgentOutcome[];
+      await db
+        .updateTable('agent_steps')
+        .set({ outcomes: JSON.stringify(outcomes) })
+        .where('job_id', '=', input.jobId)
+        .where('task_index', '=', input.taskIndex)
+        .where('step', '=', input.step)
+        .execute();
+      const actions = outcomes.map((o) => `${o.action} → ${o.ok ? '' : 'FAILED: '}${o.message}`).join('; ') || 'no action';
+      await appendJobLog(db, input.jobId, `task ${input.taskIndex + 1} step ${input.step}: goal: ${input.goal ?? '(none stated)'} | ${actions}`);
+    },
+
+    async saveTaskResult(input: { jobId: string; taskIndex: number; result: AgentTaskResult }) {
+      await db
+        .insertInto('agent_task_results')
+        .values({ job_id: input.jobId, task_index: input.taskIndex, result: JSON.stringify(input.result) })
+        .onConflict((oc) => oc.columns(['job_id', 'task_index']).doUpdateSet({ result: JSON.stringify(input.result) }))
+        .execute();
+      await appendJobLog(db, input.jobId, `task ${input.taskIndex + 1} finished (${input.result.success ? 'success' : 'reported failure'}) after ${input.result.steps} step(s)`);
+    },
+
+    /** Builds the result (final answer or structured output, per-task outcomes, step summary with totals) and ends the job. */
+    async finishAgentJob(input: { jobId: string; error: string | null }) {
+      const { job, tasks } = await loadAgentJob(db, input.jobId);
+      if (job.status === 'completed' || job.status === 'failed') return { jobId: job.id, status: job.status, error: job.error };
+      const taskResults = (await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', job.id).orderBy('task_index').execute()).map((r) => r.result);
+      const steps = await db.selectFrom('agent_steps').select(['task_index', 'step', 'url', 'goal', 'actions', 'outcomes']).where('job_id', '=', job.id).orderBy('id').execute();
+      const usage = await summarizeUsage(db, job.id);
+      const last = taskResults[taskResults.length - 1];
+      const result = {
+        answer: last?.answer ?? null,
+        data: last?.data ?? null,
+        tasks: tasks.map((task, i) => taskResults[i] ?? { task, success: false, answer: null, data: null, steps: steps.filter((s) => s.task_index === i).length }),
+        steps: steps.map((s) => ({ task: s.task_index + 1, step: s.step, url: s.url, goal: s.goal, actions: s.actions, outcomes: s.outcomes })),
+        summary: {
+          steps: steps.length,
+          llmCalls: usage.llm.reduce((n, e) => n + e.calls, 0),
+          promptTokens: usage.llm.reduce((n, e) => n + e.promptTokens, 0),
+          completionTokens: usage.llm.reduce((n, e) => n + e.completionTokens, 0),
+          browserSeconds: usage.browserSeconds,
+          costUsd: microsToUsd(usage.costMicros),
+        },
+      };
+      const status = input.error === null ? 'completed' : 'failed';
+      await transitionJob(db, job.id, status, { result, error: input.error, log: input.error ? `failed: ${input.error}` : 'completed' });
+      await writeSystemLog(db, { userId: job.user_id, jobId: job.id, message: `agentic job ${job.id} ${status}${input.error ? `: ${input.error}` : ''}` });
+      return { jobId: job.id, status, error: input.error } as const;
+    },
+  };
+}
+
+export type AgentBrainActivities = ReturnType<typeof createAgentBrainActivities>;

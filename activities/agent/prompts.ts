@@ -1,0 +1,24 @@
+import type { AgenticScraperRequestBody } from '../../api/schemas/agentscraper';
+
+export const AGENT_SYSTEM_PROMPT = `You are a browser agent. You operate a real web browser to complete the user's task.
+
+Each turn you get the task, a short history of your earlier steps with their outcomes, and an observation of the current page:
+its URL, title, open tabs, the interactive elements with numeric indices like [12], and the visible text (sometimes a screenshot).
+Act by calling tools. Refer to elements only by their index from the LATEST observation; indices change after every page change.
+You may call several tools in one turn; they run in order and stop early when the page changes.
+State your next goal in one short sentence in your message text.
+When the task is complete (or impossible), call done with your final answer. Use extract to answer a question from the page's content.`;
+
+export function secretsInstruction(items: { id: string; domain_pattern?: string }[]): string | null {
+  if (items.length === 0) return null;
+  const list = items.map((i) => `<secret>${i.id}</secret>${i.domain_pattern ? ` (only on ${i.domain_pattern})` : ''}`).join(', ');
+  return `Secrets you may type without knowing them: write the placeholder exactly as shown in the text of a type action: ${list}. Never ask for or guess their values.`;
+}
+
+export function modeInstruction(request: Pick<AgenticScraperRequestBody, 'optimization_mode' | 'vision_mode'>): string {
+  const notes = [];
+  if (request.optimization_mode === 'speed') notes.push('Be quick: prefer the fewest steps, several actions per turn when safe.');
+  if (request.optimization_mode === 'consistency') notes.push('Be careful and exact: verify the page state before finishing.');
+  if (request.vision_mode === 'auto') notes.push('Call screenshot when the text observation is not enough to understand the page.');
+  return notes.join(' ');
+}

@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import type { BrowserContextOptions } from 'playwright-core';
+import type { BrowserPool } from '../../lib/browser/pool';
+import { guardContext } from '../../lib/browser/guarded-routing';
+import { BrowserSession, contextOptionsFromCheckpoint, type SessionCheckpoint } from '../../lib/agent/browser-session';
+import type { SensitiveItem } from '../../lib/agent/sensitive-data';
+import type { NetworkPolicy } from '../../lib/net/ssrf';
+import type { ProxyConfig } from '../../lib/net/proxy';
+import type { PageCookie } from '../../lib/page/cookies';
+
+interface LiveSession {
+  session: BrowserSession;
+  /** Cookies from the request, added just before the first navigation (their domain comes from its URL). */
+  pendingCookies: unknown;
+  screenshotRequested: boolean;
+  release: () => void;
+  done: Promise<void>;
+}
+
+export interface OpenSessionOptions {
+  headless: boolean;
+  policy: NetworkPolicy;
+  proxy: ProxyConfig | null;
+  sensitiveData: SensitiveItem[];
+  cookies: unknown;
+  checkpoint: SessionCheckpoint | null;
+}
+
+/**
+ * The browser sessions this worker process holds. Each session's steps are routed to this
+ * worker's own task queue (`taskQueue`), so the browser context stays in one place for a whole run.
+ */
+export function createSessionRegistry(pools: { headless: BrowserPool; headed: () => Promise<BrowserPool> }) {
+  const taskQueue = `browser-session-${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const sessions = new Map<string, LiveSession>();
+
+  return {
+    taskQueue,
+
+    async open(options: OpenSessionOptions): Promise<string> {
+      const pool = options.headless ? pools.headless : await pools.headed();
+      const contextOptions: BrowserContextOptions = {
+        viewport: { width: 1280, height: 800 },
+        ...(options.checkpoint && contextOptionsFromCheckpoint(options.checkpoint)),
+      };
+      const sessionId = randomUUID();
+      const opened = new Promise<LiveSession>((resolve, reject) => {
+        let release!: () => void;
+        const held = new Promise<void>((r) => (release = r));
+        const done = pool
+          .withContext(contextOptions, async (context) => {
+            try {
+              const guard = await guardContext(context, { policy: options.policy, proxy: options.proxy });
+              const session = options.checkpoint
+                ? await BrowserSession.restore(context, options.checkpoint, { sensitiveData: options.sensitiveData, guard })
+                : await BrowserSession.open(context, { sensitiveData: options.sensitiveData, guard });
+              resolve({ session, pendingCookies: options.checkpoint ? undefined : options.cookies, screenshotRequested: false, release, done: Promise.resolve() });
+            } catch (err) {
+              reject(err);
+              return;
+            }
+            await held;
+          })
+          .catch(reject);
+        void done;
+      });
+      const live = await opened;
+      sessions.set(sessionId, live);
+      return sessionId;
+    },
+
+    get(sessionId: string): LiveSession | undefined {
+      return sessions.get(sessionId);
+    },
+
+    async close(sessionId: string): Promise<void> {
+      const live = sessions.get(sessionId);
+      if (!live) return;
+      sessions.delete(sessionId);
+      await live.session.close().catch(() => undefined);
+      live.release();
+    },
+
+    async closeAll(): Promise<void> {
+      await Promise.all([...sessions.keys()].map((id) => this.close(id)));
+    },
+
+    size: () => sessions.size,
+  };
+}
+
+export type SessionRegistry = ReturnType<typeof createSessionRegistry>;
+export type { PageCookie };

@@ -1,0 +1,146 @@
+import { createHash } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Db } from '../../db/connect';
+import type { AgentAction } from '../../db/schema';
+import { recordUsage } from '../../db/repos/job-usage';
+import { appendJobLog } from '../../db/repos/jobs';
+import { BROWSER_MICROS_PER_SECOND } from '../../lib/billing/pricing';
+import { seal, unseal } from '../../lib/crypto';
+import { executeAction as runBrowserAction } from '../../lib/agent/browser-tools';
+import { observe } from '../../lib/agent/observation';
+import type { SessionCheckpoint } from '../../lib/agent/browser-session';
+import { normalizeCookies } from '../../lib/page/cookies';
+import type { NetworkPolicy } from '../../lib/net/ssrf';
+import { attemptKey, withHeartbeat } from '../heartbeat';
+import { requestedProxy, type AdapterConfig } from '../page/adapters';
+import { loadAgentJob, OPTIMIZATION_PROFILES } from './job';
+import type { SessionRegistry } from './session-registry';
+
+export interface SessionHandle {
+  taskQueue: string;
+  sessionId: string;
+}
+
+export interface SessionDeps extends AdapterConfig {
+  db: Db;
+  policy: NetworkPolicy;
+  masterKey: Buffer;
+  registry: SessionRegistry;
+}
+
+export interface ObservationSummary {
+  url: string;
+  /** Hash of what the model sees: equal hashes mean the page did not change. */
+  stateHash: string;
+  readable: boolean;
+  screenshot: boolean;
+}
+
+function sessionLost(): ApplicationFailure {
+  return ApplicationFailure.create({ message: 'browser session is not on this worker', type: 'SessionLost', nonRetryable: true });
+}
+
+export function createSessionOpenerActivities(deps: SessionDeps) {
+  return {
+    /** Runs on the shared browser queue: opens (or reopens from the checkpoint) a session on whichever worker took it. */
+    async openBrowserSession({ jobId }: { jobId: string }): Promise<SessionHandle> {
+      const { request } = await loadAgentJob(deps.db, jobId, deps.masterKey);
+      const proxy = requestedProxy(deps, { mobile_proxy_enabled: request.proxy_enabled, mobile_proxy_country: request.proxy_country ?? 'US' });
+      const stored = await deps.db.selectFrom('agent_checkpoints').select('sealed_state').where('job_id', '=', jobId).executeTakeFirst();
+      const checkpoint = stored ? (JSON.parse(unseal(deps.masterKey, stored.sealed_state, `checkpoint:${jobId}`)) as SessionCheckpoint) : null;
+      const sessionId = await withHeartbeat(() =>
+        deps.registry.open({
+          headless: request.headless,
+          policy: deps.policy,
+          proxy,
+          sensitiveData: request.sensitive_data ?? [],
+          cookies: request.cookies,
+          checkpoint,
+        }),
+      );
+      await appendJobLog(deps.db, jobId, checkpoint ? 'browser session reopened from the last checkpoint' : `browser session opened (${request.headless ? 'headless' : 'headed'})`);
+      return { taskQueue: deps.registry.taskQueue, sessionId };
+    },
+  };
+}
+
+/** Activities on this worker's own task queue: they need the live browser context held here. */
+export function createSessionActivities(deps: SessionDeps) {
+  const { db, registry } = deps;
+
+  async function chargeBrowserTime(jobId: string, what: string, startedAt: number) {
+    const seconds = (Date.now() - startedAt) / 1000;
+    await recordUsage(db, { jobId, usageKey: attemptKey(jobId, what), kind: 'browser', quantity: seconds, costMicros: Math.ceil(seconds * BROWSER_MICROS_PER_SECOND) });
+  }
+
+  return {
+    async observePage(input: { jobId: string; sessionId: string; taskIndex: number; step: number }): Promise<ObservationSummary> {
+      const live = registry.get(input.sessionId);
+      if (!live) throw sessionLost();
+      const startedAt = Date.now();
+      try {
+        const { request } = await loadAgentJob(db, input.jobId);
+        const profile = OPTIMIZATION_PROFILES[request.optimization_mode];
+        const wantScreenshot = request.vision_mode === 'visual' || (request.vision_mode === 'auto' && live.screenshotRequested);
+        const options = { maxChars: profile.observationChars, detail: request.vision_detail_level };
+        let observation = await withHeartbeat(() => observe(live.session, { ...options, includeScreenshot: wantScreenshot }));
+        if (request.vision_mode === 'auto' && !observation.readable && !observation.screenshot) {
+          observation = await withHeartbeat(() => observe(live.session, { ...options, includeScreenshot: true }));
+        }
+        live.screenshotRequested = false;
+        const rendered = live.session.mask(observation.rendered);
+        const screenshot = observation.screenshot ? `data:${observation.screenshot.mimeType};base64,${observation.screenshot.base64}` : null;
+        const values = { url: live.session.mask(observation.url), observation: rendered, screenshot, goal: null, actions: '[]', outcomes: '[]' };
+        await db
+          .insertInto('agent_steps')
+          .values({ job_id: input.jobId, task_index: input.taskIndex, step: input.step, ...values })
+          .onConflict((oc) => oc.columns(['job_id', 'task_index', 'step']).doUpdateSet(values))
+          .execute();
+        return {
+          url: values.url,
+          stateHash: createHash('sha256').update(rendered).digest('hex').slice(0, 16),
+          readable: observation.readable,
+          screenshot: screenshot !== null,
+        };
+      } finally {
+        await chargeBrowserTime(input.jobId, `observe-${input.taskIndex}-${input.step}`, startedAt);
+      }
+    },
+
+    async executeAction(input: { jobId: string; sessionId: string; taskIndex: number; step: number; actionIndex: number; action: AgentAction }) {
+      const live = registry.get(input.sessionId);
+      if (!live) throw sessionLost();
+      const startedAt = Date.now();
+      try {
+        const { action } = input;
+        if ((action.name === 'navigate' || action.name === 'open_tab') && live.pendingCookies !== undefined && typeof action.args.url === 'string') {
+          try {
+            await live.session.context.addCookies(normalizeCookies(live.pendingCookies, action.args.url));
+          } catch (err) {
+            return { ok: false, navigated: false, message: `could not set the request's cookies: ${(err as Error).message}` };
+          }
+          live.pendingCookies = undefined;
+        }
+        const result = await withHeartbeat(() => runBrowserAction(live.session, action));
+        if (result.screenshotRequested) live.screenshotRequested = true;
+        const checkpoint = await live.session.checkpoint();
+        const sealed = seal(deps.masterKey, JSON.stringify(checkpoint), `checkpoint:${input.jobId}`);
+        await db
+          .insertInto('agent_checkpoints')
+          .values({ job_id: input.jobId, sealed_state: sealed })
+          .onConflict((oc) => oc.column('job_id').doUpdateSet({ sealed_state: sealed, updated_at: new Date() }))
+          .execute();
+        return { ok: result.ok, navigated: result.navigated, message: live.session.mask(result.message) };
+      } finally {
+        await chargeBrowserTime(input.jobId, `act-${input.taskIndex}-${input.step}-${input.actionIndex}`, startedAt);
+      }
+    },
+
+    async closeBrowserSession(input: { jobId: string; sessionId: string }): Promise<void> {
+      await registry.close(input.sessionId);
+    },
+  };
+}
+
+export type SessionOpenerActivities = ReturnType<typeof createSessionOpenerActivities>;
+export type SessionActivities = ReturnType<typeof createSessionActivities>;

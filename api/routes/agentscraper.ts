@@ -1,0 +1,75 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { findJob } from '../../db/repos/jobs';
+import type { AuthenticatedUser } from '../../db/repos/users';
+import { toJobRecord } from '../../lib/job-record';
+import { validateStructuredOutputSpec } from '../../lib/llm/structured-output';
+import { maskCookies, maskSensitiveData, sealRequestSecrets } from '../../lib/request-secrets';
+import type { AgentWorkflowInput } from '../../workflows/agent';
+import type { ApiDeps } from '../deps';
+import { badRequest, notFound } from '../errors';
+import { AgenticScraperRequest, type AgenticScraperRequestBody } from '../schemas/agentscraper';
+import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
+import { preflightUrl } from '../services/url-preflight';
+import { parseBody, parseUuidParam } from '../validation';
+
+function checkAgentSemantics(body: AgenticScraperRequestBody, deps: ApiDeps): void {
+  if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
+  if (body.structured_output) {
+    const problems = validateStructuredOutputSpec(body.structured_output);
+    if (problems.length) throw badRequest('structured_output is invalid', problems.map((message) => ({ path: 'body/structured_output', message })));
+  }
+  const ids = (body.sensitive_data ?? []).map((item) => item.id);
+  const duplicate = ids.find((id, i) => ids.indexOf(id) !== i);
+  if (duplicate) throw badRequest('sensitive_data ids must be unique', [{ path: 'body/sensitive_data', message: `duplicate id "${duplicate}"` }]);
+  if (body.proxy_country) body.proxy_country = body.proxy_country.toUpperCase();
+}
+
+export function agentScraperRoutes(deps: ApiDeps): Router {
+  const router = new Router();
+
+  router.post('/agentscraper', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const body = parseBody<AgenticScraperRequestBody>(AgenticScraperRequest, ctx.state.body);
+    checkAgentSemantics(body, deps);
+    const hasSecrets = body.cookies !== undefined || (body.sensitive_data?.length ?? 0) > 0;
+    const job = await startMeteredJob(deps, {
+      user,
+      kind: 'agentic',
+      request: {
+        ...body,
+        ...(body.cookies !== undefined && { cookies: maskCookies(body.cookies) }),
+        ...(body.sensitive_data && { sensitive_data: maskSensitiveData(body.sensitive_data) }),
+      },
+      webhookUrl: body.webhook_url ?? null,
+      idempotencyKey: idempotencyKeyOf(ctx.get('idempotency-key')),
+      sealSecrets: hasSecrets
+        ? (jobId) => sealRequestSecrets(deps.config.masterKey, jobId, { cookies: body.cookies, sensitive_data: body.sensitive_data })
+        : undefined,
+      workflowType: 'agentWorkflow',
+      workflowArgs: (j) => [
+        {
+          jobId: j.id,
+          browserTaskQueue: deps.config.taskQueues.browser,
+          hasWebhook: !!body.webhook_url,
+          taskCount: 1 + (body.follow_up_tasks?.length ?? 0),
+          maxSteps: deps.config.agent.maxSteps,
+          deadlineMs: deps.config.agent.deadlineMs,
+          agentName: 'browser-agent',
+        } satisfies AgentWorkflowInput,
+      ],
+    });
+    ctx.status = 202;
+    ctx.body = { jobId: job.id, status: 'pending' };
+  });
+
+  router.get('/agentscraper/status/:jobId', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const jobId = parseUuidParam('jobId', ctx.params.jobId);
+    const job = await findJob(deps.db, { userId: user.userId, kind: 'agentic', jobId });
+    if (!job) throw notFound('Agentic job');
+    ctx.body = toJobRecord(job);
+  });
+
+  return router;
+}
