@@ -1,31 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { useHarness, type Harness } from './support/harness';
-
-const ROOT = path.resolve(__dirname, '..');
-
-function startWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'workers/worker.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const timer = setTimeout(() => reject(new Error(`worker did not start: ${output}`)), 90_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk;
-      if (/worker polling/.test(output)) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`worker exited (${code}): ${output}`)));
-  });
-}
+import { startWorkerProcess } from './support/worker-process';
 
 describe('a worker process killed mid-scrape', function () {
   let h: Harness;
@@ -43,7 +19,7 @@ describe('a worker process killed mid-scrape', function () {
   it('completes on a new worker with exactly one debit', async function () {
     this.timeout(240_000);
     const taskQueues = { platform: 'crash-platform', browser: 'crash-browser' };
-    const stack = await h.startIsolatedStack({ taskQueues, workers: false });
+    const stack = await h.startIsolatedStack({ taskQueues, queues: [] });
     const workerEnv = { ...h.env, PLATFORM_TASK_QUEUE: taskQueues.platform, BROWSER_TASK_QUEUE: taskQueues.browser };
     const { apiKey, userId } = await h.createUser({ creditUsd: 5 });
 

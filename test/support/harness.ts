@@ -53,7 +53,12 @@ export interface Harness {
    * An API bound to its own task queues, with in-process workers for them unless `workers: false`
    * (then a test runs its own worker processes). Config overrides apply to both.
    */
-  startIsolatedStack(options: { taskQueues: Config['taskQueues']; overrides?: Partial<Config>; workers?: boolean }): Promise<{ baseUrl: string; config: Config }>;
+  startIsolatedStack(options: {
+    taskQueues: Config['taskQueues'];
+    overrides?: Partial<Config>;
+    /** Which queues in-process workers poll; [] when the test runs its own worker processes. Default both. */
+    queues?: ('platform' | 'browser')[];
+  }): Promise<{ baseUrl: string; config: Config }>;
 }
 
 let harness: Promise<Harness> | null = null;
@@ -134,9 +139,9 @@ async function startHarness(): Promise<Harness> {
   cleanups.push(() => client.connection.close());
   const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') });
 
-  const runWorkers = async (workerConfig: Config): Promise<WorkerSet> => {
+  const runWorkers = async (workerConfig: Config, queues?: ('platform' | 'browser')[]): Promise<WorkerSet> => {
     const connection = await NativeConnection.connect({ address: dev.address });
-    const workers = await createWorkers({ db, config: workerConfig, policy, connection, namespace: workerConfig.temporalNamespace, workflowBundle });
+    const workers = await createWorkers({ db, config: workerConfig, policy, connection, namespace: workerConfig.temporalNamespace, workflowBundle, queues });
     void workers.run();
     cleanups.push(async () => {
       await workers.shutdown();
@@ -212,9 +217,9 @@ async function startHarness(): Promise<Harness> {
       }
       throw new Error(`job did not reach the expected state in ${timeoutMs}ms; last: ${JSON.stringify(last)?.slice(0, 2000)}`);
     },
-    async startIsolatedStack({ taskQueues, overrides = {}, workers: withWorkers = true }) {
+    async startIsolatedStack({ taskQueues, overrides = {}, queues = ['platform', 'browser'] }) {
       const isolated: Config = { ...config, ...overrides, taskQueues };
-      const set = withWorkers ? await runWorkers(isolated) : { isRunning: () => true, run: async () => {}, shutdown: async () => {} };
+      const set = queues.length ? await runWorkers(isolated, queues) : { isRunning: () => true, run: async () => {}, shutdown: async () => {} };
       const { server: s, baseUrl: url } = await serve(isolated, set);
       cleanups.push(() => new Promise<void>((resolve) => s.close(() => resolve())));
       return { baseUrl: url, config: isolated };
