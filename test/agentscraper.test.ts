@@ -231,6 +231,76 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     h.llm.reset();
   });
 
+  it('browses through the proxy and solves captchas through the solver when asked, billing both', async function () {
+    const before = h.proxy.requests.length;
+    h.llm.enqueue(
+      act('navigate', { url: `${h.site.url}/captcha` }),
+      onPage((o) => act('done', { success: true, answer: /hidden price list/.test(o) ? 'passed' : 'blocked' })),
+    );
+    const job = await runAgent({ task: 'Read the protected page', proxy_enabled: true, proxy_country: 'fr', captcha_solver_enabled: true });
+    assert.equal(job.status, 'completed', job.error);
+    assert.equal(job.result.answer, 'passed');
+    assert.equal(job.request.proxy_country, 'FR');
+    assert.ok(h.proxy.requests.slice(before).some((r) => r.target.startsWith(`${h.site.url}/captcha`)));
+    assert.ok(job.logs.some((l: string) => /captcha solved/.test(l)));
+    const tx = (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey })).body.transactions.find((t: any) => t.jobId === job.id);
+    assert.equal(tx.payload.captchaSolves, 1);
+    assert.equal(tx.payload.proxyRequests, 1);
+  });
+
+  it('fails clearly when the proxy or captcha solver it asks for is not configured', async function () {
+    const stack = await h.startIsolatedStack({
+      taskQueues: { platform: 'platform-agent-bare', browser: 'browser-agent-bare' },
+      overrides: { proxyUrlTemplate: null, captcha: null },
+    });
+    const proxied = await runAgent({ task: 'x', proxy_enabled: true, proxy_country: 'US' }, { base: stack.baseUrl });
+    assert.equal(proxied.status, 'failed');
+    assert.match(proxied.error, /proxy_enabled was requested but this service has no proxy configured/);
+    const solved = await runAgent({ task: 'x', captcha_solver_enabled: true }, { base: stack.baseUrl });
+    assert.equal(solved.status, 'failed');
+    assert.match(solved.error, /no captcha solver configured/);
+  });
+
+  it('stops when the wallet cannot pay for more steps, and still charges what was used', async function () {
+    const poor = await h.createUser({ creditUsd: 0.00002 });
+    h.llm.enqueue(...[1, 2, 3, 1, 2, 3].map((n) => act('navigate', { url: `${h.site.url}/agent/list?page=${n}` })));
+    const job = await runAgent({ task: 'Browse' }, { key: poor.apiKey });
+    assert.equal(job.status, 'failed');
+    assert.match(job.error, /wallet cannot pay/);
+    const tx = (await h.http('GET', '/api/v1/transactions', { apiKey: poor.apiKey })).body.transactions;
+    assert.equal(tx.length, 1);
+    assert.equal(tx[0].result, 'failed');
+    assert.ok(tx[0].cost > 0);
+    h.llm.reset();
+  });
+
+  it('delivers the completion webhook', async function () {
+    const http = await import('node:http');
+    const bodies: string[] = [];
+    const receiver = http.createServer(async (req, res) => {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      bodies.push(body);
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      h.llm.enqueue(act('done', { success: true, answer: 'done at once' }));
+      const accepted = await h.http('POST', '/api/v1/agentscraper', {
+        apiKey,
+        body: { task: 'Finish', headless: true, webhook_url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/agent-hook` },
+      });
+      const job = await h.waitForJob(apiKey, `/api/v1/agentscraper/status/${accepted.body.jobId}`, (j) => j.logs.some((l: string) => /webhook delivered/.test(l)));
+      assert.equal(job.status, 'completed', job.error);
+      const payload = JSON.parse(bodies[0]);
+      assert.equal(payload.event, 'job.completed');
+      assert.equal(payload.kind, 'agentic');
+      assert.equal(payload.job.result.answer, 'done at once');
+    } finally {
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  });
+
   it('runs headed by default (under a virtual display)', async function () {
     h.llm.enqueue(act('navigate', { url: `${h.site.url}/agent/spa` }), act('done', { success: true, answer: 'ok' }));
     const accepted = await h.http('POST', '/api/v1/agentscraper', { apiKey, body: { task: 'Look at the page' } });

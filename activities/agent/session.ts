@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
+import type { Page } from 'playwright-core';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import type { AgentAction } from '../../db/schema';
 import { recordUsage } from '../../db/repos/job-usage';
 import { appendJobLog } from '../../db/repos/jobs';
-import { BROWSER_MICROS_PER_SECOND } from '../../lib/billing/pricing';
+import { BROWSER_MICROS_PER_SECOND, CAPTCHA_MICROS_PER_SOLVE, PROXY_MICROS_PER_REQUEST } from '../../lib/billing/pricing';
 import { seal, unseal } from '../../lib/crypto';
 import { executeAction as runBrowserAction } from '../../lib/agent/browser-tools';
 import { observe } from '../../lib/agent/observation';
@@ -12,7 +13,9 @@ import type { SessionCheckpoint } from '../../lib/agent/browser-session';
 import { normalizeCookies } from '../../lib/page/cookies';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { attemptKey, withHeartbeat } from '../heartbeat';
-import { requestedProxy, type AdapterConfig } from '../page/adapters';
+import { assertCaptchaAvailable, requestedProxy, type AdapterConfig } from '../page/adapters';
+import { applyCaptchaToken, detectCaptcha } from '../../lib/browser/captcha-page';
+import { CaptchaSolveError, solveCaptcha } from '../../lib/captcha';
 import { loadAgentJob, OPTIMIZATION_PROFILES } from './job';
 import type { SessionRegistry } from './session-registry';
 
@@ -45,7 +48,8 @@ export function createSessionOpenerActivities(deps: SessionDeps) {
     /** Runs on the shared browser queue: opens (or reopens from the checkpoint) a session on whichever worker took it. */
     async openBrowserSession({ jobId }: { jobId: string }): Promise<SessionHandle> {
       const { request } = await loadAgentJob(deps.db, jobId, deps.masterKey);
-      const proxy = requestedProxy(deps, { mobile_proxy_enabled: request.proxy_enabled, mobile_proxy_country: request.proxy_country ?? 'US' });
+      assertCaptchaAvailable(deps, request);
+      const proxy = requestedProxy(deps, { enabled: request.proxy_enabled, country: request.proxy_country, field: 'proxy_enabled' });
       const stored = await deps.db.selectFrom('agent_checkpoints').select('sealed_state').where('job_id', '=', jobId).executeTakeFirst();
       const checkpoint = stored ? (JSON.parse(unseal(deps.masterKey, stored.sealed_state, `checkpoint:${jobId}`)) as SessionCheckpoint) : null;
       const sessionId = await withHeartbeat(() =>
@@ -59,6 +63,7 @@ export function createSessionOpenerActivities(deps: SessionDeps) {
         }),
       );
       await appendJobLog(deps.db, jobId, checkpoint ? 'browser session reopened from the last checkpoint' : `browser session opened (${request.headless ? 'headless' : 'headed'})`);
+      if (proxy) await recordUsage(deps.db, { jobId, usageKey: attemptKey(jobId, 'session-proxy'), kind: 'proxy', quantity: 1, costMicros: PROXY_MICROS_PER_REQUEST });
       return { taskQueue: deps.registry.taskQueue, sessionId };
     },
   };
@@ -73,6 +78,22 @@ export function createSessionActivities(deps: SessionDeps) {
     await recordUsage(db, { jobId, usageKey: attemptKey(jobId, what), kind: 'browser', quantity: seconds, costMicros: Math.ceil(seconds * BROWSER_MICROS_PER_SECOND) });
   }
 
+  /** A captcha widget on the page is solved through the solver adapter before the model looks at the page. */
+  async function solveVisibleCaptcha(jobId: string, page: Page, key: string) {
+    const challenge = await detectCaptcha(page);
+    if (!challenge || !deps.captcha) return;
+    await appendJobLog(db, jobId, `solving a ${challenge.kind} captcha`);
+    try {
+      const token = await withHeartbeat(() => solveCaptcha(deps.captcha!, challenge));
+      await recordUsage(db, { jobId, usageKey: attemptKey(jobId, `captcha-${key}`), kind: 'captcha', quantity: 1, costMicros: CAPTCHA_MICROS_PER_SOLVE });
+      await applyCaptchaToken(page, challenge, token);
+      await appendJobLog(db, jobId, 'captcha solved');
+    } catch (err) {
+      if (!(err instanceof CaptchaSolveError)) throw err;
+      await appendJobLog(db, jobId, `captcha not solved: ${err.message}`);
+    }
+  }
+
   return {
     async observePage(input: { jobId: string; sessionId: string; taskIndex: number; step: number }): Promise<ObservationSummary> {
       const live = registry.get(input.sessionId);
@@ -80,6 +101,7 @@ export function createSessionActivities(deps: SessionDeps) {
       const startedAt = Date.now();
       try {
         const { request } = await loadAgentJob(db, input.jobId);
+        if (request.captcha_solver_enabled && deps.captcha) await solveVisibleCaptcha(input.jobId, live.session.currentPage(), `${input.taskIndex}-${input.step}`);
         const profile = OPTIMIZATION_PROFILES[request.optimization_mode];
         const wantScreenshot = request.vision_mode === 'visual' || (request.vision_mode === 'auto' && live.screenshotRequested);
         const options = { maxChars: profile.observationChars, detail: request.vision_detail_level };

@@ -30,7 +30,7 @@ export function createBrowserActivities(deps: BrowserDeps) {
     async renderPage(jobId: string): Promise<void> {
       const { request } = await loadScrapeJob(db, jobId, deps.masterKey);
       assertCaptchaAvailable(deps, request);
-      const proxy = requestedProxy(deps, request);
+      const proxy = requestedProxy(deps, { enabled: request.mobile_proxy_enabled, country: request.mobile_proxy_country, field: 'mobile_proxy_enabled' });
       const cookies = request.cookies === undefined ? [] : normalizeCookies(request.cookies, request.url);
       const started = Date.now();
       let solved = 0;

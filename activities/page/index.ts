@@ -47,7 +47,7 @@ export function createPageActivities(deps: PageDeps) {
     async fetchPage(jobId: string): Promise<FetchOutcome> {
       const { request } = await loadScrapeJob(deps.db, jobId, deps.masterKey);
       assertCaptchaAvailable(deps, request);
-      const proxy = requestedProxy(deps, request);
+      const proxy = requestedProxy(deps, { enabled: request.mobile_proxy_enabled, country: request.mobile_proxy_country, field: 'mobile_proxy_enabled' });
       let cookies;
       try {
         cookies = request.cookies === undefined ? [] : normalizeCookies(request.cookies, request.url);
