@@ -2,6 +2,7 @@ import { AgentTransaction, LogsResponse, SystemLog, TransactionsResponse } from 
 import { ErrorResponse, PaginationMeta, PaginationQuery } from './schemas/common';
 import { JobAccepted, JobFallback, JobRecord } from './schemas/jobs';
 import { ScrapeRequest, ScrapeResult } from './schemas/scrape';
+import { AgenticScraperRequest, AgentResult } from './schemas/agentscraper';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -17,6 +18,8 @@ const COMPONENTS: Schema[] = [
   JobFallback,
   ScrapeRequest,
   ScrapeResult,
+  AgenticScraperRequest,
+  AgentResult,
 ];
 
 /** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` pointed at components. */
@@ -92,6 +95,31 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           tags: ['One-off scrape'],
           parameters: [uuidPath('jobId')],
           responses: { 200: json(ref('JobRecord'), 'The job record'), 400: error('jobId is not a UUID'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+        },
+      },
+      '/agentscraper': {
+        post: {
+          summary: 'Run a one-off autonomous browser agent',
+          tags: ['One-off browser agent'],
+          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } }],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('AgenticScraperRequest') } } },
+          responses: {
+            202: json(ref('JobAccepted'), 'Accepted'),
+            400: error('Invalid parameters'),
+            401: error('Missing or invalid API key'),
+            402: error('Wallet balance not positive'),
+            403: error('Subscription not active'),
+            429: error('Monthly operation limit reached (shared with POST /scrape)'),
+            503: error('Workflow engine unavailable; nothing was started or counted'),
+          },
+        },
+      },
+      '/agentscraper/status/{jobId}': {
+        get: {
+          summary: 'Poll a browser-agent job (result: AgentResult)',
+          tags: ['One-off browser agent'],
+          parameters: [uuidPath('jobId')],
+          responses: { 200: json(ref('JobRecord'), 'The job record; logs show each step as it happens'), 400: error('jobId is not a UUID'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
         },
       },
       '/logs': paginated('LogsResponse', 'System log lines of this account'),

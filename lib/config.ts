@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { parseNetworkAllowlist } from './net/ssrf';
 
 /** Everything the service reads from the environment, validated once at start. */
 export interface Config {
@@ -88,6 +89,12 @@ export function loadConfig(env: Env = process.env): Config {
   if (temporalAddress !== null && !/^[\w.-]+:\d+$/.test(temporalAddress)) {
     throw new ConfigError('TEMPORAL_ADDRESS', `must be host:port, got "${temporalAddress}"`);
   }
+  const networkAllowlist = optional(env, 'NETWORK_ALLOWLIST') ?? undefined;
+  try {
+    parseNetworkAllowlist(networkAllowlist);
+  } catch (err) {
+    throw new ConfigError('NETWORK_ALLOWLIST', `is invalid: ${(err as Error).message}`);
+  }
   const captchaUrl = url(env, 'CAPTCHA_SOLVER_URL');
   const captchaKey = optional(env, 'CAPTCHA_SOLVER_KEY');
   if ((captchaUrl === null) !== (captchaKey === null)) {
@@ -117,7 +124,7 @@ export function loadConfig(env: Env = process.env): Config {
     masterKey: parseMasterKey(
       secretOrLocalFile(env, 'MASTER_KEY', dataDir, 'master.key', () => randomBytes(32).toString('hex')),
     ),
-    networkAllowlist: optional(env, 'NETWORK_ALLOWLIST') ?? undefined,
+    networkAllowlist,
     proxyUrlTemplate,
     captcha: captchaUrl && captchaKey ? { baseURL: captchaUrl, apiKey: captchaKey } : null,
     chromiumPath: optional(env, 'CHROMIUM_PATH') ?? '/usr/bin/chromium',

@@ -231,6 +231,18 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     h.llm.reset();
   });
 
+  it('stops at the wall-clock deadline', async function () {
+    const stack = await h.startIsolatedStack({
+      taskQueues: { platform: 'platform-deadline', browser: 'browser-deadline' },
+      overrides: { agent: { maxSteps: 30, deadlineMs: 4_000 } },
+    });
+    h.llm.enqueue(...[1, 2, 3, 1].map((n) => actMany([['wait', { seconds: 3 }], ['navigate', { url: `${h.site.url}/agent/list?page=${n}` }]])));
+    const job = await runAgent({ task: 'Dawdle' }, { base: stack.baseUrl });
+    assert.equal(job.status, 'failed');
+    assert.match(job.error, /reached the deadline of 4s/);
+    h.llm.reset();
+  });
+
   it('browses through the proxy and solves captchas through the solver when asked, billing both', async function () {
     const before = h.proxy.requests.length;
     h.llm.enqueue(

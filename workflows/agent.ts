@@ -1,11 +1,9 @@
 import { ActivityFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
-import type { JobActivities } from '../activities/jobs';
-import type { BillingActivities } from '../activities/billing';
-import type { WebhookActivities } from '../activities/webhooks';
 import type { AgentBrainActivities, Decision, FinalAnswerVerdict } from '../activities/agent/brain';
 import type { SessionActivities, SessionHandle, SessionOpenerActivities } from '../activities/agent/session';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../db/schema';
 import { describeFailure } from './failures';
+import { billing, deliverWebhook, jobs } from './job-lifecycle';
 import type { JobOutcome } from './scrape';
 
 export interface AgentWorkflowInput {
@@ -22,12 +20,6 @@ export interface AgentWorkflowInput {
 export const LOOP_WARN_REPEATS = 2;
 export const LOOP_STOP_REPEATS = 4;
 
-const jobs = proxyActivities<JobActivities>({ startToCloseTimeout: '30s', retry: { maximumInterval: '30s', maximumAttempts: 20 } });
-const billing = proxyActivities<BillingActivities>({ startToCloseTimeout: '30s', retry: { maximumInterval: '1m', maximumAttempts: 50 } });
-const webhooks = proxyActivities<WebhookActivities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '10m', maximumAttempts: 10, nonRetryableErrorTypes: ['WebhookRejected'] },
-});
 const brain = proxyActivities<AgentBrainActivities>({
   startToCloseTimeout: '5m',
   heartbeatTimeout: '15s',
@@ -154,12 +146,6 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<JobOutco
   }
   await billing.settleJobUsage({ jobId, agentName: input.agentName, outcome: error === null ? 'completed' : 'failed' });
   const outcome = await brain.finishAgentJob({ jobId, error });
-  if (input.hasWebhook) {
-    try {
-      await webhooks.deliverJobWebhook(jobId);
-    } catch (err) {
-      await jobs.logJobProgress(jobId, `webhook delivery gave up: ${describeFailure(err)}`);
-    }
-  }
+  await deliverWebhook(jobId, input.hasWebhook);
   return outcome;
 }

@@ -1,17 +1,16 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { findJob } from '../../db/repos/jobs';
 import type { AuthenticatedUser } from '../../db/repos/users';
-import { toJobRecord } from '../../lib/job-record';
 import { validateStructuredOutputSpec } from '../../lib/llm/structured-output';
 import { maskCookies, maskSensitiveData, sealRequestSecrets } from '../../lib/request-secrets';
 import type { AgentWorkflowInput } from '../../workflows/agent';
 import type { ApiDeps } from '../deps';
-import { badRequest, notFound } from '../errors';
+import { badRequest } from '../errors';
 import { AgenticScraperRequest, type AgenticScraperRequestBody } from '../schemas/agentscraper';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { preflightUrl } from '../services/url-preflight';
-import { parseBody, parseUuidParam } from '../validation';
+import { parseBody } from '../validation';
+import { addJobStatusRoute } from './job-status';
 
 function checkAgentSemantics(body: AgenticScraperRequestBody, deps: ApiDeps): void {
   if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
@@ -63,13 +62,7 @@ export function agentScraperRoutes(deps: ApiDeps): Router {
     ctx.body = { jobId: job.id, status: 'pending' };
   });
 
-  router.get('/agentscraper/status/:jobId', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
-    const jobId = parseUuidParam('jobId', ctx.params.jobId);
-    const job = await findJob(deps.db, { userId: user.userId, kind: 'agentic', jobId });
-    if (!job) throw notFound('Agentic job');
-    ctx.body = toJobRecord(job);
-  });
+  addJobStatusRoute(router, deps, '/agentscraper/status', 'agentic', 'Agentic job');
 
   return router;
 }

@@ -1,16 +1,16 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { findJob, getJob } from '../../db/repos/jobs';
-import { toJobRecord } from '../../lib/job-record';
+import { getJob } from '../../db/repos/jobs';
 import { validateStructuredOutputSpec } from '../../lib/llm/structured-output';
 import { normalizeCookies } from '../../lib/page/cookies';
 import type { ScrapeWorkflowInput } from '../../workflows/scrape';
 import type { ApiDeps } from '../deps';
-import { badRequest, notFound } from '../errors';
+import { badRequest } from '../errors';
 import { ScrapeRequest, type ScrapeRequestBody } from '../schemas/scrape';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { preflightUrl } from '../services/url-preflight';
-import { parseBody, parseUuidParam } from '../validation';
+import { parseBody } from '../validation';
+import { addJobStatusRoute } from './job-status';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { maskCookies, sealRequestSecrets } from '../../lib/request-secrets';
 
@@ -75,13 +75,7 @@ export function scrapeRoutes(deps: ApiDeps): Router {
     }
   });
 
-  router.get('/scrape/status/:jobId', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
-    const jobId = parseUuidParam('jobId', ctx.params.jobId);
-    const job = await findJob(deps.db, { userId: user.userId, kind: 'scrape', jobId });
-    if (!job) throw notFound('Scrape job');
-    ctx.body = toJobRecord(job);
-  });
+  addJobStatusRoute(router, deps, '/scrape/status', 'scrape', 'Scrape job');
 
   return router;
 }

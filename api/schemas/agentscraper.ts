@@ -84,3 +84,47 @@ export interface AgenticScraperRequestBody {
   proxy_enabled: boolean;
   proxy_country?: string;
 }
+
+export const AgentResult = {
+  $id: 'AgentResult',
+  type: 'object',
+  description: 'The result of a browser-agent job (also kept, partially filled, when the job failed)',
+  required: ['answer', 'data', 'tasks', 'steps', 'summary'],
+  properties: {
+    answer: { type: ['string', 'null'], description: 'Final answer of the last task' },
+    data: { description: 'Structured output of the last task when structured_output was given, else null' },
+    tasks: {
+      type: 'array',
+      description: 'The main task then each follow-up task, in order',
+      items: {
+        type: 'object',
+        properties: { task: { type: 'string' }, success: { type: 'boolean' }, answer: { type: ['string', 'null'] }, data: {}, steps: { type: 'integer' } },
+      },
+    },
+    steps: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          task: { type: 'integer' },
+          step: { type: 'integer' },
+          url: { type: 'string' },
+          goal: { type: ['string', 'null'] },
+          actions: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, args: { type: 'object' } } } },
+          outcomes: { type: 'array', items: { type: 'object', properties: { action: { type: 'string' }, ok: { type: 'boolean' }, message: { type: 'string' } } } },
+        },
+      },
+    },
+    summary: {
+      type: 'object',
+      properties: {
+        steps: { type: 'integer' },
+        llmCalls: { type: 'integer' },
+        promptTokens: { type: 'integer' },
+        completionTokens: { type: 'integer' },
+        browserSeconds: { type: 'number' },
+        costUsd: { type: 'number' },
+      },
+    },
+  },
+} as const;

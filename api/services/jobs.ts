@@ -1,7 +1,6 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Job, JobKind } from '../../db/schema';
 import { abandonJob, admitJob } from '../../db/repos/jobs';
-import { writeSystemLog } from '../../db/repos/system-logs';
 import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { ApiError } from '../errors';
@@ -59,9 +58,6 @@ export async function startMeteredJob(deps: ApiDeps, input: StartJobInput): Prom
       await abandonJob(deps.db, job, 'The run could not be started; it was not counted against your limit');
       throw new ApiError(503, 'service_unavailable', 'The workflow engine is unavailable; the job was not started', undefined, { 'Retry-After': '5' });
     }
-  }
-  if (admission.outcome === 'created') {
-    await writeSystemLog(deps.db, { userId: job.user_id, jobId: job.id, message: `${job.kind} job ${job.id} accepted` });
   }
   return job;
 }

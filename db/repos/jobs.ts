@@ -73,6 +73,7 @@ export async function admitJob(db: Db, input: JobRequest, now = new Date()): Pro
         })
         .returningAll()
         .executeTakeFirstOrThrow();
+      await trx.insertInto('system_logs').values({ user_id: input.userId, job_id: id, log_message: `${input.kind} job ${id} accepted` }).execute();
       return { outcome: 'created', job };
     });
   } catch (err) {

@@ -30,6 +30,7 @@ export const ELEMENT_INDEX_ATTRIBUTE = 'data-agent-index';
 export const SECRET_FILLED_ATTRIBUTE = 'data-agent-secret';
 
 export const DEFAULT_SETTLE_MS = 3_000;
+export const DETACHED_RETRY_SETTLE_MS = 1_000;
 const NAVIGATION_TIMEOUT_MS = 20_000;
 const MAX_PENDING_DIALOGS = 10;
 const ERROR_PAGE_WAIT_MS = 1_500;
@@ -42,6 +43,11 @@ type SecretFilledElement = { page: Page; handle: ElementHandle<Element>; secretI
  */
 export function inPage<Args extends unknown[], Result>(fn: (...args: Args) => Result): (...args: Args) => Result {
   return new Function('...args', `const __name = (target) => target;\nreturn (${fn.toString()})(...args);`) as (...args: Args) => Result;
+}
+
+/** Chromium briefly detaches a page while swapping it to another renderer, e.g. after showing an error page. */
+export function isDetachedDuringSwap(error: unknown): boolean {
+  return error instanceof Error && /Not attached to an active page/.test(error.message);
 }
 
 export function isWebUrl(url: string): boolean {
@@ -153,7 +159,10 @@ export class BrowserSession {
     const session = await BrowserSession.open(context, options);
     if (isWebUrl(checkpoint.url)) {
       const outcome = await session.navigate(checkpoint.url);
-      if (!outcome.ok) throw new Error(`Could not reopen ${session.mask(checkpoint.url)}: ${outcome.error}`);
+      if (!outcome.ok) {
+        await session.close();
+        throw new Error(`Could not reopen ${session.mask(checkpoint.url)}: ${outcome.error}`);
+      }
     }
     return session;
   }
@@ -253,7 +262,12 @@ export class BrowserSession {
     const blockedBefore = this.guard?.blocked.length ?? 0;
     let status: number | null = null;
     try {
-      const response = await page.goto(url, { waitUntil: 'commit', timeout: timeoutMs });
+      const goto = () => page.goto(url, { waitUntil: 'commit', timeout: timeoutMs });
+      const response = await goto().catch(async (error: unknown) => {
+        if (!isDetachedDuringSwap(error)) throw error;
+        await settlePage(page, DETACHED_RETRY_SETTLE_MS);
+        return goto();
+      });
       status = response?.status() ?? null;
       await settlePage(page);
     } catch (error) {

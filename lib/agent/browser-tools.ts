@@ -1,6 +1,6 @@
 import type { ElementHandle, Frame, Page, Request } from 'playwright-core';
 
-import { ELEMENT_INDEX_ATTRIBUTE, inPage, isWebUrl, settlePage, type BrowserSession } from './browser-session';
+import { DETACHED_RETRY_SETTLE_MS, ELEMENT_INDEX_ATTRIBUTE, inPage, isDetachedDuringSwap, isWebUrl, settlePage, type BrowserSession } from './browser-session';
 import { resolvePlaceholders } from './sensitive-data';
 
 export type BrowserToolName =
@@ -194,6 +194,10 @@ async function elementByIndex(page: Page, index: number): Promise<ResolvedElemen
   return { handle, tag: facts.tag, summary: `[${index}] <${facts.tag}>${facts.label ? ` ${quoted(facts.label)}` : ''}` };
 }
 
+function release(element: ResolvedElement): void {
+  void element.handle.dispose().catch(() => undefined);
+}
+
 function describeError(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const firstLine = message.split('\n')[0].replace(/^[\w.]+: /, '').trim();
@@ -290,7 +294,7 @@ function clickAction(session: BrowserSession, args: Record<string, unknown>): Pr
   return actOnCurrentPage(session, async (page) => {
     const element = await elementByIndex(page, index);
     if (element.tag === 'select') fail(`${element.summary} is a <select>; use select_option to choose one of its options`);
-    await element.handle.click({ timeout: ELEMENT_ACTION_TIMEOUT_MS });
+    await element.handle.click({ timeout: ELEMENT_ACTION_TIMEOUT_MS }).finally(() => release(element));
     return { description: `clicked ${element.summary}` };
   });
 }
@@ -305,10 +309,15 @@ function typeAction(session: BrowserSession, args: Record<string, unknown>): Pro
     const documentUrl = (await element.handle.ownerFrame())?.url() ?? page.url();
     const resolution = resolvePlaceholders(text, session.sensitiveData, documentUrl);
     if ('error' in resolution) fail(`nothing was typed into ${element.summary}: ${resolution.error}`);
-    if (resolution.secretIds.length > 0) await session.markSecretFilled(page, element.handle, resolution.secretIds);
+    const holdsSecret = resolution.secretIds.length > 0;
+    if (holdsSecret) await session.markSecretFilled(page, element.handle, resolution.secretIds);
     else await session.clearSecretFilled(page, element.handle);
-    await element.handle.fill(resolution.text, { timeout: ELEMENT_ACTION_TIMEOUT_MS });
-    if (submit) await element.handle.press('Enter', { timeout: ELEMENT_ACTION_TIMEOUT_MS });
+    try {
+      await element.handle.fill(resolution.text, { timeout: ELEMENT_ACTION_TIMEOUT_MS });
+      if (submit) await element.handle.press('Enter', { timeout: ELEMENT_ACTION_TIMEOUT_MS });
+    } finally {
+      if (!holdsSecret) release(element);
+    }
     return { description: `typed ${quoted(text)} into ${element.summary}${submit ? ' and pressed Enter' : ''}` };
   }, submit ? QUIET_PERIOD_MS : TYPING_QUIET_PERIOD_MS);
 }
@@ -327,7 +336,7 @@ function selectOptionAction(session: BrowserSession, args: Record<string, unknow
       ?? options.find((option) => option.label === wanted)
       ?? options.find((option) => option.label.toLowerCase() === folded || option.value.toLowerCase() === folded);
     if (!match) fail(`${element.summary} has no option ${quoted(wanted)}; its options are ${options.map((option) => quoted(option.label)).join(', ')}`);
-    await element.handle.selectOption({ value: match.value }, { timeout: ELEMENT_ACTION_TIMEOUT_MS });
+    await element.handle.selectOption({ value: match.value }, { timeout: ELEMENT_ACTION_TIMEOUT_MS }).finally(() => release(element));
     return { description: `selected ${quoted(match.label)} in ${element.summary}` };
   });
 }
@@ -367,7 +376,12 @@ async function scrollAction(session: BrowserSession, args: Record<string, unknow
 function goBackAction(session: BrowserSession): Promise<ActionResult> {
   return actOnCurrentPage(session, async (page) => {
     const urlBefore = page.url();
-    const response = await page.goBack({ waitUntil: 'commit', timeout: GO_BACK_TIMEOUT_MS });
+    const goBack = () => page.goBack({ waitUntil: 'commit', timeout: GO_BACK_TIMEOUT_MS });
+    const response = await goBack().catch(async (error: unknown) => {
+      if (!isDetachedDuringSwap(error)) throw error;
+      await settlePage(page, DETACHED_RETRY_SETTLE_MS);
+      return goBack();
+    });
     if (response === null && page.url() === urlBefore) fail('there is no previous page in this tab');
     return { description: 'went back', navigated: true };
   });

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../lib/config';
+
+describe('configuration', function () {
+  let dataDir: string;
+  beforeEach(() => (dataDir = mkdtempSync(path.join(os.tmpdir(), 'config-test-'))));
+  afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('applies the embedded defaults and generates dev secrets once under DATA_DIR', function () {
+    const config = loadConfig({ DATA_DIR: dataDir });
+    assert.equal(config.port, 3000);
+    assert.equal(config.databaseUrl, null);
+    assert.equal(config.temporalAddress, null);
+    assert.equal(config.temporalNamespace, 'default');
+    assert.deepEqual(config.temporalDevPorts, { frontend: 7233, ui: 8233 });
+    assert.equal(config.masterKey.length, 32);
+    assert.ok(existsSync(path.join(dataDir, 'master.key')));
+    assert.equal(readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim(), config.adminToken);
+    const again = loadConfig({ DATA_DIR: dataDir });
+    assert.equal(again.adminToken, config.adminToken);
+    assert.ok(again.masterKey.equals(config.masterKey));
+  });
+
+  it('reads every documented variable', function () {
+    const config = loadConfig({
+      DATA_DIR: dataDir,
+      PORT: '8080',
+      DATABASE_URL: 'postgres://u@db:5432/app',
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      TEMPORAL_NAMESPACE: 'prod',
+      OPENAI_BASE_URL: 'https://llm.example.com/v1/',
+      OPENAI_API_KEY: 'sk-x',
+      ROUTER_BASE_URL: 'https://router.example.com/api/v1',
+      ADMIN_TOKEN: 'a'.repeat(32),
+      MASTER_KEY: 'ab'.repeat(32),
+      NETWORK_ALLOWLIST: 'localhost,10.0.0.0/8',
+    });
+    assert.equal(config.port, 8080);
+    assert.equal(config.databaseUrl, 'postgres://u@db:5432/app');
+    assert.equal(config.temporalAddress, 'temporal:7233');
+    assert.equal(config.temporalNamespace, 'prod');
+    assert.equal(config.openai.baseURL, 'https://llm.example.com/v1');
+    assert.equal(config.routerBaseURL, 'https://router.example.com/api/v1');
+    assert.equal(config.masterKey.toString('hex'), 'ab'.repeat(32));
+    assert.equal(config.networkAllowlist, 'localhost,10.0.0.0/8');
+    assert.ok(!existsSync(path.join(dataDir, 'master.key')));
+  });
+
+  const invalid: [string, Record<string, string>][] = [
+    ['PORT', { PORT: 'eighty' }],
+    ['PORT', { PORT: '70000' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
+    ['TEMPORAL_ADDRESS', { TEMPORAL_ADDRESS: 'http://temporal' }],
+    ['OPENAI_BASE_URL', { OPENAI_BASE_URL: 'not a url' }],
+    ['MASTER_KEY', { MASTER_KEY: 'too-short' }],
+    ['ADMIN_TOKEN', { ADMIN_TOKEN: 'short' }],
+    ['NETWORK_ALLOWLIST', { NETWORK_ALLOWLIST: 'localhost,300.1.1.1/40' }],
+    ['CAPTCHA_SOLVER_URL', { CAPTCHA_SOLVER_URL: 'http://solver.example.com' }],
+    ['PROXY_URL', { PROXY_URL: '::not a url::' }],
+    ['AGENT_MAX_STEPS', { AGENT_MAX_STEPS: '0' }],
+  ];
+  for (const [variable, env] of invalid) {
+    it(`stops with an error naming ${variable} for ${JSON.stringify(env)}`, function () {
+      assert.throws(
+        () => loadConfig({ DATA_DIR: dataDir, ...env }),
+        (err: unknown) => err instanceof ConfigError && err.message.includes(variable),
+      );
+    });
+  }
+});
