@@ -7,6 +7,8 @@ import { jsonBody } from './middleware/json-body';
 import { requireApiKey } from './middleware/auth';
 import { scrapeRoutes } from './routes/scrape';
 import { agentScraperRoutes } from './routes/agentscraper';
+import { socialAccountRoutes } from './routes/social-accounts';
+import { automationRoutes } from './routes/automations';
 import { logRoutes } from './routes/logs';
 import { accountRoutes } from './routes/account';
 import { adminRoutes } from './routes/admin';
@@ -33,7 +35,7 @@ export function createApp(deps: ApiDeps): Koa {
 
   const v1 = new Router({ prefix: '/api/v1' });
   v1.use(requireApiKey(deps.db));
-  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), logRoutes(deps), accountRoutes(deps)]) {
+  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());
   }
   root.use(v1.routes(), v1.allowedMethods());

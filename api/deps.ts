@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Db } from '../db/connect';
 import type { Config } from '../lib/config';
 import type { NetworkPolicy } from '../lib/net/ssrf';
+import type { SocialPlatforms } from '../lib/social/platforms';
 
 export interface Readiness {
   database: boolean;
@@ -15,5 +16,6 @@ export interface ApiDeps {
   temporal: Client;
   config: Config;
   policy: NetworkPolicy;
+  social: SocialPlatforms;
   readiness: () => Promise<Readiness>;
 }

@@ -29,6 +29,7 @@ import { observe } from '../lib/agent/observation';
 import { OPTIMIZATION_PROFILES } from '../activities/agent/job';
 import { seal } from '../lib/crypto';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { percentile, round, sleep } from './load';
 
 const STEPS = 30;

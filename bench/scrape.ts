@@ -20,6 +20,7 @@ import { htmlToPage } from '../lib/page/convert';
 import { createLlmClient, extractStructured } from '../activities/llm/extract';
 import { jsonSchemaForRequest } from '../lib/llm/structured-output';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
 import type { ApiDeps } from '../api/deps';
@@ -52,6 +53,7 @@ async function startApiOnUnpolledQueues(h: Harness): Promise<{ baseUrl: string; 
     temporal: h.client,
     config: { ...h.config, taskQueues: UNPOLLED_QUEUES },
     policy: parseNetworkAllowlist(h.config.networkAllowlist),
+    social: socialPlatformsFromConfig(h.config),
     readiness: readinessProbe(h.db, h.client, () => true),
   };
   const server = await listen(deps, 0, '127.0.0.1');

@@ -4,7 +4,7 @@ type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T = unknown> = ColumnType<T, string, string>;
 
 export type SubscriptionStatus = 'active' | 'inactive';
-export type JobKind = 'scrape' | 'agentic';
+export type JobKind = 'scrape' | 'agentic' | 'automation';
 export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];
 export type LedgerEntryKind = 'credit' | 'usage' | 'adjustment';
@@ -186,7 +186,48 @@ export interface AgentTaskResult {
   steps: number;
 }
 
+export type SocialPlatform = 'forum' | 'microblog';
+export type ValidationStatus = 'valid' | 'invalid' | 'unchecked';
+
+export interface SocialAccountsTable {
+  id: string;
+  user_id: string;
+  platform: SocialPlatform;
+  name: string;
+  is_active: boolean;
+  validation_status: ValidationStatus;
+  validation_message: string | null;
+  last_validated_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  meta: Json<Record<string, unknown>>;
+  /** Platform credentials sealed with the master key; never returned. */
+  credentials_sealed: string;
+  /** A reusable upstream session (microblog web login), sealed. */
+  session_sealed: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type AutomationType = 'forum-agent' | 'microblog-agent' | 'custom-agent';
+
+export interface AutomationsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  cron: string;
+  timezone: string | null;
+  automation_type: AutomationType;
+  /** The request with secrets masked: what responses show. */
+  payload: Json<Record<string, unknown>>;
+  /** Inline credentials and other secrets of the payload, sealed. */
+  secrets_sealed: string | null;
+  schedule_id: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Database {
+  social_accounts: SocialAccountsTable;
+  automations: AutomationsTable;
   agent_steps: AgentStepsTable;
   agent_checkpoints: AgentCheckpointsTable;
   agent_task_results: AgentTaskResultsTable;

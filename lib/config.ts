@@ -24,6 +24,7 @@ export interface Config {
   browserConcurrency: number;
   syncScrapeTimeoutMs: number;
   agent: { maxSteps: number; deadlineMs: number };
+  social: { forumApiBase: string; forumAuthBase: string; microblogBase: string | null };
   taskQueues: { platform: string; browser: string };
 }
 
@@ -130,6 +131,11 @@ export function loadConfig(env: Env = process.env): Config {
     chromiumPath: optional(env, 'CHROMIUM_PATH') ?? '/usr/bin/chromium',
     browserConcurrency: integer(env, 'BROWSER_CONCURRENCY', 4, 1, 64),
     syncScrapeTimeoutMs: integer(env, 'SYNC_SCRAPE_TIMEOUT_MS', 120_000, 1_000, 900_000),
+    social: {
+      forumApiBase: url(env, 'FORUM_API_BASE') ?? 'https://oauth.reddit.com',
+      forumAuthBase: url(env, 'FORUM_AUTH_BASE') ?? 'https://www.reddit.com',
+      microblogBase: url(env, 'MICROBLOG_BASE'),
+    },
     agent: {
       maxSteps: integer(env, 'AGENT_MAX_STEPS', 30, 1, 500),
       deadlineMs: integer(env, 'AGENT_DEADLINE_MS', 15 * 60_000, 5_000, 24 * 3_600_000),

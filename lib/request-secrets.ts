@@ -24,6 +24,8 @@ export function maskSensitiveData(items: { id: string; value: string; domain_pat
 export interface RequestSecrets {
   cookies?: unknown;
   sensitive_data?: { id: string; value: string; domain_pattern?: string }[];
+  /** Inline forum credentials of an automation run. */
+  forumCredentials?: unknown;
 }
 
 export function sealRequestSecrets(masterKey: Buffer, jobId: string, secrets: RequestSecrets): string {

@@ -12,6 +12,9 @@ import { createBrowserActivities } from '../activities/browser';
 import { createAgentBrainActivities } from '../activities/agent/brain';
 import { createSessionActivities, createSessionOpenerActivities } from '../activities/agent/session';
 import type { SessionRegistry } from '../activities/agent/session-registry';
+import { createSocialToolActivities } from '../activities/agent/social';
+import { createAutomationActivities } from '../activities/automations';
+import { socialPlatformsFromConfig } from '../lib/social/platforms';
 
 export interface ActivityDeps {
   db: Db;
@@ -30,6 +33,8 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createBillingActivities({ db }),
     ...createWebhookActivities({ db, masterKey: config.masterKey, policy }),
     ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey }),
+    ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
+    ...createAutomationActivities({ db, masterKey: config.masterKey }),
   };
 }
 

@@ -3,6 +3,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../lib/config';
 import { migrateToLatest, openDatabase } from '../db/connect';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { connectClient } from '../lib/temporal';
 import { startTemporalDevServer, type DevServer } from '../lib/temporal-cli';
 import { listen } from '../api/server';
@@ -34,6 +35,7 @@ async function main() {
       },
       config,
       policy,
+      social: socialPlatformsFromConfig(config),
       readiness: async () => {
         if (!temporalClient) return { database: true, temporal: false, workers: false };
         return readinessProbe(db, temporalClient, () => workers?.isRunning() ?? false)();

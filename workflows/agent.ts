@@ -1,6 +1,7 @@
 import { ActivityFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
 import type { AgentBrainActivities, Decision, FinalAnswerVerdict } from '../activities/agent/brain';
 import type { SessionActivities, SessionHandle, SessionOpenerActivities } from '../activities/agent/session';
+import type { SocialToolActivities } from '../activities/agent/social';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../db/schema';
 import { describeFailure } from './failures';
 import { billing, deliverWebhook, jobs } from './job-lifecycle';
@@ -8,6 +9,8 @@ import type { JobOutcome } from './scrape';
 
 export interface AgentWorkflowInput {
   jobId: string;
+  /** Which tools act: a browser session on a browser worker, or the forum/microblog platform clients. */
+  toolbox?: 'browser' | 'social';
   browserTaskQueue: string;
   hasWebhook: boolean;
   taskCount: number;
@@ -24,6 +27,11 @@ const brain = proxyActivities<AgentBrainActivities>({
   startToCloseTimeout: '5m',
   heartbeatTimeout: '15s',
   retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['AgentStopped'] },
+});
+
+const socialTools = proxyActivities<SocialToolActivities>({
+  startToCloseTimeout: '2m',
+  retry: { initialInterval: '2s', maximumAttempts: 3 },
 });
 
 class AgentStop extends Error {}
@@ -43,9 +51,15 @@ function describeActions(actions: AgentAction[]): string {
   return actions.length ? actions.map(describeAction).join(', ') : 'no action';
 }
 
-/** The one agent loop: observe → the model decides up to N actions → tools execute them, until done or a bound stops it. */
+/** The one-off browser agent: the shared loop with browser tools. */
 export async function agentWorkflow(input: AgentWorkflowInput): Promise<JobOutcome> {
+  return runAgentLoop(input);
+}
+
+/** The one agent loop: observe → the model decides up to N actions → tools execute them, until done or a bound stops it. */
+export async function runAgentLoop(input: AgentWorkflowInput): Promise<JobOutcome> {
   const { jobId } = input;
+  const social = input.toolbox === 'social';
   const opener = proxyActivities<SessionOpenerActivities>({
     taskQueue: input.browserTaskQueue,
     startToCloseTimeout: '2m',
@@ -83,7 +97,9 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<JobOutco
       if (stepsTaken >= input.maxSteps) throw new AgentStop(`stopped: reached the step bound of ${input.maxSteps} steps without finishing`);
       if (Date.now() > deadline) throw new AgentStop(`stopped: reached the deadline of ${Math.round(input.deadlineMs / 1000)}s`);
       stepsTaken++;
-      const observation = await inSession((s, h) => s.observePage({ jobId, sessionId: h.sessionId, taskIndex, step }));
+      const observation = social
+        ? await socialTools.observeSocial({ jobId, taskIndex, step })
+        : await inSession((s, h) => s.observePage({ jobId, sessionId: h.sessionId, taskIndex, step }));
       const decision: Decision = await brain.decideNextActions({ jobId, taskIndex, step, notes });
       notes = [];
       if (decision.kind === 'stop') throw new AgentStop(decision.reason);
@@ -117,7 +133,9 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<JobOutco
           const result =
             action.name === 'extract'
               ? await brain.runExtractTool({ jobId, taskIndex, step, question: String(action.args.question ?? '') })
-              : await inSession((s, h) => s.executeAction({ jobId, sessionId: h.sessionId, taskIndex, step, actionIndex, action }));
+              : social
+                ? await socialTools.executeSocialTool({ jobId, taskIndex, step, actionIndex, action })
+                : await inSession((s, h) => s.executeAction({ jobId, sessionId: h.sessionId, taskIndex, step, actionIndex, action }));
           outcomes.push({ action: describeAction(action), ok: result.ok, message: result.message });
           if (!result.ok || result.navigated) {
             if (actionIndex < decision.actions.length - 1) notes.push('The remaining actions of your last step were not executed because the page changed or an action failed.');

@@ -1,2 +1,3 @@
 export { scrapeWorkflow } from './scrape';
 export { agentWorkflow } from './agent';
+export { automationRunWorkflow } from './automation-run';

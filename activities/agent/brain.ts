@@ -14,9 +14,10 @@ import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers'
 import { microsToUsd } from '../../lib/money';
 import { maskSecrets } from '../../lib/agent/sensitive-data';
 import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
+import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { loadAgentJob, OPTIMIZATION_PROFILES } from './job';
-import { AGENT_SYSTEM_PROMPT, modeInstruction, secretsInstruction } from './prompts';
+import { AGENT_SYSTEM_PROMPT, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
 
 export type Decision = { kind: 'actions'; actions: AgentAction[]; goal: string | null } | { kind: 'stop'; reason: string };
 
@@ -122,7 +123,15 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const history = steps.slice(0, -1).slice(-profile.historySteps);
       const earlier = await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', jobId).orderBy('task_index').execute();
 
-      const system = [AGENT_SYSTEM_PROMPT, modeInstruction(request), secretsInstruction(request.sensitive_data ?? [])].filter(Boolean).join('\n\n');
+      const platform = (request as { platform?: 'forum' | 'microblog' }).platform;
+      const system = [
+        platform ? socialSystemPrompt(platform) : AGENT_SYSTEM_PROMPT,
+        modeInstruction(request),
+        secretsInstruction(request.sensitive_data ?? []),
+        skillsInstruction((request as { skills?: SkillsSelection }).skills),
+      ]
+        .filter(Boolean)
+        .join('\n\n');
       const context: string[] = [`Task: ${tasks[taskIndex]}`];
       if (earlier.length) {
         context.push('Earlier tasks in this same browser session:\n' + earlier.map((t) => `- ${t.result.task} → ${t.result.answer ?? JSON.stringify(t.result.data)}`).join('\n'));
@@ -146,8 +155,12 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         { role: 'user', content: context.join('\n\n') },
         { role: 'user', content: observationParts },
       ];
-      const browserTools = toolsFor({ vision: request.vision_mode }).filter((t) => !AGENT_LOOP_TOOLS.has(t.function.name as BrowserToolName));
-      const tools = [...(browserTools as ChatCompletionTool[]), EXTRACT_TOOL, doneTool(request.structured_output)];
+      const actingTools = platform
+        ? platform === 'forum'
+          ? FORUM_TOOLS
+          : MICROBLOG_TOOLS
+        : [...toolsFor({ vision: request.vision_mode }).filter((t) => !AGENT_LOOP_TOOLS.has(t.function.name as BrowserToolName)), EXTRACT_TOOL];
+      const tools = [...(actingTools as ChatCompletionTool[]), doneTool(request.structured_output)];
 
       const { client, walletBilled, model } = await clientFor(jobId);
       const completion = await withHeartbeat(() =>
@@ -263,7 +276,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       };
       const status = input.error === null ? 'completed' : 'failed';
       await transitionJob(db, job.id, status, { result, error: input.error, log: input.error ? `failed: ${input.error}` : 'completed' });
-      await writeSystemLog(db, { userId: job.user_id, jobId: job.id, message: `agentic job ${job.id} ${status}${input.error ? `: ${input.error}` : ''}` });
+      await writeSystemLog(db, { userId: job.user_id, jobId: job.id, message: `${job.kind} job ${job.id} ${status}${input.error ? `: ${input.error}` : ''}` });
       return { jobId: job.id, status, error: input.error } as const;
     },
   };

@@ -22,3 +22,24 @@ export function modeInstruction(request: Pick<AgenticScraperRequestBody, 'optimi
   if (request.vision_mode === 'auto') notes.push('Call screenshot when the text observation is not enough to understand the page.');
   return notes.join(' ');
 }
+
+export function socialSystemPrompt(platform: 'forum' | 'microblog'): string {
+  const where = platform === 'forum' ? 'a Reddit-style forum' : 'a microblog (short public posts)';
+  return `You are a social media agent working on ${where} through its API, acting as the account named in the observation.
+Each turn you get the task, your earlier steps with their outcomes, and the full results of your previous step.
+Act by calling tools; their results come back in the next observation. Read before you write, keep posts on topic and
+within the platform's rules, and never post the same content twice. State your next goal in one short sentence in your
+message text. When the task is complete (or impossible), call done with your final answer.`;
+}
+
+export interface SkillsSelection {
+  mode: 'none' | 'selected';
+  selected?: { name: string; description?: string | null; skillMdContent?: string | null }[];
+}
+
+/** Selected skills: their SKILL.md text joins the instructions. */
+export function skillsInstruction(skills: SkillsSelection | undefined): string | null {
+  if (!skills || skills.mode !== 'selected' || !skills.selected?.length) return null;
+  const blocks = skills.selected.map((skill) => `## Skill: ${skill.name}\n${skill.skillMdContent ?? skill.description ?? ''}`.trim());
+  return `Skills you can apply:\n\n${blocks.join('\n\n')}`;
+}

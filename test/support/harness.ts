@@ -9,6 +9,7 @@ import { bundleWorkflowCode, NativeConnection, Runtime, DefaultLogger, type Work
 import { loadConfig, type Config } from '../../lib/config';
 import { migrateToLatest, openDatabase, type Db } from '../../db/connect';
 import { parseNetworkAllowlist } from '../../lib/net/ssrf';
+import { socialPlatformsFromConfig } from '../../lib/social/platforms';
 import { connectClient } from '../../lib/temporal';
 import { startTemporalDevServer, type DevServer } from '../../lib/temporal-cli';
 import { listen } from '../../api/server';
@@ -21,6 +22,8 @@ import { freePort } from './ports';
 import { startFakeCaptchaSolver, type FakeCaptchaSolver } from './fake-captcha-solver';
 import { startFakeProxy, type FakeProxy } from './fake-proxy';
 import { captchaRoutes, CAPTCHA_SITE_KEY } from './captcha-fixture';
+import { startFakeForum, type FakeForum } from './fake-forum';
+import { startFakeMicroblog, type FakeMicroblog } from './fake-microblog';
 import { captureProcessOutput } from './output-capture';
 
 export const ADMIN_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -43,6 +46,8 @@ export interface Harness {
   site: FixtureSite;
   captchaSolver: FakeCaptchaSolver;
   proxy: FakeProxy;
+  forum: FakeForum;
+  microblog: FakeMicroblog;
   workflowBundle: WorkflowBundle;
   /** POST /admin/users through the admin API; returns the new user's id and key. */
   createUser(options?: { creditUsd?: number; monthlyOperationLimit?: number; email?: string }): Promise<{ userId: string; apiKey: string }>;
@@ -96,6 +101,8 @@ async function startHarness(): Promise<Harness> {
   captureProcessOutput();
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const captchaSolver = await startFakeCaptchaSolver();
+  const [forum, microblog] = await Promise.all([startFakeForum(), startFakeMicroblog()]);
+  cleanups.push(() => forum.close(), () => microblog.close());
   const [databaseUrl, llm, site, proxy, temporalPort] = await Promise.all([
     createDatabase(),
     startFakeOpenAI(),
@@ -128,6 +135,9 @@ async function startHarness(): Promise<Harness> {
     PROXY_URL: proxy.urlTemplate,
     CAPTCHA_SOLVER_URL: captchaSolver.url,
     CAPTCHA_SOLVER_KEY: captchaSolver.apiKey,
+    FORUM_API_BASE: forum.apiBase,
+    FORUM_AUTH_BASE: forum.authBase,
+    MICROBLOG_BASE: microblog.base,
   };
   const config = loadConfig(env);
   const policy = parseNetworkAllowlist(config.networkAllowlist);
@@ -150,7 +160,7 @@ async function startHarness(): Promise<Harness> {
     return workers;
   };
   const serve = async (apiConfig: Config, workers: WorkerSet): Promise<{ server: Server; baseUrl: string }> => {
-    const deps: ApiDeps = { db, temporal: client, config: apiConfig, policy, readiness: readinessProbe(db, client, () => workers.isRunning()) };
+    const deps: ApiDeps = { db, temporal: client, config: apiConfig, policy, social: socialPlatformsFromConfig(apiConfig), readiness: readinessProbe(db, client, () => workers.isRunning()) };
     const server = await listen(deps, 0, '127.0.0.1');
     const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
     return { server, baseUrl };
@@ -191,6 +201,8 @@ async function startHarness(): Promise<Harness> {
     site,
     captchaSolver,
     proxy,
+    forum,
+    microblog,
     workflowBundle,
     http,
     async createUser(options = {}) {

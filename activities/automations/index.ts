@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Db } from '../../db/connect';
+import { unseal } from '../../lib/crypto';
+import { sealRequestSecrets } from '../../lib/request-secrets';
+import { writeSystemLog } from '../../db/repos/system-logs';
+import { transitionJob } from '../../db/repos/jobs';
+import type { AccountRef, SocialRunRequest } from '../agent/social';
+import type { AutomationCreateBody, SavedSelection } from '../../api/schemas/automations';
+import type { JobOutcome } from '../../workflows/scrape';
+
+export type AutomationRunStart =
+  | { kind: 'ready'; jobId: string; taskCount: number; hasWebhook: boolean; agentName: string }
+  | { kind: 'unusable'; jobId: string; hasWebhook: boolean; agentName: string; outcome: JobOutcome };
+
+export function createAutomationActivities({ db, masterKey }: { db: Db; masterKey: Buffer }) {
+  return {
+    /**
+     * Records one execution as a job and picks its accounts: each selected account that is active and
+     * not invalid, in the order selected; the task runs once per account, in turn. With none usable the
+     * job fails at once (and is still recorded, charged and reported).
+     */
+    async startAutomationRun(input: { automationId: string; runId: string }): Promise<AutomationRunStart> {
+      const automation = await db.selectFrom('automations').selectAll().where('id', '=', input.automationId).executeTakeFirst();
+      if (!automation) throw ApplicationFailure.nonRetryable(`automation ${input.automationId} no longer exists`, 'AutomationGone');
+      const existing = await db.selectFrom('jobs').selectAll().where('user_id', '=', automation.user_id).where('kind', '=', 'automation').where('idempotency_key', '=', input.runId).executeTakeFirst();
+      const payload = automation.payload as unknown as AutomationCreateBody;
+      const platform = automation.automation_type === 'forum-agent' ? 'forum' : 'microblog';
+      const agentName = automation.automation_type;
+      const hasWebhook = !!payload.webhook_url;
+      const secrets = automation.secrets_sealed ? (JSON.parse(unseal(masterKey, automation.secrets_sealed, `automation:${automation.id}`)) as { forumCredentials?: unknown }) : {};
+
+      const selection = (platform === 'forum' ? payload.forum : payload.microblog) as SavedSelection | { mode: 'inline' } | undefined;
+      let accounts: AccountRef[] = [];
+      let skipped: string[] = [];
+      if (selection?.mode === 'inline') {
+        accounts = [{ kind: 'inline', label: 'inline forum credentials' }];
+      } else if (selection) {
+        let query = db.selectFrom('social_accounts').selectAll().where('user_id', '=', automation.user_id).where('platform', '=', platform);
+        if (!selection.useAll) query = query.where('id', 'in', selection.accountIds ?? []);
+        const rows = await query.orderBy('created_at').execute();
+        const ordered = selection.useAll ? rows : (selection.accountIds ?? []).map((id) => rows.find((r) => r.id === id)).filter((r) => r !== undefined);
+        const usable = ordered.filter((r) => r.is_active && r.validation_status !== 'invalid');
+        skipped = ordered.filter((r) => !usable.includes(r)).map((r) => `"${r.name}" (${r.is_active ? 'invalid credentials' : 'inactive'})`);
+        accounts = usable.map((r) => ({ kind: 'saved', accountId: r.id, label: `"${r.name}"${r.meta.username ? ` (${String(r.meta.username)})` : ''}` }));
+      }
+
+      const request: SocialRunRequest & Record<string, unknown> = {
+        automationId: automation.id,
+        automationName: automation.name,
+        automation_type: automation.automation_type,
+        task: payload.task,
+        follow_up_tasks: accounts.slice(1).map(() => payload.task),
+        llm_provider: payload.llm_provider,
+        llm_model: payload.llm_model,
+        structured_output: payload.structured_output,
+        skills: payload.skills,
+        market_mcps: payload.market_mcps,
+        custom_mcps: payload.custom_mcps,
+        optimization_mode: 'balanced',
+        vision_mode: 'text_only',
+        vision_detail_level: 'auto',
+        max_actions_per_step: 5,
+        headless: true,
+        platform,
+        accounts,
+      };
+      let job = existing;
+      if (!job) {
+        const id = randomUUID();
+        job = await db
+          .insertInto('jobs')
+          .values({
+            id,
+            user_id: automation.user_id,
+            kind: 'automation',
+            status: 'pending',
+            request: JSON.stringify(request),
+            webhook_url: payload.webhook_url ?? null,
+            workflow_id: input.runId,
+            idempotency_key: input.runId,
+            sealed_secrets: secrets.forumCredentials ? sealRequestSecrets(masterKey, id, { forumCredentials: secrets.forumCredentials }) : null,
+            logs: [`${new Date().toISOString()} run of automation "${automation.name}" started by its schedule`],
+          })
+          .onConflict((oc) => oc.column('workflow_id').doNothing())
+          .returningAll()
+          .executeTakeFirst();
+        job ??= await db.selectFrom('jobs').selectAll().where('workflow_id', '=', input.runId).executeTakeFirstOrThrow();
+        await writeSystemLog(db, { userId: automation.user_id, jobId: job.id, message: `automation "${automation.name}" run ${job.id} started` });
+      }
+      if (accounts.length === 0) {
+        const error = `no usable ${platform} account for this run${skipped.length ? `: skipped ${skipped.join(', ')}` : ''}`;
+        await transitionJob(db, job.id, 'failed', { error, result: null, log: `failed: ${error}` });
+        await writeSystemLog(db, { userId: automation.user_id, jobId: job.id, message: `automation "${automation.name}" run ${job.id} failed: ${error}` });
+        return { kind: 'unusable', jobId: job.id, hasWebhook, agentName, outcome: { jobId: job.id, status: 'failed', error } };
+      }
+      return { kind: 'ready', jobId: job.id, taskCount: accounts.length, hasWebhook, agentName };
+    },
+  };
+}
+
+export type AutomationActivities = ReturnType<typeof createAutomationActivities>;

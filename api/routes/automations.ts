@@ -1,0 +1,68 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { Selectable } from 'kysely';
+import type { AutomationsTable } from '../../db/schema';
+import type { AuthenticatedUser } from '../../db/repos/users';
+import { offsetOf, paginationMeta, type PageRequest } from '../../db/repos/pagination';
+import { validateStructuredOutputSpec } from '../../lib/llm/structured-output';
+import type { ApiDeps } from '../deps';
+import { badRequest } from '../errors';
+import { PaginationQuery } from '../schemas/common';
+import { AutomationCreateRequest, type AutomationCreateBody } from '../schemas/automations';
+import { checkAccountSelection, checkSchedule, createAutomation, scheduleState } from '../services/automations';
+import { preflightUrl } from '../services/url-preflight';
+import { parseBody, parseQuery } from '../validation';
+
+function toAutomation(row: Selectable<AutomationsTable>, state: { isPaused: boolean }) {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    name: row.name,
+    cron: row.cron,
+    timezone: row.timezone,
+    payload: row.payload,
+    status: state.isPaused ? 'paused' : 'active',
+    createdAt: new Date(row.created_at).toISOString(),
+    updatedAt: new Date(row.updated_at).toISOString(),
+    isPaused: state.isPaused,
+  };
+}
+
+export function automationRoutes(deps: ApiDeps): Router {
+  const router = new Router();
+
+  router.get('/automations', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const page = parseQuery<PageRequest>(PaginationQuery, ctx.query);
+    const [rows, count] = await Promise.all([
+      deps.db.selectFrom('automations').selectAll().where('user_id', '=', user.userId).orderBy('created_at', 'desc').orderBy('id').limit(page.pageSize).offset(offsetOf(page)).execute(),
+      deps.db.selectFrom('automations').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', user.userId).executeTakeFirstOrThrow(),
+    ]);
+    const states = await Promise.all(rows.map((row) => scheduleState(deps, row.schedule_id)));
+    ctx.body = { automations: rows.map((row, i) => toAutomation(row, states[i])), meta: paginationMeta(page, Number(count.n)) };
+  });
+
+  router.post('/automations', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const body = parseBody<AutomationCreateBody>(AutomationCreateRequest, ctx.state.body);
+    if (body.automation_type === 'microblog-agent' && body.forum) {
+      throw badRequest('A microblog-agent automation takes a "microblog" selection, not "forum"', [{ path: 'body/forum', message: 'not allowed here' }]);
+    }
+    if (body.automation_type === 'forum-agent' && body.microblog) {
+      throw badRequest('A forum-agent automation takes a "forum" selection, not "microblog"', [{ path: 'body/microblog', message: 'not allowed here' }]);
+    }
+    if (body.structured_output) {
+      const problems = validateStructuredOutputSpec(body.structured_output);
+      if (problems.length) throw badRequest('structured_output is invalid', problems.map((message) => ({ path: 'body/structured_output', message })));
+    }
+    if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
+    if (body.proxy_country) body.proxy_country = body.proxy_country.toUpperCase();
+    const temporalCron = checkSchedule(body);
+    await checkAccountSelection(deps, user, body);
+    const row = await createAutomation(deps, user, body, temporalCron);
+    ctx.status = 201;
+    ctx.body = { automation: toAutomation(row, await scheduleState(deps, row.schedule_id)) };
+  });
+
+  return router;
+}

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
+import type { Selectable } from 'kysely';
+import type { AutomationsTable, SocialPlatform } from '../../db/schema';
+import { seal } from '../../lib/crypto';
+import { CronError, isValidTimezone, toTemporalCron } from '../../lib/cron';
+import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal';
+import type { AuthenticatedUser } from '../../db/repos/users';
+import type { AutomationRunInput } from '../../workflows/automation-run';
+import type { ApiDeps } from '../deps';
+import { ApiError, badRequest } from '../errors';
+import type { AutomationCreateBody, InlineForumSelection, SavedSelection } from '../schemas/automations';
+
+const MASK = '[redacted]';
+const FORUM_SECRET_FIELDS = ['forumClientSecret', 'forumPassword'];
+
+export function scheduleIdFor(automationId: string): string {
+  return `automation-${automationId}`;
+}
+
+function maskParams<T extends { params?: Record<string, unknown> }>(items: T[]): T[] {
+  return items.map((item) => ({ ...item, params: Object.fromEntries(Object.keys(item.params ?? {}).map((k) => [k, MASK])) }));
+}
+
+/** The payload as stored and shown: credentials and tool parameters masked. Their values are sealed separately. */
+export function splitSecrets(body: AutomationCreateBody): { payload: Record<string, unknown>; secrets: Record<string, unknown> } {
+  const payload: Record<string, unknown> = { ...body, market_mcps: maskParams(body.market_mcps), custom_mcps: maskParams(body.custom_mcps) };
+  const secrets: Record<string, unknown> = {
+    marketMcpParams: body.market_mcps.map((m) => m.params),
+    customMcpParams: body.custom_mcps.map((m) => m.params),
+  };
+  if (body.forum?.mode === 'inline') {
+    const credentials = body.forum.credentials;
+    payload.forum = { mode: 'inline', credentials: Object.fromEntries(Object.entries(credentials).map(([k, v]) => [k, FORUM_SECRET_FIELDS.includes(k) ? MASK : v])) };
+    secrets.forumCredentials = credentials;
+  }
+  return { payload, secrets };
+}
+
+export function platformOf(type: AutomationCreateBody['automation_type']): SocialPlatform {
+  return type === 'forum-agent' ? 'forum' : 'microblog';
+}
+
+/** Every rule of POST /automations that needs the database or the platform, before anything is stored. */
+export async function checkAccountSelection(deps: ApiDeps, user: AuthenticatedUser, body: AutomationCreateBody): Promise<void> {
+  const platform = platformOf(body.automation_type);
+  const selection = platform === 'forum' ? body.forum : body.microblog;
+  if (!selection) throw badRequest(`A ${platform}-agent automation needs a "${platform}" account selection`, [{ path: `body/${platform}`, message: 'is required' }]);
+  if (selection.mode === 'inline') {
+    const check = await deps.social.validate('forum', (selection as InlineForumSelection).credentials as never);
+    if (!check.ok) throw new ApiError(400, 'credentials_invalid', `The inline forum credentials were refused: ${check.message}`, [{ path: 'body/forum/credentials', message: check.message }]);
+    return;
+  }
+  const saved = selection as SavedSelection;
+  if (!saved.useAll && !saved.accountIds?.length) {
+    throw badRequest('A saved selection needs accountIds or useAll: true', [{ path: `body/${platform}`, message: 'give accountIds or useAll' }]);
+  }
+  const owned = await deps.db.selectFrom('social_accounts').select(['id', 'platform']).where('user_id', '=', user.userId).where('platform', '=', platform).execute();
+  if (saved.useAll && owned.length === 0) {
+    throw badRequest(`useAll selects every saved ${platform} account, and there is none`, [{ path: `body/${platform}/useAll`, message: `no saved ${platform} account` }]);
+  }
+  const missing = (saved.accountIds ?? []).filter((id) => !owned.some((a) => a.id === id));
+  if (missing.length) {
+    throw badRequest(`Unknown ${platform} account ids: ${missing.join(', ')}`, missing.map((id) => ({ path: `body/${platform}/accountIds`, message: `${id} is not one of your ${platform} accounts` })));
+  }
+}
+
+export function checkSchedule(body: AutomationCreateBody): string {
+  try {
+    if (body.timezone && !isValidTimezone(body.timezone)) throw new CronError(`"${body.timezone}" is not an IANA time zone`);
+    return toTemporalCron(body.cron);
+  } catch (err) {
+    if (err instanceof CronError) throw badRequest(err.message, [{ path: body.timezone && !isValidTimezone(body.timezone) ? 'body/timezone' : 'body/cron', message: err.message }]);
+    throw err;
+  }
+}
+
+/**
+ * Stores the automation and creates its Temporal Schedule in one step: the row is inserted in a
+ * transaction that commits only after the Schedule exists (triggered at once for the first run);
+ * if the Schedule cannot be created the row is rolled back, and if the commit fails the Schedule
+ * is deleted again. The package automation limit is checked under a lock on the subscription.
+ */
+export async function createAutomation(deps: ApiDeps, user: AuthenticatedUser, body: AutomationCreateBody, temporalCron: string): Promise<Selectable<AutomationsTable>> {
+  const id = randomUUID();
+  const scheduleId = scheduleIdFor(id);
+  const { payload, secrets } = splitSecrets(body);
+  let scheduleCreated = false;
+  try {
+    return await deps.db.transaction().execute(async (trx) => {
+      const subscription = await trx.selectFrom('subscriptions').select('automation_limit').where('user_id', '=', user.userId).forUpdate().executeTakeFirstOrThrow();
+      const { n } = await trx.selectFrom('automations').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', user.userId).executeTakeFirstOrThrow();
+      if (Number(n) >= subscription.automation_limit) {
+        throw new ApiError(403, 'automation_limit_reached', `The plan allows ${subscription.automation_limit} automation(s); this account has ${n}`);
+      }
+      const row = await trx
+        .insertInto('automations')
+        .values({
+          id,
+          user_id: user.userId,
+          name: body.name,
+          cron: body.cron,
+          timezone: body.timezone ?? null,
+          automation_type: body.automation_type,
+          payload: JSON.stringify(payload),
+          secrets_sealed: seal(deps.config.masterKey, JSON.stringify(secrets), `automation:${id}`),
+          schedule_id: scheduleId,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      try {
+        await deps.temporal.schedule.create({
+          scheduleId,
+          spec: { cronExpressions: [temporalCron], timezone: body.timezone ?? 'UTC' },
+          action: {
+            type: 'startWorkflow',
+            workflowType: 'automationRunWorkflow',
+            workflowId: `automation-run-${id}`,
+            taskQueue: deps.config.taskQueues.platform,
+            args: [
+              { automationId: id, browserTaskQueue: deps.config.taskQueues.browser, maxSteps: deps.config.agent.maxSteps, deadlineMs: deps.config.agent.deadlineMs } satisfies AutomationRunInput,
+            ],
+            typedSearchAttributes: [
+              { key: UserIdSearchAttribute, value: user.userId },
+              { key: JobKindSearchAttribute, value: 'automation' },
+            ],
+          },
+          state: { triggerImmediately: true, note: `${body.automation_type} "${body.name}"` },
+        });
+        scheduleCreated = true;
+      } catch (err) {
+        throw scheduleFailure(err);
+      }
+      await trx.insertInto('system_logs').values({ user_id: user.userId, log_message: `automation "${body.name}" (${id}) created; first run queued` }).execute();
+      return row;
+    });
+  } catch (err) {
+    if (scheduleCreated) await deps.temporal.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+    throw err;
+  }
+}
+
+function scheduleFailure(err: unknown): ApiError {
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof ScheduleAlreadyRunning) return new ApiError(409, 'conflict', 'A schedule with this id already exists');
+  if (err instanceof TypeError || /invalid|cron|time zone|parse/i.test(message)) {
+    return badRequest(`The schedule was refused: ${message}`, [{ path: 'body/cron', message }]);
+  }
+  console.error('schedule creation failed:', message);
+  return new ApiError(503, 'service_unavailable', 'The scheduler is unavailable; nothing was stored', undefined, { 'Retry-After': '5' });
+}
+
+/** isPaused and status come from the Schedule itself; a schedule that no longer exists counts as paused. */
+export async function scheduleState(deps: ApiDeps, scheduleId: string): Promise<{ isPaused: boolean }> {
+  try {
+    const description = await deps.temporal.schedule.getHandle(scheduleId).describe();
+    return { isPaused: description.state.paused };
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) return { isPaused: true };
+    throw err;
+  }
+}

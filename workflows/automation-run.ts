@@ -1,0 +1,37 @@
+import { proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { AutomationActivities } from '../activities/automations';
+import { runAgentLoop } from './agent';
+import { billing, deliverWebhook } from './job-lifecycle';
+import type { JobOutcome } from './scrape';
+
+export interface AutomationRunInput {
+  automationId: string;
+  browserTaskQueue: string;
+  maxSteps: number;
+  deadlineMs: number;
+}
+
+const automations = proxyActivities<AutomationActivities>({
+  startToCloseTimeout: '1m',
+  retry: { initialInterval: '1s', maximumAttempts: 10, nonRetryableErrorTypes: ['AutomationGone'] },
+});
+
+/** One execution of a scheduled automation (started by its Temporal Schedule): a job row, then the shared agent loop. */
+export async function automationRunWorkflow(input: AutomationRunInput): Promise<JobOutcome> {
+  const run = await automations.startAutomationRun({ automationId: input.automationId, runId: workflowInfo().workflowId });
+  if (run.kind === 'unusable') {
+    await billing.settleJobUsage({ jobId: run.jobId, agentName: run.agentName, outcome: 'failed' });
+    await deliverWebhook(run.jobId, run.hasWebhook);
+    return run.outcome;
+  }
+  return runAgentLoop({
+    jobId: run.jobId,
+    toolbox: 'social',
+    browserTaskQueue: input.browserTaskQueue,
+    hasWebhook: run.hasWebhook,
+    taskCount: run.taskCount,
+    maxSteps: input.maxSteps,
+    deadlineMs: input.deadlineMs,
+    agentName: run.agentName,
+  });
+}
