@@ -279,6 +279,23 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     assert.deepEqual((run.result as any).tasks.map((t: any) => t.answer), ['first done', 'second done']);
   });
 
+  it('sends the platform traffic of a run through the proxy when proxy_enabled', async function () {
+    const { apiKey } = await h.createUser({ creditUsd: 5 });
+    const account = await savedForumAccount(apiKey);
+    const before = h.proxy.requests.length;
+    h.llm.enqueue(act('list_community', { community: 'rooftop_bees', sort: 'new', limit: 3 }), act('done', { success: true, answer: 'read' }));
+    const response = await h.http('POST', '/api/v1/automations', {
+      apiKey,
+      body: { ...forumTask, proxy_enabled: true, proxy_country: 'nl', forum: { mode: 'saved', accountIds: [account.id] } },
+    });
+    assert.equal(response.status, 201, JSON.stringify(response.body));
+    const [run] = await waitForRuns(response.body.automation.id, 1);
+    assert.equal(run.status, 'completed', run.error ?? '');
+    const through = h.proxy.requests.slice(before);
+    assert.ok(through.some((r) => r.target.startsWith(`${h.forum.apiBase}/r/rooftop_bees/new`)), JSON.stringify(through));
+    assert.match(Buffer.from(through[0].authorization!.replace(/^Basic /, ''), 'base64').toString(), /^user-NL:/i);
+  });
+
   it('runs the microblog agent with the saved session and the skills text in its instructions', async function () {
     const { apiKey } = await h.createUser({ creditUsd: 5 });
     h.microblog.addAccount({ username: 'beekeeper', email: 'bee@example.com', password: 'hive-pass-123', totpSecret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP' });

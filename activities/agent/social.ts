@@ -15,6 +15,8 @@ export type AccountRef = { kind: 'saved'; accountId: string; label: string } | {
 export interface SocialRunRequest {
   platform: SocialPlatform;
   accounts: AccountRef[];
+  proxy_enabled?: boolean;
+  proxy_country?: string;
 }
 
 const MAX_RESULT_CHARS = 6_000;
@@ -43,8 +45,16 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
     return { job, request, ref };
   }
 
-  async function forumClient(jobId: string, ref: AccountRef, userId: string): Promise<ForumClient> {
-    const key = ref.kind === 'saved' ? ref.accountId : `inline:${jobId}`;
+  /** The automation's own proxy setting wins over an account's proxy_country. */
+  function runProxy(request: SocialRunRequest) {
+    if (!request.proxy_enabled) return undefined;
+    const proxy = platforms.proxyFor(request.proxy_country ?? 'US');
+    if (!proxy) throw new ForumError('upstream', 'proxy_enabled was requested but this service has no proxy configured (operator: set PROXY_URL)');
+    return proxy;
+  }
+
+  async function forumClient(jobId: string, ref: AccountRef, userId: string, request: SocialRunRequest): Promise<ForumClient> {
+    const key = `${ref.kind === 'saved' ? ref.accountId : `inline:${jobId}`}|${request.proxy_enabled ? request.proxy_country : 'direct'}`;
     let client = forumClients.get(key);
     if (!client) {
       let credentials: ForumCredentials;
@@ -55,20 +65,22 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
         const job = await getJob(db, jobId);
         credentials = (unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) as { forumCredentials: ForumCredentials }).forumCredentials;
       }
-      client = createForumClient(platforms.forum, credentials, { policy: platforms.policy });
+      client = createForumClient(platforms.forum, credentials, { policy: platforms.policy, proxy: runProxy(request) ?? null });
       forumClients.set(key, client);
     }
     return client;
   }
 
-  async function microblogClient(ref: AccountRef, userId: string): Promise<MicroblogClient> {
+  async function microblogClient(ref: AccountRef, userId: string, request: SocialRunRequest): Promise<MicroblogClient> {
     if (ref.kind !== 'saved') throw new Error('The microblog agent acts with saved accounts only');
-    let client = microblogClients.get(ref.accountId);
+    const key = `${ref.accountId}|${request.proxy_enabled ? request.proxy_country : 'direct'}`;
+    let client = microblogClients.get(key);
     if (client) return client;
     if (!platforms.microblogBase) throw new MicroblogError('upstream', 'The microblog platform is not configured on this service');
     const row = await db.selectFrom('social_accounts').selectAll().where('id', '=', ref.accountId).where('user_id', '=', userId).executeTakeFirstOrThrow();
     const credentials = unsealCredentials<MicroblogCredentials>(masterKey, row);
-    const transport = platforms.microblogTransport(credentials);
+    const override = runProxy(request);
+    const transport = override ? { policy: platforms.policy, proxy: override } : platforms.microblogTransport(credentials);
     const base = platforms.microblogBase;
     const relogin = async (): Promise<MicroblogSession> => {
       const session = await loginMicroblog(base, credentials, transport);
@@ -77,7 +89,7 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
     };
     const session = unsealSession<MicroblogSession>(masterKey, row) ?? (await relogin());
     client = createMicroblogClient(base, session, transport, { relogin });
-    microblogClients.set(ref.accountId, client);
+    microblogClients.set(key, client);
     return client;
   }
 
@@ -155,8 +167,8 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
       try {
         const result =
           request.platform === 'forum'
-            ? await runForumTool(await forumClient(input.jobId, ref, job.user_id), input.action)
-            : await runMicroblogTool(await microblogClient(ref, job.user_id), input.action);
+            ? await runForumTool(await forumClient(input.jobId, ref, job.user_id, request), input.action)
+            : await runMicroblogTool(await microblogClient(ref, job.user_id, request), input.action);
         return { ok: true, navigated: false, message: shorten(result) };
       } catch (err) {
         if (err instanceof ForumError || err instanceof MicroblogError) {

@@ -62,6 +62,10 @@ export function createAutomationActivities({ db, masterKey }: { db: Db; masterKe
         vision_detail_level: 'auto',
         max_actions_per_step: 5,
         headless: true,
+        proxy_enabled: payload.proxy_enabled,
+        proxy_country: payload.proxy_country,
+        captcha_solver_enabled: payload.captcha_solver_enabled,
+        webhook_url: payload.webhook_url,
         platform,
         accounts,
       };

@@ -34,6 +34,7 @@ export function createSocialPlatforms(config: SocialPlatformsConfig) {
   };
   return {
     policy,
+    proxyFor: (country: string) => proxyFromTemplate(config.proxyUrlTemplate ?? undefined, country),
     forum: config.forum,
     microblogBase: config.microblogBase,
     microblogTransport,
