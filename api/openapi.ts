@@ -3,6 +3,8 @@ import { ErrorResponse, PaginationMeta, PaginationQuery } from './schemas/common
 import { JobAccepted, JobFallback, JobRecord } from './schemas/jobs';
 import { ScrapeRequest, ScrapeResult } from './schemas/scrape';
 import { AgenticScraperRequest, AgentResult } from './schemas/agentscraper';
+import { ForumCredentials, MicroblogCredentials, SocialAccount, SocialAccountCreateRequest, SocialAccountUpdateRequest } from './schemas/social';
+import { Automation, AutomationCreateRequest } from './schemas/automations';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -20,6 +22,13 @@ const COMPONENTS: Schema[] = [
   ScrapeResult,
   AgenticScraperRequest,
   AgentResult,
+  SocialAccount,
+  SocialAccountCreateRequest,
+  SocialAccountUpdateRequest,
+  { $id: 'ForumCredentials', ...ForumCredentials },
+  { $id: 'MicroblogCredentials', ...MicroblogCredentials },
+  Automation,
+  AutomationCreateRequest,
 ];
 
 /** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` pointed at components. */
@@ -120,6 +129,59 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           tags: ['One-off browser agent'],
           parameters: [uuidPath('jobId')],
           responses: { 200: json(ref('JobRecord'), 'The job record; logs show each step as it happens'), 400: error('jobId is not a UUID'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+        },
+      },
+      '/social-accounts': {
+        get: {
+          summary: 'List saved social accounts (credentials are never returned)',
+          tags: ['Social accounts'],
+          parameters: [{ name: 'platform', in: 'query', required: false, schema: { type: 'string', enum: ['forum', 'microblog'] } }],
+          responses: { 200: json({ type: 'object', properties: { accounts: { type: 'array', items: ref('SocialAccount') } } }, 'The accounts'), 400: error('Unknown platform'), 401: error('Missing or invalid API key') },
+        },
+        post: {
+          summary: 'Save an account after validating its credentials with the platform',
+          tags: ['Social accounts'],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('SocialAccountCreateRequest') } } },
+          responses: {
+            201: json({ type: 'object', properties: { account: ref('SocialAccount') } }, 'Saved; credentials encrypted at rest'),
+            400: error('Invalid body, or credentials_invalid: the platform refused them (nothing saved)'),
+            401: error('Missing or invalid API key'),
+          },
+        },
+      },
+      '/social-accounts/{id}': {
+        patch: {
+          summary: 'Rename, (de)activate or replace credentials (validated again); the platform never changes',
+          tags: ['Social accounts'],
+          parameters: [uuidPath('id')],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('SocialAccountUpdateRequest') } } },
+          responses: { 200: json({ type: 'object', properties: { account: ref('SocialAccount') } }, 'Updated'), 400: error('Nothing to change, platform given, or credentials refused'), 401: error('Missing or invalid API key'), 404: error('No such account for this user') },
+        },
+        delete: {
+          summary: 'Delete an account (a microblog session is also logged out upstream)',
+          tags: ['Social accounts'],
+          parameters: [uuidPath('id')],
+          responses: { 204: { description: 'Deleted' }, 401: error('Missing or invalid API key'), 404: error('No such account for this user') },
+        },
+      },
+      '/automations': {
+        get: {
+          summary: 'List automations; status and isPaused are read from each Temporal Schedule',
+          tags: ['Automations'],
+          parameters: queryParameters(PaginationQuery as never),
+          responses: { 200: json({ type: 'object', properties: { automations: { type: 'array', items: ref('Automation') }, meta: ref('PaginationMeta') } }, 'One page, newest first'), 400: error('Invalid page or pageSize'), 401: error('Missing or invalid API key') },
+        },
+        post: {
+          summary: 'Create a scheduled forum or microblog agent; the first execution is queued at once',
+          tags: ['Automations'],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('AutomationCreateRequest') } } },
+          responses: {
+            201: json({ type: 'object', properties: { automation: ref('Automation') } }, 'Stored together with its Schedule'),
+            400: error('Invalid body, cron or time zone; unknown, foreign or missing accounts; inline microblog credentials; refused inline forum credentials'),
+            401: error('Missing or invalid API key'),
+            403: error('automation_limit_reached: the plan automation limit'),
+            503: error('The scheduler is unavailable; nothing was stored'),
+          },
         },
       },
       '/logs': paginated('LogsResponse', 'System log lines of this account'),
