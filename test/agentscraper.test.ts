@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { useHarness, type Harness } from './support/harness';
-import { AGENT_GOLDEN_TICKET, AGENT_LOGIN, AGENT_TAB_TARGET_TEXT } from './support/fixture-site';
+import { AGENT_GOLDEN_TICKET, AGENT_LOGIN, AGENT_SPA_REVEALED, AGENT_TAB_TARGET_TEXT } from './support/fixture-site';
 import { act, actMany, elementIndex, isAgentDecision, onPage, toolNames } from './support/agent-script';
 
 describe('POST /agentscraper: the one-off browser agent', function () {
@@ -313,12 +313,17 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     }
   });
 
-  it('runs headed by default (under a virtual display)', async function () {
-    h.llm.enqueue(act('navigate', { url: `${h.site.url}/agent/spa` }), act('done', { success: true, answer: 'ok' }));
+  it('runs headed by default (under a virtual display) and works a script-rendered page', async function () {
+    h.llm.enqueue(
+      act('navigate', { url: `${h.site.url}/agent/spa` }),
+      onPage((o) => act('click', { index: elementIndex(o, /Show details/) })),
+      onPage((o) => act('done', { success: true, answer: o.includes(AGENT_SPA_REVEALED) ? 'treasure found' : 'nothing' })),
+    );
     const accepted = await h.http('POST', '/api/v1/agentscraper', { apiKey, body: { task: 'Look at the page' } });
     const job = await h.waitForJob(apiKey, `/api/v1/agentscraper/status/${accepted.body.jobId}`);
     assert.equal(job.status, 'completed', job.error);
     assert.equal(job.request.headless, false);
+    assert.equal(job.result.answer, 'treasure found');
     assert.ok(job.logs.some((l: string) => /browser session opened \(headed\)/.test(l)));
   });
 });
