@@ -8,6 +8,7 @@ import { connectClient } from '../lib/temporal';
 import { startTemporalDevServer, type DevServer } from '../lib/temporal-cli';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
+import { ApiError } from '../api/errors';
 import { createWorkers, type WorkerSet } from './workers';
 
 /**
@@ -30,7 +31,7 @@ async function main() {
     {
       db,
       get temporal() {
-        if (!temporalClient) throw new Error('Temporal is not connected yet');
+        if (!temporalClient) throw new ApiError(503, 'service_unavailable', 'The service is still starting; retry in a few seconds', undefined, { 'Retry-After': '5' });
         return temporalClient;
       },
       config,

@@ -15,7 +15,6 @@ interface LiveSession {
   pendingCookies: unknown;
   screenshotRequested: boolean;
   release: () => void;
-  done: Promise<void>;
 }
 
 export interface OpenSessionOptions {
@@ -48,14 +47,14 @@ export function createSessionRegistry(pools: { headless: BrowserPool; headed: ()
       const opened = new Promise<LiveSession>((resolve, reject) => {
         let release!: () => void;
         const held = new Promise<void>((r) => (release = r));
-        const done = pool
+        void pool
           .withContext(contextOptions, async (context) => {
             try {
               const guard = await guardContext(context, { policy: options.policy, proxy: options.proxy });
               const session = options.checkpoint
                 ? await BrowserSession.restore(context, options.checkpoint, { sensitiveData: options.sensitiveData, guard })
                 : await BrowserSession.open(context, { sensitiveData: options.sensitiveData, guard });
-              resolve({ session, pendingCookies: options.checkpoint ? undefined : options.cookies, screenshotRequested: false, release, done: Promise.resolve() });
+              resolve({ session, pendingCookies: options.checkpoint ? undefined : options.cookies, screenshotRequested: false, release });
             } catch (err) {
               reject(err);
               return;
@@ -63,7 +62,6 @@ export function createSessionRegistry(pools: { headless: BrowserPool; headed: ()
             await held;
           })
           .catch(reject);
-        void done;
       });
       const live = await opened;
       sessions.set(sessionId, live);

@@ -24,7 +24,7 @@ import { parseBody, parseQuery, parseUuidParam } from '../validation';
 const credentialsSchema = (platform: SocialPlatform) => (platform === 'forum' ? ForumCredentials : MicroblogCredentialsSchema);
 
 function validationFailed(message: string): ApiError {
-  return new ApiError(400, 'credentials_invalid', `The ${'credentials'} were refused by the platform: ${message}`, [{ path: 'body/credentials', message }]);
+  return new ApiError(400, 'credentials_invalid', `The credentials were refused by the platform: ${message}`, [{ path: 'body/credentials', message }]);
 }
 
 export function socialAccountRoutes(deps: ApiDeps): Router {
