@@ -15,7 +15,11 @@ interface LiveSession {
   pendingCookies: unknown;
   screenshotRequested: boolean;
   release: () => void;
+  lastUsedAt: number;
 }
+
+/** A session nobody used for this long belongs to a run that ended without closing it (e.g. terminated). */
+const IDLE_SESSION_MS = 30 * 60_000;
 
 export interface OpenSessionOptions {
   headless: boolean;
@@ -33,8 +37,12 @@ export interface OpenSessionOptions {
 export function createSessionRegistry(pools: { headless: BrowserPool; headed: () => Promise<BrowserPool> }) {
   const taskQueue = `browser-session-${os.hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const sessions = new Map<string, LiveSession>();
+  const sweeper = setInterval(() => {
+    for (const [id, live] of sessions) if (Date.now() - live.lastUsedAt > IDLE_SESSION_MS) void registry.close(id);
+  }, 60_000);
+  sweeper.unref();
 
-  return {
+  const registry = {
     taskQueue,
 
     async open(options: OpenSessionOptions): Promise<string> {
@@ -54,7 +62,7 @@ export function createSessionRegistry(pools: { headless: BrowserPool; headed: ()
               const session = options.checkpoint
                 ? await BrowserSession.restore(context, options.checkpoint, { sensitiveData: options.sensitiveData, guard })
                 : await BrowserSession.open(context, { sensitiveData: options.sensitiveData, guard });
-              resolve({ session, pendingCookies: options.checkpoint ? undefined : options.cookies, screenshotRequested: false, release });
+              resolve({ session, pendingCookies: options.checkpoint ? undefined : options.cookies, screenshotRequested: false, release, lastUsedAt: Date.now() });
             } catch (err) {
               reject(err);
               return;
@@ -69,7 +77,9 @@ export function createSessionRegistry(pools: { headless: BrowserPool; headed: ()
     },
 
     get(sessionId: string): LiveSession | undefined {
-      return sessions.get(sessionId);
+      const live = sessions.get(sessionId);
+      if (live) live.lastUsedAt = Date.now();
+      return live;
     },
 
     async close(sessionId: string): Promise<void> {
@@ -81,11 +91,13 @@ export function createSessionRegistry(pools: { headless: BrowserPool; headed: ()
     },
 
     async closeAll(): Promise<void> {
-      await Promise.all([...sessions.keys()].map((id) => this.close(id)));
+      clearInterval(sweeper);
+      await Promise.all([...sessions.keys()].map((id) => registry.close(id)));
     },
 
     size: () => sessions.size,
   };
+  return registry;
 }
 
 export type SessionRegistry = ReturnType<typeof createSessionRegistry>;
