@@ -24,9 +24,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     dialect = new PostgresDialect({ pool: new pg.Pool({ connectionString: target.databaseUrl, max: target.poolSize ?? 10 }) });
   } else {
     const { PGlite, types } = await import('@electric-sql/pglite');
+    // pg_trgm backs the skills directory's typo-tolerant name search (migration 0004). The subpath
+    // export resolves at run time; moduleResolution "node" cannot type it, hence the annotation.
+    const { pg_trgm } = (await import('@electric-sql/pglite/contrib/pg_trgm' as string)) as { pg_trgm: import('@electric-sql/pglite').Extension };
     const dir = path.join(target.dataDir, 'pglite');
     mkdirSync(dir, { recursive: true });
-    const pglite = await PGlite.create(dir, { parsers: { [types.INT8]: (value: string) => Number(value) } });
+    const pglite = await PGlite.create(dir, { parsers: { [types.INT8]: (value: string) => Number(value) }, extensions: { pg_trgm } });
     dialect = new PGliteDialect(pglite);
   }
   return new Kysely<Database>({ dialect });

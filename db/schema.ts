@@ -225,7 +225,33 @@ export interface AutomationsTable {
   updated_at: Timestamp;
 }
 
+export interface SkillsDirectoryTable {
+  provider: string;
+  external_id: string;
+  name: string;
+  description: string | null;
+  repository_url: string | null;
+  github_owner: string | null;
+  github_repo: string | null;
+  source_url: string | null;
+  version: string | null;
+  skill_md_content: string | null;
+  tags: ColumnType<string[], string[] | undefined, string[]>;
+  stars: number | null;
+  license: string | null;
+  content_hash: string;
+  /** `vector` with pgvector, else `real[]` of a unit vector (see migration 0004); written through SQL casts. */
+  embedding: ColumnType<unknown, unknown, unknown>;
+  embedding_model: string | null;
+  embedding_hash: string | null;
+  /** Generated: weighted name A, tags B, description C, SKILL.md D. */
+  search_document: ColumnType<string, never, never>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface Database {
+  skills_directory: SkillsDirectoryTable;
   social_accounts: SocialAccountsTable;
   automations: AutomationsTable;
   agent_steps: AgentStepsTable;

@@ -26,6 +26,25 @@ export interface Config {
   agent: { maxSteps: number; deadlineMs: number };
   social: { forumApiBase: string; forumAuthBase: string; microblogBase: string | null };
   taskQueues: { platform: string; browser: string };
+  skills: SkillsConfig;
+}
+
+/** The skills directory: its GitHub source, embeddings and AI search. */
+export interface SkillsConfig {
+  /** GITHUB_API_BASE, default https://api.github.com (tests point it at a loopback fake). */
+  githubApiBase: string;
+  /** SKILLS_GITHUB_REPOS: comma-separated owner/repo list; empty means no GitHub source and no refresh Schedule. */
+  githubRepos: string[];
+  githubToken: string | null;
+  /** EMBEDDINGS_MODEL on the service LLM endpoint; null (EMBEDDINGS_MODEL=none) disables embeddings. */
+  embeddingsModel: string | null;
+  /** EMBEDDINGS_DIMENSIONS: ask the model for shorter vectors (text-embedding-3 models); null = the model's own size. */
+  embeddingsDimensions: number | null;
+  /** SKILLS_AI_MODEL: the model that plans and reranks AI searches. */
+  aiModel: string;
+  /** SKILLS_AI_RERANK: whether the LLM reranks the top 30 fused candidates. */
+  rerank: boolean;
+  refreshIntervalMinutes: number;
 }
 
 export class ConfigError extends Error {
@@ -78,6 +97,26 @@ function parseMasterKey(raw: string): Buffer {
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
   if (key.length !== 32) throw new ConfigError('MASTER_KEY', 'must be 32 bytes, as 64 hex characters or base64');
   return key;
+}
+
+function skillsConfig(env: Env): SkillsConfig {
+  const repos = (optional(env, 'SKILLS_GITHUB_REPOS') ?? '').split(',').map((r) => r.trim()).filter(Boolean);
+  for (const repo of repos) {
+    if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new ConfigError('SKILLS_GITHUB_REPOS', `must be a comma-separated list of owner/repo, got "${repo}"`);
+  }
+  const embeddingsModel = optional(env, 'EMBEDDINGS_MODEL') ?? 'text-embedding-3-small';
+  const rerank = (optional(env, 'SKILLS_AI_RERANK') ?? 'true').toLowerCase();
+  if (!['true', 'false', '1', '0'].includes(rerank)) throw new ConfigError('SKILLS_AI_RERANK', `must be true or false, got "${rerank}"`);
+  return {
+    githubApiBase: url(env, 'GITHUB_API_BASE') ?? 'https://api.github.com',
+    githubRepos: [...new Set(repos)],
+    githubToken: optional(env, 'GITHUB_TOKEN'),
+    embeddingsModel: ['none', 'off'].includes(embeddingsModel.toLowerCase()) ? null : embeddingsModel,
+    embeddingsDimensions: optional(env, 'EMBEDDINGS_DIMENSIONS') === null ? null : integer(env, 'EMBEDDINGS_DIMENSIONS', 0, 16, 8192),
+    aiModel: optional(env, 'SKILLS_AI_MODEL') ?? 'gpt-4o-mini',
+    rerank: rerank === 'true' || rerank === '1',
+    refreshIntervalMinutes: integer(env, 'SKILLS_REFRESH_INTERVAL_MINUTES', 360, 5, 7 * 24 * 60),
+  };
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -144,6 +183,7 @@ export function loadConfig(env: Env = process.env): Config {
       platform: optional(env, 'PLATFORM_TASK_QUEUE') ?? 'platform',
       browser: optional(env, 'BROWSER_TASK_QUEUE') ?? 'browser',
     },
+    skills: skillsConfig(env),
   };
   if (config.adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   return config;

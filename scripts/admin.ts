@@ -1,5 +1,7 @@
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { loadConfig } from '../lib/config';
 
 /**
@@ -14,7 +16,9 @@ const USAGE = `usage: npm run --silent admin -- <command> [options]
   rotate-key --user ID
   deactivate --user ID
   activate --user ID
-  set-router-key --user ID (--key K | --clear)`;
+  set-router-key --user ID (--key K | --clear)
+  import-skills FILE        (JSON Lines of skills directory items; prints counts)
+  refresh-skills [--repo owner/name ...]   (refresh the skills directory from GitHub now and wait)`;
 
 class UsageError extends Error {}
 
@@ -48,11 +52,66 @@ async function call(method: string, path: string, body?: unknown): Promise<unkno
   return payload;
 }
 
+/** Request bodies stay well under the API's 1 MB limit (JSON escaping can double a line). */
+const IMPORT_CHUNK_BYTES = 400_000;
+
+interface ImportCounts {
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  skipped: number;
+  errors: { line: number; message: string }[];
+  embedded: number;
+  embeddingError?: string;
+}
+
+/** Streams a JSON Lines file to POST /admin/skills/import in chunks and adds up the counts. */
+async function importSkills(file: string): Promise<unknown> {
+  const total: ImportCounts = { inserted: 0, updated: 0, unchanged: 0, skipped: 0, errors: [], embedded: 0 };
+  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity });
+  let chunk: string[] = [];
+  let chunkBytes = 0;
+  let firstLine = 1;
+  let lineNumber = 0;
+  const flush = async () => {
+    if (chunk.length === 0) return;
+    const part = (await call('POST', '/admin/skills/import', { jsonl: chunk.join('\n') + '\n', firstLine })) as ImportCounts;
+    total.inserted += part.inserted;
+    total.updated += part.updated;
+    total.unchanged += part.unchanged;
+    total.skipped += part.skipped;
+    total.embedded += part.embedded;
+    total.errors.push(...part.errors);
+    total.embeddingError ??= part.embeddingError;
+    firstLine += chunk.length;
+    chunk = [];
+    chunkBytes = 0;
+  };
+  for await (const line of lines) {
+    lineNumber++;
+    const bytes = Buffer.byteLength(JSON.stringify(line));
+    if (bytes > IMPORT_CHUNK_BYTES * 2) {
+      // Too large for one request: reported here, like any other bad line.
+      await flush();
+      total.skipped++;
+      total.errors.push({ line: lineNumber, message: 'the line is too long to import (over 800 kB)' });
+      firstLine = lineNumber + 1;
+      continue;
+    }
+    if (chunkBytes + bytes > IMPORT_CHUNK_BYTES) await flush();
+    chunk.push(line);
+    chunkBytes += bytes;
+  }
+  await flush();
+  return { file, lines: lineNumber, ...total, errors: total.errors.slice(0, 1000) };
+}
+
 async function main(argv: string[]): Promise<unknown> {
   const [command, ...rest] = argv;
-  const { values } = parseArgs({
+  const { values, positionals } = parseArgs({
     args: rest,
     strict: true,
+    allowPositionals: true,
     options: {
       email: { type: 'string' },
       'credit-usd': { type: 'string' },
@@ -65,8 +124,10 @@ async function main(argv: string[]): Promise<unknown> {
       description: { type: 'string' },
       key: { type: 'string' },
       clear: { type: 'boolean' },
+      repo: { type: 'string', multiple: true },
     },
   });
+  if (positionals.length > (command === 'import-skills' ? 1 : 0)) throw new UsageError(`unexpected argument "${positionals.at(-1)}"`);
   const user = () => {
     if (!values.user) throw new UsageError('--user is required');
     return encodeURIComponent(values.user);
@@ -106,6 +167,11 @@ async function main(argv: string[]): Promise<unknown> {
     case 'set-router-key':
       if (!values.key && !values.clear) throw new UsageError('give --key K or --clear');
       return call('PUT', `/admin/users/${user()}/router-key`, { routerApiKey: values.clear ? null : values.key });
+    case 'import-skills':
+      if (!positionals[0]) throw new UsageError('import-skills needs a FILE');
+      return importSkills(positionals[0]);
+    case 'refresh-skills':
+      return call('POST', '/admin/skills/refresh', { wait: true, ...(values.repo?.length ? { repos: values.repo } : {}) });
     default:
       throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
   }

@@ -15,6 +15,7 @@ import type { SessionRegistry } from '../activities/agent/session-registry';
 import { createSocialToolActivities } from '../activities/agent/social';
 import { createAutomationActivities } from '../activities/automations';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
+import { createSkillsActivities } from '../activities/skills';
 
 export interface ActivityDeps {
   db: Db;
@@ -35,6 +36,7 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey }),
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
     ...createAutomationActivities({ db, masterKey: config.masterKey }),
+    ...createSkillsActivities({ db, config }),
   };
 }
 

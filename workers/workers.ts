@@ -3,6 +3,7 @@ import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
 import { browserActivities, platformActivities, sessionActivities, type ActivityDeps } from './activities';
 import { createSessionRegistry, type SessionRegistry } from '../activities/agent/session-registry';
 import { ensureDisplay } from '../lib/browser/virtual-display';
+import { ensureSkillsRefreshSchedule } from './schedules';
 
 export interface WorkerSet {
   /** True once every worker polls its task queue. */
@@ -38,6 +39,8 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
         maxConcurrentActivityTaskExecutions: 50,
       }),
     );
+    // The skills directory refresh Schedule (only when SKILLS_GITHUB_REPOS is set); a failure must not stop the workers.
+    await ensureSkillsRefreshSchedule(connection, namespace, config).catch((err) => console.warn(`skills refresh schedule: ${(err as Error).message}`));
   }
   if (queues.includes('browser')) {
     const headless = createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency });

@@ -8,6 +8,7 @@ import { ApiError, notFound } from '../errors';
 import { requireAdminToken } from '../middleware/auth';
 import { CreateUserRequest, CreditRequest, RouterKeyRequest, SubscriptionChangeRequest } from '../schemas/admin';
 import { parseBody, parseUuidParam } from '../validation';
+import { registerSkillsAdminRoutes } from './skills';
 
 /** Operator API, guarded by ADMIN_TOKEN; the `npm run admin` CLI is its client. */
 export function adminRoutes(deps: ApiDeps): Router {
@@ -87,6 +88,8 @@ export function adminRoutes(deps: ApiDeps): Router {
     await setRouterApiKey(deps.db, deps.config.masterKey, userId, body.routerApiKey);
     ctx.body = { userId, routerKeySet: body.routerApiKey !== null };
   });
+
+  registerSkillsAdminRoutes(router, deps);
 
   return router;
 }
