@@ -5,6 +5,7 @@ import { ScrapeRequest, ScrapeResult } from './schemas/scrape';
 import { AgenticScraperRequest, AgentResult } from './schemas/agentscraper';
 import { ForumCredentials, MicroblogCredentials, SocialAccount, SocialAccountCreateRequest, SocialAccountUpdateRequest } from './schemas/social';
 import { Automation, AutomationCreateRequest } from './schemas/automations';
+import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from './schemas/skills';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -29,6 +30,8 @@ const COMPONENTS: Schema[] = [
   { $id: 'MicroblogCredentials', ...MicroblogCredentials },
   Automation,
   AutomationCreateRequest,
+  SkillsDirectoryItemSchema,
+  SkillsSearchResponse,
 ];
 
 /** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` pointed at components. */
@@ -47,8 +50,8 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
 const error = (description: string) => json(ref('ErrorResponse'), description);
 
-function queryParameters(schema: { properties: Record<string, Record<string, unknown>> }) {
-  return Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: false, schema: toOpenApi(s), description: s.description }));
+function queryParameters(schema: { properties: Record<string, Record<string, unknown>>; required?: readonly string[] }) {
+  return Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: toOpenApi(s), description: s.description }));
 }
 
 const uuidPath = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
@@ -181,6 +184,26 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
             401: error('Missing or invalid API key'),
             403: error('automation_limit_reached: the plan automation limit'),
             503: error('The scheduler is unavailable; nothing was stored'),
+          },
+        },
+      },
+      '/skills/directory/search': {
+        get: {
+          summary: 'Search the skills directory (weighted full text, last term as a prefix, typo-tolerant names)',
+          tags: ['Skills directory'],
+          parameters: queryParameters(SkillsSearchQuery as never),
+          responses: { 200: json(ref('SkillsSearchResponse'), 'Ranked items; each is usable as an AgentSkillSelection'), 400: error('q missing or blank, page or pageSize out of range'), 401: error('Missing or invalid API key') },
+        },
+      },
+      '/skills/directory/ai-search': {
+        get: {
+          summary: 'Natural-language search: an LLM plan, full text and embeddings fused by reciprocal rank, optional LLM rerank; charged as usage',
+          tags: ['Skills directory'],
+          parameters: queryParameters(SkillsSearchQuery as never),
+          responses: {
+            200: json(ref('SkillsSearchResponse'), 'Ranked items; meta.mode is "ai", or "plain" with meta.fallbackReason when no LLM or embeddings are configured'),
+            400: error('q missing or blank, page or pageSize out of range'),
+            401: error('Missing or invalid API key'),
           },
         },
       },
