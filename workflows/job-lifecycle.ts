@@ -1,16 +1,20 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { JobActivities } from '../activities/jobs';
 import type { BillingActivities } from '../activities/billing';
 import type { WebhookActivities } from '../activities/webhooks';
 import { describeFailure } from './failures';
 
-/** Activities every job workflow uses: job rows, usage settlement and the completion webhook. */
-export const jobs = proxyActivities<JobActivities>({
+/**
+ * Job-row bookkeeping and usage settlement are short database writes, so they run as local
+ * activities: executed by the worker running the workflow, recorded in its history, retried, but
+ * without a round trip through the Temporal server for each.
+ */
+export const jobs = proxyLocalActivities<JobActivities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', maximumInterval: '30s', maximumAttempts: 20 },
 });
 
-export const billing = proxyActivities<BillingActivities>({
+export const billing = proxyLocalActivities<BillingActivities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', maximumInterval: '1m', maximumAttempts: 50 },
 });
