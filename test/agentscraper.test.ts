@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { useHarness, type Harness } from './support/harness';
+import { startWebhookReceiver } from './support/webhook-receiver';
 import { AGENT_GOLDEN_TICKET, AGENT_LOGIN, AGENT_SPA_REVEALED, AGENT_TAB_TARGET_TEXT } from './support/fixture-site';
 import { act, actMany, elementIndex, isAgentDecision, onPage, toolNames } from './support/agent-script';
 
@@ -287,29 +288,21 @@ describe('POST /agentscraper: the one-off browser agent', function () {
   });
 
   it('delivers the completion webhook', async function () {
-    const http = await import('node:http');
-    const bodies: string[] = [];
-    const receiver = http.createServer(async (req, res) => {
-      let body = '';
-      for await (const chunk of req) body += chunk;
-      bodies.push(body);
-      res.writeHead(200).end();
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiver = await startWebhookReceiver();
     try {
       h.llm.enqueue(act('done', { success: true, answer: 'done at once' }));
       const accepted = await h.http('POST', '/api/v1/agentscraper', {
         apiKey,
-        body: { task: 'Finish', headless: true, webhook_url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/agent-hook` },
+        body: { task: 'Finish', headless: true, webhook_url: receiver.url('/agent-hook') },
       });
       const job = await h.waitForJob(apiKey, `/api/v1/agentscraper/status/${accepted.body.jobId}`, (j) => j.logs.some((l: string) => /webhook delivered/.test(l)));
       assert.equal(job.status, 'completed', job.error);
-      const payload = JSON.parse(bodies[0]);
+      const payload = JSON.parse(receiver.bodies()[0]);
       assert.equal(payload.event, 'job.completed');
       assert.equal(payload.kind, 'agentic');
       assert.equal(payload.job.result.answer, 'done at once');
     } finally {
-      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      await receiver.close();
     }
   });
 

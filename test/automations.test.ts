@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { Client } from '@temporalio/client';
 import { useHarness, type Harness } from './support/harness';
+import { startWebhookReceiver } from './support/webhook-receiver';
 import { act, actMany } from './support/agent-script';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
@@ -228,35 +229,27 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
   });
 
   it('records a run with no usable account as a failed job, and reports it to the webhook', async function () {
-    const http = await import('node:http');
-    const bodies: string[] = [];
-    const receiver = http.createServer(async (req, res) => {
-      let body = '';
-      for await (const chunk of req) body += chunk;
-      bodies.push(body);
-      res.writeHead(200).end();
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiver = await startWebhookReceiver();
     try {
       const { apiKey } = await h.createUser({ creditUsd: 5 });
       const account = await savedForumAccount(apiKey, 'Sleeping');
       await h.http('PATCH', `/api/v1/social-accounts/${account.id}`, { apiKey, body: { isActive: false } });
-      const webhook_url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/runs`;
+      const webhook_url = receiver.url('/runs');
       const response = await h.http('POST', '/api/v1/automations', { apiKey, body: { ...forumTask, webhook_url, forum: { mode: 'saved', useAll: true } } });
       assert.equal(response.status, 201, JSON.stringify(response.body));
       const [run] = await waitForRuns(response.body.automation.id, 1);
       assert.equal(run.status, 'failed');
       assert.match(run.error ?? '', /no usable forum account for this run: skipped "Sleeping" \(inactive\)/);
       const deadline = Date.now() + 15_000;
-      while (bodies.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      const payload = JSON.parse(bodies[0]);
+      while (receiver.deliveries.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const payload = JSON.parse(receiver.bodies()[0]);
       assert.equal(payload.event, 'job.failed');
       assert.equal(payload.kind, 'automation');
       const tx = (await h.http('GET', '/api/v1/transactions', { apiKey })).body.transactions;
       assert.equal(tx[0].jobId, run.id);
       assert.equal(tx[0].result, 'failed');
     } finally {
-      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      await receiver.close();
     }
   });
 

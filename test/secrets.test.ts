@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { useHarness } from './support/harness';
 import { capturedOutput } from './support/output-capture';
+import { startWebhookReceiver } from './support/webhook-receiver';
 
 describe('secrets never leak', function () {
   it('keeps API keys, provider keys, the master key, webhook secrets and cookie values out of responses, logs, rows and run history', async function () {
@@ -10,16 +10,9 @@ describe('secrets never leak', function () {
     const { apiKey, userId } = await h.createUser({ creditUsd: 5 });
     const webhookSecret = (await h.http('GET', '/api/v1/account/webhook-secret', { apiKey })).body.webhookSecret;
     const cookieValue = 'letmein';
-    const deliveries: string[] = [];
-    const receiver = http.createServer(async (req, res) => {
-      let body = '';
-      for await (const chunk of req) body += chunk;
-      deliveries.push(body);
-      res.writeHead(200).end();
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const receiver = await startWebhookReceiver();
     try {
-      const webhook_url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+      const webhook_url = receiver.url();
       const accepted = await h.http('POST', '/api/v1/scrape', {
         apiKey,
         body: { url: `${h.site.url}/cookie-gated`, cookies: `session=${cookieValue}`, webhook_url },
@@ -43,7 +36,7 @@ describe('secrets never leak', function () {
         logs: JSON.stringify((await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey })).body),
         transactions: JSON.stringify((await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey })).body),
         account: JSON.stringify((await h.http('GET', '/api/v1/account', { apiKey })).body),
-        webhookBodies: deliveries.join('\n'),
+        webhookBodies: receiver.bodies().join('\n'),
         jobRows: JSON.stringify(await h.db.selectFrom('jobs').selectAll().where('user_id', '=', userId).execute()),
         processOutput: capturedOutput(),
         llmRequests: JSON.stringify(h.llm.requests.map((r) => r.body)),
@@ -61,7 +54,7 @@ describe('secrets never leak', function () {
       assert.ok(!surfaces.llmRequests.includes(`session=${cookieValue}`));
       assert.ok(!surfaces.jobRows.includes(cookieValue));
     } finally {
-      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+      await receiver.close();
     }
   });
 });

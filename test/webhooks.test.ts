@@ -1,28 +1,7 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { useHarness, type Harness } from './support/harness';
 import { verifyWebhookSignature } from '../lib/crypto';
-
-interface Delivery {
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-async function startReceiver(answers: number[]) {
-  const deliveries: Delivery[] = [];
-  const server = http.createServer(async (req, res) => {
-    let body = '';
-    for await (const chunk of req) body += chunk;
-    deliveries.push({ headers: req.headers, body });
-    res.writeHead(answers[deliveries.length - 1] ?? 200).end();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hooks/scrape`,
-    deliveries,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
+import { startWebhookReceiver as startReceiver } from './support/webhook-receiver';
 
 describe('completion webhooks', function () {
   let h: Harness;
@@ -41,11 +20,11 @@ describe('completion webhooks', function () {
     this.timeout(60_000);
     const receiver = await startReceiver([500, 200]);
     try {
-      const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static`, webhook_url: receiver.url } });
+      const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static`, webhook_url: receiver.url('/hooks/scrape') } });
       const statusPath = `/api/v1/scrape/status/${accepted.body.jobId}`;
       const job = await h.waitForJob(apiKey, statusPath, (j) => j.logs.some((l: string) => /webhook delivered/.test(l)), 45_000);
       assert.equal(job.status, 'completed');
-      assert.equal(job.webhookUrl, receiver.url);
+      assert.equal(job.webhookUrl, receiver.url('/hooks/scrape'));
       assert.equal(receiver.deliveries.length, 2);
       assert.ok(job.logs.some((l: string) => /webhook attempt answered HTTP 500; will retry/.test(l)));
       for (const delivery of receiver.deliveries) {
@@ -68,7 +47,7 @@ describe('completion webhooks', function () {
   it('reports failed jobs too', async function () {
     const receiver = await startReceiver([204]);
     try {
-      const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/redirect-to-private`, webhook_url: receiver.url } });
+      const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/redirect-to-private`, webhook_url: receiver.url('/hooks/scrape') } });
       const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`, (j) => j.logs.some((l: string) => /webhook delivered/.test(l)));
       assert.equal(job.status, 'failed');
       const payload = JSON.parse(receiver.deliveries[0].body);
