@@ -6,6 +6,7 @@ import path from 'node:path';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai';
 import { startFixtureSite, type FixtureSite } from './support/fixture-site';
 import { freePort } from './support/ports';
+import { oneJsonLine, runAdmin } from './support/admin-cli';
 
 /**
  * Smoke test of the embedded `npm start` path: the real command, in its own process group, with
@@ -25,38 +26,6 @@ function embeddedEnv(extra: Env): Env {
     if (value !== undefined && !['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_URL'].includes(name)) env[name] = value;
   }
   return { ...env, ...extra };
-}
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** `npm run --silent admin -- ...args` with the given environment. */
-function runAdmin(args: string[], env: Env): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '--silent', 'admin', '--', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (chunk) => (stdout += chunk));
-    child.stderr!.on('data', (chunk) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** Exactly one line of JSON on stdout, exit 0. */
-function oneJsonLine(result: CliResult): any {
-  assert.equal(result.code, 0, `admin CLI failed (${result.code}): ${result.stderr}`);
-  const lines = result.stdout.split('\n');
-  assert.equal(lines.length, 2, `expected one line, got ${JSON.stringify(result.stdout)}`);
-  assert.equal(lines[1], '');
-  return JSON.parse(lines[0]);
 }
 
 function groupAlive(pgid: number): boolean {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { useHarness, type Harness } from './support/harness';
+import { oneJsonLine, runAdmin } from './support/admin-cli';
 import { startFakeGithub, type FakeGithub } from './support/fake-github';
 import type { RecordedRequest } from './support/fake-openai';
 import { PREFIX_QUERIES, SKILLS_QUERIES, SKILLS_SAMPLE_COUNT, SKILLS_SAMPLE_PATH, TYPO_QUERIES, type SkillsQuery } from './support/skills-queries';
@@ -15,38 +15,12 @@ import { embeddingCandidates, ftsCandidates, searchTerms } from '../lib/skills/s
 import { ensureSkillsRefreshSchedule, SKILLS_REFRESH_SCHEDULE_ID } from '../workers/schedules';
 import { ConfigError, loadConfig } from '../lib/config';
 
-const ROOT = path.resolve(__dirname, '..');
 const ITEM_FIELDS = ['provider', 'externalId', 'name', 'description', 'repositoryUrl', 'githubOwner', 'githubRepo', 'sourceUrl', 'version', 'skillMdContent', 'tags', 'stars'];
 
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
+function runHarnessAdmin(h: Harness, args: string[]) {
+  return runAdmin(args, { ...process.env, ...h.env, ADMIN_URL: h.baseUrl });
 }
 
-function runAdmin(h: Harness, args: string[]): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const env = { ...process.env, ...h.env, ADMIN_URL: h.baseUrl };
-    const child = spawn('npm', ['run', '--silent', 'admin', '--', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (chunk) => (stdout += chunk));
-    child.stderr!.on('data', (chunk) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-function oneJsonLine(result: CliResult): any {
-  assert.equal(result.code, 0, `admin CLI failed (${result.code}): ${result.stderr}`);
-  const lines = result.stdout.split('\n');
-  assert.equal(lines.length, 2, `expected one line, got ${JSON.stringify(result.stdout.slice(0, 500))}`);
-  return JSON.parse(lines[0]);
-}
 
 const sampleLines = () => readFileSync(SKILLS_SAMPLE_PATH, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
 
@@ -67,7 +41,7 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
   it('imports the real sample with `admin import-skills`, embedding each item once; a second import changes nothing', async function () {
     this.timeout(90_000);
     const embeddingsBefore = embeddingRequests();
-    const first = oneJsonLine(await runAdmin(h, ['import-skills', SKILLS_SAMPLE_PATH]));
+    const first = oneJsonLine(await runHarnessAdmin(h, ['import-skills', SKILLS_SAMPLE_PATH]));
     assert.deepEqual(first.errors, []);
     assert.equal(first.lines, SKILLS_SAMPLE_COUNT);
     assert.equal(first.inserted, SKILLS_SAMPLE_COUNT);
@@ -79,7 +53,7 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
     assert.ok(embeddingRequests() >= embeddingsBefore + Math.ceil(SKILLS_SAMPLE_COUNT / 64), 'embedded in batches');
 
     const embeddingsAfterFirst = embeddingRequests();
-    const second = oneJsonLine(await runAdmin(h, ['import-skills', SKILLS_SAMPLE_PATH]));
+    const second = oneJsonLine(await runHarnessAdmin(h, ['import-skills', SKILLS_SAMPLE_PATH]));
     assert.deepEqual(
       { inserted: second.inserted, updated: second.updated, unchanged: second.unchanged, skipped: second.skipped, embedded: second.embedded, errors: second.errors },
       { inserted: 0, updated: 0, unchanged: SKILLS_SAMPLE_COUNT, skipped: 0, embedded: 0, errors: [] },
@@ -107,7 +81,7 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
           good('two', { description: 'Second good line', stars: 3 }), // 9
         ].join('\n') + '\n',
       );
-      const result = oneJsonLine(await runAdmin(h, ['import-skills', file]));
+      const result = oneJsonLine(await runHarnessAdmin(h, ['import-skills', file]));
       assert.equal(result.inserted, 2);
       assert.equal(result.skipped, 6);
       assert.deepEqual(result.errors.map((e: { line: number }) => e.line), [2, 3, 4, 6, 7, 8]);
