@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import os from 'node:os';
-import { useHarness, stopHarness, type Harness } from '../test/support/harness';
+import type { Harness } from '../test/support/harness';
 import { elementIndex, onPage } from '../test/support/agent-script';
 import type { FakeReply } from '../test/support/fake-openai';
 import { createBrowserPool } from '../lib/browser/pool';
@@ -29,8 +29,7 @@ import { observe } from '../lib/agent/observation';
 import { OPTIMIZATION_PROFILES } from '../activities/agent/job';
 import { seal } from '../lib/crypto';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
-import { socialPlatformsFromConfig } from '../lib/social/platforms';
-import { percentile, round, sleep } from './load';
+import { percentile, round, sleep, log, runHarnessBenchmark } from './load';
 
 const STEPS = 30;
 const STATUS_POLL_INTERVAL_MS = 100;
@@ -38,7 +37,6 @@ const JOB_TIMEOUT_MS = 90_000;
 const WATCHDOG_MS = 270_000;
 const OPTIMIZATION_MODE = 'balanced' as const;
 
-const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 type ScriptedAction = { name: string; args: Record<string, unknown> };
 
@@ -274,70 +272,39 @@ function printReport(p: { warmup: PlatformRun; measured: PlatformRun }, b: { war
   );
 }
 
-async function main(): Promise<void> {
-  const startedAt = Date.now();
-  let stopping: Promise<void> | null = null;
-  const stopAll = (pool?: ReturnType<typeof createBrowserPool>) =>
-    (stopping ??= (async () => {
-      log('stopping the harness');
-      await pool?.close().catch(() => undefined);
-      await stopHarness();
-    })());
-  let pool: ReturnType<typeof createBrowserPool> | undefined;
-  const watchdog = setTimeout(() => {
-    log(`watchdog: still running after ${WATCHDOG_MS / 1000}s, giving up`);
-    const forced = setTimeout(() => process.exit(2), 20_000);
-    forced.unref();
-    void stopAll(pool).finally(() => process.exit(2));
-  }, WATCHDOG_MS);
-  watchdog.unref();
-
-  let exitCode = 0;
-  try {
-    log('starting the harness (Postgres database, Temporal dev server, workers, API, fakes)');
-    const h = await useHarness();
-    const { apiKey } = await h.createUser({ creditUsd: 1000, monthlyOperationLimit: 1_000_000 });
-    let base = '';
-    let maxSteps = h.config.agent.maxSteps;
-    if (maxSteps < STEPS) {
-      log(`the step bound is ${maxSteps}; starting an isolated stack with a bound of 100`);
-      const stack = await h.startIsolatedStack({
-        taskQueues: { platform: 'platform-bench-agent', browser: 'browser-bench-agent' },
-        overrides: { agent: { maxSteps: 100, deadlineMs: 600_000 } },
-      });
-      base = stack.baseUrl;
-      maxSteps = stack.config.agent.maxSteps;
-    }
-    pool = createBrowserPool({ executablePath: h.config.chromiumPath, maxContexts: 1 });
-    const loadAtStart = os.loadavg()[0];
-
-    log(`platform warm-up: ${STEPS}-step agent job (launches the worker's browser)`);
-    const platformWarmup = await runPlatform(h, base, apiKey, 'warm-up');
-    log(`bare warm-up: same ${STEPS} steps in-process (launches the bench's browser)`);
-    const bareWarmup = await runBare(h, pool);
-    log(`platform measured run`);
-    const platformMeasured = await runPlatform(h, base, apiKey, 'measured');
-    log(`bare measured run`);
-    const bareMeasured = await runBare(h, pool);
-
-    const expected = expectedUrls(h.site.url);
-    for (const [label, urls] of [
-      ['platform warm-up', platformWarmup.urls],
-      ['platform measured', platformMeasured.urls],
-      ['bare warm-up', bareWarmup.urls],
-      ['bare measured', bareMeasured.urls],
-    ] as const) sameUrls(label, urls, expected);
-
-    printReport({ warmup: platformWarmup, measured: platformMeasured }, { warmup: bareWarmup, measured: bareMeasured }, [loadAtStart, os.loadavg()[0]], maxSteps);
-  } catch (err) {
-    console.error('benchmark failed:', err);
-    exitCode = 1;
-  } finally {
-    await stopAll(pool);
-    log(`done in ${Math.round((Date.now() - startedAt) / 1000)}s`);
+void runHarnessBenchmark(WATCHDOG_MS, async (h, onStop) => {
+  const { apiKey } = await h.createUser({ creditUsd: 1000, monthlyOperationLimit: 1_000_000 });
+  let base = '';
+  let maxSteps = h.config.agent.maxSteps;
+  if (maxSteps < STEPS) {
+    log(`the step bound is ${maxSteps}; starting an isolated stack with a bound of 100`);
+    const stack = await h.startIsolatedStack({
+      taskQueues: { platform: 'platform-bench-agent', browser: 'browser-bench-agent' },
+      overrides: { agent: { maxSteps: 100, deadlineMs: 600_000 } },
+    });
+    base = stack.baseUrl;
+    maxSteps = stack.config.agent.maxSteps;
   }
-  // Temporal's native runtime can keep the event loop alive after every connection closed.
-  process.exit(exitCode);
-}
+  const pool = createBrowserPool({ executablePath: h.config.chromiumPath, maxContexts: 1 });
+  onStop(() => pool.close());
+  const loadAtStart = os.loadavg()[0];
 
-void main();
+  log(`platform warm-up: ${STEPS}-step agent job (launches the worker's browser)`);
+  const platformWarmup = await runPlatform(h, base, apiKey, 'warm-up');
+  log(`bare warm-up: same ${STEPS} steps in-process (launches the bench's browser)`);
+  const bareWarmup = await runBare(h, pool);
+  log(`platform measured run`);
+  const platformMeasured = await runPlatform(h, base, apiKey, 'measured');
+  log(`bare measured run`);
+  const bareMeasured = await runBare(h, pool);
+
+  const expected = expectedUrls(h.site.url);
+  for (const [label, urls] of [
+    ['platform warm-up', platformWarmup.urls],
+    ['platform measured', platformMeasured.urls],
+    ['bare warm-up', bareWarmup.urls],
+    ['bare measured', bareMeasured.urls],
+  ] as const) sameUrls(label, urls, expected);
+
+  printReport({ warmup: platformWarmup, measured: platformMeasured }, { warmup: bareWarmup, measured: bareMeasured }, [loadAtStart, os.loadavg()[0]], maxSteps);
+});

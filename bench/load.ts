@@ -1,3 +1,4 @@
+import { stopHarness, useHarness, type Harness } from '../test/support/harness';
 /** Small helpers for closed-loop load: N tasks, at most `concurrency` in flight, bounded by a deadline. */
 
 export interface LoadResult {
@@ -63,4 +64,46 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 export function round(value: number, digits = 2): number {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;
+}
+
+export const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+
+/**
+ * Runs a benchmark against the test harness (Postgres database, Temporal dev server, workers, API,
+ * fakes): a watchdog bounds it, cleanup always runs (harness plus whatever `onStop` registered),
+ * and the process exits 0 on success, 1 on failure, 2 when the watchdog fired.
+ */
+export async function runHarnessBenchmark(
+  watchdogMs: number,
+  body: (h: Harness, onStop: (cleanup: () => Promise<void>) => void) => Promise<void>,
+): Promise<never> {
+  const startedAt = Date.now();
+  const cleanups: (() => Promise<void>)[] = [];
+  let stopping: Promise<void> | null = null;
+  const stopAll = () =>
+    (stopping ??= (async () => {
+      log('stopping the harness');
+      for (const cleanup of cleanups) await cleanup().catch(() => undefined);
+      await stopHarness();
+    })());
+  const watchdog = setTimeout(() => {
+    log(`watchdog: still running after ${watchdogMs / 1000}s, giving up`);
+    setTimeout(() => process.exit(2), 20_000).unref();
+    void stopAll().finally(() => process.exit(2));
+  }, watchdogMs);
+  watchdog.unref();
+
+  let exitCode = 0;
+  try {
+    log('starting the harness (Postgres database, Temporal dev server, workers, API, fakes)');
+    await body(await useHarness(), (cleanup) => cleanups.push(cleanup));
+  } catch (err) {
+    console.error('benchmark failed:', err);
+    exitCode = 1;
+  } finally {
+    await stopAll();
+    log(`done in ${Math.round((Date.now() - startedAt) / 1000)}s`);
+  }
+  // Temporal's native runtime can keep the event loop alive after every connection closed.
+  process.exit(exitCode);
 }

@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { chromium, type Browser } from 'playwright-core';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
-import { useHarness, stopHarness, type Harness } from '../test/support/harness';
+import type { Harness } from '../test/support/harness';
 import { SPA_SENTENCE } from '../test/support/fixture-site';
 import { htmlToPage } from '../lib/page/convert';
 import { createLlmClient, extractStructured } from '../activities/llm/extract';
@@ -26,7 +26,7 @@ import { readinessProbe } from '../api/readiness';
 import type { ApiDeps } from '../api/deps';
 import { JobKindSearchAttribute, UserIdSearchAttribute } from '../lib/temporal';
 import type { ScrapeWorkflowInput } from '../workflows/scrape';
-import { percentile, perSecond, round, runClosedLoop, sleep, type LoadResult } from './load';
+import { percentile, perSecond, round, runClosedLoop, sleep, type LoadResult, log, runHarnessBenchmark } from './load';
 
 const ACCEPT_CLIENTS = 32;
 const ACCEPT_REQUESTS = 1000;
@@ -42,7 +42,6 @@ const UNPOLLED_QUEUES = { platform: 'bench-unpolled-platform', browser: 'bench-u
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const LLM_MODEL = 'gpt-4o-mini';
 
-const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 // ---------- 1. accept rate ----------
 
@@ -303,33 +302,10 @@ function printReport(accept: AcceptFigures, e2e: { staticPages: ThroughputPair; 
   );
 }
 
-async function main(): Promise<void> {
-  const watchdog = setTimeout(() => {
-    log(`watchdog: still running after ${WATCHDOG_MS / 1000}s, giving up`);
-    process.exit(2);
-  }, WATCHDOG_MS);
-  watchdog.unref();
-
-  const startedAt = Date.now();
-  let exitCode = 0;
-  try {
-    log('starting the harness (Postgres database, Temporal dev server, workers, API, fakes)');
-    const h = await useHarness();
-    const { apiKey, userId } = await h.createUser({ creditUsd: 1000, monthlyOperationLimit: 1_000_000 });
-    const loadAtStart = os.loadavg()[0];
-    const accept = await measureAcceptRate(h, apiKey, userId);
-    const e2e = await measureEndToEnd(h, apiKey);
-    printReport(accept, e2e, [loadAtStart, os.loadavg()[0]]);
-  } catch (err) {
-    console.error('benchmark failed:', err);
-    exitCode = 1;
-  } finally {
-    log('stopping the harness');
-    await stopHarness();
-    log(`done in ${Math.round((Date.now() - startedAt) / 1000)}s`);
-  }
-  // Temporal's native runtime can keep the event loop alive after every connection closed.
-  process.exit(exitCode);
-}
-
-void main();
+void runHarnessBenchmark(WATCHDOG_MS, async (h) => {
+  const { apiKey, userId } = await h.createUser({ creditUsd: 1000, monthlyOperationLimit: 1_000_000 });
+  const loadAtStart = os.loadavg()[0];
+  const accept = await measureAcceptRate(h, apiKey, userId);
+  const e2e = await measureEndToEnd(h, apiKey);
+  printReport(accept, e2e, [loadAtStart, os.loadavg()[0]]);
+});

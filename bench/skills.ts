@@ -14,13 +14,13 @@
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { useHarness, stopHarness, type Harness } from '../test/support/harness';
+import type { Harness } from '../test/support/harness';
 import { PREFIX_QUERIES, SKILLS_QUERIES, SKILLS_SAMPLE_PATH, TYPO_QUERIES, type SkillsQuery } from '../test/support/skills-queries';
 import { importJsonLines } from '../lib/skills/import';
 import { embedderFromConfig } from '../lib/skills/embeddings';
 import { embeddingStorage } from '../lib/skills/catalogue';
 import { plainSearch } from '../lib/skills/search';
-import { percentile, round, runClosedLoop, type LoadResult } from './load';
+import { percentile, round, runClosedLoop, type LoadResult, log, runHarnessBenchmark } from './load';
 
 const CLIENTS = 16;
 const REQUESTS = 1_600;
@@ -30,7 +30,6 @@ const PHASE_TIME_LIMIT_MS = 60_000;
 const WATCHDOG_MS = 300_000;
 const PAGE_SIZE = 20;
 
-const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
 interface RecallFigures {
   queries: number;
@@ -141,38 +140,17 @@ function printReport(recall: Record<string, RecallFigures>, latency: LatencyFigu
   );
 }
 
-async function main(): Promise<void> {
-  const watchdog = setTimeout(() => {
-    log(`watchdog: still running after ${WATCHDOG_MS / 1000}s, giving up`);
-    process.exit(2);
-  }, WATCHDOG_MS);
-  watchdog.unref();
-  const startedAt = Date.now();
-  let exitCode = 0;
-  try {
-    log('starting the harness (Postgres database, Temporal dev server, workers, API, fakes)');
-    const h = await useHarness();
-    const { apiKey } = await h.createUser({ creditUsd: 1000 });
-    log(`importing ${SKILLS_SAMPLE_PATH}`);
-    const imported = await importJsonLines(h.db, readFileSync(SKILLS_SAMPLE_PATH, 'utf8'), { embedder: embedderFromConfig(h.config) });
-    log(`imported: ${JSON.stringify({ ...imported, errors: imported.errors.length })}`);
-    const loadAtStart = os.loadavg()[0];
-    const recall = {
-      keywords: await recallAt5(h, apiKey, SKILLS_QUERIES),
-      prefix: await recallAt5(h, apiKey, PREFIX_QUERIES),
-      typos: await recallAt5(h, apiKey, TYPO_QUERIES),
-    };
-    const latency = await measureLatency(h, apiKey);
-    printReport(recall, latency, await embeddingStorage(h.db), [loadAtStart, os.loadavg()[0]]);
-  } catch (err) {
-    console.error('benchmark failed:', err);
-    exitCode = 1;
-  } finally {
-    log('stopping the harness');
-    await stopHarness();
-    log(`done in ${Math.round((Date.now() - startedAt) / 1000)}s`);
-  }
-  process.exit(exitCode);
-}
-
-void main();
+void runHarnessBenchmark(WATCHDOG_MS, async (h) => {
+  const { apiKey } = await h.createUser({ creditUsd: 1000 });
+  log(`importing ${SKILLS_SAMPLE_PATH}`);
+  const imported = await importJsonLines(h.db, readFileSync(SKILLS_SAMPLE_PATH, 'utf8'), { embedder: embedderFromConfig(h.config) });
+  log(`imported: ${JSON.stringify({ ...imported, errors: imported.errors.length })}`);
+  const loadAtStart = os.loadavg()[0];
+  const recall = {
+    keywords: await recallAt5(h, apiKey, SKILLS_QUERIES),
+    prefix: await recallAt5(h, apiKey, PREFIX_QUERIES),
+    typos: await recallAt5(h, apiKey, TYPO_QUERIES),
+  };
+  const latency = await measureLatency(h, apiKey);
+  printReport(recall, latency, await embeddingStorage(h.db), [loadAtStart, os.loadavg()[0]]);
+});

@@ -72,8 +72,7 @@ function parseArguments(raw: string): Record<string, unknown> {
 export function createAgentBrainActivities(deps: BrainDeps) {
   const { db } = deps;
 
-  async function clientFor(jobId: string) {
-    const { job, request } = await loadAgentJob(db, jobId);
+  async function clientFor({ job, request }: Pick<Awaited<ReturnType<typeof loadAgentJob>>, 'job' | 'request'>) {
     try {
       return { ...(await deps.llm.resolve(request.llm_provider, () => getRouterApiKey(db, deps.masterKey, job.user_id))), model: request.llm_model };
     } catch (err) {
@@ -162,7 +161,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         : [...toolsFor({ vision: request.vision_mode }).filter((t) => !AGENT_LOOP_TOOLS.has(t.function.name as BrowserToolName)), EXTRACT_TOOL];
       const tools = [...(actingTools as ChatCompletionTool[]), doneTool(request.structured_output)];
 
-      const { client, walletBilled, model } = await clientFor(jobId);
+      const { client, walletBilled, model } = await clientFor({ job, request });
       const completion = await withHeartbeat(() =>
         client.chat.completions.create({
           model,
@@ -188,9 +187,10 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     /** The extract tool: one LLM call over the latest observation's full text. */
     async runExtractTool(input: { jobId: string; taskIndex: number; step: number; question: string }) {
       const { jobId } = input;
-      const { request } = await loadAgentJob(db, jobId);
+      const loaded = await loadAgentJob(db, jobId);
+      const { request } = loaded;
       const current = await currentStep(jobId, input.taskIndex, input.step);
-      const { client, walletBilled, model } = await clientFor(jobId);
+      const { client, walletBilled, model } = await clientFor(loaded);
       const completion = await withHeartbeat(() =>
         client.chat.completions.create({
           model,

@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AuthenticatedUser } from '../../db/repos/users';
-import { validateStructuredOutputSpec } from '../../lib/llm/structured-output';
 import { maskCookies, maskSensitiveData, sealRequestSecrets } from '../../lib/request-secrets';
 import type { AgentWorkflowInput } from '../../workflows/agent';
 import type { ApiDeps } from '../deps';
@@ -9,15 +8,13 @@ import { badRequest } from '../errors';
 import { AgenticScraperRequest, type AgenticScraperRequestBody } from '../schemas/agentscraper';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { preflightUrl } from '../services/url-preflight';
+import { assertStructuredOutput } from '../services/structured-output';
 import { parseBody } from '../validation';
 import { addJobStatusRoute } from './job-status';
 
 function checkAgentSemantics(body: AgenticScraperRequestBody, deps: ApiDeps): void {
   if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
-  if (body.structured_output) {
-    const problems = validateStructuredOutputSpec(body.structured_output);
-    if (problems.length) throw badRequest('structured_output is invalid', problems.map((message) => ({ path: 'body/structured_output', message })));
-  }
+  assertStructuredOutput(body.structured_output);
   const ids = (body.sensitive_data ?? []).map((item) => item.id);
   const duplicate = ids.find((id, i) => ids.indexOf(id) !== i);
   if (duplicate) throw badRequest('sensitive_data ids must be unique', [{ path: 'body/sensitive_data', message: `duplicate id "${duplicate}"` }]);

@@ -4,13 +4,13 @@ import type { Selectable } from 'kysely';
 import type { AutomationsTable } from '../../db/schema';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { offsetOf, paginationMeta, type PageRequest } from '../../db/repos/pagination';
-import { validateStructuredOutputSpec } from '../../lib/llm/structured-output';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
 import { PaginationQuery } from '../schemas/common';
 import { AutomationCreateRequest, type AutomationCreateBody } from '../schemas/automations';
 import { checkAccountSelection, checkSchedule, createAutomation, scheduleState } from '../services/automations';
 import { preflightUrl } from '../services/url-preflight';
+import { assertStructuredOutput } from '../services/structured-output';
 import { parseBody, parseQuery } from '../validation';
 
 function toAutomation(row: Selectable<AutomationsTable>, state: { isPaused: boolean }) {
@@ -51,10 +51,7 @@ export function automationRoutes(deps: ApiDeps): Router {
     if (body.automation_type === 'forum-agent' && body.microblog) {
       throw badRequest('A forum-agent automation takes a "forum" selection, not "microblog"', [{ path: 'body/microblog', message: 'not allowed here' }]);
     }
-    if (body.structured_output) {
-      const problems = validateStructuredOutputSpec(body.structured_output);
-      if (problems.length) throw badRequest('structured_output is invalid', problems.map((message) => ({ path: 'body/structured_output', message })));
-    }
+    assertStructuredOutput(body.structured_output);
     if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
     if (body.proxy_country) body.proxy_country = body.proxy_country.toUpperCase();
     const temporalCron = checkSchedule(body);

@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { getJob } from '../../db/repos/jobs';
-import { validateStructuredOutputSpec } from '../../lib/llm/structured-output';
 import { normalizeCookies } from '../../lib/page/cookies';
 import type { ScrapeWorkflowInput } from '../../workflows/scrape';
 import type { ApiDeps } from '../deps';
@@ -9,6 +8,7 @@ import { badRequest } from '../errors';
 import { ScrapeRequest, type ScrapeRequestBody } from '../schemas/scrape';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { preflightUrl } from '../services/url-preflight';
+import { assertStructuredOutput } from '../services/structured-output';
 import { parseBody } from '../validation';
 import { addJobStatusRoute } from './job-status';
 import type { AuthenticatedUser } from '../../db/repos/users';
@@ -17,10 +17,7 @@ import { maskCookies, sealRequestSecrets } from '../../lib/request-secrets';
 function checkScrapeSemantics(body: ScrapeRequestBody, deps: ApiDeps): void {
   preflightUrl('url', body.url, deps.policy);
   if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
-  if (body.structured_output !== undefined) {
-    const problems = validateStructuredOutputSpec(body.structured_output);
-    if (problems.length) throw badRequest('structured_output is invalid', problems.map((message) => ({ path: 'body/structured_output', message })));
-  }
+  assertStructuredOutput(body.structured_output);
   if (body.cookies !== undefined) {
     try {
       normalizeCookies(body.cookies, body.url);

@@ -38,8 +38,3 @@ export async function ensureDisplay(): Promise<string> {
   }
   throw new Error('No display for a headed browser: install Xvfb (apt-get install xvfb) or set DISPLAY');
 }
-
-export function stopDisplay(): void {
-  xvfb?.kill();
-  xvfb = null;
-}
