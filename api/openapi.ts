@@ -1,11 +1,11 @@
-import { AgentTransaction, LogsResponse, SystemLog, TransactionsResponse } from './schemas/logs';
-import { ErrorResponse, PaginationMeta, PaginationQuery } from './schemas/common';
-import { JobAccepted, JobFallback, JobRecord } from './schemas/jobs';
-import { ScrapeRequest, ScrapeResult } from './schemas/scrape';
-import { AgenticScraperRequest, AgentResult } from './schemas/agentscraper';
-import { ForumCredentials, MicroblogCredentials, SocialAccount, SocialAccountCreateRequest, SocialAccountUpdateRequest } from './schemas/social';
-import { Automation, AutomationCreateRequest } from './schemas/automations';
-import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from './schemas/skills';
+import { AgentTransaction, LogsResponse, SystemLog, TransactionsResponse } from '../lib/schemas/logs';
+import { ErrorResponse, PaginationMeta, PaginationQuery } from '../lib/schemas/common';
+import { JobAccepted, JobFallback, JobRecord } from '../lib/schemas/jobs';
+import { ScrapeRequest, ScrapeResult } from '../lib/schemas/scrape';
+import { AgenticScraperRequest, AgentResult } from '../lib/schemas/agentscraper';
+import { ForumCredentials, MicroblogCredentials, SocialAccount, SocialAccountCreateRequest, SocialAccountUpdateRequest } from '../lib/schemas/social';
+import { Automation, AutomationCreateRequest } from '../lib/schemas/automations';
+import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 

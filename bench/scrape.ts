@@ -17,7 +17,8 @@ import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/cli
 import type { Harness } from '../test/support/harness';
 import { SPA_SENTENCE } from '../test/support/fixture-site';
 import { htmlToPage } from '../lib/page/convert';
-import { createLlmClient, extractStructured } from '../activities/llm/extract';
+import { extractStructured } from '../activities/llm/extract';
+import { createLlmClient } from '../lib/llm/client';
 import { jsonSchemaForRequest } from '../lib/llm/structured-output';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';

@@ -16,10 +16,10 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { Harness } from '../test/support/harness';
 import { PREFIX_QUERIES, SKILLS_QUERIES, SKILLS_SAMPLE_PATH, TYPO_QUERIES, type SkillsQuery } from '../test/support/skills-queries';
-import { importJsonLines } from '../lib/skills/import';
+import { importJsonLines } from '../db/skills/import';
 import { embedderFromConfig } from '../lib/skills/embeddings';
-import { embeddingStorage } from '../lib/skills/catalogue';
-import { plainSearch } from '../lib/skills/search';
+import { embeddingStorage } from '../db/skills/catalogue';
+import { plainSearch } from '../db/skills/search';
 import { percentile, round, runClosedLoop, type LoadResult, log, runHarnessBenchmark } from './load';
 
 const CLIENTS = 16;

@@ -1,4 +1,5 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { SocialPlatform } from '../lib/social/platforms';
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T = unknown> = ColumnType<T, string, string>;
@@ -186,7 +187,7 @@ export interface AgentTaskResult {
   steps: number;
 }
 
-export type SocialPlatform = 'forum' | 'microblog';
+export type { SocialPlatform };
 export type ValidationStatus = 'valid' | 'invalid' | 'unchecked';
 
 export interface SocialAccountsTable {

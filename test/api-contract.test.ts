@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { useHarness, type Harness } from './support/harness';
-import { ScrapeRequest } from '../api/schemas/scrape';
+import { ScrapeRequest } from '../lib/schemas/scrape';
 
 function assertErrorBody(response: { status: number; body: any; headers: Headers }, status: number, code: string) {
   assert.equal(response.status, status, JSON.stringify(response.body));

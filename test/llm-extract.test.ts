@@ -3,12 +3,12 @@ import OpenAI from 'openai';
 import {
   DEFAULT_EXTRACTION_INSTRUCTION,
   ExtractionError,
-  createLlmClient,
   extractStructured,
   truncateForModel,
   type ExtractInput,
 } from '../activities/llm/extract';
 import { llmCostMicros } from '../lib/billing/pricing';
+import { createLlmClient } from '../lib/llm/client';
 import { DEFAULT_SCRAPE_OUTPUT, jsonSchemaForRequest } from '../lib/llm/structured-output';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedMessage } from './support/fake-openai';
 

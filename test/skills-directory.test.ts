@@ -7,11 +7,11 @@ import { oneJsonLine, runAdmin } from './support/admin-cli';
 import { startFakeGithub, type FakeGithub } from './support/fake-github';
 import type { RecordedRequest } from './support/fake-openai';
 import { PREFIX_QUERIES, SKILLS_QUERIES, SKILLS_SAMPLE_COUNT, SKILLS_SAMPLE_PATH, TYPO_QUERIES, type SkillsQuery } from './support/skills-queries';
-import { applyRanking, reciprocalRankFusion } from '../lib/skills/ai-search';
+import { applyRanking, reciprocalRankFusion } from '../api/services/skills-ai-search';
 import { createEmbedder } from '../lib/skills/embeddings';
-import { createLlmClient } from '../activities/llm/extract';
+import { createLlmClient } from '../lib/llm/client';
 import { parseFrontmatter, frontmatterString } from '../lib/skills/frontmatter';
-import { embeddingCandidates, ftsCandidates, searchTerms } from '../lib/skills/search';
+import { embeddingCandidates, ftsCandidates, searchTerms } from '../db/skills/search';
 import { ensureSkillsRefreshSchedule, SKILLS_REFRESH_SCHEDULE_ID } from '../workers/schedules';
 import { ConfigError, loadConfig } from '../lib/config';
 

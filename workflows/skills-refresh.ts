@@ -1,6 +1,6 @@
 import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { SkillsActivities } from '../activities/skills';
-import type { RepositoryRefreshSummary } from '../lib/skills/github';
+import type { RepositoryRefreshSummary } from '../activities/skills/refresh';
 
 export interface SkillsRefreshInput {
   /** Repositories to refresh; by default the worker's SKILLS_GITHUB_REPOS. */

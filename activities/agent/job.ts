@@ -1,6 +1,6 @@
 import type { Db } from '../../db/connect';
 import { getJob } from '../../db/repos/jobs';
-import type { AgenticScraperRequestBody } from '../../api/schemas/agentscraper';
+import type { AgenticScraperRequestBody } from '../../lib/schemas/agentscraper';
 import { unsealRequestSecrets } from '../../lib/request-secrets';
 
 /** The agent job's request; with the master key, secrets (cookies, sensitive_data values) are unsealed. */

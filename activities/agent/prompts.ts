@@ -1,4 +1,4 @@
-import type { AgenticScraperRequestBody } from '../../api/schemas/agentscraper';
+import type { AgenticScraperRequestBody } from '../../lib/schemas/agentscraper';
 
 export const AGENT_SYSTEM_PROMPT = `You are a browser agent. You operate a real web browser to complete the user's task.
 

@@ -6,7 +6,7 @@ import { sealRequestSecrets } from '../../lib/request-secrets';
 import { writeSystemLog } from '../../db/repos/system-logs';
 import { transitionJob } from '../../db/repos/jobs';
 import type { AccountRef, SocialRunRequest } from '../agent/social';
-import type { AutomationCreateBody, SavedSelection } from '../../api/schemas/automations';
+import type { AutomationCreateBody, SavedSelection } from '../../lib/schemas/automations';
 import type { JobOutcome } from '../../workflows/scrape';
 
 export type AutomationRunStart =

@@ -3,7 +3,7 @@ import { appendJobLog, getJob, transitionJob } from '../../db/repos/jobs';
 import { summarizeUsage } from '../../db/repos/job-usage';
 import { writeSystemLog } from '../../db/repos/system-logs';
 import { microsToUsd } from '../../lib/money';
-import type { ScrapeRequestBody } from '../../api/schemas/scrape';
+import type { ScrapeRequestBody } from '../../lib/schemas/scrape';
 import { unsealRequestSecrets } from '../../lib/request-secrets';
 
 export interface FinishOutcome {

@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { compileSchemaValidator } from '../../lib/llm/structured-output';
 
@@ -52,7 +52,6 @@ export class ExtractionError extends Error {
 }
 
 export const DEFAULT_MAX_INPUT_CHARS = 60_000;
-const NO_API_KEY_PLACEHOLDER = 'no-api-key';
 
 export const DEFAULT_EXTRACTION_INSTRUCTION = [
   'You extract structured data from a single web page.',
@@ -60,15 +59,6 @@ export const DEFAULT_EXTRACTION_INSTRUCTION = [
   'When the page does not contain a value, use an empty string, an empty list, 0 or false as the schema allows.',
   'Answer with one JSON object that matches the given JSON Schema exactly and nothing else.',
 ].join(' ');
-
-export function createLlmClient(options: { baseURL: string; apiKey: string; timeoutMs: number }): OpenAI {
-  return new OpenAI({
-    baseURL: options.baseURL,
-    apiKey: options.apiKey || NO_API_KEY_PLACEHOLDER,
-    timeout: options.timeoutMs,
-    maxRetries: 0,
-  });
-}
 
 function systemMessage(systemPrompt: string | undefined): string {
   const extra = systemPrompt?.trim();

@@ -1,9 +1,10 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import type { Config } from '../../lib/config';
-import { backfillEmbeddings } from '../../lib/skills/catalogue';
+import { backfillEmbeddings } from '../../db/skills/catalogue';
 import { embedderFromConfig } from '../../lib/skills/embeddings';
-import { GithubApiError, refreshRepository, type RepositoryRefreshSummary } from '../../lib/skills/github';
+import { GithubApiError } from '../../lib/skills/github';
+import { refreshRepository, type RepositoryRefreshSummary } from './refresh';
 
 export function createSkillsActivities({ db, config }: { db: Db; config: Config }) {
   const github = { apiBase: config.skills.githubApiBase, token: config.skills.githubToken };

@@ -3,7 +3,7 @@ import type { Db } from '../../db/connect';
 import { appendJobLog, getJob } from '../../db/repos/jobs';
 import { getWebhookSecret } from '../../db/repos/users';
 import { signWebhook } from '../../lib/crypto';
-import { toJobRecord } from '../../lib/job-record';
+import { toJobRecord } from '../../db/job-record';
 import { safeFetch } from '../../lib/net/safe-fetch';
 import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
 

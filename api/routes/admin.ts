@@ -6,7 +6,7 @@ import { usdToMicros } from '../../lib/money';
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound } from '../errors';
 import { requireAdminToken } from '../middleware/auth';
-import { CreateUserRequest, CreditRequest, RouterKeyRequest, SubscriptionChangeRequest } from '../schemas/admin';
+import { CreateUserRequest, CreditRequest, RouterKeyRequest, SubscriptionChangeRequest } from '../../lib/schemas/admin';
 import { parseBody, parseUuidParam } from '../validation';
 import { registerSkillsAdminRoutes } from './skills';
 

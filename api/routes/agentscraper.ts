@@ -5,7 +5,7 @@ import { maskCookies, maskSensitiveData, sealRequestSecrets } from '../../lib/re
 import type { AgentWorkflowInput } from '../../workflows/agent';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
-import { AgenticScraperRequest, type AgenticScraperRequestBody } from '../schemas/agentscraper';
+import { AgenticScraperRequest, type AgenticScraperRequestBody } from '../../lib/schemas/agentscraper';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { preflightUrl } from '../services/url-preflight';
 import { assertStructuredOutput } from '../services/structured-output';

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { JobKind } from '../../db/schema';
 import { findJob } from '../../db/repos/jobs';
 import type { AuthenticatedUser } from '../../db/repos/users';
-import { toJobRecord } from '../../lib/job-record';
+import { toJobRecord } from '../../db/job-record';
 import type { ApiDeps } from '../deps';
 import { notFound } from '../errors';
 import { parseUuidParam } from '../validation';

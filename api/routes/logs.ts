@@ -6,7 +6,7 @@ import type { PageRequest } from '../../db/repos/pagination';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { microsToUsd } from '../../lib/money';
 import type { ApiDeps } from '../deps';
-import { PaginationQuery } from '../schemas/common';
+import { PaginationQuery } from '../../lib/schemas/common';
 import { parseQuery } from '../validation';
 
 export function logRoutes(deps: ApiDeps): Router {

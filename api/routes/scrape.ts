@@ -5,7 +5,7 @@ import { normalizeCookies } from '../../lib/page/cookies';
 import type { ScrapeWorkflowInput } from '../../workflows/scrape';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
-import { ScrapeRequest, type ScrapeRequestBody } from '../schemas/scrape';
+import { ScrapeRequest, type ScrapeRequestBody } from '../../lib/schemas/scrape';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { preflightUrl } from '../services/url-preflight';
 import { assertStructuredOutput } from '../services/structured-output';

@@ -2,14 +2,14 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { AuthenticatedUser } from '../../db/repos/users';
-import { aiSearch } from '../../lib/skills/ai-search';
+import { aiSearch } from '../services/skills-ai-search';
 import { embedderFromConfig, serviceLlmClient } from '../../lib/skills/embeddings';
-import { importJsonLines } from '../../lib/skills/import';
-import { plainSearch } from '../../lib/skills/search';
+import { importJsonLines } from '../../db/skills/import';
+import { plainSearch } from '../../db/skills/search';
 import type { SkillsRefreshInput, SkillsRefreshResult } from '../../workflows/skills-refresh';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
-import { AdminSkillsImportRequest, AdminSkillsRefreshRequest, SkillsSearchQuery, type SkillsSearchParams } from '../schemas/skills';
+import { AdminSkillsImportRequest, AdminSkillsRefreshRequest, SkillsSearchQuery, type SkillsSearchParams } from '../../lib/schemas/skills';
 import { parseBody, parseQuery } from '../validation';
 
 const REFRESH_WAIT_MS = 5 * 60_000;

@@ -18,7 +18,7 @@ import type { PlatformCredentials } from '../../lib/social/platforms';
 import type { MicroblogCredentials, MicroblogSession } from '../../lib/social/microblog';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest, notFound } from '../errors';
-import { ForumCredentials, MicroblogCredentials as MicroblogCredentialsSchema, SocialAccountCreateRequest, SocialAccountsQuery, SocialAccountUpdateRequest } from '../schemas/social';
+import { ForumCredentials, MicroblogCredentials as MicroblogCredentialsSchema, SocialAccountCreateRequest, SocialAccountsQuery, SocialAccountUpdateRequest } from '../../lib/schemas/social';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 
 const credentialsSchema = (platform: SocialPlatform) => (platform === 'forum' ? ForumCredentials : MicroblogCredentialsSchema);

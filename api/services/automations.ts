@@ -9,7 +9,7 @@ import type { AuthenticatedUser } from '../../db/repos/users';
 import type { AutomationRunInput } from '../../workflows/automation-run';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
-import type { AutomationCreateBody, InlineForumSelection, SavedSelection } from '../schemas/automations';
+import type { AutomationCreateBody, InlineForumSelection, SavedSelection } from '../../lib/schemas/automations';
 
 const MASK = '[redacted]';
 const FORUM_SECRET_FIELDS = ['forumClientSecret', 'forumPassword'];

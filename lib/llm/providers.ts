@@ -1,5 +1,5 @@
 import type OpenAI from 'openai';
-import { createLlmClient } from '../../activities/llm/extract';
+import { createLlmClient, OPENAI_DEFAULT_BASE_URL } from './client';
 
 export type LlmProvider = 'service' | 'router';
 
@@ -13,7 +13,6 @@ export interface LlmSettings {
 
 export class LlmUnavailableError extends Error {}
 
-const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 export function createLlmProviders(settings: LlmSettings) {
   const clients = new Map<string, OpenAI>();

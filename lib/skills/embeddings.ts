@@ -1,5 +1,5 @@
 import type OpenAI from 'openai';
-import { createLlmClient } from '../../activities/llm/extract';
+import { createLlmClient, OPENAI_DEFAULT_BASE_URL } from '../llm/client';
 import type { Config } from '../config';
 
 /**
@@ -13,7 +13,6 @@ export interface Embedder {
   embed(texts: string[]): Promise<{ vectors: number[][]; promptTokens: number }>;
 }
 
-const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 const BATCH_SIZE = 64;
 
 /** Integer micro-USD per 1M input tokens; unknown embedding models are priced at the dearest known one. */

@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import type { Selectable } from 'kysely';
-import type { SkillsDirectoryTable } from '../../db/schema';
 
 /** Exactly the contract's SkillsDirectoryItem: the AgentSkillSelection fields plus tags and stars. */
 export interface SkillsDirectoryItem {
@@ -155,53 +153,4 @@ export function embeddingText(item: CatalogueItem): string {
 
 export function embeddingHash(model: string, text: string): string {
   return sha256(`${model}\u0000${text}`);
-}
-
-export type SkillRow = Pick<
-  Selectable<SkillsDirectoryTable>,
-  | 'provider'
-  | 'external_id'
-  | 'name'
-  | 'description'
-  | 'repository_url'
-  | 'github_owner'
-  | 'github_repo'
-  | 'source_url'
-  | 'version'
-  | 'skill_md_content'
-  | 'tags'
-  | 'stars'
->;
-
-/** The columns toDirectoryItem needs, for selects. */
-export const SKILL_ROW_COLUMNS = [
-  'provider',
-  'external_id',
-  'name',
-  'description',
-  'repository_url',
-  'github_owner',
-  'github_repo',
-  'source_url',
-  'version',
-  'skill_md_content',
-  'tags',
-  'stars',
-] as const;
-
-export function toDirectoryItem(row: SkillRow): SkillsDirectoryItem {
-  return {
-    provider: row.provider,
-    externalId: row.external_id,
-    name: row.name,
-    description: row.description,
-    repositoryUrl: row.repository_url,
-    githubOwner: row.github_owner,
-    githubRepo: row.github_repo,
-    sourceUrl: row.source_url,
-    version: row.version,
-    skillMdContent: row.skill_md_content,
-    tags: row.tags ?? [],
-    stars: row.stars,
-  };
 }

@@ -1,8 +1,9 @@
-import type { SocialPlatform } from '../../db/schema';
 import { parseNetworkAllowlist, type NetworkPolicy } from '../net/ssrf';
 import { proxyFromTemplate } from '../net/proxy';
 import { validateForumCredentials, type ForumCredentials, type ForumEndpoints } from './forum';
 import { createMicroblogClient, validateMicroblogCredentials, type MicroblogCredentials, type MicroblogSession } from './microblog';
+
+export type SocialPlatform = 'forum' | 'microblog';
 
 /** Where the platforms live and how to reach them (operator configuration, so their hosts are trusted). */
 export interface SocialPlatformsConfig {

@@ -1,4 +1,4 @@
-import type { FieldSpec } from '../../lib/llm/structured-output';
+import type { FieldSpec } from '../llm/structured-output';
 import { httpUrl } from './common';
 
 export const AgentStructuredOutputField = {

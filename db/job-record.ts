@@ -1,4 +1,4 @@
-import type { Job } from '../db/schema';
+import type { Job } from './schema';
 
 /** The job record exactly as the contract shapes it (ApiScrapeJob / ApiAgenticJob). */
 export interface JobRecord {

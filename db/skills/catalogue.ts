@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db } from '../../db/connect';
-import type { Embedder } from './embeddings';
-import { contentHash, embeddingHash, embeddingText, type CatalogueItem } from './item';
+import type { Db } from '../connect';
+import type { Embedder } from '../../lib/skills/embeddings';
+import { contentHash, embeddingHash, embeddingText, type CatalogueItem } from '../../lib/skills/item';
 
 /** How embeddings are stored, fixed by migration 0004: pgvector's `vector`, or the `real[]` fallback. */
 export type EmbeddingStorage = 'pgvector' | 'real[]';

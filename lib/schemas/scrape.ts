@@ -1,4 +1,4 @@
-import { cookiesJsonSchema } from '../../lib/page/cookies';
+import { cookiesJsonSchema } from '../page/cookies';
 import { httpUrl } from './common';
 
 export const StructuredOutputField = {

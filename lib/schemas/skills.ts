@@ -1,4 +1,4 @@
-import { SkillItemSchema } from '../../lib/skills/item';
+import { SkillItemSchema } from '../skills/item';
 
 /** Query of GET /skills/directory/search and /skills/directory/ai-search. */
 export const SkillsSearchQuery = {

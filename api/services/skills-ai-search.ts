@@ -3,11 +3,11 @@ import type OpenAI from 'openai';
 import type { Db } from '../../db/connect';
 import { chargeUsage, getBalanceMicros } from '../../db/repos/ledger';
 import { writeSystemLog } from '../../db/repos/system-logs';
-import { llmCostMicros } from '../billing/pricing';
-import { microsToUsd } from '../money';
-import { embeddingCostMicros, type Embedder } from './embeddings';
-import type { SkillsDirectoryItem } from './item';
-import { candidateKey, embeddingCandidates, ftsCandidates, itemsByKeys, plainSearch, searchTerms, type CandidateKey } from './search';
+import { llmCostMicros } from '../../lib/billing/pricing';
+import { microsToUsd } from '../../lib/money';
+import { embeddingCostMicros, type Embedder } from '../../lib/skills/embeddings';
+import type { SkillsDirectoryItem } from '../../lib/skills/item';
+import { candidateKey, embeddingCandidates, ftsCandidates, itemsByKeys, plainSearch, searchTerms, type CandidateKey } from '../../db/skills/search';
 
 /**
  * AI search: the need goes through the LLM once for a plan (keywords, likely tags, intent; JSON

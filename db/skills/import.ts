@@ -1,7 +1,7 @@
-import type { Db } from '../../db/connect';
+import type { Db } from '../connect';
 import { upsertItems } from './catalogue';
-import type { Embedder } from './embeddings';
-import { checkSkillItem, type CatalogueItem } from './item';
+import type { Embedder } from '../../lib/skills/embeddings';
+import { checkSkillItem, type CatalogueItem } from '../../lib/skills/item';
 
 export interface ImportLineError {
   line: number;

@@ -1,7 +1,8 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db } from '../../db/connect';
+import type { Db } from '../connect';
 import { embeddingStorage, vectorValue } from './catalogue';
-import { SKILL_ROW_COLUMNS, toDirectoryItem, type SkillRow, type SkillsDirectoryItem } from './item';
+import type { SkillsDirectoryItem } from '../../lib/skills/item';
+import { SKILL_ROW_COLUMNS, toDirectoryItem, type SkillRow } from './rows';
 
 /**
  * Plain search over the catalogue. Matching: a row matches when its search document contains any
