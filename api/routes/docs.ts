@@ -142,7 +142,7 @@ export function docsRoutes(site: DocsSite, config: Pick<Config, 'docsMcp'>): Rou
     ctx.body = site.openapi;
   });
   router.get('/docs', (ctx) => {
-    sendHtml(ctx, page(site, `${site.openapi.info.title} — documentation`, referencePage(site, advertisedDocsMcpUrl(config, ctx.origin)), ''));
+    sendHtml(ctx, page(site, `${site.openapi.info.title} — documentation`, referencePage(site, advertisedDocsMcpUrl(config, `${ctx.protocol}://${ctx.host}`)), ''));
   });
   router.get('/docs/style.css', (ctx) => {
     ctx.set('X-Content-Type-Options', 'nosniff');

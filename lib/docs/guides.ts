@@ -31,6 +31,8 @@ export interface Guide {
   order: number;
   /** The Markdown without its front matter. */
   markdown: string;
+  /** Lines of front matter before the Markdown (add to a block's line for its line in the file). */
+  bodyLineOffset: number;
   parsed: ParsedMarkdown;
   sections: Section[];
   /** What is wrong with the file's structure (a test keeps this empty). */
@@ -39,15 +41,17 @@ export interface Guide {
 
 const FRONT_MATTER = /^---\n([\s\S]*?)\n---\n?/;
 
-function splitFrontMatter(text: string): { meta: Record<string, unknown>; body: string; problems: string[] } {
+function splitFrontMatter(text: string): { meta: Record<string, unknown>; body: string; offset: number; problems: string[] } {
   const normalized = text.replace(/\r\n?/g, '\n');
   const match = FRONT_MATTER.exec(normalized);
-  if (!match) return { meta: {}, body: normalized, problems: [] };
+  if (!match) return { meta: {}, body: normalized, offset: 0, problems: [] };
+  const body = normalized.slice(match[0].length);
+  const offset = match[0].split('\n').length - (match[0].endsWith('\n') ? 1 : 0);
   try {
     const meta = parseYaml(match[1]);
-    return { meta: meta && typeof meta === 'object' ? (meta as Record<string, unknown>) : {}, body: normalized.slice(match[0].length), problems: [] };
+    return { meta: meta && typeof meta === 'object' ? (meta as Record<string, unknown>) : {}, body, offset, problems: [] };
   } catch (err) {
-    return { meta: {}, body: normalized.slice(match[0].length), problems: [`front matter is not YAML: ${(err as Error).message}`] };
+    return { meta: {}, body, offset, problems: [`front matter is not YAML: ${(err as Error).message}`] };
   }
 }
 
@@ -57,7 +61,7 @@ function firstParagraph(blocks: Block[]): string {
 }
 
 export function parseGuide(source: DocSource): Guide {
-  const { meta, body, problems } = splitFrontMatter(source.text);
+  const { meta, body, offset, problems } = splitFrontMatter(source.text);
   const parsed = parseMarkdown(body);
   const lines = body.split('\n');
   const h1 = parsed.headings.find((h) => h.level === 1);
@@ -101,7 +105,7 @@ export function parseGuide(source: DocSource): Guide {
 
   const summary = typeof meta.summary === 'string' ? meta.summary.trim() : firstParagraph(parsed.blocks);
   const order = typeof meta.order === 'number' ? meta.order : isReadme ? Number.MAX_SAFE_INTEGER : 1000;
-  return { path: source.path, slug, title, summary, order, markdown: body, parsed, sections, problems };
+  return { path: source.path, slug, title, summary, order, markdown: body, bodyLineOffset: offset, parsed, sections, problems };
 }
 
 /** Plain text of a section's own Markdown (its heading line excluded), for the index and snippets. */
