@@ -102,6 +102,9 @@ describe('docs samples run against the service', function () {
   });
 
   after(async function () {
+    // The automations guide schedules a weekday run; it must not fire later in the same test run.
+    const schedules = h ? await h.db.selectFrom('automations').select('schedule_id').where('user_id', '=', userId).execute() : [];
+    for (const { schedule_id } of schedules) await h.client.schedule.getHandle(schedule_id).delete();
     h?.llm.reset();
     await receiver?.close();
     if (workDir) rmSync(workDir, { recursive: true, force: true });
