@@ -15,6 +15,11 @@ import { adminRoutes } from './routes/admin';
 import { docsRoutes } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { skillsRoutes } from './routes/skills';
+import { mcpEndpoint } from './mcp/endpoint';
+import { docsMcpEndpoint } from './mcp/docs';
+import { buildOpenApiDocument } from './openapi';
+import { buildDocsSite } from '../lib/docs/site';
+import { loadDocSources } from '../lib/docs/load';
 
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -23,6 +28,8 @@ export function createApp(deps: ApiDeps): Koa {
   app.proxy = true;
   app.use(requestId());
   app.use(errorHandler());
+  const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
+  app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
   app.use(jsonBody(BODY_LIMIT_BYTES));
 
   const root = new Router();
@@ -31,7 +38,7 @@ export function createApp(deps: ApiDeps): Koa {
   const admin = adminRoutes(deps);
   root.use(admin.routes(), admin.allowedMethods());
 
-  const docs = docsRoutes();
+  const docs = docsRoutes(docsSite, deps.config);
   root.use('/api/v1', docs.routes());
 
   const v1 = new Router({ prefix: '/api/v1' });

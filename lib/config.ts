@@ -27,6 +27,15 @@ export interface Config {
   social: { forumApiBase: string; forumAuthBase: string; microblogBase: string | null };
   taskQueues: { platform: string; browser: string };
   skills: SkillsConfig;
+  docsMcp: DocsMcpConfig;
+}
+
+/** The read-only docs-search MCP endpoint (served at /docs-mcp on the API origin). */
+export interface DocsMcpConfig {
+  /** DOCS_MCP_URL: the address to advertise when it is not /docs-mcp on the API origin; its host is also accepted in Host/Origin. */
+  url: string | null;
+  /** DOCS_MCP_RATE_LIMIT: requests per minute per client address. */
+  rateLimitPerMinute: number;
 }
 
 /** The skills directory: its GitHub source, embeddings and AI search. */
@@ -184,6 +193,7 @@ export function loadConfig(env: Env = process.env): Config {
       browser: optional(env, 'BROWSER_TASK_QUEUE') ?? 'browser',
     },
     skills: skillsConfig(env),
+    docsMcp: { url: url(env, 'DOCS_MCP_URL'), rateLimitPerMinute: integer(env, 'DOCS_MCP_RATE_LIMIT', 120, 1, 1_000_000) },
   };
   if (config.adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   return config;

@@ -1,0 +1,65 @@
+import type { Context, Middleware, Next } from 'koa';
+import { createMcpHandler, localhostAllowedHostnames, validateHostHeader, validateOriginHeader, type McpServerFactory } from '@modelcontextprotocol/server';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { ApiError } from '../errors';
+import { createRateLimiter } from './rate-limit';
+
+/** MCP messages are small; anything larger is refused (413) before it is parsed. */
+const MAX_BODY_BYTES = 256 * 1024;
+
+export interface McpEndpointOptions {
+  /** The exact path (`/docs-mcp`), or a pattern for a family of endpoints (`/^\/mcp\/[^/]+$/`). */
+  path: string | RegExp;
+  /**
+   * Builds a fresh server for every request: the SDK's stateless serving, which answers the current
+   * protocol revision and, through its legacy fallback, clients of the 2025 revisions.
+   */
+  factory: McpServerFactory;
+  /** Hostnames accepted in the Host and Origin headers besides the localhost names (DNS-rebinding protection). */
+  allowedHostnames: string[];
+  /** Requests per minute per client address; beyond it 429 with Retry-After. Omitted: no limit. */
+  rateLimitPerMinute?: number;
+}
+
+/**
+ * The client's address for rate limiting. Behind the proxy the app trusts (`app.proxy`), that is the
+ * address the proxy appended last to X-Forwarded-For; entries before it are the client's own claims.
+ */
+export function clientAddress(ctx: Context): string {
+  const forwarded = ctx.app.proxy ? ctx.ips : [];
+  return forwarded.length ? forwarded[forwarded.length - 1] : ctx.socket.remoteAddress ?? 'unknown';
+}
+
+/**
+ * Koa middleware serving one MCP endpoint over Streamable HTTP with the SDK v2 handler: Host and
+ * Origin validated, requests rate-limited per client address, refusals in the API's one error body.
+ * Mount it before the JSON body parser: the SDK reads the request body itself.
+ */
+export function mcpEndpoint(options: McpEndpointOptions): Middleware {
+  const handler = createMcpHandler(options.factory, { maxRequestBodySize: MAX_BODY_BYTES });
+  const serve = toNodeHandler(handler, {
+    maxRequestBodySize: MAX_BODY_BYTES,
+    onerror: (err) => console.error(`MCP endpoint ${String(options.path)} failed:`, err.stack ?? err.message),
+  });
+  const allowed = [...new Set([...localhostAllowedHostnames(), ...options.allowedHostnames])];
+  const limiter = options.rateLimitPerMinute ? createRateLimiter(options.rateLimitPerMinute) : null;
+  const matches = (path: string) => (typeof options.path === 'string' ? path === options.path : options.path.test(path));
+
+  return async (ctx: Context, next: Next) => {
+    if (!matches(ctx.path)) return next();
+    const host = validateHostHeader(ctx.req.headers.host, allowed);
+    if (!host.ok) throw new ApiError(403, 'host_not_allowed', `This MCP endpoint does not answer for this Host (${host.message})`);
+    const origin = validateOriginHeader(ctx.req.headers.origin, allowed);
+    if (!origin.ok) throw new ApiError(403, 'origin_not_allowed', `Requests from this Origin are not accepted (${origin.message})`);
+    const verdict = limiter?.take(clientAddress(ctx));
+    if (verdict && !verdict.allowed) {
+      throw new ApiError(429, 'rate_limited', `Too many requests from this address; retry in ${verdict.retryAfterSeconds} s`, undefined, {
+        'Retry-After': String(verdict.retryAfterSeconds),
+      });
+    }
+    // The SDK writes the response itself; Koa must neither answer nor treat the request as unrouted.
+    ctx.respond = false;
+    ctx.status = 200;
+    await serve(ctx.req, ctx.res);
+  };
+}
