@@ -30,6 +30,15 @@ if [ ! -x "$chromium_path" ] || ! command -v Xvfb >/dev/null; then
   fi
 fi
 
+# 2b. jq and python3: the docs tests run the guides' shell and Python samples as readers would.
+if ! command -v jq >/dev/null || ! command -v python3 >/dev/null; then
+  say "installing jq and python3 (the guides' samples use them)"
+  if ! { as_root apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq jq python3 >&2; }; then
+    say "could not install jq/python3; install them yourself (apt-get install jq python3)"
+    exit 1
+  fi
+fi
+
 # 3. The Temporal CLI: TEMPORAL_CLI_PATH, else our cache, else one on PATH, else build it with Go into the cache.
 if [ -n "${TEMPORAL_CLI_PATH:-}" ] && [ -x "$TEMPORAL_CLI_PATH" ]; then
   :
