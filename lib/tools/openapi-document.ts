@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { parse as parseYaml } from 'yaml';
 import type { GuardedFetch } from '../net/guarded-fetch';
@@ -111,7 +112,22 @@ const LENIENT_RULES = {
   'unknown-required-schema-property': 'warning',
 } as const;
 
+/**
+ * Documents this process has already validated, by SHA-256 of their JSON: validation compiles the
+ * specification's JSON Schema each time (~0.5 s), and every tool call opens its source again.
+ */
+const validatedDocuments = new Set<string>();
+const MAX_REMEMBERED = 200;
+
 async function validateDocument(doc: Record<string, any>): Promise<void> {
+  const digest = createHash('sha256').update(JSON.stringify(doc)).digest('hex');
+  if (validatedDocuments.has(digest)) return;
+  await validateWithParser(doc);
+  if (validatedDocuments.size >= MAX_REMEMBERED) validatedDocuments.delete(validatedDocuments.values().next().value as string);
+  validatedDocuments.add(digest);
+}
+
+async function validateWithParser(doc: Record<string, any>): Promise<void> {
   let result;
   try {
     result = await validate(structuredClone(doc) as never, {
