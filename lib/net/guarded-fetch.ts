@@ -304,10 +304,46 @@ function toWebResponse(incoming: IncomingMessage, method: string, url: URL, maxB
     }),
   );
   incoming.once('error', (error) => limited.destroy(classify(error, url, true)));
-  incoming.once('aborted', () => limited.destroy(new GuardedFetchError('reset', `${url.origin} closed the connection mid-response`, true)));
+  incoming.once('close', () => {
+    if (!incoming.complete && !limited.destroyed) limited.destroy(new GuardedFetchError('reset', `${url.origin} closed the connection mid-response`, true));
+  });
   limited.once('close', () => incoming.destroy());
-  const body = Readable.toWeb(limited) as ReadableStream<Uint8Array>;
-  return new Response(body, { status, statusText: incoming.statusMessage, headers });
+  return new Response(webStream(limited), { status, statusText: incoming.statusMessage, headers });
+}
+
+/**
+ * A pull-based web stream over a Node stream. (Node 20's `Readable.toWeb` can enqueue after the
+ * consumer cancelled, which throws an uncaught ERR_INVALID_STATE.)
+ */
+function webStream(source: Readable): ReadableStream<Uint8Array> {
+  let done = false;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      source.pause();
+      source.on('data', (chunk: Buffer) => {
+        if (done) return;
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if ((controller.desiredSize ?? 0) <= 0) source.pause();
+      });
+      source.once('end', () => {
+        if (done) return;
+        done = true;
+        controller.close();
+      });
+      source.once('error', (error) => {
+        if (done) return;
+        done = true;
+        controller.error(error);
+      });
+    },
+    pull() {
+      source.resume();
+    },
+    cancel() {
+      done = true;
+      source.destroy();
+    },
+  });
 }
 
 const TLS_ERROR = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|HOSTNAME_MISMATCH|ERR_CERT)/;
