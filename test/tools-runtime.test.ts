@@ -10,6 +10,7 @@ import { parseNetworkAllowlist, type Resolver } from '../lib/net/ssrf';
 import { discoverTools } from '../lib/tools/discovery';
 import { ToolCallError, ToolSourceError } from '../lib/tools/errors';
 import { openToolSource, openToolSourceForCall, type ToolRuntimeDeps } from '../lib/tools/source';
+import { selectionFromCustomMcp } from '../lib/tools/selection';
 import type { DiscoveryResult, ToolSourceSpec } from '../lib/tools/types';
 import { startInternalTarget } from './support/mcp-internal-target';
 import { LARGE_RESULT_BYTES, startMcpServer, type TestMcpServer } from './support/mcp-server';
@@ -230,6 +231,14 @@ describe('tool runtime: OpenAPI', () => {
     }
   });
 
+  it('reports a document URL that answers an error status as an upstream error', async () => {
+    // The body of the 404 is dropped unread: cancelling a streamed response must not crash the process.
+    const error = await rejection(discoverTools({ type: 'openapi', url: `${api.origin}/missing.yaml` }, deps), ToolSourceError);
+    assert.equal(error.code, 'upstream_error');
+    assert.equal(error.message, 'The OpenAPI document URL answered HTTP 404');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  });
+
   it('calls operations with path, query, header and body arguments and each kind of credential', async () => {
     const source = await openToolSource(
       { type: 'openapi', specText: api.openapiYaml, params: { 'X-API-Key': API_KEY, api_key: QUERY_KEY, session: COOKIE_KEY, Authorization: BEARER_TOKEN, basicAuth: `${BASIC_USER}:${BASIC_PASSWORD}` } },
@@ -279,7 +288,25 @@ describe('tool runtime: OpenAPI', () => {
     const missing = await rejection(source.call('getItem', {}), ToolCallError);
     assert.equal(missing.kind, 'invalid_arguments');
     assert.match(missing.message, /itemId/);
+    const injected = await rejection(source.call('getItem', { itemId: '1', 'X-Trace-Id': 'a\r\nX-Admin: yes' }), ToolCallError);
+    assert.deepEqual([injected.kind, injected.retryable], ['invalid_arguments', false]);
     assert.equal(api.apiRequests().length, before, 'nothing was sent');
+  });
+});
+
+describe('tool runtime: custom selections', () => {
+  it('maps a CustomMcpSelectionRequest to a source: an inline document with source_url as its base URL, else source_url as the document', () => {
+    const params = { 'X-API-Key': 'k' };
+    assert.deepEqual(selectionFromCustomMcp({ type: 'remote_mcp', name: 'Tools', source_url: 'https://mcp.example.com/mcp', tool_names: ['echo'] }, params), {
+      type: 'remote_mcp', url: 'https://mcp.example.com/mcp', name: 'Tools', toolNames: ['echo'], params,
+    });
+    assert.deepEqual(selectionFromCustomMcp({ type: 'openapi', source_url: 'https://api.example.com/openapi.yaml' }, {}), {
+      type: 'openapi', url: 'https://api.example.com/openapi.yaml', name: undefined, toolNames: [], params: {},
+    });
+    assert.deepEqual(selectionFromCustomMcp({ type: 'openapi', openapi_spec: 'openapi: 3.1.0', source_url: 'https://api.example.com/v1' }, {}), {
+      type: 'openapi', specText: 'openapi: 3.1.0', baseUrl: 'https://api.example.com/v1', name: undefined, toolNames: [], params: {},
+    });
+    assert.deepEqual(selectionFromCustomMcp({ type: 'openapi', openapi_spec: { openapi: '3.1.0' }, source_url: null }, {}).spec, { openapi: '3.1.0' });
   });
 });
 

@@ -227,6 +227,7 @@ function sendOnce(request: Outgoing, settings: Settings, signal: AbortSignal | n
       if (settled) return;
       settled = true;
       cleanup();
+      signal?.removeEventListener('abort', onAbort);
       clientRequest?.destroy();
       reject(classify(error, url, connected));
     };
@@ -246,7 +247,7 @@ function sendOnce(request: Outgoing, settings: Settings, signal: AbortSignal | n
     let clientRequest: http.ClientRequest | undefined;
     // Node skips `lookup` for IP literals, so those are checked here; names are checked by the lookup at connect time.
     const checked = isIP(host) ? resolveAllowedAddresses(host, settings.policy, settings.resolver) : Promise.resolve();
-    checked.then(() => {
+    const send = () => {
       if (settled) return;
       const transport = secure ? https : http;
       clientRequest = transport.request({
@@ -269,7 +270,7 @@ function sendOnce(request: Outgoing, settings: Settings, signal: AbortSignal | n
           settings.onConnected?.({ url, method });
         });
       });
-      clientRequest.once('error', fail);
+      clientRequest.on('error', fail);
       clientRequest.once('response', (incoming: IncomingMessage) => {
         if (settled) return incoming.destroy();
         settled = true;
@@ -279,6 +280,13 @@ function sendOnce(request: Outgoing, settings: Settings, signal: AbortSignal | n
         resolve(toWebResponse(incoming, method, url, settings.maxResponseBytes));
       });
       clientRequest.end(request.body);
+    };
+    checked.then(() => {
+      try {
+        send();
+      } catch (error) {
+        fail(error); // e.g. an invalid header value, refused by Node before anything is sent
+      }
     }, fail);
   });
 }
@@ -303,7 +311,7 @@ function toWebResponse(incoming: IncomingMessage, method: string, url: URL, maxB
       },
     }),
   );
-  incoming.once('error', (error) => limited.destroy(classify(error, url, true)));
+  incoming.on('error', (error) => limited.destroy(classify(error, url, true)));
   incoming.once('close', () => {
     if (!incoming.complete && !limited.destroyed) limited.destroy(new GuardedFetchError('reset', `${url.origin} closed the connection mid-response`, true));
   });

@@ -94,6 +94,7 @@ interface BuiltRequest {
 }
 
 function buildRequest(operation: OpenApiOperation, args: Record<string, unknown>, base: URL, context: OperationCallContext): BuiltRequest {
+  const repeatable = isRepeatableOperation(operation);
   let path = operation.path;
   const query: [string, string][] = [];
   const headers: Record<string, string> = { accept: 'application/json, text/*;q=0.9, */*;q=0.5' };
@@ -109,7 +110,7 @@ function buildRequest(operation: OpenApiOperation, args: Record<string, unknown>
         for (const item of Array.isArray(value) ? value : [value]) query.push([parameter.name, scalar(item, ',')]);
         break;
       case 'header':
-        headers[parameter.name.toLowerCase()] = scalar(value, ',');
+        headers[parameter.name.toLowerCase()] = headerValue(parameter.property, scalar(value, ','), repeatable);
         break;
       case 'cookie':
         cookies.push(`${parameter.name}=${encodeURIComponent(scalar(value, ','))}`);
@@ -130,6 +131,11 @@ function buildRequest(operation: OpenApiOperation, args: Record<string, unknown>
   applyCredentials(operation, context, url, headers, cookies);
   if (cookies.length > 0) headers.cookie = cookies.join('; ');
   return { url, headers, body };
+}
+
+function headerValue(property: string, value: string, repeatable: boolean): string {
+  if (/[\r\n\0]/.test(value)) throw new ToolCallError('invalid_arguments', `Argument ${property} goes into an HTTP header and cannot contain line breaks`, false, repeatable);
+  return value;
 }
 
 function scalar(value: unknown, separator: string): string {

@@ -204,6 +204,9 @@ export interface LoadedOpenApi {
 
 /** Loads and validates the document, builds its tools, and checks the API's base URL against the network rules. */
 export async function loadOpenApi(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<LoadedOpenApi> {
+  for (const [name, value] of Object.entries(spec.params ?? {})) {
+    if (/[\r\n\0]/.test(String(value))) throw new ToolSourceError('invalid_source', `params.${name} contains a line break`);
+  }
   const sources = [spec.spec, spec.specText, spec.url].filter((value) => value !== undefined && value !== null);
   if (sources.length !== 1) throw new ToolSourceError('invalid_source', 'An OpenAPI source needs exactly one of spec, specText or url');
   if (spec.url) preflightSourceUrl(parseSourceUrl(spec.url, 'The OpenAPI document URL'), deps.policy);
