@@ -20,6 +20,7 @@ import { docsMcpEndpoint } from './mcp/docs';
 import { buildOpenApiDocument } from './openapi';
 import { buildDocsSite } from '../lib/docs/site';
 import { loadDocSources } from '../lib/docs/load';
+import { agentRoutes } from './routes/agents';
 
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -43,7 +44,7 @@ export function createApp(deps: ApiDeps): Koa {
 
   const v1 = new Router({ prefix: '/api/v1' });
   v1.use(requireApiKey(deps.db));
-  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps)]) {
+  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());
   }
   root.use(v1.routes(), v1.allowedMethods());

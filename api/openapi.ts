@@ -6,6 +6,7 @@ import { AgenticScraperRequest, AgentResult } from '../lib/schemas/agentscraper'
 import { ForumCredentials, MicroblogCredentials, SocialAccount, SocialAccountCreateRequest, SocialAccountUpdateRequest } from '../lib/schemas/social';
 import { Automation, AutomationCreateRequest } from '../lib/schemas/automations';
 import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
+import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../lib/schemas/tools';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -32,6 +33,10 @@ const COMPONENTS: Schema[] = [
   AutomationCreateRequest,
   SkillsDirectoryItemSchema,
   SkillsSearchResponse,
+  McpDiscoveryRequest,
+  McpDiscoveryResponse,
+  DiscoveredTool,
+  ToolSourceParam,
 ];
 
 /** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` pointed at components. */
@@ -204,6 +209,23 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
             200: json(ref('SkillsSearchResponse'), 'Ranked items; meta.mode is "ai", or "plain" with meta.fallbackReason when no LLM or embeddings are configured'),
             400: error('q missing or blank, page or pageSize out of range'),
             401: error('Missing or invalid API key'),
+          },
+        },
+      },
+      '/agents/discover-mcp': {
+        post: {
+          summary: 'Discover the tools of a remote MCP server or an OpenAPI document, and the params it needs',
+          description:
+            'Runs as a Temporal workflow (`tools-discovery-<uuid>`) that the request waits for, at most 60 s. Remote MCP: Streamable HTTP (current stateless revision or the 2025 revisions), falling back to the legacy HTTP+SSE transport. OpenAPI: Swagger 2.0, OpenAPI 3.0/3.1, JSON or YAML, inline or by URL, with external $refs never resolved. HTTPS is required except for hosts opened by NETWORK_ALLOWLIST; every connection and redirect passes the SSRF guard. `params` values are used for this request only (sealed in the workflow history) and never returned or logged. An MCP server that answers 401/403 yields `tools: []`, `source.authRequired: true` and the credential it wants in `params`.',
+          tags: ['Custom agents'],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('McpDiscoveryRequest') } } },
+          responses: {
+            200: json(ref('McpDiscoveryResponse'), 'The tools and what the source needs'),
+            400: error('validation_failed (body), invalid_source, ssrf_blocked (localhost, loopback, private, metadata addresses or a redirect there), insecure_url (plain http), invalid_openapi, source_too_large'),
+            401: error('Missing or invalid API key'),
+            502: error('upstream_unreachable (connection refused, DNS failure), upstream_error, tls_error, not_mcp_server, discovery_failed'),
+            503: error('Workflow engine unavailable'),
+            504: error('upstream_timeout, discovery_timeout'),
           },
         },
       },

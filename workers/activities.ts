@@ -16,6 +16,8 @@ import { createSocialToolActivities } from '../activities/agent/social';
 import { createAutomationActivities } from '../activities/automations';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { createSkillsActivities } from '../activities/skills';
+import { createToolActivities } from '../activities/tools';
+import { jobSelectionLoader } from '../activities/tools/selections';
 
 export interface ActivityDeps {
   db: Db;
@@ -37,6 +39,7 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
     ...createAutomationActivities({ db, masterKey: config.masterKey }),
     ...createSkillsActivities({ db, config }),
+    ...createToolActivities({ policy, masterKey: config.masterKey, loadSelection: jobSelectionLoader(db, config.masterKey) }),
   };
 }
 

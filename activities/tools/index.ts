@@ -1,0 +1,127 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { discoverTools } from '../../lib/tools/discovery';
+import { unsealDiscoveryParams, type DiscoverToolsInput, type DiscoveryOutcome } from '../../lib/tools/discovery-request';
+import { ToolCallError, ToolSourceError, type ToolCallFailureKind } from '../../lib/tools/errors';
+import { openToolSourceForCall, type ToolRuntimeDeps, type ToolSource } from '../../lib/tools/source';
+import type { ToolSelection } from '../../lib/tools/types';
+
+/** Which selection of a run a tool belongs to: the n-th of its `custom_mcps` or `market_mcps`. */
+export interface ToolSelectionRef {
+  kind: 'custom_mcps' | 'market_mcps';
+  index: number;
+}
+
+export type { DiscoverToolsInput, DiscoveryOutcome };
+
+export type SelectionLoader = (jobId: string, ref: ToolSelectionRef) => Promise<ToolSelection>;
+
+export interface ToolActivityDeps extends ToolRuntimeDeps {
+  masterKey: Buffer;
+  /** Reads the selection (with its unsealed params) a run refers to. */
+  loadSelection: SelectionLoader;
+}
+
+export interface ToolCallInput {
+  jobId: string;
+  selection: ToolSelectionRef;
+  tool: string;
+  args: unknown;
+  /** Bound of this call (default: the runtime's call timeout). */
+  timeoutMs?: number;
+}
+
+export interface ToolCallOutput {
+  isError: boolean;
+  text: string;
+  truncated: boolean;
+  durationMs: number;
+}
+
+/** What an attempt leaves behind for the next one (Temporal keeps the last heartbeat details across attempts). */
+interface CallProgress {
+  /** This attempt failed before anything reached the upstream: the next attempt may send the call. */
+  notDeliveredAttempt?: number;
+  /** This attempt has the call in flight (or sent it). */
+  inFlightAttempt?: number;
+}
+
+/** Non-retryable failure types a workflow reports to the model as error results. */
+export const TOOL_CALL_FAILED = 'ToolCallFailed';
+/** A retry of a call that may already have run, for a tool that is neither read-only nor idempotent: not sent again. */
+export const TOOL_CALL_MAY_HAVE_RUN = 'ToolCallMayHaveRun';
+/** Retryable: the call provably did not reach the upstream, or the tool is safe to repeat. */
+export const TOOL_CALL_RETRYABLE = 'ToolCallRetryable';
+
+const HEARTBEAT_EVERY_MS = 10_000;
+
+export function createToolActivities(deps: ToolActivityDeps) {
+  return {
+    /** Discovers a source; failures the caller should see (refusals, unreachable upstream, bad documents) come back as a value, not retried. */
+    async discoverTools(input: DiscoverToolsInput): Promise<DiscoveryOutcome> {
+      const workflowId = Context.current().info.workflowExecution?.workflowId ?? '';
+      const params = input.sealedParams ? unsealDiscoveryParams(deps.masterKey, workflowId, input.sealedParams) : undefined;
+      try {
+        const discovery = await discoverTools({ type: input.type, url: input.url, spec: input.spec, specText: input.specText, baseUrl: input.baseUrl, params }, deps);
+        return { ok: true, discovery };
+      } catch (error) {
+        if (error instanceof ToolSourceError) return { ok: false, code: error.code, message: error.message };
+        throw error;
+      }
+    },
+
+    /**
+     * Calls one tool of a run's selection. Retries only what is safe: a failure that provably never
+     * reached the upstream, or any transient failure of a read-only/idempotent tool, is thrown
+     * retryable; everything else is non-retryable (ToolCallFailed), for the workflow to report to the
+     * model as an error result. An attempt after one that may have sent a non-idempotent call (a
+     * crashed worker, a timed-out attempt) is refused (ToolCallMayHaveRun) instead of sending it again.
+     */
+    async callTool(input: ToolCallInput): Promise<ToolCallOutput> {
+      const context = Context.current();
+      const { attempt } = context.info;
+      const previous = (context.info.heartbeatDetails ?? {}) as CallProgress;
+      const started = Date.now();
+      let selection: ToolSelection;
+      try {
+        selection = await deps.loadSelection(input.jobId, input.selection);
+      } catch (error) {
+        throw ApplicationFailure.nonRetryable(`The tool selection could not be loaded: ${(error as Error).message}`, TOOL_CALL_FAILED, { kind: 'source_unavailable', reached: false });
+      }
+      let source: ToolSource | undefined;
+      try {
+        source = await openToolSourceForCall(selection, deps);
+        const repeatable = source.isRepeatable(input.tool);
+        if (attempt > 1 && !repeatable && previous.notDeliveredAttempt !== attempt - 1) {
+          throw ApplicationFailure.nonRetryable(
+            `Not sent again: an earlier attempt of this call to "${input.tool}" may have reached the tool, which is neither read-only nor idempotent. Check its effect before calling it again.`,
+            TOOL_CALL_MAY_HAVE_RUN,
+            { kind: 'connection_lost', reached: true },
+          );
+        }
+        context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress);
+        const beat = setInterval(() => context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress), HEARTBEAT_EVERY_MS);
+        try {
+          const result = await source.call(input.tool, input.args, { signal: context.cancellationSignal, timeoutMs: input.timeoutMs });
+          return { ...result, durationMs: Date.now() - started };
+        } finally {
+          clearInterval(beat);
+        }
+      } catch (error) {
+        if (!(error instanceof ToolCallError)) throw error;
+        if (error.retryable) {
+          if (!error.reached) context.heartbeat({ notDeliveredAttempt: attempt } satisfies CallProgress);
+          throw ApplicationFailure.retryable(error.message, TOOL_CALL_RETRYABLE, failureDetails(error.kind, error.reached));
+        }
+        throw ApplicationFailure.nonRetryable(error.message, TOOL_CALL_FAILED, failureDetails(error.kind, error.reached));
+      } finally {
+        await source?.close();
+      }
+    },
+  };
+}
+
+function failureDetails(kind: ToolCallFailureKind, reached: boolean) {
+  return { kind, reached };
+}
+
+export type ToolActivities = ReturnType<typeof createToolActivities>;

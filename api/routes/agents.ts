@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto';
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { WorkflowFailedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import type { AuthenticatedUser } from '../../db/repos/users';
+import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal';
+import { McpDiscoveryRequest, type McpDiscoveryRequestBody } from '../../lib/schemas/tools';
+import { sealDiscoveryParams } from '../../lib/tools/discovery-request';
+import { ToolSourceError, type ToolSourceErrorCode } from '../../lib/tools/errors';
+import { parseSourceUrl, preflightSourceUrl } from '../../lib/tools/network';
+import type { DiscoverToolsInput, DiscoveryOutcome } from '../../workflows/tools-discovery';
+import type { ApiDeps } from '../deps';
+import { ApiError, badRequest } from '../errors';
+import { parseBody } from '../validation';
+
+/** How long POST /agents/discover-mcp waits for its discovery workflow before answering 504. */
+const DISCOVERY_WAIT_MS = 60_000;
+
+/** Custom agents (contract, "Custom agents"). So far: discovery of remote MCP servers and OpenAPI documents. */
+export function agentRoutes(deps: ApiDeps): Router {
+  const router = new Router();
+
+  router.post('/agents/discover-mcp', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const body = parseBody<McpDiscoveryRequestBody>(McpDiscoveryRequest, ctx.state.body);
+    const workflowId = `tools-discovery-${randomUUID()}`;
+    const input = discoveryInput(body, deps, workflowId);
+    const outcome = await runDiscovery(deps, user, workflowId, input);
+    if (!outcome.ok) throw discoveryError(outcome.code, outcome.message);
+    ctx.body = outcome.discovery;
+  });
+
+  return router;
+}
+
+/** Checks what the schema cannot, refuses forbidden destinations before any work starts, and seals the params. */
+function discoveryInput(body: McpDiscoveryRequestBody, deps: ApiDeps, workflowId: string): DiscoverToolsInput {
+  const inline = [body.spec, body.specText].filter((value) => value !== undefined && value !== null).length;
+  if (body.type === 'remote_mcp') {
+    if (!body.url) throw badRequest('A remote_mcp source needs url', [{ path: 'body/url', message: 'is required for type remote_mcp' }]);
+    if (inline > 0 || body.openapiBaseUrl) throw badRequest('spec, specText and openapiBaseUrl are for type openapi', [{ path: 'body/type', message: 'is remote_mcp' }]);
+  } else if (inline + (body.url ? 1 : 0) !== 1) {
+    throw badRequest('An openapi source needs exactly one of url (the document URL), specText or spec', [{ path: 'body', message: 'give exactly one of url, specText, spec' }]);
+  }
+  for (const [field, value] of [['url', body.url], ['openapiBaseUrl', body.openapiBaseUrl]] as const) {
+    if (!value) continue;
+    try {
+      preflightSourceUrl(parseSourceUrl(value, field), deps.policy);
+    } catch (error) {
+      if (error instanceof ToolSourceError) throw new ApiError(400, error.code, error.message, [{ path: `body/${field}`, message: error.message }]);
+      throw error;
+    }
+  }
+  const params = body.params ?? {};
+  return {
+    type: body.type,
+    ...(body.url && { url: body.url }),
+    ...(body.spec && { spec: body.spec }),
+    ...(body.specText !== undefined && { specText: body.specText }),
+    ...(body.openapiBaseUrl && { baseUrl: body.openapiBaseUrl }),
+    ...(Object.keys(params).length > 0 && { sealedParams: sealDiscoveryParams(deps.config.masterKey, workflowId, params) }),
+  };
+}
+
+async function runDiscovery(deps: ApiDeps, user: AuthenticatedUser, workflowId: string, input: DiscoverToolsInput): Promise<DiscoveryOutcome> {
+  let handle;
+  try {
+    handle = await deps.temporal.workflow.start('discoverToolsWorkflow', {
+      taskQueue: deps.config.taskQueues.platform,
+      workflowId,
+      args: [input],
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      workflowExecutionTimeout: '5m',
+      typedSearchAttributes: [
+        { key: UserIdSearchAttribute, value: user.userId },
+        { key: JobKindSearchAttribute, value: 'tools-discovery' },
+      ],
+    });
+  } catch (error) {
+    console.error(`could not start ${workflowId}:`, (error as Error).message);
+    throw new ApiError(503, 'service_unavailable', 'The workflow engine is unavailable; try again', undefined, { 'Retry-After': '5' });
+  }
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), DISCOVERY_WAIT_MS)));
+  try {
+    const result = await Promise.race([handle.result() as Promise<DiscoveryOutcome>, timedOut]);
+    if (result !== 'timeout') return result;
+  } catch (error) {
+    if (error instanceof WorkflowFailedError) throw new ApiError(502, 'discovery_failed', 'The discovery failed unexpectedly; try again');
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  await handle.cancel().catch(() => {});
+  throw new ApiError(504, 'discovery_timeout', `The discovery did not finish within ${DISCOVERY_WAIT_MS / 1000} s`);
+}
+
+/** Refusals and bad input are the caller's (400); an upstream that cannot be used is a bad gateway (502), a silent one a timeout (504). */
+const STATUS_OF: Record<ToolSourceErrorCode, number> = {
+  invalid_source: 400,
+  ssrf_blocked: 400,
+  insecure_url: 400,
+  invalid_openapi: 400,
+  source_too_large: 400,
+  upstream_unreachable: 502,
+  upstream_error: 502,
+  tls_error: 502,
+  not_mcp_server: 502,
+  auth_required: 502,
+  upstream_timeout: 504,
+};
+
+function discoveryError(code: ToolSourceErrorCode, message: string): ApiError {
+  return new ApiError(STATUS_OF[code] ?? 502, code, message);
+}

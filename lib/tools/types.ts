@@ -1,0 +1,93 @@
+/** The shapes of the tool runtime: sources, the tools they offer, and what a call returns. */
+
+export type ToolSourceType = 'remote_mcp' | 'openapi';
+
+/** MCP tool annotations (hints); OpenAPI operations get them from their HTTP method. */
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
+export interface ToolDefinition {
+  name: string;
+  description: string | null;
+  /** JSON Schema of the arguments (an object schema). */
+  inputSchema: Record<string, unknown> | null;
+  annotations?: ToolAnnotations;
+}
+
+/** Where a source parameter goes: an HTTP header, query or cookie of every request, or a variable of the server URL. */
+export type SourceParamLocation = 'header' | 'query' | 'cookie' | 'server';
+
+/** A value the source needs from whoever connects it (a credential, an API key, a server URL variable). */
+export interface SourceParam {
+  name: string;
+  in: SourceParamLocation;
+  required: boolean;
+  /** Credentials are secret: stored sealed, never shown again. */
+  secret: boolean;
+  description: string;
+}
+
+/** Parameter values, by SourceParam name (`Authorization`, an API key's name, a server variable). */
+export type SourceParamValues = Record<string, string | number | boolean>;
+
+/** What to connect to. */
+export interface ToolSourceSpec {
+  type: ToolSourceType;
+  /** The MCP endpoint (Streamable HTTP, or a legacy SSE endpoint), or the URL of an OpenAPI document. */
+  url?: string;
+  /** OpenAPI document, parsed. */
+  spec?: Record<string, unknown>;
+  /** OpenAPI document as JSON or YAML text. */
+  specText?: string;
+  /** OpenAPI only: the API's base URL, overriding the document's servers. */
+  baseUrl?: string;
+  params?: SourceParamValues;
+}
+
+/** A tool source as an agent selects it: the source, optionally narrowed to some tools. */
+export interface ToolSelection extends ToolSourceSpec {
+  /** Shown to the model to tell sources apart. */
+  name?: string;
+  /** Only these tools (all when empty or absent). */
+  toolNames?: string[];
+  /** Tools found by an earlier discovery; lets an MCP source skip listing its tools again. */
+  knownTools?: ToolDefinition[];
+}
+
+export interface SourceMetadata {
+  type: ToolSourceType;
+  /** remote_mcp: how the server was reached. */
+  transport?: 'streamable_http' | 'sse';
+  /** remote_mcp: the negotiated protocol revision. */
+  protocolVersion?: string;
+  /** remote_mcp: the server's self-reported name and version. */
+  server?: { name: string; version: string };
+  /** openapi: e.g. "OpenAPI 3.1.0" or "Swagger 2.0". */
+  specification?: string;
+  /** openapi: the base URL calls go to, when known. */
+  serverUrl?: string | null;
+  /** The upstream refused the request for lack of (valid) credentials; `params` says what it wants. */
+  authRequired: boolean;
+}
+
+export interface DiscoveryResult {
+  title: string | null;
+  description: string | null;
+  tools: ToolDefinition[];
+  params: SourceParam[];
+  source: SourceMetadata;
+}
+
+/** A tool's answer, ready for the model: text, capped in size. */
+export interface ToolCallResult {
+  /** The tool ran and reported a failure (MCP `isError`, an HTTP error status). */
+  isError: boolean;
+  text: string;
+  /** The text was cut to the result cap. */
+  truncated: boolean;
+}
