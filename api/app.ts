@@ -15,6 +15,9 @@ import { adminRoutes } from './routes/admin';
 import { docsRoutes } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { skillsRoutes } from './routes/skills';
+import { marketMcpRoutes } from './routes/market-mcp';
+import { marketIconRoutes, publicMarketIconRoutes } from './routes/market-icons';
+import { providerRoutes } from './routes/provider';
 
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -33,10 +36,12 @@ export function createApp(deps: ApiDeps): Koa {
 
   const docs = docsRoutes();
   root.use('/api/v1', docs.routes());
+  const icons = publicMarketIconRoutes(deps);
+  root.use(icons.routes(), icons.allowedMethods());
 
   const v1 = new Router({ prefix: '/api/v1' });
   v1.use(requireApiKey(deps.db));
-  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps)]) {
+  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), marketMcpRoutes(deps), marketIconRoutes(deps), providerRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());
   }
   root.use(v1.routes(), v1.allowedMethods());

@@ -6,6 +6,7 @@ import { AgenticScraperRequest, AgentResult } from '../lib/schemas/agentscraper'
 import { ForumCredentials, MicroblogCredentials, SocialAccount, SocialAccountCreateRequest, SocialAccountUpdateRequest } from '../lib/schemas/social';
 import { Automation, AutomationCreateRequest } from '../lib/schemas/automations';
 import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
+import { MARKET_COMPONENTS, marketPaths } from './openapi-market';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -32,6 +33,7 @@ const COMPONENTS: Schema[] = [
   AutomationCreateRequest,
   SkillsDirectoryItemSchema,
   SkillsSearchResponse,
+  ...MARKET_COMPONENTS,
 ];
 
 /** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` pointed at components. */
@@ -83,6 +85,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
     servers: [{ url: serverUrl }],
     security: [{ ApiKeyAuth: [] }],
     paths: {
+      ...marketPaths(),
       '/scrape': {
         post: {
           summary: 'Scrape a URL with the LLM pipeline',

@@ -16,6 +16,8 @@ import { createSocialToolActivities } from '../activities/agent/social';
 import { createAutomationActivities } from '../activities/automations';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { createSkillsActivities } from '../activities/skills';
+import { createMarketActivities } from '../activities/market';
+import { unavailableDiscover } from '../lib/market/discovery';
 
 export interface ActivityDeps {
   db: Db;
@@ -37,6 +39,8 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
     ...createAutomationActivities({ db, masterKey: config.masterKey }),
     ...createSkillsActivities({ db, config }),
+    // Phase B: the tool runtime's discover() replaces the stand-in.
+    ...createMarketActivities({ db, config, discover: unavailableDiscover }),
   };
 }
 
