@@ -20,7 +20,8 @@ export function marketErrors() {
 
 /** The origin clients reach the API at: PUBLIC_API_URL, else the request's own (X-Forwarded-* honoured). */
 export function publicOrigin(ctx: Context, deps: ApiDeps): string {
-  return deps.config.market.publicApiUrl ?? ctx.origin;
+  // Not ctx.origin: in Koa 3 that is the request's Origin header.
+  return deps.config.market.publicApiUrl ?? `${ctx.protocol}://${ctx.host}`;
 }
 
 export const apiBaseUrl = (ctx: Context, deps: ApiDeps) => `${publicOrigin(ctx, deps)}/api/v1`;
