@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { findValidation, findValidValidationByFingerprint } from '../../db/repos/market-validations';
 import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
@@ -117,15 +117,17 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
       throw new ApiError(503, 'service_unavailable', `The workflow engine is unavailable: ${(err as Error).message}`, undefined, { 'Retry-After': '5' });
     }
     const timeoutMs = deps.config.market.discoveryTimeoutMs;
+    const signal = AbortSignal.timeout(timeoutMs);
     try {
-      return (await deps.temporal.withAbortSignal(AbortSignal.timeout(timeoutMs), () => handle.result())) as T;
+      return (await deps.temporal.withAbortSignal(signal, () => handle.result())) as T;
     } catch (err) {
       const refused = discoveryFailure(err);
       if (refused) throw refused;
-      if ((err as Error).name === 'AbortError' || (err as Error).name === 'TimeoutError' || /abort/i.test((err as Error).message)) {
+      if (signal.aborted) {
         await handle.cancel().catch(() => undefined);
         throw new ApiError(504, 'discovery_timeout', `The source did not answer within ${Math.round(timeoutMs / 1000)}s`);
       }
+      if (err instanceof WorkflowFailedError) throw new ApiError(502, 'discovery_failed', 'Discovering the source failed after retries; try again later');
       throw err;
     }
   }

@@ -1,4 +1,4 @@
-import { microsToUsd, usdToMicros } from '../money';
+import { microsToUsd } from '../money';
 
 /** A market tool as stored: money in integer micro-USD. */
 export interface StoredMarketTool {
@@ -45,8 +45,6 @@ export function pricingEventDefinition(event: StoredPricingEvent) {
     ...(event.providerRevenueMicros !== null && { providerRevenueUsd: microsToUsd(event.providerRevenueMicros) }),
   };
 }
-
-export { usdToMicros };
 
 /** Stored values shown to their owner: the structure is kept, every value replaced by this mask. */
 export const SECRET_MASK = '********';
