@@ -21,6 +21,9 @@ import { buildOpenApiDocument } from './openapi';
 import { buildDocsSite } from '../lib/docs/site';
 import { loadDocSources } from '../lib/docs/load';
 import { agentRoutes } from './routes/agents';
+import { marketMcpRoutes } from './routes/market-mcp';
+import { marketIconRoutes, publicMarketIconRoutes } from './routes/market-icons';
+import { providerRoutes } from './routes/provider';
 
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -41,10 +44,12 @@ export function createApp(deps: ApiDeps): Koa {
 
   const docs = docsRoutes(docsSite, deps.config);
   root.use('/api/v1', docs.routes());
+  const icons = publicMarketIconRoutes(deps);
+  root.use(icons.routes(), icons.allowedMethods());
 
   const v1 = new Router({ prefix: '/api/v1' });
   v1.use(requireApiKey(deps.db));
-  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps)]) {
+  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps), marketMcpRoutes(deps), marketIconRoutes(deps), providerRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());
   }
   root.use(v1.routes(), v1.allowedMethods());

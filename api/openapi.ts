@@ -7,6 +7,7 @@ import { ForumCredentials, MicroblogCredentials, SocialAccount, SocialAccountCre
 import { Automation, AutomationCreateRequest } from '../lib/schemas/automations';
 import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
 import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../lib/schemas/tools';
+import { MARKET_COMPONENTS, marketPaths } from './openapi-market';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -37,6 +38,7 @@ const COMPONENTS: Schema[] = [
   McpDiscoveryResponse,
   DiscoveredTool,
   ToolSourceParam,
+  ...MARKET_COMPONENTS,
 ];
 
 /** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` pointed at components. */
@@ -88,6 +90,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
     servers: [{ url: serverUrl }],
     security: [{ ApiKeyAuth: [] }],
     paths: {
+      ...marketPaths(),
       '/scrape': {
         post: {
           summary: 'Scrape a URL with the LLM pipeline',

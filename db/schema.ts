@@ -251,7 +251,119 @@ export interface SkillsDirectoryTable {
   updated_at: Timestamp;
 }
 
+type Nullable<T> = ColumnType<T | null, T | null | undefined, T | null>;
+type NullableJson<T> = ColumnType<T | null, string | null | undefined, string | null>;
+
+export interface MarketValidationsTable {
+  id: string;
+  owner_id: string;
+  type: 'remote_mcp' | 'openapi';
+  source_fingerprint: string;
+  status: 'valid' | 'invalid' | 'needs_parameters';
+  parameters_required: ColumnType<boolean, boolean | undefined, boolean>;
+  required_parameters: ColumnType<unknown[], string | undefined, string>;
+  report: Json<Record<string, unknown>>;
+  discovery: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+}
+
+export interface MarketEventVerificationsTable {
+  id: string;
+  owner_id: string;
+  run_id: string;
+  source_fingerprint: string;
+  event_names: Json<string[]>;
+  verified_event_names: ColumnType<string[], string | undefined, string>;
+  created_at: Timestamp;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+}
+
+export interface MarketVerificationChargesTable {
+  run_id: string;
+  idempotency_key: string;
+  request_hash: string;
+  event_name: string;
+  result: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+}
+
+export interface MarketIconsTable {
+  id: string;
+  owner_id: string;
+  content: Buffer;
+  byte_size: number;
+  width: number;
+  height: number;
+  sha256: string;
+  file_name: string;
+  created_at: Timestamp;
+}
+
+export type MarketKind = 'mcp' | 'agent';
+export type MarketSubmissionStatus = 'draft' | 'pending_review' | 'approved' | 'rejected' | 'disabled';
+
+export interface MarketSubmissionsTable {
+  id: string;
+  market: MarketKind;
+  owner_id: string;
+  /** The public id: the first submission's id, shared by its revisions. */
+  listing_id: string;
+  parent_entry_id: string | null;
+  /** The submission the public listing shows (at most one per listing). */
+  live: ColumnType<boolean, boolean | undefined, boolean>;
+  status: MarketSubmissionStatus;
+  slug: string;
+  name: string;
+  description: string | null;
+  icon_url: string | null;
+  icon_object_key: string | null;
+  search_text: ColumnType<string, string | undefined, string>;
+  /** Generated: name A, description B, search_text C. */
+  search_document: ColumnType<string, never, never>;
+  review_reason: string | null;
+  submitted_at: Nullable<Date>;
+  reviewed_at: Nullable<Date>;
+  approved_at: Nullable<Date>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface MarketSlugsTable {
+  market: MarketKind;
+  slug: string;
+  listing_id: string;
+  created_at: Timestamp;
+}
+
+export interface McpMarketDetailsTable {
+  submission_id: string;
+  type: 'remote_mcp' | 'openapi';
+  source_fingerprint: string;
+  validation_id: string;
+  event_verification_id: string | null;
+  remote_mcp_url: string | null;
+  openapi_base_url: string | null;
+  openapi_spec: NullableJson<Record<string, unknown>>;
+  /** staticConfig sealed with the master key (associated data `mcp-static-config:<submission id>`). */
+  static_config_sealed: string;
+  required_user_params_schema: Json<Record<string, unknown>>;
+  monetization_strategy: 'free' | 'provider_event' | 'tool_call_fixed';
+  pricing_events: Json<unknown[]>;
+  tools: Json<unknown[]>;
+  discovery_cache: Json<Record<string, unknown>>;
+  approved_tools: NullableJson<unknown[]>;
+  approved_tools_hash: string | null;
+}
+
 export interface Database {
+  market_validations: MarketValidationsTable;
+  market_event_verifications: MarketEventVerificationsTable;
+  market_verification_charges: MarketVerificationChargesTable;
+  market_icons: MarketIconsTable;
+  market_submissions: MarketSubmissionsTable;
+  market_slugs: MarketSlugsTable;
+  mcp_market_details: McpMarketDetailsTable;
   skills_directory: SkillsDirectoryTable;
   social_accounts: SocialAccountsTable;
   automations: AutomationsTable;

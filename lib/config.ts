@@ -28,6 +28,23 @@ export interface Config {
   taskQueues: { platform: string; browser: string };
   skills: SkillsConfig;
   docsMcp: DocsMcpConfig;
+  market: MarketConfig;
+}
+
+/** The tool and agent markets. */
+export interface MarketConfig {
+  /** MARKET_CHARGE_TOKEN_KEY (32+ bytes, hex or base64), generated into DATA_DIR/charge-token.key when unset: signs charge tokens. */
+  chargeTokenKey: Buffer;
+  /** MARKET_COMMISSION_RATE, default 0.20: the platform's share of market revenue. */
+  commissionRate: number;
+  /** PUBLIC_API_URL: the origin clients reach the API at (icon URLs, apiBaseUrl); unset means the request's own origin. */
+  publicApiUrl: string | null;
+  /** MARKET_VALIDATION_TTL_HOURS, default 24. */
+  validationTtlMs: number;
+  /** MARKET_EVENT_VERIFICATION_TTL_MINUTES, default 60: how long a verification and its charge token live. */
+  eventVerificationTtlMs: number;
+  /** MARKET_DISCOVERY_TIMEOUT_MS, default 60000: how long discover/validate wait for the workflow. */
+  discoveryTimeoutMs: number;
 }
 
 /** The read-only docs-search MCP endpoint (served at /docs-mcp on the API origin). */
@@ -106,6 +123,28 @@ function parseMasterKey(raw: string): Buffer {
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
   if (key.length !== 32) throw new ConfigError('MASTER_KEY', 'must be 32 bytes, as 64 hex characters or base64');
   return key;
+}
+
+function fraction(env: Env, name: string, fallback: number): number {
+  const raw = optional(env, name);
+  if (raw === null) return fallback;
+  const value = Number(raw);
+  if (!/^\d*\.?\d+$/.test(raw) || value < 0 || value > 1) throw new ConfigError(name, `must be a number between 0 and 1, got "${raw}"`);
+  return value;
+}
+
+function marketConfig(env: Env, dataDir: string): MarketConfig {
+  const rawKey = secretOrLocalFile(env, 'MARKET_CHARGE_TOKEN_KEY', dataDir, 'charge-token.key', () => randomBytes(32).toString('hex'));
+  const chargeTokenKey = /^[0-9a-fA-F]+$/.test(rawKey) && rawKey.length % 2 === 0 ? Buffer.from(rawKey, 'hex') : Buffer.from(rawKey, 'base64');
+  if (chargeTokenKey.length < 32) throw new ConfigError('MARKET_CHARGE_TOKEN_KEY', 'must be at least 32 bytes, as hex or base64');
+  return {
+    chargeTokenKey,
+    commissionRate: fraction(env, 'MARKET_COMMISSION_RATE', 0.2),
+    publicApiUrl: url(env, 'PUBLIC_API_URL'),
+    validationTtlMs: integer(env, 'MARKET_VALIDATION_TTL_HOURS', 24, 1, 24 * 30) * 3_600_000,
+    eventVerificationTtlMs: integer(env, 'MARKET_EVENT_VERIFICATION_TTL_MINUTES', 60, 1, 24 * 60) * 60_000,
+    discoveryTimeoutMs: integer(env, 'MARKET_DISCOVERY_TIMEOUT_MS', 60_000, 1_000, 600_000),
+  };
 }
 
 function skillsConfig(env: Env): SkillsConfig {
@@ -194,6 +233,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     skills: skillsConfig(env),
     docsMcp: { url: url(env, 'DOCS_MCP_URL'), rateLimitPerMinute: integer(env, 'DOCS_MCP_RATE_LIMIT', 120, 1, 1_000_000) },
+    market: marketConfig(env, dataDir),
   };
   if (config.adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   return config;

@@ -18,7 +18,9 @@ const USAGE = `usage: npm run --silent admin -- <command> [options]
   activate --user ID
   set-router-key --user ID (--key K | --clear)
   import-skills FILE        (JSON Lines of skills directory items; prints counts)
-  refresh-skills [--repo owner/name ...]   (refresh the skills directory from GitHub now and wait)`;
+  refresh-skills [--repo owner/name ...]   (refresh the skills directory from GitHub now and wait)
+  submissions --market mcp|agent [--status S] [--page N]   (market submissions, oldest submitted first)
+  review --market mcp|agent --submission ID (--approve | --reject --reason R | --disable)`;
 
 class UsageError extends Error {}
 
@@ -106,6 +108,11 @@ async function importSkills(file: string): Promise<unknown> {
   return { file, lines: lineNumber, ...total, errors: total.errors.slice(0, 1000) };
 }
 
+function market(value: string | undefined): 'mcp' | 'agent' {
+  if (value !== 'mcp' && value !== 'agent') throw new UsageError('--market must be mcp or agent');
+  return value;
+}
+
 async function main(argv: string[]): Promise<unknown> {
   const [command, ...rest] = argv;
   const { values, positionals } = parseArgs({
@@ -125,6 +132,14 @@ async function main(argv: string[]): Promise<unknown> {
       key: { type: 'string' },
       clear: { type: 'boolean' },
       repo: { type: 'string', multiple: true },
+      market: { type: 'string' },
+      status: { type: 'string' },
+      page: { type: 'string' },
+      submission: { type: 'string' },
+      approve: { type: 'boolean' },
+      reject: { type: 'boolean' },
+      disable: { type: 'boolean' },
+      reason: { type: 'string' },
     },
   });
   if (positionals.length > (command === 'import-skills' ? 1 : 0)) throw new UsageError(`unexpected argument "${positionals.at(-1)}"`);
@@ -172,6 +187,21 @@ async function main(argv: string[]): Promise<unknown> {
       return importSkills(positionals[0]);
     case 'refresh-skills':
       return call('POST', '/admin/skills/refresh', { wait: true, ...(values.repo?.length ? { repos: values.repo } : {}) });
+    case 'submissions': {
+      const query = new URLSearchParams({ pageSize: '100', page: String(numberOption(values.page, 'page', true) ?? 1) });
+      if (values.status) query.set('status', values.status);
+      return call('GET', `/admin/market/${market(values.market)}/submissions?${query}`);
+    }
+    case 'review': {
+      if (!values.submission) throw new UsageError('--submission is required');
+      const chosen = (['approve', 'reject', 'disable'] as const).filter((action) => values[action]);
+      if (chosen.length !== 1) throw new UsageError('give exactly one of --approve, --reject --reason R, --disable');
+      if (chosen[0] === 'reject' && !values.reason) throw new UsageError('--reject needs --reason R');
+      return call('POST', `/admin/market/${market(values.market)}/submissions/${encodeURIComponent(values.submission)}/review`, {
+        action: chosen[0],
+        ...(values.reason !== undefined && { reason: values.reason }),
+      });
+    }
     default:
       throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');
   }

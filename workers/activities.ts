@@ -18,6 +18,8 @@ import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { createSkillsActivities } from '../activities/skills';
 import { createToolActivities } from '../activities/tools';
 import { jobSelectionLoader } from '../activities/tools/selections';
+import { createMarketActivities } from '../activities/market';
+import { unavailableDiscover } from '../lib/market/discovery';
 
 export interface ActivityDeps {
   db: Db;
@@ -40,6 +42,8 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createAutomationActivities({ db, masterKey: config.masterKey }),
     ...createSkillsActivities({ db, config }),
     ...createToolActivities({ policy, masterKey: config.masterKey, loadSelection: jobSelectionLoader(db, config.masterKey) }),
+    // Phase B: the tool runtime's discover() replaces the stand-in.
+    ...createMarketActivities({ db, config, discover: unavailableDiscover }),
   };
 }
 

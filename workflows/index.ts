@@ -3,3 +3,4 @@ export { agentWorkflow } from './agent';
 export { automationRunWorkflow } from './automation-run';
 export { skillsRefreshWorkflow } from './skills-refresh';
 export { discoverToolsWorkflow } from './tools-discovery';
+export { marketDiscoveryWorkflow, marketValidationWorkflow } from './market-source';

@@ -9,6 +9,7 @@ import { requireAdminToken } from '../middleware/auth';
 import { CreateUserRequest, CreditRequest, RouterKeyRequest, SubscriptionChangeRequest } from '../../lib/schemas/admin';
 import { parseBody, parseUuidParam } from '../validation';
 import { registerSkillsAdminRoutes } from './skills';
+import { registerMarketAdminRoutes } from './admin-market';
 
 /** Operator API, guarded by ADMIN_TOKEN; the `npm run admin` CLI is its client. */
 export function adminRoutes(deps: ApiDeps): Router {
@@ -90,6 +91,7 @@ export function adminRoutes(deps: ApiDeps): Router {
   });
 
   registerSkillsAdminRoutes(router, deps);
+  registerMarketAdminRoutes(router, deps);
 
   return router;
 }

@@ -1,0 +1,75 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Db } from '../../db/connect';
+import type { Config } from '../../lib/config';
+import { unseal } from '../../lib/crypto';
+import { DiscoveryError, normalisedDiscovery, type Discover, type Discovery, type DiscoveryRequest, type DiscoveryResult } from '../../lib/market/discovery';
+import type { SourceIdentity } from '../../lib/market/fingerprint';
+import { readOpenApiDocument, OpenApiDocumentError } from '../../lib/market/openapi-document';
+import { recordValidation, type StoredValidation } from '../../db/repos/market-validations';
+import { DISCOVERY_PARAMS_AAD, type MarketSourceInput, type ValidateSourceInput, type ValidationView } from '../../lib/market/source-input';
+
+/** Failures the API turns into its answer: type DiscoveryError, details [{ code, status }]. */
+function asFailure(err: unknown): unknown {
+  if (err instanceof DiscoveryError) return ApplicationFailure.nonRetryable(err.message, 'DiscoveryError', { code: err.code, status: err.status });
+  if (err instanceof OpenApiDocumentError) return ApplicationFailure.nonRetryable(err.message, 'DiscoveryError', { code: 'invalid_openapi_document', status: 400 });
+  return err;
+}
+
+export function createMarketActivities({ db, config, discover }: { db: Db; config: Config; discover: Discover }) {
+  const run = async (input: MarketSourceInput): Promise<{ result: DiscoveryResult; params: Record<string, unknown> }> => {
+    const params = input.sealedParams ? (JSON.parse(unseal(config.masterKey, input.sealedParams, DISCOVERY_PARAMS_AAD)) as Record<string, unknown>) : {};
+    return { result: await discover({ ...input.request, params }), params };
+  };
+
+  const identityOf = (request: MarketSourceInput['request'], result: DiscoveryResult): SourceIdentity => {
+    if (request.type === 'remote_mcp') return { type: 'remote_mcp', url: request.url! };
+    const inline = request.spec != null || typeof request.specText === 'string';
+    const document = inline ? readOpenApiDocument({ spec: request.spec, specText: request.specText }) : result.openapiDocument;
+    if (!document) throw new DiscoveryError('invalid_source', 'The OpenAPI document could not be read');
+    return { type: 'openapi', document, baseUrl: request.openapiBaseUrl ?? null };
+  };
+
+  return {
+    /** Discovers a source (tools, params, source metadata). Nothing is stored. */
+    async discoverMarketSource(input: MarketSourceInput): Promise<Discovery> {
+      try {
+        return normalisedDiscovery((await run(input)).result);
+      } catch (err) {
+        throw asFailure(err);
+      }
+    },
+
+    /** Discovers a source, fingerprints and scans it, and stores the validation under its owner. */
+    async validateMarketSource(input: ValidateSourceInput): Promise<ValidationView> {
+      try {
+        const { result, params } = await run(input);
+        const stored = await recordValidation(db, {
+          id: input.validationId,
+          ownerId: input.ownerId,
+          source: identityOf(input.request, result),
+          discovery: result,
+          givenParamNames: Object.keys(params),
+          ttlMs: config.market.validationTtlMs,
+        });
+        return validationView(stored);
+      } catch (err) {
+        throw asFailure(err);
+      }
+    },
+  };
+}
+
+export function validationView(stored: StoredValidation): ValidationView {
+  return {
+    validationId: stored.id,
+    status: stored.status,
+    sourceFingerprint: stored.sourceFingerprint,
+    parametersRequired: stored.parametersRequired,
+    requiredParameters: stored.requiredParameters,
+    report: stored.report,
+    discovery: stored.discovery,
+    expiresAt: stored.expiresAt.toISOString(),
+  };
+}
+
+export type MarketActivities = ReturnType<typeof createMarketActivities>;

@@ -1,0 +1,230 @@
+import {
+  AdminMarketReviewRequest,
+  MarketEventVerification,
+  MarketEventVerificationRequest,
+  MarketIconUploadRequest,
+  MarketIconUploadResponse,
+  MarketIdResponse,
+  MarketPricingEvent,
+  MarketToolDefinition,
+  McpDiscoveryResponse,
+  McpMarketDiscoveryRequest,
+  McpMarketListQuery,
+  McpMarketListResponse,
+  McpMarketPublicEntry,
+  McpMarketSubmission,
+  McpMarketSubmissionRequest,
+  McpMarketSubmissionsResponse,
+  McpMarketValidationResponse,
+  ProviderEventChargeRequest,
+  ProviderEventChargeResult,
+  SubmissionsQuery,
+  ValidationReport,
+} from '../lib/schemas/market';
+
+/** The tool market's part of the OpenAPI document (components and paths), merged by api/openapi.ts. */
+export const MARKET_COMPONENTS = [
+  MarketToolDefinition,
+  MarketPricingEvent,
+  McpMarketDiscoveryRequest,
+  McpDiscoveryResponse,
+  ValidationReport,
+  McpMarketValidationResponse,
+  MarketEventVerificationRequest,
+  MarketEventVerification,
+  MarketIconUploadRequest,
+  MarketIconUploadResponse,
+  McpMarketSubmissionRequest,
+  McpMarketSubmission,
+  McpMarketSubmissionsResponse,
+  McpMarketPublicEntry,
+  McpMarketListResponse,
+  MarketIdResponse,
+  ProviderEventChargeRequest,
+  ProviderEventChargeResult,
+  AdminMarketReviewRequest,
+];
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
+const error = (description: string) => json(ref('ErrorResponse'), description);
+const body = (name: string) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
+const uuidPath = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
+const query = (schema: { properties: Record<string, Record<string, unknown>> }) =>
+  Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: false, schema: s, description: s.description }));
+const unauthorized = error('Missing or invalid API key');
+const tags = ['Tool market'];
+
+const SUBMISSION_RULES =
+  'Rules (400 with the rule as code): validation_not_found, validation_expired, validation_not_valid, fingerprint_mismatch (rule 5: a valid validation of the caller whose fingerprint is the submitted source\'s); ' +
+  'source_required, source_conflict, insecure_url, invalid_openapi_document; tools_required, unknown_tool, duplicate_tool, tool_definition_mismatch, tool_price_required (tool_call_fixed); ' +
+  'pricing_events_required, duplicate_event_name, invalid_unit_price, event_verification_required, event_verification_not_found, event_verification_mismatch, event_verification_expired, event_verification_incomplete, event_not_verified (provider_event); ' +
+  'invalid_slug; icon_not_found; invalid_params_schema, unmarked_secret_param. 409 slug_taken.';
+
+export function marketPaths() {
+  return {
+    '/mcp-market/discover': {
+      post: {
+        summary: 'Discover a remote MCP server or OpenAPI source: tools, parameters, source metadata (nothing stored)',
+        tags,
+        requestBody: body('McpMarketDiscoveryRequest'),
+        responses: {
+          200: json(ref('McpDiscoveryResponse'), 'The discovery'),
+          400: error('Invalid body; source_required, source_conflict, insecure_url (plain http), ssrf_blocked (internal address or unsafe redirect), invalid_openapi_document, invalid_source'),
+          401: unauthorized,
+          502: error('source_unreachable: the source did not answer properly; discovery_failed: discovery failed after retries'),
+          503: error('Workflow engine or discovery unavailable'),
+          504: error('discovery_timeout'),
+        },
+      },
+    },
+    '/mcp-market/validate': {
+      post: {
+        summary: 'Discover, fingerprint and validate a source (quality score, tool-poisoning scan); stored for the caller for 24 h',
+        tags,
+        requestBody: body('McpMarketDiscoveryRequest'),
+        responses: {
+          200: json(ref('McpMarketValidationResponse'), 'valid, invalid (an error issue) or needs_parameters (parametersRequired, requiredParameters)'),
+          400: error('As for discover'),
+          401: unauthorized,
+          502: error('source_unreachable, discovery_failed'),
+          503: error('Workflow engine or discovery unavailable'),
+          504: error('discovery_timeout'),
+        },
+      },
+    },
+    '/mcp-market/event-verifications': {
+      post: {
+        summary: 'Start an event verification: a run id and a short-lived charge token to prove each event with POST /provider/runs/{runId}/charge',
+        tags,
+        requestBody: body('MarketEventVerificationRequest'),
+        responses: {
+          201: json(ref('MarketEventVerification'), 'Created; chargeToken is only returned here'),
+          400: error('Invalid body; validation_required: no valid, unexpired validation of the caller has that fingerprint'),
+          401: unauthorized,
+        },
+      },
+    },
+    '/mcp-market/event-verifications/{id}': {
+      get: {
+        summary: 'An event verification of the caller (no token)',
+        tags,
+        parameters: [uuidPath('id')],
+        responses: { 200: json(ref('MarketEventVerification'), 'The verification'), 401: unauthorized, 404: error('No such verification for this account') },
+      },
+    },
+    '/market/icons': {
+      post: {
+        summary: 'Upload a PNG icon (signature and full decode checked; at most 256 KiB, 16–1024 px per side)',
+        tags,
+        requestBody: body('MarketIconUploadRequest'),
+        responses: {
+          201: json(ref('MarketIconUploadResponse'), 'Stored under the caller'),
+          400: error('contentType not image/png; invalid_base64, invalid_png (wrong signature, truncated, corrupt, data after IEND), icon_too_large, icon_dimensions'),
+          401: unauthorized,
+        },
+      },
+    },
+    '/market/icons/{key}.png': {
+      get: {
+        summary: 'An uploaded icon (public: no API key needed); Content-Type image/png, X-Content-Type-Options nosniff',
+        tags,
+        security: [],
+        parameters: [{ name: 'key', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+        responses: { 200: { description: 'The PNG', content: { 'image/png': { schema: { type: 'string', format: 'binary' } } } }, 404: error('No such icon') },
+      },
+    },
+    '/mcp-market/submissions': {
+      post: {
+        summary: 'Create a tool-market submission (draft)',
+        description: SUBMISSION_RULES,
+        tags,
+        requestBody: body('McpMarketSubmissionRequest'),
+        responses: { 201: json(ref('McpMarketSubmission'), 'The draft'), 400: error('A rule is broken (code names it)'), 401: unauthorized, 409: error('slug_taken') },
+      },
+      get: {
+        summary: 'The caller\'s submissions, revisions included, newest first',
+        tags,
+        parameters: query(SubmissionsQuery as never),
+        responses: { 200: json(ref('McpMarketSubmissionsResponse'), 'One page'), 400: error('Invalid page or pageSize'), 401: unauthorized },
+      },
+    },
+    '/mcp-market/submissions/{id}': {
+      get: {
+        summary: 'One of the caller\'s submissions',
+        tags,
+        parameters: [uuidPath('id')],
+        responses: { 200: json(ref('McpMarketSubmission'), 'The submission'), 401: unauthorized, 404: error('No such submission for this account') },
+      },
+      put: {
+        summary: 'Replace a draft or rejected submission in full (omitted fields are not kept); it becomes a draft',
+        description: SUBMISSION_RULES,
+        tags,
+        parameters: [uuidPath('id')],
+        requestBody: body('McpMarketSubmissionRequest'),
+        responses: {
+          200: json(ref('McpMarketSubmission'), 'Replaced'),
+          400: error('A rule is broken'),
+          401: unauthorized,
+          404: error('No such submission for this account'),
+          409: error('invalid_state (pending_review, approved or disabled: approved entries change through a revision); slug_taken'),
+        },
+      },
+    },
+    '/mcp-market/submissions/{id}/submit': {
+      post: {
+        summary: 'Submit a draft for review (draft → pending_review)',
+        tags,
+        parameters: [uuidPath('id')],
+        responses: { 200: json(ref('McpMarketSubmission'), 'Pending review'), 401: unauthorized, 404: error('No such submission for this account'), 409: error('invalid_state: not a draft (e.g. submitted twice)') },
+      },
+    },
+    '/mcp-market/submissions/{id}/revisions': {
+      post: {
+        summary: 'Start a revision of the live approved entry: a new draft copying it, with parentEntryId; approving it replaces the live listing under the same public id',
+        tags,
+        parameters: [uuidPath('id')],
+        responses: { 201: json(ref('MarketIdResponse'), 'The revision\'s id'), 401: unauthorized, 404: error('No such submission for this account'), 409: error('invalid_state: not the live approved entry') },
+      },
+    },
+    '/mcp-market/mcps': {
+      get: {
+        summary: 'The public catalogue: approved entries, searchable',
+        tags,
+        parameters: query(McpMarketListQuery as never),
+        responses: { 200: json(ref('McpMarketListResponse'), 'One page; with q ranked by relevance, else newest approval first'), 400: error('Invalid query'), 401: unauthorized },
+      },
+    },
+    '/mcp-market/mcps/{id}': {
+      get: {
+        summary: 'One approved entry by its public id',
+        tags,
+        parameters: [uuidPath('id')],
+        responses: { 200: json(ref('McpMarketPublicEntry'), 'The entry'), 401: unauthorized, 404: error('No approved entry with this id') },
+      },
+    },
+    '/provider/runs/{runId}/charge': {
+      post: {
+        summary: 'Report a provider event of a run (verification runs: no money moves, the event is marked verified)',
+        description:
+          'Send the provider\'s own X-API-Key, x-service-charge-token and an idempotency-key stable per logical event (reuse it on retries after network errors, 429 and 5xx). ' +
+          'A repeated key returns the original result with replayed true.',
+        tags: ['Provider event charge'],
+        parameters: [
+          uuidPath('runId'),
+          { name: 'x-service-charge-token', in: 'header', required: true, schema: { type: 'string' } },
+          { name: 'idempotency-key', in: 'header', required: true, schema: { type: 'string', maxLength: 200 } },
+        ],
+        requestBody: body('ProviderEventChargeRequest'),
+        responses: {
+          200: json(ref('ProviderEventChargeResult'), 'Charged (or verified), or replayed'),
+          400: error('Invalid body; idempotency_key_required; unknown_event (not an event of this run)'),
+          401: unauthorized,
+          403: error('invalid_charge_token (missing, malformed, forged or bound to another run); charge_token_expired; charge_forbidden (the key\'s account is not the run\'s provider)'),
+          404: error('run_not_found'),
+          409: error('idempotency_conflict: the key was used with a different request'),
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { getSubmissionForReview, listSubmissionsForReview, reviewSubmission, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
+import { findMcpSubmissions, mcpMarketHooks, type McpSubmission } from '../../db/repos/market-mcp';
+import { paginationMeta } from '../../db/repos/pagination';
+import { MarketRuleError } from '../../lib/market/errors';
+import { MARKETS, type Market, type ReviewAction, type SubmissionStatus } from '../../lib/market/review-state';
+import { AdminMarketReviewRequest, AdminMarketSubmissionsQuery } from '../../lib/schemas/market';
+import type { ApiDeps } from '../deps';
+import { ApiError } from '../errors';
+import { parseBody, parseQuery, parseUuidParam } from '../validation';
+import { marketErrors } from './market-common';
+
+/** What the review screen shows of any market's submission (never secrets or prompts). */
+function coreView(sub: SubmissionCore) {
+  return {
+    id: sub.id,
+    market: sub.market,
+    publicId: sub.listingId,
+    parentEntryId: sub.parentEntryId,
+    live: sub.live,
+    status: sub.status,
+    slug: sub.slug,
+    name: sub.name,
+    description: sub.description,
+    ownerId: sub.ownerId,
+    reviewReason: sub.reviewReason,
+    createdAt: sub.createdAt.toISOString(),
+    submittedAt: sub.submittedAt?.toISOString() ?? null,
+    reviewedAt: sub.reviewedAt?.toISOString() ?? null,
+    approvedAt: sub.approvedAt?.toISOString() ?? null,
+  };
+}
+
+function mcpReviewView(sub: McpSubmission) {
+  return {
+    type: sub.type,
+    sourceFingerprint: sub.sourceFingerprint,
+    remoteMcpUrl: sub.remoteMcpUrl,
+    openapiBaseUrl: sub.openapiBaseUrl,
+    monetizationStrategy: sub.monetizationStrategy,
+    toolNames: sub.tools.map((t) => t.toolName),
+    pricingEvents: sub.pricingEvents.map((e) => e.eventName),
+    approvedToolsHash: sub.approvedToolsHash,
+  };
+}
+
+/** Market-specific parts of the review machinery. The agent market (issue 12) plugs its details in here. */
+function marketPlugins(deps: ApiDeps): Record<Market, { hooks: MarketDetailsHooks; details(ids: string[]): Promise<Map<string, Record<string, unknown>>> }> {
+  return {
+    mcp: {
+      hooks: mcpMarketHooks(deps.config.masterKey),
+      async details(ids) {
+        const found = await findMcpSubmissions(deps.db, ids);
+        return new Map([...found].map(([id, sub]) => [id, mcpReviewView(sub)]));
+      },
+    },
+    agent: {
+      hooks: { copyDetails: async () => undefined },
+      details: async () => new Map(),
+    },
+  };
+}
+
+function marketParam(ctx: Context): Market {
+  const market = String(ctx.params.market);
+  if (!(MARKETS as readonly string[]).includes(market)) {
+    throw new ApiError(400, 'validation_failed', `Unknown market "${market}"`, [{ path: 'path.market', message: `must be one of: ${MARKETS.join(', ')}` }]);
+  }
+  return market as Market;
+}
+
+/**
+ * Operator review of both markets, on the admin router (prefix /admin, ADMIN_TOKEN):
+ * GET  /admin/market/{mcp|agent}/submissions?status=&page=&pageSize=
+ * POST /admin/market/{mcp|agent}/submissions/{id}/review  {action: approve|reject|disable, reason?}
+ */
+export function registerMarketAdminRoutes(router: Router, deps: ApiDeps): void {
+  const plugins = marketPlugins(deps);
+  router.use('/market', marketErrors());
+
+  router.get('/market/:market/submissions', async (ctx) => {
+    const market = marketParam(ctx);
+    const query = parseQuery<{ status?: SubmissionStatus; page: number; pageSize: number }>(AdminMarketSubmissionsQuery, ctx.query);
+    const { rows, total } = await listSubmissionsForReview(deps.db, market, { status: query.status }, query);
+    const details = await plugins[market].details(rows.map((r) => r.id));
+    ctx.body = { market, submissions: rows.map((r) => ({ ...coreView(r), ...(details.get(r.id) ?? {}) })), meta: paginationMeta(query, total) };
+  });
+
+  router.post('/market/:market/submissions/:id/review', async (ctx) => {
+    const market = marketParam(ctx);
+    const id = parseUuidParam('id', ctx.params.id);
+    const body = parseBody<{ action: ReviewAction; reason?: string }>(AdminMarketReviewRequest, ctx.state.body);
+    if (body.action === 'reject' && !body.reason?.trim()) throw new MarketRuleError(400, 'reason_required', 'A rejection needs a reason the provider will see');
+    await getSubmissionForReview(deps.db, market, id);
+    const reviewed = await reviewSubmission(deps.db, { market, id, action: body.action, reason: body.reason ?? null }, plugins[market].hooks);
+    const details = await plugins[market].details([reviewed.id]);
+    ctx.body = { ...coreView(reviewed), ...(details.get(reviewed.id) ?? {}) };
+  });
+}

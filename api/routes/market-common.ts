@@ -1,0 +1,85 @@
+import type { Context, Next } from 'koa';
+import { MarketRuleError } from '../../lib/market/errors';
+import { maskValues, pricingEventDefinition, toolDefinition } from '../../lib/market/listing';
+import { unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
+import type { SubmissionCore } from '../../db/repos/market-submissions';
+import type { ApiDeps } from '../deps';
+import { ApiError } from '../errors';
+
+/** Market rule violations (MarketRuleError) become the API's error body with the rule's status and code. */
+export function marketErrors() {
+  return async (_ctx: Context, next: Next) => {
+    try {
+      await next();
+    } catch (err) {
+      if (err instanceof MarketRuleError) throw new ApiError(err.status, err.code, err.message, err.details);
+      throw err;
+    }
+  };
+}
+
+/** The origin clients reach the API at: PUBLIC_API_URL, else the request's own (X-Forwarded-* honoured). */
+export function publicOrigin(ctx: Context, deps: ApiDeps): string {
+  // Not ctx.origin: in Koa 3 that is the request's Origin header.
+  return deps.config.market.publicApiUrl ?? `${ctx.protocol}://${ctx.host}`;
+}
+
+export const apiBaseUrl = (ctx: Context, deps: ApiDeps) => `${publicOrigin(ctx, deps)}/api/v1`;
+
+export const iconUrlFor = (ctx: Context, deps: ApiDeps) => (key: string) => `${apiBaseUrl(ctx, deps)}/market/icons/${key}.png`;
+
+function iconUrlOf(sub: SubmissionCore, iconUrl: (key: string) => string): string | null {
+  return sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl;
+}
+
+/** McpMarketPublicEntry: what anyone with an API key sees of a live approved entry. */
+export function publicEntryView(sub: McpSubmission, iconUrl: (key: string) => string) {
+  const tools = (sub.approvedTools ?? sub.tools).filter((tool) => tool.isEnabled);
+  return {
+    id: sub.listingId,
+    slug: sub.slug,
+    type: sub.type,
+    name: sub.name,
+    description: sub.description,
+    iconUrl: iconUrlOf(sub, iconUrl),
+    monetizationStrategy: sub.monetizationStrategy,
+    requiredUserParamsSchema: sub.requiredUserParamsSchema,
+    pricingEvents: sub.pricingEvents.map(pricingEventDefinition),
+    tools: tools.map(toolDefinition),
+  };
+}
+
+/** McpMarketSubmission: the owner's view (staticConfig masked). */
+export function ownerSubmissionView(sub: McpSubmission, deps: ApiDeps, iconUrl: (key: string) => string) {
+  return {
+    id: sub.id,
+    publicId: sub.listingId,
+    live: sub.live,
+    slug: sub.slug,
+    type: sub.type,
+    name: sub.name,
+    description: sub.description,
+    iconUrl: iconUrlOf(sub, iconUrl),
+    iconObjectKey: sub.iconObjectKey,
+    status: sub.status,
+    parentEntryId: sub.parentEntryId,
+    remoteMcpUrl: sub.remoteMcpUrl,
+    openapiBaseUrl: sub.openapiBaseUrl,
+    openapiSpec: sub.openapiSpec,
+    staticConfig: maskValues(unsealStaticConfig(deps.config.masterKey, sub)),
+    requiredUserParamsSchema: sub.requiredUserParamsSchema,
+    monetizationStrategy: sub.monetizationStrategy,
+    pricingEvents: sub.pricingEvents.map(pricingEventDefinition),
+    tools: sub.tools.map(toolDefinition),
+    sourceFingerprint: sub.sourceFingerprint,
+    validationId: sub.validationId,
+    eventVerificationId: sub.eventVerificationId,
+    discoveryCache: sub.discoveryCache,
+    reviewReason: sub.reviewReason,
+    approvedToolsHash: sub.approvedToolsHash,
+    createdAt: sub.createdAt.toISOString(),
+    updatedAt: sub.updatedAt.toISOString(),
+    submittedAt: sub.submittedAt?.toISOString() ?? null,
+    reviewedAt: sub.reviewedAt?.toISOString() ?? null,
+  };
+}

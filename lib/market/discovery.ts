@@ -1,0 +1,96 @@
+/**
+ * What discovering a tool source yields, and the signature of the function that does it. The tool
+ * runtime (lib/tools) provides the implementation; the market only reads its result.
+ */
+export type MarketSourceType = 'remote_mcp' | 'openapi';
+
+/** McpMarketDiscoveryRequest, with `params` (temporary auth values) kept apart: they are never stored. */
+export interface DiscoveryRequest {
+  type: MarketSourceType;
+  /** Remote MCP endpoint, or the address of a hosted OpenAPI document. */
+  url?: string | null;
+  openapiBaseUrl?: string | null;
+  specText?: string | null;
+  spec?: Record<string, unknown> | null;
+  params?: Record<string, unknown>;
+}
+
+export interface DiscoveredTool {
+  name: string;
+  description: string | null;
+  inputSchema: Record<string, unknown> | null;
+  annotations?: Record<string, unknown> | null;
+}
+
+/** A parameter the source needs (auth header, API key, path variable of the server URL, ...). */
+export interface DiscoveryParam {
+  name: string;
+  /** Where it goes: header, query, path, cookie, bearer, ... (informational). */
+  in?: string;
+  required?: boolean;
+  secret?: boolean;
+  description?: string | null;
+}
+
+export interface Discovery {
+  title: string | null;
+  description: string | null;
+  tools: DiscoveredTool[];
+  params: DiscoveryParam[];
+  /**
+   * True when the source refused discovery for lack of credentials (401/403 from the MCP server,
+   * or an OpenAPI document whose security requires values the request did not give).
+   */
+  authRequired?: boolean;
+}
+
+/** For an OpenAPI document fetched from `url`, discovery hands back the document itself: the fingerprint covers it. */
+export interface DiscoveryResult extends Discovery {
+  openapiDocument?: Record<string, unknown>;
+}
+
+/** The tool runtime's discovery: SSRF-guarded, HTTPS-only (allowlisted hosts aside), external $refs off. */
+export type Discover = (request: DiscoveryRequest) => Promise<DiscoveryResult>;
+
+/**
+ * A source discovery refused or could not reach: `code` is what the API answers with
+ * (ssrf_blocked, insecure_url, source_unreachable, invalid_source, discovery_timeout, ...),
+ * `status` its HTTP status (400 for refusals and bad sources, 502 for upstream failures).
+ */
+export class DiscoveryError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: 400 | 502 | 503 | 504 = 400,
+  ) {
+    super(message);
+    this.name = 'DiscoveryError';
+  }
+}
+
+/** Stands in until the tool runtime is wired in: every discovery answers 503 discovery_unavailable. */
+export const unavailableDiscover: Discover = async () => {
+  throw new DiscoveryError('discovery_unavailable', 'Source discovery is not available on this worker yet', 503);
+};
+
+/** The tools as the report and the fingerprint read them: no missing fields, nothing extra. */
+export function normalisedDiscovery(raw: Discovery): Discovery {
+  return {
+    title: raw.title ?? null,
+    description: raw.description ?? null,
+    tools: (raw.tools ?? []).map((tool) => ({
+      name: String(tool.name),
+      description: tool.description ?? null,
+      inputSchema: tool.inputSchema ?? null,
+      ...(tool.annotations ? { annotations: tool.annotations } : {}),
+    })),
+    params: (raw.params ?? []).map((param) => ({
+      name: String(param.name),
+      ...(param.in !== undefined && { in: param.in }),
+      required: param.required ?? false,
+      secret: param.secret ?? false,
+      description: param.description ?? null,
+    })),
+    ...(raw.authRequired ? { authRequired: true } : {}),
+  };
+}

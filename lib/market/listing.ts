@@ -1,0 +1,56 @@
+import { microsToUsd } from '../money';
+
+/** A market tool as stored: money in integer micro-USD. */
+export interface StoredMarketTool {
+  toolName: string;
+  displayName: string;
+  description: string | null;
+  inputSchema: Record<string, unknown> | null;
+  /** Per call under `tool_call_fixed`; null for other strategies. */
+  clientPriceMicros: number | null;
+  providerRevenueMicros: number | null;
+  isEnabled: boolean;
+}
+
+export interface StoredPricingEvent {
+  eventName: string;
+  title: string | null;
+  description: string | null;
+  unitPriceMicros: number;
+  providerRevenueMicros: number | null;
+}
+
+export type MonetizationStrategy = 'free' | 'provider_event' | 'tool_call_fixed';
+
+/** MarketToolDefinition as the API shows it. */
+export function toolDefinition(tool: StoredMarketTool) {
+  return {
+    toolName: tool.toolName,
+    displayName: tool.displayName,
+    description: tool.description,
+    inputSchema: tool.inputSchema ?? {},
+    ...(tool.clientPriceMicros !== null && { clientPriceUsd: microsToUsd(tool.clientPriceMicros) }),
+    ...(tool.providerRevenueMicros !== null && { providerRevenueUsd: microsToUsd(tool.providerRevenueMicros) }),
+    isEnabled: tool.isEnabled,
+  };
+}
+
+/** MarketPricingEvent as the API shows it. */
+export function pricingEventDefinition(event: StoredPricingEvent) {
+  return {
+    eventName: event.eventName,
+    ...(event.title !== null && { title: event.title }),
+    description: event.description,
+    unitPriceUsd: microsToUsd(event.unitPriceMicros),
+    ...(event.providerRevenueMicros !== null && { providerRevenueUsd: microsToUsd(event.providerRevenueMicros) }),
+  };
+}
+
+/** Stored values shown to their owner: the structure is kept, every value replaced by this mask. */
+export const SECRET_MASK = '********';
+
+export function maskValues(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(maskValues);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskValues(v)]));
+  return SECRET_MASK;
+}

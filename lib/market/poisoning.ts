@@ -1,0 +1,268 @@
+/**
+ * Tool-poisoning scan of the text a model reads about a tool: its name, its description, and the
+ * titles and descriptions inside its input schema (hidden Unicode is looked for in every string of
+ * the schema, property names included), plus the source's own title and description.
+ *
+ * It looks for text that hides content, addresses the model, reaches for secrets, ships data
+ * elsewhere or rewires other tools — not for what a tool does: "Returns all environment variables"
+ * or "Sends a message to a Slack channel" are descriptions, not findings. Market tools run on the
+ * provider's servers, so a description that names secret files on the caller's machine, or asks for
+ * credentials as arguments, can only be aimed at the model. Every rule hit is a finding; each rule:
+ *
+ * hidden_unicode   Unicode tag characters (U+E0000–U+E007F), bidirectional controls (U+202A–U+202E,
+ *                  U+2066–U+2069, U+200E, U+200F, U+061C), runs of two or more zero-width characters
+ *                  (U+200B–U+200D, U+2060–U+2064, U+FEFF, U+180E) or one between two ASCII letters or
+ *                  digits, and runs of variation selectors (two or more of U+FE00–U+FE0F or
+ *                  U+E0100–U+E01EF).
+ * model_directive  Pseudo-markup for the model (<IMPORTANT>, <system>, <instructions>, [INST],
+ *                  <|im_start|>), "ignore/disregard/forget previous instructions", "do not tell the
+ *                  user", "without telling the user", "the user must not know", "keep this from the
+ *                  user", notes addressed to the AI/assistant/model, "reveal your system prompt".
+ * secret_access    Files that hold secrets on the caller's machine (~/.ssh, id_rsa, .aws/credentials,
+ *                  mcp.json, .netrc, /etc/shadow, ...); a .env file or a home-directory path together
+ *                  with an order to read, include or pass it; an order to pass, send or include an API
+ *                  key, token, password, secret, private key or environment variables as/in/to
+ *                  something ("pass the API key as the `key` argument").
+ * exfiltration     An order to send, post, forward, upload, leak or copy conversation, user data,
+ *                  credentials, file contents or the system prompt to a URL, domain or e-mail address;
+ *                  markdown images whose URL carries a query (the classic image-beacon); URLs with a
+ *                  placeholder for conversation, context, secrets or credentials; "also/always/secretly
+ *                  send/bcc/forward ... to someone@example.com".
+ * tool_shadowing   Instructions about when another tool is used ("when the send_email tool is
+ *                  called, ..."; "when you use send_email, ..."; "instead of calling send_email"),
+ *                  about all or other tools ("all other tools must ..."), or claims to override the
+ *                  behaviour of other tools. Sibling tools of the same source and self references
+ *                  ("this tool") are not shadowing.
+ *
+ * Text is matched after removing invisible characters, NFKC normalisation, lower-casing and
+ * collapsing white space, so "ig\u200Bnore previous instructions" or full-width letters do not
+ * slip through.
+ */
+export type PoisoningCode = 'hidden_unicode' | 'model_directive' | 'secret_access' | 'exfiltration' | 'tool_shadowing';
+
+export interface PoisoningFinding {
+  code: PoisoningCode;
+  /** Which text: name, description, title, inputSchema/properties/x/description, ... */
+  field: string;
+  message: string;
+  /** The matching text, shortened, with invisible characters shown as \u{...}. */
+  excerpt: string;
+}
+
+export interface ScanContext {
+  /** The tool's own name (self references are not shadowing). */
+  selfName?: string;
+  /** Names of every tool of the same source (cross references between siblings are not shadowing). */
+  siblingNames?: readonly string[];
+}
+
+// ---------- hidden Unicode ----------
+
+const TAG_CHARACTERS = /[\u{E0000}-\u{E007F}]/u;
+const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/;
+const ZERO_WIDTH = '\\u200B-\\u200D\\u2060-\\u2064\\uFEFF\\u180E';
+const ZERO_WIDTH_RUN = new RegExp(`[${ZERO_WIDTH}]{2,}`);
+const ZERO_WIDTH_INSIDE_WORD = new RegExp(`[A-Za-z0-9][${ZERO_WIDTH}][A-Za-z0-9]`);
+const VARIATION_SELECTOR_RUN = /(?:[\uFE00-\uFE0F]|[\u{E0100}-\u{E01EF}]){2,}/u;
+const INVISIBLE = new RegExp(`[${ZERO_WIDTH}\\u202A-\\u202E\\u2066-\\u2069\\u200E\\u200F\\u061C\\uFE00-\\uFE0F\\u00AD]|[\\u{E0000}-\\u{E007F}\\u{E0100}-\\u{E01EF}]`, 'gu');
+
+function hiddenUnicodeProblem(text: string): string | null {
+  if (TAG_CHARACTERS.test(text)) return 'contains Unicode tag characters (invisible text a model still reads)';
+  if (BIDI_CONTROLS.test(text)) return 'contains bidirectional control characters (text shown in a different order than it is read)';
+  if (ZERO_WIDTH_RUN.test(text)) return 'contains a run of zero-width characters (hidden content)';
+  if (ZERO_WIDTH_INSIDE_WORD.test(text)) return 'contains a zero-width character inside a word (splits words to evade filters)';
+  if (VARIATION_SELECTOR_RUN.test(text)) return 'contains a run of variation selectors (a known way to smuggle hidden bytes)';
+  return null;
+}
+
+/** What pattern rules read: visible characters only, NFKC, lower case, single spaces. */
+export function normaliseForScan(text: string): string {
+  return text.replace(INVISIBLE, '').normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
+}
+
+/** Sentences: split at . ! ? followed by a space (so ".env" and "example.com" stay whole) and at line breaks. */
+function sentences(normalised: string): string[] {
+  return normalised.split(/(?<=[.!?;])\s+|\n+/).filter(Boolean);
+}
+
+// ---------- model directives ----------
+
+const DIRECTIVE_RULES: { pattern: RegExp; message: string }[] = [
+  {
+    pattern: /<\s*\/?\s*(important|system|instructions?|admin|secret|hidden|critical|urgent|sys|assistant|note[ _-]?to[ _-]?(the[ _-]?)?(ai|assistant|model))\b[^>]{0,40}>/,
+    message: 'contains markup addressed to the model',
+  },
+  { pattern: /\[\s*\/?\s*(inst|system|important)\s*\]|<\|\s*(im_start|im_end|system|endoftext)\s*\|>/, message: 'contains chat-template control markup' },
+  {
+    pattern: /\b(ignore|disregard|forget|override|bypass|skip)\b.{0,30}\b(previous|prior|above|earlier|preceding|original|system|all other|any other|your)\s+(instructions?|prompts?|rules|directions|directives|guidelines|guardrails|messages)\b/,
+    message: 'tells the model to ignore its instructions',
+  },
+  {
+    pattern: /\b(do not|don't|dont|never|must not)\s+(tell|inform|mention (this|it|that|anything) to|mention|reveal (this|it|that|anything) to|reveal|disclose|let)\b.{0,30}\buser\b/,
+    message: 'tells the model to hide something from the user',
+  },
+  { pattern: /\bwithout\s+(telling|informing|notifying|alerting|warning|letting)\s+(the\s+)?user\b/, message: 'tells the model to act without the user knowing' },
+  {
+    pattern: /\b(the\s+)?user\s+(must|should|need|needs to)\s*(not|never)\s+(know|see|notice|find out|be (told|informed|aware|shown))\b|\b(keep|hide)\s+(this|it|that|these)\s+(secret\s+|hidden\s+)?from\s+(the\s+)?user\b/,
+    message: 'tells the model to keep something from the user',
+  },
+  { pattern: /\b(note|message|instructions?|reminder)\s+(to|for)\s+(the\s+)?(ai|assistant|model|llm|agent|claude|gpt|chatgpt)\b/, message: 'contains a message addressed to the model' },
+  { pattern: /\b(dear|hey|attention)\s+(ai|assistant|model|llm|agent|claude)\b|\b(ai|assistant|llm)\s*[,:]\s*(you\s+)?(must|should|always|never|please)\b/, message: 'addresses the model directly' },
+  { pattern: /\b(reveal|print|output|repeat|leak|disclose|show)\s+(your|the)\s+(system prompt|hidden instructions|initial (prompt|instructions)|instructions above)\b|\byou are now\b|\bnew instructions\s*:/, message: 'tries to change or extract the model\'s instructions' },
+];
+
+// ---------- secrets ----------
+
+const SECRET_FILES =
+  /(^|[\s"'`(=:])(~|\$home|%userprofile%|\/home\/[\w.-]+|\/root)?\/?\.ssh\b|\bid_(rsa|dsa|ecdsa|ed25519)\b|\.aws\/(credentials|config)\b|\.git-credentials\b|(^|[\s"'`(~\/])\.netrc\b|(^|[\s"'`(~\/])\.pgpass\b|\bmcp\.json\b|~\/\.cursor\b|\bclaude_desktop_config\.json\b|\/etc\/(passwd|shadow|sudoers)\b|\.docker\/config\.json\b|\.kube\/config\b|\bwallet\.dat\b|(^|[\s"'`(~\/])\.npmrc\b|(^|[\s"'`(~\/])\.pypirc\b|\.config\/gh\/hosts\.yml\b|\bkeychain\b.{0,20}\b(password|dump|export)/;
+const READ_OR_PASS = /\b(read|cat|open|load|dump|print|include|pass|send|attach|upload|provide|copy|paste|forward|append|insert|put|embed|supply|share|extract)\b/;
+const ENV_FILE = /(^|[\s"'`(~\/])\.env(\.[a-z]+)?\b/;
+const HOME_PATH = /(^|[\s"'`(])(~\/|\/home\/|\/users\/|c:\\users\\)/;
+const CREDENTIAL_NOUN =
+  '(api[ _-]?keys?|access[ _-]?tokens?|auth(entication)?[ _-]?tokens?|bearer tokens?|refresh tokens?|session (cookies?|tokens?)|passwords?|passphrases?|secrets?|secret keys?|private[ _-]?keys?|ssh keys?|credentials?|environment variables|env vars|seed phrases?|mnemonics?)';
+const PASS_CREDENTIAL = new RegExp(
+  `\\b(pass|send|include|provide|put|add|insert|append|attach|forward|supply|enter|copy|paste|embed|share)\\s+(in\\s+)?(the\\s+|your\\s+|the user'?s\\s+|all\\s+(the\\s+)?|any\\s+|their\\s+|its\\s+)?(own\\s+)?${CREDENTIAL_NOUN}\\b.{0,40}\\b(as|in|into|to|via|inside|within|with)\\b`,
+);
+
+// ---------- exfiltration ----------
+
+const SHIP_VERB = /\b(send|sends|sending|post|posts|posting|forward|forwards|forwarding|upload|uploads|uploading|transmit|transmits|exfiltrate|exfiltrates|leak|leaks|copy|copies|mirror|mirrors|report|reports|submit|submits|beacon|relay|relays)\b/;
+const SENSITIVE_OBJECT = new RegExp(
+  `\\b(conversation|chat history|chat log|message history|previous messages|prior messages|the user'?s|user data|personal data|context window|the context|full context|${CREDENTIAL_NOUN}|file contents|contents of|the contents|everything|all (the )?(data|information|messages|files|text)|system prompt|your instructions)\\b`,
+);
+const DESTINATION = /https?:\/\/|wss?:\/\/|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|xyz|ru|cn|dev|app|site|top|info|biz|me|co|cc|tk|ml|ga|sh)\b(\/|\s|$|\)|,)|[\w.+-]+@[\w-]+\.[a-z]{2,}/;
+const IMAGE_BEACON = /!\[[^\]]*\]\(\s*https?:\/\/[^)\s]*\?[^)\s]*=/;
+const URL_PLACEHOLDER = /https?:\/\/\S*(\{\{?|\$\{|<|%7b)\s*(conversation|chat|history|context|secret|token|api_?key|apikey|password|credential|prompt|env|messages|system)/;
+const HIDDEN_COPY = /\b(also|always|secretly|silently|quietly|additionally|covertly)\s+(send|bcc|cc|forward|copy|add|include)\b.{0,80}[\w.+-]+@[\w-]+\.[a-z]{2,}/;
+
+// ---------- shadowing ----------
+
+const SELF_WORDS = new Set(['this', 'that', 'it', 'same', 'current', 'above', 'following', 'a', 'an', 'the', 'our', 'my']);
+const WHEN_TOOL_USED = /\bwhen(ever)?\s+(the\s+|any\s+|an?\s+|another\s+|other\s+)?[`'"*]*([a-z0-9_.:-]+)[`'"*]*\s+(tool|function|command)\s+(is|are|gets?|has been|was)\s+(used|called|invoked|run|executed|triggered|requested)\b/g;
+const WHEN_USING = /\bwhen(ever)?\s+(you\s+)?(use|call|invoke|run|execute|using|calling|invoking|running|executing)\s+(the\s+)?[`'"*]*([a-z0-9_.:-]+)[`'"*]*/g;
+const INSTEAD_OF = /\binstead of\s+(using|calling|invoking|running)\s+(the\s+)?[`'"*]*([a-z0-9_.:-]+)[`'"*]*/g;
+const OTHER_TOOLS =
+  /\b(all|any|every|each)\s+(other\s+)?(tools?|functions?)\b.{0,40}\b(must|should|need to|needs to|have to|has to)\b|\b(override|overrides|replace|replaces|supersede|supersedes|take precedence over|takes precedence over|modify|modifies|intercept|intercepts|hijack|hijacks)\s+(the\s+)?(behaviou?r|instructions|descriptions?|parameters|arguments|outputs?|results?|recipients?)\s+of\s+(the\s+)?(other|all|any|every|[a-z0-9_.-]+)\s+(tools?|functions?)\b/;
+
+function isSelfOrSibling(name: string, context: ScanContext): boolean {
+  return SELF_WORDS.has(name) || name === context.selfName?.toLowerCase() || !!context.siblingNames?.some((sibling) => sibling.toLowerCase() === name);
+}
+
+/** An identifier that can only be a tool name (snake, kebab or namespaced), not this tool or a sibling. */
+function foreignToolName(raw: string, context: ScanContext): boolean {
+  const name = raw.replace(/[.:,-]+$/, '');
+  return /^[a-z0-9]+([_.:-][a-z0-9]+)+$/.test(name) && !isSelfOrSibling(name, context);
+}
+
+function shadowingProblem(normalised: string, context: ScanContext): string | null {
+  for (const match of normalised.matchAll(WHEN_TOOL_USED)) {
+    const [, , qualifier, name] = match;
+    if (qualifier && /any|another|other/.test(qualifier)) return `gives instructions for when other tools are used ("${match[0]}")`;
+    if (!isSelfOrSibling(name, context)) return `gives instructions for when another tool ("${name}") is used`;
+  }
+  for (const match of normalised.matchAll(WHEN_USING)) {
+    if (foreignToolName(match[5], context)) return `gives instructions for when another tool ("${match[5]}") is used`;
+  }
+  for (const match of normalised.matchAll(INSTEAD_OF)) {
+    if (foreignToolName(match[3], context)) return `tells the model to use this tool instead of another one ("${match[3]}")`;
+  }
+  if (OTHER_TOOLS.test(normalised)) return 'gives instructions about other tools';
+  return null;
+}
+
+// ---------- the scan ----------
+
+function excerptOf(text: string, pattern?: RegExp): string {
+  const visible = text.replace(/[^\x20-\x7E\u00A0-\u024F\u0370-\u1FFF\u3000-\u9FFF]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16).toUpperCase()}}`);
+  if (pattern) {
+    const at = visible.toLowerCase().search(pattern);
+    if (at > 40) return `…${visible.slice(at - 20, at + 100)}${visible.length > at + 100 ? '…' : ''}`;
+  }
+  return visible.length > 140 ? `${visible.slice(0, 140)}…` : visible;
+}
+
+/** Scans one piece of prose (a name, description or title) and returns every rule it breaks (at most one finding per rule). */
+export function scanText(text: string, field: string, context: ScanContext = {}): PoisoningFinding[] {
+  const findings: PoisoningFinding[] = [];
+  const add = (code: PoisoningCode, message: string, pattern?: RegExp) => {
+    if (!findings.some((f) => f.code === code)) findings.push({ code, field, message, excerpt: excerptOf(normaliseForScan(text), pattern) });
+  };
+  const hidden = hiddenUnicodeProblem(text);
+  if (hidden) findings.push({ code: 'hidden_unicode', field, message: hidden, excerpt: excerptOf(text) });
+
+  const normalised = normaliseForScan(text);
+  for (const rule of DIRECTIVE_RULES) {
+    if (rule.pattern.test(normalised)) {
+      add('model_directive', rule.message, rule.pattern);
+      break;
+    }
+  }
+
+  if (SECRET_FILES.test(normalised)) add('secret_access', 'refers to files holding secrets on the caller\'s machine', SECRET_FILES);
+  else if (PASS_CREDENTIAL.test(normalised)) add('secret_access', 'asks for credentials or secrets to be passed along', PASS_CREDENTIAL);
+  else {
+    for (const sentence of sentences(normalised)) {
+      if ((ENV_FILE.test(sentence) || HOME_PATH.test(sentence)) && READ_OR_PASS.test(sentence)) {
+        add('secret_access', 'asks for local files (.env, home directory) to be read or passed along', ENV_FILE.test(sentence) ? ENV_FILE : HOME_PATH);
+        break;
+      }
+    }
+  }
+
+  if (IMAGE_BEACON.test(normalised)) add('exfiltration', 'contains a markdown image whose URL carries data (an exfiltration beacon)', IMAGE_BEACON);
+  else if (URL_PLACEHOLDER.test(normalised)) add('exfiltration', 'contains a URL with a placeholder for conversation, context or secrets', URL_PLACEHOLDER);
+  else if (HIDDEN_COPY.test(normalised)) add('exfiltration', 'asks for a hidden copy to be sent to an e-mail address', HIDDEN_COPY);
+  else {
+    for (const sentence of sentences(normalised)) {
+      if (SHIP_VERB.test(sentence) && SENSITIVE_OBJECT.test(sentence) && DESTINATION.test(sentence)) {
+        add('exfiltration', 'asks for conversation, user data or secrets to be sent to an outside address', SENSITIVE_OBJECT);
+        break;
+      }
+    }
+  }
+
+  const shadowing = shadowingProblem(normalised, context);
+  if (shadowing) add('tool_shadowing', shadowing);
+  return findings;
+}
+
+/** Every string of a JSON Schema: prose (title, description) is scanned fully, anything else (keys, enums, defaults) for hidden Unicode. */
+function scanSchema(schema: unknown, path: string, context: ScanContext, out: PoisoningFinding[]): void {
+  if (typeof schema === 'string') {
+    const hidden = hiddenUnicodeProblem(schema);
+    if (hidden) out.push({ code: 'hidden_unicode', field: path, message: hidden, excerpt: excerptOf(schema) });
+    return;
+  }
+  if (Array.isArray(schema)) {
+    schema.forEach((item, i) => scanSchema(item, `${path}/${i}`, context, out));
+    return;
+  }
+  if (!schema || typeof schema !== 'object') return;
+  for (const [key, value] of Object.entries(schema)) {
+    const at = `${path}/${key}`;
+    const hiddenKey = hiddenUnicodeProblem(key);
+    if (hiddenKey) out.push({ code: 'hidden_unicode', field: at, message: `property name ${hiddenKey}`, excerpt: excerptOf(key) });
+    if ((key === 'description' || key === 'title') && typeof value === 'string') out.push(...scanText(value, at, context));
+    else scanSchema(value, at, context, out);
+  }
+}
+
+export interface ScannableTool {
+  name: string;
+  description?: string | null;
+  inputSchema?: Record<string, unknown> | null;
+  annotations?: Record<string, unknown> | null;
+}
+
+/** Findings for one tool (its name, description, input schema and annotation title); siblings are the other tools of the source. */
+export function scanTool(tool: ScannableTool, siblingNames: readonly string[] = []): PoisoningFinding[] {
+  const context: ScanContext = { selfName: tool.name, siblingNames };
+  const findings: PoisoningFinding[] = [];
+  const hiddenName = hiddenUnicodeProblem(tool.name);
+  if (hiddenName) findings.push({ code: 'hidden_unicode', field: 'name', message: hiddenName, excerpt: excerptOf(tool.name) });
+  if (tool.description) findings.push(...scanText(tool.description, 'description', context));
+  if (tool.inputSchema) scanSchema(tool.inputSchema, 'inputSchema', context, findings);
+  const title = tool.annotations?.title;
+  if (typeof title === 'string') findings.push(...scanText(title, 'annotations/title', context));
+  return findings;
+}

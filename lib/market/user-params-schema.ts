@@ -1,0 +1,67 @@
+import Ajv from 'ajv';
+import { ruleBroken } from './errors';
+
+/**
+ * `requiredUserParamsSchema`: the values each consumer gives when installing an entry.
+ *
+ * It is a JSON Schema with `type: "object"` whose `properties` are flat values (string, number,
+ * integer or boolean; at most MAX_USER_PARAMS) and whose `required` names only declared
+ * properties. **Secret fields are marked `"writeOnly": true`** (JSON Schema's own keyword for values
+ * that are sent but never read back): the platform seals them at rest and never shows them. A
+ * property whose name has a word that means a secret (key, token, secret, password, credential,
+ * auth, cookie, session, ...: apiKey, access_token, X-Auth) must carry that mark, so a secret cannot be stored in the clear by omission.
+ */
+export const MAX_USER_PARAMS = 50;
+const PRIMITIVE_TYPES = new Set(['string', 'number', 'integer', 'boolean']);
+const SECRET_WORDS = new Set([
+  'key', 'apikey', 'token', 'tokens', 'secret', 'secrets', 'password', 'passwd', 'pwd', 'passphrase', 'credential', 'credentials',
+  'auth', 'authorization', 'cookie', 'cookies', 'bearer', 'session', 'sessionid', 'pat', 'otp', 'totp', 'pin',
+]);
+
+const schemaChecker = new Ajv({ strict: false, allErrors: true });
+
+/** Words of a name (camelCase, snake_case, kebab-case, dotted) include key, token, secret, password, auth, cookie, ... */
+export function looksSecret(name: string): boolean {
+  const words = name.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
+  return words.some((word) => SECRET_WORDS.has(word));
+}
+
+/** The properties marked secret (`writeOnly: true`). */
+export function secretParamNames(schema: Record<string, unknown> | null | undefined): string[] {
+  const properties = (schema?.properties ?? {}) as Record<string, { writeOnly?: unknown }>;
+  return Object.entries(properties).filter(([, p]) => p && p.writeOnly === true).map(([name]) => name);
+}
+
+const bad = (code: string, message: string, path = 'body/requiredUserParamsSchema') => ruleBroken(code, message, path);
+
+/** Checks the rules above; an empty object means "no parameters". */
+export function checkUserParamsSchema(schema: Record<string, unknown>): void {
+  if (Object.keys(schema).length === 0) return;
+  if (schema.type !== 'object') throw bad('invalid_params_schema', 'requiredUserParamsSchema must be a JSON Schema with type "object"');
+  const properties = schema.properties ?? {};
+  if (!properties || typeof properties !== 'object' || Array.isArray(properties)) throw bad('invalid_params_schema', 'properties must be an object');
+  const entries = Object.entries(properties as Record<string, unknown>);
+  if (entries.length > MAX_USER_PARAMS) throw bad('invalid_params_schema', `At most ${MAX_USER_PARAMS} parameters`);
+  for (const [name, property] of entries) {
+    const at = `body/requiredUserParamsSchema/properties/${name}`;
+    if (!/^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/.test(name)) throw bad('invalid_params_schema', `Parameter names are 1–64 characters of [A-Za-z0-9_.-] starting with a letter or _; "${name}" is not`, at);
+    if (!property || typeof property !== 'object' || !PRIMITIVE_TYPES.has(String((property as { type?: unknown }).type))) {
+      throw bad('invalid_params_schema', `Parameter "${name}" must have type string, number, integer or boolean`, at);
+    }
+    const p = property as { writeOnly?: unknown };
+    if (p.writeOnly !== undefined && typeof p.writeOnly !== 'boolean') throw bad('invalid_params_schema', `writeOnly of "${name}" must be a boolean`, at);
+    if (looksSecret(name) && p.writeOnly !== true) {
+      throw bad('unmarked_secret_param', `Parameter "${name}" looks like a secret: mark it "writeOnly": true so it is sealed and never shown`, at);
+    }
+  }
+  if (schema.required !== undefined) {
+    if (!Array.isArray(schema.required) || schema.required.some((r) => typeof r !== 'string' || !(r in (properties as object)))) {
+      throw bad('invalid_params_schema', 'required must list declared properties');
+    }
+  }
+  try {
+    schemaChecker.compile(schema);
+  } catch (err) {
+    throw bad('invalid_params_schema', `Not a valid JSON Schema: ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import { recordValidation, type StoredValidation } from '../../db/repos/market-validations';
+import type { DiscoveredTool, Discovery } from '../../lib/market/discovery';
+import { oneJsonLine, runAdmin } from './admin-cli';
+import type { Harness } from './harness';
+
+/** Realistic, well described tools (quality 100, no poisoning). */
+export function weatherTools(): DiscoveredTool[] {
+  return [
+    {
+      name: 'get_weather',
+      description: 'Returns the current weather (temperature, wind, conditions) for a city by name.',
+      inputSchema: { type: 'object', properties: { city: { type: 'string', description: 'City name, e.g. Lisbon' } }, required: ['city'] },
+    },
+    {
+      name: 'get_forecast',
+      description: 'Returns a daily weather forecast for up to seven days for a city by name.',
+      inputSchema: {
+        type: 'object',
+        properties: { city: { type: 'string', description: 'City name' }, days: { type: 'integer', description: 'Number of days, 1 to 7' } },
+        required: ['city'],
+      },
+    },
+    {
+      name: 'air_quality',
+      description: 'Returns the air quality index and the main pollutants measured in a city right now.',
+      inputSchema: { type: 'object', properties: { city: { type: 'string', description: 'City name' } }, required: ['city'] },
+    },
+  ];
+}
+
+export const uniqueHost = () => `mcp-${randomBytes(4).toString('hex')}.provider.example`;
+
+/**
+ * A validation stored through the repository layer, as the validate workflow stores it (the real
+ * discovery is the tool runtime's; these tests exercise what the market does with its result).
+ */
+export async function storeValidation(
+  h: Harness,
+  ownerId: string,
+  options: { url?: string; tools?: DiscoveredTool[]; discovery?: Partial<Discovery>; ttlMs?: number; now?: Date; givenParamNames?: string[] } = {},
+): Promise<StoredValidation & { url: string }> {
+  const url = options.url ?? `https://${uniqueHost()}/mcp`;
+  const stored = await recordValidation(h.db, {
+    ownerId,
+    source: { type: 'remote_mcp', url },
+    discovery: { title: 'Weather', description: 'Weather data', params: [], tools: options.tools ?? weatherTools(), ...options.discovery },
+    ttlMs: options.ttlMs,
+    now: options.now,
+    givenParamNames: options.givenParamNames,
+  });
+  return { ...stored, url };
+}
+
+/** A valid submission body for a stored remote-MCP validation. */
+export function submissionBody(validation: { id: string; sourceFingerprint: string; url: string }, overrides: Record<string, unknown> = {}): Record<string, any> {
+  return {
+    validationId: validation.id,
+    sourceFingerprint: validation.sourceFingerprint,
+    type: 'remote_mcp',
+    // Slugs are unique in the market: every submission gets its own name unless a test chooses one.
+    name: `Weather Now ${randomBytes(3).toString('hex')}`,
+    description: 'Current weather, forecasts and air quality for any city',
+    remoteMcpUrl: validation.url,
+    monetizationStrategy: 'free',
+    ...overrides,
+  };
+}
+
+/** The admin CLI as an operator runs it, against this harness's API. */
+export async function admin(h: Harness, args: string[]): Promise<any> {
+  return oneJsonLine(await runAdmin(args, { ...process.env, ...h.env, ADMIN_URL: h.baseUrl }));
+}
+
+export async function adminRaw(h: Harness, args: string[]) {
+  return runAdmin(args, { ...process.env, ...h.env, ADMIN_URL: h.baseUrl });
+}
+
+/** Creates a submission and returns its owner view; throws unless 201. */
+export async function createSubmission(h: Harness, apiKey: string, body: Record<string, unknown>): Promise<any> {
+  const response = await h.http('POST', '/api/v1/mcp-market/submissions', { apiKey, body });
+  if (response.status !== 201) throw new Error(`create submission: ${response.status} ${JSON.stringify(response.body)}`);
+  return response.body;
+}
+
+/** Proves every event of a new verification through the charge endpoint; returns the verification id. */
+export async function completeVerification(h: Harness, apiKey: string, sourceFingerprint: string, eventNames: string[]): Promise<string> {
+  const created = await h.http('POST', '/api/v1/mcp-market/event-verifications', { apiKey, body: { sourceFingerprint, eventNames } });
+  if (created.status !== 201) throw new Error(`verification: ${created.status} ${JSON.stringify(created.body)}`);
+  for (const eventName of eventNames) {
+    const charged = await h.http('POST', `/api/v1/provider/runs/${created.body.runId}/charge`, {
+      apiKey,
+      headers: { 'x-service-charge-token': created.body.chargeToken, 'idempotency-key': `verify-${eventName}` },
+      body: { eventName },
+    });
+    if (charged.status !== 200) throw new Error(`charge ${eventName}: ${charged.status} ${JSON.stringify(charged.body)}`);
+  }
+  return created.body.id;
+}
