@@ -3,12 +3,14 @@ import * as foundation from './0001_foundation';
 import * as agentRuntime from './0002_agent_runtime';
 import * as socialAutomations from './0003_social_automations';
 import * as skillsDirectory from './0004_skills_directory';
+import * as moneyHolds from './0005_money_holds';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_agent_runtime': agentRuntime,
   '0003_social_automations': socialAutomations,
   '0004_skills_directory': skillsDirectory,
+  '0005_money_holds': moneyHolds,
 };
 
 export const migrationProvider: MigrationProvider = {
