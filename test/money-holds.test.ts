@@ -111,7 +111,7 @@ describe('money: holds, settlement and the ledger', function () {
       assert.equal(outcomes.filter((o) => o.outcome === 'insufficient_funds').length, 15);
       const holds = await openHolds(userId);
       assert.equal(holds.reduce((sum, hold) => sum + hold.amount_micros, 0), 100_000);
-      assert.deepEqual(holds.map((hold) => hold.amount_micros).sort((a, b) => a - b), [1_000, ...Array(14).fill(7_000)]);
+      assert.deepEqual(holds.map((hold) => hold.amount_micros).sort((a, b) => a - b), [2_000, ...Array(14).fill(7_000)]);
       for (const o of created) await abandonJob(h.db, o.job, 'test cleanup');
     });
 
@@ -215,9 +215,9 @@ describe('money: holds, settlement and the ledger', function () {
       });
       const { apiKey, userId } = await h.createUser({ creditUsd: 0.1 });
       let navigation = 0;
-      // Every decision navigates somewhere new (no loop guard) and answers at length, so each step costs ~$0.001.
-      h.llm.setDefault(() => act('navigate', { url: `${h.site.url}/agent/list?page=${(navigation % 3) + 1}&visit=${++navigation}` }, 'Keep browsing. ' + 'x'.repeat(6_000)));
-      h.llm.setLatency(300);
+      // Every decision navigates somewhere new (no loop guard) and answers at length (3,000 tokens), so each step costs ~$0.002.
+      h.llm.setDefault(() => act('navigate', { url: `${h.site.url}/agent/list?page=${(navigation % 3) + 1}&visit=${++navigation}` }, 'Keep browsing. ' + 'x'.repeat(12_000)));
+      h.llm.setLatency(200);
       try {
         const responses = await Promise.all(
           Array.from({ length: 20 }, (_, i) =>
