@@ -174,6 +174,47 @@ describe('money: holds, settlement and the ledger', function () {
     });
   });
 
+  it('the end-of-suite ledger reconciliation finds each kind of broken books (planted in a rolled-back transaction)', async function () {
+    const { userId } = await h.createUser({ creditUsd: 1 });
+    const { job } = await admitted(userId, 10_000);
+    class Rollback extends Error {}
+    let problems: Awaited<ReturnType<typeof findLedgerProblems>> = [];
+    await assert.rejects(
+      h.db.transaction().execute(async (trx) => {
+        await trx.updateTable('wallets').set({ balance_micros: -5 }).where('user_id', '=', userId).execute();
+        await trx.updateTable('jobs').set({ status: 'failed' }).where('id', '=', job.id).execute();
+        const entry = (key: string, amount: number, jobId: string | null) => ({
+          user_id: userId,
+          kind: 'usage' as const,
+          amount_micros: amount,
+          balance_after_micros: -1,
+          idempotency_key: key,
+          job_id: jobId,
+          description: 'planted',
+        });
+        await trx.insertInto('ledger_entries').values([entry(`planted-orphan:${job.id}`, -1, null), entry(`planted-over:${job.id}`, -20_000, job.id)]).execute();
+        await trx.insertInto('agent_transactions').values({ user_id: userId, job_id: job.id, agent_name: 'planted', result: null, payload: null, cost_micros: 5, idempotency_key: `planted-tx:${job.id}` }).execute();
+        await trx.insertInto('ledger_entries').values(entry(`planted-tx:${job.id}`, -6, job.id)).execute();
+        problems = await findLedgerProblems(trx);
+        throw new Rollback();
+      }),
+      Rollback,
+    );
+    const mine = (check: string) => problems.find((p) => p.check === check)?.rows.filter((r) => JSON.stringify(r).includes(userId) || JSON.stringify(r).includes(job.id)) ?? [];
+    for (const check of [
+      'wallet balance differs from the sum of its ledger entries',
+      'negative wallet balance',
+      'ledger entry left a negative balance',
+      'open hold on a finished job',
+      'job debited more than its hold',
+      'debit that points at no job (nor, outside jobs, at its agent transaction)',
+      'debit that differs from its agent transaction',
+    ]) {
+      assert.ok(mine(check).length > 0, `${check} was not found: ${JSON.stringify(problems)}`);
+    }
+    await abandonJob(h.db, job, 'test cleanup');
+  });
+
   describe('through the API', function () {
     it('refuses an admin credit that is not a whole number of micro-USD with a 400, and accepts one micro', async function () {
       const { apiKey, userId } = await h.createUser({ creditUsd: 0 });
