@@ -54,7 +54,7 @@ export async function holdStatus(db: Db, jobId: string): Promise<HoldStatus | nu
 /** Why a run stops on its hold, in words a client reads in the job's error. */
 export function holdExhaustedMessage(status: HoldStatus, nextMicros?: number): string {
   const next = nextMicros === undefined ? '' : `, and the next step may cost up to ${usd(nextMicros)}`;
-  return `stopped: the wallet cannot pay for more usage (this run used ${usd(status.usedMicros)} of the ${usd(status.holdMicros)} reserved for it at start${next}); add credit or raise the hold maximum`;
+  return `stopped: the wallet cannot pay for more usage (this run used ${usd(status.usedMicros)} of the ${usd(status.holdMicros)} reserved for it at start${next})`;
 }
 
 /** Before a billable call: fails with HoldExhaustedError unless the job's hold still covers the call's worst case. */
