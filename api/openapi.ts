@@ -5,6 +5,7 @@ import { ScrapeRequest, ScrapeResult } from '../lib/schemas/scrape';
 import { AgenticScraperRequest, AgentResult } from '../lib/schemas/agentscraper';
 import { ForumCredentials, MicroblogCredentials, SocialAccount, SocialAccountCreateRequest, SocialAccountUpdateRequest } from '../lib/schemas/social';
 import { Automation, AutomationCreateRequest } from '../lib/schemas/automations';
+import { AccountSummary } from '../lib/schemas/account';
 import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
 import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../lib/schemas/tools';
 import { MARKET_COMPONENTS, marketPaths } from './openapi-market';
@@ -39,6 +40,7 @@ const COMPONENTS: Schema[] = [
   DiscoveredTool,
   ToolSourceParam,
   ...MARKET_COMPONENTS,
+  AccountSummary,
 ];
 
 /** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` pointed at components. */
@@ -67,9 +69,11 @@ const DESCRIPTION = `Scraping, browser-agent and marketplace platform, interface
 
 Every operation needs \`X-API-Key\`. Errors always have the body \`{"error": {"code", "message", "details"?, "requestId"}}\` (schema ErrorResponse).
 
-**Metered runs.** POST /scrape is refused with 403 \`subscription_inactive\` when the subscription is not active, 402 \`insufficient_funds\` while the wallet balance is not positive (usage is post-paid and debited once per job, also for failed runs, so a balance can end slightly below zero), and 429 \`monthly_limit_reached\` at the plan's monthly operation limit (shared with POST /agentscraper).
+**Metered runs.** POST /scrape is refused with 403 \`subscription_inactive\` when the subscription is not active, 402 \`insufficient_funds\` while the available balance (balance minus the holds of running jobs, see GET /account) is not positive, and 429 \`monthly_limit_reached\` at the plan's monthly operation limit (shared with POST /agentscraper).
 
-**Idempotency.** Send \`Idempotency-Key: <any stable string>\` with POST /scrape to make retries safe: the same key returns the same job and never starts a second run.
+**Holds.** Admission reserves a hold for the run: up to a per-kind maximum set by the operator, never more than the available balance. A run stops with a clear error when its recorded usage reaches its hold, and settlement debits the true cost (once per job, also for failed runs), never more than the hold, and releases the rest, so a balance never goes below zero.
+
+**Idempotency.** Send \`Idempotency-Key: <any stable string>\` with POST /scrape to make retries safe: the same key returns the same job and never starts a second run. When a request answered 503 (the job could not be started), the key is free again: a retry admits and starts a new job.
 
 **Webhooks.** When \`webhook_url\` is given, the finished job record is POSTed to it as \`{"event": "job.completed"|"job.failed", "kind", "job": JobRecord}\` with headers \`X-Webhook-Id\` (stable per event, for de-duplication), \`X-Webhook-Timestamp\` (unix seconds) and \`X-Webhook-Signature: t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">\` keyed with the account's webhook secret (GET /account/webhook-secret). Non-2xx answers are retried with exponential backoff (5 s doubling, up to 10 attempts); redirects are not followed; the address passes the SSRF guard.
 
@@ -102,7 +106,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
             200: json({ oneOf: [ref('ScrapeResult'), ref('JobFallback')] }, 'Synchronous result (async false), or the fallback when the run failed or did not finish in time'),
             400: error('Invalid parameters'),
             401: error('Missing or invalid API key'),
-            402: error('Wallet balance not positive'),
+            402: error('No available balance (balance minus holds of running jobs)'),
             403: error('Subscription not active'),
             429: error('Monthly operation limit reached'),
             503: error('Workflow engine unavailable; nothing was started or counted'),
@@ -127,7 +131,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
             202: json(ref('JobAccepted'), 'Accepted'),
             400: error('Invalid parameters'),
             401: error('Missing or invalid API key'),
-            402: error('Wallet balance not positive'),
+            402: error('No available balance (balance minus holds of running jobs)'),
             403: error('Subscription not active'),
             429: error('Monthly operation limit reached (shared with POST /scrape)'),
             503: error('Workflow engine unavailable; nothing was started or counted'),
@@ -236,9 +240,9 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       '/transactions': paginated('TransactionsResponse', 'Usage charges (agent transactions) of this account'),
       '/account': {
         get: {
-          summary: 'This account: plan, limits, balance and this month\'s operations (not in the 1.0.0 contract)',
+          summary: 'This account: plan, limits, balance, held and available amounts, and this month\'s operations (not in the 1.0.0 contract)',
           tags: ['Account'],
-          responses: { 200: json({ type: 'object' }, 'Account summary'), 401: error('Missing or invalid API key') },
+          responses: { 200: json(ref('AccountSummary'), 'Account summary'), 401: error('Missing or invalid API key') },
         },
       },
       '/account/webhook-secret': {

@@ -81,9 +81,23 @@ export interface JobsTable {
   /** Request secrets (cookies, ...) sealed with the master key; `request` holds them masked. */
   sealed_secrets: string | null;
   workflow_id: string;
+  /** What starts the job's workflow (set at admission, migration 0005); null for jobs whose workflow creates them. */
+  workflow_type: ColumnType<string | null, string | null | undefined, string | null>;
+  workflow_task_queue: ColumnType<string | null, string | null | undefined, string | null>;
+  workflow_args: ColumnType<unknown[] | null, string | null | undefined, string | null>;
   idempotency_key: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+/** The amount of the wallet reserved for one job; open while `released_at` is null. */
+export interface JobHoldsTable {
+  job_id: string;
+  user_id: string;
+  amount_micros: number;
+  settled_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  created_at: Timestamp;
+  released_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 export interface SystemLogsTable {
@@ -380,12 +394,14 @@ export interface Database {
   ledger_entries: LedgerEntriesTable;
   monthly_usage: MonthlyUsageTable;
   jobs: JobsTable;
+  job_holds: JobHoldsTable;
   system_logs: SystemLogsTable;
   agent_transactions: AgentTransactionsTable;
 }
 
 export type Job = Selectable<JobsTable>;
 export type NewJob = Insertable<JobsTable>;
+export type JobHold = Selectable<JobHoldsTable>;
 export type JobUpdate = Updateable<JobsTable>;
 export type SystemLog = Selectable<SystemLogsTable>;
 export type AgentTransaction = Selectable<AgentTransactionsTable>;

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parseNetworkAllowlist } from './net/ssrf';
+import { usdToWholeMicros } from './money';
 
 /** Everything the service reads from the environment, validated once at start. */
 export interface Config {
@@ -24,6 +25,10 @@ export interface Config {
   browserConcurrency: number;
   syncScrapeTimeoutMs: number;
   agent: { maxSteps: number; deadlineMs: number };
+  /** The most a job of each kind may reserve of the wallet at admission (HOLD_MAX_USD_*), in micro-USD. */
+  holds: HoldLimits;
+  /** The pending-job reconciler run by platform workers (PENDING_JOB_*). */
+  pendingJobs: { reconcileAfterMs: number; checkEveryMs: number };
   social: { forumApiBase: string; forumAuthBase: string; microblogBase: string | null };
   taskQueues: { platform: string; browser: string };
   skills: SkillsConfig;
@@ -73,6 +78,12 @@ export interface SkillsConfig {
   refreshIntervalMinutes: number;
 }
 
+export interface HoldLimits {
+  scrape: number;
+  agentic: number;
+  automation: number;
+}
+
 export class ConfigError extends Error {
   constructor(variable: string, problem: string) {
     super(`Invalid configuration: ${variable} ${problem}`);
@@ -105,6 +116,17 @@ function url(env: Env, name: string): string | null {
     throw new ConfigError(name, `must be an http(s) URL, got "${raw}"`);
   }
   return raw.replace(/\/+$/, '');
+}
+
+/** A positive USD amount given as a decimal (e.g. "0.50"), as whole micro-USD. */
+function usdAmount(env: Env, name: string, fallbackUsd: number): number {
+  const raw = optional(env, name);
+  if (raw === null) return usdToWholeMicros(fallbackUsd)!;
+  const micros = /^\d+(\.\d+)?$/.test(raw) ? usdToWholeMicros(Number(raw)) : null;
+  if (micros === null || micros <= 0 || micros > 1_000_000_000_000) {
+    throw new ConfigError(name, `must be a positive USD amount of at most 1000000 with at most 6 decimals, got "${raw}"`);
+  }
+  return micros;
 }
 
 /** Reads a secret from the environment, or from (creating if needed) a file under dataDir for the embedded default. */
@@ -226,6 +248,15 @@ export function loadConfig(env: Env = process.env): Config {
     agent: {
       maxSteps: integer(env, 'AGENT_MAX_STEPS', 30, 1, 500),
       deadlineMs: integer(env, 'AGENT_DEADLINE_MS', 15 * 60_000, 5_000, 24 * 3_600_000),
+    },
+    holds: {
+      scrape: usdAmount(env, 'HOLD_MAX_USD_SCRAPE', 0.5),
+      agentic: usdAmount(env, 'HOLD_MAX_USD_AGENTIC', 2),
+      automation: usdAmount(env, 'HOLD_MAX_USD_AUTOMATION', 2),
+    },
+    pendingJobs: {
+      reconcileAfterMs: integer(env, 'PENDING_JOB_RECONCILE_AFTER_MS', 60_000, 500, 24 * 3_600_000),
+      checkEveryMs: integer(env, 'PENDING_JOB_CHECK_EVERY_MS', 30_000, 200, 3_600_000),
     },
     taskQueues: {
       platform: optional(env, 'PLATFORM_TASK_QUEUE') ?? 'platform',

@@ -38,3 +38,18 @@ export function microsToUsd(micros: number): number {
   if (!Number.isSafeInteger(micros)) throw new Error(`microsToUsd needs an integer amount of micro-USD, got ${micros}`);
   return micros / MICROS_PER_USD;
 }
+
+/**
+ * The USD amount as integer micro-USD when it is a whole number of micro-USD (at most 6 decimals,
+ * e.g. 1.5 or 0.000001), else null (1e-7, 0.0000015). Amounts that move money are never rounded.
+ */
+export function usdToWholeMicros(usd: number): number | null {
+  if (!Number.isFinite(usd)) return null;
+  let micros: number;
+  try {
+    micros = usdToMicros(usd);
+  } catch {
+    return null;
+  }
+  return micros / MICROS_PER_USD === usd ? micros : null;
+}

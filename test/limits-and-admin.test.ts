@@ -10,7 +10,8 @@ describe('plans, limits and money', function () {
   });
 
   it('admits exactly 10 of 50 concurrent requests against a monthly limit of 10', async function () {
-    const { apiKey, userId } = await h.createUser({ creditUsd: 5, monthlyOperationLimit: 10 });
+    // Enough credit for 50 holds (HOLD_MAX_USD_SCRAPE, default $0.50 each): only the monthly limit binds here.
+    const { apiKey, userId } = await h.createUser({ creditUsd: 30, monthlyOperationLimit: 10 });
     const responses = await Promise.all(
       Array.from({ length: 50 }, (_, i) => h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static?n=${i}` } })),
     );

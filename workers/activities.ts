@@ -39,7 +39,7 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createWebhookActivities({ db, masterKey: config.masterKey, policy }),
     ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey }),
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
-    ...createAutomationActivities({ db, masterKey: config.masterKey }),
+    ...createAutomationActivities({ db, masterKey: config.masterKey, holdMaxMicros: config.holds.automation }),
     ...createSkillsActivities({ db, config }),
     ...createToolActivities({ policy, masterKey: config.masterKey, loadSelection: jobSelectionLoader(db, config.masterKey) }),
     // Phase B: the tool runtime's discover() replaces the stand-in.

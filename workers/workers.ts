@@ -1,9 +1,11 @@
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
 import { browserActivities, platformActivities, sessionActivities, type ActivityDeps } from './activities';
 import { createSessionRegistry, type SessionRegistry } from '../activities/agent/session-registry';
 import { ensureDisplay } from '../lib/browser/virtual-display';
 import { ensureSkillsRefreshSchedule } from './schedules';
+import { startPendingJobReconciler, type PendingJobReconciler } from './pending-job-reconciler';
 
 export interface WorkerSet {
   /** True once every worker polls its task queue. */
@@ -28,6 +30,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
   let pool: BrowserPool | null = null;
   let headedPool: BrowserPool | null = null;
   let registry: SessionRegistry | null = null;
+  let reconciler: PendingJobReconciler | null = null;
   if (queues.includes('platform')) {
     workers.push(
       await Worker.create({
@@ -41,6 +44,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     );
     // The skills directory refresh Schedule (only when SKILLS_GITHUB_REPOS is set); a failure must not stop the workers.
     await ensureSkillsRefreshSchedule(connection, namespace, config).catch((err) => console.warn(`skills refresh schedule: ${(err as Error).message}`));
+    reconciler = startPendingJobReconciler({ db: options.db, client: new Client({ connection, namespace }), config });
   }
   if (queues.includes('browser')) {
     const headless = createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency });
@@ -76,6 +80,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     isRunning: () => workers.every((w) => w.getState() === 'RUNNING'),
     run() {
       running ??= Promise.all(workers.map((w) => w.run())).then(async () => {
+        await reconciler?.stop();
         await registry?.closeAll();
         await pool?.close();
         await headedPool?.close();
@@ -83,6 +88,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       return running;
     },
     async shutdown() {
+      await reconciler?.stop();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await running;
       await registry?.closeAll();

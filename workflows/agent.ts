@@ -26,7 +26,7 @@ export const LOOP_STOP_REPEATS = 4;
 const brain = proxyActivities<AgentBrainActivities>({
   startToCloseTimeout: '5m',
   heartbeatTimeout: '15s',
-  retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['AgentStopped'] },
+  retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError'] },
 });
 
 const socialTools = proxyActivities<SocialToolActivities>({
@@ -63,7 +63,7 @@ export async function runAgentLoop(input: AgentWorkflowInput): Promise<JobOutcom
   const opener = proxyActivities<SessionOpenerActivities>({
     taskQueue: input.browserTaskQueue,
     startToCloseTimeout: '2m',
-    retry: { initialInterval: '2s', maximumAttempts: 5, nonRetryableErrorTypes: ['AgentStopped'] },
+    retry: { initialInterval: '2s', maximumAttempts: 5, nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError'] },
   });
   const deadline = Date.now() + input.deadlineMs;
   let session: SessionHandle | null = null;

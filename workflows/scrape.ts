@@ -20,12 +20,12 @@ export interface JobOutcome {
 
 const page = proxyActivities<PageActivities>({
   startToCloseTimeout: '90s',
-  retry: { initialInterval: '2s', maximumAttempts: 3, nonRetryableErrorTypes: ['ScrapeRejected'] },
+  retry: { initialInterval: '2s', maximumAttempts: 3, nonRetryableErrorTypes: ['ScrapeRejected', 'HoldExhaustedError'] },
 });
 const llm = proxyActivities<ExtractionActivities>({
   startToCloseTimeout: '5m',
   heartbeatTimeout: '15s',
-  retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['ScrapeRejected', 'ExtractionError'] },
+  retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['ScrapeRejected', 'ExtractionError', 'HoldExhaustedError'] },
 });
 export async function scrapeWorkflow(input: ScrapeWorkflowInput): Promise<JobOutcome> {
   const { jobId } = input;
@@ -33,7 +33,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput): Promise<JobOut
     taskQueue: input.browserTaskQueue,
     startToCloseTimeout: '3m',
     heartbeatTimeout: '15s',
-    retry: { initialInterval: '2s', maximumAttempts: 3, nonRetryableErrorTypes: ['ScrapeRejected'] },
+    retry: { initialInterval: '2s', maximumAttempts: 3, nonRetryableErrorTypes: ['ScrapeRejected', 'HoldExhaustedError'] },
   });
 
   await jobs.beginJob(jobId);

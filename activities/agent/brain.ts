@@ -4,11 +4,11 @@ import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatComplet
 import type { Db } from '../../db/connect';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../../db/schema';
 import { appendJobLog, transitionJob } from '../../db/repos/jobs';
-import { recordUsage, summarizeUsage } from '../../db/repos/job-usage';
-import { getBalanceMicros } from '../../db/repos/ledger';
+import { assertHoldCovers, holdExhaustedMessage, holdStatus, recordUsage, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
 import { writeSystemLog } from '../../db/repos/system-logs';
 import { llmCostMicros } from '../../lib/billing/pricing';
+import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } from '../../lib/billing/worst-case';
 import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '../../lib/llm/structured-output';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
@@ -105,10 +105,6 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     async decideNextActions(input: { jobId: string; taskIndex: number; step: number; notes: string[] }): Promise<Decision> {
       const { jobId, taskIndex, step } = input;
       const { job, request, tasks } = await loadAgentJob(db, jobId);
-      const usage = await summarizeUsage(db, jobId);
-      if ((await getBalanceMicros(db, job.user_id)) - usage.costMicros <= 0) {
-        return { kind: 'stop', reason: 'stopped: the wallet cannot pay for more steps' };
-      }
       const profile = OPTIMIZATION_PROFILES[request.optimization_mode];
       const steps = await db
         .selectFrom('agent_steps')
@@ -162,6 +158,10 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const tools = [...(actingTools as ChatCompletionTool[]), doneTool(request.structured_output)];
 
       const { client, walletBilled, model } = await clientFor({ job, request });
+      // The wallet check: the job's hold must cover this step's worst case (see lib/billing/worst-case).
+      const worstCase = agentStepWorstCaseMicros({ model, walletBilled, messages, tools });
+      const hold = await holdStatus(db, jobId);
+      if (hold && hold.remainingMicros < worstCase) return { kind: 'stop', reason: holdExhaustedMessage(hold, worstCase) };
       const completion = await withHeartbeat(() =>
         client.chat.completions.create({
           model,
@@ -191,15 +191,12 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const { request } = loaded;
       const current = await currentStep(jobId, input.taskIndex, input.step);
       const { client, walletBilled, model } = await clientFor(loaded);
-      const completion = await withHeartbeat(() =>
-        client.chat.completions.create({
-          model,
-          messages: [
-            { role: 'system', content: 'Answer the question using only the page content given. Be concise. Say "not found" when the page does not contain the answer.' },
-            { role: 'user', content: `Question: ${input.question}\n\nPage:\n${current.observation}` },
-          ],
-        }),
-      );
+      const messages: ChatCompletionMessageParam[] = [
+        { role: 'system', content: 'Answer the question using only the page content given. Be concise. Say "not found" when the page does not contain the answer.' },
+        { role: 'user', content: `Question: ${input.question}\n\nPage:\n${current.observation}` },
+      ];
+      if (walletBilled) await assertHoldCovers(db, jobId, llmCallWorstCaseMicros(model, promptTokenBound(messages)));
+      const completion = await withHeartbeat(() => client.chat.completions.create({ model, messages }));
       await bill(jobId, `extract-${input.taskIndex}-${input.step}`, model, completion.usage, walletBilled);
       const answer = maskSecrets(completion.choices[0]?.message?.content ?? '', request.sensitive_data ?? []);
       return { ok: true, navigated: false, message: `extracted: ${answer.slice(0, 2000)}` };

@@ -4,7 +4,7 @@ import type { Db } from '../../db/connect';
 import { unseal } from '../../lib/crypto';
 import { sealRequestSecrets } from '../../lib/request-secrets';
 import { writeSystemLog } from '../../db/repos/system-logs';
-import { transitionJob } from '../../db/repos/jobs';
+import { admitJob, transitionJob } from '../../db/repos/jobs';
 import type { AccountRef, SocialRunRequest } from '../agent/social';
 import type { AutomationCreateBody, SavedSelection } from '../../lib/schemas/automations';
 import type { JobOutcome } from '../../workflows/scrape';
@@ -13,7 +13,29 @@ export type AutomationRunStart =
   | { kind: 'ready'; jobId: string; taskCount: number; hasWebhook: boolean; agentName: string }
   | { kind: 'unusable'; jobId: string; hasWebhook: boolean; agentName: string; outcome: JobOutcome };
 
-export function createAutomationActivities({ db, masterKey }: { db: Db; masterKey: Buffer }) {
+/** A scheduled run that could not be admitted: a failed job row without a hold, so the run is still visible and reported. */
+async function recordSkippedRun(db: Db, input: { userId: string; runId: string; request: Record<string, unknown>; webhookUrl: string | null; error: string }) {
+  const inserted = await db
+    .insertInto('jobs')
+    .values({
+      id: randomUUID(),
+      user_id: input.userId,
+      kind: 'automation',
+      status: 'failed',
+      request: JSON.stringify(input.request),
+      webhook_url: input.webhookUrl,
+      workflow_id: input.runId,
+      idempotency_key: input.runId,
+      error: input.error,
+      logs: [`${new Date().toISOString()} ${input.error}`],
+    })
+    .onConflict((oc) => oc.column('workflow_id').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  return inserted ?? (await db.selectFrom('jobs').selectAll().where('workflow_id', '=', input.runId).executeTakeFirstOrThrow());
+}
+
+export function createAutomationActivities({ db, masterKey, holdMaxMicros }: { db: Db; masterKey: Buffer; holdMaxMicros: number }) {
   return {
     /**
      * Records one execution as a job and picks its accounts: each selected account that is active and
@@ -70,27 +92,38 @@ export function createAutomationActivities({ db, masterKey }: { db: Db; masterKe
         accounts,
       };
       let job = existing;
+      if (job && (job.status === 'completed' || job.status === 'failed')) {
+        return { kind: 'unusable', jobId: job.id, hasWebhook, agentName, outcome: { jobId: job.id, status: job.status, error: job.error } };
+      }
       if (!job) {
-        const id = randomUUID();
-        job = await db
-          .insertInto('jobs')
-          .values({
-            id,
-            user_id: automation.user_id,
-            kind: 'automation',
-            status: 'pending',
-            request: JSON.stringify(request),
-            webhook_url: payload.webhook_url ?? null,
-            workflow_id: input.runId,
-            idempotency_key: input.runId,
-            sealed_secrets: secrets.forumCredentials ? sealRequestSecrets(masterKey, id, { forumCredentials: secrets.forumCredentials }) : null,
-            logs: [`${new Date().toISOString()} run of automation "${automation.name}" started by its schedule`],
-          })
-          .onConflict((oc) => oc.column('workflow_id').doNothing())
-          .returningAll()
-          .executeTakeFirst();
-        job ??= await db.selectFrom('jobs').selectAll().where('workflow_id', '=', input.runId).executeTakeFirstOrThrow();
-        await writeSystemLog(db, { userId: automation.user_id, jobId: job.id, message: `automation "${automation.name}" run ${job.id} started` });
+        const admission = await admitJob(db, {
+          userId: automation.user_id,
+          kind: 'automation',
+          request,
+          webhookUrl: payload.webhook_url ?? null,
+          idempotencyKey: input.runId,
+          workflowId: input.runId,
+          countsOperation: false,
+          holdMaxMicros,
+          sealSecrets: secrets.forumCredentials ? (id) => sealRequestSecrets(masterKey, id, { forumCredentials: secrets.forumCredentials }) : undefined,
+          acceptedLog: `run of automation "${automation.name}" started by its schedule`,
+        });
+        if (admission.outcome === 'created' || admission.outcome === 'existing') {
+          job = admission.job;
+          if (admission.outcome === 'created') {
+            await writeSystemLog(db, { userId: automation.user_id, jobId: job.id, message: `automation "${automation.name}" run ${job.id} started` });
+          }
+        } else {
+          // Not admitted (no hold could be placed): recorded as a failed run that is not executed.
+          const reason = {
+            insufficient_funds: 'the wallet has no available balance',
+            subscription_inactive: 'the subscription is not active',
+            monthly_limit_reached: 'the monthly operation limit is reached',
+          }[admission.outcome];
+          job = await recordSkippedRun(db, { userId: automation.user_id, runId: input.runId, request, webhookUrl: payload.webhook_url ?? null, error: `skipped: ${reason}` });
+          await writeSystemLog(db, { userId: automation.user_id, jobId: job.id, message: `automation "${automation.name}" run ${job.id} skipped: ${reason}` });
+          return { kind: 'unusable', jobId: job.id, hasWebhook, agentName, outcome: { jobId: job.id, status: 'failed', error: job.error } };
+        }
       }
       if (accounts.length === 0) {
         const error = `no usable ${platform} account for this run${skipped.length ? `: skipped ${skipped.join(', ')}` : ''}`;

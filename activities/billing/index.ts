@@ -7,8 +7,12 @@ import { microsToUsd } from '../../lib/money';
 
 export function createBillingActivities({ db }: { db: Db }) {
   return {
-    /** One agent transaction and one debit per job, whatever the outcome and however often retried. */
-    async settleJobUsage(input: { jobId: string; agentName: string; outcome: 'completed' | 'failed' }): Promise<{ costMicros: number }> {
+    /**
+     * One agent transaction and one debit per job, whatever the outcome and however often retried:
+     * the true cost of the recorded usage, never more than the job's hold, which is released in the
+     * same transaction.
+     */
+    async settleJobUsage(input: { jobId: string; agentName: string; outcome: 'completed' | 'failed' }): Promise<{ costMicros: number; debitedMicros: number }> {
       const job = await getJob(db, input.jobId);
       const usage = await summarizeUsage(db, input.jobId);
       const payload = {
@@ -28,11 +32,12 @@ export function createBillingActivities({ db }: { db: Db }) {
         idempotencyKey: `usage:${input.jobId}`,
       });
       if (!charged.replayed) {
-        const line = `charged $${microsToUsd(usage.costMicros).toFixed(6)} for usage`;
+        const unbilled = charged.unbilledMicros > 0 ? ` (usage of $${microsToUsd(usage.costMicros).toFixed(6)} exceeded the amount held for this run; the rest is not charged)` : '';
+        const line = `charged $${microsToUsd(charged.debitedMicros).toFixed(6)} for usage${unbilled}`;
         await appendJobLog(db, input.jobId, line);
         await writeSystemLog(db, { userId: job.user_id, jobId: input.jobId, message: `${input.agentName} job ${input.jobId} ${line}` });
       }
-      return { costMicros: usage.costMicros };
+      return { costMicros: usage.costMicros, debitedMicros: charged.debitedMicros };
     },
   };
 }

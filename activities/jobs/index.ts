@@ -1,3 +1,4 @@
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import { appendJobLog, getJob, transitionJob } from '../../db/repos/jobs';
 import { summarizeUsage } from '../../db/repos/job-usage';
@@ -22,10 +23,19 @@ export async function loadScrapeJob(db: Db, jobId: string, masterKey?: Buffer) {
 
 export function createJobActivities({ db }: { db: Db }) {
   return {
+    /**
+     * Takes the job up. A job that is already finished was abandoned before its workflow ran (the
+     * start looked failed to the API, which released its hold): this run must not do any work.
+     */
     async beginJob(jobId: string): Promise<void> {
       const job = await getJob(db, jobId);
       if (await transitionJob(db, jobId, 'processing', { log: 'processing started' })) {
         await writeSystemLog(db, { userId: job.user_id, jobId, message: `${job.kind} job ${jobId} started` });
+        return;
+      }
+      const current = await getJob(db, jobId);
+      if (current.status === 'completed' || current.status === 'failed') {
+        throw ApplicationFailure.nonRetryable(`job ${jobId} is already ${current.status} (${current.error ?? 'no error'}); this run does nothing`, 'JobNotRunnable');
       }
     },
 
@@ -67,5 +77,7 @@ export function createJobActivities({ db }: { db: Db }) {
     },
   };
 }
+
+export { reconcilePendingJobs, type PendingJobsReconciliation } from './reconcile';
 
 export type JobActivities = ReturnType<typeof createJobActivities>;

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/connect';
 import { appendJobLog } from '../../db/repos/jobs';
-import { recordUsage } from '../../db/repos/job-usage';
+import { assertHoldCovers, recordUsage } from '../../db/repos/job-usage';
+import { extractionWorstCaseMicros } from '../../lib/billing/worst-case';
 import { getRouterApiKey } from '../../db/repos/users';
 import { llmCostMicros } from '../../lib/billing/pricing';
 import { jsonSchemaForRequest } from '../../lib/llm/structured-output';
@@ -8,7 +9,7 @@ import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers'
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { loadScrapeJob } from '../jobs';
 import { rejectScrape } from '../rejections';
-import { ExtractionError, extractStructured, type LlmUsage } from './extract';
+import { DEFAULT_MAX_INPUT_CHARS, ExtractionError, extractStructured, truncateForModel, type LlmUsage } from './extract';
 import { ApplicationFailure } from '@temporalio/activity';
 import OpenAI from 'openai';
 
@@ -46,6 +47,11 @@ export function createExtractionActivities(deps: ExtractionDeps) {
         if (err instanceof LlmUnavailableError) throw rejectScrape(err.message);
         throw err;
       }
+      const output = jsonSchemaForRequest(request.structured_output);
+      if (provider.walletBilled) {
+        const prompt = truncateForModel(snapshot.markdown, DEFAULT_MAX_INPUT_CHARS) + JSON.stringify(output) + (request.system_prompt ?? '');
+        await assertHoldCovers(db, jobId, extractionWorstCaseMicros(request.llm_model, prompt));
+      }
       await appendJobLog(db, jobId, `extracting with ${request.llm_provider}/${request.llm_model}`);
       try {
         const extracted = await withHeartbeat(() =>
@@ -55,7 +61,7 @@ export function createExtractionActivities(deps: ExtractionDeps) {
               model: request.llm_model,
               systemPrompt: request.system_prompt,
               page: { url: snapshot.final_url, markdown: snapshot.markdown, metadata: snapshot.metadata },
-              output: jsonSchemaForRequest(request.structured_output),
+              output,
             },
           ),
         );

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { billingPeriod } from '../../db/repos/jobs';
-import { getBalanceMicros } from '../../db/repos/ledger';
+import { getWalletSummary } from '../../db/repos/ledger';
 import { getWebhookSecret, type AuthenticatedUser } from '../../db/repos/users';
 import { microsToUsd } from '../../lib/money';
 import type { ApiDeps } from '../deps';
@@ -19,11 +19,14 @@ export function accountRoutes(deps: ApiDeps): Router {
       .where('user_id', '=', user.userId)
       .where('period', '=', period)
       .executeTakeFirst();
+    const wallet = await getWalletSummary(deps.db, user.userId);
     ctx.body = {
       userId: user.userId,
       email: user.email,
       subscription: user.subscription,
-      balanceUsd: microsToUsd(await getBalanceMicros(deps.db, user.userId)),
+      balanceUsd: microsToUsd(wallet.balanceMicros),
+      heldUsd: microsToUsd(wallet.heldMicros),
+      availableUsd: microsToUsd(wallet.availableMicros),
       usage: { period, operations: usage?.operations ?? 0 },
     };
   });

@@ -1,8 +1,8 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { creditWallet } from '../../db/repos/ledger';
+import { creditWallet, InvalidAmountError } from '../../db/repos/ledger';
 import { createUser, DuplicateEmailError, rotateApiKey, setRouterApiKey, UnknownPlanError, updateSubscription, userExists } from '../../db/repos/users';
-import { usdToMicros } from '../../lib/money';
+import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound } from '../errors';
 import { requireAdminToken } from '../middleware/auth';
@@ -22,6 +22,17 @@ export function adminRoutes(deps: ApiDeps): Router {
     return userId;
   };
 
+  /** Money moves in whole micro-USD: an amount with a fraction of a micro (1e-7) is refused, never rounded. */
+  const wholeMicros = (field: string, usd: number) => {
+    const micros = usdToWholeMicros(usd);
+    if (micros === null || micros <= 0) {
+      throw new ApiError(400, 'validation_failed', `${field} must be a positive whole number of micro-USD (at least 0.000001 USD, at most 6 decimals), got ${usd}`, [
+        { path: `body/${field}`, message: 'not a positive whole number of micro-USD' },
+      ]);
+    }
+    return micros;
+  };
+
   router.post('/users', async (ctx) => {
     const body = parseBody<{ email: string; plan?: string; creditUsd?: number; monthlyOperationLimit?: number; automationLimit?: number }>(
       CreateUserRequest,
@@ -31,7 +42,7 @@ export function adminRoutes(deps: ApiDeps): Router {
       const created = await createUser(deps.db, deps.config.masterKey, {
         email: body.email,
         planId: body.plan,
-        creditMicros: body.creditUsd ? usdToMicros(body.creditUsd) : 0,
+        creditMicros: body.creditUsd ? wholeMicros('creditUsd', body.creditUsd) : 0,
         monthlyOperationLimit: body.monthlyOperationLimit,
         automationLimit: body.automationLimit,
       });
@@ -47,13 +58,19 @@ export function adminRoutes(deps: ApiDeps): Router {
   router.post('/users/:userId/credit', async (ctx) => {
     const userId = await existingUser(ctx);
     const body = parseBody<{ amountUsd: number; idempotencyKey: string; description?: string }>(CreditRequest, ctx.state.body);
-    const result = await creditWallet(deps.db, {
-      userId,
-      amountMicros: usdToMicros(body.amountUsd),
-      idempotencyKey: `admin-credit:${userId}:${body.idempotencyKey}`,
-      description: body.description ?? 'Operator credit',
-    });
-    ctx.body = { userId, balanceUsd: result.balanceMicros / 1e6, replayed: result.replayed };
+    const amountMicros = wholeMicros('amountUsd', body.amountUsd);
+    try {
+      const result = await creditWallet(deps.db, {
+        userId,
+        amountMicros,
+        idempotencyKey: `admin-credit:${userId}:${body.idempotencyKey}`,
+        description: body.description ?? 'Operator credit',
+      });
+      ctx.body = { userId, balanceUsd: microsToUsd(result.balanceMicros), replayed: result.replayed };
+    } catch (err) {
+      if (err instanceof InvalidAmountError) throw new ApiError(400, 'validation_failed', err.message);
+      throw err;
+    }
   });
 
   router.patch('/users/:userId/subscription', async (ctx) => {

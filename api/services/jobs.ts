@@ -1,7 +1,6 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { Job, JobKind } from '../../db/schema';
-import { abandonJob, admitJob } from '../../db/repos/jobs';
-import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal';
+import { abandonJob, admitJob, getJob } from '../../db/repos/jobs';
+import { startJobWorkflow } from '../../lib/job-workflow-start';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { ApiError } from '../errors';
 import type { ApiDeps } from '../deps';
@@ -14,12 +13,15 @@ export interface StartJobInput {
   idempotencyKey: string | null;
   sealSecrets?: (jobId: string) => string | null;
   workflowType: string;
-  workflowArgs: (job: Job) => unknown[];
+  workflowArgs: (job: Pick<Job, 'id'>) => unknown[];
 }
 
 /**
- * Admits a metered job and starts its workflow. The workflow id is derived from the job id and
- * duplicates are rejected by Temporal, so retries (same Idempotency-Key) never start a second run.
+ * Admits a metered job (with its hold) and starts its workflow. The workflow id is derived from the
+ * job id and duplicates are rejected by Temporal, so retries (same Idempotency-Key) never start a
+ * second run; a retry that finds its job still pending (its first request died before the start)
+ * starts it. When the start fails the job is abandoned: failed, its operation given back, its hold
+ * released and its Idempotency-Key freed, so the client's retry admits and starts a new job.
  */
 export async function startMeteredJob(deps: ApiDeps, input: StartJobInput): Promise<Job> {
   const admission = await admitJob(deps.db, {
@@ -29,35 +31,40 @@ export async function startMeteredJob(deps: ApiDeps, input: StartJobInput): Prom
     webhookUrl: input.webhookUrl,
     idempotencyKey: input.idempotencyKey,
     sealSecrets: input.sealSecrets,
+    holdMaxMicros: deps.config.holds[input.kind],
+    workflow: { type: input.workflowType, taskQueue: deps.config.taskQueues.platform, args: input.workflowArgs },
   });
   switch (admission.outcome) {
     case 'subscription_inactive':
       throw new ApiError(403, 'subscription_inactive', 'The subscription of this account is not active');
     case 'insufficient_funds':
-      throw new ApiError(402, 'insufficient_funds', 'The wallet balance is not positive; add credit to start new runs');
+      throw new ApiError(402, 'insufficient_funds', 'The wallet has no available balance (balance minus the amounts held for running jobs); add credit or wait for running jobs to finish');
     case 'monthly_limit_reached':
       throw new ApiError(429, 'monthly_limit_reached', `The monthly operation limit of ${admission.limit} is reached`);
   }
   const { job } = admission;
   if (job.status !== 'pending') return job;
   try {
-    await deps.temporal.workflow.start(input.workflowType, {
-      taskQueue: deps.config.taskQueues.platform,
+    await startJobWorkflow(deps.temporal, {
       workflowId: job.workflow_id,
-      args: input.workflowArgs(job),
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
-      typedSearchAttributes: [
-        { key: UserIdSearchAttribute, value: job.user_id },
-        { key: JobKindSearchAttribute, value: job.kind },
-      ],
+      // A job admitted before migration 0005 has no stored start; the request's is the same.
+      workflowType: job.workflow_type ?? input.workflowType,
+      taskQueue: job.workflow_task_queue ?? deps.config.taskQueues.platform,
+      args: job.workflow_args ?? input.workflowArgs(job),
+      userId: job.user_id,
+      kind: job.kind,
     });
   } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-      console.error(`could not start workflow ${job.workflow_id}:`, err);
-      await abandonJob(deps.db, job, 'The run could not be started; it was not counted against your limit');
-      throw new ApiError(503, 'service_unavailable', 'The workflow engine is unavailable; the job was not started', undefined, { 'Retry-After': '5' });
+    console.error(`could not start workflow ${job.workflow_id}:`, err);
+    const abandoned = await abandonJob(deps.db, job, 'The run could not be started; it was not counted against your limit and nothing was charged');
+    if (!abandoned) {
+      // No longer pending: the pending-job reconciler started it meanwhile, so it runs.
+      const current = await getJob(deps.db, job.id);
+      if (current.status !== 'failed') return current;
     }
+    throw new ApiError(503, 'service_unavailable', 'The workflow engine is unavailable; the job was not started (retrying with the same Idempotency-Key starts a new one)', undefined, {
+      'Retry-After': '5',
+    });
   }
   return job;
 }

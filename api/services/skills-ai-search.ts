@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type OpenAI from 'openai';
 import type { Db } from '../../db/connect';
-import { chargeUsage, getBalanceMicros } from '../../db/repos/ledger';
+import { chargeUsage, getWalletSummary } from '../../db/repos/ledger';
 import { writeSystemLog } from '../../db/repos/system-logs';
 import { llmCostMicros } from '../../lib/billing/pricing';
 import { microsToUsd } from '../../lib/money';
@@ -237,8 +237,8 @@ export async function aiSearch(deps: AiSearchDeps, request: AiSearchRequest): Pr
   const { db, llm, embedder } = deps;
   if (!llm) return plainFallback(db, request, 'llm_not_configured: the service LLM endpoint is not configured (OPENAI_BASE_URL / OPENAI_API_KEY)');
   if (!embedder) return plainFallback(db, request, 'embeddings_not_configured: no embedding model is configured (EMBEDDINGS_MODEL)');
-  if ((await getBalanceMicros(db, request.userId)) <= 0) {
-    return plainFallback(db, request, 'insufficient_funds: the wallet balance is not positive, so no LLM is used');
+  if ((await getWalletSummary(db, request.userId)).availableMicros <= 0) {
+    return plainFallback(db, request, 'insufficient_funds: the available balance (balance minus holds of running jobs) is not positive, so no LLM is used');
   }
 
   const usage: Usage = { chat: { calls: 0, promptTokens: 0, completionTokens: 0 }, embeddingTokens: 0 };

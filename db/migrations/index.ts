@@ -3,6 +3,7 @@ import * as foundation from './0001_foundation';
 import * as agentRuntime from './0002_agent_runtime';
 import * as socialAutomations from './0003_social_automations';
 import * as skillsDirectory from './0004_skills_directory';
+import * as moneyHolds from './0005_money_holds';
 import * as market from './0007_market';
 
 const migrations: Record<string, Migration> = {
@@ -10,6 +11,7 @@ const migrations: Record<string, Migration> = {
   '0002_agent_runtime': agentRuntime,
   '0003_social_automations': socialAutomations,
   '0004_skills_directory': skillsDirectory,
+  '0005_money_holds': moneyHolds,
   '0007_market': market,
 };
 

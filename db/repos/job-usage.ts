@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../connect';
 import type { UsageKind } from '../schema';
 
@@ -13,7 +14,62 @@ export interface UsageRecord {
   costMicros: number;
 }
 
-export async function recordUsage(db: Db, usage: UsageRecord): Promise<void> {
+/**
+ * The job's hold is used up: what it recorded reached what was reserved for it. The error's name is
+ * (its class name) is its Temporal failure type, which workflows treat as final (retrying would only spend more).
+ */
+export class HoldExhaustedError extends Error {
+  override readonly name = 'HoldExhaustedError';
+}
+
+const usd = (micros: number) => `$${(micros / 1_000_000).toFixed(6)}`;
+
+export interface HoldStatus {
+  holdMicros: number;
+  usedMicros: number;
+  /** hold − used; negative after an overrun. */
+  remainingMicros: number;
+}
+
+/** The job's open hold and the usage recorded against it; null when the job has no open hold (released, or older than holds). */
+export async function holdStatus(db: Db, jobId: string): Promise<HoldStatus | null> {
+  const row = await db
+    .selectFrom('job_holds')
+    .select((eb) => [
+      'amount_micros',
+      eb
+        .selectFrom('job_usage')
+        .select(sql<number>`coalesce(sum(cost_micros), 0)::bigint`.as('used'))
+        .where('job_usage.job_id', '=', jobId)
+        .as('used'),
+    ])
+    .where('job_id', '=', jobId)
+    .where('released_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) return null;
+  const usedMicros = Number(row.used ?? 0);
+  return { holdMicros: row.amount_micros, usedMicros, remainingMicros: row.amount_micros - usedMicros };
+}
+
+/** Why a run stops on its hold, in words a client reads in the job's error. */
+export function holdExhaustedMessage(status: HoldStatus, nextMicros?: number): string {
+  const next = nextMicros === undefined ? '' : `, and the next step may cost up to ${usd(nextMicros)}`;
+  return `stopped: the wallet cannot pay for more usage (this run used ${usd(status.usedMicros)} of the ${usd(status.holdMicros)} reserved for it at start${next})`;
+}
+
+/** Before a billable call: fails with HoldExhaustedError unless the job's hold still covers the call's worst case. */
+export async function assertHoldCovers(db: Db, jobId: string, worstCaseMicros: number): Promise<void> {
+  const status = await holdStatus(db, jobId);
+  if (status && status.remainingMicros < worstCaseMicros) throw new HoldExhaustedError(holdExhaustedMessage(status, worstCaseMicros));
+}
+
+/**
+ * Records one consumption (the usage happened, so it is always recorded) and checks it against the
+ * job's hold: when the job has now used more than its hold, it fails with HoldExhaustedError so the
+ * run stops. Settlement never debits more than the hold.
+ */
+export async function recordUsage(db: Db, usage: UsageRecord): Promise<HoldStatus | null> {
+  if (!Number.isSafeInteger(usage.costMicros) || usage.costMicros < 0) throw new Error('Usage cost must be a non-negative integer of micro-USD');
   await db
     .insertInto('job_usage')
     .values({
@@ -28,6 +84,9 @@ export async function recordUsage(db: Db, usage: UsageRecord): Promise<void> {
     })
     .onConflict((oc) => oc.column('usage_key').doNothing())
     .execute();
+  const status = await holdStatus(db, usage.jobId);
+  if (status && status.remainingMicros < 0) throw new HoldExhaustedError(holdExhaustedMessage(status));
+  return status;
 }
 
 export interface UsageSummary {

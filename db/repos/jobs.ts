@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../connect';
 import type { Job, JobKind, JobStatus } from '../schema';
+import { insertHold, lockAvailableMicros, releaseHold } from './ledger';
 
 export function workflowIdFor(kind: JobKind, jobId: string): string {
   return `${kind}-${jobId}`;
@@ -12,11 +13,18 @@ export function billingPeriod(now = new Date()): string {
 }
 
 export type JobAdmission =
-  | { outcome: 'created'; job: Job }
+  | { outcome: 'created'; job: Job; holdMicros: number }
   | { outcome: 'existing'; job: Job }
   | { outcome: 'subscription_inactive' }
   | { outcome: 'insufficient_funds' }
   | { outcome: 'monthly_limit_reached'; limit: number };
+
+/** What starts the job's workflow, kept on the row so a job committed without its workflow can still be started. */
+export interface JobWorkflowStart {
+  type: string;
+  taskQueue: string;
+  args: (job: Pick<Job, 'id'>) => unknown[];
+}
 
 export interface JobRequest {
   userId: string;
@@ -26,12 +34,23 @@ export interface JobRequest {
   idempotencyKey: string | null;
   /** Seals the request's secrets for the new job id (secrets are bound to their job). */
   sealSecrets?: (jobId: string) => string | null;
+  /** The most this job may reserve of the wallet (the per-kind maximum of the configuration). */
+  holdMaxMicros: number;
+  /** How to start the job's workflow; omitted when the workflow itself creates the job (automation runs). */
+  workflow?: JobWorkflowStart;
+  /** Default `<kind>-<jobId>`. */
+  workflowId?: string;
+  /** Whether the job counts against the monthly operation limit (default true). */
+  countsOperation?: boolean;
+  acceptedLog?: string;
 }
 
 /**
- * Admits a metered job: the subscription must be active, the wallet positive, and the month's
- * operation counter below the plan limit. The counter moves with a single conditional upsert
- * in the same transaction as the job insert, so concurrent requests can never overshoot it.
+ * Admits a metered job: the subscription must be active, the available balance (balance − open
+ * holds) positive, and the month's operation counter below the plan limit. In one transaction,
+ * with the wallet row locked so concurrent admissions of one user queue up: the counter moves with
+ * a single conditional upsert, the job is inserted, and its hold reserves up to `holdMaxMicros` of
+ * the available balance, so concurrent requests can overshoot neither the limit nor the wallet.
  */
 export async function admitJob(db: Db, input: JobRequest, now = new Date()): Promise<JobAdmission> {
   try {
@@ -42,20 +61,22 @@ export async function admitJob(db: Db, input: JobRequest, now = new Date()): Pro
       }
       const account = await trx
         .selectFrom('subscriptions')
-        .innerJoin('wallets', 'wallets.user_id', 'subscriptions.user_id')
-        .select(['subscriptions.status', 'subscriptions.monthly_operation_limit', 'wallets.balance_micros'])
-        .where('subscriptions.user_id', '=', input.userId)
+        .select(['status', 'monthly_operation_limit'])
+        .where('user_id', '=', input.userId)
         .executeTakeFirstOrThrow();
       if (account.status !== 'active') return { outcome: 'subscription_inactive' };
-      if (account.balance_micros <= 0) return { outcome: 'insufficient_funds' };
+      const availableMicros = await lockAvailableMicros(trx, input.userId);
+      if (availableMicros <= 0) return { outcome: 'insufficient_funds' };
       const limit = account.monthly_operation_limit;
-      const counted = limit > 0 && (await sql<{ operations: number }>`
-        insert into monthly_usage (user_id, period, operations)
-        values (${input.userId}, ${billingPeriod(now)}, 1)
-        on conflict (user_id, period) do update set operations = monthly_usage.operations + 1
-        where monthly_usage.operations < ${limit}
-        returning operations`.execute(trx)).rows.length === 1;
-      if (!counted) return { outcome: 'monthly_limit_reached', limit };
+      if (input.countsOperation !== false) {
+        const counted = limit > 0 && (await sql<{ operations: number }>`
+          insert into monthly_usage (user_id, period, operations)
+          values (${input.userId}, ${billingPeriod(now)}, 1)
+          on conflict (user_id, period) do update set operations = monthly_usage.operations + 1
+          where monthly_usage.operations < ${limit}::int
+          returning operations`.execute(trx)).rows.length === 1;
+        if (!counted) return { outcome: 'monthly_limit_reached', limit };
+      }
       const id = randomUUID();
       const job = await trx
         .insertInto('jobs')
@@ -67,14 +88,18 @@ export async function admitJob(db: Db, input: JobRequest, now = new Date()): Pro
           request: JSON.stringify(input.request),
           webhook_url: input.webhookUrl,
           sealed_secrets: input.sealSecrets?.(id) ?? null,
-          workflow_id: workflowIdFor(input.kind, id),
+          workflow_id: input.workflowId ?? workflowIdFor(input.kind, id),
+          workflow_type: input.workflow?.type ?? null,
+          workflow_task_queue: input.workflow?.taskQueue ?? null,
+          workflow_args: input.workflow ? JSON.stringify(input.workflow.args({ id })) : null,
           idempotency_key: input.idempotencyKey,
-          logs: [`${now.toISOString()} job accepted`],
+          logs: [`${now.toISOString()} ${input.acceptedLog ?? 'job accepted'}`],
         })
         .returningAll()
         .executeTakeFirstOrThrow();
+      const holdMicros = await insertHold(trx, { userId: input.userId, jobId: id, maxMicros: input.holdMaxMicros, availableMicros });
       await trx.insertInto('system_logs').values({ user_id: input.userId, job_id: id, log_message: `${input.kind} job ${id} accepted` }).execute();
-      return { outcome: 'created', job };
+      return { outcome: 'created', job, holdMicros };
     });
   } catch (err) {
     // Two requests with one idempotency key raced: the loser's transaction rolled back whole.
@@ -100,24 +125,46 @@ function findByIdempotencyKey(db: Db, input: JobRequest): Promise<Job | undefine
     .executeTakeFirst();
 }
 
-/** Undoes an admission whose workflow could not be started: the job fails and the operation is given back. */
-export async function abandonJob(db: Db, job: Job, reason: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+/**
+ * Undoes an admission whose workflow was never started: the job fails with `reason`, the operation
+ * is given back, the hold is released, and the idempotency key is freed so that a retry of the
+ * request admits and starts a new job instead of answering with this one. Only a pending job is
+ * abandoned; returns whether this call did it.
+ */
+export async function abandonJob(db: Db, job: Pick<Job, 'id' | 'user_id' | 'created_at'>, reason: string, now = new Date()): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
     const failed = await trx
       .updateTable('jobs')
-      .set({ status: 'failed', error: reason, updated_at: new Date() })
+      .set({ status: 'failed', error: reason, idempotency_key: null, logs: sql`array_append(logs, ${`${now.toISOString()} failed: ${reason}`})`, updated_at: now })
       .where('id', '=', job.id)
       .where('status', '=', 'pending')
+      .returning('kind')
       .executeTakeFirst();
-    if (failed.numUpdatedRows === 0n) return;
-    await trx
+    if (!failed) return false;
+    await releaseHold(trx, job.id);
+    // Automation runs do not count against the monthly operation limit (see admitJob's countsOperation).
+    if (failed.kind !== 'automation') await trx
       .updateTable('monthly_usage')
       .set((eb) => ({ operations: eb('operations', '-', 1) }))
       .where('user_id', '=', job.user_id)
       .where('period', '=', billingPeriod(job.created_at))
       .where('operations', '>', 0)
       .execute();
+    await trx.insertInto('system_logs').values({ user_id: job.user_id, job_id: job.id, log_message: `${failed.kind} job ${job.id} failed: ${reason}` }).execute();
+    return true;
   });
+}
+
+/** Jobs still pending after `olderThanMs`: their workflow may never have been started. */
+export function listStalePendingJobs(db: Db, olderThanMs: number, limit = 100, now = new Date()): Promise<Job[]> {
+  return db
+    .selectFrom('jobs')
+    .selectAll()
+    .where('status', '=', 'pending')
+    .where('created_at', '<', new Date(now.getTime() - olderThanMs))
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
 }
 
 export function findJob(db: Db, scope: { userId: string; kind: JobKind; jobId: string }): Promise<Job | undefined> {

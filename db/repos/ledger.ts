@@ -1,9 +1,15 @@
+import { sql } from 'kysely';
 import type { Db } from '../connect';
 import type { LedgerEntryKind } from '../schema';
 
 export interface LedgerResult {
   replayed: boolean;
   balanceMicros: number;
+}
+
+/** A money amount that is not a positive whole number of micro-USD (e.g. a credit of 1e-7 USD). */
+export class InvalidAmountError extends Error {
+  override readonly name = 'InvalidAmountError';
 }
 
 /**
@@ -14,7 +20,7 @@ async function applyLedgerEntry(
   db: Db,
   entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; jobId?: string | null; description: string },
 ): Promise<LedgerResult> {
-  if (!Number.isSafeInteger(entry.amountMicros)) throw new Error('Ledger amounts are integer micro-USD');
+  if (!Number.isSafeInteger(entry.amountMicros)) throw new InvalidAmountError('Ledger amounts are integer micro-USD');
   const run = async (trx: Db): Promise<LedgerResult> => {
     const inserted = await trx
       .insertInto('ledger_entries')
@@ -51,7 +57,9 @@ async function applyLedgerEntry(
 }
 
 export function creditWallet(db: Db, input: { userId: string; amountMicros: number; idempotencyKey: string; description: string }) {
-  if (input.amountMicros <= 0) throw new Error('A credit must be positive');
+  if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros <= 0) {
+    throw new InvalidAmountError('A credit must be a positive whole number of micro-USD (at least 0.000001 USD)');
+  }
   return applyLedgerEntry(db, { ...input, kind: 'credit' });
 }
 
@@ -61,46 +69,133 @@ export interface UsageCharge {
   agentName: string;
   result: string | null;
   payload: Record<string, unknown> | null;
+  /** The true cost of what was used. */
   costMicros: number;
   idempotencyKey: string;
 }
 
+export interface ChargeResult extends LedgerResult {
+  /** What the wallet was debited: the true cost, capped at the job's hold (or the available balance). */
+  debitedMicros: number;
+  /** The part of the true cost that was over the cap and is not charged (the platform absorbs it). */
+  unbilledMicros: number;
+}
+
+/** Locks the wallet row for the rest of the transaction: holds and debits of one user are serialized. */
+async function lockWallet(trx: Db, userId: string): Promise<number> {
+  const wallet = await trx.selectFrom('wallets').select('balance_micros').where('user_id', '=', userId).forUpdate().executeTakeFirstOrThrow();
+  return wallet.balance_micros;
+}
+
+async function openHoldsMicros(db: Db, userId: string): Promise<number> {
+  const row = await db
+    .selectFrom('job_holds')
+    .select(sql<number>`coalesce(sum(amount_micros), 0)::bigint`.as('held'))
+    .where('user_id', '=', userId)
+    .where('released_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.held);
+}
+
 /**
- * Records usage as an agent transaction and debits the wallet for it, exactly once per key.
- * Usage is post-paid: the debit is the true cost even if it takes the balance below zero; new
- * runs are refused while the balance is not positive (see api/services/jobs).
+ * Records usage as an agent transaction, debits the wallet for it and releases the job's hold,
+ * all in one transaction and exactly once per key. The debit is the true cost but never more
+ * than the job's open hold (for a job whose hold was already released without settlement, e.g.
+ * an abandoned start, nothing), or, for usage outside a job, than the available balance: the
+ * wallet can never go below zero. A rare overrun beyond the cap is not charged; the transaction's
+ * payload reports it as `unbilledUsd`.
  */
-export async function chargeUsage(db: Db, charge: UsageCharge): Promise<LedgerResult> {
-  if (!Number.isSafeInteger(charge.costMicros) || charge.costMicros < 0) throw new Error('Usage cost must be a non-negative integer');
+export async function chargeUsage(db: Db, charge: UsageCharge): Promise<ChargeResult> {
+  if (!Number.isSafeInteger(charge.costMicros) || charge.costMicros < 0) throw new InvalidAmountError('Usage cost must be a non-negative integer');
   return db.transaction().execute(async (trx) => {
-    const inserted = await trx
+    const balance = await lockWallet(trx, charge.userId);
+    const replay = await trx.selectFrom('agent_transactions').select('cost_micros').where('idempotency_key', '=', charge.idempotencyKey).executeTakeFirst();
+    if (replay) return { replayed: true, balanceMicros: balance, debitedMicros: replay.cost_micros, unbilledMicros: 0 };
+
+    const hold = charge.jobId
+      ? await trx.selectFrom('job_holds').selectAll().where('job_id', '=', charge.jobId).forUpdate().executeTakeFirst()
+      : undefined;
+    let cap: number;
+    if (hold) cap = hold.released_at === null ? hold.amount_micros : 0;
+    else cap = Math.max(0, balance - (await openHoldsMicros(trx, charge.userId)));
+    const debitedMicros = Math.min(charge.costMicros, cap);
+    const unbilledMicros = charge.costMicros - debitedMicros;
+    const payload = unbilledMicros > 0 ? { ...(charge.payload ?? {}), unbilledUsd: unbilledMicros / 1_000_000 } : charge.payload;
+
+    await trx
       .insertInto('agent_transactions')
       .values({
         job_id: charge.jobId,
         user_id: charge.userId,
         agent_name: charge.agentName,
         result: charge.result,
-        payload: charge.payload === null ? null : JSON.stringify(charge.payload),
-        cost_micros: charge.costMicros,
+        payload: payload === null ? null : JSON.stringify(payload),
+        cost_micros: debitedMicros,
         idempotency_key: charge.idempotencyKey,
       })
-      .onConflict((oc) => oc.column('idempotency_key').doNothing())
-      .returning('id')
-      .executeTakeFirst();
-    if (!inserted) return { replayed: true, balanceMicros: await getBalanceMicros(trx, charge.userId) };
-    if (charge.costMicros === 0) return { replayed: false, balanceMicros: await getBalanceMicros(trx, charge.userId) };
-    return applyLedgerEntry(trx, {
+      .execute();
+    if (hold && hold.released_at === null) {
+      await trx.updateTable('job_holds').set({ released_at: new Date(), settled_micros: debitedMicros }).where('job_id', '=', hold.job_id).execute();
+    }
+    if (debitedMicros === 0) return { replayed: false, balanceMicros: balance, debitedMicros, unbilledMicros };
+    const debited = await applyLedgerEntry(trx, {
       userId: charge.userId,
       kind: 'usage',
-      amountMicros: -charge.costMicros,
+      amountMicros: -debitedMicros,
       idempotencyKey: charge.idempotencyKey,
       jobId: charge.jobId,
       description: `${charge.agentName} usage`,
     });
+    return { ...debited, debitedMicros, unbilledMicros };
   });
 }
 
 export async function getBalanceMicros(db: Db, userId: string): Promise<number> {
   const row = await db.selectFrom('wallets').select('balance_micros').where('user_id', '=', userId).executeTakeFirst();
   return row?.balance_micros ?? 0;
+}
+
+export interface WalletSummary {
+  /** The ledger balance. */
+  balanceMicros: number;
+  /** The sum of the open holds of running jobs. */
+  heldMicros: number;
+  /** balance − held: what new runs can reserve. */
+  availableMicros: number;
+}
+
+export async function getWalletSummary(db: Db, userId: string): Promise<WalletSummary> {
+  const read = async (trx: Db) => {
+    const balanceMicros = await getBalanceMicros(trx, userId);
+    const heldMicros = await openHoldsMicros(trx, userId);
+    return { balanceMicros, heldMicros, availableMicros: balanceMicros - heldMicros };
+  };
+  // One snapshot, so a settlement between the two reads cannot show a hold and its debit at once.
+  return db.isTransaction ? read(db) : db.transaction().setIsolationLevel('repeatable read').execute(read);
+}
+
+/**
+ * Locks the user's wallet row for the rest of the admission transaction and answers what new runs
+ * can reserve: balance − open holds. Concurrent admissions of one user queue up on the lock, so
+ * together they can never reserve more than the balance.
+ */
+export async function lockAvailableMicros(trx: Db, userId: string): Promise<number> {
+  if (!trx.isTransaction) throw new Error('lockAvailableMicros must run inside the admission transaction');
+  const balance = await lockWallet(trx, userId);
+  return balance - (await openHoldsMicros(trx, userId));
+}
+
+/** The job's hold: up to `maxMicros`, never more than `availableMicros` (from lockAvailableMicros in the same transaction). */
+export async function insertHold(trx: Db, input: { userId: string; jobId: string; maxMicros: number; availableMicros: number }): Promise<number> {
+  if (!Number.isSafeInteger(input.maxMicros) || input.maxMicros <= 0) throw new InvalidAmountError('A hold maximum must be a positive whole number of micro-USD');
+  const amountMicros = Math.min(input.maxMicros, input.availableMicros);
+  if (amountMicros <= 0) throw new Error('No available balance to hold');
+  await trx.insertInto('job_holds').values({ job_id: input.jobId, user_id: input.userId, amount_micros: amountMicros }).execute();
+  return amountMicros;
+}
+
+/** Releases a job's open hold without a debit (the job never ran). */
+export async function releaseHold(db: Db, jobId: string): Promise<boolean> {
+  const released = await db.updateTable('job_holds').set({ released_at: new Date() }).where('job_id', '=', jobId).where('released_at', 'is', null).executeTakeFirst();
+  return released.numUpdatedRows > 0n;
 }

@@ -74,6 +74,11 @@ export function useHarness(): Promise<Harness> {
   return harness;
 }
 
+/** The harness if a test started it (without starting one). */
+export function runningHarness(): Promise<Harness> | null {
+  return harness;
+}
+
 export async function stopHarness(): Promise<void> {
   for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => console.error('cleanup failed:', err));
   cleanups.length = 0;

@@ -1,0 +1,73 @@
+import { sql } from 'kysely';
+import type { Db } from '../../db/connect';
+
+export interface LedgerProblem {
+  check: string;
+  rows: unknown[];
+}
+
+/**
+ * The accountant's view of the whole database: for every account the balance equals the sum of its
+ * ledger entries (credits − debits), no balance was ever negative, no finished job still holds
+ * money, no job was debited more than its hold, and every debit points at what it paid for: a job
+ * (or, for usage outside a job such as AI skills search, its agent transaction). Returns the
+ * offending rows per check; empty when the books balance.
+ */
+export async function findLedgerProblems(db: Db): Promise<LedgerProblem[]> {
+  const checks: [string, Promise<{ rows: unknown[] }>][] = [
+    [
+      'wallet balance differs from the sum of its ledger entries',
+      sql`select w.user_id, w.balance_micros, coalesce(sum(l.amount_micros), 0)::bigint as ledger_sum_micros
+          from wallets w left join ledger_entries l on l.user_id = w.user_id
+          group by w.user_id, w.balance_micros
+          having w.balance_micros <> coalesce(sum(l.amount_micros), 0)`.execute(db),
+    ],
+    ['negative wallet balance', sql`select user_id, balance_micros from wallets where balance_micros < 0`.execute(db)],
+    [
+      'ledger entry left a negative balance',
+      sql`select id, user_id, kind, amount_micros, balance_after_micros, job_id from ledger_entries where balance_after_micros < 0`.execute(db),
+    ],
+    [
+      'open hold on a finished job',
+      sql`select h.job_id, h.user_id, h.amount_micros, j.kind, j.status, j.error
+          from job_holds h join jobs j on j.id = h.job_id
+          where h.released_at is null and j.status in ('completed', 'failed')`.execute(db),
+    ],
+    [
+      'job debited more than its hold',
+      sql`select h.job_id, h.amount_micros, -sum(l.amount_micros)::bigint as debited_micros
+          from job_holds h join ledger_entries l on l.job_id = h.job_id and l.kind = 'usage'
+          group by h.job_id, h.amount_micros
+          having -sum(l.amount_micros) > h.amount_micros`.execute(db),
+    ],
+    [
+      'debit that points at no job (nor, outside jobs, at its agent transaction)',
+      sql`select l.id, l.user_id, l.kind, l.amount_micros, l.job_id, l.idempotency_key, l.description
+          from ledger_entries l
+          left join jobs j on j.id = l.job_id
+          left join agent_transactions t on t.idempotency_key = l.idempotency_key
+          where l.amount_micros < 0
+            and (l.job_id is null or j.id is null)
+            and (l.job_id is not null or t.id is null or t.job_id is not null)`.execute(db),
+    ],
+    [
+      'debit that differs from its agent transaction',
+      sql`select l.id, l.amount_micros, t.cost_micros, l.idempotency_key
+          from ledger_entries l join agent_transactions t on t.idempotency_key = l.idempotency_key
+          where l.amount_micros <> -t.cost_micros`.execute(db),
+    ],
+  ];
+  const problems: LedgerProblem[] = [];
+  for (const [check, query] of checks) {
+    const { rows } = await query;
+    if (rows.length) problems.push({ check, rows });
+  }
+  return problems;
+}
+
+export async function assertLedgerReconciles(db: Db): Promise<void> {
+  const problems = await findLedgerProblems(db);
+  if (problems.length === 0) return;
+  const report = problems.map((p) => `- ${p.check} (${p.rows.length}):\n${p.rows.slice(0, 20).map((r) => `    ${JSON.stringify(r)}`).join('\n')}`).join('\n');
+  throw new Error(`Ledger reconciliation failed:\n${report}`);
+}
