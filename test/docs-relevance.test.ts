@@ -27,7 +27,7 @@ const QUESTIONS: [question: string, answer: string][] = [
   ['how do I run a task every 30 seconds', 'docs/automations.md#cron-rules'],
   ['which time zone is my cron schedule in', 'docs/automations.md#cron-rules'],
   ['my microblog account uses two-factor authentication', 'docs/social-accounts.md#microblog-accounts'],
-  ['how do I stop an automation from using one of my accounts', 'docs/social-accounts.md#listing-changing-and-deleting'],
+  ['how do I stop an automation from using one of my accounts', 'docs/social-accounts.md#changing-an-account-or-switching-it-off-so-automations-skip-it'],
   ['how do I attach a skill to an automation', 'docs/skills-directory.md#attach-skills-to-an-agent'],
   ['how do I find skills by describing what I need', 'docs/skills-directory.md#describe-what-you-need-ai-search'],
   ['how do I start the service locally', 'docs/getting-started.md#the-two-commands'],

@@ -44,8 +44,9 @@ export function deriveOperationId(method: string, path: string): string {
     .split('/')
     .filter(Boolean)
     .map((segment) => {
-      const param = /^\{(.+)\}$/.exec(segment);
-      return param ? `By${pascal(param[1])}` : pascal(segment);
+      // A segment may hold a parameter with literal text around it, e.g. `{key}.png`.
+      const named = segment.replace(/\{([^}]+)\}/g, (_, name: string) => ` By ${name} `);
+      return pascal(named.replace(/[^A-Za-z0-9]+/g, ' ').trim());
     });
   return method.toLowerCase() + parts.join('');
 }
