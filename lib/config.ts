@@ -23,7 +23,14 @@ export interface Config {
   chromiumPath: string;
   browserConcurrency: number;
   syncScrapeTimeoutMs: number;
-  agent: { maxSteps: number; deadlineMs: number };
+  agent: {
+    maxSteps: number;
+    deadlineMs: number;
+    /** AGENT_HISTORY_EVENTS: an agent run continues as new once its workflow history has this many events. */
+    historyEventsLimit?: number;
+    /** AGENT_SOCIAL_TOOL_TIMEOUT_MS: how long one forum/microblog tool call may take before it is retried. */
+    socialToolTimeoutMs?: number;
+  };
   social: { forumApiBase: string; forumAuthBase: string; microblogBase: string | null };
   taskQueues: { platform: string; browser: string };
   skills: SkillsConfig;
@@ -178,6 +185,8 @@ export function loadConfig(env: Env = process.env): Config {
     agent: {
       maxSteps: integer(env, 'AGENT_MAX_STEPS', 30, 1, 500),
       deadlineMs: integer(env, 'AGENT_DEADLINE_MS', 15 * 60_000, 5_000, 24 * 3_600_000),
+      historyEventsLimit: integer(env, 'AGENT_HISTORY_EVENTS', 5_000, 50, 40_000),
+      socialToolTimeoutMs: integer(env, 'AGENT_SOCIAL_TOOL_TIMEOUT_MS', 120_000, 1_000, 900_000),
     },
     taskQueues: {
       platform: optional(env, 'PLATFORM_TASK_QUEUE') ?? 'platform',
