@@ -14,7 +14,9 @@ interface LiveSession {
   /** Cookies from the request, added just before the first navigation (their domain comes from its URL). */
   pendingCookies: unknown;
   screenshotRequested: boolean;
+  /** Lets go of the browser context; `released` settles once its slot is free again. */
   release: () => void;
+  released: Promise<unknown>;
   lastUsedAt: number;
   /** The run's keeper currently holding the session; null while nobody does. */
   keeper: string | null;
@@ -101,7 +103,7 @@ export function createSessionRegistry(
         const live = await new Promise<LiveSession>((resolve, reject) => {
           let release!: () => void;
           const held = new Promise<void>((r) => (release = r));
-          void pool
+          const released: Promise<unknown> = pool
             .withContext(
               contextOptions,
               async (context) => {
@@ -128,6 +130,7 @@ export function createSessionRegistry(
                   pendingCookies: options.checkpoint ? undefined : options.cookies,
                   screenshotRequested: false,
                   release,
+                  released,
                   lastUsedAt: Date.now(),
                   keeper: null,
                   unclaimedTimer: null,
@@ -194,6 +197,7 @@ export function createSessionRegistry(
       if (live.unclaimedTimer) clearTimeout(live.unclaimedTimer);
       await live.session.close().catch(() => undefined);
       live.release();
+      await live.released;
       live.markClosed();
     },
 
