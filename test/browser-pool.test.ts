@@ -57,8 +57,8 @@ describe('browser sessions on a busy worker', function () {
       const giveUp = new AbortController();
       let toldToWait = 0;
       const second = registry.open(options, { signal: giveUp.signal, onWait: () => toldToWait++ });
-      await until(() => pool.usage().waiting === 1, 10_000, 'the second open waiting');
-      assert.equal(toldToWait, 1);
+      await until(() => toldToWait === 1, 10_000, 'the second open being told to wait');
+      assert.deepEqual(pool.usage(), { inUse: 1, waiting: 1 });
       giveUp.abort(new Error('the run stopped waiting'));
       await within(assert.rejects(second, /the run stopped waiting/), 5_000, 'the cancelled open ending');
       assert.deepEqual(pool.usage(), { inUse: 1, waiting: 0 });
