@@ -145,21 +145,23 @@ describe('browser sessions on a busy worker', function () {
         return act('done', { success: true, answer: 'held the browser' });
       });
       const holder = await start('Hold the only browser');
-      await site.waitForPing('pool-holder');
-      await reachedSecondDecision;
+      try {
+        await site.waitForPing('pool-holder');
+        await reachedSecondDecision;
 
-      const waiter = await start('Wait for the browser');
-      await waitingForTheBrowser(waiter);
-      const handle = h.client.workflow.getHandle(await workflowIdOf(h, waiter));
-      await handle.cancel();
-      await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure);
-      const cancelled = await h.waitForJob(apiKey, statusPath(waiter));
-      assert.equal(cancelled.status, 'failed');
-      assert.equal(cancelled.error, 'run was cancelled');
-      assert.ok(!cancelled.logs.some((l: string) => /browser session (re)?opened/.test(l)), cancelled.logs.join('\n'));
-      assert.ok(toldToWait(cancelled), cancelled.logs.join('\n'));
-
-      openGate();
+        const waiter = await start('Wait for the browser');
+        await waitingForTheBrowser(waiter);
+        const handle = h.client.workflow.getHandle(await workflowIdOf(h, waiter));
+        await handle.cancel();
+        await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure);
+        const cancelled = await h.waitForJob(apiKey, statusPath(waiter));
+        assert.equal(cancelled.status, 'failed');
+        assert.equal(cancelled.error, 'run was cancelled');
+        assert.ok(!cancelled.logs.some((l: string) => /browser session (re)?opened/.test(l)), cancelled.logs.join('\n'));
+        assert.ok(toldToWait(cancelled), cancelled.logs.join('\n'));
+      } finally {
+        openGate();
+      }
       const held = await h.waitForJob(apiKey, statusPath(holder));
       assert.equal(held.status, 'completed', held.error);
 
