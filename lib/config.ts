@@ -24,7 +24,14 @@ export interface Config {
   chromiumPath: string;
   browserConcurrency: number;
   syncScrapeTimeoutMs: number;
-  agent: { maxSteps: number; deadlineMs: number };
+  agent: {
+    maxSteps: number;
+    deadlineMs: number;
+    /** AGENT_HISTORY_EVENTS: an agent run continues as new once its workflow history has this many events. */
+    historyEventsLimit?: number;
+    /** AGENT_SOCIAL_TOOL_TIMEOUT_MS: how long one forum/microblog tool call may take before it is retried. */
+    socialToolTimeoutMs?: number;
+  };
   /** The most a job of each kind may reserve of the wallet at admission (HOLD_MAX_USD_*), in micro-USD. */
   holds: HoldLimits;
   /** The pending-job reconciler run by platform workers (PENDING_JOB_*). */
@@ -248,6 +255,8 @@ export function loadConfig(env: Env = process.env): Config {
     agent: {
       maxSteps: integer(env, 'AGENT_MAX_STEPS', 30, 1, 500),
       deadlineMs: integer(env, 'AGENT_DEADLINE_MS', 15 * 60_000, 5_000, 24 * 3_600_000),
+      historyEventsLimit: integer(env, 'AGENT_HISTORY_EVENTS', 5_000, 50, 40_000),
+      socialToolTimeoutMs: integer(env, 'AGENT_SOCIAL_TOOL_TIMEOUT_MS', 120_000, 1_000, 900_000),
     },
     holds: {
       scrape: usdAmount(env, 'HOLD_MAX_USD_SCRAPE', 0.5),

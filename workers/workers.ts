@@ -71,7 +71,8 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
         namespace,
         taskQueue: sessions.taskQueue,
         activities: sessionActivities(options, sessions),
-        maxConcurrentActivityTaskExecutions: 20,
+        // Never a queue behind busy slots: per session at most its keeper, one step and a close (two pools).
+        maxConcurrentActivityTaskExecutions: Math.max(20, 2 * config.browserConcurrency * 3),
       }),
     );
   }

@@ -1,4 +1,15 @@
-import { ActivityFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  proxyActivities,
+  TimeoutFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AgentBrainActivities, Decision, FinalAnswerVerdict } from '../activities/agent/brain';
 import type { SessionActivities, SessionHandle, SessionOpenerActivities } from '../activities/agent/session';
 import type { SocialToolActivities } from '../activities/agent/social';
@@ -17,27 +28,64 @@ export interface AgentWorkflowInput {
   maxSteps: number;
   deadlineMs: number;
   agentName: string;
+  /** The run continues as new once its history has this many events (or the server suggests it); default 5,000. */
+  historyEventsLimit?: number;
+  /** How long one forum/microblog tool call may take before it is retried; default 2 minutes. */
+  socialToolTimeoutMs?: number;
+  /** Where an earlier run of this job stopped when it continued as new. */
+  resume?: AgentLoopState;
+}
+
+/** Everything the loop needs to go on in a fresh run (continue-as-new) exactly where it stopped. */
+export interface AgentLoopState {
+  taskIndex: number;
+  /** The next step of the current task. */
+  step: number;
+  /** Steps of all tasks so far (the step bound counts them all). */
+  stepsTaken: number;
+  /** Absolute deadline on the workflow clock. */
+  deadline: number;
+  /** Loop detection of the current task: page state + actions → times seen. */
+  seen: Record<string, number>;
+  /** Notes for the model's next decision. */
+  notes: string[];
+  finalAttempts: number;
+  /** The open browser session, handed from run to run (never reopened for continue-as-new). */
+  session: SessionHandle | null;
+  /** Runs of this job before this one. */
+  generation: number;
 }
 
 /** Same page state and same actions this many times: warn the model and skip; then give up. */
 export const LOOP_WARN_REPEATS = 2;
 export const LOOP_STOP_REPEATS = 4;
 
+const DEFAULT_HISTORY_EVENTS_LIMIT = 5_000;
+/** Well below Temporal's 50 MB history limit, leaving room for the step that runs when it is reached. */
+const HISTORY_BYTES_LIMIT = 8 * 1024 * 1024;
+const DEFAULT_SOCIAL_TOOL_TIMEOUT_MS = 120_000;
+/** How long the session's keeper may go without a heartbeat before its worker counts as gone. */
+const KEEPER_HEARTBEAT_TIMEOUT_MS = 20_000;
+const MIN_OPEN_WAIT_MS = 60_000;
+
+/** A cancelled run waits for the activity in flight to stop (and record what it used) before it settles. */
 const brain = proxyActivities<AgentBrainActivities>({
   startToCloseTimeout: '5m',
   heartbeatTimeout: '15s',
   retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError'] },
-});
-
-const socialTools = proxyActivities<SocialToolActivities>({
-  startToCloseTimeout: '2m',
-  retry: { initialInterval: '2s', maximumAttempts: 3 },
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 
 class AgentStop extends Error {}
 
-function isLostWorker(err: unknown): boolean {
-  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+/** A session whose worker stopped answering (its keeper's heartbeats ended) or no longer holds it. */
+interface LiveSession {
+  handle: SessionHandle;
+  /** Why the session is gone; null while its worker holds it. */
+  lost: string | null;
+  /** Set once this run lets go of the session itself (closing it, or handing it to the next run). */
+  released: boolean;
+  keeper: CancellationScope;
 }
 
 function describeAction(action: AgentAction): string {
@@ -51,63 +99,175 @@ function describeActions(actions: AgentAction[]): string {
   return actions.length ? actions.map(describeAction).join(', ') : 'no action';
 }
 
-/** The one-off browser agent: the shared loop with browser tools. */
-export async function agentWorkflow(input: AgentWorkflowInput): Promise<JobOutcome> {
-  return runAgentLoop(input);
+/** A short deterministic digest (two FNV-1a passes), so loop-detection state stays small across runs. */
+function digest(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193) >>> 0;
+    b = Math.imul(b ^ c, 0x5bd1e995) >>> 0;
+  }
+  return a.toString(16).padStart(8, '0') + b.toString(16).padStart(8, '0');
 }
 
-/** The one agent loop: observe → the model decides up to N actions → tools execute them, until done or a bound stops it. */
-export async function runAgentLoop(input: AgentWorkflowInput): Promise<JobOutcome> {
+function isSessionLost(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'SessionLost';
+}
+
+function isTimeout(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+}
+
+function freshState(input: AgentWorkflowInput): AgentLoopState {
+  return { taskIndex: 0, step: 1, stepsTaken: 0, deadline: Date.now() + input.deadlineMs, seen: {}, notes: [], finalAttempts: 0, session: null, generation: 0 };
+}
+
+/** The one-off browser agent: the shared loop with browser tools. */
+export async function agentWorkflow(input: AgentWorkflowInput): Promise<JobOutcome> {
+  return runAgentLoop(input, (next) => continueAsNew<typeof agentWorkflow>(next));
+}
+
+/**
+ * The one agent loop: observe → the model decides up to N actions → tools execute them, until done or a bound stops it.
+ * Past a history threshold the run continues as new through `continueAs` with its whole state (same session, same
+ * counters); settlement, the job's end and the webhook happen once, in the last run, even when the run is cancelled.
+ */
+export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next: AgentWorkflowInput) => Promise<never>): Promise<JobOutcome> {
   const { jobId } = input;
   const social = input.toolbox === 'social';
-  const opener = proxyActivities<SessionOpenerActivities>({
-    taskQueue: input.browserTaskQueue,
-    startToCloseTimeout: '2m',
-    retry: { initialInterval: '2s', maximumAttempts: 5, nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError'] },
-  });
-  const deadline = Date.now() + input.deadlineMs;
-  let session: SessionHandle | null = null;
-  let stepsTaken = 0;
+  const state = input.resume ?? freshState(input);
+  const historyEventsLimit = input.historyEventsLimit ?? DEFAULT_HISTORY_EVENTS_LIMIT;
+  let stepsThisRun = 0;
+  let session: LiveSession | null = null;
 
-  const inSession = async <T>(call: (activities: SessionActivities, handle: SessionHandle) => Promise<T>): Promise<T> => {
-    for (let attempt = 0; ; attempt++) {
-      session ??= await opener.openBrowserSession({ jobId });
-      const activities = proxyActivities<SessionActivities>({
-        taskQueue: session.taskQueue,
-        scheduleToStartTimeout: '20s',
-        startToCloseTimeout: '2m',
-        heartbeatTimeout: '15s',
-        retry: { maximumAttempts: 1 },
-      });
-      try {
-        return await call(activities, session);
-      } catch (err) {
-        if (!isLostWorker(err) || attempt >= 2) throw err;
-        await jobs.logJobProgress(jobId, `browser worker lost (${describeFailure(err)}); reopening the session from the last checkpoint`);
-        session = null;
+  const socialTools = proxyActivities<SocialToolActivities>({
+    startToCloseTimeout: input.socialToolTimeoutMs ?? DEFAULT_SOCIAL_TOOL_TIMEOUT_MS,
+    retry: { initialInterval: '2s', maximumAttempts: 3 },
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  });
+
+  const historyIsFull = () => {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength >= historyEventsLimit || info.historySize >= HISTORY_BYTES_LIMIT;
+  };
+
+  /** Holds the session through a keeper on its worker; the keeper ending means the worker is gone, not busy. */
+  const keep = (handle: SessionHandle): LiveSession => {
+    const live: LiveSession = { handle, lost: null, released: false, keeper: new CancellationScope() };
+    const keeper = proxyActivities<SessionActivities>({
+      taskQueue: handle.taskQueue,
+      scheduleToStartTimeout: '30s',
+      startToCloseTimeout: Math.max(state.deadline - Date.now(), 0) + 10 * 60_000,
+      heartbeatTimeout: KEEPER_HEARTBEAT_TIMEOUT_MS,
+      retry: { maximumAttempts: 1 },
+      cancellationType: ActivityCancellationType.TRY_CANCEL,
+    });
+    const lose = (why: string) => {
+      if (!live.released) live.lost = why;
+    };
+    live.keeper
+      .run(() => keeper.holdBrowserSession({ jobId, sessionId: handle.sessionId }))
+      .then(
+        () => lose('its browser session was closed'),
+        (err) => {
+          // Cancelled by this run (or with it) is not a lost worker; any other end of the keeper is.
+          if (!live.keeper.consideredCancelled) lose(isTimeout(err) ? 'no heartbeat from it' : describeFailure(err));
+        },
+      );
+    return live;
+  };
+
+  const release = (live: LiveSession) => {
+    live.released = true;
+    live.keeper.cancel();
+  };
+
+  const openSession = async (): Promise<SessionHandle> => {
+    // Waiting for a browser slot on a busy worker heartbeats; only the deadline bounds it.
+    const wait = Math.max(state.deadline - Date.now(), MIN_OPEN_WAIT_MS);
+    const opener = proxyActivities<SessionOpenerActivities>({
+      taskQueue: input.browserTaskQueue,
+      scheduleToCloseTimeout: wait,
+      startToCloseTimeout: wait,
+      heartbeatTimeout: '30s',
+      retry: { initialInterval: '2s', maximumAttempts: 5, nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError'] },
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    });
+    try {
+      return await opener.openBrowserSession({ jobId });
+    } catch (err) {
+      const timeout = isTimeout(err) ? ((err as ActivityFailure).cause as TimeoutFailure).timeoutType : null;
+      if (timeout === 'SCHEDULE_TO_CLOSE' || timeout === 'START_TO_CLOSE') {
+        throw new AgentStop(`stopped: no browser became free within ${Math.round(wait / 1000)}s`);
       }
+      throw err;
     }
   };
 
-  const runTask = async (taskIndex: number): Promise<AgentTaskResult & { valid?: boolean }> => {
-    const seen = new Map<string, number>();
-    let notes: string[] = [];
-    let finalAttempts = 0;
-    for (let step = 1; ; step++) {
-      if (stepsTaken >= input.maxSteps) throw new AgentStop(`stopped: reached the step bound of ${input.maxSteps} steps without finishing`);
-      if (Date.now() > deadline) throw new AgentStop(`stopped: reached the deadline of ${Math.round(input.deadlineMs / 1000)}s`);
-      stepsTaken++;
+  const inSession = async <T>(call: (activities: SessionActivities, handle: SessionHandle) => Promise<T>): Promise<T> => {
+    for (let attempt = 0; ; attempt++) {
+      const live: LiveSession = (session ??= keep(await openSession()));
+      const activities = proxyActivities<SessionActivities>({
+        taskQueue: live.handle.taskQueue,
+        // A backstop only: a gone worker is told by its keeper, and a busy one is waited for.
+        scheduleToStartTimeout: '10m',
+        startToCloseTimeout: '2m',
+        heartbeatTimeout: '15s',
+        retry: { maximumAttempts: 1 },
+        cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+      });
+      const callScope = new CancellationScope();
+      const result = callScope.run(() => call(activities, live.handle));
+      const watch = new CancellationScope();
+      const gone = watch.run(() => condition(() => live.lost !== null)).then(
+        () => true,
+        () => false,
+      );
+      let failure: unknown;
+      try {
+        const first = await Promise.race([result.then((value) => ({ value })), gone]);
+        if (typeof first === 'object') return first.value;
+        if (!first) return await result; // this run was cancelled: the call's own outcome decides
+        callScope.cancel();
+        result.catch(() => undefined);
+      } catch (err) {
+        failure = err;
+        if (isTimeout(err)) await condition(() => live.lost !== null, KEEPER_HEARTBEAT_TIMEOUT_MS + 10_000);
+        if (!isSessionLost(err) && live.lost === null) throw err;
+      } finally {
+        watch.cancel();
+      }
+      if (attempt >= 2) throw failure ?? new Error(`browser worker lost (${live.lost})`);
+      const why = live.lost ?? describeFailure(failure);
+      release(live);
+      session = null;
+      await jobs.logJobProgress(jobId, `browser worker lost (${why}); reopening the session from the last checkpoint`);
+    }
+  };
+
+  type TaskEnd = { kind: 'done'; result: AgentTaskResult & { valid?: boolean } } | { kind: 'continue' };
+
+  const runTask = async (taskIndex: number): Promise<TaskEnd> => {
+    for (; ; state.step++) {
+      if (stepsThisRun > 0 && historyIsFull()) return { kind: 'continue' };
+      if (state.stepsTaken >= input.maxSteps) throw new AgentStop(`stopped: reached the step bound of ${input.maxSteps} steps without finishing`);
+      if (Date.now() > state.deadline) throw new AgentStop(`stopped: reached the deadline of ${Math.round(input.deadlineMs / 1000)}s`);
+      const step = state.step;
+      state.stepsTaken++;
+      stepsThisRun++;
       const observation = social
         ? await socialTools.observeSocial({ jobId, taskIndex, step })
         : await inSession((s, h) => s.observePage({ jobId, sessionId: h.sessionId, taskIndex, step }));
-      const decision: Decision = await brain.decideNextActions({ jobId, taskIndex, step, notes });
-      notes = [];
+      const decision: Decision = await brain.decideNextActions({ jobId, taskIndex, step, notes: state.notes });
+      const notes: string[] = [];
+      state.notes = notes;
       if (decision.kind === 'stop') throw new AgentStop(decision.reason);
 
       if (decision.actions.length === 0) notes.push('Your last answer called no tool. Every answer must call at least one tool; call done when finished.');
-      const signature = `${observation.stateHash}|${JSON.stringify(decision.actions)}`;
-      const repeats = (seen.get(signature) ?? 0) + 1;
-      seen.set(signature, repeats);
+      const signature = `${observation.stateHash}|${digest(JSON.stringify(decision.actions))}`;
+      const repeats = (state.seen[signature] ?? 0) + 1;
+      state.seen[signature] = repeats;
       const outcomes: AgentOutcome[] = [];
       if (repeats > LOOP_STOP_REPEATS) {
         throw new AgentStop(`stopped: repeated ${describeActions(decision.actions)} ${repeats} times on an unchanged page without progress`);
@@ -121,11 +281,11 @@ export async function runAgentLoop(input: AgentWorkflowInput): Promise<JobOutcom
       } else {
         for (const [actionIndex, action] of decision.actions.entries()) {
           if (action.name === 'done') {
-            const verdict: FinalAnswerVerdict = await brain.acceptFinalAnswer({ jobId, taskIndex, args: action.args, attempt: finalAttempts++ });
+            const verdict: FinalAnswerVerdict = await brain.acceptFinalAnswer({ jobId, taskIndex, args: action.args, attempt: state.finalAttempts++ });
             outcomes.push({ action: 'done', ok: verdict.accepted, message: verdict.message });
             if (verdict.accepted) {
               await brain.recordStep({ jobId, taskIndex, step, outcomes, goal: decision.goal });
-              return { ...verdict.result, steps: step };
+              return { kind: 'done', result: { ...verdict.result, steps: step } };
             }
             notes.push(verdict.message);
             break;
@@ -147,23 +307,53 @@ export async function runAgentLoop(input: AgentWorkflowInput): Promise<JobOutcom
     }
   };
 
-  await jobs.beginJob(jobId);
   let error: string | null = null;
+  let cancellation: unknown = null;
+  let continuing = false;
   try {
-    for (let taskIndex = 0; taskIndex < input.taskCount; taskIndex++) {
-      const result = await runTask(taskIndex);
-      await brain.saveTaskResult({ jobId, taskIndex, result });
+    if (state.session) session = keep(state.session);
+    if (!input.resume) await jobs.beginJob(jobId);
+    for (; state.taskIndex < input.taskCount; state.taskIndex++) {
+      const end = await runTask(state.taskIndex);
+      if (end.kind === 'continue') {
+        continuing = true;
+        break;
+      }
+      await brain.saveTaskResult({ jobId, taskIndex: state.taskIndex, result: end.result });
+      Object.assign(state, { step: 1, seen: {}, notes: [], finalAttempts: 0 });
     }
   } catch (err) {
+    if (isCancellation(err)) cancellation = err;
     error = err instanceof AgentStop ? err.message : describeFailure(err);
   }
-  const open = session as SessionHandle | null;
-  if (open) {
-    const closer = proxyActivities<SessionActivities>({ taskQueue: open.taskQueue, scheduleToStartTimeout: '20s', startToCloseTimeout: '30s', retry: { maximumAttempts: 1 } });
-    await closer.closeBrowserSession({ jobId, sessionId: open.sessionId }).catch(() => undefined);
+
+  if (continuing) {
+    const live = session as LiveSession | null;
+    if (live) release(live);
+    const carried = live && live.lost === null ? live.handle : null;
+    return continueAs({ ...input, resume: { ...state, session: carried, generation: state.generation + 1 } });
   }
-  await billing.settleJobUsage({ jobId, agentName: input.agentName, outcome: error === null ? 'completed' : 'failed' });
-  const outcome = await brain.finishAgentJob({ jobId, error });
-  await deliverWebhook(jobId, input.hasWebhook);
+
+  // Cleanup runs even when the run was cancelled: close the browser, charge what was used, end the job, tell the webhook.
+  const outcome = await CancellationScope.nonCancellable(async () => {
+    const live = session as LiveSession | null;
+    if (live) {
+      release(live);
+      if (live.lost === null) {
+        const closer = proxyActivities<SessionActivities>({
+          taskQueue: live.handle.taskQueue,
+          scheduleToStartTimeout: '30s',
+          startToCloseTimeout: '30s',
+          retry: { maximumAttempts: 1 },
+        });
+        await closer.closeBrowserSession({ jobId, sessionId: live.handle.sessionId }).catch(() => undefined);
+      }
+    }
+    await billing.settleJobUsage({ jobId, agentName: input.agentName, outcome: error === null ? 'completed' : 'failed' });
+    const finished = await brain.finishAgentJob({ jobId, error });
+    await deliverWebhook(jobId, input.hasWebhook);
+    return finished;
+  });
+  if (cancellation) throw cancellation;
   return outcome;
 }

@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { ActivityCancellationType, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { PageActivities } from '../activities/page';
 import type { BrowserActivities } from '../activities/browser';
 import type { ExtractionActivities } from '../activities/llm';
@@ -18,14 +18,17 @@ export interface JobOutcome {
   error: string | null;
 }
 
+/** A cancelled run waits for the activity in flight to stop (and record what it used) before it settles. */
 const page = proxyActivities<PageActivities>({
   startToCloseTimeout: '90s',
   retry: { initialInterval: '2s', maximumAttempts: 3, nonRetryableErrorTypes: ['ScrapeRejected', 'HoldExhaustedError'] },
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 const llm = proxyActivities<ExtractionActivities>({
   startToCloseTimeout: '5m',
   heartbeatTimeout: '15s',
   retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['ScrapeRejected', 'ExtractionError', 'HoldExhaustedError'] },
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 export async function scrapeWorkflow(input: ScrapeWorkflowInput): Promise<JobOutcome> {
   const { jobId } = input;
@@ -34,19 +37,27 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput): Promise<JobOut
     startToCloseTimeout: '3m',
     heartbeatTimeout: '15s',
     retry: { initialInterval: '2s', maximumAttempts: 3, nonRetryableErrorTypes: ['ScrapeRejected', 'HoldExhaustedError'] },
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 
-  await jobs.beginJob(jobId);
   let error: string | null = null;
+  let cancellation: unknown = null;
   try {
+    await jobs.beginJob(jobId);
     const fetched = await page.fetchPage(jobId);
     if (fetched.needsBrowser) await browser.renderPage(jobId);
     await llm.extractPageData(jobId);
   } catch (err) {
+    if (isCancellation(err)) cancellation = err;
     error = describeFailure(err);
   }
-  await billing.settleJobUsage({ jobId, agentName: 'scrape', outcome: error === null ? 'completed' : 'failed' });
-  const outcome = await jobs.finishScrapeJob({ jobId, error });
-  await deliverWebhook(jobId, input.hasWebhook);
+  // Runs even when the run was cancelled (the activities above were waited for): charge what was used, end the job, tell the webhook.
+  const outcome = await CancellationScope.nonCancellable(async () => {
+    await billing.settleJobUsage({ jobId, agentName: 'scrape', outcome: error === null ? 'completed' : 'failed' });
+    const finished = await jobs.finishScrapeJob({ jobId, error });
+    await deliverWebhook(jobId, input.hasWebhook);
+    return finished;
+  });
+  if (cancellation) throw cancellation;
   return outcome;
 }

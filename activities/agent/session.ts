@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Page } from 'playwright-core';
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import type { AgentAction } from '../../db/schema';
 import { recordUsage } from '../../db/repos/job-usage';
@@ -52,15 +52,22 @@ export function createSessionOpenerActivities(deps: SessionDeps) {
       const proxy = requestedProxy(deps, { enabled: request.proxy_enabled, country: request.proxy_country, field: 'proxy_enabled' });
       const stored = await deps.db.selectFrom('agent_checkpoints').select('sealed_state').where('job_id', '=', jobId).executeTakeFirst();
       const checkpoint = stored ? (JSON.parse(unseal(deps.masterKey, stored.sealed_state, `checkpoint:${jobId}`)) as SessionCheckpoint) : null;
+      // Waiting for a browser slot heartbeats (busy, not gone) and ends when the run gives up on this call.
       const sessionId = await withHeartbeat(() =>
-        deps.registry.open({
-          headless: request.headless,
-          policy: deps.policy,
-          proxy,
-          sensitiveData: request.sensitive_data ?? [],
-          cookies: request.cookies,
-          checkpoint,
-        }),
+        deps.registry.open(
+          {
+            headless: request.headless,
+            policy: deps.policy,
+            proxy,
+            sensitiveData: request.sensitive_data ?? [],
+            cookies: request.cookies,
+            checkpoint,
+          },
+          {
+            signal: Context.current().cancellationSignal,
+            onWait: (inUse) => void appendJobLog(deps.db, jobId, `waiting for a free browser (all ${inUse} in use on this worker)`).catch(() => undefined),
+          },
+        ),
       );
       await appendJobLog(deps.db, jobId, checkpoint ? 'browser session reopened from the last checkpoint' : `browser session opened (${request.headless ? 'headless' : 'headed'})`);
       if (proxy) await recordUsage(deps.db, { jobId, usageKey: attemptKey(jobId, 'session-proxy'), kind: 'proxy', quantity: 1, costMicros: PROXY_MICROS_PER_REQUEST });
@@ -160,6 +167,17 @@ export function createSessionActivities(deps: SessionDeps) {
 
     async closeBrowserSession(input: { jobId: string; sessionId: string }): Promise<void> {
       await registry.close(input.sessionId);
+    },
+
+    /**
+     * The run's hold on its session, for as long as the run uses it: heartbeats tell the run this worker is
+     * alive (however busy), and its failure tells it the worker is gone. Ends when the session closes.
+     */
+    async holdBrowserSession(input: { jobId: string; sessionId: string }): Promise<void> {
+      const context = Context.current();
+      const keeperId = `${context.info.workflowExecution?.runId ?? context.info.workflowType}:${context.info.activityId}`;
+      const held = await registry.hold(input.sessionId, keeperId, { signal: context.cancellationSignal, heartbeat: () => context.heartbeat() });
+      if (!held) throw sessionLost();
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { Page } from 'playwright-core';
+import { Context } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import { appendJobLog } from '../../db/repos/jobs';
 import { recordUsage } from '../../db/repos/job-usage';
@@ -46,7 +47,7 @@ export function createBrowserActivities(deps: BrowserDeps) {
       };
       try {
         const rendered = await withHeartbeat(() =>
-          renderPage(deps.pool, { url: request.url, cookies, policy: deps.policy, proxy, timeoutMs: 60_000, onLoaded: solveIfAsked }),
+          renderPage(deps.pool, { url: request.url, cookies, policy: deps.policy, proxy, timeoutMs: 60_000, onLoaded: solveIfAsked, signal: Context.current().cancellationSignal }),
         );
         const page = htmlToPage(rendered.html, rendered.finalUrl);
         await saveSnapshot(db, jobId, { ...page, finalUrl: rendered.finalUrl, statusCode: rendered.status, renderedWith: 'browser' });

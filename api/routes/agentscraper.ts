@@ -51,6 +51,7 @@ export function agentScraperRoutes(deps: ApiDeps): Router {
           taskCount: 1 + (body.follow_up_tasks?.length ?? 0),
           maxSteps: deps.config.agent.maxSteps,
           deadlineMs: deps.config.agent.deadlineMs,
+          historyEventsLimit: deps.config.agent.historyEventsLimit,
           agentName: 'browser-agent',
         } satisfies AgentWorkflowInput,
       ],

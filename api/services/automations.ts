@@ -118,7 +118,14 @@ export async function createAutomation(deps: ApiDeps, user: AuthenticatedUser, b
             workflowId: `automation-run-${id}`,
             taskQueue: deps.config.taskQueues.platform,
             args: [
-              { automationId: id, browserTaskQueue: deps.config.taskQueues.browser, maxSteps: deps.config.agent.maxSteps, deadlineMs: deps.config.agent.deadlineMs } satisfies AutomationRunInput,
+              {
+                automationId: id,
+                browserTaskQueue: deps.config.taskQueues.browser,
+                maxSteps: deps.config.agent.maxSteps,
+                deadlineMs: deps.config.agent.deadlineMs,
+                historyEventsLimit: deps.config.agent.historyEventsLimit,
+                socialToolTimeoutMs: deps.config.agent.socialToolTimeoutMs,
+              } satisfies AutomationRunInput,
             ],
             typedSearchAttributes: [
               { key: UserIdSearchAttribute, value: user.userId },

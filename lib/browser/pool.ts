@@ -12,9 +12,22 @@ export type BrowserPoolOptions = {
   isolateNetwork?: boolean;
 };
 
+/** How a caller of `withContext` can stop early and learn that it has to wait. */
+export interface ContextControl {
+  /**
+   * Aborting it stops waiting for a free slot (the slot is never taken), or closes the context the
+   * callback is using; either way `withContext` then rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
+  /** Called once, before waiting, when every slot is in use. */
+  onWait?: (slotsInUse: number) => void;
+}
+
 export interface BrowserPool {
-  withContext<T>(options: BrowserContextOptions, fn: (context: BrowserContext) => Promise<T>): Promise<T>;
+  withContext<T>(options: BrowserContextOptions, fn: (context: BrowserContext) => Promise<T>, control?: ContextControl): Promise<T>;
   browserVersion(): Promise<string>;
+  /** Contexts open right now, and callers waiting for one. */
+  usage(): { inUse: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -37,26 +50,55 @@ const NETWORK_ISOLATION_ARGS = [
   '--dns-prefetch-disable',
 ];
 
+export function abortReason(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error(signal.reason === undefined ? 'aborted' : String(signal.reason));
+}
+
+/** Slots handed out first come, first served; a waiter whose signal aborts leaves the queue without taking one. */
 class Semaphore {
   private available: number;
   private readonly waiters: Array<() => void> = [];
 
-  constructor(size: number) {
+  constructor(readonly size: number) {
     this.available = size;
   }
 
-  async acquire(): Promise<void> {
-    if (this.available > 0) {
-      this.available--;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiters.push(resolve));
+  tryAcquire(): boolean {
+    if (this.available === 0) return false;
+    this.available--;
+    return true;
+  }
+
+  acquire(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    if (this.tryAcquire()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        const index = this.waiters.indexOf(grant);
+        if (index >= 0) this.waiters.splice(index, 1);
+        reject(abortReason(signal!));
+      };
+      const grant = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      this.waiters.push(grant);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   release(): void {
     const next = this.waiters.shift();
     if (next) next();
     else this.available++;
+  }
+
+  inUse(): number {
+    return this.size - this.available;
+  }
+
+  waiting(): number {
+    return this.waiters.length;
   }
 }
 
@@ -107,19 +149,34 @@ export function createBrowserPool(options: BrowserPoolOptions): BrowserPool {
   }
 
   return {
-    async withContext(contextOptions, fn) {
-      await slots.acquire();
+    async withContext(contextOptions, fn, control = {}) {
+      const { signal } = control;
+      if (signal?.aborted) throw abortReason(signal);
+      if (!slots.tryAcquire()) {
+        control.onWait?.(slots.inUse());
+        await slots.acquire(signal);
+      }
       try {
+        if (signal?.aborted) throw abortReason(signal);
         const context = await newContext(contextOptions);
+        const closeOnAbort = () => void context.close().catch(() => undefined);
+        signal?.addEventListener('abort', closeOnAbort, { once: true });
         try {
+          if (signal?.aborted) throw abortReason(signal);
           return await fn(context);
+        } catch (error) {
+          // A context closed under the callback makes it fail with Playwright's "closed" errors; report why.
+          throw signal?.aborted ? abortReason(signal) : error;
         } finally {
+          signal?.removeEventListener('abort', closeOnAbort);
           await context.close().catch(() => undefined);
         }
       } finally {
         slots.release();
       }
     },
+
+    usage: () => ({ inUse: slots.inUse(), waiting: slots.waiting() }),
 
     async browserVersion() {
       return (await connectedBrowser()).version();

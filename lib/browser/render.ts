@@ -15,6 +15,8 @@ export type RenderOptions = {
   waitFor?: 'load' | 'networkidle';
   /** Runs once the page has settled, before its HTML is captured; anything it triggers is waited for again. */
   onLoaded?: (page: Page) => Promise<void>;
+  /** Aborting it stops waiting for a browser slot or closes the page's context (the render rejects). */
+  signal?: AbortSignal;
 };
 
 export type RenderedPage = {
@@ -115,5 +117,6 @@ export async function renderPage(pool: BrowserPool, options: RenderOptions): Pro
         browserMs: Math.round(performance.now() - started),
       };
     },
+    { signal: options.signal },
   );
 }

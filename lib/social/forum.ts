@@ -142,6 +142,10 @@ export interface ForumClient {
   submitPost(input: ForumSubmitInput): Promise<ForumSubmission>;
   comment(input: ForumCommentInput): Promise<ForumCommentReceipt>;
   vote(input: ForumVoteInput): Promise<ForumVoteReceipt>;
+  /** The signed-in account's newest posts, newest first (to find a write whose answer was lost). */
+  ownPosts(limit?: number): Promise<ForumPost[]>;
+  /** The signed-in account's newest comments, newest first. */
+  ownComments(limit?: number): Promise<ForumComment[]>;
 }
 
 export type ForumValidation =
@@ -221,6 +225,13 @@ export function createForumClient(
       'forbidden',
       `${action} needs a forum username and password; these credentials are app-only (client credentials) and read-only`,
     );
+  };
+
+  let username: string | null = null;
+  const ownListing = async (what: 'submitted' | 'comments', limit: number | undefined) => {
+    requireIdentity('Reading the account\'s own posts');
+    username ??= toIdentity(await session.call({ method: 'GET', path: '/api/v1/me' })).username;
+    return session.call({ method: 'GET', path: `/user/${encodeURIComponent(username)}/${what}`, query: { sort: 'new', limit: clampLimit(limit) } });
   };
 
   return {
@@ -309,6 +320,16 @@ export function createForumClient(
       if (direction !== 1 && direction !== 0 && direction !== -1) throw new ForumError('bad_request', 'A vote direction is 1, 0 or -1');
       await session.call({ method: 'POST', path: '/api/vote', form: { id: target, dir: String(direction) }, write: true });
       return { id: target, direction };
+    },
+
+    async ownPosts(limit) {
+      return postsFrom(await ownListing('submitted', limit));
+    },
+
+    async ownComments(limit) {
+      return listingChildren(await ownListing('comments', limit))
+        .filter((child) => child.kind === 't1')
+        .map((child) => toComment(child.data, 0));
     },
   };
 }

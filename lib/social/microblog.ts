@@ -25,12 +25,15 @@ export class MicroblogError extends Error {
   readonly code: MicroblogErrorCode;
   /** Set on `rate_limited` when the site said how long to wait. */
   readonly retryAfterMs: number | undefined;
+  /** The site's own error code, when it gave one (e.g. `already_reposted`). */
+  readonly upstreamCode: string | undefined;
 
-  constructor(code: MicroblogErrorCode, message: string, options: { cause?: unknown; retryAfterMs?: number } = {}) {
+  constructor(code: MicroblogErrorCode, message: string, options: { cause?: unknown; retryAfterMs?: number; upstreamCode?: string } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'MicroblogError';
     this.code = code;
     this.retryAfterMs = options.retryAfterMs;
+    this.upstreamCode = options.upstreamCode;
   }
 }
 
@@ -98,6 +101,8 @@ export interface MicroblogClient {
   reply(postId: string, text: string): Promise<MicroblogPostRef>;
   like(postId: string): Promise<void>;
   repost(postId: string): Promise<void>;
+  /** The signed-in account's newest posts and replies, newest first (to find a write whose answer was lost). */
+  ownPosts(options?: { limit?: number }): Promise<MicroblogPost[]>;
   disconnect(): Promise<void>;
 }
 
@@ -495,10 +500,11 @@ function apiFailure(response: SafeResponse, action: string, username: string): M
   if (status === 401) {
     return new MicroblogError('invalid_credentials', `Microblog session for @${username} has expired or was revoked; log in again`);
   }
-  if (status === 423 || code === 'locked') return new MicroblogError('locked', `Microblog account @${username} is locked${detail}`);
-  if (status === 404) return new MicroblogError('not_found', `Microblog could not find what ${action} needs${detail}`);
-  if (status >= 400 && status < 500) return new MicroblogError('bad_request', `Microblog rejected ${action} (HTTP ${status})${detail}`);
-  return new MicroblogError('upstream', `Microblog failed ${action} (HTTP ${status})${detail}`);
+  const options = { upstreamCode: code };
+  if (status === 423 || code === 'locked') return new MicroblogError('locked', `Microblog account @${username} is locked${detail}`, options);
+  if (status === 404) return new MicroblogError('not_found', `Microblog could not find what ${action} needs${detail}`, options);
+  if (status >= 400 && status < 500) return new MicroblogError('bad_request', `Microblog rejected ${action} (HTTP ${status})${detail}`, options);
+  return new MicroblogError('upstream', `Microblog failed ${action} (HTTP ${status})${detail}`, options);
 }
 
 function parseJson(response: SafeResponse, action: string): Record<string, unknown> {
@@ -635,6 +641,12 @@ class HttpMicroblogClient implements MicroblogClient {
 
   async repost(postId: string): Promise<void> {
     await this.write(`/api/posts/${checkPostId(postId)}/repost`, {}, 'the repost');
+  }
+
+  async ownPosts(options: { limit?: number } = {}): Promise<MicroblogPost[]> {
+    const params = new URLSearchParams({ limit: String(listLimit(options.limit)) });
+    const path = `/api/users/${encodeURIComponent(this.current.username)}/posts?${params}`;
+    return parsePosts((await this.call('GET', path, 'the request for the account\'s own posts')).posts);
   }
 
   async disconnect(): Promise<void> {

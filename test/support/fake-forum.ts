@@ -79,6 +79,15 @@ export interface FakeForumFailure {
   times?: number;
 }
 
+export interface FakeForumDelay {
+  /** Only requests to this exact path are delayed. */
+  path: string;
+  /** The request is carried out at once; its answer is sent this much later. */
+  ms: number;
+  /** How many matching requests are delayed; 1 when omitted. */
+  times?: number;
+}
+
 export interface FakeForumOptions {
   tokenLifetimeSeconds?: number;
   /** Requests allowed per rate-limit window; 600 when omitted. */
@@ -104,6 +113,8 @@ export interface FakeForum {
   /** Invalidates every token handed out so far, as if they had expired. */
   revokeTokens(): void;
   failNext(failure: FakeForumFailure): void;
+  /** Carries out the next matching request but answers late, as when the answer is lost to a timeout. */
+  delayAnswers(delay: FakeForumDelay): void;
   setRateLimit(limit: { remaining: number; resetSeconds: number }): void;
   close(): Promise<void>;
 }
@@ -152,6 +163,7 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
   const comments: FakeForumComment[] = [];
   const votes = new Map<string, FakeForumVote>();
   const failures: Array<FakeForumFailure & { times: number }> = [];
+  const delays: Array<FakeForumDelay & { times: number }> = [];
   const quota = options.rateLimitQuota ?? DEFAULT_RATE_LIMIT_QUOTA;
   let tokenLifetimeSeconds = options.tokenLifetimeSeconds ?? DEFAULT_TOKEN_LIFETIME_SECONDS;
   let rateWindow: RateWindow = { remaining: quota, endsAt: Date.now() + RATE_LIMIT_WINDOW_SECONDS * 1000 };
@@ -385,6 +397,29 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
       const inCommunity = posts.filter((post) => post.community === community);
       return respond(200, postListing(sortPosts(inCommunity, match[2] === 'hot' ? 'top' : 'new'), query));
     }
+    if (method === 'GET' && (match = /^\/user\/([^/]+)\/(submitted|comments)$/.exec(path))) {
+      const author = decodeURIComponent(match[1]);
+      if (match[2] === 'submitted') return respond(200, postListing(sortPosts(posts.filter((post) => post.author === author), 'new'), query));
+      const own = comments.filter((comment) => comment.author === author).reverse().slice(0, listingLimit(query.limit));
+      return respond(
+        200,
+        listing(
+          own.map((comment) => ({
+            kind: 't1',
+            data: {
+              id: comment.id,
+              name: comment.name,
+              parent_id: comment.parentId,
+              link_id: comment.linkId,
+              author: comment.author,
+              body: comment.text,
+              score: comment.score,
+              created_utc: comment.createdUtc,
+            },
+          })),
+        ),
+      );
+    }
     if (method === 'GET' && (match = /^\/comments\/([a-z0-9]+)(?:\/.*)?$/.exec(path))) {
       const post = findPost(match[1]);
       if (!post) return notFound();
@@ -474,8 +509,16 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
           headers: {},
           respond(status, answer, headers = {}) {
             request.status = status;
-            outgoing.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', ...exchange.headers, ...headers });
-            outgoing.end(JSON.stringify(answer));
+            const send = () => {
+              if (outgoing.destroyed) return;
+              outgoing.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', ...exchange.headers, ...headers });
+              outgoing.end(JSON.stringify(answer));
+            };
+            const index = delays.findIndex((delay) => delay.path === request.path);
+            if (index === -1) return send();
+            const delay = delays[index];
+            if (--delay.times <= 0) delays.splice(index, 1);
+            setTimeout(send, delay.ms);
           },
         };
         if (takeFailure(exchange)) return;
@@ -523,6 +566,9 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
     },
     failNext(failure) {
       failures.push({ ...failure, times: failure.times ?? 1 });
+    },
+    delayAnswers(delay) {
+      delays.push({ ...delay, times: delay.times ?? 1 });
     },
     setRateLimit({ remaining, resetSeconds }) {
       rateWindow = { remaining, endsAt: Date.now() + resetSeconds * 1000 };

@@ -38,6 +38,14 @@ export interface FakeMicroblogFailure {
   times?: number;
 }
 
+export interface FakeMicroblogDelay {
+  /** Exact pathname whose answer is delayed. */
+  path: string;
+  /** The request is carried out at once; its answer is sent this much later. */
+  ms: number;
+  times?: number;
+}
+
 export interface FakeMicroblog {
   base: string;
   addAccount(account: FakeMicroblogAccountInput): void;
@@ -50,6 +58,8 @@ export interface FakeMicroblog {
   requests: FakeMicroblogRequest[];
   expireSessions(): void;
   failNext(failure: FakeMicroblogFailure): void;
+  /** Carries out the next matching request but answers late, as when the answer is lost to a timeout. */
+  delayAnswers(delay: FakeMicroblogDelay): void;
   close(): Promise<void>;
 }
 
@@ -164,6 +174,7 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
   const loggedOut: string[] = [];
   const requests: FakeMicroblogRequest[] = [];
   const failures: Array<FakeMicroblogFailure & { times: number }> = [];
+  const delays: Array<FakeMicroblogDelay & { times: number }> = [];
   let nextPostNumber = 1n;
   let base = '';
 
@@ -199,7 +210,14 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
   };
 
   const sendJson = (incoming: Incoming, status: number, body: unknown, headers: Record<string, string> = {}) => {
-    incoming.response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+    const send = () => {
+      if (!incoming.response.destroyed) incoming.response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+    };
+    const index = delays.findIndex((delay) => delay.path === incoming.url.pathname);
+    if (index === -1) return send();
+    const delay = delays[index];
+    if (--delay.times <= 0) delays.splice(index, 1);
+    setTimeout(send, delay.ms);
   };
 
   const sendApiError = (incoming: Incoming, status: number, code: string, message: string) => sendJson(incoming, status, { error: { code, message } });
@@ -338,6 +356,11 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     if (method === 'GET' && path === '/api/timeline/home') {
       return sendJson(incoming, 200, { posts: newestFirst(posts.filter((post) => post.replyTo === null)) });
     }
+    const ownPosts = /^\/api\/users\/([^/]+)\/posts$/.exec(path);
+    if (method === 'GET' && ownPosts) {
+      const author = decodeURIComponent(ownPosts[1]).toLowerCase();
+      return sendJson(incoming, 200, { posts: newestFirst(posts.filter((post) => post.author.toLowerCase() === author)) });
+    }
     if (method === 'POST' && path === '/api/posts') return createFromJson(incoming, session, null);
     const postRoute = /^\/api\/posts\/([^/]+)(?:\/(replies|like|repost))?$/.exec(path);
     const target = postRoute ? posts.find((post) => post.id === postRoute[1]) : undefined;
@@ -446,6 +469,7 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     requests,
     expireSessions: () => sessions.clear(),
     failNext: (failure) => failures.push({ ...failure, times: failure.times ?? 1 }),
+    delayAnswers: (delay) => delays.push({ ...delay, times: delay.times ?? 1 }),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { useHarness, type Harness } from './support/harness';
+import { AGENT_GOLDEN_TICKET } from './support/fixture-site';
+import { act, elementIndex, onPage } from './support/agent-script';
+import { assertSettledOnce, workflowIdOf } from './support/ledger-checks';
+
+/** The runs of one workflow id, oldest first, following each run back to the one it continued. */
+async function runChain(h: Harness, workflowId: string): Promise<{ runId: string; status: string }[]> {
+  const chain: { runId: string; status: string }[] = [];
+  let runId: string | undefined;
+  for (;;) {
+    const handle = h.client.workflow.getHandle(workflowId, runId);
+    const description = await handle.describe();
+    chain.unshift({ runId: description.runId, status: description.status.name });
+    const history = await handle.fetchHistory();
+    const previous = history.events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+    if (!previous) return chain;
+    runId = previous;
+  }
+}
+
+describe('long agent runs continue as new before their history grows too large', function () {
+  let h: Harness;
+  let base: string;
+
+  before(async function () {
+    this.timeout(180_000);
+    h = await useHarness();
+    // A threshold this low makes every run of a few steps continue as new at least once.
+    const stack = await h.startIsolatedStack({
+      taskQueues: { platform: 'can-platform', browser: 'can-browser' },
+      overrides: { agent: { maxSteps: 30, deadlineMs: 600_000, historyEventsLimit: 40 } },
+    });
+    base = stack.baseUrl;
+    h.forum.addCommunity('long_runs', [{ title: 'First' }, { title: 'Second' }, { title: 'Third' }]);
+  });
+
+  it('a browser agent continues as new and finishes with the same session, the same steps and one debit', async function () {
+    this.timeout(180_000);
+    const { apiKey } = await h.createUser({ creditUsd: 5 });
+    const list = (page: number) => `${h.site.url}/agent/list?page=${page}`;
+    h.llm.enqueue(
+      act('navigate', { url: list(1) }, 'Open the list'),
+      act('navigate', { url: list(2) }, 'Look at page 2'),
+      act('navigate', { url: list(1) }, 'Back to page 1'),
+      onPage((o) => act('click', { index: elementIndex(o, /Next page/) }, 'Go to page 2')),
+      onPage((o) => act('click', { index: elementIndex(o, /Next page/) }, 'Go to page 3')),
+      onPage((o) => act('done', { success: true, answer: o.includes(AGENT_GOLDEN_TICKET) ? 'item 13' : 'not found' })),
+    );
+    const accepted = await h.http('POST', `${base}/api/v1/agentscraper`, { apiKey, body: { task: 'Find the golden ticket', headless: true } });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    const job = await h.waitForJob(apiKey, `${base}/api/v1/agentscraper/status/${accepted.body.jobId}`, undefined, 150_000);
+    assert.equal(job.status, 'completed', job.error);
+    assert.equal(job.result.answer, 'item 13');
+    assert.deepEqual(job.result.steps.map((s: any) => s.step), [1, 2, 3, 4, 5, 6]);
+    assert.match(job.result.steps[4].url, /page=2/);
+
+    const chain = await runChain(h, await workflowIdOf(h, job.id));
+    assert.ok(chain.length >= 2, `continued as new at least once: ${JSON.stringify(chain)}`);
+    assert.ok(chain.slice(0, -1).every((run) => run.status === 'CONTINUED_AS_NEW'));
+    assert.equal(chain[chain.length - 1].status, 'COMPLETED');
+
+    const logs: string[] = job.logs;
+    assert.equal(logs.filter((l) => /browser session opened/.test(l)).length, 1, logs.join('\n'));
+    assert.ok(!logs.some((l) => /reopen|worker lost/.test(l)), logs.join('\n'));
+    assert.equal(logs.filter((l) => /^\S+ processing started$/.test(l)).length, 1);
+    await assertSettledOnce(h, job.id);
+  });
+
+  it('a scheduled social run continues as new and finishes once', async function () {
+    this.timeout(180_000);
+    const { apiKey } = await h.createUser({ creditUsd: 5 });
+    const credentials = { forumClientId: 'can-client', forumClientSecret: 'can-secret-zzz', forumUsername: 'can_reader', forumPassword: 'can-pass-yyy' };
+    h.forum.addApp({ clientId: credentials.forumClientId, clientSecret: credentials.forumClientSecret });
+    h.forum.addUser({ username: credentials.forumUsername, password: credentials.forumPassword });
+    const account = await h.http('POST', `${base}/api/v1/social-accounts`, { apiKey, body: { platform: 'forum', name: 'Reader', credentials } });
+    assert.equal(account.status, 201, JSON.stringify(account.body));
+    h.llm.enqueue(
+      ...[1, 2, 3, 4, 5].map((limit) => act('list_community', { community: 'long_runs', sort: 'new', limit })),
+      act('done', { success: true, answer: 'read it all' }),
+    );
+    const created = await h.http('POST', `${base}/api/v1/automations`, {
+      apiKey,
+      body: { name: 'Long reader', cron: '0 9 * * 1', task: 'Read the community', automation_type: 'forum-agent', forum: { mode: 'saved', accountIds: [account.body.account.id] } },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const automationId = created.body.automation.id;
+    let run;
+    try {
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        [run] = await h.db.selectFrom('jobs').selectAll().where('kind', '=', 'automation').where(sql`request->>'automationId'`, '=', automationId).execute();
+        if (run && (run.status === 'completed' || run.status === 'failed')) break;
+        if (Date.now() > deadline) throw new Error(`the run did not finish: ${JSON.stringify(run ?? null)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    } finally {
+      await h.client.schedule.getHandle(`automation-${automationId}`).delete();
+    }
+    assert.equal(run.status, 'completed', run.error ?? '');
+    assert.deepEqual((run.result as any).tasks.map((t: any) => t.answer), ['read it all']);
+    assert.equal((run.result as any).steps.length, 6);
+    const chain = await runChain(h, run.workflow_id);
+    assert.ok(chain.length >= 2, `continued as new at least once: ${JSON.stringify(chain)}`);
+    assert.equal(chain[chain.length - 1].status, 'COMPLETED');
+    await assertSettledOnce(h, run.id);
+  });
+});
