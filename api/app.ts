@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import type { ApiDeps } from './deps';
 import { errorHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
+import { requestLog } from './middleware/request-log';
 import { jsonBody } from './middleware/json-body';
 import { requireApiKey } from './middleware/auth';
 import { scrapeRoutes } from './routes/scrape';
@@ -15,6 +16,7 @@ import { adminRoutes } from './routes/admin';
 import { docsRoutes } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { skillsRoutes } from './routes/skills';
+import { metricsRoutes } from './routes/metrics';
 
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -22,6 +24,7 @@ export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
   app.proxy = true;
   app.use(requestId());
+  app.use(requestLog());
   app.use(errorHandler());
   app.use(jsonBody(BODY_LIMIT_BYTES));
 
@@ -30,6 +33,7 @@ export function createApp(deps: ApiDeps): Koa {
   root.use(health.routes());
   const admin = adminRoutes(deps);
   root.use(admin.routes(), admin.allowedMethods());
+  root.use(metricsRoutes(deps).routes());
 
   const docs = docsRoutes();
   root.use('/api/v1', docs.routes());

@@ -228,6 +228,11 @@ describe('npm start (embedded PGlite + Temporal dev server)', function () {
     assert.equal(refused.body.error.code, 'subscription_inactive');
   });
 
+  it('logs human-readable lines, not JSON, with an access line per request', function () {
+    assert.match(output, /INFO: GET \/api\/v1\/logs 200 \{"requestId":"[^"]+","method":"GET","route":"\/api\/v1\/logs","status":200/);
+    assert.ok(!/^\{"level"/m.test(output), 'npm start wrote JSON log lines');
+  });
+
   it('stops the whole process group on SIGTERM within 20s, closing PGlite cleanly', async function () {
     assert.ok(child?.pid);
     const pgid = child.pid;

@@ -4,6 +4,7 @@ import { browserActivities, platformActivities, sessionActivities, type Activity
 import { createSessionRegistry, type SessionRegistry } from '../activities/agent/session-registry';
 import { ensureDisplay } from '../lib/browser/virtual-display';
 import { ensureSkillsRefreshSchedule } from './schedules';
+import { log } from '../lib/log';
 
 export interface WorkerSet {
   /** True once every worker polls its task queue. */
@@ -40,7 +41,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       }),
     );
     // The skills directory refresh Schedule (only when SKILLS_GITHUB_REPOS is set); a failure must not stop the workers.
-    await ensureSkillsRefreshSchedule(connection, namespace, config).catch((err) => console.warn(`skills refresh schedule: ${(err as Error).message}`));
+    await ensureSkillsRefreshSchedule(connection, namespace, config).catch((err) => log().warn({ err }, 'skills refresh schedule not set up'));
   }
   if (queues.includes('browser')) {
     const headless = createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency });

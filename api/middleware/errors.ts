@@ -1,5 +1,6 @@
 import type { Context, Next } from 'koa';
 import { ApiError } from '../errors';
+import { log, type Logger } from '../../lib/log';
 
 export function errorBody(ctx: Context, err: ApiError) {
   return {
@@ -29,7 +30,7 @@ export function errorHandler() {
           ? err
           : new ApiError(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the server log');
       if (!(err instanceof ApiError)) {
-        console.error(`[${ctx.state.requestId}] ${ctx.method} ${ctx.path} failed:`, err instanceof Error ? err.stack : err);
+        ((ctx.state.log as Logger | undefined) ?? log()).error({ err, requestId: ctx.state.requestId, method: ctx.method }, 'request failed with an unexpected error');
       }
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers ?? {})) ctx.set(name, value);

@@ -5,6 +5,7 @@ import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/tempora
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { ApiError } from '../errors';
 import type { ApiDeps } from '../deps';
+import { jobLog } from '../../lib/log';
 
 export interface StartJobInput {
   user: AuthenticatedUser;
@@ -54,7 +55,7 @@ export async function startMeteredJob(deps: ApiDeps, input: StartJobInput): Prom
     });
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
-      console.error(`could not start workflow ${job.workflow_id}:`, err);
+      jobLog(job.id, { workflowId: job.workflow_id }).error({ err }, 'could not start the workflow; the job is abandoned');
       await abandonJob(deps.db, job, 'The run could not be started; it was not counted against your limit');
       throw new ApiError(503, 'service_unavailable', 'The workflow engine is unavailable; the job was not started', undefined, { 'Retry-After': '5' });
     }
