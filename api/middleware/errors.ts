@@ -21,7 +21,8 @@ export function errorHandler() {
       if (ctx.status === 404 && ctx.body === undefined) {
         throw new ApiError(404, 'not_found', `No route for ${ctx.method} ${ctx.path}`);
       }
-      if (ctx.status === 405 && (ctx.body === undefined || typeof ctx.body === 'string')) {
+      // The router answers 501 to methods it knows nothing of (TRACE, PROPFIND, ...): for a client that is a 405 too.
+      if ((ctx.status === 405 || ctx.status === 501) && (ctx.body === undefined || typeof ctx.body === 'string')) {
         throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
       }
     } catch (err) {
