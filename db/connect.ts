@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { Database } from './schema';
 import { migrationProvider } from './migrations';
 import { PGliteDialect } from './pglite-dialect';
+import { log } from '../lib/log';
 
 // Money is BIGINT micro-USD; every amount the service handles fits a double exactly (< 2^53).
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -21,7 +22,14 @@ export interface DatabaseTarget {
 export async function openDatabase(target: DatabaseTarget): Promise<Db> {
   let dialect: Dialect;
   if (target.databaseUrl) {
-    dialect = new PostgresDialect({ pool: new pg.Pool({ connectionString: target.databaseUrl, max: target.poolSize ?? 10 }) });
+    const pool = new pg.Pool({ connectionString: target.databaseUrl, max: target.poolSize ?? 10 });
+    // A connection that breaks (server restart, network cut) emits 'error' besides failing its
+    // query; with no listener that event would crash the process. The pool listens on idle
+    // connections only, so every connection gets its own listener. A broken connection is dropped
+    // and replaced on next use; the failed query surfaces to its caller (503, activity retry).
+    pool.on('error', () => undefined); // an idle connection's failure: logged by its own listener below
+    pool.on('connect', (client) => client.on('error', (err) => log().warn({ err }, 'a database connection failed; it will be replaced')));
+    dialect = new PostgresDialect({ pool });
   } else {
     const { PGlite, types } = await import('@electric-sql/pglite');
     // pg_trgm backs the skills directory's typo-tolerant name search (migration 0004). The subpath
@@ -33,6 +41,19 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     dialect = new PGliteDialect(pglite);
   }
   return new Kysely<Database>({ dialect });
+}
+
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+
+/**
+ * True when a query failed because the database could not be reached or dropped the connection
+ * (not because of the query): worth a retry later, and a 503 rather than a 500 for a client.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code))) return true;
+  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message);
 }
 
 export async function migrateToLatest(db: Db): Promise<void> {

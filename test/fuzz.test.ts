@@ -140,7 +140,9 @@ describe('fuzzing every operation of the OpenAPI document', function () {
     process.on('uncaughtException', onCrash);
     process.on('unhandledRejection', onCrash);
 
+    const seconds = new Map<string, number>();
     const fuzzTarget = async (target: (typeof targets)[number]) => {
+      const started = Date.now();
       const run = await fc.check(
         fc.asyncProperty(target.arbitrary, async (request) => {
           sent += 1;
@@ -151,6 +153,7 @@ describe('fuzzing every operation of the OpenAPI document', function () {
         }),
         { numRuns: target.runs, seed: SEED, endOnFailure: false },
       );
+      seconds.set(target.id, (Date.now() - started) / 1000);
       if (run.failed && run.counterexample) {
         failures.push({
           operation: target.id,
@@ -171,7 +174,8 @@ describe('fuzzing every operation of the OpenAPI document', function () {
     process.removeListener('unhandledRejection', onCrash);
 
     const summary = [...statuses.entries()].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`).join(' ');
-    console.log(`      fuzz seed ${SEED}: ${sent} requests over ${targets.length} targets; statuses ${summary}`);
+    const slowest = [...seconds.entries()].sort(([, a], [, b]) => b - a).slice(0, 4).map(([id, s]) => `${id} ${s.toFixed(0)}s`).join(', ');
+    console.log(`      fuzz seed ${SEED}: ${sent} requests over ${targets.length} targets; statuses ${summary}; slowest: ${slowest}`);
     const report = failures.map((f) => `• ${f.operation}: ${f.problem}\n  ${f.request}`).join('\n');
     assert.equal(failures.length, 0, `seed ${SEED} (rerun with FUZZ_SEED=${SEED}):\n${report}`);
     assert.deepEqual(crashes, [], 'the process saw uncaught errors while fuzzing');

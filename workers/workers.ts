@@ -4,6 +4,7 @@ import { browserActivities, platformActivities, sessionActivities, type Activity
 import { createSessionRegistry, type SessionRegistry } from '../activities/agent/session-registry';
 import { ensureDisplay } from '../lib/browser/virtual-display';
 import { ensureSkillsRefreshSchedule } from './schedules';
+import { waitOutDatabaseOutages } from './database-outages';
 import { log } from '../lib/log';
 
 export interface WorkerSet {
@@ -34,6 +35,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       await Worker.create({
         connection,
         namespace,
+        interceptors: { activity: [waitOutDatabaseOutages] },
         taskQueue: config.taskQueues.platform,
         ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
         activities: platformActivities(options),
@@ -59,6 +61,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       await Worker.create({
         connection,
         namespace,
+        interceptors: { activity: [waitOutDatabaseOutages] },
         taskQueue: config.taskQueues.browser,
         activities: browserActivities(options, headless, sessions),
         maxConcurrentActivityTaskExecutions: config.browserConcurrency,
@@ -66,6 +69,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       await Worker.create({
         connection,
         namespace,
+        interceptors: { activity: [waitOutDatabaseOutages] },
         taskQueue: sessions.taskQueue,
         activities: sessionActivities(options, sessions),
         maxConcurrentActivityTaskExecutions: 20,

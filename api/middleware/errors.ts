@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
 import { ApiError } from '../errors';
 import { log, type Logger } from '../../lib/log';
+import { isDatabaseUnavailable } from '../../db/connect';
 
 export function errorBody(ctx: Context, err: ApiError) {
   return {
@@ -29,9 +30,13 @@ export function errorHandler() {
       const apiError =
         err instanceof ApiError
           ? err
-          : new ApiError(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the server log');
+          : isDatabaseUnavailable(err)
+            ? new ApiError(503, 'service_unavailable', 'The database is unavailable; retry in a few seconds', undefined, { 'Retry-After': '5' })
+            : new ApiError(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the server log');
       if (!(err instanceof ApiError)) {
-        ((ctx.state.log as Logger | undefined) ?? log()).error({ err, requestId: ctx.state.requestId, method: ctx.method }, 'request failed with an unexpected error');
+        const logger = (ctx.state.log as Logger | undefined) ?? log();
+        if (apiError.status === 503) logger.warn({ err, requestId: ctx.state.requestId, method: ctx.method }, 'request failed: the database is unavailable');
+        else logger.error({ err, requestId: ctx.state.requestId, method: ctx.method }, 'request failed with an unexpected error');
       }
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers ?? {})) ctx.set(name, value);

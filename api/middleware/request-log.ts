@@ -4,8 +4,9 @@ import { httpRequestDuration } from '../../lib/metrics';
 
 /** The route template that answered (`/api/v1/scrape/status/:jobId`), never the raw path, so labels stay few. */
 function routeOf(ctx: Context): string {
-  const matched = (ctx as Context & { _matchedRoute?: string | RegExp })._matchedRoute;
-  return ctx.status !== 404 && matched !== undefined ? String(matched) : 'unmatched';
+  const layers = (ctx as Context & { matched?: { path: string | RegExp; methods: string[] }[] }).matched ?? [];
+  const route = layers.filter((layer) => layer.methods.includes(ctx.method)).at(-1);
+  return route ? String(route.path) : 'unmatched';
 }
 
 /**
