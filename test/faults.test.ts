@@ -10,6 +10,7 @@ import { useHarness, type Harness } from './support/harness';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai';
 import { freePort } from './support/ports';
+import { parsePrometheus } from './support/prometheus';
 import { loadConfig, type Config } from '../lib/config';
 import { openDatabase, type Db } from '../db/connect';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
@@ -200,6 +201,9 @@ describe('faults under load', function () {
     assert.equal(refused.status, 503, 'a request during the outage is not answered 503');
     assert.equal(refused.headers.get('retry-after'), '5');
     assert.equal((await refused.json()).error.code, 'service_unavailable');
+    const metrics = parsePrometheus(await (await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${config.adminToken}` } })).text());
+    assert.equal(metrics.value('platform_state_up'), 0, 'metrics claim to have read the database during the outage');
+    assert.deepEqual(metrics.find('platform_jobs'), [], 'job counts were reported without the database');
     await sleep(OUTAGE_MS);
     await proxy.start();
 

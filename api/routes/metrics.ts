@@ -1,10 +1,9 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import { Counter, Gauge, Registry } from 'prom-client';
 import { readPlatformState, type PlatformState } from '../../db/repos/platform-state';
 import type { JobKind, JobStatus } from '../../db/schema';
 import { constantTimeEquals } from '../../lib/crypto';
-import { log } from '../../lib/log';
+import { log, type Logger } from '../../lib/log';
 import { processMetrics } from '../../lib/metrics';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
@@ -26,68 +25,72 @@ function requireMetricsToken(token: string) {
   };
 }
 
-/**
- * Series read from Postgres at scrape time: they describe the whole platform whichever process
- * did the work. One scrape reads the database once for all of them; when it cannot,
- * platform_state_up is 0 and the other state series are left out (never reported as zero).
- */
-function platformStateRegistry(read: () => Promise<PlatformState>): Registry {
-  const registry = new Registry();
-  let pending: Promise<PlatformState | null> | null = null;
-  const snapshot = () => {
-    pending ??= read()
-      .catch((err) => {
-        log().warn({ err }, 'metrics: could not read the platform state from the database');
-        return null;
-      })
-      .finally(() => setImmediate(() => (pending = null)));
-    return pending;
-  };
-  /** Registers a series whose value(s) come from the snapshot; `emit` is skipped when the read failed. */
-  const fromState = <T extends Gauge | Counter>(metric: T, emit: (metric: T, state: PlatformState) => void) => {
-    (metric as unknown as { collect: () => Promise<void> }).collect = async () => {
-      const state = await snapshot();
-      metric.reset();
-      if (state) emit(metric, state);
-    };
-  };
-  const ledger = (state: PlatformState, kind: string) => state.ledger.find((row) => row.kind === kind);
+interface Family {
+  name: string;
+  help: string;
+  type: 'gauge' | 'counter';
+  samples: { labels?: Record<string, string>; value: number }[];
+}
 
-  new Gauge({
-    name: 'platform_state_up',
-    help: '1 when this scrape could read the platform state from Postgres, else 0',
-    registers: [registry],
-    async collect() {
-      this.set((await snapshot()) ? 1 : 0);
+function render(families: Family[]): string {
+  return families
+    .map((f) => {
+      const lines = [`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`];
+      for (const s of f.samples) {
+        const labels = s.labels ? `{${Object.entries(s.labels).map(([k, v]) => `${k}="${v.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`))}"`).join(',')}}` : '';
+        lines.push(`${f.name}${labels} ${s.value}`);
+      }
+      return lines.join('\n');
+    })
+    .join('\n\n');
+}
+
+/**
+ * Series read from Postgres at scrape time: they describe the whole platform whichever process did
+ * the work (money and jobs are the database's truth). When the read fails, platform_state_up is 0
+ * and the other series are left out rather than reported as zero.
+ */
+function platformStateFamilies(state: PlatformState | null): Family[] {
+  const up: Family = { name: 'platform_state_up', help: '1 when this scrape could read the platform state from Postgres, else 0', type: 'gauge', samples: [{ value: state ? 1 : 0 }] };
+  if (!state) return [up];
+  const ledger = (kind: string) => state.ledger.find((row) => row.kind === kind);
+  const counts = new Map(state.jobs.map((row) => [`${row.kind}/${row.status}`, row.count]));
+  const kinds = [...new Set([...JOB_KINDS, ...state.jobs.map((row) => row.kind)])];
+  const families: Family[] = [
+    up,
+    {
+      name: 'platform_jobs',
+      help: 'Jobs by kind and state',
+      type: 'gauge',
+      samples: kinds.flatMap((kind) => JOB_STATUSES.map((status) => ({ labels: { kind, state: status }, value: counts.get(`${kind}/${status}`) ?? 0 }))),
     },
-  });
-  fromState(new Gauge({ name: 'platform_jobs', help: 'Jobs by kind and state', labelNames: ['kind', 'state'] as const, registers: [registry] }), (gauge, state) => {
-    for (const kind of JOB_KINDS) for (const status of JOB_STATUSES) gauge.labels(kind, status).set(0);
-    for (const row of state.jobs) gauge.labels(row.kind, row.status).set(row.count);
-  });
-  fromState(new Counter({ name: 'platform_debits_total', help: 'Usage debits (ledger usage entries)', registers: [registry] }), (counter, state) =>
-    counter.inc(ledger(state, 'usage')?.entries ?? 0),
-  );
-  fromState(new Counter({ name: 'platform_debits_micros_total', help: 'Usage debited from wallets, in micro-USD', registers: [registry] }), (counter, state) =>
-    counter.inc(-(ledger(state, 'usage')?.amountMicros ?? 0)),
-  );
-  fromState(new Counter({ name: 'platform_credits_micros_total', help: 'Credit added to wallets, in micro-USD', registers: [registry] }), (counter, state) =>
-    counter.inc(ledger(state, 'credit')?.amountMicros ?? 0),
-  );
-  fromState(new Gauge({ name: 'platform_wallet_balance_micros', help: 'Sum of all wallet balances (ledger balance), in micro-USD', registers: [registry] }), (gauge, state) =>
-    gauge.set(state.wallets.balanceMicros),
-  );
-  return registry;
+    { name: 'platform_debits_total', help: 'Usage debits (ledger usage entries)', type: 'counter', samples: [{ value: ledger('usage')?.entries ?? 0 }] },
+    { name: 'platform_debits_micros_total', help: 'Usage debited from wallets, in micro-USD', type: 'counter', samples: [{ value: -(ledger('usage')?.amountMicros ?? 0) }] },
+    { name: 'platform_credits_micros_total', help: 'Credit added to wallets, in micro-USD', type: 'counter', samples: [{ value: ledger('credit')?.amountMicros ?? 0 }] },
+    { name: 'platform_wallet_balance_micros', help: 'Sum of all wallet balances (ledger balance), in micro-USD', type: 'gauge', samples: [{ value: state.wallets.balanceMicros }] },
+  ];
+  if (state.holds) {
+    families.push(
+      { name: 'platform_holds_open', help: 'Open holds: amounts reserved for jobs not settled yet', type: 'gauge', samples: [{ value: state.holds.open }] },
+      { name: 'platform_holds_open_micros', help: 'Sum of the open holds, in micro-USD', type: 'gauge', samples: [{ value: state.holds.micros }] },
+    );
+  }
+  return families;
 }
 
 /** GET /metrics: Prometheus text format; this process's series plus the platform state from Postgres. */
 export function metricsRoutes(deps: ApiDeps): Router {
   const router = new Router();
-  const registry = Registry.merge([processMetrics, platformStateRegistry(() => readPlatformState(deps.db))]);
   router.get('/metrics', requireMetricsToken(deps.config.metrics.token ?? deps.config.adminToken), async (ctx) => {
-    const text = await registry.metrics();
-    ctx.type = registry.contentType;
-    ctx.body = text;
+    const [own, state] = await Promise.all([
+      processMetrics.metrics(),
+      readPlatformState(deps.db).catch((err) => {
+        ((ctx.state.log as Logger | undefined) ?? log()).warn({ err }, 'metrics: could not read the platform state from the database');
+        return null;
+      }),
+    ]);
+    ctx.type = processMetrics.contentType;
+    ctx.body = `${own.trimEnd()}\n\n${render(platformStateFamilies(state))}\n`;
   });
   return router;
 }
