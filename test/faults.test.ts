@@ -11,6 +11,7 @@ import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai';
 import { freePort } from './support/ports';
 import { parsePrometheus } from './support/prometheus';
+import { act } from './support/agent-script';
 import { loadConfig, type Config } from '../lib/config';
 import { openDatabase, type Db } from '../db/connect';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
@@ -22,7 +23,7 @@ import { readinessProbe } from '../api/readiness';
 import { createWorkers, type WorkerSet } from '../workers/workers';
 
 /**
- * Faults under load: 50 scrape jobs in flight while (a) Postgres is unreachable for 10 s (a TCP
+ * Faults under load: 50 scrape jobs (and a few browser-agent jobs) in flight while (a) Postgres is unreachable for 10 s (a TCP
  * proxy in front of it drops every connection and refuses new ones) and (b) the Temporal server
  * restarts. The API and the workers of this suite talk to Postgres through the proxy and to their
  * own Temporal dev server (SQLite file, fixed port, so its state survives the restart); the checks
@@ -30,6 +31,7 @@ import { createWorkers, type WorkerSet } from '../workers/workers';
  * has at most one page snapshot and exactly one usage settlement, and was debited exactly once.
  */
 const JOBS = 50;
+const AGENT_JOBS = 3;
 const OUTAGE_MS = 10_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -39,6 +41,8 @@ describe('faults under load', function () {
   let h: Harness;
   let proxy: TcpProxy;
   let llm: FakeOpenAI;
+  /** The agents' model, reached as the `router` provider with the account's own key. */
+  let agentLlm: FakeOpenAI;
   let temporal: DevServer;
   let temporalPort: number;
   let dataDir: string;
@@ -65,12 +69,14 @@ describe('faults under load', function () {
     temporal = await startTemporal();
     // Extraction takes a few seconds, so the jobs are still in flight when the fault comes.
     llm = await startFakeOpenAI({ latencyMs: 4_000 });
-    config = loadConfig({ ...h.env, DATABASE_URL: proxied.toString(), TEMPORAL_ADDRESS: temporal.address, OPENAI_BASE_URL: llm.baseURL, ROUTER_BASE_URL: llm.baseURL });
+    agentLlm = await startFakeOpenAI({ latencyMs: 4_000 });
+    agentLlm.setDefault(act('done', { success: true, answer: 'nothing else to do' }, 'Finish'));
+    config = loadConfig({ ...h.env, DATABASE_URL: proxied.toString(), TEMPORAL_ADDRESS: temporal.address, OPENAI_BASE_URL: llm.baseURL, ROUTER_BASE_URL: agentLlm.baseURL });
     const policy = parseNetworkAllowlist(config.networkAllowlist);
     db = await openDatabase({ ...config, poolSize: 10 });
     client = await connectClient(temporal.address, config.temporalNamespace);
     connection = await NativeConnection.connect({ address: temporal.address });
-    workers = await createWorkers({ db, config, policy, connection, namespace: config.temporalNamespace, workflowBundle: h.workflowBundle, queues: ['platform'] });
+    workers = await createWorkers({ db, config, policy, connection, namespace: config.temporalNamespace, workflowBundle: h.workflowBundle });
     void workers.run().catch(() => undefined);
     server = await listen(
       { db, temporal: client, config, policy, social: socialPlatformsFromConfig(config), readiness: readinessProbe(db, client, () => workers.isRunning()) },
@@ -79,6 +85,8 @@ describe('faults under load', function () {
     );
     baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
     user = await h.createUser({ creditUsd: 100, monthlyOperationLimit: 10_000 });
+    const routerKey = await h.http('PUT', `/admin/users/${user.userId}/router-key`, { headers: { authorization: `Bearer ${h.config.adminToken}` }, body: { routerApiKey: 'sk-router-faults-0123456789' } });
+    assert.equal(routerKey.status, 200, JSON.stringify(routerKey.body));
   });
 
   after(async function () {
@@ -92,6 +100,7 @@ describe('faults under load', function () {
     await temporal?.stop();
     await proxy?.close();
     await llm?.close();
+    await agentLlm?.close();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -113,6 +122,16 @@ describe('faults under load', function () {
         ids.push(accepted.body.jobId);
       }),
     );
+    return ids;
+  }
+
+  async function startAgents(count: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const accepted = await api('POST', '/api/v1/agentscraper', { task: `Say done (${i})`, headless: true, llm_provider: 'router' });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      ids.push(accepted.body.jobId);
+    }
     return ids;
   }
 
@@ -145,15 +164,16 @@ describe('faults under load', function () {
     }
   }
 
-  /** Exactly one workflow run, at most one page snapshot, one settlement and one debit per job. */
+  /** Exactly one workflow run, at most one page snapshot (one per completed scrape), one settlement and one debit per job. */
   async function assertRanAndChargedOnce(ids: string[]) {
-    const runs = new Map<string, string[]>();
-    for await (const execution of client.workflow.list({ query: `WorkflowType = 'scrapeWorkflow'` })) {
-      runs.set(execution.workflowId, [...(runs.get(execution.workflowId) ?? []), execution.status.name]);
-    }
-    const jobs = await h.db.selectFrom('jobs').select(['id', 'workflow_id', 'status', 'error']).where('id', 'in', ids).execute();
+    const jobs = await h.db.selectFrom('jobs').select(['id', 'kind', 'workflow_id', 'status', 'error']).where('id', 'in', ids).execute();
     for (const job of jobs) {
-      assert.deepEqual(runs.get(job.workflow_id), ['COMPLETED'], `job ${job.id}: workflow runs ${JSON.stringify(runs.get(job.workflow_id))}`);
+      // The row turns terminal a moment before the workflow returns: wait for the run itself.
+      const handle = client.workflow.getHandle(job.workflow_id);
+      await handle.result();
+      const run = await handle.describe();
+      assert.equal(run.status.name, 'COMPLETED', `job ${job.id}: workflow ${run.status.name}`);
+      assert.equal(run.raw.workflowExecutionInfo?.firstRunId, run.runId, `job ${job.id} ran as more than one workflow run`);
     }
     const perJob = async (table: 'page_snapshots' | 'agent_transactions', extra?: (qb: any) => any) => {
       let query = h.db.selectFrom(table).select(['job_id', sql<number>`cast(count(*) as int)`.as('n')]).where('job_id', 'in', ids).groupBy('job_id');
@@ -175,7 +195,7 @@ describe('faults under load', function () {
     const debits = await h.db.selectFrom('ledger_entries').select(['job_id', 'amount_micros']).where('job_id', 'in', ids).where('kind', '=', 'usage').execute();
     for (const job of jobs) {
       assert.ok((snapshots.get(job.id) ?? 0) <= 1, `job ${job.id} has ${snapshots.get(job.id)} page snapshots`);
-      if (job.status === 'completed') assert.equal(snapshots.get(job.id), 1, `completed job ${job.id} has no page snapshot`);
+      if (job.kind === 'scrape' && job.status === 'completed') assert.equal(snapshots.get(job.id), 1, `completed scrape ${job.id} has no page snapshot`);
       assert.equal(settlements.get(job.id), 1, `job ${job.id} was settled ${settlements.get(job.id) ?? 0} times`);
       const used = usage.get(job.id);
       assert.equal(used?.n ?? 0, used?.keys ?? 0, `job ${job.id} recorded one usage twice`);
@@ -189,8 +209,8 @@ describe('faults under load', function () {
     assert.equal(wallet.balance_micros, ledger.sum, 'the wallet balance differs from the sum of its ledger entries');
   }
 
-  it(`finishes ${JOBS} jobs in flight exactly once through a ${OUTAGE_MS / 1000} s Postgres outage`, async function () {
-    const ids = await startScrapes(JOBS, 'pg');
+  it(`finishes ${JOBS} scrape and ${AGENT_JOBS} agent jobs in flight exactly once through a ${OUTAGE_MS / 1000} s Postgres outage`, async function () {
+    const ids = [...(await startAgents(AGENT_JOBS)), ...(await startScrapes(JOBS, 'pg'))];
     const atFault = await waitInFlight(ids, JOBS / 2);
     const acceptedBefore = proxy.accepted();
     await proxy.stop();
