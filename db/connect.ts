@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { mkdirSync } from 'node:fs';
-import { Kysely, Migrator, PostgresDialect, type Dialect } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema';
 import { migrationProvider } from './migrations';
@@ -29,7 +29,7 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     // and replaced on next use; the failed query surfaces to its caller (503, activity retry).
     pool.on('error', () => undefined); // an idle connection's failure: logged by its own listener below
     pool.on('connect', (client) => client.on('error', (err) => log().warn({ err }, 'a database connection failed; it will be replaced')));
-    dialect = new PostgresDialect({ pool });
+    dialect = new PostgresDialect({ pool: markingConnectionFailures(pool) });
   } else {
     const { PGlite, types } = await import('@electric-sql/pglite');
     // pg_trgm backs the skills directory's typo-tolerant name search (migration 0004). The subpath
@@ -43,17 +43,51 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
   return new Kysely<Database>({ dialect });
 }
 
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const CONNECTION_ERROR_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/i;
+const unreachable = new WeakSet<object>();
+
+/** Marks errors that mean "Postgres could not be reached or dropped the connection", as they leave the pool. */
+function markingConnectionFailures(pool: pg.Pool): PostgresPool {
+  const mark = (err: unknown) => {
+    if (err && typeof err === 'object') {
+      const { code, message } = err as { code?: unknown; message?: unknown };
+      const severity = (err as { severity?: unknown }).severity;
+      const connectionLevel = severity === undefined && ((typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) || (typeof message === 'string' && CONNECTION_ERROR_MESSAGES.test(message)));
+      if (connectionLevel) unreachable.add(err);
+    }
+    return err;
+  };
+  return {
+    async connect() {
+      const client = await pool.connect().catch((err) => {
+        // Whatever stops a new connection (refused, timed out, authentication) is the database being unreachable.
+        if (err && typeof err === 'object' && (err as { severity?: unknown }).severity === undefined) unreachable.add(err);
+        throw err;
+      });
+      return {
+        query: ((...args: [never, never]) => {
+          const result = (client.query as (...a: unknown[]) => unknown)(...args);
+          return result instanceof Promise ? result.catch((err) => Promise.reject(mark(err))) : result;
+        }) as PostgresPoolClient['query'],
+        release: () => client.release(),
+      };
+    },
+    end: () => pool.end(),
+  };
+}
 
 /**
- * True when a query failed because the database could not be reached or dropped the connection
- * (not because of the query): worth a retry later, and a 503 rather than a 500 for a client.
+ * True when a query failed because Postgres could not be reached or dropped the connection (not
+ * because of the query): worth a retry later, and a 503 rather than a 500 for a client. Network
+ * errors of other services (a page, a webhook, the LLM) do not count.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false;
-  const { code, message } = err as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code))) return true;
-  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(message);
+  if (unreachable.has(err)) return true;
+  // What the server itself says while it shuts down or restarts.
+  const { code, severity } = err as { code?: unknown; severity?: unknown };
+  return severity !== undefined && typeof code === 'string' && (code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code));
 }
 
 export async function migrateToLatest(db: Db): Promise<void> {
