@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import type { ApiDeps } from './deps';
 import { errorHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
+import { requestLog } from './middleware/request-log';
 import { jsonBody } from './middleware/json-body';
 import { requireApiKey } from './middleware/auth';
 import { scrapeRoutes } from './routes/scrape';
@@ -24,6 +25,7 @@ import { agentRoutes } from './routes/agents';
 import { marketMcpRoutes } from './routes/market-mcp';
 import { marketIconRoutes, publicMarketIconRoutes } from './routes/market-icons';
 import { providerRoutes } from './routes/provider';
+import { metricsRoutes } from './routes/metrics';
 
 const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -31,6 +33,7 @@ export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
   app.proxy = true;
   app.use(requestId());
+  app.use(requestLog());
   app.use(errorHandler());
   const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
   app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
@@ -41,6 +44,7 @@ export function createApp(deps: ApiDeps): Koa {
   root.use(health.routes());
   const admin = adminRoutes(deps);
   root.use(admin.routes(), admin.allowedMethods());
+  root.use(metricsRoutes(deps).routes());
 
   const docs = docsRoutes(docsSite, deps.config);
   root.use('/api/v1', docs.routes());

@@ -7,6 +7,7 @@ import { connectClient } from '../lib/temporal';
 import { createApp } from './app';
 import type { ApiDeps } from './deps';
 import { readinessProbe, remoteWorkersReady } from './readiness';
+import { configureLogging, log } from '../lib/log';
 
 export function listen(deps: ApiDeps, port: number, host = '0.0.0.0'): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -18,6 +19,7 @@ export function listen(deps: ApiDeps, port: number, host = '0.0.0.0'): Promise<S
 /** Production API process (`npm run api`) against external Postgres and Temporal. */
 async function main() {
   const config = loadConfig();
+  configureLogging({ level: config.log.level, format: config.log.format ?? 'json' });
   if (!config.databaseUrl || !config.temporalAddress) {
     throw new Error('npm run api needs DATABASE_URL and TEMPORAL_ADDRESS (use npm start for the embedded setup)');
   }
@@ -26,7 +28,7 @@ async function main() {
   const temporal = await connectClient(config.temporalAddress, config.temporalNamespace);
   const workersReady = remoteWorkersReady(temporal, config.temporalNamespace, [config.taskQueues.platform, config.taskQueues.browser]);
   const server = await listen({ db, temporal, config, policy: parseNetworkAllowlist(config.networkAllowlist), social: socialPlatformsFromConfig(config), readiness: readinessProbe(db, temporal, workersReady) }, config.port);
-  console.log(`API listening on :${config.port}`);
+  log().info({ port: config.port }, `API listening on :${config.port}`);
   const stop = () => server.close(() => void db.destroy().then(() => process.exit(0)));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
@@ -34,7 +36,7 @@ async function main() {
 
 if (require.main === module) {
   main().catch((err) => {
-    console.error(err instanceof Error ? err.message : err);
+    log().fatal({ err }, err instanceof Error ? err.message : String(err));
     process.exit(1);
   });
 }

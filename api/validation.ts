@@ -58,6 +58,10 @@ export function parseQuery<T>(schema: object, query: Record<string, string | str
     if (Array.isArray(value)) {
       throw new ApiError(400, 'validation_failed', 'Invalid query parameters', [{ path: `query.${key}`, message: 'must be given once' }]);
     }
+    // Postgres text cannot hold U+0000: refused here, like NUL in JSON bodies.
+    if (key.includes('\u0000') || value?.includes('\u0000')) {
+      throw new ApiError(400, 'validation_failed', 'Invalid query parameters', [{ path: `query.${key.replace(/\u0000/g, '\\u0000')}`, message: 'must not contain NUL (\\u0000) characters' }]);
+    }
     copy[key] = value;
   }
   const validate = compiled(schema, true);

@@ -1,10 +1,11 @@
 import path from 'node:path';
 import { mkdirSync } from 'node:fs';
-import { Kysely, Migrator, PostgresDialect, type Dialect } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema';
 import { migrationProvider } from './migrations';
 import { PGliteDialect } from './pglite-dialect';
+import { log } from '../lib/log';
 
 // Money is BIGINT micro-USD; every amount the service handles fits a double exactly (< 2^53).
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -21,7 +22,14 @@ export interface DatabaseTarget {
 export async function openDatabase(target: DatabaseTarget): Promise<Db> {
   let dialect: Dialect;
   if (target.databaseUrl) {
-    dialect = new PostgresDialect({ pool: new pg.Pool({ connectionString: target.databaseUrl, max: target.poolSize ?? 10 }) });
+    const pool = new pg.Pool({ connectionString: target.databaseUrl, max: target.poolSize ?? 10 });
+    // A connection that breaks (server restart, network cut) emits 'error' besides failing its
+    // query; with no listener that event would crash the process. The pool listens on idle
+    // connections only, so every connection gets its own listener. A broken connection is dropped
+    // and replaced on next use; the failed query surfaces to its caller (503, activity retry).
+    pool.on('error', () => undefined); // an idle connection's failure: logged by its own listener below
+    pool.on('connect', (client) => client.on('error', (err) => log().warn({ err }, 'a database connection failed; it will be replaced')));
+    dialect = new PostgresDialect({ pool: markingConnectionFailures(pool) });
   } else {
     const { PGlite, types } = await import('@electric-sql/pglite');
     // pg_trgm backs the skills directory's typo-tolerant name search (migration 0004). The subpath
@@ -33,6 +41,53 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     dialect = new PGliteDialect(pglite);
   }
   return new Kysely<Database>({ dialect });
+}
+
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+const CONNECTION_ERROR_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/i;
+const unreachable = new WeakSet<object>();
+
+/** Marks errors that mean "Postgres could not be reached or dropped the connection", as they leave the pool. */
+function markingConnectionFailures(pool: pg.Pool): PostgresPool {
+  const mark = (err: unknown) => {
+    if (err && typeof err === 'object') {
+      const { code, message } = err as { code?: unknown; message?: unknown };
+      const severity = (err as { severity?: unknown }).severity;
+      const connectionLevel = severity === undefined && ((typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) || (typeof message === 'string' && CONNECTION_ERROR_MESSAGES.test(message)));
+      if (connectionLevel) unreachable.add(err);
+    }
+    return err;
+  };
+  return {
+    async connect() {
+      const client = await pool.connect().catch((err) => {
+        // Whatever stops a new connection (refused, timed out, authentication) is the database being unreachable.
+        if (err && typeof err === 'object' && (err as { severity?: unknown }).severity === undefined) unreachable.add(err);
+        throw err;
+      });
+      return {
+        query: ((...args: [never, never]) => {
+          const result = (client.query as (...a: unknown[]) => unknown)(...args);
+          return result instanceof Promise ? result.catch((err) => Promise.reject(mark(err))) : result;
+        }) as PostgresPoolClient['query'],
+        release: () => client.release(),
+      };
+    },
+    end: () => pool.end(),
+  };
+}
+
+/**
+ * True when a query failed because Postgres could not be reached or dropped the connection (not
+ * because of the query): worth a retry later, and a 503 rather than a 500 for a client. Network
+ * errors of other services (a page, a webhook, the LLM) do not count.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  if (unreachable.has(err)) return true;
+  // What the server itself says while it shuts down or restarts.
+  const { code, severity } = err as { code?: unknown; severity?: unknown };
+  return severity !== undefined && typeof code === 'string' && (code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code));
 }
 
 export async function migrateToLatest(db: Db): Promise<void> {

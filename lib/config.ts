@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parseNetworkAllowlist } from './net/ssrf';
 import { usdToWholeMicros } from './money';
+import { LOG_LEVELS, type LogFormat, type LogLevel } from './log';
 
 /** Everything the service reads from the environment, validated once at start. */
 export interface Config {
@@ -41,6 +42,9 @@ export interface Config {
   skills: SkillsConfig;
   docsMcp: DocsMcpConfig;
   market: MarketConfig;
+  /** LOG_LEVEL (default info); LOG_FORMAT json or pretty (unset: pretty under `npm start`, json otherwise). */
+  log: { level: LogLevel; format: LogFormat | null };
+  metrics: MetricsConfig;
 }
 
 /** The tool and agent markets. */
@@ -65,6 +69,18 @@ export interface DocsMcpConfig {
   url: string | null;
   /** DOCS_MCP_RATE_LIMIT: requests per minute per client address. */
   rateLimitPerMinute: number;
+}
+
+/** Who may read GET /metrics, and where worker processes export theirs (README "Operations"). */
+export interface MetricsConfig {
+  /** METRICS_TOKEN: the bearer token GET /metrics accepts; unset means the admin token. */
+  token: string | null;
+  /** WORKER_METRICS_HOST: the interface the worker metrics listeners bind (default 127.0.0.1). */
+  workerHost: string;
+  /** WORKER_METRICS_PORT: the Temporal SDK's Prometheus exporter (worker, task and workflow metrics); unset = off. */
+  workerPort: number | null;
+  /** WORKER_APP_METRICS_PORT: `npm run worker`'s own series (job durations, webhook outcomes); unset = off. */
+  workerAppPort: number | null;
 }
 
 /** The skills directory: its GitHub source, embeddings and AI search. */
@@ -196,6 +212,14 @@ function skillsConfig(env: Env): SkillsConfig {
   };
 }
 
+function logConfig(env: Env): Config['log'] {
+  const level = (optional(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(level as LogLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+  const format = optional(env, 'LOG_FORMAT')?.toLowerCase() ?? null;
+  if (format !== null && format !== 'json' && format !== 'pretty') throw new ConfigError('LOG_FORMAT', `must be json or pretty, got "${format}"`);
+  return { level: level as LogLevel, format };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(optional(env, 'DATA_DIR') ?? '.data');
   const databaseUrl = optional(env, 'DATABASE_URL');
@@ -274,7 +298,15 @@ export function loadConfig(env: Env = process.env): Config {
     skills: skillsConfig(env),
     docsMcp: { url: url(env, 'DOCS_MCP_URL'), rateLimitPerMinute: integer(env, 'DOCS_MCP_RATE_LIMIT', 120, 1, 1_000_000) },
     market: marketConfig(env, dataDir),
+    log: logConfig(env),
+    metrics: {
+      token: optional(env, 'METRICS_TOKEN'),
+      workerHost: optional(env, 'WORKER_METRICS_HOST') ?? '127.0.0.1',
+      workerPort: optional(env, 'WORKER_METRICS_PORT') === null ? null : integer(env, 'WORKER_METRICS_PORT', 0, 1, 65535),
+      workerAppPort: optional(env, 'WORKER_APP_METRICS_PORT') === null ? null : integer(env, 'WORKER_APP_METRICS_PORT', 0, 1, 65535),
+    },
   };
+  if (config.metrics.token !== null && config.metrics.token.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters');
   if (config.adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   return config;
 }

@@ -7,6 +7,7 @@ import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai';
 import { startFixtureSite, type FixtureSite } from './support/fixture-site';
 import { freePort } from './support/ports';
 import { oneJsonLine, runAdmin } from './support/admin-cli';
+import { parsePrometheus } from './support/prometheus';
 
 /**
  * Smoke test of the embedded `npm start` path: the real command, in its own process group, with
@@ -226,6 +227,23 @@ describe('npm start (embedded PGlite + Temporal dev server)', function () {
     const refused = await http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${site.url}/static` } });
     assert.equal(refused.status, 403, JSON.stringify(refused.body));
     assert.equal(refused.body.error.code, 'subscription_inactive');
+  });
+
+  it('serves GET /metrics from PGlite to the admin token only', async function () {
+    const adminToken = readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
+    assert.equal((await fetch(`${baseUrl}/metrics`)).status, 401);
+    const response = await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } });
+    assert.equal(response.status, 200);
+    const metrics = parsePrometheus(await response.text());
+    assert.equal(metrics.value('platform_state_up'), 1);
+    assert.ok(metrics.value('platform_jobs', { kind: 'scrape', state: 'completed' }) >= 1);
+    assert.ok(metrics.value('platform_job_duration_seconds_count', { kind: 'scrape', status: 'completed' }) >= 1);
+    assert.ok(metrics.value('platform_debits_total') >= 1);
+  });
+
+  it('logs human-readable lines, not JSON, with an access line per request', function () {
+    assert.match(output, /INFO: GET \/api\/v1\/logs 200 \{"requestId":"[^"]+","method":"GET","route":"\/api\/v1\/logs","status":200/);
+    assert.ok(!/^\{"level"/m.test(output), 'npm start wrote JSON log lines');
   });
 
   it('stops the whole process group on SIGTERM within 20s, closing PGlite cleanly', async function () {

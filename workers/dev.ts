@@ -10,6 +10,8 @@ import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
 import { ApiError } from '../api/errors';
 import { createWorkers, type WorkerSet } from './workers';
+import { configureLogging, log } from '../lib/log';
+import { installWorkerRuntime } from './telemetry';
 
 /**
  * `npm start`: everything in one process with embedded defaults. The Temporal dev server (SQLite
@@ -18,12 +20,14 @@ import { createWorkers, type WorkerSet } from './workers';
  */
 async function main() {
   const config = loadConfig();
+  configureLogging({ level: config.log.level, format: config.log.format ?? 'pretty' });
+  installWorkerRuntime(config);
   const policy = parseNetworkAllowlist(config.networkAllowlist);
   let devServer: DevServer | null = null;
   let workers: WorkerSet | null = null;
   const db = await openDatabase(config);
   await migrateToLatest(db);
-  console.log(config.databaseUrl ? 'database: DATABASE_URL' : `database: embedded PGlite in ${path.join(config.dataDir, 'pglite')}`);
+  log().info(config.databaseUrl ? 'database: DATABASE_URL' : `database: embedded PGlite in ${path.join(config.dataDir, 'pglite')}`);
 
   // The API answers /health (503) while Temporal and the workers come up.
   let temporalClient: Awaited<ReturnType<typeof connectClient>> | null = null;
@@ -44,7 +48,7 @@ async function main() {
     },
     config.port,
   );
-  console.log(`API listening on http://localhost:${config.port} (docs: /api/v1/docs, health: /health)`);
+  log().info(`API listening on http://localhost:${config.port} (docs: /api/v1/docs, health: /health, metrics: /metrics)`);
 
   let address = config.temporalAddress;
   if (!address) {
@@ -55,13 +59,13 @@ async function main() {
       namespace: config.temporalNamespace,
     });
     address = devServer.address;
-    console.log(`Temporal dev server on ${address}; Web UI ${devServer.uiUrl}`);
+    log().info(`Temporal dev server on ${address}; Web UI ${devServer.uiUrl}`);
   }
   temporalClient = await connectClient(address, config.temporalNamespace);
   const connection = await NativeConnection.connect({ address });
   workers = await createWorkers({ db, config, policy, connection, namespace: config.temporalNamespace });
   const running = workers.run();
-  console.log('workers running; ready');
+  log().info('workers running; ready');
 
   let stopping = false;
   const stop = async () => {
@@ -79,12 +83,12 @@ async function main() {
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
   await running.catch(async (err) => {
-    console.error('workers stopped:', err);
+    log().error({ err }, 'workers stopped');
     await stop();
   });
 }
 
 main().catch((err) => {
-  console.error(err instanceof Error ? err.message : err);
+  log().fatal({ err }, err instanceof Error ? err.message : String(err));
   process.exit(1);
 });

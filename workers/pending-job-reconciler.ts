@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Db } from '../db/connect';
 import type { Config } from '../lib/config';
 import { reconcilePendingJobs } from '../activities/jobs';
+import { log } from '../lib/log';
 
 export interface PendingJobReconciler {
   stop(): Promise<void>;
@@ -20,11 +21,11 @@ export function startPendingJobReconciler(deps: { db: Db; client: Client; config
     if (current || stopped) return;
     current = reconcilePendingJobs(deps, { olderThanMs: reconcileAfterMs })
       .then((summary) => {
-        if (summary.started.length) console.warn(`pending-job reconciler started ${summary.started.length} job(s) left without a workflow: ${summary.started.join(', ')}`);
-        if (summary.failed.length) console.warn(`pending-job reconciler failed ${summary.failed.length} job(s) that could not be started: ${summary.failed.join(', ')}`);
+        if (summary.started.length) log().warn({ jobIds: summary.started }, 'pending-job reconciler started jobs left without a workflow');
+        if (summary.failed.length) log().warn({ jobIds: summary.failed }, 'pending-job reconciler failed jobs that could not be started');
       })
       .catch((err) => {
-        if (!stopped) console.warn(`pending-job reconciler: ${(err as Error).message}`);
+        if (!stopped) log().warn({ err }, 'pending-job reconciler pass failed');
       })
       .finally(() => {
         current = null;

@@ -6,6 +6,8 @@ import { createSessionRegistry, type SessionRegistry } from '../activities/agent
 import { ensureDisplay } from '../lib/browser/virtual-display';
 import { ensureSkillsRefreshSchedule } from './schedules';
 import { startPendingJobReconciler, type PendingJobReconciler } from './pending-job-reconciler';
+import { waitOutDatabaseOutages } from './database-outages';
+import { log } from '../lib/log';
 
 export interface WorkerSet {
   /** True once every worker polls its task queue. */
@@ -36,6 +38,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       await Worker.create({
         connection,
         namespace,
+        interceptors: { activity: [waitOutDatabaseOutages] },
         taskQueue: config.taskQueues.platform,
         ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
         activities: platformActivities(options),
@@ -43,7 +46,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       }),
     );
     // The skills directory refresh Schedule (only when SKILLS_GITHUB_REPOS is set); a failure must not stop the workers.
-    await ensureSkillsRefreshSchedule(connection, namespace, config).catch((err) => console.warn(`skills refresh schedule: ${(err as Error).message}`));
+    await ensureSkillsRefreshSchedule(connection, namespace, config).catch((err) => log().warn({ err }, 'skills refresh schedule not set up'));
     reconciler = startPendingJobReconciler({ db: options.db, client: new Client({ connection, namespace }), config });
   }
   if (queues.includes('browser')) {
@@ -62,6 +65,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       await Worker.create({
         connection,
         namespace,
+        interceptors: { activity: [waitOutDatabaseOutages] },
         taskQueue: config.taskQueues.browser,
         activities: browserActivities(options, headless, sessions),
         maxConcurrentActivityTaskExecutions: config.browserConcurrency,
@@ -69,6 +73,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       await Worker.create({
         connection,
         namespace,
+        interceptors: { activity: [waitOutDatabaseOutages] },
         taskQueue: sessions.taskQueue,
         activities: sessionActivities(options, sessions),
         // Never a queue behind busy slots: per session at most its keeper, one step and a close (two pools).

@@ -6,6 +6,8 @@ import { signWebhook } from '../../lib/crypto';
 import { toJobRecord } from '../../db/job-record';
 import { safeFetch } from '../../lib/net/safe-fetch';
 import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
+import { jobLog } from '../../lib/log';
+import { webhookDeliveries } from '../../lib/metrics';
 
 export interface WebhookDeps {
   db: Db;
@@ -50,16 +52,24 @@ export function createWebhookActivities(deps: WebhookDeps) {
         });
       } catch (err) {
         if (err instanceof SsrfBlockedError) {
+          webhookDeliveries.labels('blocked').inc();
+          jobLog(jobId).warn({ reason: err.message }, 'webhook blocked by the SSRF guard');
           await appendJobLog(deps.db, jobId, `webhook not sent: ${err.message}`);
           throw ApplicationFailure.nonRetryable(`webhook blocked: ${err.message}`, 'WebhookRejected');
         }
+        webhookDeliveries.labels('network_error').inc();
+        jobLog(jobId).warn({ reason: (err as Error).message }, 'webhook attempt failed');
         await appendJobLog(deps.db, jobId, `webhook attempt failed: ${(err as Error).message}`);
         throw err;
       }
       if (response.status < 200 || response.status >= 300) {
+        webhookDeliveries.labels('http_error').inc();
+        jobLog(jobId).warn({ status: response.status }, 'webhook attempt answered an error status');
         await appendJobLog(deps.db, jobId, `webhook attempt answered HTTP ${response.status}; will retry`);
         throw new Error(`webhook endpoint answered HTTP ${response.status}`);
       }
+      webhookDeliveries.labels('delivered').inc();
+      jobLog(jobId).info({ status: response.status }, 'webhook delivered');
       await appendJobLog(deps.db, jobId, `webhook delivered (HTTP ${response.status})`);
       return { status: response.status };
     },

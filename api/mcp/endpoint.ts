@@ -3,6 +3,7 @@ import { createMcpHandler, localhostAllowedHostnames, validateHostHeader, valida
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { ApiError } from '../errors';
 import { createRateLimiter } from './rate-limit';
+import { log } from '../../lib/log';
 
 /** MCP messages are small; anything larger is refused (413) before it is parsed. */
 const MAX_BODY_BYTES = 256 * 1024;
@@ -39,7 +40,7 @@ export function mcpEndpoint(options: McpEndpointOptions): Middleware {
   const handler = createMcpHandler(options.factory, { maxRequestBodySize: MAX_BODY_BYTES });
   const serve = toNodeHandler(handler, {
     maxRequestBodySize: MAX_BODY_BYTES,
-    onerror: (err) => console.error(`MCP endpoint ${String(options.path)} failed:`, err.stack ?? err.message),
+    onerror: (err) => log().error({ err, endpoint: String(options.path) }, 'MCP endpoint failed'),
   });
   const allowed = [...new Set([...localhostAllowedHostnames(), ...options.allowedHostnames])];
   const limiter = options.rateLimitPerMinute ? createRateLimiter(options.rateLimitPerMinute) : null;

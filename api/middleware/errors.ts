@@ -1,5 +1,7 @@
 import type { Context, Next } from 'koa';
 import { ApiError } from '../errors';
+import { log, type Logger } from '../../lib/log';
+import { isDatabaseUnavailable } from '../../db/connect';
 
 export function errorBody(ctx: Context, err: ApiError) {
   return {
@@ -20,16 +22,21 @@ export function errorHandler() {
       if (ctx.status === 404 && ctx.body === undefined) {
         throw new ApiError(404, 'not_found', `No route for ${ctx.method} ${ctx.path}`);
       }
-      if (ctx.status === 405 && (ctx.body === undefined || typeof ctx.body === 'string')) {
+      // The router answers 501 to methods it knows nothing of (TRACE, PROPFIND, ...): for a client that is a 405 too.
+      if ((ctx.status === 405 || ctx.status === 501) && (ctx.body === undefined || typeof ctx.body === 'string')) {
         throw new ApiError(405, 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
       }
     } catch (err) {
       const apiError =
         err instanceof ApiError
           ? err
-          : new ApiError(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the server log');
+          : isDatabaseUnavailable(err)
+            ? new ApiError(503, 'service_unavailable', 'The database is unavailable; retry in a few seconds', undefined, { 'Retry-After': '5' })
+            : new ApiError(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the server log');
       if (!(err instanceof ApiError)) {
-        console.error(`[${ctx.state.requestId}] ${ctx.method} ${ctx.path} failed:`, err instanceof Error ? err.stack : err);
+        const logger = (ctx.state.log as Logger | undefined) ?? log();
+        if (apiError.status === 503) logger.warn({ err, requestId: ctx.state.requestId, method: ctx.method }, 'request failed: the database is unavailable');
+        else logger.error({ err, requestId: ctx.state.requestId, method: ctx.method }, 'request failed with an unexpected error');
       }
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers ?? {})) ctx.set(name, value);

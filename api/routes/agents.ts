@@ -12,6 +12,7 @@ import type { DiscoverToolsInput, DiscoveryOutcome } from '../../workflows/tools
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
 import { parseBody } from '../validation';
+import { log } from '../../lib/log';
 
 /** How long POST /agents/discover-mcp waits for its discovery workflow before answering 504. */
 const DISCOVERY_WAIT_MS = 60_000;
@@ -77,7 +78,7 @@ async function runDiscovery(deps: ApiDeps, user: AuthenticatedUser, workflowId: 
       ],
     });
   } catch (error) {
-    console.error(`could not start ${workflowId}:`, (error as Error).message);
+    log().error({ err: error, workflowId }, 'could not start the workflow');
     throw new ApiError(503, 'service_unavailable', 'The workflow engine is unavailable; try again', undefined, { 'Retry-After': '5' });
   }
   let timer: NodeJS.Timeout | undefined;

@@ -10,6 +10,7 @@ import type { AutomationRunInput } from '../../workflows/automation-run';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
 import type { AutomationCreateBody, InlineForumSelection, SavedSelection } from '../../lib/schemas/automations';
+import { log } from '../../lib/log';
 
 const MASK = '[redacted]';
 const FORUM_SECRET_FIELDS = ['forumClientSecret', 'forumPassword'];
@@ -153,7 +154,7 @@ function scheduleFailure(err: unknown): ApiError {
   if (err instanceof TypeError || /invalid|cron|time zone|parse/i.test(message)) {
     return badRequest(`The schedule was refused: ${message}`, [{ path: 'body/cron', message }]);
   }
-  console.error('schedule creation failed:', message);
+  log().error({ err }, 'schedule creation failed');
   return new ApiError(503, 'service_unavailable', 'The scheduler is unavailable; nothing was stored', undefined, { 'Retry-After': '5' });
 }
 

@@ -4,6 +4,7 @@ import { startJobWorkflow } from '../../lib/job-workflow-start';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { ApiError } from '../errors';
 import type { ApiDeps } from '../deps';
+import { jobLog } from '../../lib/log';
 
 export interface StartJobInput {
   user: AuthenticatedUser;
@@ -55,7 +56,7 @@ export async function startMeteredJob(deps: ApiDeps, input: StartJobInput): Prom
       kind: job.kind,
     });
   } catch (err) {
-    console.error(`could not start workflow ${job.workflow_id}:`, err);
+    jobLog(job.id, { workflowId: job.workflow_id }).error({ err }, 'could not start the workflow; the job is abandoned');
     const abandoned = await abandonJob(deps.db, job, 'The run could not be started; it was not counted against your limit and nothing was charged');
     if (!abandoned) {
       // No longer pending: the pending-job reconciler started it meanwhile, so it runs.

@@ -3,6 +3,8 @@ import { sql } from 'kysely';
 import type { Db } from '../connect';
 import type { Job, JobKind, JobStatus } from '../schema';
 import { insertHold, lockAvailableMicros, releaseHold } from './ledger';
+import { jobLog } from '../../lib/log';
+import { jobDuration } from '../../lib/metrics';
 
 export function workflowIdFor(kind: JobKind, jobId: string): string {
   return `${kind}-${jobId}`;
@@ -209,6 +211,13 @@ export async function transitionJob(
     })
     .where('id', '=', jobId)
     .where('status', 'in', from)
+    .returning(['kind', 'created_at'])
     .executeTakeFirst();
-  return updated.numUpdatedRows > 0n;
+  if (!updated) return false;
+  if (to !== 'processing') {
+    const seconds = Math.max(0, (now.getTime() - new Date(updated.created_at).getTime()) / 1000);
+    jobDuration.labels(updated.kind, to).observe(seconds);
+    jobLog(jobId, { kind: updated.kind }).info({ status: to, durationSeconds: seconds, ...(fields.error && { error: fields.error }) }, `job ${to}`);
+  }
+  return true;
 }

@@ -91,7 +91,7 @@ function rankingSql(query: RankedQuery): RankingSql {
     ? sql`greatest(${sql.join(trigramTerms.map((t) => sql`word_similarity(${t}, ${name})`))})`
     : sql`0`;
   const score = sql<number>`(${fts}
-    + case when ${trigram} >= ${WORD_SIMILARITY_THRESHOLD} then 0.6 * ${trigram} else 0 end
+    + case when ${trigram} >= ${WORD_SIMILARITY_THRESHOLD}::double precision then 0.6 * ${trigram} else 0 end
     + case when regexp_replace(${name}, '[^[:alnum:]]+', ' ', 'g') = ${query.phrase} then 0.5 else 0 end)::double precision`;
 
   const matches: RawBuilder<boolean>[] = [];

@@ -24,7 +24,8 @@ import { startFakeProxy, type FakeProxy } from './fake-proxy';
 import { captchaRoutes, CAPTCHA_SITE_KEY } from './captcha-fixture';
 import { startFakeForum, type FakeForum } from './fake-forum';
 import { startFakeMicroblog, type FakeMicroblog } from './fake-microblog';
-import { captureProcessOutput } from './output-capture';
+import { captureProcessOutput, testLogSink } from './output-capture';
+import { configureLogging } from '../../lib/log';
 
 export const ADMIN_POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -104,6 +105,7 @@ async function createDatabase(): Promise<string> {
 
 async function startHarness(): Promise<Harness> {
   captureProcessOutput();
+  configureLogging({ level: 'debug', destination: testLogSink() });
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const captchaSolver = await startFakeCaptchaSolver();
   const [forum, microblog] = await Promise.all([startFakeForum(), startFakeMicroblog()]);

@@ -17,3 +17,18 @@ export function captureProcessOutput(): void {
 export function capturedOutput(): string {
   return captured;
 }
+
+/**
+ * Where the service's logs go under test: every line is kept for assertions (capturedOutput) at
+ * debug level, so secrets checks see everything logged; only error lines are echoed to stderr.
+ */
+export function testLogSink(): NodeJS.WritableStream {
+  return {
+    write(chunk: string | Buffer) {
+      const text = typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+      captured += text;
+      if (/"level":"(error|fatal)"/.test(text)) process.stderr.write(text);
+      return true;
+    },
+  } as unknown as NodeJS.WritableStream;
+}

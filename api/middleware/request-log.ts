@@ -1,0 +1,35 @@
+import type { Context, Next } from 'koa';
+import { log } from '../../lib/log';
+import { httpRequestDuration } from '../../lib/metrics';
+
+/** The route template that answered (`/api/v1/scrape/status/:jobId`), never the raw path, so labels stay few. */
+function routeOf(ctx: Context): string {
+  const layers = (ctx as Context & { matched?: { path: string | RegExp; methods: string[] }[] }).matched ?? [];
+  const route = layers.filter((layer) => layer.methods.includes(ctx.method)).at(-1);
+  return route ? String(route.path) : 'unmatched';
+}
+
+/**
+ * Gives each request a child logger carrying its request id (`ctx.state.log`), and when it ends
+ * writes one access line (method, route, status, duration, requestId, userId when known) and
+ * observes the latency histogram. Headers and bodies are never logged.
+ */
+export function requestLog() {
+  return async (ctx: Context, next: Next) => {
+    const started = process.hrtime.bigint();
+    ctx.state.log = log().child({ requestId: ctx.state.requestId });
+    try {
+      await next();
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = routeOf(ctx);
+      httpRequestDuration.labels(ctx.method, route, String(ctx.status)).observe(seconds);
+      const userId = (ctx.state.user as { userId?: string } | undefined)?.userId;
+      const level = ctx.status >= 500 ? 'error' : 'info';
+      ctx.state.log[level](
+        { method: ctx.method, route, status: ctx.status, durationMs: Math.round(seconds * 1e4) / 10, ...(userId && { userId }) },
+        `${ctx.method} ${route} ${ctx.status}`,
+      );
+    }
+  };
+}

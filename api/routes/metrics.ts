@@ -1,0 +1,96 @@
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import { readPlatformState, type PlatformState } from '../../db/repos/platform-state';
+import type { JobKind, JobStatus } from '../../db/schema';
+import { constantTimeEquals } from '../../lib/crypto';
+import { log, type Logger } from '../../lib/log';
+import { processMetrics } from '../../lib/metrics';
+import type { ApiDeps } from '../deps';
+import { ApiError } from '../errors';
+
+const JOB_KINDS: JobKind[] = ['scrape', 'agentic', 'automation'];
+const JOB_STATUSES: JobStatus[] = ['pending', 'processing', 'completed', 'failed'];
+
+/** Scrapers authenticate with `Authorization: Bearer <METRICS_TOKEN>` (the admin token when METRICS_TOKEN is unset). */
+function requireMetricsToken(token: string) {
+  return async (ctx: Context, next: Next) => {
+    const header = ctx.get('authorization');
+    const given = header.startsWith('Bearer ') ? header.slice(7) : '';
+    if (!given || !constantTimeEquals(given, token)) {
+      throw new ApiError(401, 'unauthorized', 'Missing or invalid metrics token (send Authorization: Bearer <METRICS_TOKEN, or ADMIN_TOKEN when unset>)', undefined, {
+        'WWW-Authenticate': 'Bearer realm="metrics"',
+      });
+    }
+    await next();
+  };
+}
+
+interface Family {
+  name: string;
+  help: string;
+  type: 'gauge' | 'counter';
+  samples: { labels?: Record<string, string>; value: number }[];
+}
+
+function render(families: Family[]): string {
+  return families
+    .map((f) => {
+      const lines = [`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`];
+      for (const s of f.samples) {
+        const labels = s.labels ? `{${Object.entries(s.labels).map(([k, v]) => `${k}="${v.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`))}"`).join(',')}}` : '';
+        lines.push(`${f.name}${labels} ${s.value}`);
+      }
+      return lines.join('\n');
+    })
+    .join('\n\n');
+}
+
+/**
+ * Series read from Postgres at scrape time: they describe the whole platform whichever process did
+ * the work (money and jobs are the database's truth). When the read fails, platform_state_up is 0
+ * and the other series are left out rather than reported as zero.
+ */
+function platformStateFamilies(state: PlatformState | null): Family[] {
+  const up: Family = { name: 'platform_state_up', help: '1 when this scrape could read the platform state from Postgres, else 0', type: 'gauge', samples: [{ value: state ? 1 : 0 }] };
+  if (!state) return [up];
+  const ledger = (kind: string) => state.ledger.find((row) => row.kind === kind);
+  const counts = new Map(state.jobs.map((row) => [`${row.kind}/${row.status}`, row.count]));
+  const kinds = [...new Set([...JOB_KINDS, ...state.jobs.map((row) => row.kind)])];
+  const families: Family[] = [
+    up,
+    {
+      name: 'platform_jobs',
+      help: 'Jobs by kind and state',
+      type: 'gauge',
+      samples: kinds.flatMap((kind) => JOB_STATUSES.map((status) => ({ labels: { kind, state: status }, value: counts.get(`${kind}/${status}`) ?? 0 }))),
+    },
+    { name: 'platform_debits_total', help: 'Usage debits (ledger usage entries)', type: 'counter', samples: [{ value: ledger('usage')?.entries ?? 0 }] },
+    { name: 'platform_debits_micros_total', help: 'Usage debited from wallets, in micro-USD', type: 'counter', samples: [{ value: -(ledger('usage')?.amountMicros ?? 0) }] },
+    { name: 'platform_credits_micros_total', help: 'Credit added to wallets, in micro-USD', type: 'counter', samples: [{ value: ledger('credit')?.amountMicros ?? 0 }] },
+    { name: 'platform_wallet_balance_micros', help: 'Sum of all wallet balances (ledger balance), in micro-USD', type: 'gauge', samples: [{ value: state.wallets.balanceMicros }] },
+  ];
+  if (state.holds) {
+    families.push(
+      { name: 'platform_holds_open', help: 'Open holds: amounts reserved for jobs not settled yet', type: 'gauge', samples: [{ value: state.holds.open }] },
+      { name: 'platform_holds_open_micros', help: 'Sum of the open holds, in micro-USD', type: 'gauge', samples: [{ value: state.holds.micros }] },
+    );
+  }
+  return families;
+}
+
+/** GET /metrics: Prometheus text format; this process's series plus the platform state from Postgres. */
+export function metricsRoutes(deps: ApiDeps): Router {
+  const router = new Router();
+  router.get('/metrics', requireMetricsToken(deps.config.metrics.token ?? deps.config.adminToken), async (ctx) => {
+    const [own, state] = await Promise.all([
+      processMetrics.metrics(),
+      readPlatformState(deps.db).catch((err) => {
+        ((ctx.state.log as Logger | undefined) ?? log()).warn({ err }, 'metrics: could not read the platform state from the database');
+        return null;
+      }),
+    ]);
+    ctx.type = processMetrics.contentType;
+    ctx.body = `${own.trimEnd()}\n\n${render(platformStateFamilies(state))}\n`;
+  });
+  return router;
+}
