@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parseNetworkAllowlist } from './net/ssrf';
+import { priceTableFromSetting, type PriceTable } from './billing/pricing';
 
 /** Everything the service reads from the environment, validated once at start. */
 export interface Config {
@@ -27,6 +28,14 @@ export interface Config {
   social: { forumApiBase: string; forumAuthBase: string; microblogBase: string | null };
   taskQueues: { platform: string; browser: string };
   skills: SkillsConfig;
+  /** LLM_MODEL_PRICES applied to the built-in table: what the `service` provider accepts and how it is billed. */
+  modelPrices: PriceTable;
+  automations: AutomationsConfig;
+}
+
+export interface AutomationsConfig {
+  /** AUTOMATION_MIN_INTERVAL_MINUTES (default 5, decimals allowed): a cron that fires more often is refused. */
+  minIntervalMinutes: number;
 }
 
 /** The skills directory: its GitHub source, embeddings and AI search. */
@@ -119,6 +128,23 @@ function skillsConfig(env: Env): SkillsConfig {
   };
 }
 
+function modelPrices(env: Env): PriceTable {
+  try {
+    return priceTableFromSetting(optional(env, 'LLM_MODEL_PRICES'));
+  } catch (err) {
+    throw new ConfigError('LLM_MODEL_PRICES', `${(err as Error).message} (format: model=inputUsdPer1M:outputUsdPer1M,… or a JSON object; model=off withdraws a default model)`);
+  }
+}
+
+function automationsConfig(env: Env): AutomationsConfig {
+  const raw = optional(env, 'AUTOMATION_MIN_INTERVAL_MINUTES');
+  if (raw === null) return { minIntervalMinutes: 5 };
+  if (!/^\d+(\.\d+)?$/.test(raw)) throw new ConfigError('AUTOMATION_MIN_INTERVAL_MINUTES', `must be a number of minutes, got "${raw}"`);
+  const minutes = Number(raw);
+  if (minutes < 1 / 60 || minutes > 7 * 24 * 60) throw new ConfigError('AUTOMATION_MIN_INTERVAL_MINUTES', `must be between one second (0.0167) and a week (10080), got ${raw}`);
+  return { minIntervalMinutes: minutes };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(optional(env, 'DATA_DIR') ?? '.data');
   const databaseUrl = optional(env, 'DATABASE_URL');
@@ -184,7 +210,12 @@ export function loadConfig(env: Env = process.env): Config {
       browser: optional(env, 'BROWSER_TASK_QUEUE') ?? 'browser',
     },
     skills: skillsConfig(env),
+    modelPrices: modelPrices(env),
+    automations: automationsConfig(env),
   };
+  if (!config.modelPrices.accepts(config.skills.aiModel)) {
+    throw new ConfigError('SKILLS_AI_MODEL', `"${config.skills.aiModel}" is not in the LLM price table (add it with LLM_MODEL_PRICES)`);
+  }
   if (config.adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   return config;
 }

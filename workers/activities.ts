@@ -26,7 +26,7 @@ export interface ActivityDeps {
 /** Activities of the `platform` task queue: database, HTTP, LLM, billing, webhooks. */
 export function platformActivities({ db, config, policy }: ActivityDeps) {
   const adapters = { proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha };
-  const llm = createLlmProviders({ service: config.openai, routerBaseURL: config.routerBaseURL });
+  const llm = createLlmProviders({ service: config.openai, routerBaseURL: config.routerBaseURL, prices: config.modelPrices });
   return {
     ...createJobActivities({ db }),
     ...createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters }),

@@ -4,11 +4,10 @@ import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatComplet
 import type { Db } from '../../db/connect';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../../db/schema';
 import { appendJobLog, transitionJob } from '../../db/repos/jobs';
-import { recordUsage, summarizeUsage } from '../../db/repos/job-usage';
+import { summarizeUsage } from '../../db/repos/job-usage';
 import { getBalanceMicros } from '../../db/repos/ledger';
 import { getRouterApiKey } from '../../db/repos/users';
 import { writeSystemLog } from '../../db/repos/system-logs';
-import { llmCostMicros } from '../../lib/billing/pricing';
 import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '../../lib/llm/structured-output';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
@@ -16,6 +15,7 @@ import { maskSecrets } from '../../lib/agent/sensitive-data';
 import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
 import { attemptKey, withHeartbeat } from '../heartbeat';
+import { recordLlmUsage } from '../llm/usage';
 import { loadAgentJob, OPTIMIZATION_PROFILES } from './job';
 import { AGENT_SYSTEM_PROMPT, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
 
@@ -81,20 +81,9 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     }
   }
 
-  async function bill(jobId: string, what: string, model: string, usage: OpenAI.CompletionUsage | undefined, walletBilled: boolean) {
-    const prompt = usage?.prompt_tokens ?? 0;
-    const completion = usage?.completion_tokens ?? 0;
-    await recordUsage(db, {
-      jobId,
-      usageKey: attemptKey(jobId, what),
-      kind: 'llm',
-      model,
-      promptTokens: prompt,
-      completionTokens: completion,
-      quantity: 1,
-      costMicros: walletBilled ? llmCostMicros(model, prompt, completion) : 0,
-    });
-  }
+  /** One LLM call's usage, recorded through the shared helper (activities/llm/usage.ts). */
+  const bill = (jobId: string, what: string, model: string, usage: OpenAI.CompletionUsage | undefined, walletBilled: boolean) =>
+    recordLlmUsage(db, deps.llm.prices, { jobId, usageKey: attemptKey(jobId, what), model, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0, walletBilled });
 
   async function currentStep(jobId: string, taskIndex: number, step: number) {
     return db.selectFrom('agent_steps').selectAll().where('job_id', '=', jobId).where('task_index', '=', taskIndex).where('step', '=', step).executeTakeFirstOrThrow();

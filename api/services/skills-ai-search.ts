@@ -3,7 +3,7 @@ import type OpenAI from 'openai';
 import type { Db } from '../../db/connect';
 import { chargeUsage, getBalanceMicros } from '../../db/repos/ledger';
 import { writeSystemLog } from '../../db/repos/system-logs';
-import { llmCostMicros } from '../../lib/billing/pricing';
+import type { PriceTable } from '../../lib/billing/pricing';
 import { microsToUsd } from '../../lib/money';
 import { embeddingCostMicros, type Embedder } from '../../lib/skills/embeddings';
 import type { SkillsDirectoryItem } from '../../lib/skills/item';
@@ -38,6 +38,8 @@ export interface AiSearchDeps {
   llm: OpenAI | null;
   embedder: Embedder | null;
   model: string;
+  /** Prices `model` (lib/config.ts makes sure SKILLS_AI_MODEL is in the table). */
+  prices: PriceTable;
   rerank: boolean;
 }
 
@@ -207,7 +209,7 @@ async function plainFallback(db: Db, request: AiSearchRequest, reason: string) {
 }
 
 async function chargeSearch(deps: AiSearchDeps, request: AiSearchRequest, usage: Usage, outcome: string): Promise<void> {
-  const chatMicros = usage.chat.calls ? llmCostMicros(deps.model, usage.chat.promptTokens, usage.chat.completionTokens) : 0;
+  const chatMicros = usage.chat.calls ? deps.prices.costMicros(deps.model, usage.chat.promptTokens, usage.chat.completionTokens) : 0;
   const embeddingMicros = usage.embeddingTokens && deps.embedder ? embeddingCostMicros(deps.embedder.model, usage.embeddingTokens) : 0;
   const costMicros = chatMicros + embeddingMicros;
   if (usage.chat.calls === 0 && usage.embeddingTokens === 0) return;
