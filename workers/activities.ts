@@ -35,7 +35,7 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createWebhookActivities({ db, masterKey: config.masterKey, policy }),
     ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey }),
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
-    ...createAutomationActivities({ db, masterKey: config.masterKey }),
+    ...createAutomationActivities({ db, masterKey: config.masterKey, prices: config.modelPrices }),
     ...createSkillsActivities({ db, config }),
   };
 }

@@ -16,9 +16,16 @@ const automations = proxyActivities<AutomationActivities>({
   retry: { initialInterval: '1s', maximumAttempts: 10, nonRetryableErrorTypes: ['AutomationGone'] },
 });
 
+/** A scheduled execution that was not run (inactive subscription, empty wallet): no job, no charge. */
+export interface SkippedAutomationRun {
+  status: 'skipped';
+  reason: string;
+}
+
 /** One execution of a scheduled automation (started by its Temporal Schedule): a job row, then the shared agent loop. */
-export async function automationRunWorkflow(input: AutomationRunInput): Promise<JobOutcome> {
+export async function automationRunWorkflow(input: AutomationRunInput): Promise<JobOutcome | SkippedAutomationRun> {
   const run = await automations.startAutomationRun({ automationId: input.automationId, runId: workflowInfo().workflowId });
+  if (run.kind === 'skipped') return { status: 'skipped', reason: run.reason };
   if (run.kind === 'unusable') {
     await billing.settleJobUsage({ jobId: run.jobId, agentName: run.agentName, outcome: 'failed' });
     await deliverWebhook(run.jobId, run.hasWebhook);

@@ -56,7 +56,7 @@ export function automationRoutes(deps: ApiDeps): Router {
     assertLlmModel(deps.config.modelPrices, body);
     if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
     if (body.proxy_country) body.proxy_country = body.proxy_country.toUpperCase();
-    const temporalCron = checkSchedule(body);
+    const temporalCron = checkSchedule(body, deps.config.automations.minIntervalMinutes);
     await checkAccountSelection(deps, user, body);
     const row = await createAutomation(deps, user, body, temporalCron);
     ctx.status = 201;
