@@ -62,6 +62,10 @@ Every operation needs \`X-API-Key\`. Errors always have the body \`{"error": {"c
 
 **Metered runs.** POST /scrape is refused with 403 \`subscription_inactive\` when the subscription is not active, 402 \`insufficient_funds\` while the wallet balance is not positive (usage is post-paid and debited once per job, also for failed runs, so a balance can end slightly below zero), and 429 \`monthly_limit_reached\` at the plan's monthly operation limit (shared with POST /agentscraper).
 
+**LLM models.** With \`llm_provider: "service"\` (billed from the wallet) \`llm_model\` must be one of the models in the operator's price table; any other id is refused with 400 \`model_not_supported\`, whose message and details list the accepted models (POST /scrape, /agentscraper, /automations). With \`llm_provider: "router"\` (the account's own key) the model id is free text.
+
+**Automations.** A \`cron\` that can fire twice within the minimum interval between runs (default 5 minutes) is refused with 400 \`cron_too_frequent\`, naming the minimum. Scheduled runs of an account whose subscription is inactive or whose wallet is not positive are skipped (a system log line; no job, no charge).
+
 **Idempotency.** Send \`Idempotency-Key: <any stable string>\` with POST /scrape to make retries safe: the same key returns the same job and never starts a second run.
 
 **Webhooks.** When \`webhook_url\` is given, the finished job record is POSTed to it as \`{"event": "job.completed"|"job.failed", "kind", "job": JobRecord}\` with headers \`X-Webhook-Id\` (stable per event, for de-duplication), \`X-Webhook-Timestamp\` (unix seconds) and \`X-Webhook-Signature: t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">\` keyed with the account's webhook secret (GET /account/webhook-secret). Non-2xx answers are retried with exponential backoff (5 s doubling, up to 10 attempts); redirects are not followed; the address passes the SSRF guard.
@@ -92,7 +96,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           responses: {
             202: json(ref('JobAccepted'), 'Accepted (async true, the default)'),
             200: json({ oneOf: [ref('ScrapeResult'), ref('JobFallback')] }, 'Synchronous result (async false), or the fallback when the run failed or did not finish in time'),
-            400: error('Invalid parameters'),
+            400: error('Invalid parameters, or model_not_supported: llm_model is not in the price table (llm_provider "service")'),
             401: error('Missing or invalid API key'),
             402: error('Wallet balance not positive'),
             403: error('Subscription not active'),
@@ -117,7 +121,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           requestBody: { required: true, content: { 'application/json': { schema: ref('AgenticScraperRequest') } } },
           responses: {
             202: json(ref('JobAccepted'), 'Accepted'),
-            400: error('Invalid parameters'),
+            400: error('Invalid parameters, or model_not_supported: llm_model is not in the price table (llm_provider "service")'),
             401: error('Missing or invalid API key'),
             402: error('Wallet balance not positive'),
             403: error('Subscription not active'),
@@ -180,7 +184,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           requestBody: { required: true, content: { 'application/json': { schema: ref('AutomationCreateRequest') } } },
           responses: {
             201: json({ type: 'object', properties: { automation: ref('Automation') } }, 'Stored together with its Schedule'),
-            400: error('Invalid body, cron or time zone; unknown, foreign or missing accounts; inline microblog credentials; refused inline forum credentials'),
+            400: error('Invalid body, cron or time zone; cron_too_frequent (fires more often than the minimum interval); model_not_supported; unknown, foreign or missing accounts; inline microblog credentials; refused inline forum credentials'),
             401: error('Missing or invalid API key'),
             403: error('automation_limit_reached: the plan automation limit'),
             503: error('The scheduler is unavailable; nothing was stored'),
@@ -197,7 +201,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/skills/directory/ai-search': {
         get: {
-          summary: 'Natural-language search: an LLM plan, full text and embeddings fused by reciprocal rank, optional LLM rerank; charged as usage',
+          summary: 'Natural-language search: an LLM plan, full text and embeddings fused by reciprocal rank, optional LLM rerank; charged as usage (plans cached per user for 10 minutes)',
           tags: ['Skills directory'],
           parameters: queryParameters(SkillsSearchQuery as never),
           responses: {

@@ -7,15 +7,19 @@ cd "$(dirname "$0")/.."
 file="${1:?usage: repeat-test.sh FILE GREP [N]}"
 pattern="${2:?usage: repeat-test.sh FILE GREP [N]}"
 runs="${3:-30}"
+mocha=./node_modules/.bin/mocha
+[ -x "$mocha" ] || { echo "repeat-test: $mocha is missing (run npm install)" >&2; exit 2; }
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 passed=0
 for i in $(seq 1 "$runs"); do
-  if npx mocha --no-config -r tsx/cjs -r test/support/root-hooks.ts --timeout 120000 --exit "$file" --grep "$pattern" >"${TMPDIR:-/tmp}/repeat-test.log" 2>&1 \
-     && grep -qE '^ +1 passing' "${TMPDIR:-/tmp}/repeat-test.log" && ! grep -qE '[0-9]+ failing' "${TMPDIR:-/tmp}/repeat-test.log"; then
+  if "$mocha" --no-config -r tsx/cjs -r test/support/root-hooks.ts --timeout 120000 --exit "$file" --grep "$pattern" >"$log" 2>&1 \
+     && grep -qE '^ +1 passing' "$log" && ! grep -qE '[0-9]+ failing' "$log"; then
     passed=$((passed + 1))
     echo "run $i/$runs: passed"
   else
     echo "run $i/$runs: FAILED"
-    tail -30 "${TMPDIR:-/tmp}/repeat-test.log"
+    tail -30 "$log"
   fi
 done
 echo "passed $passed/$runs"
