@@ -73,6 +73,10 @@ Every operation needs \`X-API-Key\`. Errors always have the body \`{"error": {"c
 
 **Holds.** Admission reserves a hold for the run: up to a per-kind maximum set by the operator, never more than the available balance. A run stops with a clear error when its recorded usage reaches its hold, and settlement debits the true cost (once per job, also for failed runs), never more than the hold, and releases the rest, so a balance never goes below zero.
 
+**LLM models.** With \`llm_provider: "service"\` (billed from the wallet) \`llm_model\` must be one of the models in the operator's price table; any other id is refused with 400 \`model_not_supported\`, whose message and details list the accepted models (POST /scrape, /agentscraper, /automations). With \`llm_provider: "router"\` (the account's own key) the model id is free text.
+
+**Automations.** A \`cron\` that can fire twice within the minimum interval between runs (default 5 minutes) is refused with 400 \`cron_too_frequent\`, naming the minimum. Scheduled runs of an account whose subscription is inactive or whose wallet has no available balance are skipped (a system log line; no job, no charge).
+
 **Idempotency.** Send \`Idempotency-Key: <any stable string>\` with POST /scrape to make retries safe: the same key returns the same job and never starts a second run. When a request answered 503 (the job could not be started), the key is free again: a retry admits and starts a new job.
 
 **Webhooks.** When \`webhook_url\` is given, the finished job record is POSTed to it as \`{"event": "job.completed"|"job.failed", "kind", "job": JobRecord}\` with headers \`X-Webhook-Id\` (stable per event, for de-duplication), \`X-Webhook-Timestamp\` (unix seconds) and \`X-Webhook-Signature: t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">\` keyed with the account's webhook secret (GET /account/webhook-secret). Non-2xx answers are retried with exponential backoff (5 s doubling, up to 10 attempts); redirects are not followed; the address passes the SSRF guard.
@@ -104,7 +108,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           responses: {
             202: json(ref('JobAccepted'), 'Accepted (async true, the default)'),
             200: json({ oneOf: [ref('ScrapeResult'), ref('JobFallback')] }, 'Synchronous result (async false), or the fallback when the run failed or did not finish in time'),
-            400: error('Invalid parameters'),
+            400: error('Invalid parameters, or model_not_supported: llm_model is not in the price table (llm_provider "service")'),
             401: error('Missing or invalid API key'),
             402: error('No available balance (balance minus holds of running jobs)'),
             403: error('Subscription not active'),
@@ -129,7 +133,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           requestBody: { required: true, content: { 'application/json': { schema: ref('AgenticScraperRequest') } } },
           responses: {
             202: json(ref('JobAccepted'), 'Accepted'),
-            400: error('Invalid parameters'),
+            400: error('Invalid parameters, or model_not_supported: llm_model is not in the price table (llm_provider "service")'),
             401: error('Missing or invalid API key'),
             402: error('No available balance (balance minus holds of running jobs)'),
             403: error('Subscription not active'),
@@ -192,7 +196,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           requestBody: { required: true, content: { 'application/json': { schema: ref('AutomationCreateRequest') } } },
           responses: {
             201: json({ type: 'object', properties: { automation: ref('Automation') } }, 'Stored together with its Schedule'),
-            400: error('Invalid body, cron or time zone; unknown, foreign or missing accounts; inline microblog credentials; refused inline forum credentials'),
+            400: error('Invalid body, cron or time zone; cron_too_frequent (fires more often than the minimum interval); model_not_supported; unknown, foreign or missing accounts; inline microblog credentials; refused inline forum credentials'),
             401: error('Missing or invalid API key'),
             403: error('automation_limit_reached: the plan automation limit'),
             503: error('The scheduler is unavailable; nothing was stored'),
@@ -209,7 +213,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/skills/directory/ai-search': {
         get: {
-          summary: 'Natural-language search: an LLM plan, full text and embeddings fused by reciprocal rank, optional LLM rerank; charged as usage',
+          summary: 'Natural-language search: an LLM plan, full text and embeddings fused by reciprocal rank, optional LLM rerank; charged as usage (plans cached per user for 10 minutes)',
           tags: ['Skills directory'],
           parameters: queryParameters(SkillsSearchQuery as never),
           responses: {

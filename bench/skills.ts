@@ -3,7 +3,7 @@
  * dev server, API, fake OpenAI-compatible LLM and embeddings), loopback only, bounded in time.
  *
  *   1. Imports the real sample (../shared/data/skills/skills.jsonl, 385 skills) with embeddings.
- *   2. recall@5 of plain search for the shared keyword query set (test/support/skills-queries.ts),
+ *   2. recall@5 of plain search for the sample's keyword query set (scripts/skills-sample-queries.ts),
  *      and for the prefix and typo sets.
  *   3. Latency p50/p99 at 16 concurrent clients of GET /skills/directory/search, of
  *      GET /skills/directory/ai-search (every request a new query, so the plan and rerank calls go to
@@ -12,10 +12,10 @@
  *
  * Prints a table and, last, one JSON line with every figure.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { Harness } from '../test/support/harness';
-import { PREFIX_QUERIES, SKILLS_QUERIES, SKILLS_SAMPLE_PATH, TYPO_QUERIES, type SkillsQuery } from '../test/support/skills-queries';
+import { PREFIX_QUERIES, SKILLS_QUERIES, SKILLS_SAMPLE_PATH, TYPO_QUERIES, type SkillsQuery } from '../scripts/skills-sample-queries';
 import { importJsonLines } from '../db/skills/import';
 import { embedderFromConfig } from '../lib/skills/embeddings';
 import { embeddingStorage } from '../db/skills/catalogue';
@@ -138,6 +138,11 @@ function printReport(recall: Record<string, RecallFigures>, latency: LatencyFigu
       load_average_1m: loadAverages.map((l) => round(l, 2)),
     }),
   );
+}
+
+if (!existsSync(SKILLS_SAMPLE_PATH)) {
+  console.error(`bench:skills needs the real skills sample at ${SKILLS_SAMPLE_PATH} (../shared/data/skills/skills.jsonl beside the clone); it is not there.`);
+  process.exit(1);
 }
 
 void runHarnessBenchmark(WATCHDOG_MS, async (h) => {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { parseNetworkAllowlist } from './net/ssrf';
 import { usdToWholeMicros } from './money';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log';
+import { priceTableFromSetting, type PriceTable } from './billing/pricing';
 
 /** Everything the service reads from the environment, validated once at start. */
 export interface Config {
@@ -45,6 +46,9 @@ export interface Config {
   /** LOG_LEVEL (default info); LOG_FORMAT json or pretty (unset: pretty under `npm start`, json otherwise). */
   log: { level: LogLevel; format: LogFormat | null };
   metrics: MetricsConfig;
+  /** LLM_MODEL_PRICES applied to the built-in table: what the `service` provider accepts and how it is billed. */
+  modelPrices: PriceTable;
+  automations: AutomationsConfig;
 }
 
 /** The tool and agent markets. */
@@ -81,6 +85,11 @@ export interface MetricsConfig {
   workerPort: number | null;
   /** WORKER_APP_METRICS_PORT: `npm run worker`'s own series (job durations, webhook outcomes); unset = off. */
   workerAppPort: number | null;
+}
+
+export interface AutomationsConfig {
+  /** AUTOMATION_MIN_INTERVAL_MINUTES (default 5, decimals allowed): a cron that fires more often is refused. */
+  minIntervalMinutes: number;
 }
 
 /** The skills directory: its GitHub source, embeddings and AI search. */
@@ -220,6 +229,23 @@ function logConfig(env: Env): Config['log'] {
   return { level: level as LogLevel, format };
 }
 
+function modelPrices(env: Env): PriceTable {
+  try {
+    return priceTableFromSetting(optional(env, 'LLM_MODEL_PRICES'));
+  } catch (err) {
+    throw new ConfigError('LLM_MODEL_PRICES', `${(err as Error).message} (format: model=inputUsdPer1M:outputUsdPer1M,… or a JSON object; model=off withdraws a default model)`);
+  }
+}
+
+function automationsConfig(env: Env): AutomationsConfig {
+  const raw = optional(env, 'AUTOMATION_MIN_INTERVAL_MINUTES');
+  if (raw === null) return { minIntervalMinutes: 5 };
+  if (!/^\d+(\.\d+)?$/.test(raw)) throw new ConfigError('AUTOMATION_MIN_INTERVAL_MINUTES', `must be a number of minutes, got "${raw}"`);
+  const minutes = Number(raw);
+  if (minutes < 1 / 60 || minutes > 7 * 24 * 60) throw new ConfigError('AUTOMATION_MIN_INTERVAL_MINUTES', `must be between one second (0.0167) and a week (10080), got ${raw}`);
+  return { minIntervalMinutes: minutes };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(optional(env, 'DATA_DIR') ?? '.data');
   const databaseUrl = optional(env, 'DATABASE_URL');
@@ -305,8 +331,13 @@ export function loadConfig(env: Env = process.env): Config {
       workerPort: optional(env, 'WORKER_METRICS_PORT') === null ? null : integer(env, 'WORKER_METRICS_PORT', 0, 1, 65535),
       workerAppPort: optional(env, 'WORKER_APP_METRICS_PORT') === null ? null : integer(env, 'WORKER_APP_METRICS_PORT', 0, 1, 65535),
     },
+    modelPrices: modelPrices(env),
+    automations: automationsConfig(env),
   };
   if (config.metrics.token !== null && config.metrics.token.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters');
+  if (!config.modelPrices.accepts(config.skills.aiModel)) {
+    throw new ConfigError('SKILLS_AI_MODEL', `"${config.skills.aiModel}" is not in the LLM price table (add it with LLM_MODEL_PRICES)`);
+  }
   if (config.adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   return config;
 }

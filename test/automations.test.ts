@@ -8,6 +8,49 @@ import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { assertCronInterval, CronError, CronTooFrequentError, minimumIntervalSeconds } from '../lib/cron';
+
+describe('cron frequency', function () {
+  it('finds the shortest gap between firings for 5/6/7-field expressions, descriptors and @every', function () {
+    const cases: [string, number][] = [
+      ['*/30 * * * * *', 30],
+      ['* * * * *', 60],
+      ['*/5 * * * *', 300],
+      ['0,2 * * * *', 120],
+      ['0 */2 * * *', 7200],
+      ['0 9 * * 1', 7 * 86_400],
+      ['0 9 * * MON-FRI', 86_400],
+      ['58 23 * * *', 86_400],
+      ['0,58 0,23 * * *', 120], // 23:58 then 00:00 the next day
+      ['0 0 9 * * ? 2031', 86_400],
+      ['15 0 0 1 JAN,JUL ?', 181 * 86_400],
+      ['0 0 L * ?', 86_400], // Quartz day rules count as every day (never longer than the truth)
+      ['@hourly', 3600],
+      ['@daily', 86_400],
+      ['@weekly', 7 * 86_400],
+      ['@every 90s', 90],
+      ['@every 1h30m', 5400],
+      ['0 0 30 2 *', Infinity],
+    ];
+    for (const [expression, seconds] of cases) assert.equal(minimumIntervalSeconds(expression), seconds, expression);
+  });
+
+  it('refuses what fires more often than the minimum, names the minimum, and lets the boundary through', function () {
+    assert.doesNotThrow(() => assertCronInterval('*/5 * * * *', 5));
+    assert.doesNotThrow(() => assertCronInterval('@every 5m', 5));
+    for (const expression of ['*/30 * * * * *', '* * * * *', '*/4 * * * *', '@every 299s', '0,3 * * * *']) {
+      assert.throws(
+        () => assertCronInterval(expression, 5),
+        (err: unknown) => err instanceof CronTooFrequentError && /at most once every 5 minutes/.test(err.message),
+        expression,
+      );
+    }
+    assert.throws(() => assertCronInterval('*/2 * * * * *', 0.05), /fires every 2 seconds .* at most once every 3 seconds/);
+    for (const bad of ['99 * * * *', '*/0 * * * *', '5-1 * * * *', '* * * 13 *', '* * * * FUNDAY']) {
+      assert.throws(() => minimumIntervalSeconds(bad), (err: unknown) => err instanceof CronError && !(err instanceof CronTooFrequentError), bad);
+    }
+  });
+});
 
 describe('automations on Temporal Schedules with the forum and microblog agents', function () {
   let h: Harness;
@@ -109,6 +152,88 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
       await h.client.schedule.getHandle(`automation-${response.body.automation.id}`).delete();
     }
     h.llm.reset();
+  });
+
+  it('refuses a cron that fires more often than AUTOMATION_MIN_INTERVAL_MINUTES with a 400 naming the minimum, storing nothing', async function () {
+    const stack = await h.startIsolatedStack({
+      taskQueues: { platform: 'automations-min-interval-platform', browser: 'automations-min-interval-browser' },
+      overrides: { automations: { minIntervalMinutes: 5 } },
+      queues: [],
+    });
+    const { apiKey, userId } = await h.createUser({ creditUsd: 5 });
+    const account = await savedForumAccount(apiKey);
+    for (const cron of ['*/30 * * * * *', '* * * * *', '*/2 * * * *', '@every 1m', '0 0,3 * * * * *']) {
+      const response = await h.http('POST', `${stack.baseUrl}/api/v1/automations`, { apiKey, body: { ...forumTask, cron, forum: { mode: 'saved', accountIds: [account.id] } } });
+      assert.equal(response.status, 400, `${cron}: ${response.status} ${JSON.stringify(response.body)}`);
+      assert.equal(response.body.error.code, 'cron_too_frequent');
+      assert.match(response.body.error.message, /at most once every 5 minutes/);
+      assert.equal(response.body.error.details[0].path, 'body/cron');
+    }
+    assert.equal((await h.db.selectFrom('automations').select('id').where('user_id', '=', userId).execute()).length, 0);
+  });
+
+  async function logLines(apiKey: string): Promise<string[]> {
+    return (await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey })).body.logs.map((l: any) => l.logMessage);
+  }
+
+  async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const value = await probe();
+      if (value) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  it('skips the scheduled runs of a deactivated account: a system log line each, no job, no LLM call, no charge', async function () {
+    this.timeout(90_000);
+    const { apiKey, userId } = await h.createUser({ creditUsd: 5 });
+    const account = await savedForumAccount(apiKey);
+    h.llm.enqueue(act('done', { success: true, answer: 'first run' }));
+    const response = await h.http('POST', '/api/v1/automations', {
+      apiKey,
+      body: { ...forumTask, name: 'Deactivated later', task: 'Deactivation probe: say done', cron: '*/3 * * * * *', timezone: undefined, forum: { mode: 'saved', accountIds: [account.id] } },
+    });
+    assert.equal(response.status, 201, JSON.stringify(response.body));
+    const automationId = response.body.automation.id;
+    try {
+      const [first] = await waitForRuns(automationId, 1);
+      assert.equal(first.status, 'completed', first.error ?? '');
+      const deactivated = await h.http('PATCH', `/admin/users/${userId}/subscription`, { headers: { authorization: `Bearer ${h.config.adminToken}` }, body: { status: 'inactive' } });
+      assert.equal(deactivated.status, 200, JSON.stringify(deactivated.body));
+      // Wait out a run that may have been admitted just before the switch.
+      await waitFor('in-flight runs to end', async () => (await runsOf(automationId)).every((r) => r.status === 'completed' || r.status === 'failed'));
+      const jobsBefore = (await runsOf(automationId)).length;
+      const debitsBefore = await h.db.selectFrom('ledger_entries').select('id').where('user_id', '=', userId).where('kind', '=', 'usage').execute();
+      const probeChats = () => h.llm.requests.filter((r) => r.kind === 'chat' && JSON.stringify(r.body.messages).includes('Deactivation probe')).length;
+      const chatsBefore = probeChats();
+
+      const skipped = await waitFor('two skipped runs', async () => {
+        const lines = (await logLines(apiKey)).filter((l) => /scheduled run of automation "Deactivated later" skipped: the subscription is not active/.test(l));
+        return lines.length >= 2 && lines;
+      });
+      assert.ok(skipped.length >= 2);
+      assert.equal((await runsOf(automationId)).length, jobsBefore, 'no job was created for a skipped run');
+      assert.equal(probeChats(), chatsBefore, 'no LLM call was made');
+      const debitsAfter = await h.db.selectFrom('ledger_entries').select('id').where('user_id', '=', userId).where('kind', '=', 'usage').execute();
+      assert.equal(debitsAfter.length, debitsBefore.length, 'nothing was charged');
+    } finally {
+      await h.client.schedule.getHandle(`automation-${automationId}`).delete();
+    }
+  });
+
+  it('skips the runs of an account whose wallet is not positive', async function () {
+    const { apiKey, userId } = await h.createUser({ creditUsd: 0 });
+    const account = await savedForumAccount(apiKey);
+    const response = await h.http('POST', '/api/v1/automations', { apiKey, body: { ...forumTask, name: 'Unfunded', task: 'Unfunded probe: say done', forum: { mode: 'saved', accountIds: [account.id] } } });
+    assert.equal(response.status, 201, JSON.stringify(response.body));
+    const line = await waitFor('the skipped first run', async () => (await logLines(apiKey)).find((l) => /automation "Unfunded" skipped: the wallet balance is not positive/.test(l)));
+    assert.ok(line);
+    assert.equal((await runsOf(response.body.automation.id)).length, 0);
+    assert.ok(!h.llm.requests.some((r) => JSON.stringify(r.body.messages ?? []).includes('Unfunded probe')), 'no LLM call was made');
+    assert.equal((await h.db.selectFrom('agent_transactions').select('id').where('user_id', '=', userId).execute()).length, 0);
+    await h.client.schedule.getHandle(`automation-${response.body.automation.id}`).delete();
   });
 
   it('validates inline forum credentials upstream before storing, and masks them in every response', async function () {

@@ -16,7 +16,14 @@ describe('browser rendering behind the SSRF guard', function () {
   let pool: BrowserPool;
 
   before(async () => {
-    site = await startFixtureSite();
+    site = await startFixtureSite({
+      // A navigation that takes a while to answer, then redirects: the page is "navigating" for ~1 s.
+      '/slow-hop': async (_req, res) => {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        res.writeHead(302, { location: '/redirect-chain' });
+        res.end();
+      },
+    });
     pool = createBrowserPool({ maxContexts: 2 });
   });
 
@@ -75,6 +82,32 @@ describe('browser rendering behind the SSRF guard', function () {
     });
     assert.equal(rendered.finalUrl, `${site.url}/static`);
     assert.equal(rendered.title, 'Field Guide to Urban Beekeeping');
+  });
+
+  it('captures the document a slow navigation started by onLoaded ends on, not the page it left', async () => {
+    for (const trigger of ['location', 'click'] as const) {
+      const rendered = await renderPage(pool, {
+        url: `${site.url}/spa`,
+        policy,
+        onLoaded: async (page) => {
+          if (trigger === 'location') {
+            await page.evaluate(() => setTimeout(() => (location.href = '/slow-hop'), 20));
+          } else {
+            await page.evaluate(() => {
+              const a = document.createElement('a');
+              a.href = '/slow-hop';
+              a.id = 'go';
+              a.textContent = 'go';
+              document.body.appendChild(a);
+            });
+            await page.click('#go', { noWaitAfter: true });
+          }
+        },
+      });
+      assert.equal(rendered.finalUrl, `${site.url}/static`, trigger);
+      assert.equal(rendered.title, 'Field Guide to Urban Beekeeping', trigger);
+      assert.ok(rendered.html.includes('Field Guide to Urban Beekeeping'), trigger);
+    }
   });
 
   it('blocks a redirect to a host outside the allowlist', async () => {

@@ -5,20 +5,375 @@ import os from 'node:os';
 import path from 'node:path';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai';
 import { startFixtureSite, type FixtureSite } from './support/fixture-site';
+import { startFakeForum, type FakeForum } from './support/fake-forum';
+import { startFakeMicroblog, type FakeMicroblog } from './support/fake-microblog';
+import { startFakeGithub, type FakeGithub } from './support/fake-github';
 import { freePort } from './support/ports';
 import { oneJsonLine, runAdmin } from './support/admin-cli';
 import { parsePrometheus } from './support/prometheus';
+import { act } from './support/agent-script';
+import { CATALOGUE_IDS, SKILLS_CATALOGUE_COUNT, SKILLS_CATALOGUE_PATH } from './support/skills-queries';
 
 /**
- * Smoke test of the embedded `npm start` path: the real command, in its own process group, with
- * PGlite and the Temporal dev server under a fresh DATA_DIR. It does not use the shared harness.
+ * Every endpoint through the embedded `npm start` path, as a newcomer runs it: the real command in
+ * its own process group, PGlite and the Temporal dev server under a fresh DATA_DIR, the API on
+ * loopback, and loopback fakes for the third parties (OpenAI-compatible chat + embeddings, forum,
+ * microblog, GitHub). It does not use the shared harness, whose suites run on the Postgres server.
+ *
+ * The endpoints are a table (CASES, run in order, sharing `ctx.state`). Each case names what it
+ * covers; the last case checks that every operation of the served OpenAPI document, every admin
+ * route and every admin CLI command was covered by a case that passed — so a new endpoint fails
+ * this suite until it gets a case here. To add one: append { name, covers, run } to CASES.
  */
 
 const ROOT = path.resolve(__dirname, '..');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const API_KEY = /^sk_live_[A-Za-z0-9_-]{32}$/;
+const TOTP_SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP';
+
+/** The admin API (not in the OpenAPI document, which is the public interface). */
+const ADMIN_ROUTES = [
+  'POST /admin/users',
+  'POST /admin/users/{userId}/credit',
+  'PATCH /admin/users/{userId}/subscription',
+  'POST /admin/users/{userId}/rotate-key',
+  'PUT /admin/users/{userId}/router-key',
+  'POST /admin/skills/import',
+  'POST /admin/skills/refresh',
+];
 
 type Env = Record<string, string>;
+
+interface HttpAnswer {
+  status: number;
+  body: any;
+  contentType: string;
+}
+
+interface EmbeddedContext {
+  baseUrl: string;
+  env: Env;
+  dataDir: string;
+  llm: FakeOpenAI;
+  site: FixtureSite;
+  forum: FakeForum;
+  microblog: FakeMicroblog;
+  github: FakeGithub;
+  http(method: string, urlPath: string, options?: { apiKey?: string; body?: unknown }): Promise<HttpAnswer>;
+  /** `npm run --silent admin -- …args` against the running service; its one JSON line. */
+  admin(args: string[]): Promise<any>;
+  /** Polls a job status path until the job is completed or failed. */
+  waitForJob(apiKey: string, statusPath: string): Promise<any>;
+  /** Values later cases use (the user, ids of what earlier cases created). */
+  state: { user?: { userId: string; apiKey: string }; forumAccountId?: string; microblogAccountId?: string; [key: string]: unknown };
+}
+
+interface EndpointCase {
+  name: string;
+  /** "METHOD /path" as in the OpenAPI document (with /api/v1) or ADMIN_ROUTES, or "CLI <command>". */
+  covers: string[];
+  timeoutMs?: number;
+  run(ctx: EmbeddedContext): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function userOf(ctx: EmbeddedContext) {
+  assert.ok(ctx.state.user, 'needs the user created by an earlier case');
+  return ctx.state.user;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 90_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+const CASES: EndpointCase[] = [
+  {
+    name: 'serves the API docs and the OpenAPI document',
+    covers: ['GET /api/v1/docs', 'GET /api/v1/openapi.json'],
+    async run(ctx) {
+      const docs = await ctx.http('GET', '/api/v1/docs');
+      assert.equal(docs.status, 200);
+      assert.match(docs.contentType, /^text\/html/);
+      assert.match(docs.body, /<html/i);
+      const spec = await ctx.http('GET', '/api/v1/openapi.json');
+      assert.equal(spec.status, 200);
+      assert.equal(spec.body.openapi, '3.1.0');
+    },
+  },
+  {
+    name: 'creates a user through the admin CLI: one JSON line with userId and apiKey',
+    covers: ['CLI create-user', 'POST /admin/users'],
+    async run(ctx) {
+      const created = await ctx.admin(['create-user', '--email', 'newcomer@example.com', '--credit-usd', '5']);
+      assert.deepEqual(Object.keys(created).sort(), ['apiKey', 'userId']);
+      assert.match(created.userId, UUID);
+      assert.match(created.apiKey, API_KEY);
+      ctx.state.user = created;
+    },
+  },
+  {
+    name: 'credits the wallet and sets limits through the CLI',
+    covers: ['CLI credit', 'POST /admin/users/{userId}/credit', 'CLI set-limits', 'PATCH /admin/users/{userId}/subscription'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      assert.deepEqual(await ctx.admin(['credit', '--user', user.userId, '--usd', '2.5']), { userId: user.userId, balanceUsd: 7.5, replayed: false });
+      const limited = await ctx.admin(['set-limits', '--user', user.userId, '--monthly-operation-limit', '50', '--automation-limit', '3']);
+      assert.equal(limited.userId, user.userId);
+      assert.equal(limited.status, 'active');
+      assert.equal(limited.monthlyOperationLimit, 50);
+    },
+  },
+  {
+    name: 'shows the account and its webhook secret',
+    covers: ['GET /api/v1/account', 'GET /api/v1/account/webhook-secret'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const account = await ctx.http('GET', '/api/v1/account', { apiKey: user.apiKey });
+      assert.equal(account.status, 200, JSON.stringify(account.body));
+      assert.equal(account.body.userId, user.userId);
+      assert.equal(account.body.balanceUsd, 7.5);
+      assert.equal(account.body.subscription.monthlyOperationLimit, 50);
+      const secret = await ctx.http('GET', '/api/v1/account/webhook-secret', { apiKey: user.apiKey });
+      assert.equal(secret.status, 200);
+      assert.equal(typeof secret.body.webhookSecret, 'string');
+      assert.ok(secret.body.webhookSecret.length >= 16);
+    },
+  },
+  {
+    name: 'scrapes a fixture page asynchronously and polls its status',
+    covers: ['POST /api/v1/scrape', 'GET /api/v1/scrape/status/{jobId}'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const accepted = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/static`, structured_output: [{ id: 'title', type: 'string' }] } });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      assert.match(accepted.body.jobId, UUID);
+      const job = await ctx.waitForJob(user.apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
+      assert.equal(job.status, 'completed', job.error);
+      assert.ok(job.result.markdown.includes('Field Guide to Urban Beekeeping'), job.result.markdown.slice(0, 300));
+      assert.equal(typeof job.result.data.title, 'string');
+      assert.ok(ctx.site.hits('/static') >= 1);
+    },
+  },
+  {
+    name: 'scrapes synchronously (async: false), rendering a script-built page in Chromium',
+    covers: ['POST /api/v1/scrape'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const answered = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/spa`, async: false } });
+      assert.equal(answered.status, 200, JSON.stringify(answered.body));
+      assert.equal(answered.body.renderedWith, 'browser', JSON.stringify(answered.body).slice(0, 500));
+      assert.match(answered.body.markdown, /Client Rendered/);
+      assert.ok(answered.body.usage.costUsd > 0);
+    },
+  },
+  {
+    name: 'runs a browser agent and polls its status',
+    covers: ['POST /api/v1/agentscraper', 'GET /api/v1/agentscraper/status/{jobId}'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      ctx.llm.enqueue(act('navigate', { url: `${ctx.site.url}/static` }, 'Open the page'), act('done', { success: true, answer: 'Field Guide to Urban Beekeeping' }));
+      const accepted = await ctx.http('POST', '/api/v1/agentscraper', { apiKey: user.apiKey, body: { task: `Open ${ctx.site.url}/static and tell me its title`, headless: true } });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      const job = await ctx.waitForJob(user.apiKey, `/api/v1/agentscraper/status/${accepted.body.jobId}`);
+      assert.equal(job.status, 'completed', job.error);
+      assert.equal(job.result.answer, 'Field Guide to Urban Beekeeping');
+      assert.equal(job.result.summary.steps, 2);
+    },
+  },
+  {
+    name: 'saves, lists, updates and deletes social accounts (forum and microblog fakes)',
+    covers: ['POST /api/v1/social-accounts', 'GET /api/v1/social-accounts', 'PATCH /api/v1/social-accounts/{id}', 'DELETE /api/v1/social-accounts/{id}'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const forumCredentials = { forumClientId: 'embedded-app', forumClientSecret: 'embedded-secret-123', forumUsername: 'embedded_poster', forumPassword: 'embedded-pass-456' };
+      ctx.forum.addApp({ clientId: forumCredentials.forumClientId, clientSecret: forumCredentials.forumClientSecret });
+      ctx.forum.addUser({ username: forumCredentials.forumUsername, password: forumCredentials.forumPassword });
+      const forum = await ctx.http('POST', '/api/v1/social-accounts', { apiKey: user.apiKey, body: { platform: 'forum', name: 'Forum', credentials: forumCredentials } });
+      assert.equal(forum.status, 201, JSON.stringify(forum.body));
+      assert.equal(forum.body.account.validationStatus, 'valid');
+      ctx.state.forumAccountId = forum.body.account.id;
+
+      ctx.microblog.addAccount({ username: 'embedded_bird', email: 'bird@example.com', password: 'bird-pass-789', totpSecret: TOTP_SECRET });
+      const microblog = await ctx.http('POST', '/api/v1/social-accounts', {
+        apiKey: user.apiKey,
+        body: { platform: 'microblog', name: 'Bird', credentials: { username: 'embedded_bird', email: 'bird@example.com', password: 'bird-pass-789', totp_secret: TOTP_SECRET } },
+      });
+      assert.equal(microblog.status, 201, JSON.stringify(microblog.body));
+      ctx.state.microblogAccountId = microblog.body.account.id;
+
+      const listed = await ctx.http('GET', '/api/v1/social-accounts', { apiKey: user.apiKey });
+      assert.equal(listed.status, 200);
+      assert.deepEqual(listed.body.accounts.map((a: { platform: string }) => a.platform).sort(), ['forum', 'microblog']);
+      assert.ok(!JSON.stringify(listed.body).includes(forumCredentials.forumClientSecret));
+
+      const renamed = await ctx.http('PATCH', `/api/v1/social-accounts/${ctx.state.microblogAccountId}`, { apiKey: user.apiKey, body: { name: 'Bird (renamed)', isActive: false } });
+      assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
+      assert.equal(renamed.body.account.name, 'Bird (renamed)');
+      assert.equal(renamed.body.account.isActive, false);
+
+      const deleted = await ctx.http('DELETE', `/api/v1/social-accounts/${ctx.state.microblogAccountId}`, { apiKey: user.apiKey });
+      assert.equal(deleted.status, 204);
+      assert.equal((await ctx.http('GET', '/api/v1/social-accounts', { apiKey: user.apiKey })).body.accounts.length, 1);
+    },
+  },
+  {
+    name: 'creates an automation whose first run posts to the forum, and lists it',
+    covers: ['POST /api/v1/automations', 'GET /api/v1/automations'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      assert.ok(ctx.state.forumAccountId, 'needs the forum account of an earlier case');
+      ctx.forum.addCommunity('embedded_bees');
+      ctx.llm.enqueue(act('submit_post', { community: 'embedded_bees', title: 'Embedded tip', text: 'Water your bees.' }), act('done', { success: true, answer: 'posted' }));
+      const created = await ctx.http('POST', '/api/v1/automations', {
+        apiKey: user.apiKey,
+        body: { name: 'Weekly tip', cron: '0 9 * * 1', task: 'Post a tip to r/embedded_bees', automation_type: 'forum-agent', forum: { mode: 'saved', accountIds: [ctx.state.forumAccountId] } },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      await until('the first run to post', async () => ctx.forum.posts().find((p) => p.title === 'Embedded tip'));
+      const listed = await ctx.http('GET', '/api/v1/automations', { apiKey: user.apiKey });
+      assert.equal(listed.status, 200);
+      assert.equal(listed.body.meta.total, 1);
+      assert.equal(listed.body.automations[0].status, 'active');
+      const tooOften = await ctx.http('POST', '/api/v1/automations', {
+        apiKey: user.apiKey,
+        body: { name: 'Spam', cron: '* * * * *', task: 't', automation_type: 'forum-agent', forum: { mode: 'saved', accountIds: [ctx.state.forumAccountId] } },
+      });
+      assert.equal(tooOften.status, 400);
+      assert.equal(tooOften.body.error.code, 'cron_too_frequent');
+    },
+  },
+  {
+    name: 'lists system logs and transactions',
+    covers: ['GET /api/v1/logs', 'GET /api/v1/transactions'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const logs = await ctx.http('GET', '/api/v1/logs?pageSize=100', { apiKey: user.apiKey });
+      assert.equal(logs.status, 200, JSON.stringify(logs.body));
+      assert.ok(logs.body.logs.some((l: { logMessage: string }) => /automation "Weekly tip"/.test(l.logMessage)));
+      const transactions = await until('the automation run to be charged', async () => {
+        const answer = await ctx.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: user.apiKey });
+        assert.equal(answer.status, 200, JSON.stringify(answer.body));
+        return answer.body.transactions.some((t: { agentName: string }) => t.agentName === 'forum-agent') && answer.body.transactions;
+      });
+      assert.deepEqual([...new Set(transactions.map((t: { agentName: string }) => t.agentName))].sort(), ['browser-agent', 'forum-agent', 'scrape']);
+    },
+  },
+  {
+    name: 'imports the skills catalogue through the CLI (embedding it) and searches it',
+    covers: ['CLI import-skills', 'POST /admin/skills/import', 'GET /api/v1/skills/directory/search'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const imported = await ctx.admin(['import-skills', SKILLS_CATALOGUE_PATH]);
+      assert.deepEqual({ inserted: imported.inserted, embedded: imported.embedded, errors: imported.errors }, { inserted: SKILLS_CATALOGUE_COUNT, embedded: SKILLS_CATALOGUE_COUNT, errors: [] });
+      const found = await ctx.http('GET', '/api/v1/skills/directory/search?q=pdf&pageSize=5', { apiKey: user.apiKey });
+      assert.equal(found.status, 200, JSON.stringify(found.body));
+      assert.equal(found.body.items[0].externalId, CATALOGUE_IDS.pdfToolkit);
+      const short = await ctx.http('GET', '/api/v1/skills/directory/search?q=ui', { apiKey: user.apiKey });
+      assert.equal(short.status, 200, JSON.stringify(short.body));
+    },
+  },
+  {
+    name: 'AI search with an OpenAI-compatible model answering: plans, embeds, reranks and charges (also a plan of short words)',
+    covers: ['GET /api/v1/skills/directory/ai-search'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const embeddingsBefore = ctx.llm.requests.filter((r) => r.kind === 'embeddings').length;
+      // The default answers of the fake model (schema-shaped: keywords ["fake"], ranking [0]).
+      const answered = await ctx.http('GET', '/api/v1/skills/directory/ai-search?q=fill%20in%20a%20pdf%20form&pageSize=5', { apiKey: user.apiKey });
+      assert.equal(answered.status, 200, JSON.stringify(answered.body));
+      assert.equal(answered.body.meta.mode, 'ai', JSON.stringify(answered.body.meta));
+      assert.ok(ctx.llm.requests.filter((r) => r.kind === 'embeddings').length > embeddingsBefore);
+      // The regression: plan words too short for trigrams, and fractional "candidate numbers".
+      ctx.llm.enqueue({ json: { keywords: ['ui', 'qa'], tags: ['go'], intent: 'Test a UI' } }, { json: { ranking: [0.5, 1, 2.5] } });
+      const short = await ctx.http('GET', '/api/v1/skills/directory/ai-search?q=ui%20qa&pageSize=5', { apiKey: user.apiKey });
+      assert.equal(short.status, 200, JSON.stringify(short.body));
+      assert.equal(short.body.meta.mode, 'ai');
+      assert.deepEqual(short.body.meta.plan.keywords, ['ui', 'qa']);
+      const charged = (await ctx.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: user.apiKey })).body.transactions.filter((t: { agentName: string }) => t.agentName === 'skills-ai-search');
+      assert.equal(charged.length, 2);
+    },
+  },
+  {
+    name: 'refreshes the skills directory from the GitHub fake through the CLI',
+    covers: ['CLI refresh-skills', 'POST /admin/skills/refresh'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const refreshed = await ctx.admin(['refresh-skills']);
+      const [repo] = refreshed.result.repos;
+      assert.equal(repo.ok, true, JSON.stringify(repo));
+      assert.equal(repo.summary.found, 1);
+      const found = await ctx.http('GET', '/api/v1/skills/directory/search?q=yak%20shaving', { apiKey: user.apiKey });
+      assert.equal(found.body.items[0]?.name, 'yak-shaver', JSON.stringify(found.body));
+    },
+  },
+  {
+    name: 'stores a router key through the CLI: the router provider then works, and can be cleared again',
+    covers: ['CLI set-router-key', 'PUT /admin/users/{userId}/router-key'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      assert.deepEqual(Object.keys(await ctx.admin(['set-router-key', '--user', user.userId, '--key', 'sk-router-embedded-0123456789'])).includes('userId'), true);
+      const accepted = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/static`, llm_provider: 'router', llm_model: 'vendor/any-model' } });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      const job = await ctx.waitForJob(user.apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
+      assert.equal(job.status, 'completed', job.error);
+      assert.ok(ctx.llm.requests.some((r) => r.headers.authorization === 'Bearer sk-router-embedded-0123456789'));
+      await ctx.admin(['set-router-key', '--user', user.userId, '--clear']);
+    },
+  },
+  {
+    name: 'rotates the key through the CLI: the old key is refused, the new one works',
+    covers: ['CLI rotate-key', 'POST /admin/users/{userId}/rotate-key'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const rotated = await ctx.admin(['rotate-key', '--user', user.userId]);
+      assert.deepEqual(Object.keys(rotated).sort(), ['apiKey', 'userId']);
+      assert.match(rotated.apiKey, API_KEY);
+      assert.notEqual(rotated.apiKey, user.apiKey);
+      assert.equal((await ctx.http('GET', '/api/v1/logs', { apiKey: user.apiKey })).status, 401);
+      assert.equal((await ctx.http('GET', '/api/v1/logs', { apiKey: rotated.apiKey })).status, 200);
+      ctx.state.user = rotated;
+    },
+  },
+  {
+    name: 'deactivates the user through the CLI (new scrapes get 403) and activates it again',
+    covers: ['CLI deactivate', 'CLI activate'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const deactivated = await ctx.admin(['deactivate', '--user', user.userId]);
+      assert.equal(deactivated.status, 'inactive');
+      const refused = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/static` } });
+      assert.equal(refused.status, 403, JSON.stringify(refused.body));
+      assert.equal(refused.body.error.code, 'subscription_inactive');
+      const activated = await ctx.admin(['activate', '--user', user.userId]);
+      assert.equal(activated.status, 'active');
+      const accepted = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/static` } });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      await ctx.waitForJob(user.apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
+    },
+  },
+  {
+    name: 'serves GET /metrics from PGlite to the admin token only',
+    covers: ['GET /metrics'],
+    async run(ctx) {
+      const adminToken = readFileSync(path.join(ctx.dataDir, 'admin-token'), 'utf8').trim();
+      assert.equal((await fetch(`${ctx.baseUrl}/metrics`)).status, 401);
+      const response = await fetch(`${ctx.baseUrl}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } });
+      assert.equal(response.status, 200);
+      const metrics = parsePrometheus(await response.text());
+      assert.equal(metrics.value('platform_state_up'), 1);
+      assert.ok(metrics.value('platform_jobs', { kind: 'scrape', state: 'completed' }) >= 1);
+      assert.ok(metrics.value('platform_job_duration_seconds_count', { kind: 'scrape', status: 'completed' }) >= 1);
+      assert.ok(metrics.value('platform_debits_total') >= 1);
+    },
+  },
+];
 
 /** process.env without the variables that would select external Postgres/Temporal or another admin URL. */
 function embeddedEnv(extra: Env): Env {
@@ -38,16 +393,11 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-describe('npm start (embedded PGlite + Temporal dev server)', function () {
+describe('npm start (embedded PGlite + Temporal dev server): every endpoint', function () {
   this.timeout(240_000);
 
-  let llm: FakeOpenAI;
-  let site: FixtureSite;
-  let dataDir: string;
-  let env: Env;
-  let baseUrl: string;
+  const ctx = { state: {} } as EmbeddedContext;
+  const passed = new Set<string>();
   let child: ChildProcess | null = null;
   let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   let output = '';
@@ -61,24 +411,55 @@ describe('npm start (embedded PGlite + Temporal dev server)', function () {
     }
   };
 
-  // Shared between the ordered steps below.
-  let user: { userId: string; apiKey: string } | null = null;
-
   before(async function () {
-    [llm, site] = await Promise.all([startFakeOpenAI(), startFixtureSite()]);
-    dataDir = mkdtempSync(path.join(os.tmpdir(), 'embedded-start-'));
+    const [llm, site, forum, microblog, github] = await Promise.all([startFakeOpenAI(), startFixtureSite(), startFakeForum(), startFakeMicroblog(), startFakeGithub()]);
+    Object.assign(ctx, { llm, site, forum, microblog, github });
+    github.setRepo('embedded/skills', {
+      stars: 3,
+      license: 'MIT',
+      files: { 'yak-shaver/SKILL.md': '---\nname: yak-shaver\ndescription: Shave yaks before starting the real work.\n---\n\nFirst the yak.\n' },
+    });
+    ctx.dataDir = mkdtempSync(path.join(os.tmpdir(), 'embedded-start-'));
     const [port, temporalPort, uiPort] = await distinctFreePorts(3);
-    baseUrl = `http://127.0.0.1:${port}`;
-    env = embeddedEnv({
-      DATA_DIR: dataDir,
+    ctx.baseUrl = `http://127.0.0.1:${port}`;
+    ctx.env = embeddedEnv({
+      DATA_DIR: ctx.dataDir,
       PORT: String(port),
       TEMPORAL_DEV_PORT: String(temporalPort),
       TEMPORAL_UI_PORT: String(uiPort),
       OPENAI_BASE_URL: llm.baseURL,
-      OPENAI_API_KEY: 'sk-embedded-smoke-test',
+      OPENAI_API_KEY: 'sk-embedded-start-test',
+      ROUTER_BASE_URL: llm.baseURL,
       NETWORK_ALLOWLIST: '127.0.0.1',
+      FORUM_API_BASE: forum.apiBase,
+      FORUM_AUTH_BASE: forum.authBase,
+      MICROBLOG_BASE: microblog.base,
+      GITHUB_API_BASE: github.apiBase,
+      SKILLS_GITHUB_REPOS: 'embedded/skills',
     });
-    child = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    ctx.http = async (method, urlPath, options = {}) => {
+      const headers: Record<string, string> = {};
+      if (options.apiKey) headers['x-api-key'] = options.apiKey;
+      if (options.body !== undefined) headers['content-type'] = 'application/json';
+      const response = await fetch(`${ctx.baseUrl}${urlPath}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+      const text = await response.text();
+      let body: any = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        /* not JSON */
+      }
+      return { status: response.status, body, contentType: response.headers.get('content-type') ?? '' };
+    };
+    ctx.admin = async (args) => oneJsonLine(await runAdmin(args, ctx.env));
+    ctx.waitForJob = async (apiKey, statusPath) =>
+      until(`${statusPath} to finish`, async () => {
+        const status = await ctx.http('GET', statusPath, { apiKey });
+        assert.equal(status.status, 200, JSON.stringify(status.body));
+        return (status.body.status === 'completed' || status.body.status === 'failed') && status.body;
+      });
+
+    child = spawn('npm', ['start'], { cwd: ROOT, env: ctx.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
     child.stderr!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
     exited = new Promise((resolve) => child!.once('exit', (code, signal) => resolve({ code, signal })));
@@ -86,47 +467,31 @@ describe('npm start (embedded PGlite + Temporal dev server)', function () {
     process.once('exit', killGroup);
   });
 
-  afterEach(function () {
-    if (this.currentTest?.state === 'failed') console.error(`--- npm start output (tail) ---\n${output.slice(-6000)}\n---`);
+  afterEach(async function () {
+    if (this.currentTest?.state !== 'failed') return;
+    await sleep(500); // lets the last lines of a dying service arrive
+    console.error(`--- npm start output (tail) ---\n${output.slice(-6000)}\n---`);
   });
 
   after(async function () {
     killGroup();
     process.removeListener('exit', killGroup);
-    // before() may have failed before these existed.
-    await Promise.all([(llm as FakeOpenAI | undefined)?.close(), (site as FixtureSite | undefined)?.close()]);
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await Promise.all([ctx.llm?.close(), ctx.site?.close(), ctx.forum?.close(), ctx.microblog?.close(), ctx.github?.close()]);
+    if (ctx.dataDir) rmSync(ctx.dataDir, { recursive: true, force: true });
   });
 
-  async function http(method: string, urlPath: string, options: { apiKey?: string; body?: unknown } = {}) {
-    const headers: Record<string, string> = {};
-    if (options.apiKey) headers['x-api-key'] = options.apiKey;
-    if (options.body !== undefined) headers['content-type'] = 'application/json';
-    const response = await fetch(`${baseUrl}${urlPath}`, {
-      method,
-      headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    });
-    const text = await response.text();
-    let body: any = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      /* not JSON */
-    }
-    return { status: response.status, body, contentType: response.headers.get('content-type') ?? '' };
-  }
-
   it('answers /health with 503 or a refused connection, then 200 once database, Temporal and workers are up', async function () {
-    const deadline = Date.now() + 150_000;
+    // Generous: on a loaded 2-core machine the first start (tsx, PGlite, migrations, the dev server) is slow.
+    this.timeout(480_000);
+    const deadline = Date.now() + 420_000;
     const seen: string[] = [];
     for (;;) {
-      assert.ok(Date.now() < deadline, `not healthy within 150s; saw ${[...new Set(seen)].join(', ')}`);
+      assert.ok(Date.now() < deadline, `not healthy within 420s; saw ${[...new Set(seen)].join(', ')}`);
       if (child!.exitCode !== null || child!.signalCode !== null) assert.fail(`npm start exited early (${child!.exitCode ?? child!.signalCode})`);
       let status: number;
       let body: any;
       try {
-        const response = await fetch(`${baseUrl}/health`);
+        const response = await fetch(`${ctx.baseUrl}/health`);
         status = response.status;
         body = await response.json();
       } catch (err) {
@@ -137,7 +502,8 @@ describe('npm start (embedded PGlite + Temporal dev server)', function () {
         continue;
       }
       if (status === 200) {
-        assert.deepEqual(body, { status: 'ok', checks: { database: true, temporal: true, workers: true } });
+        assert.equal(body.status, 'ok');
+        assert.deepEqual({ database: body.checks.database, temporal: body.checks.temporal, workers: body.checks.workers }, { database: true, temporal: true, workers: true });
         break;
       }
       assert.equal(status, 503, `unexpected /health status ${status}: ${JSON.stringify(body)}`);
@@ -146,99 +512,38 @@ describe('npm start (embedded PGlite + Temporal dev server)', function () {
       await sleep(250);
     }
     assert.ok(seen.length > 0, '/health was never observed before it became ready');
+    passed.add('GET /health');
   });
 
   it('keeps PGlite and the Temporal SQLite file under DATA_DIR', function () {
-    assert.ok(statSync(path.join(dataDir, 'pglite')).isDirectory(), 'DATA_DIR/pglite is missing');
-    assert.ok(existsSync(path.join(dataDir, 'pglite', 'PG_VERSION')), 'DATA_DIR/pglite is not a Postgres data directory');
-    assert.ok(statSync(path.join(dataDir, 'temporal.db')).isFile(), 'DATA_DIR/temporal.db is missing');
-    assert.ok(existsSync(path.join(dataDir, 'admin-token')), 'DATA_DIR/admin-token is missing');
-    assert.ok(existsSync(path.join(dataDir, 'master.key')), 'DATA_DIR/master.key is missing');
+    assert.ok(statSync(path.join(ctx.dataDir, 'pglite')).isDirectory(), 'DATA_DIR/pglite is missing');
+    assert.ok(existsSync(path.join(ctx.dataDir, 'pglite', 'PG_VERSION')), 'DATA_DIR/pglite is not a Postgres data directory');
+    assert.ok(statSync(path.join(ctx.dataDir, 'temporal.db')).isFile(), 'DATA_DIR/temporal.db is missing');
+    assert.ok(existsSync(path.join(ctx.dataDir, 'admin-token')), 'DATA_DIR/admin-token is missing');
+    assert.ok(existsSync(path.join(ctx.dataDir, 'master.key')), 'DATA_DIR/master.key is missing');
   });
 
-  it('serves the API docs and the OpenAPI document', async function () {
-    const docs = await http('GET', '/api/v1/docs');
-    assert.equal(docs.status, 200);
-    assert.match(docs.contentType, /^text\/html/);
-    assert.match(docs.body, /<html/i);
-    const spec = await http('GET', '/api/v1/openapi.json');
-    assert.equal(spec.status, 200);
-    assert.equal(spec.body.openapi, '3.1.0');
-  });
+  for (const endpointCase of CASES) {
+    it(endpointCase.name, async function () {
+      this.timeout(endpointCase.timeoutMs ?? 120_000);
+      await endpointCase.run(ctx);
+      for (const covered of endpointCase.covers) passed.add(covered);
+    });
+  }
 
-  it('creates a user through the admin CLI: one JSON line with userId and apiKey', async function () {
-    const created = oneJsonLine(await runAdmin(['create-user', '--email', 'smoke@example.com', '--credit-usd', '5'], env));
-    assert.deepEqual(Object.keys(created).sort(), ['apiKey', 'userId']);
-    assert.match(created.userId, UUID);
-    assert.match(created.apiKey, API_KEY);
-    user = created;
-    const logs = await http('GET', '/api/v1/logs', { apiKey: user!.apiKey });
-    assert.equal(logs.status, 200, JSON.stringify(logs.body));
-  });
-
-  it('credits the wallet and sets limits through the CLI', async function () {
-    assert.ok(user, 'needs the user from the previous step');
-    const credited = oneJsonLine(await runAdmin(['credit', '--user', user.userId, '--usd', '2.5'], env));
-    assert.deepEqual(credited, { userId: user.userId, balanceUsd: 7.5, replayed: false });
-    const limited = oneJsonLine(await runAdmin(['set-limits', '--user', user.userId, '--monthly-operation-limit', '5'], env));
-    assert.equal(limited.userId, user.userId);
-    assert.equal(limited.status, 'active');
-    assert.equal(limited.monthlyOperationLimit, 5);
-  });
-
-  it('scrapes a fixture page end to end with the new key', async function () {
-    assert.ok(user, 'needs the user from the previous step');
-    const accepted = await http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${site.url}/static` } });
-    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
-    assert.match(accepted.body.jobId, UUID);
-    const deadline = Date.now() + 90_000;
-    let job: any;
-    for (;;) {
-      const status = await http('GET', `/api/v1/scrape/status/${accepted.body.jobId}`, { apiKey: user.apiKey });
-      assert.equal(status.status, 200, JSON.stringify(status.body));
-      job = status.body;
-      if (job.status === 'completed' || job.status === 'failed') break;
-      assert.ok(Date.now() < deadline, `job not finished in 90s: ${JSON.stringify(job).slice(0, 2000)}`);
-      await sleep(250);
-    }
-    assert.equal(job.status, 'completed', job.error);
-    assert.ok(job.result.markdown.includes('Field Guide to Urban Beekeeping'), job.result.markdown.slice(0, 500));
-    assert.ok(site.hits('/static') >= 1);
-    assert.ok(llm.requests.some((r) => r.kind === 'chat'), 'the extraction did not reach the fake OpenAI server');
-  });
-
-  it('rotates the key through the CLI: the old key is refused, the new one works', async function () {
-    assert.ok(user, 'needs the user from the previous step');
-    const rotated = oneJsonLine(await runAdmin(['rotate-key', '--user', user.userId], env));
-    assert.deepEqual(Object.keys(rotated).sort(), ['apiKey', 'userId']);
-    assert.equal(rotated.userId, user.userId);
-    assert.match(rotated.apiKey, API_KEY);
-    assert.notEqual(rotated.apiKey, user.apiKey);
-    assert.equal((await http('GET', '/api/v1/logs', { apiKey: user.apiKey })).status, 401);
-    assert.equal((await http('GET', '/api/v1/logs', { apiKey: rotated.apiKey })).status, 200);
-    user = rotated;
-  });
-
-  it('deactivates the user through the CLI: new scrapes get 403', async function () {
-    assert.ok(user, 'needs the user from the previous step');
-    const deactivated = oneJsonLine(await runAdmin(['deactivate', '--user', user.userId], env));
-    assert.equal(deactivated.userId, user.userId);
-    assert.equal(deactivated.status, 'inactive');
-    const refused = await http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${site.url}/static` } });
-    assert.equal(refused.status, 403, JSON.stringify(refused.body));
-    assert.equal(refused.body.error.code, 'subscription_inactive');
-  });
-
-  it('serves GET /metrics from PGlite to the admin token only', async function () {
-    const adminToken = readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim();
-    assert.equal((await fetch(`${baseUrl}/metrics`)).status, 401);
-    const response = await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${adminToken}` } });
-    assert.equal(response.status, 200);
-    const metrics = parsePrometheus(await response.text());
-    assert.equal(metrics.value('platform_state_up'), 1);
-    assert.ok(metrics.value('platform_jobs', { kind: 'scrape', state: 'completed' }) >= 1);
-    assert.ok(metrics.value('platform_job_duration_seconds_count', { kind: 'scrape', status: 'completed' }) >= 1);
-    assert.ok(metrics.value('platform_debits_total') >= 1);
+  it('covered every operation of the OpenAPI document, every admin route and every admin CLI command', async function () {
+    const spec = (await ctx.http('GET', '/api/v1/openapi.json')).body;
+    const prefix = spec.servers[0].url.replace(/\/+$/, '');
+    const operations = Object.entries(spec.paths as Record<string, Record<string, unknown>>).flatMap(([p, item]) =>
+      Object.keys(item)
+        .filter((method) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
+        .map((method) => `${method.toUpperCase()} ${prefix}${p}`),
+    );
+    const usage = (await runAdmin(['list-commands-please'], ctx.env)).stderr;
+    const commands = [...usage.matchAll(/^ {2}([a-z][a-z-]+)(?= |$)/gm)].map((m) => `CLI ${m[1]}`);
+    assert.ok(operations.length >= 15 && commands.length >= 9, `${operations.length} operations, ${commands.length} CLI commands`);
+    const missing = [...operations, ...ADMIN_ROUTES, ...commands, 'GET /api/v1/docs', 'GET /health'].filter((what) => !passed.has(what));
+    assert.deepEqual(missing, [], 'add a case for each to CASES in this file');
   });
 
   it('logs human-readable lines, not JSON, with an access line per request', function () {
@@ -260,7 +565,7 @@ describe('npm start (embedded PGlite + Temporal dev server)', function () {
     assert.ok(!groupAlive(pgid), 'processes of the group are still running 20s after SIGTERM');
     // A clean stop closes PGlite, which writes a shutdown checkpoint: pg_control's state field
     // (uint32 at offset 16) is 1 (DB_SHUTDOWNED), not 6 (DB_IN_PRODUCTION, i.e. killed mid-flight).
-    const control = readFileSync(path.join(dataDir, 'pglite', 'global', 'pg_control'));
+    const control = readFileSync(path.join(ctx.dataDir, 'pglite', 'global', 'pg_control'));
     assert.equal(control.readUInt32LE(16), 1, 'PGlite was not shut down cleanly (the service did not finish its stop sequence)');
   });
 });

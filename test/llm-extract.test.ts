@@ -7,10 +7,11 @@ import {
   truncateForModel,
   type ExtractInput,
 } from '../activities/llm/extract';
-import { llmCostMicros } from '../lib/billing/pricing';
+import { DEFAULT_PRICE_TABLE } from '../lib/billing/pricing';
 import { createLlmClient } from '../lib/llm/client';
 import { DEFAULT_SCRAPE_OUTPUT, jsonSchemaForRequest } from '../lib/llm/structured-output';
 import { startFakeOpenAI, type FakeOpenAI, type RecordedMessage } from './support/fake-openai';
+import { useHarness, type Harness } from './support/harness';
 
 const API_KEY = 'sk-test-fake';
 
@@ -94,7 +95,7 @@ describe('extractStructured against the fake OpenAI server', () => {
     assert.equal(result.usage.model, 'gpt-4o-mini');
     assert.equal(result.usage.calls, 1);
     assert.ok(result.usage.promptTokens > 0 && result.usage.completionTokens > 0);
-    const cost = llmCostMicros(result.usage.model, result.usage.promptTokens, result.usage.completionTokens);
+    const cost = DEFAULT_PRICE_TABLE.costMicros(result.usage.model, result.usage.promptTokens, result.usage.completionTokens);
     assert.ok(Number.isSafeInteger(cost) && cost > 0);
   });
 
@@ -163,6 +164,23 @@ describe('extractStructured against the fake OpenAI server', () => {
     assert.match(textOf(fake.requests[1].body.messages![3]), /cut off/);
   });
 
+  it('hands each call to recordCall as soon as it answers, before a re-ask that then fails', async () => {
+    const recorded: { promptTokens: number; completionTokens: number; index: number; requestsSoFar: number }[] = [];
+    fake.enqueue({ json: { title: 1 } }, { status: 503, error: 'upstream overloaded' });
+    const recordCall = async (call: { promptTokens: number; completionTokens: number }, index: number) => {
+      recorded.push({ ...call, index, requestsSoFar: fake.requests.length });
+    };
+    await assert.rejects(
+      extractStructured({ client, recordCall }, { model: 'gpt-4o-mini', page, output: productOutput }),
+      (error: unknown) => error instanceof OpenAI.APIError && error.status === 503,
+    );
+    assert.equal(recorded.length, 1, 'the answered first call was recorded');
+    assert.equal(recorded[0].index, 0);
+    assert.equal(recorded[0].requestsSoFar, 1, 'recorded before the re-ask was sent');
+    assert.ok(recorded[0].promptTokens > 0 && recorded[0].completionTokens > 0);
+    assert.equal(fake.requests.length, 2);
+  });
+
   it('lets API errors through unchanged for Temporal to retry, without client-side retries', async () => {
     fake.enqueue({ status: 503, error: 'upstream overloaded' });
     await assert.rejects(
@@ -183,6 +201,38 @@ describe('extractStructured against the fake OpenAI server', () => {
   it('does not split a surrogate pair when truncating', () => {
     assert.equal(truncateForModel('ab😀cd', 3).startsWith('ab\n\n[content truncated'), true);
     assert.equal(truncateForModel('short', 10), 'short');
+  });
+});
+
+describe('extraction usage through the scrape pipeline', function () {
+  let h: Harness;
+
+  before(async function () {
+    this.timeout(180_000);
+    h = await useHarness();
+  });
+
+  it('charges the first call when the re-ask fails at the provider, once per call', async function () {
+    const { apiKey, userId } = await h.createUser({ creditUsd: 1 });
+    // An invalid first answer, then the provider refuses the re-ask (a final 4xx: the job fails).
+    h.llm.enqueue({ json: { hive_count: 'three' } }, { status: 400, error: 'context too long' });
+    const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static`, structured_output: [{ id: 'hive_count', type: 'integer' }] } });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
+    assert.equal(job.status, 'failed');
+    assert.match(job.error, /refused the request \(HTTP 400\)/);
+
+    const rows = await h.db.selectFrom('job_usage').selectAll().where('job_id', '=', job.id).where('kind', '=', 'llm').execute();
+    assert.equal(rows.length, 1, 'one usage row for the one answered call');
+    assert.ok(rows[0].prompt_tokens > 0 && rows[0].completion_tokens > 0);
+    assert.equal(rows[0].cost_micros, DEFAULT_PRICE_TABLE.costMicros('gpt-4o-mini', rows[0].prompt_tokens, rows[0].completion_tokens));
+    const tx = (await h.http('GET', '/api/v1/transactions', { apiKey })).body.transactions;
+    assert.equal(tx.length, 1);
+    assert.equal(tx[0].jobId, job.id);
+    assert.equal(tx[0].payload.llm[0].calls, 1);
+    assert.equal(Math.round(tx[0].cost * 1e6), rows[0].cost_micros);
+    const debits = await h.db.selectFrom('ledger_entries').selectAll().where('user_id', '=', userId).where('kind', '=', 'usage').execute();
+    assert.deepEqual(debits.map((d) => d.amount_micros), [-rows[0].cost_micros]);
   });
 });
 

@@ -30,7 +30,7 @@ export interface ActivityDeps {
 /** Activities of the `platform` task queue: database, HTTP, LLM, billing, webhooks. */
 export function platformActivities({ db, config, policy }: ActivityDeps) {
   const adapters = { proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha };
-  const llm = createLlmProviders({ service: config.openai, routerBaseURL: config.routerBaseURL });
+  const llm = createLlmProviders({ service: config.openai, routerBaseURL: config.routerBaseURL, prices: config.modelPrices });
   return {
     ...createJobActivities({ db }),
     ...createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters }),
@@ -39,7 +39,7 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createWebhookActivities({ db, masterKey: config.masterKey, policy }),
     ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey }),
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
-    ...createAutomationActivities({ db, masterKey: config.masterKey, holdMaxMicros: config.holds.automation }),
+    ...createAutomationActivities({ db, masterKey: config.masterKey, holdMaxMicros: config.holds.automation, prices: config.modelPrices }),
     ...createSkillsActivities({ db, config }),
     ...createToolActivities({ policy, masterKey: config.masterKey, loadSelection: jobSelectionLoader(db, config.masterKey) }),
     // Phase B: the tool runtime's discover() replaces the stand-in.

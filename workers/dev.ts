@@ -71,10 +71,21 @@ async function main() {
   const stop = async () => {
     if (stopping) return;
     stopping = true;
+    // Nothing else may hold the event loop open once the workers are gone (Temporal's own signal
+    // handling stops them too): without this the process could end before PGlite is closed.
+    setInterval(() => undefined, 1_000);
     server.close();
-    await workers?.shutdown();
-    await connection.close();
-    await devServer?.stop();
+    // Every step runs whatever the one before did, so the database is always closed cleanly.
+    const steps: [string, () => Promise<unknown> | undefined][] = [
+      ['workers', () => workers?.shutdown()],
+      ['the Temporal connection', () => connection.close()],
+      ['the Temporal dev server', () => devServer?.stop()],
+    ];
+    for (const [what, step] of steps) {
+      await Promise.resolve()
+        .then(step)
+        .catch((err) => console.error(`stopping ${what} failed:`, err instanceof Error ? err.message : err));
+    }
     await db.destroy();
     process.exit(0);
   };

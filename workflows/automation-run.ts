@@ -21,11 +21,18 @@ const automations = proxyActivities<AutomationActivities>({
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 
+/** A scheduled execution that was not run (inactive subscription, empty wallet): no job, no charge. */
+export interface SkippedAutomationRun {
+  status: 'skipped';
+  reason: string;
+}
+
 /** One execution of a scheduled automation (started by its Temporal Schedule): a job row, then the shared agent loop. */
-export async function automationRunWorkflow(input: AutomationRunInput): Promise<JobOutcome> {
+export async function automationRunWorkflow(input: AutomationRunInput): Promise<JobOutcome | SkippedAutomationRun> {
   const continueAs = (next: AgentWorkflowInput) => continueAsNew<typeof automationRunWorkflow>({ ...input, resume: next });
   if (input.resume) return runAgentLoop(input.resume, continueAs);
   const run = await automations.startAutomationRun({ automationId: input.automationId, runId: workflowInfo().workflowId });
+  if (run.kind === 'skipped') return { status: 'skipped', reason: run.reason };
   if (run.kind === 'unusable') {
     return CancellationScope.nonCancellable(async () => {
       await billing.settleJobUsage({ jobId: run.jobId, agentName: run.agentName, outcome: 'failed' });

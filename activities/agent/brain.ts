@@ -4,10 +4,9 @@ import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatComplet
 import type { Db } from '../../db/connect';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../../db/schema';
 import { appendJobLog, transitionJob } from '../../db/repos/jobs';
-import { assertHoldCovers, holdExhaustedMessage, holdStatus, recordUsage, summarizeUsage } from '../../db/repos/job-usage';
+import { assertHoldCovers, holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
 import { writeSystemLog } from '../../db/repos/system-logs';
-import { llmCostMicros } from '../../lib/billing/pricing';
 import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } from '../../lib/billing/worst-case';
 import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '../../lib/llm/structured-output';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
@@ -16,6 +15,7 @@ import { maskSecrets } from '../../lib/agent/sensitive-data';
 import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
 import { attemptKey, withHeartbeat } from '../heartbeat';
+import { recordLlmUsage } from '../llm/usage';
 import { loadAgentJob, OPTIMIZATION_PROFILES } from './job';
 import { AGENT_SYSTEM_PROMPT, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
 
@@ -81,20 +81,9 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     }
   }
 
-  async function bill(jobId: string, what: string, model: string, usage: OpenAI.CompletionUsage | undefined, walletBilled: boolean) {
-    const prompt = usage?.prompt_tokens ?? 0;
-    const completion = usage?.completion_tokens ?? 0;
-    await recordUsage(db, {
-      jobId,
-      usageKey: attemptKey(jobId, what),
-      kind: 'llm',
-      model,
-      promptTokens: prompt,
-      completionTokens: completion,
-      quantity: 1,
-      costMicros: walletBilled ? llmCostMicros(model, prompt, completion) : 0,
-    });
-  }
+  /** One LLM call's usage, recorded through the shared helper (activities/llm/usage.ts). */
+  const bill = (jobId: string, what: string, model: string, usage: OpenAI.CompletionUsage | undefined, walletBilled: boolean) =>
+    recordLlmUsage(db, deps.llm.prices, { jobId, usageKey: attemptKey(jobId, what), model, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0, walletBilled });
 
   async function currentStep(jobId: string, taskIndex: number, step: number) {
     return db.selectFrom('agent_steps').selectAll().where('job_id', '=', jobId).where('task_index', '=', taskIndex).where('step', '=', step).executeTakeFirstOrThrow();
@@ -159,7 +148,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
       const { client, walletBilled, model } = await clientFor({ job, request });
       // The wallet check: the job's hold must cover this step's worst case (see lib/billing/worst-case).
-      const worstCase = agentStepWorstCaseMicros({ model, walletBilled, messages, tools });
+      const worstCase = agentStepWorstCaseMicros({ prices: deps.llm.prices, model, walletBilled, messages, tools });
       const hold = await holdStatus(db, jobId);
       if (hold && hold.remainingMicros < worstCase) return { kind: 'stop', reason: holdExhaustedMessage(hold, worstCase) };
       const completion = await withHeartbeat(() =>
@@ -195,7 +184,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         { role: 'system', content: 'Answer the question using only the page content given. Be concise. Say "not found" when the page does not contain the answer.' },
         { role: 'user', content: `Question: ${input.question}\n\nPage:\n${current.observation}` },
       ];
-      if (walletBilled) await assertHoldCovers(db, jobId, llmCallWorstCaseMicros(model, promptTokenBound(messages)));
+      if (walletBilled) await assertHoldCovers(db, jobId, llmCallWorstCaseMicros(deps.llm.prices, model, promptTokenBound(messages)));
       const completion = await withHeartbeat(() => client.chat.completions.create({ model, messages }));
       await bill(jobId, `extract-${input.taskIndex}-${input.step}`, model, completion.usage, walletBilled);
       const answer = maskSecrets(completion.choices[0]?.message?.content ?? '', request.sensitive_data ?? []);

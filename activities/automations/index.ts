@@ -5,13 +5,17 @@ import { unseal } from '../../lib/crypto';
 import { sealRequestSecrets } from '../../lib/request-secrets';
 import { writeSystemLog } from '../../db/repos/system-logs';
 import { admitJob, transitionJob } from '../../db/repos/jobs';
+import { getWalletSummary } from '../../db/repos/ledger';
 import type { AccountRef, SocialRunRequest } from '../agent/social';
 import type { AutomationCreateBody, SavedSelection } from '../../lib/schemas/automations';
 import type { JobOutcome } from '../../workflows/scrape';
+import type { PriceTable } from '../../lib/billing/pricing';
 
 export type AutomationRunStart =
   | { kind: 'ready'; jobId: string; taskCount: number; hasWebhook: boolean; agentName: string }
-  | { kind: 'unusable'; jobId: string; hasWebhook: boolean; agentName: string; outcome: JobOutcome };
+  | { kind: 'unusable'; jobId: string; hasWebhook: boolean; agentName: string; outcome: JobOutcome }
+  /** Not run at all (no job, no LLM call, no charge): the account cannot pay for it now. */
+  | { kind: 'skipped'; reason: string };
 
 /** A scheduled run that could not be admitted: a failed job row without a hold, so the run is still visible and reported. */
 async function recordSkippedRun(db: Db, input: { userId: string; runId: string; request: Record<string, unknown>; webhookUrl: string | null; error: string }) {
@@ -35,18 +39,39 @@ async function recordSkippedRun(db: Db, input: { userId: string; runId: string; 
   return inserted ?? (await db.selectFrom('jobs').selectAll().where('workflow_id', '=', input.runId).executeTakeFirstOrThrow());
 }
 
-export function createAutomationActivities({ db, masterKey, holdMaxMicros }: { db: Db; masterKey: Buffer; holdMaxMicros: number }) {
+/** Why the account of an automation may not run it now, or null when it may. */
+async function accountCannotRun(db: Db, userId: string): Promise<string | null> {
+  const subscription = await db.selectFrom('subscriptions').select('status').where('user_id', '=', userId).executeTakeFirst();
+  if (subscription?.status !== 'active') return 'the subscription is not active';
+  if ((await getWalletSummary(db, userId)).availableMicros <= 0) return 'the wallet has no available balance';
+  return null;
+}
+
+export function createAutomationActivities({ db, masterKey, holdMaxMicros, prices }: { db: Db; masterKey: Buffer; holdMaxMicros: number; prices: PriceTable }) {
   return {
     /**
      * Records one execution as a job and picks its accounts: each selected account that is active and
      * not invalid, in the order selected; the task runs once per account, in turn. With none usable the
-     * job fails at once (and is still recorded, charged and reported).
+     * job fails at once (and is still recorded, charged and reported). A run of an account whose
+     * subscription is inactive or whose wallet is not positive is skipped: a system log line, no job.
      */
     async startAutomationRun(input: { automationId: string; runId: string }): Promise<AutomationRunStart> {
       const automation = await db.selectFrom('automations').selectAll().where('id', '=', input.automationId).executeTakeFirst();
       if (!automation) throw ApplicationFailure.nonRetryable(`automation ${input.automationId} no longer exists`, 'AutomationGone');
       const existing = await db.selectFrom('jobs').selectAll().where('user_id', '=', automation.user_id).where('kind', '=', 'automation').where('idempotency_key', '=', input.runId).executeTakeFirst();
       const payload = automation.payload as unknown as AutomationCreateBody;
+      if (!existing) {
+        const refusal =
+          (await accountCannotRun(db, automation.user_id)) ??
+          (payload.llm_provider === 'service' && !prices.accepts(payload.llm_model)
+            ? `llm_model "${payload.llm_model}" is no longer offered with llm_provider "service"`
+            : null);
+        if (refusal) {
+          const reason = `scheduled run of automation "${automation.name}" skipped: ${refusal}`;
+          await writeSystemLog(db, { userId: automation.user_id, message: `${reason} (run ${input.runId})` });
+          return { kind: 'skipped', reason };
+        }
+      }
       const platform = automation.automation_type === 'forum-agent' ? 'forum' : 'microblog';
       const agentName = automation.automation_type;
       const hasWebhook = !!payload.webhook_url;

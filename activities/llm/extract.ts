@@ -36,11 +36,24 @@ export interface ExtractResult {
   usage: LlmUsage;
 }
 
-export interface ExtractDeps {
-  client: OpenAI;
+/** The usage of one LLM call. */
+export interface LlmCallUsage {
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
 }
 
-/** The model could not produce output matching the schema; `usage` still has to be billed. */
+export interface ExtractDeps {
+  client: OpenAI;
+  /**
+   * Called after each LLM call answered, before anything else happens (a re-ask included), with
+   * that call's usage and its 0-based index: usage is recorded as it is consumed, so a later call
+   * that fails cannot lose it.
+   */
+  recordCall?: (usage: LlmCallUsage, callIndex: number) => Promise<void>;
+}
+
+/** The model could not produce output matching the schema; `usage` sums the calls made (each already passed to `recordCall`). */
 export class ExtractionError extends Error {
   override readonly name = 'ExtractionError';
   constructor(
@@ -139,9 +152,11 @@ export async function extractStructured(deps: ExtractDeps, input: ExtractInput):
         },
       },
     });
+    const call: LlmCallUsage = { model: input.model, promptTokens: completion.usage?.prompt_tokens ?? 0, completionTokens: completion.usage?.completion_tokens ?? 0 };
+    await deps.recordCall?.(call, usage.calls);
     usage.calls += 1;
-    usage.promptTokens += completion.usage?.prompt_tokens ?? 0;
-    usage.completionTokens += completion.usage?.completion_tokens ?? 0;
+    usage.promptTokens += call.promptTokens;
+    usage.completionTokens += call.completionTokens;
     const choice = completion.choices[0];
     if (!choice) throw new ExtractionError('the model returned no answer', usage);
     if (choice.message.refusal) throw new ExtractionError(`the model refused: ${choice.message.refusal}`, usage);

@@ -1,15 +1,15 @@
 import type { Db } from '../../db/connect';
 import { appendJobLog } from '../../db/repos/jobs';
-import { assertHoldCovers, recordUsage } from '../../db/repos/job-usage';
+import { assertHoldCovers } from '../../db/repos/job-usage';
 import { extractionWorstCaseMicros } from '../../lib/billing/worst-case';
 import { getRouterApiKey } from '../../db/repos/users';
-import { llmCostMicros } from '../../lib/billing/pricing';
 import { jsonSchemaForRequest } from '../../lib/llm/structured-output';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { loadScrapeJob } from '../jobs';
 import { rejectScrape } from '../rejections';
-import { DEFAULT_MAX_INPUT_CHARS, ExtractionError, extractStructured, truncateForModel, type LlmUsage } from './extract';
+import { DEFAULT_MAX_INPUT_CHARS, ExtractionError, extractStructured, truncateForModel } from './extract';
+import { recordLlmUsage } from './usage';
 import { ApplicationFailure } from '@temporalio/activity';
 import OpenAI from 'openai';
 
@@ -21,19 +21,6 @@ export interface ExtractionDeps {
 
 export function createExtractionActivities(deps: ExtractionDeps) {
   const { db } = deps;
-
-  async function bill(jobId: string, usage: LlmUsage, walletBilled: boolean) {
-    await recordUsage(db, {
-      jobId,
-      usageKey: attemptKey(jobId, 'llm'),
-      kind: 'llm',
-      model: usage.model,
-      promptTokens: usage.promptTokens,
-      completionTokens: usage.completionTokens,
-      quantity: usage.calls,
-      costMicros: walletBilled ? llmCostMicros(usage.model, usage.promptTokens, usage.completionTokens) : 0,
-    });
-  }
 
   return {
     /** Extracts the requested data from the stored page snapshot with the job's model; re-asks once on invalid output. */
@@ -48,15 +35,23 @@ export function createExtractionActivities(deps: ExtractionDeps) {
         throw err;
       }
       const output = jsonSchemaForRequest(request.structured_output);
+      if (provider.walletBilled && !deps.llm.prices.accepts(request.llm_model)) {
+        throw rejectScrape(`llm_model "${request.llm_model}" is no longer offered with llm_provider "service" (it is not in the price table)`);
+      }
       if (provider.walletBilled) {
         const prompt = truncateForModel(snapshot.markdown, DEFAULT_MAX_INPUT_CHARS) + JSON.stringify(output) + (request.system_prompt ?? '');
-        await assertHoldCovers(db, jobId, extractionWorstCaseMicros(request.llm_model, prompt));
+        await assertHoldCovers(db, jobId, extractionWorstCaseMicros(deps.llm.prices, request.llm_model, prompt));
       }
       await appendJobLog(db, jobId, `extracting with ${request.llm_provider}/${request.llm_model}`);
+      const { walletBilled } = provider;
       try {
         const extracted = await withHeartbeat(() =>
           extractStructured(
-            { client: provider.client },
+            {
+              client: provider.client,
+              // Each call is recorded as soon as it answers: a re-ask that fails keeps the first call's usage.
+              recordCall: (call, index) => recordLlmUsage(db, deps.llm.prices, { jobId, usageKey: attemptKey(jobId, `llm-${index}`), ...call, walletBilled }),
+            },
             {
               model: request.llm_model,
               systemPrompt: request.system_prompt,
@@ -65,13 +60,11 @@ export function createExtractionActivities(deps: ExtractionDeps) {
             },
           ),
         );
-        await bill(jobId, extracted.usage, provider.walletBilled);
         await db.updateTable('page_snapshots').set({ data: JSON.stringify(extracted.data) }).where('job_id', '=', jobId).execute();
         const reasked = extracted.usage.calls > 1 ? ' after one re-ask' : '';
         await appendJobLog(db, jobId, `extracted data (${extracted.usage.promptTokens}+${extracted.usage.completionTokens} tokens${reasked})`);
       } catch (err) {
         if (err instanceof ExtractionError) {
-          await bill(jobId, err.usage, provider.walletBilled);
           throw ApplicationFailure.nonRetryable(`Extraction failed: ${err.message}`, 'ExtractionError');
         }
         const refusal = describeProviderRefusal(err);

@@ -9,12 +9,14 @@ import { AgenticScraperRequest, type AgenticScraperRequestBody } from '../../lib
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { preflightUrl } from '../services/url-preflight';
 import { assertStructuredOutput } from '../services/structured-output';
+import { assertLlmModel } from '../services/llm-model';
 import { parseBody } from '../validation';
 import { addJobStatusRoute } from './job-status';
 
 function checkAgentSemantics(body: AgenticScraperRequestBody, deps: ApiDeps): void {
   if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
   assertStructuredOutput(body.structured_output);
+  assertLlmModel(deps.config.modelPrices, body);
   const ids = (body.sensitive_data ?? []).map((item) => item.id);
   const duplicate = ids.find((id, i) => ids.indexOf(id) !== i);
   if (duplicate) throw badRequest('sensitive_data ids must be unique', [{ path: 'body/sensitive_data', message: `duplicate id "${duplicate}"` }]);

@@ -11,6 +11,7 @@ import { AutomationCreateRequest, type AutomationCreateBody } from '../../lib/sc
 import { checkAccountSelection, checkSchedule, createAutomation, scheduleState } from '../services/automations';
 import { preflightUrl } from '../services/url-preflight';
 import { assertStructuredOutput } from '../services/structured-output';
+import { assertLlmModel } from '../services/llm-model';
 import { parseBody, parseQuery } from '../validation';
 
 function toAutomation(row: Selectable<AutomationsTable>, state: { isPaused: boolean }) {
@@ -52,9 +53,10 @@ export function automationRoutes(deps: ApiDeps): Router {
       throw badRequest('A forum-agent automation takes a "forum" selection, not "microblog"', [{ path: 'body/microblog', message: 'not allowed here' }]);
     }
     assertStructuredOutput(body.structured_output);
+    assertLlmModel(deps.config.modelPrices, body);
     if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
     if (body.proxy_country) body.proxy_country = body.proxy_country.toUpperCase();
-    const temporalCron = checkSchedule(body);
+    const temporalCron = checkSchedule(body, deps.config.automations.minIntervalMinutes);
     await checkAccountSelection(deps, user, body);
     const row = await createAutomation(deps, user, body, temporalCron);
     ctx.status = 201;

@@ -9,6 +9,7 @@ import { ScrapeRequest, type ScrapeRequestBody } from '../../lib/schemas/scrape'
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { preflightUrl } from '../services/url-preflight';
 import { assertStructuredOutput } from '../services/structured-output';
+import { assertLlmModel } from '../services/llm-model';
 import { parseBody } from '../validation';
 import { addJobStatusRoute } from './job-status';
 import type { AuthenticatedUser } from '../../db/repos/users';
@@ -18,6 +19,7 @@ function checkScrapeSemantics(body: ScrapeRequestBody, deps: ApiDeps): void {
   preflightUrl('url', body.url, deps.policy);
   if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
   assertStructuredOutput(body.structured_output);
+  assertLlmModel(deps.config.modelPrices, body);
   if (body.cookies !== undefined) {
     try {
       normalizeCookies(body.cookies, body.url);

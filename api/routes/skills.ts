@@ -22,6 +22,7 @@ export function skillsRoutes(deps: ApiDeps): Router {
     llm: serviceLlmClient(deps.config, 30_000),
     embedder: embedderFromConfig(deps.config),
     model: deps.config.skills.aiModel,
+    prices: deps.config.modelPrices,
     rerank: deps.config.skills.rerank,
   };
 

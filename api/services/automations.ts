@@ -3,7 +3,7 @@ import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/clien
 import type { Selectable } from 'kysely';
 import type { AutomationsTable, SocialPlatform } from '../../db/schema';
 import { seal } from '../../lib/crypto';
-import { CronError, isValidTimezone, toTemporalCron } from '../../lib/cron';
+import { assertCronInterval, CronError, CronTooFrequentError, isValidTimezone, toTemporalCron } from '../../lib/cron';
 import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import type { AutomationRunInput } from '../../workflows/automation-run';
@@ -66,12 +66,22 @@ export async function checkAccountSelection(deps: ApiDeps, user: AuthenticatedUs
   }
 }
 
-export function checkSchedule(body: AutomationCreateBody): string {
+/**
+ * The cron expression as Temporal reads it, after checking it, its time zone and that it does not
+ * fire more often than AUTOMATION_MIN_INTERVAL_MINUTES (400 `cron_too_frequent` naming the minimum).
+ */
+export function checkSchedule(body: AutomationCreateBody, minIntervalMinutes: number): string {
+  if (body.timezone && !isValidTimezone(body.timezone)) {
+    const message = `"${body.timezone}" is not an IANA time zone`;
+    throw badRequest(message, [{ path: 'body/timezone', message }]);
+  }
   try {
-    if (body.timezone && !isValidTimezone(body.timezone)) throw new CronError(`"${body.timezone}" is not an IANA time zone`);
-    return toTemporalCron(body.cron);
+    const temporalCron = toTemporalCron(body.cron);
+    assertCronInterval(body.cron, minIntervalMinutes);
+    return temporalCron;
   } catch (err) {
-    if (err instanceof CronError) throw badRequest(err.message, [{ path: body.timezone && !isValidTimezone(body.timezone) ? 'body/timezone' : 'body/cron', message: err.message }]);
+    if (err instanceof CronTooFrequentError) throw new ApiError(400, 'cron_too_frequent', err.message, [{ path: 'body/cron', message: err.message }]);
+    if (err instanceof CronError) throw badRequest(err.message, [{ path: 'body/cron', message: err.message }]);
     throw err;
   }
 }

@@ -3,7 +3,7 @@ import type OpenAI from 'openai';
 import type { Db } from '../../db/connect';
 import { chargeUsage, getWalletSummary } from '../../db/repos/ledger';
 import { writeSystemLog } from '../../db/repos/system-logs';
-import { llmCostMicros } from '../../lib/billing/pricing';
+import type { PriceTable } from '../../lib/billing/pricing';
 import { microsToUsd } from '../../lib/money';
 import { embeddingCostMicros, type Embedder } from '../../lib/skills/embeddings';
 import type { SkillsDirectoryItem } from '../../lib/skills/item';
@@ -15,7 +15,8 @@ import { candidateKey, embeddingCandidates, ftsCandidates, itemsByKeys, plainSea
  * and from embeddings (top 50 by cosine similarity to the query's embedding), fused by reciprocal
  * rank (k = 60). The fused top 30 may be reranked by the LLM (SKILLS_AI_RERANK); the rest keep the
  * fused order. LLM and embedding usage is charged to the caller's wallet as one agent transaction
- * per request. Without a configured LLM or embedding model, or with a wallet that is not positive,
+ * per request. Plans and rankings are cached per user (10 minutes), so paging through one search
+ * costs nothing more, and no one gets a search paid for by another account. Without a configured LLM or embedding model, or with a wallet that is not positive,
  * or when the planning call fails, it answers with plain search and says why in `meta`.
  */
 
@@ -38,6 +39,8 @@ export interface AiSearchDeps {
   llm: OpenAI | null;
   embedder: Embedder | null;
   model: string;
+  /** Prices `model` (lib/config.ts makes sure SKILLS_AI_MODEL is in the table). */
+  prices: PriceTable;
   rerank: boolean;
 }
 
@@ -57,7 +60,7 @@ export interface AiSearchMeta {
   fallbackReason?: string;
   plan?: SearchPlan;
   reranked?: boolean;
-  /** True when the plan and ranking came from this process's short-lived cache (nothing was charged). */
+  /** True when the plan and ranking came from this user's short-lived cache in this process (nothing was charged). */
   cached?: boolean;
 }
 
@@ -114,7 +117,10 @@ class TtlCache<V> {
   }
 }
 
-/** Plans (with the query vector) and reranks, so paging through one search neither re-asks nor reorders. */
+/**
+ * Plans (with the query vector) and reranks, so paging through one search neither re-asks nor
+ * reorders. Keyed by user: a cached answer is only ever one the same account already paid for.
+ */
 const planCache = new TtlCache<{ plan: SearchPlan; vector: number[] | null }>();
 const rerankCache = new TtlCache<number[]>();
 
@@ -207,7 +213,7 @@ async function plainFallback(db: Db, request: AiSearchRequest, reason: string) {
 }
 
 async function chargeSearch(deps: AiSearchDeps, request: AiSearchRequest, usage: Usage, outcome: string): Promise<void> {
-  const chatMicros = usage.chat.calls ? llmCostMicros(deps.model, usage.chat.promptTokens, usage.chat.completionTokens) : 0;
+  const chatMicros = usage.chat.calls ? deps.prices.costMicros(deps.model, usage.chat.promptTokens, usage.chat.completionTokens) : 0;
   const embeddingMicros = usage.embeddingTokens && deps.embedder ? embeddingCostMicros(deps.embedder.model, usage.embeddingTokens) : 0;
   const costMicros = chatMicros + embeddingMicros;
   if (usage.chat.calls === 0 && usage.embeddingTokens === 0) return;
@@ -243,7 +249,7 @@ export async function aiSearch(deps: AiSearchDeps, request: AiSearchRequest): Pr
 
   const usage: Usage = { chat: { calls: 0, promptTokens: 0, completionTokens: 0 }, embeddingTokens: 0 };
   const normalizedQ = request.q.trim().replace(/\s+/g, ' ').toLowerCase();
-  const planKey = `${deps.model}\u0000${embedder.model}\u0000${normalizedQ}`;
+  const planKey = `${request.userId}\u0000${deps.model}\u0000${embedder.model}\u0000${normalizedQ}`;
   let planned = planCache.get(planKey);
   if (!planned) {
     const [planResult, vectorResult] = await Promise.allSettled([
@@ -283,7 +289,8 @@ export async function aiSearch(deps: AiSearchDeps, request: AiSearchRequest): Pr
         };
         if (!Array.isArray(answer?.ranking)) throw new Error('no ranking array');
         // Numbers refer to `items`, which may be shorter than `head` if rows vanished meanwhile.
-        const numbers = answer.ranking.filter((n): n is number => typeof n === 'number');
+        // Only whole candidate numbers count; anything else the model wrote is dropped before use.
+        const numbers = answer.ranking.filter((n): n is number => Number.isInteger(n) && n >= 1 && n <= items.length);
         const byItem = items.map((item) => head.findIndex((k) => k.provider === item.provider && k.externalId === item.externalId) + 1);
         ranking = numbers.map((n) => byItem[n - 1]).filter((n): n is number => typeof n === 'number' && n > 0);
         rerankCache.set(rerankKey, ranking);

@@ -75,29 +75,31 @@ function rankingSql(query: RankedQuery): RankingSql {
   const trigramTerms = terms.filter((t) => t.length >= TRIGRAM_MIN_TERM_LENGTH);
 
   const fieldHits = terms.map(
-    (term, i) => sql`(case when ${doc} @@ to_tsquery('english', ${lexeme(term, i) + 'A'}) then 1.0 else 0 end
-      + case when ${doc} @@ to_tsquery('english', ${lexeme(term, i) + 'B'}) then 0.5 else 0 end
-      + case when ${doc} @@ to_tsquery('english', ${lexeme(term, i) + 'C'}) then 0.25 else 0 end
-      + case when ${doc} @@ to_tsquery('english', ${lexeme(term, i) + 'D'}) then 0.1 else 0 end)`,
+    (term, i) => sql`(case when ${doc} @@ to_tsquery('english', ${lexeme(term, i) + 'A'}::text) then 1.0 else 0 end
+      + case when ${doc} @@ to_tsquery('english', ${lexeme(term, i) + 'B'}::text) then 0.5 else 0 end
+      + case when ${doc} @@ to_tsquery('english', ${lexeme(term, i) + 'C'}::text) then 0.25 else 0 end
+      + case when ${doc} @@ to_tsquery('english', ${lexeme(term, i) + 'D'}::text) then 0.1 else 0 end)`,
   );
-  const coverage = terms.length ? sql`(${sql.join(fieldHits, sql` + `)}) / ${terms.length}::numeric` : sql`0`;
-  const anyQuery = sql`to_tsquery('english', ${anyText})`;
+  const coverage = terms.length ? sql`(${sql.join(fieldHits, sql` + `)}) / ${terms.length}::numeric` : sql`0::numeric`;
+  const anyQuery = sql`to_tsquery('english', ${anyText}::text)`;
   const fts = terms.length
     ? sql`${coverage}
-        + case when ${terms.length > 1 ? sql`${doc} @@ to_tsquery('english', ${allText})` : sql`false`} then 0.5 else 0 end
+        + case when ${terms.length > 1 ? sql`${doc} @@ to_tsquery('english', ${allText}::text)` : sql`false`} then 0.5 else 0 end
         + 0.5 * ts_rank_cd(${TS_WEIGHTS}::real[], ${doc}, ${anyQuery}, 32)`
-    : sql`0`;
+    : sql`0::numeric`;
+  // Every parameter is typed: with no term long enough for trigrams, an untyped threshold next to
+  // the literal 0 would be read as an integer ("invalid input syntax for type integer: "0.5"").
   const trigram = trigramTerms.length
-    ? sql`greatest(${sql.join(trigramTerms.map((t) => sql`word_similarity(${t}, ${name})`))})`
-    : sql`0`;
+    ? sql`greatest(${sql.join(trigramTerms.map((t) => sql`word_similarity(${t}::text, ${name})`))})`
+    : sql`0::real`;
   const score = sql<number>`(${fts}
-    + case when ${trigram} >= ${WORD_SIMILARITY_THRESHOLD}::double precision then 0.6 * ${trigram} else 0 end
-    + case when regexp_replace(${name}, '[^[:alnum:]]+', ' ', 'g') = ${query.phrase} then 0.5 else 0 end)::double precision`;
+    + case when ${trigram} >= ${WORD_SIMILARITY_THRESHOLD}::real then 0.6 * ${trigram} else 0 end
+    + case when regexp_replace(${name}, '[^[:alnum:]]+', ' ', 'g') = ${query.phrase}::text then 0.5 else 0 end)::double precision`;
 
   const matches: RawBuilder<boolean>[] = [];
   if (terms.length) matches.push(sql<boolean>`${indexedDoc} @@ ${anyQuery}`);
   // `<%` (word similarity above pg_trgm.word_similarity_threshold) can use the trigram index on lower(name).
-  for (const t of trigramTerms) matches.push(sql<boolean>`${t} <% ${name}`);
+  for (const t of trigramTerms) matches.push(sql<boolean>`${t}::text <% ${name}`);
   return { where: matches.length ? sql<boolean>`(${sql.join(matches, sql` or `)})` : sql<boolean>`false`, score };
 }
 
@@ -117,7 +119,7 @@ export async function rankedPage(db: Db, query: RankedQuery, limit: number, offs
   const { where, score } = rankingSql(query);
   const columns = sql.join(SKILL_ROW_COLUMNS.map((c) => sql.ref(`s.${c}`)));
   return db.transaction().execute(async (trx) => {
-    await sql`select set_config('pg_trgm.word_similarity_threshold', ${String(WORD_SIMILARITY_THRESHOLD)}, true), set_config('enable_seqscan', 'off', true)`.execute(trx);
+    await sql`select set_config('pg_trgm.word_similarity_threshold', ${String(WORD_SIMILARITY_THRESHOLD)}::text, true), set_config('enable_seqscan', 'off', true)`.execute(trx);
     const { rows } = await sql<RankedRow>`
       select ${columns}, ranked.score, count(*) over () as total
       from skills_directory s
@@ -125,7 +127,7 @@ export async function rankedPage(db: Db, query: RankedQuery, limit: number, offs
       cross join lateral (select ${score} as score) ranked
       where ${where}
       order by ranked.score desc, lower(s.name), s.provider, s.external_id
-      limit ${limit} offset ${offset}`.execute(trx);
+      limit ${limit}::int offset ${offset}::int`.execute(trx);
     let total = rows.length ? Number(rows[0].total) : 0;
     if (rows.length === 0 && offset > 0) {
       const counted = await sql<{ n: number }>`select count(*)::int as n from skills_directory s where ${where}`.execute(trx);
@@ -167,14 +169,14 @@ export async function embeddingCandidates(db: Db, vector: number[], model: strin
     storage === 'pgvector'
       ? await sql<{ provider: string; external_id: string }>`
           select provider, external_id from skills_directory
-          where embedding_model = ${model} and vector_dims(embedding) = ${vector.length}
+          where embedding_model = ${model}::text and vector_dims(embedding) = ${vector.length}::int
           order by embedding <=> ${value}, provider, external_id
-          limit ${limit}`.execute(db)
+          limit ${limit}::int`.execute(db)
       : await sql<{ provider: string; external_id: string }>`
           select provider, external_id from skills_directory
-          where embedding_model = ${model} and cardinality(embedding) = ${vector.length}
+          where embedding_model = ${model}::text and cardinality(embedding) = ${vector.length}::int
           order by skills_dot(embedding, ${value}) desc, provider, external_id
-          limit ${limit}`.execute(db);
+          limit ${limit}::int`.execute(db);
   return rows.map((r) => ({ provider: r.provider, externalId: r.external_id }));
 }
 

@@ -1,5 +1,5 @@
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
-import { BROWSER_MICROS_PER_SECOND, llmCostMicros } from './pricing';
+import { BROWSER_MICROS_PER_SECOND, type PriceTable } from './pricing';
 
 /**
  * Bounds for "can the job's hold pay for the next call", checked before each billable call so a
@@ -32,18 +32,19 @@ export function promptTokenBound(messages: readonly ChatCompletionMessageParam[]
 }
 
 /** The most one LLM call with this prompt may cost, in micro-USD. */
-export function llmCallWorstCaseMicros(model: string, promptTokens: number, completionTokens = COMPLETION_TOKEN_ALLOWANCE): number {
-  return llmCostMicros(model, promptTokens, completionTokens);
+export function llmCallWorstCaseMicros(prices: PriceTable, model: string, promptTokens: number, completionTokens = COMPLETION_TOKEN_ALLOWANCE): number {
+  return prices.costMicros(model, promptTokens, completionTokens);
 }
 
 /** The most one agent step may cost: its decision (when the wallet pays the LLM) and its browser time. */
 export function agentStepWorstCaseMicros(input: {
+  prices: PriceTable;
   model: string;
   walletBilled: boolean;
   messages: readonly ChatCompletionMessageParam[];
   tools: readonly ChatCompletionTool[];
 }): number {
-  const llm = input.walletBilled ? llmCallWorstCaseMicros(input.model, promptTokenBound(input.messages, input.tools)) : 0;
+  const llm = input.walletBilled ? llmCallWorstCaseMicros(input.prices, input.model, promptTokenBound(input.messages, input.tools)) : 0;
   return llm + STEP_BROWSER_ALLOWANCE_SECONDS * BROWSER_MICROS_PER_SECOND;
 }
 
@@ -51,7 +52,7 @@ export function agentStepWorstCaseMicros(input: {
 const EXTRACTION_PROMPT_OVERHEAD_TOKENS = 2_000;
 
 /** The most a structured extraction may cost: its call and the one re-ask, each with the answer allowance. */
-export function extractionWorstCaseMicros(model: string, promptText: string): number {
+export function extractionWorstCaseMicros(prices: PriceTable, model: string, promptText: string): number {
   const prompt = textTokens(promptText) + EXTRACTION_PROMPT_OVERHEAD_TOKENS;
-  return 2 * llmCallWorstCaseMicros(model, prompt + COMPLETION_TOKEN_ALLOWANCE);
+  return 2 * llmCallWorstCaseMicros(prices, model, prompt + COMPLETION_TOKEN_ALLOWANCE);
 }

@@ -1,4 +1,4 @@
-import type { Page, Response } from 'playwright-core';
+import type { Page, Request, Response } from 'playwright-core';
 
 import type { ProxyConfig } from '../net/proxy';
 import { SsrfBlockedError, type NetworkPolicy } from '../net/ssrf';
@@ -30,6 +30,9 @@ export type RenderedPage = {
 const DEFAULT_TIMEOUT_MS = 30_000;
 const MAX_LOAD_WAIT_MS = 10_000;
 const MAX_NETWORK_IDLE_WAIT_MS = 5_000;
+/** How long capturing may wait for navigations the page starts on its own (or onLoaded starts). */
+const MAX_CAPTURE_WAIT_MS = 15_000;
+const MAX_CAPTURE_ATTEMPTS = 6;
 const VIEWPORT = { width: 1366, height: 768 };
 
 function desktopUserAgent(browserVersion: string): string {
@@ -75,13 +78,77 @@ async function settle(page: Page, waitFor: 'load' | 'networkidle', deadline: num
   }
 }
 
-async function contentWithRetry(page: Page): Promise<string> {
-  for (let attempt = 0; ; attempt++) {
+/** Counts main-frame navigation requests in flight (each redirect hop is one), so capturing can wait for them. */
+interface NavigationTracker {
+  inFlight(): boolean;
+  /** Resolves once no main-frame navigation request is in flight, or after `timeoutMs`. */
+  idle(timeoutMs: number): Promise<void>;
+}
+
+function trackMainFrameNavigations(page: Page): NavigationTracker {
+  const pending = new Set<Request>();
+  let waiters: (() => void)[] = [];
+  const isMainFrameNavigation = (request: Request) => {
+    try {
+      return request.isNavigationRequest() && request.frame() === page.mainFrame();
+    } catch {
+      return false; // a service-worker request has no frame
+    }
+  };
+  const done = (request: Request) => {
+    if (!pending.delete(request) || pending.size > 0) return;
+    const ready = waiters;
+    waiters = [];
+    for (const wake of ready) wake();
+  };
+  page.on('request', (request) => {
+    if (isMainFrameNavigation(request)) pending.add(request);
+  });
+  page.on('requestfinished', done);
+  page.on('requestfailed', done);
+  page.on('close', () => [...pending].forEach(done));
+  return {
+    inFlight: () => pending.size > 0,
+    idle(timeoutMs) {
+      if (pending.size === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(finish, Math.max(1, timeoutMs));
+        function finish() {
+          clearTimeout(timer);
+          waiters = waiters.filter((w) => w !== finish);
+          resolve();
+        }
+        waiters.push(finish);
+      });
+    },
+  };
+}
+
+const NAVIGATING = /page is navigating|execution context was destroyed|navigation/i;
+
+/**
+ * Reads the page's HTML once the navigations it started have settled. A page (or onLoaded) that
+ * navigates by script can still commit a new document while the HTML is read; then Playwright
+ * refuses ("the page is navigating and changing the content"), and the read is retried on the
+ * document the navigation brings, within MAX_CAPTURE_ATTEMPTS and the deadline.
+ */
+async function captureContent(page: Page, guard: ContextGuard, tracker: NavigationTracker, waitFor: 'load' | 'networkidle', requestedUrl: string, deadline: number): Promise<string> {
+  const remaining = () => Math.max(1, deadline - Date.now());
+  for (let attempt = 1; ; attempt++) {
+    // Navigations in flight first (each redirect hop is a request), then whatever document they brought.
+    for (let round = 0; tracker.inFlight() && round < MAX_CAPTURE_ATTEMPTS && Date.now() < deadline; round++) {
+      await tracker.idle(remaining());
+      await waitPastRedirectInterstitials(page, remaining()).catch(() => undefined);
+      await settle(page, waitFor, deadline);
+    }
+    assertNotErrorPage(page, guard, requestedUrl);
     try {
       return await page.content();
     } catch (error) {
-      if (attempt >= 2) throw error;
-      await page.waitForLoadState('domcontentloaded', { timeout: 2_000 }).catch(() => undefined);
+      if (attempt >= MAX_CAPTURE_ATTEMPTS || Date.now() >= deadline || !NAVIGATING.test(String((error as Error)?.message))) throw error;
+      // A document was committed while reading: wait for it to load (and past any redirect interstitial), then read again.
+      await waitPastRedirectInterstitials(page, remaining()).catch(() => undefined);
+      await settle(page, waitFor, deadline);
     }
   }
 }
@@ -97,6 +164,7 @@ export async function renderPage(pool: BrowserPool, options: RenderOptions): Pro
       const guard = await guardContext(context, { policy: options.policy, proxy: options.proxy, timeoutMs });
       const page = await context.newPage();
       const mainDocumentResponse = trackMainDocumentResponses(page);
+      const navigations = trackMainFrameNavigations(page);
       const waitFor = options.waitFor ?? 'networkidle';
       const navigationStarted = Date.now();
       await reachDocument(page, guard, options.url, () => page.goto(options.url, { waitUntil: 'commit', timeout: timeoutMs }), timeoutMs);
@@ -108,7 +176,7 @@ export async function renderPage(pool: BrowserPool, options: RenderOptions): Pro
         await settle(page, waitFor, Date.now() + MAX_NETWORK_IDLE_WAIT_MS);
         assertNotErrorPage(page, guard, options.url);
       }
-      const html = await contentWithRetry(page);
+      const html = await captureContent(page, guard, navigations, waitFor, options.url, Date.now() + MAX_CAPTURE_WAIT_MS);
       return {
         finalUrl: page.url(),
         status: mainDocumentResponse()?.status() ?? 0,

@@ -1,5 +1,6 @@
 import type OpenAI from 'openai';
 import { createLlmClient, OPENAI_DEFAULT_BASE_URL } from './client';
+import type { PriceTable } from '../billing/pricing';
 
 export type LlmProvider = 'service' | 'router';
 
@@ -8,6 +9,8 @@ export interface LlmSettings {
   service: { baseURL: string | null; apiKey: string | null };
   /** A third-party model router used with the account's own key; its token cost is the account's, not the wallet's. */
   routerBaseURL: string | null;
+  /** What the `service` provider accepts and how its tokens are billed. */
+  prices: PriceTable;
   timeoutMs?: number;
 }
 
@@ -23,6 +26,7 @@ export function createLlmProviders(settings: LlmSettings) {
     return client;
   };
   return {
+    prices: settings.prices,
     /** Resolves the client for a request; `walletBilled` says whether token cost is charged to the wallet. */
     resolve(provider: LlmProvider, routerApiKey: () => Promise<string | null>): Promise<{ client: OpenAI; walletBilled: boolean }> {
       return (async () => {

@@ -1,5 +1,6 @@
 import type { FieldSpec } from '../llm/structured-output';
 import { httpUrl } from './common';
+import { LLM_MODEL_DESCRIPTION, LLM_PROVIDER_DESCRIPTION } from './llm';
 
 export const AgentStructuredOutputField = {
   type: 'object',
@@ -36,8 +37,8 @@ export const AgenticScraperRequest = {
   required: ['task'],
   properties: {
     task: { type: 'string', minLength: 1, maxLength: 20000 },
-    llm_provider: { type: 'string', enum: ['service', 'router'], default: 'service' },
-    llm_model: { type: 'string', minLength: 1, maxLength: 200, default: 'router/auto' },
+    llm_provider: { type: 'string', enum: ['service', 'router'], default: 'service', description: LLM_PROVIDER_DESCRIPTION },
+    llm_model: { type: 'string', minLength: 1, maxLength: 200, default: 'router/auto', description: LLM_MODEL_DESCRIPTION },
     headless: { type: 'boolean', default: false, description: 'false runs a headed Chromium (under a virtual display on servers)' },
     vision_mode: { type: 'string', enum: ['auto', 'visual', 'text_only'], default: 'auto' },
     vision_detail_level: { type: 'string', enum: ['auto', 'low', 'high'], default: 'auto' },

@@ -1,6 +1,7 @@
 import { httpUrl } from './common';
 import { AgentStructuredOutputField } from './agentscraper';
 import { ForumCredentials } from './social';
+import { LLM_MODEL_DESCRIPTION, LLM_PROVIDER_DESCRIPTION } from './llm';
 
 const uuid = { type: 'string', format: 'uuid' } as const;
 
@@ -86,13 +87,15 @@ export const AutomationCreateRequest = {
       type: 'string',
       minLength: 1,
       maxLength: 200,
-      description: '5 fields, or 6/7 with a leading seconds field, or @daily / @every 10m style descriptors',
+      description:
+        '5 fields, or 6/7 with a leading seconds field, or @daily / @every 10m style descriptors. It may not fire more often than the ' +
+        'minimum interval between runs (AUTOMATION_MIN_INTERVAL_MINUTES, default 5 minutes): otherwise 400 cron_too_frequent, naming the minimum',
     },
     timezone: { type: 'string', minLength: 1, maxLength: 100, description: 'IANA time zone, default UTC' },
     task: { type: 'string', minLength: 1, maxLength: 20000 },
     automation_type: { type: 'string', enum: ['forum-agent', 'microblog-agent'] },
-    llm_provider: { type: 'string', enum: ['service', 'router'], default: 'service' },
-    llm_model: { type: 'string', minLength: 1, maxLength: 200, default: 'router/auto' },
+    llm_provider: { type: 'string', enum: ['service', 'router'], default: 'service', description: LLM_PROVIDER_DESCRIPTION },
+    llm_model: { type: 'string', minLength: 1, maxLength: 200, default: 'router/auto', description: LLM_MODEL_DESCRIPTION },
     webhook_url: httpUrl,
     structured_output: { type: 'array', minItems: 1, maxItems: 100, items: AgentStructuredOutputField },
     captcha_solver_enabled: { type: 'boolean', default: false },

@@ -1,5 +1,6 @@
 import { cookiesJsonSchema } from '../page/cookies';
 import { httpUrl } from './common';
+import { LLM_MODEL_DESCRIPTION, LLM_PROVIDER_DESCRIPTION } from './llm';
 
 export const StructuredOutputField = {
   type: 'object',
@@ -22,8 +23,8 @@ export const ScrapeRequest = {
   required: ['url'],
   properties: {
     url: { ...httpUrl, description: 'Page to scrape (http or https); checked by the SSRF guard at every hop' },
-    llm_provider: { type: 'string', enum: ['service', 'router'], default: 'service' },
-    llm_model: { type: 'string', minLength: 1, maxLength: 200, default: 'gpt-4o-mini' },
+    llm_provider: { type: 'string', enum: ['service', 'router'], default: 'service', description: LLM_PROVIDER_DESCRIPTION },
+    llm_model: { type: 'string', minLength: 1, maxLength: 200, default: 'gpt-4o-mini', description: LLM_MODEL_DESCRIPTION },
     webhook_url: { ...httpUrl, description: 'Receives the finished job record (see the Webhooks section of the description)' },
     cookies: cookiesJsonSchema,
     structured_output: {

@@ -145,6 +145,8 @@ async function startHarness(): Promise<Harness> {
     FORUM_API_BASE: forum.apiBase,
     FORUM_AUTH_BASE: forum.authBase,
     MICROBLOG_BASE: microblog.base,
+    // Low enough for the seconds-level schedules the automation tests wait for (the default is 5 minutes).
+    AUTOMATION_MIN_INTERVAL_MINUTES: '0.05',
   };
   const config = loadConfig(env);
   const policy = parseNetworkAllowlist(config.networkAllowlist);
