@@ -18,7 +18,7 @@ export class InvalidAmountError extends Error {
  */
 async function applyLedgerEntry(
   db: Db,
-  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; jobId?: string | null; marketRunId?: string | null; description: string },
+  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; jobId?: string | null; description: string },
 ): Promise<LedgerResult> {
   if (!Number.isSafeInteger(entry.amountMicros)) throw new InvalidAmountError('Ledger amounts are integer micro-USD');
   const run = async (trx: Db): Promise<LedgerResult> => {
@@ -31,7 +31,6 @@ async function applyLedgerEntry(
         balance_after_micros: 0,
         idempotency_key: entry.idempotencyKey,
         job_id: entry.jobId ?? null,
-        market_run_id: entry.marketRunId ?? null,
         description: entry.description,
       })
       .onConflict((oc) => oc.column('idempotency_key').doNothing())
@@ -216,7 +215,25 @@ export async function releaseHold(db: Db, jobId: string): Promise<boolean> {
  */
 export async function lockWallets(trx: Db, userIds: readonly string[]): Promise<void> {
   if (!trx.isTransaction) throw new Error('lockWallets must run inside a transaction');
-  for (const userId of [...new Set(userIds)].sort()) await lockWallet(trx, userId);
+  // Rows are locked as the sorted result is produced, so in user-id order.
+  await trx.selectFrom('wallets').select('user_id').where('user_id', 'in', [...new Set(userIds)]).orderBy('user_id').forUpdate().execute();
+}
+
+/**
+ * One ledger entry under a key that cannot have been used before (derived from a fresh id), moving
+ * the balance in the same statement. A repeated key fails the statement, and so its transaction.
+ */
+async function appendNewLedgerEntry(
+  trx: Db,
+  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; marketRunId: string; description: string },
+): Promise<void> {
+  await sql`
+    with moved as (
+      update wallets set balance_micros = balance_micros + ${entry.amountMicros}::bigint, updated_at = now()
+      where user_id = ${entry.userId}::uuid returning balance_micros)
+    insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, market_run_id, description)
+    select ${entry.userId}::uuid, ${entry.kind}, ${entry.amountMicros}::bigint, moved.balance_micros, ${entry.idempotencyKey}, null, ${entry.marketRunId}::uuid, ${entry.description}
+    from moved`.execute(trx);
 }
 
 export interface MarketChargePosting {
@@ -237,7 +254,7 @@ export interface MarketChargePosting {
  * consumer's debit of the total (a `usage` entry, with an agent transaction the consumer sees in
  * /transactions) and the provider's revenue (a `revenue` entry on the provider's own wallet), both
  * carrying the run id. Commission (total − revenue) stays with the platform. Keys derive from the
- * charge id, so posting twice changes nothing.
+ * (new) charge id: posting a charge twice fails its transaction instead of charging twice.
  */
 export async function postMarketCharge(trx: Db, posting: MarketChargePosting): Promise<void> {
   if (!trx.isTransaction) throw new Error('postMarketCharge must run inside the charge transaction');
@@ -259,7 +276,7 @@ export async function postMarketCharge(trx: Db, posting: MarketChargePosting): P
       idempotency_key: debitKey,
     })
     .execute();
-  await applyLedgerEntry(trx, {
+  await appendNewLedgerEntry(trx, {
     userId: posting.consumerId,
     kind: 'usage',
     amountMicros: -totalMicros,
@@ -268,7 +285,7 @@ export async function postMarketCharge(trx: Db, posting: MarketChargePosting): P
     description: `${posting.agentName}: ${posting.result}`,
   });
   if (providerRevenueMicros > 0) {
-    await applyLedgerEntry(trx, {
+    await appendNewLedgerEntry(trx, {
       userId: posting.providerId,
       kind: 'revenue',
       amountMicros: providerRevenueMicros,

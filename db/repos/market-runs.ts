@@ -198,16 +198,11 @@ export type RunChargeOutcome =
   | { kind: 'unknown_event' }
   | { kind: 'entry_not_active' };
 
-async function priorCharge(db: Db, request: RunChargeRequest): Promise<RunChargeOutcome | null> {
-  const existing = await db
-    .selectFrom('market_run_charges')
-    .select(['request_hash', 'result'])
-    .where('run_id', '=', request.runId)
-    .where('idempotency_key', '=', request.idempotencyKey)
-    .executeTakeFirst();
-  if (!existing) return null;
-  if (existing.request_hash !== request.requestHash) return { kind: 'conflict' };
-  return { kind: 'replayed', result: { ...(existing.result as ProductionChargeResult), replayed: true } };
+/** The answer for a key already used on this run: the stored result (replayed), or a conflict when the request differs. */
+function priorOutcome(request: RunChargeRequest, prior: { request_hash: string | null; result: unknown }): RunChargeOutcome | null {
+  if (prior.request_hash === null) return null;
+  if (prior.request_hash !== request.requestHash) return { kind: 'conflict' };
+  return { kind: 'replayed', result: { ...(prior.result as ProductionChargeResult), replayed: true } };
 }
 
 /**
@@ -221,30 +216,37 @@ async function priorCharge(db: Db, request: RunChargeRequest): Promise<RunCharge
  * charge and replay it.
  */
 export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promise<RunChargeOutcome> {
-  const run = await db.selectFrom('market_runs').select(['consumer_id', 'provider_id', 'entry_id']).where('id', '=', request.runId).executeTakeFirst();
+  const charges = (run: string) =>
+    sql<{ request_hash: string | null; result: unknown }>`(select c.request_hash, c.result from market_run_charges c where c.run_id = ${run}::uuid and c.idempotency_key = ${request.idempotencyKey})`;
+  const seen = await sql<{ consumer_id: string; provider_id: string; entry_id: string; request_hash: string | null; result: unknown }>`
+    select r.consumer_id, r.provider_id, r.entry_id, c.request_hash, c.result
+    from market_runs r left join lateral ${charges(request.runId)} c on true
+    where r.id = ${request.runId}::uuid`.execute(db);
+  const run = seen.rows[0];
   if (!run) return { kind: 'not_found' };
   if (run.provider_id !== request.providerId) return { kind: 'forbidden' };
   if (run.entry_id !== request.entryId) return { kind: 'wrong_entry' };
-  const prior = await priorCharge(db, request);
+  const prior = priorOutcome(request, run);
   if (prior) return prior;
 
   return db.transaction().execute(async (trx): Promise<RunChargeOutcome> => {
     await lockWallets(trx, [run.consumer_id, run.provider_id]);
-    const locked = await trx
-      .selectFrom('market_runs')
-      .selectAll()
-      .select(sql<boolean>`expires_at > clock_timestamp()`.as('active'))
-      .where('id', '=', request.runId)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
-    const raced = await priorCharge(trx, request);
+    const locked = (
+      await sql<Selectable<MarketRunsTable> & { active: boolean; request_hash: string | null; result: unknown; entry_slug: string | null }>`
+        select r.*, r.expires_at > clock_timestamp() as active, c.request_hash, c.result,
+          (select s.slug from market_submissions s
+            where s.listing_id = r.entry_id and s.market = 'mcp' and s.live and s.status = 'approved') as entry_slug
+        from market_runs r left join lateral ${charges(request.runId)} c on true
+        where r.id = ${request.runId}::uuid
+        for update of r`.execute(trx)
+    ).rows[0]!;
+    const raced = priorOutcome(request, locked);
     if (raced) return raced;
     if (locked.status !== 'open') return { kind: 'closed' };
     if (!locked.active) return { kind: 'expired' };
     const event = (locked.pricing_events as StoredPricingEvent[]).find((e) => e.eventName === request.eventName);
     if (!event) return { kind: 'unknown_event' };
-    const entry = await liveEntry(trx, locked.entry_id);
-    if (!entry) return { kind: 'entry_not_active' };
+    if (locked.entry_slug === null) return { kind: 'entry_not_active' };
 
     const commissionPpm = ratePpm(request.commissionRate);
     const split = splitCharge({ count: request.count, unitPriceMicros: event.unitPriceMicros, remainingMicros: locked.hold_micros - locked.charged_micros, commissionPpm });
@@ -292,7 +294,7 @@ export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promis
         providerId: run.provider_id,
         totalMicros: split.totalMicros,
         providerRevenueMicros: split.providerRevenueMicros,
-        agentName: `market:${entry.slug}`,
+        agentName: `market:${locked.entry_slug}`,
         result: `${event.eventName} × ${split.chargedCount}`,
         payload: {
           runId: request.runId,
