@@ -127,6 +127,8 @@ export function marketPaths() {
     },
     '/market/icons/{key}.png': {
       get: {
+        // Derived ids read path segments; "{key}.png" is not one, so this operation names its own.
+        operationId: 'getMarketIconsByKey',
         summary: 'An uploaded icon (public: no API key needed); Content-Type image/png, X-Content-Type-Options nosniff',
         tags,
         security: [],
