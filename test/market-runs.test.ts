@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { loadConfig } from '../lib/config';
 import { signChargeToken } from '../lib/market/charge-token';
 import { splitCharge } from '../lib/market/commission';
 import { closeMarketRun, findMarketRun, openMarketRun, type OpenMarketRunInput } from '../db/repos/market-runs';
@@ -86,6 +87,14 @@ describe('market runs and production charges', function () {
     for (let total = 0; total < 2_000; total += 7) {
       const split = splitCharge({ count: total, unitPriceMicros: 1, remainingMicros: total, commissionPpm: 123_457 });
       assert.equal(split.commissionMicros + split.providerRevenueMicros, total);
+    }
+  });
+
+  it('reads MARKET_RUN_CHARGE_LIMIT_USD as a positive whole number of micro-USD', function () {
+    assert.equal(loadConfig({ ...h.env }).market.runChargeLimitMicros, 1_000_000);
+    assert.equal(loadConfig({ ...h.env, MARKET_RUN_CHARGE_LIMIT_USD: '0.25' }).market.runChargeLimitMicros, 250_000);
+    for (const bad of ['0', '-1', '0.0000001', 'lots']) {
+      assert.throws(() => loadConfig({ ...h.env, MARKET_RUN_CHARGE_LIMIT_USD: bad }), /MARKET_RUN_CHARGE_LIMIT_USD/);
     }
   });
 

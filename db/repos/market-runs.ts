@@ -153,7 +153,6 @@ export async function closeMarketRun(db: Db, runId: string): Promise<{ closed: b
 
 /** ProviderEventChargeResult of a production charge. */
 export interface ProductionChargeResult {
-  [key: string]: unknown;
   chargeId: string;
   eventName: string;
   requestedCount: number;

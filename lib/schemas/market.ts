@@ -106,6 +106,11 @@ export const McpDiscoveryResponse = {
     tools: { type: 'array', items: discoveredTool },
     params: { type: 'array', items: discoveryParam, description: 'Parameters the source needs (names and where they go; never values)' },
     authRequired: { type: 'boolean', description: 'The source refused discovery without credentials' },
+    source: {
+      type: 'object',
+      description:
+        'How the source was reached (not part of the fingerprint): remote MCP transport (streamable_http or sse), protocolVersion and server {name, version}; OpenAPI specification (e.g. "OpenAPI 3.1.0") and serverUrl',
+    },
   },
 } as const;
 
