@@ -10,8 +10,10 @@
  *   3. Production charges: POST /provider/runs/{runId}/charge at 32 concurrent providers, every
  *      request a new idempotency key (each a locked transaction: two wallets and the run, the charge
  *      row, the consumer's debit and agent transaction, the provider's revenue).
- *   4. The replay path: the same keys and bodies again (each answered from the stored result).
- *   5. Checks: every accepted charge exactly once in the books (one charge row per key, one debit
+ *   4. The same charge transaction called in-process (db/repos/market-runs.ts chargeMarketRun on the
+ *      API's pool, no HTTP, no API key or token check): what the database part costs.
+ *   5. The replay path: the same keys and bodies again (each answered from the stored result).
+ *   6. Checks: every accepted charge exactly once in the books (one charge row per key, one debit
  *      and one revenue credit per charge, the run's total equal to the sum), replays wrote nothing,
  *      and the ledger reconciles. A double charge fails the benchmark.
  *
@@ -20,7 +22,7 @@
 import os from 'node:os';
 import pg from 'pg';
 import { sql } from 'kysely';
-import { openMarketRun } from '../db/repos/market-runs';
+import { chargeMarketRun, openMarketRun } from '../db/repos/market-runs';
 import type { Harness } from '../test/support/harness';
 import { findLedgerProblems } from '../test/support/ledger-reconciliation';
 import { approvedEventEntry } from '../test/support/market';
@@ -34,11 +36,15 @@ const WATCHDOG_MS = 420_000;
 const UNIT_PRICE_USD = 0.00001;
 
 interface Lane {
+  providerId: string;
+  entryId: string;
   providerKey: string;
   runId: string;
   token: string;
   /** Keys this lane charged with, in order. */
   keys: string[];
+  /** The keys charged through HTTP (replayed through HTTP with the same body). */
+  httpKeys: string[];
 }
 
 async function setUp(h: Harness): Promise<Lane[]> {
@@ -57,7 +63,7 @@ async function setUp(h: Harness): Promise<Lane[]> {
       chargeTokenKey: h.config.market.chargeTokenKey,
     });
     if (opened.outcome !== 'opened') throw new Error(`run not opened: ${opened.outcome}`);
-    lanes.push({ providerKey: provider.apiKey, runId: opened.run.id, token: opened.chargeToken, keys: [] });
+    lanes.push({ providerId: provider.userId, entryId: entry.entryId, providerKey: provider.apiKey, runId: opened.run.id, token: opened.chargeToken, keys: [], httpKeys: [] });
   }
   return lanes;
 }
@@ -72,6 +78,23 @@ async function charge(h: Harness, lane: Lane, key: string, expectReplay: boolean
   const body = (await response.json()) as { replayed?: boolean; chargedCount?: number; error?: unknown };
   if (response.status !== 200) throw new Error(`charge answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
   if (body.replayed !== expectReplay || body.chargedCount !== 1) throw new Error(`unexpected charge result: ${JSON.stringify(body)}`);
+  return true;
+}
+
+/** The charge transaction without the HTTP layer. */
+async function chargeInProcess(h: Harness, lane: Lane, key: string): Promise<boolean> {
+  const outcome = await chargeMarketRun(h.db, {
+    runId: lane.runId,
+    providerId: lane.providerId,
+    entryId: lane.entryId,
+    idempotencyKey: key,
+    requestHash: `in-process:${key}`,
+    eventName: 'row.extracted',
+    count: 1,
+    toolName: null,
+    commissionRate: h.config.market.commissionRate,
+  });
+  if (outcome.kind !== 'recorded' || outcome.result.chargedCount !== 1) throw new Error(`unexpected in-process charge: ${JSON.stringify(outcome)}`);
   return true;
 }
 
@@ -156,13 +179,14 @@ async function checkBooks(h: Harness, lanes: Lane[]): Promise<Books> {
   };
 }
 
-function printReport(figures: { baseline: LoadResult; charges: LoadResult; replays: LoadResult; books: Books; loadAverages: number[] }): void {
-  const { baseline: base, charges, replays, books } = figures;
+function printReport(figures: { baseline: LoadResult; charges: LoadResult; inProcess: LoadResult; replays: LoadResult; books: Books; loadAverages: number[] }): void {
+  const { baseline: base, charges, inProcess, replays, books } = figures;
   const p = (r: LoadResult, q: number) => round(percentile(r.latenciesMs, q), 1);
   const rows = [
     [`at ${PROVIDERS} concurrent clients, ${PHASE_MS / 1000}s each`, 'ok', 'per second', 'ratio to baseline', 'p50 ms', 'p99 ms'],
     ['raw single-row Postgres transactions (baseline)', String(base.succeeded), String(round(perSecond(base), 1)), '1', String(p(base, 50)), String(p(base, 99))],
     ['production charges (new idempotency key each)', String(charges.succeeded), String(round(perSecond(charges), 1)), String(round(perSecond(charges) / perSecond(base), 3)), String(p(charges, 50)), String(p(charges, 99))],
+    ['the same transaction in-process (no HTTP)', String(inProcess.succeeded), String(round(perSecond(inProcess), 1)), String(round(perSecond(inProcess) / perSecond(base), 3)), String(p(inProcess, 50)), String(p(inProcess, 99))],
     ['replayed charges (same key and body again)', String(replays.succeeded), String(round(perSecond(replays), 1)), String(round(perSecond(replays) / perSecond(base), 3)), String(p(replays, 50)), String(p(replays, 99))],
   ];
   const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
@@ -171,7 +195,7 @@ function printReport(figures: { baseline: LoadResult; charges: LoadResult; repla
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('-|-'));
   for (const row of rows.slice(1)) console.log(line(row));
-  for (const [name, r] of Object.entries({ baseline: base, charges, replays })) if (r.failed) console.log(`${name}: ${r.failed} failed; first error: ${r.firstError}`);
+  for (const [name, r] of Object.entries({ baseline: base, charges, inProcess, replays })) if (r.failed) console.log(`${name}: ${r.failed} failed; first error: ${r.firstError}`);
   console.log('');
   console.log(
     `books: ${books.accepted} accepted charges, ${books.chargeRows} charge rows, ${books.duplicateKeys} duplicate keys, ${books.debits} consumer debits, ` +
@@ -186,6 +210,7 @@ function printReport(figures: { baseline: LoadResult; charges: LoadResult; repla
       phase_seconds: PHASE_MS / 1000,
       baseline_single_row_tx: figure(base),
       charges: { ...figure(charges), ratio_to_baseline: round(perSecond(charges) / perSecond(base), 3) },
+      charges_in_process: { ...figure(inProcess), ratio_to_baseline: round(perSecond(inProcess) / perSecond(base), 3) },
       replays: { ...figure(replays), ratio_to_baseline: round(perSecond(replays) / perSecond(base), 3) },
       books,
       cpus: os.cpus().length,
@@ -211,15 +236,23 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h) => {
     const key = `event-${n}`;
     await charge(h, lane, key, false);
     lane.keys.push(key);
+    lane.httpKeys.push(key);
+    return true;
+  });
+  log(`the charge transaction in-process at ${PROVIDERS} concurrent providers for ${PHASE_MS / 1000}s`);
+  const inProcess = await perLane(lanes, async (lane, n) => {
+    const key = `direct-${n}`;
+    await chargeInProcess(h, lane, key);
+    lane.keys.push(key);
     return true;
   });
   log(`replays of the keys just charged, at ${PROVIDERS} concurrent providers for ${PHASE_MS / 1000}s`);
-  const replays = await perLane(lanes, (lane, n) => charge(h, lane, lane.keys[n % lane.keys.length], true));
+  const replays = await perLane(lanes, (lane, n) => charge(h, lane, lane.httpKeys[n % lane.httpKeys.length], true));
 
   const books = await checkBooks(h, lanes);
-  printReport({ baseline: baseResult, charges, replays, books, loadAverages: [loadAtStart, os.loadavg()[0]] });
+  printReport({ baseline: baseResult, charges, inProcess, replays, books, loadAverages: [loadAtStart, os.loadavg()[0]] });
   const double = books.chargeRows !== books.accepted || books.duplicateKeys !== 0 || books.debits !== books.accepted || books.revenueCredits !== books.accepted || books.runsOff !== 0;
   if (double) throw new Error('double (or missing) charges found: see "books" above');
   if (books.ledgerProblems.length) throw new Error(`the ledger does not reconcile: ${books.ledgerProblems.join('; ')}`);
-  if (charges.failed || replays.failed) throw new Error('some charges failed: see above');
+  if (charges.failed || inProcess.failed || replays.failed) throw new Error('some charges failed: see above');
 });

@@ -187,6 +187,29 @@ describe('market discovery and validation over the tool runtime', function () {
     for (const value of Object.values(params)) assert.equal(JSON.stringify([submission.body, byUrl.body]).includes(value), false);
   });
 
+  it('never returns or stores a server URL variable given in params', async function () {
+    const { apiKey } = await h.createUser();
+    const tenant = 'tenant-7c41e2aa';
+    const spec = {
+      ...TIDES('https://{tenant}.tides.example/v1'),
+      servers: [{ url: 'https://{tenant}.tides.example/v1', variables: { tenant: { default: '', description: 'Your tenant' } } }],
+    };
+    const needs = await post('validate', apiKey, { type: 'openapi', spec });
+    assert.deepEqual([needs.body.status, needs.body.requiredParameters.map((p: any) => [p.name, p.in])], ['needs_parameters', [['tenant', 'server']]]);
+    for (const path of ['discover', 'validate'] as const) {
+      const response = await post(path, apiKey, { type: 'openapi', spec, params: { tenant } });
+      assert.equal(response.status, 200, JSON.stringify(response.body));
+      const discovery = path === 'discover' ? response.body : response.body.discovery;
+      assert.equal(discovery.source.serverUrl, 'https://[redacted].tides.example/v1');
+      assert.ok(!JSON.stringify(response.body).includes(tenant));
+      if (path === 'validate') {
+        assert.equal(response.body.status, 'valid');
+        const row = await h.db.selectFrom('market_validations').selectAll().where('id', '=', response.body.validationId).executeTakeFirstOrThrow();
+        assert.ok(!JSON.stringify(row).includes(tenant));
+      }
+    }
+  });
+
   it('refuses internal destinations, redirects to them and plain http with a clear 400, and nothing reaches 127.0.0.2', async function () {
     const { apiKey } = await h.createUser();
     const toInternal = await startRedirector((path) => internal.httpsUrl(path));

@@ -1,5 +1,5 @@
 import { discoverToolsWithDocument } from '../tools/discovery';
-import { ToolSourceError, type ToolSourceErrorCode } from '../tools/errors';
+import { scrubSecrets, ToolSourceError, type ToolSourceErrorCode } from '../tools/errors';
 import type { ToolRuntimeDeps } from '../tools/source';
 import type { SourceParamValues, ToolSourceSpec } from '../tools/types';
 import { DiscoveryError, type Discover, type DiscoveryResult } from './discovery';
@@ -45,6 +45,8 @@ export function runtimeDiscover(deps: ToolRuntimeDeps): Discover {
     try {
       const { discovery, openapiDocument } = await discoverToolsWithDocument(spec, deps);
       const { authRequired, ...source } = discovery.source;
+      // A server URL variable given in params is a param value: it is not returned or stored either.
+      if (typeof source.serverUrl === 'string') source.serverUrl = scrubSecrets(source.serverUrl, Object.values(spec.params ?? {}));
       const result: DiscoveryResult = {
         title: discovery.title,
         description: discovery.description,
