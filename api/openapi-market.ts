@@ -70,11 +70,11 @@ export function marketPaths() {
         requestBody: body('McpMarketDiscoveryRequest'),
         responses: {
           200: json(ref('McpDiscoveryResponse'), 'The discovery'),
-          400: error('Invalid body; source_required, source_conflict, insecure_url (plain http), ssrf_blocked (internal address or unsafe redirect), invalid_openapi_document, invalid_source'),
+          400: error('Invalid body; source_required, source_conflict, credentials_in_url, insecure_url (plain http), ssrf_blocked (internal address or unsafe redirect), invalid_openapi_document, source_too_large, invalid_source'),
           401: unauthorized,
-          502: error('source_unreachable: the source did not answer properly; discovery_failed: discovery failed after retries'),
-          503: error('Workflow engine or discovery unavailable'),
-          504: error('discovery_timeout'),
+          502: error('The source failed (after retries for transient failures): upstream_unreachable, upstream_error, tls_error, not_mcp_server, auth_required; discovery_failed: discovery failed unexpectedly'),
+          503: error('Workflow engine unavailable'),
+          504: error('upstream_timeout; discovery_timeout (MARKET_DISCOVERY_TIMEOUT_MS)'),
         },
       },
     },
@@ -87,9 +87,9 @@ export function marketPaths() {
           200: json(ref('McpMarketValidationResponse'), 'valid, invalid (an error issue) or needs_parameters (parametersRequired, requiredParameters)'),
           400: error('As for discover'),
           401: unauthorized,
-          502: error('source_unreachable, discovery_failed'),
-          503: error('Workflow engine or discovery unavailable'),
-          504: error('discovery_timeout'),
+          502: error('As for discover'),
+          503: error('Workflow engine unavailable'),
+          504: error('As for discover'),
         },
       },
     },
@@ -127,6 +127,8 @@ export function marketPaths() {
     },
     '/market/icons/{key}.png': {
       get: {
+        // Derived ids read path segments; "{key}.png" is not one, so this operation names its own.
+        operationId: 'getMarketIconsByKey',
         summary: 'An uploaded icon (public: no API key needed); Content-Type image/png, X-Content-Type-Options nosniff',
         tags,
         security: [],
@@ -205,10 +207,14 @@ export function marketPaths() {
     },
     '/provider/runs/{runId}/charge': {
       post: {
-        summary: 'Report a provider event of a run (verification runs: no money moves, the event is marked verified)',
+        summary: 'Report a provider event of a run: production runs debit the consumer and credit the provider; verification runs move no money',
         description:
           'Send the provider\'s own X-API-Key, x-service-charge-token and an idempotency-key stable per logical event (reuse it on retries after network errors, 429 and 5xx). ' +
-          'A repeated key returns the original result with replayed true.',
+          'A repeated key returns the original result with replayed true (also after the run closed); the same key with a different body is 409. ' +
+          'Production (a market run opened by the hosted MCP endpoint or an agent): the event must be one of the entry\'s pricing events; chargedCount is what the run\'s remaining hold ' +
+          '(min(consumer\'s available balance, the consumer\'s cap, MARKET_RUN_CHARGE_LIMIT_USD) at opening) pays for, chargeableWithinLimit how many more units it can still pay for, ' +
+          'eventChargeLimitReached true when that is 0. totalChargedUsd = chargedCount × unitPriceUsd; commissionUsd = floor(total × MARKET_COMMISSION_RATE) in micro-USD; ' +
+          'providerRevenueUsd = total − commission, credited to the provider\'s wallet in the same transaction as the consumer\'s debit. Process at most chargedCount units.',
         tags: ['Provider event charge'],
         parameters: [
           uuidPath('runId'),
@@ -220,9 +226,9 @@ export function marketPaths() {
           200: json(ref('ProviderEventChargeResult'), 'Charged (or verified), or replayed'),
           400: error('Invalid body; idempotency_key_required; unknown_event (not an event of this run)'),
           401: unauthorized,
-          403: error('invalid_charge_token (missing, malformed, forged or bound to another run); charge_token_expired; charge_forbidden (the key\'s account is not the run\'s provider)'),
+          403: error('invalid_charge_token (missing, malformed, forged or bound to another run or entry); charge_token_expired (the token and its run have expired); charge_forbidden (the key\'s account is not the run\'s provider)'),
           404: error('run_not_found'),
-          409: error('idempotency_conflict: the key was used with a different request'),
+          409: error('idempotency_conflict: the key was used with a different request; run_closed: the run was closed; entry_not_active: the entry was disabled after the run opened'),
         },
       },
     },

@@ -8,7 +8,8 @@ export type SubscriptionStatus = 'active' | 'inactive';
 export type JobKind = 'scrape' | 'agentic' | 'automation';
 export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];
-export type LedgerEntryKind = 'credit' | 'usage' | 'adjustment';
+/** `revenue`: a provider's share of a market charge (see market_runs). */
+export type LedgerEntryKind = 'credit' | 'usage' | 'adjustment' | 'revenue';
 
 export interface PlansTable {
   id: string;
@@ -58,6 +59,8 @@ export interface LedgerEntriesTable {
   balance_after_micros: number;
   idempotency_key: string;
   job_id: string | null;
+  /** The market run a market debit or revenue credit belongs to. */
+  market_run_id: ColumnType<string | null, string | null | undefined, string | null>;
   description: string;
   created_at: Timestamp;
 }
@@ -370,7 +373,48 @@ export interface McpMarketDetailsTable {
   approved_tools_hash: string | null;
 }
 
+export type MarketRunStatus = 'open' | 'closed';
+
+export interface MarketRunsTable {
+  id: string;
+  consumer_id: string;
+  provider_id: string;
+  /** The entry's public id (listing id). */
+  entry_id: string;
+  /** The live submission when the run opened. */
+  submission_id: string;
+  selection_id: string;
+  /** The entry's pricing events when the run opened. */
+  pricing_events: Json<unknown[]>;
+  cap_micros: number | null;
+  hold_micros: number;
+  charged_micros: ColumnType<number, number | undefined, number>;
+  status: ColumnType<MarketRunStatus, MarketRunStatus | undefined, MarketRunStatus>;
+  created_at: Timestamp;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  closed_at: Nullable<Date>;
+}
+
+export interface MarketRunChargesTable {
+  id: string;
+  run_id: string;
+  idempotency_key: string;
+  request_hash: string;
+  event_name: string;
+  tool_name: string | null;
+  requested_count: number;
+  charged_count: number;
+  unit_price_micros: number;
+  total_micros: number;
+  commission_micros: number;
+  provider_revenue_micros: number;
+  result: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+}
+
 export interface Database {
+  market_runs: MarketRunsTable;
+  market_run_charges: MarketRunChargesTable;
   market_validations: MarketValidationsTable;
   market_event_verifications: MarketEventVerificationsTable;
   market_verification_charges: MarketVerificationChargesTable;

@@ -65,6 +65,8 @@ export interface MarketConfig {
   eventVerificationTtlMs: number;
   /** MARKET_DISCOVERY_TIMEOUT_MS, default 60000: how long discover/validate wait for the workflow. */
   discoveryTimeoutMs: number;
+  /** MARKET_RUN_CHARGE_LIMIT_USD, default 1.00, in micro-USD: the most one market run may charge (and so reserves). */
+  runChargeLimitMicros: number;
 }
 
 /** The read-only docs-search MCP endpoint (served at /docs-mcp on the API origin). */
@@ -198,6 +200,7 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
     validationTtlMs: integer(env, 'MARKET_VALIDATION_TTL_HOURS', 24, 1, 24 * 30) * 3_600_000,
     eventVerificationTtlMs: integer(env, 'MARKET_EVENT_VERIFICATION_TTL_MINUTES', 60, 1, 24 * 60) * 60_000,
     discoveryTimeoutMs: integer(env, 'MARKET_DISCOVERY_TIMEOUT_MS', 60_000, 1_000, 600_000),
+    runChargeLimitMicros: usdAmount(env, 'MARKET_RUN_CHARGE_LIMIT_USD', 1),
   };
 }
 

@@ -19,7 +19,7 @@ import { createSkillsActivities } from '../activities/skills';
 import { createToolActivities } from '../activities/tools';
 import { jobSelectionLoader } from '../activities/tools/selections';
 import { createMarketActivities } from '../activities/market';
-import { unavailableDiscover } from '../lib/market/discovery';
+import { runtimeDiscover } from '../lib/market/runtime-discover';
 
 export interface ActivityDeps {
   db: Db;
@@ -42,8 +42,7 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createAutomationActivities({ db, masterKey: config.masterKey, holdMaxMicros: config.holds.automation, prices: config.modelPrices }),
     ...createSkillsActivities({ db, config }),
     ...createToolActivities({ policy, masterKey: config.masterKey, loadSelection: jobSelectionLoader(db, config.masterKey) }),
-    // Phase B: the tool runtime's discover() replaces the stand-in.
-    ...createMarketActivities({ db, config, discover: unavailableDiscover }),
+    ...createMarketActivities({ db, config, discover: runtimeDiscover({ policy }) }),
   };
 }
 

@@ -8,9 +8,15 @@ import { readOpenApiDocument, OpenApiDocumentError } from '../../lib/market/open
 import { recordValidation, type StoredValidation } from '../../db/repos/market-validations';
 import { DISCOVERY_PARAMS_AAD, type MarketSourceInput, type ValidateSourceInput, type ValidationView } from '../../lib/market/source-input';
 
-/** Failures the API turns into its answer: type DiscoveryError, details [{ code, status }]. */
+/**
+ * Failures the API turns into its answer, details [{ code, status }]: type DiscoveryError (final), or
+ * DiscoveryRetryable (the upstream may come back; the workflow tries again, then the API answers it).
+ */
 function asFailure(err: unknown): unknown {
-  if (err instanceof DiscoveryError) return ApplicationFailure.nonRetryable(err.message, 'DiscoveryError', { code: err.code, status: err.status });
+  if (err instanceof DiscoveryError) {
+    const details = { code: err.code, status: err.status };
+    return err.retryable ? ApplicationFailure.retryable(err.message, 'DiscoveryRetryable', details) : ApplicationFailure.nonRetryable(err.message, 'DiscoveryError', details);
+  }
   if (err instanceof OpenApiDocumentError) return ApplicationFailure.nonRetryable(err.message, 'DiscoveryError', { code: 'invalid_openapi_document', status: 400 });
   return err;
 }
@@ -24,8 +30,9 @@ export function createMarketActivities({ db, config, discover }: { db: Db; confi
   const identityOf = (request: MarketSourceInput['request'], result: DiscoveryResult): SourceIdentity => {
     if (request.type === 'remote_mcp') return { type: 'remote_mcp', url: request.url! };
     const inline = request.spec != null || typeof request.specText === 'string';
-    const document = inline ? readOpenApiDocument({ spec: request.spec, specText: request.specText }) : result.openapiDocument;
-    if (!document) throw new DiscoveryError('invalid_source', 'The OpenAPI document could not be read');
+    if (!inline && !result.openapiDocument) throw new DiscoveryError('invalid_source', 'The OpenAPI document could not be read');
+    // A fetched document is read the same way as one given inline, so both fingerprint alike.
+    const document = readOpenApiDocument(inline ? { spec: request.spec, specText: request.specText } : { spec: result.openapiDocument });
     return { type: 'openapi', document, baseUrl: request.openapiBaseUrl ?? null };
   };
 

@@ -67,11 +67,14 @@ function checkDiscoveryRequest(body: DiscoveryBody, deps: ApiDeps): void {
   }
 }
 
-/** The ApplicationFailure an activity threw for a refused or unreachable source, if that is why the workflow failed. */
+/**
+ * The ApplicationFailure an activity threw for a refused or unreachable source, if that is why the
+ * workflow failed (DiscoveryError at once; DiscoveryRetryable once the retries are spent).
+ */
 function discoveryFailure(err: unknown): ApiError | null {
   for (let cause: unknown = err; cause; cause = (cause as { cause?: unknown }).cause) {
     const failure = cause as { type?: string; details?: unknown[]; message?: string };
-    if (failure.type === 'DiscoveryError') {
+    if (failure.type === 'DiscoveryError' || failure.type === 'DiscoveryRetryable') {
       const detail = (failure.details?.[0] ?? {}) as { code?: string; status?: number };
       return new ApiError(detail.status ?? 400, detail.code ?? 'invalid_source', failure.message ?? 'The source was refused');
     }

@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { findEventVerificationByRun, recordVerificationCharge } from '../../db/repos/market-event-verifications';
+import { chargeMarketRun, type ProductionChargeResult } from '../../db/repos/market-runs';
 import { canonicalJson } from '../../lib/market/canonical-json';
 import { verifyChargeToken, type ChargeTokenClaims } from '../../lib/market/charge-token';
 import { sha256Hex } from '../../lib/market/fingerprint';
@@ -22,17 +23,21 @@ interface ChargeRequest {
  * Statuses of POST /provider/runs/{runId}/charge (the contract leaves them open):
  * 400 validation_failed (body), idempotency_key_required, unknown_event (not an event of the run);
  * 401 unauthorized (API key); 403 invalid_charge_token (missing, malformed, forged, or bound to
- * another run), charge_token_expired, charge_forbidden (the API key's account is not the run's
- * provider); 404 run_not_found; 409 idempotency_conflict (the key was used with another body).
+ * another run or entry), charge_token_expired (the token or the run has expired), charge_forbidden
+ * (the API key's account is not the run's provider); 404 run_not_found; 409 idempotency_conflict
+ * (the key was used with another body), run_closed (the run was closed; replays still answer),
+ * entry_not_active (the entry was disabled since the run opened).
  */
 export const CHARGE_STATUSES = {
   idempotencyKeyRequired: () => new ApiError(400, 'idempotency_key_required', 'Send an idempotency-key header (stable per logical event; reuse it on retries)'),
   invalidToken: (why: string) => new ApiError(403, 'invalid_charge_token', `The x-service-charge-token is not valid: ${why}`),
-  expiredToken: () => new ApiError(403, 'charge_token_expired', 'The charge token has expired'),
+  expiredToken: () => new ApiError(403, 'charge_token_expired', 'The charge token has expired: the run no longer accepts charges'),
   forbidden: () => new ApiError(403, 'charge_forbidden', 'This API key does not belong to the provider of this run'),
   runNotFound: () => new ApiError(404, 'run_not_found', 'No run with this id'),
   unknownEvent: (name: string) => new ApiError(400, 'unknown_event', `"${name}" is not an event of this run`),
   conflict: () => new ApiError(409, 'idempotency_conflict', 'This idempotency key was already used with a different request'),
+  runClosed: () => new ApiError(409, 'run_closed', 'The run is closed and accepts no new charges'),
+  entryNotActive: () => new ApiError(409, 'entry_not_active', 'The market entry is no longer approved; its runs accept no new charges'),
 };
 
 function checkToken(deps: ApiDeps, ctx: Context, runId: string, callerId: string): ChargeTokenClaims {
@@ -45,7 +50,50 @@ function checkToken(deps: ApiDeps, ctx: Context, runId: string, callerId: string
   return check.claims;
 }
 
-/** Provider event charges: verification runs now; market runs (production, money) plug in next to them. */
+/**
+ * A production charge against a market run (token kind `run`): money moves from the consumer's
+ * wallet to the provider's within the run's hold (db/repos/market-runs.ts).
+ */
+async function productionCharge(
+  deps: ApiDeps,
+  input: { runId: string; claims: ChargeTokenClaims; callerId: string; idempotencyKey: string; requestHash: string; body: ChargeRequest },
+): Promise<ProductionChargeResult> {
+  if (!input.claims.entryId) throw CHARGE_STATUSES.invalidToken('it names no entry');
+  const outcome = await chargeMarketRun(deps.db, {
+    runId: input.runId,
+    providerId: input.callerId,
+    entryId: input.claims.entryId,
+    idempotencyKey: input.idempotencyKey,
+    requestHash: input.requestHash,
+    eventName: input.body.eventName,
+    count: input.body.count,
+    toolName: input.body.toolName ?? null,
+    commissionRate: deps.config.market.commissionRate,
+  });
+  switch (outcome.kind) {
+    case 'recorded':
+    case 'replayed':
+      return outcome.result;
+    case 'conflict':
+      throw CHARGE_STATUSES.conflict();
+    case 'not_found':
+      throw CHARGE_STATUSES.runNotFound();
+    case 'forbidden':
+      throw CHARGE_STATUSES.forbidden();
+    case 'wrong_entry':
+      throw CHARGE_STATUSES.invalidToken('it belongs to another entry');
+    case 'closed':
+      throw CHARGE_STATUSES.runClosed();
+    case 'expired':
+      throw CHARGE_STATUSES.expiredToken();
+    case 'unknown_event':
+      throw CHARGE_STATUSES.unknownEvent(input.body.eventName);
+    case 'entry_not_active':
+      throw CHARGE_STATUSES.entryNotActive();
+  }
+}
+
+/** Provider event charges: verification runs (no money) and market runs (production). */
 export function providerRoutes(deps: ApiDeps): Router {
   const router = new Router();
 
@@ -57,14 +105,17 @@ export function providerRoutes(deps: ApiDeps): Router {
     if (idempotencyKey.length > 200) throw new ApiError(400, 'validation_failed', 'idempotency-key is at most 200 characters', [{ path: 'header.idempotency-key', message: 'is too long' }]);
     const body = parseBody<ChargeRequest>(ProviderEventChargeRequest, ctx.state.body);
     const claims = checkToken(deps, ctx, runId, user.userId);
-    if (claims.kind !== 'verification') throw CHARGE_STATUSES.runNotFound();
+    const requestHash = sha256Hex(canonicalJson({ eventName: body.eventName, count: body.count, toolName: body.toolName ?? null, metadata: body.metadata }));
+    if (claims.kind === 'run') {
+      ctx.body = await productionCharge(deps, { runId, claims, callerId: user.userId, idempotencyKey, requestHash, body });
+      return;
+    }
 
     const verification = await findEventVerificationByRun(deps.db, runId);
     if (!verification) throw CHARGE_STATUSES.runNotFound();
     if (verification.ownerId !== user.userId) throw CHARGE_STATUSES.forbidden();
     if (verification.sourceFingerprint !== claims.sourceFingerprint) throw CHARGE_STATUSES.invalidToken('it belongs to another source');
 
-    const requestHash = sha256Hex(canonicalJson({ eventName: body.eventName, count: body.count, toolName: body.toolName ?? null, metadata: body.metadata }));
     const outcome = await recordVerificationCharge(deps.db, {
       runId,
       idempotencyKey,

@@ -5,6 +5,7 @@ import * as socialAutomations from './0003_social_automations';
 import * as skillsDirectory from './0004_skills_directory';
 import * as moneyHolds from './0005_money_holds';
 import * as market from './0007_market';
+import * as marketRuns from './0008_market_runs';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   '0004_skills_directory': skillsDirectory,
   '0005_money_holds': moneyHolds,
   '0007_market': market,
+  '0008_market_runs': marketRuns,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -87,14 +87,22 @@ async function lockWallet(trx: Db, userId: string): Promise<number> {
   return wallet.balance_micros;
 }
 
+/**
+ * What the account's running work has reserved and not yet spent: the open holds of its jobs, plus the
+ * unused part (hold − charged) of its open, unexpired market runs. The one definition of "held" that
+ * admission, settlement outside jobs, market runs and the account view all use:
+ * available = balance − openHoldsMicros.
+ *
+ * A market run stops counting when it is closed or expires (its unused hold is then free again); a
+ * charge is only accepted while the database clock is before the run's expiry, checked under the
+ * consumer's wallet lock, so an admission can never reserve money an accepted charge then spends.
+ */
 async function openHoldsMicros(db: Db, userId: string): Promise<number> {
-  const row = await db
-    .selectFrom('job_holds')
-    .select(sql<number>`coalesce(sum(amount_micros), 0)::bigint`.as('held'))
-    .where('user_id', '=', userId)
-    .where('released_at', 'is', null)
-    .executeTakeFirstOrThrow();
-  return Number(row.held);
+  const row = await sql<{ held: number }>`
+    select (select coalesce(sum(amount_micros), 0) from job_holds where user_id = ${userId}::uuid and released_at is null)
+         + (select coalesce(sum(hold_micros - charged_micros), 0) from market_runs
+             where consumer_id = ${userId}::uuid and status = 'open' and expires_at > now()) as held`.execute(db);
+  return Number(row.rows[0]?.held ?? 0);
 }
 
 /**
@@ -158,7 +166,7 @@ export async function getBalanceMicros(db: Db, userId: string): Promise<number> 
 export interface WalletSummary {
   /** The ledger balance. */
   balanceMicros: number;
-  /** The sum of the open holds of running jobs. */
+  /** What running work holds: open job holds and the unused part of open market runs. */
   heldMicros: number;
   /** balance − held: what new runs can reserve. */
   availableMicros: number;
@@ -198,4 +206,92 @@ export async function insertHold(trx: Db, input: { userId: string; jobId: string
 export async function releaseHold(db: Db, jobId: string): Promise<boolean> {
   const released = await db.updateTable('job_holds').set({ released_at: new Date() }).where('job_id', '=', jobId).where('released_at', 'is', null).executeTakeFirst();
   return released.numUpdatedRows > 0n;
+}
+
+/**
+ * Locks the wallet rows of these accounts for the rest of the transaction, always in user-id order,
+ * so two transactions locking the same pair (a consumer and a provider charging each other's runs)
+ * cannot deadlock.
+ */
+export async function lockWallets(trx: Db, userIds: readonly string[]): Promise<void> {
+  if (!trx.isTransaction) throw new Error('lockWallets must run inside a transaction');
+  // Rows are locked as the sorted result is produced, so in user-id order.
+  await trx.selectFrom('wallets').select('user_id').where('user_id', 'in', [...new Set(userIds)]).orderBy('user_id').forUpdate().execute();
+}
+
+/**
+ * One ledger entry under a key that cannot have been used before (derived from a fresh id), moving
+ * the balance in the same statement. A repeated key fails the statement, and so its transaction.
+ */
+async function appendNewLedgerEntry(
+  trx: Db,
+  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; marketRunId: string; description: string },
+): Promise<void> {
+  await sql`
+    with moved as (
+      update wallets set balance_micros = balance_micros + ${entry.amountMicros}::bigint, updated_at = now()
+      where user_id = ${entry.userId}::uuid returning balance_micros)
+    insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, market_run_id, description)
+    select ${entry.userId}::uuid, ${entry.kind}, ${entry.amountMicros}::bigint, moved.balance_micros, ${entry.idempotencyKey}, null, ${entry.marketRunId}::uuid, ${entry.description}
+    from moved`.execute(trx);
+}
+
+export interface MarketChargePosting {
+  runId: string;
+  chargeId: string;
+  consumerId: string;
+  providerId: string;
+  totalMicros: number;
+  providerRevenueMicros: number;
+  /** The consumer's transaction line (agent_name) and its payload. */
+  agentName: string;
+  result: string;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * Posts a production market charge inside the charge transaction (wallets locked by the caller): the
+ * consumer's debit of the total (a `usage` entry, with an agent transaction the consumer sees in
+ * /transactions) and the provider's revenue (a `revenue` entry on the provider's own wallet), both
+ * carrying the run id. Commission (total − revenue) stays with the platform. Keys derive from the
+ * (new) charge id: posting a charge twice fails its transaction instead of charging twice.
+ */
+export async function postMarketCharge(trx: Db, posting: MarketChargePosting): Promise<void> {
+  if (!trx.isTransaction) throw new Error('postMarketCharge must run inside the charge transaction');
+  const { totalMicros, providerRevenueMicros } = posting;
+  if (!Number.isSafeInteger(totalMicros) || totalMicros <= 0) throw new InvalidAmountError('A market charge is a positive whole number of micro-USD');
+  if (!Number.isSafeInteger(providerRevenueMicros) || providerRevenueMicros < 0 || providerRevenueMicros > totalMicros) {
+    throw new InvalidAmountError('Provider revenue is a whole number of micro-USD between 0 and the charge');
+  }
+  const debitKey = `market-charge:${posting.chargeId}`;
+  await trx
+    .insertInto('agent_transactions')
+    .values({
+      job_id: null,
+      user_id: posting.consumerId,
+      agent_name: posting.agentName,
+      result: posting.result,
+      payload: JSON.stringify(posting.payload),
+      cost_micros: totalMicros,
+      idempotency_key: debitKey,
+    })
+    .execute();
+  await appendNewLedgerEntry(trx, {
+    userId: posting.consumerId,
+    kind: 'usage',
+    amountMicros: -totalMicros,
+    idempotencyKey: debitKey,
+    marketRunId: posting.runId,
+    description: `${posting.agentName}: ${posting.result}`,
+  });
+  if (providerRevenueMicros > 0) {
+    await appendNewLedgerEntry(trx, {
+      userId: posting.providerId,
+      kind: 'revenue',
+      amountMicros: providerRevenueMicros,
+      idempotencyKey: `market-revenue:${posting.chargeId}`,
+      marketRunId: posting.runId,
+      description: `${posting.agentName}: revenue for ${posting.result}`,
+    });
+  }
 }

@@ -42,6 +42,11 @@ export interface Discovery {
    * or an OpenAPI document whose security requires values the request did not give).
    */
   authRequired?: boolean;
+  /**
+   * How the source was reached (informational, not fingerprinted): remote MCP transport, protocol
+   * revision and server name/version; OpenAPI specification version and the base URL calls go to.
+   */
+  source?: Record<string, unknown>;
 }
 
 /** For an OpenAPI document fetched from `url`, discovery hands back the document itself: the fingerprint covers it. */
@@ -54,24 +59,22 @@ export type Discover = (request: DiscoveryRequest) => Promise<DiscoveryResult>;
 
 /**
  * A source discovery refused or could not reach: `code` is what the API answers with
- * (ssrf_blocked, insecure_url, source_unreachable, invalid_source, discovery_timeout, ...),
- * `status` its HTTP status (400 for refusals and bad sources, 502 for upstream failures).
+ * (ssrf_blocked, insecure_url, upstream_unreachable, invalid_source, ...), `status` its HTTP status
+ * (400 for refusals and bad sources, 502 for upstream failures, 504 for an upstream timeout).
+ * `retryable` failures (the upstream may come back) are tried again by the workflow before the
+ * API answers with them.
  */
 export class DiscoveryError extends Error {
   constructor(
     readonly code: string,
     message: string,
     readonly status: 400 | 502 | 503 | 504 = 400,
+    readonly retryable = false,
   ) {
     super(message);
     this.name = 'DiscoveryError';
   }
 }
-
-/** Stands in until the tool runtime is wired in: every discovery answers 503 discovery_unavailable. */
-export const unavailableDiscover: Discover = async () => {
-  throw new DiscoveryError('discovery_unavailable', 'Source discovery is not available on this worker yet', 503);
-};
 
 /** The tools as the report and the fingerprint read them: no missing fields, nothing extra. */
 export function normalisedDiscovery(raw: Discovery): Discovery {
@@ -92,5 +95,6 @@ export function normalisedDiscovery(raw: Discovery): Discovery {
       description: param.description ?? null,
     })),
     ...(raw.authRequired ? { authRequired: true } : {}),
+    ...(raw.source ? { source: raw.source } : {}),
   };
 }

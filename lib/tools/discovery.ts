@@ -11,9 +11,18 @@ import type { DiscoveryResult, SourceParam, ToolSourceSpec } from './types';
  * asked for. Throws ToolSourceError for everything else; no message ever contains a param value.
  */
 export async function discoverTools(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<DiscoveryResult> {
+  return (await discoverToolsWithDocument(spec, deps)).discovery;
+}
+
+/**
+ * discoverTools, and for an OpenAPI source the document as it was read (parsed, `$ref`s untouched):
+ * the tool market fingerprints the document, also when it was fetched from a URL.
+ */
+export async function discoverToolsWithDocument(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<{ discovery: DiscoveryResult; openapiDocument: Record<string, unknown> | null }> {
   const secrets = Object.values(spec.params ?? {});
   try {
-    return spec.type === 'remote_mcp' ? await discoverMcp(spec, deps) : await discoverOpenApi(spec, deps);
+    if (spec.type === 'remote_mcp') return { discovery: await discoverMcp(spec, deps), openapiDocument: null };
+    return await discoverOpenApi(spec, deps);
   } catch (error) {
     if (error instanceof ToolSourceError) throw new ToolSourceError(error.code, scrubSecrets(error.message, secrets), error.transient);
     throw error;
@@ -75,14 +84,15 @@ function suppliedHeaderParams(names: string[]): SourceParam[] {
   return names.map((name) => ({ name, in: 'header', required: false, secret: true, description: `Given with this request; sent as the ${name} header of every request to the server.` }));
 }
 
-async function discoverOpenApi(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<DiscoveryResult> {
+async function discoverOpenApi(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<{ discovery: DiscoveryResult; openapiDocument: Record<string, unknown> }> {
   const { document, model, baseUrl } = await loadOpenApi(spec, deps);
   if (model.operations.length > 1000) throw new ToolSourceError('source_too_large', `The document has ${model.operations.length} operations; at most 1000 are supported`);
-  return {
+  const discovery: DiscoveryResult = {
     title: model.title,
     description: model.description,
     tools: model.operations.map((operation) => operation.tool),
     params: model.params,
     source: { type: 'openapi', specification: document.label, serverUrl: baseUrl ? baseUrl.href : null, authRequired: false },
   };
+  return { discovery, openapiDocument: document.doc };
 }

@@ -22,6 +22,11 @@ export interface McpConnectOptions {
   headers: Record<string, string>;
   fetch: GuardedFetch;
   timeoutMs: number;
+  /**
+   * Judges the target of a redirect the SDK did not follow (it never leaves the endpoint's origin):
+   * throws the network rules' refusal (ssrf_blocked, insecure_url) when the target is one.
+   */
+  checkRedirect?: (target: URL) => void;
 }
 
 /** The upstream wants (other) credentials: 401/403. `challenge` is its WWW-Authenticate header when it sent one. */
@@ -38,17 +43,41 @@ export class McpAuthRequiredError extends ToolSourceError {
 const CLIENT_INFO = { name: 'scrape-platform-tools', version: '1.0.0' };
 const NOT_STREAMABLE_STATUSES = new Set([400, 404, 405, 406, 415]);
 
-/** Wraps a fetch so that the WWW-Authenticate challenge of a 401/403 answer is kept for the caller. */
-export function recordingChallenges(fetch: GuardedFetch): { fetch: GuardedFetch; lastChallenge: () => string | null } {
+/** Wraps a fetch so that the WWW-Authenticate challenge of a 401/403 answer, and where a redirect pointed, are kept for the caller. */
+export function recordingChallenges(fetch: GuardedFetch): { fetch: GuardedFetch; lastChallenge: () => string | null; lastRedirect: () => URL | null } {
   let challenge: string | null = null;
+  let redirect: URL | null = null;
   return {
     fetch: async (input, init) => {
       const response = await fetch(input, init);
       if (response.status === 401 || response.status === 403) challenge = response.headers.get('www-authenticate');
+      const location = response.status >= 300 && response.status < 400 ? response.headers.get('location') : null;
+      if (location) {
+        try {
+          redirect = new URL(location, input instanceof Request ? input.url : input.toString());
+        } catch {
+          redirect = null;
+        }
+      }
       return response;
     },
     lastChallenge: () => challenge,
+    lastRedirect: () => redirect,
   };
+}
+
+/**
+ * A redirect to another origin, which the SDK does not follow: a clear refusal (the network rules'
+ * own for an internal or plain-http target) instead of "not an MCP server".
+ */
+function redirectRefusal(error: unknown, target: URL | null, check: McpConnectOptions['checkRedirect']): ToolSourceError | undefined {
+  const status = httpStatusOf(error);
+  if (status === undefined || status < 300 || status >= 400 || !target) return undefined;
+  check?.(target);
+  return new ToolSourceError(
+    'invalid_source',
+    `The MCP endpoint redirects (HTTP ${status}) to ${target.origin}${target.pathname}; redirects to another origin are not followed: use that URL as the endpoint if it is the intended server`,
+  );
 }
 
 export async function connectMcp(options: McpConnectOptions): Promise<McpSession> {
@@ -63,6 +92,8 @@ export async function connectMcp(options: McpConnectOptions): Promise<McpSession
     return session(streamable, 'streamable_http');
   } catch (error) {
     await streamable.close().catch(() => {});
+    const refused = redirectRefusal(error, challenges.lastRedirect(), options.checkRedirect);
+    if (refused) throw refused;
     const status = httpStatusOf(error);
     if (status === undefined || !NOT_STREAMABLE_STATUSES.has(status)) throw connectError(error, challenges.lastChallenge());
   }
@@ -76,6 +107,8 @@ export async function connectMcp(options: McpConnectOptions): Promise<McpSession
     return session(legacy, 'sse');
   } catch (error) {
     await legacy.close().catch(() => {});
+    const refused = redirectRefusal(error, challenges.lastRedirect(), options.checkRedirect);
+    if (refused) throw refused;
     const mapped = connectError(error, challenges.lastChallenge());
     if (mapped instanceof McpAuthRequiredError || mapped.code !== 'not_mcp_server') throw mapped;
     throw new ToolSourceError('not_mcp_server', `${options.url.origin} does not answer as an MCP server (neither Streamable HTTP nor HTTP+SSE)`);

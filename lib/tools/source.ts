@@ -121,7 +121,7 @@ export interface OpenedMcp {
 /** Connects (Streamable HTTP, else legacy SSE) and lists the tools; the caller closes the session. */
 export async function connectAndList(url: URL, params: SourceParamValues | undefined, deps: ToolRuntimeDeps, onConnected?: (request: { url: URL; method: string }) => void, knownTools?: ToolDefinition[]): Promise<OpenedMcp> {
   const timeoutMs = deps.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const session = await connectMcp({ url, headers: mcpHeaders(params), fetch: toolFetch(deps, onConnected), timeoutMs });
+  const session = await connectMcp({ url, headers: mcpHeaders(params), fetch: toolFetch(deps, onConnected), timeoutMs, checkRedirect: (target) => preflightSourceUrl(target, deps.policy) });
   try {
     return { session, tools: knownTools ?? (await listMcpTools(session, timeoutMs)) };
   } catch (error) {

@@ -9,9 +9,11 @@ export interface LedgerProblem {
 /**
  * The accountant's view of the whole database: for every account the balance equals the sum of its
  * ledger entries (credits − debits), no balance was ever negative, no finished job still holds
- * money, no job was debited more than its hold, and every debit points at what it paid for: a job
- * (or, for usage outside a job such as AI skills search, its agent transaction). Returns the
- * offending rows per check; empty when the books balance.
+ * money, no job was debited more than its hold, and every debit points at what it paid for: a job,
+ * a market run (provider event charges), or, for usage outside both such as AI skills search, its
+ * agent transaction. Market money balances per run: the consumer's debits equal the run's charges,
+ * the provider's revenue credits equal the charges' revenue, and every charge's total is exactly
+ * revenue + commission. Returns the offending rows per check; empty when the books balance.
  */
 export async function findLedgerProblems(db: Db): Promise<LedgerProblem[]> {
   const checks: [string, Promise<{ rows: unknown[] }>][] = [
@@ -49,6 +51,40 @@ export async function findLedgerProblems(db: Db): Promise<LedgerProblem[]> {
           where l.amount_micros < 0
             and (l.job_id is null or j.id is null)
             and (l.job_id is not null or t.id is null or t.job_id is not null)`.execute(db),
+    ],
+    [
+      'market ledger entry that points at no market run, or at the wrong account of its run',
+      sql`select l.id, l.user_id, l.kind, l.amount_micros, l.market_run_id, r.consumer_id, r.provider_id
+          from ledger_entries l left join market_runs r on r.id = l.market_run_id
+          where (l.market_run_id is not null or l.kind = 'revenue')
+            and (r.id is null
+              or not ((l.kind = 'usage' and l.amount_micros < 0 and l.user_id = r.consumer_id)
+                   or (l.kind = 'revenue' and l.amount_micros > 0 and l.user_id = r.provider_id)))`.execute(db),
+    ],
+    [
+      'market run whose debits, revenue credits and commission do not balance with its charges',
+      sql`with charges as (
+            select run_id, sum(total_micros) as total, sum(provider_revenue_micros) as revenue, sum(commission_micros) as commission
+            from market_run_charges group by run_id),
+          debits as (
+            select l.market_run_id as run_id, -sum(l.amount_micros) as debited
+            from ledger_entries l where l.market_run_id is not null and l.kind = 'usage' group by l.market_run_id),
+          credits as (
+            select l.market_run_id as run_id, sum(l.amount_micros) as credited
+            from ledger_entries l where l.market_run_id is not null and l.kind = 'revenue' group by l.market_run_id)
+          select r.id as run_id, r.hold_micros, r.charged_micros,
+                 coalesce(c.total, 0)::bigint as charges_total_micros, coalesce(d.debited, 0)::bigint as consumer_debited_micros,
+                 coalesce(c.revenue, 0)::bigint as charges_revenue_micros, coalesce(k.credited, 0)::bigint as provider_credited_micros,
+                 coalesce(c.commission, 0)::bigint as commission_micros
+          from market_runs r
+          left join charges c on c.run_id = r.id
+          left join debits d on d.run_id = r.id
+          left join credits k on k.run_id = r.id
+          where r.charged_micros <> coalesce(c.total, 0)
+             or r.charged_micros > r.hold_micros
+             or coalesce(d.debited, 0) <> coalesce(c.total, 0)
+             or coalesce(k.credited, 0) <> coalesce(c.revenue, 0)
+             or coalesce(c.total, 0) <> coalesce(c.revenue, 0) + coalesce(c.commission, 0)`.execute(db),
     ],
     [
       'debit that differs from its agent transaction',

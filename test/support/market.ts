@@ -97,3 +97,37 @@ export async function completeVerification(h: Harness, apiKey: string, sourceFin
   }
   return created.body.id;
 }
+
+/** An operator decision through the admin API (the CLI drives the same endpoint). */
+export async function review(h: Harness, submissionId: string, action: 'approve' | 'reject' | 'disable', reason?: string): Promise<any> {
+  const response = await h.http('POST', `/admin/market/mcp/submissions/${submissionId}/review`, {
+    headers: { authorization: `Bearer ${h.config.adminToken}` },
+    body: { action, ...(reason && { reason }) },
+  });
+  if (response.status !== 200) throw new Error(`review ${action}: ${response.status} ${JSON.stringify(response.body)}`);
+  return response.body;
+}
+
+/** An approved, live entry of `provider` (submission body overrides as for submissionBody). Returns the public id. */
+export async function approvedEntry(h: Harness, provider: { userId: string; apiKey: string }, overrides: Record<string, unknown> = {}, validation?: { id: string; sourceFingerprint: string; url: string }) {
+  const validated = validation ?? (await storeValidation(h, provider.userId));
+  const created = await createSubmission(h, provider.apiKey, submissionBody(validated, overrides));
+  const submitted = await h.http('POST', `/api/v1/mcp-market/submissions/${created.id}/submit`, { apiKey: provider.apiKey });
+  if (submitted.status !== 200) throw new Error(`submit: ${submitted.status} ${JSON.stringify(submitted.body)}`);
+  await review(h, created.id, 'approve');
+  return { entryId: created.publicId as string, submissionId: created.id as string, slug: created.slug as string };
+}
+
+/**
+ * An approved, live provider_event entry of `provider`: validated, its events verified through the
+ * charge endpoint, submitted and approved. Returns the public id (what runs are opened against).
+ */
+export async function approvedEventEntry(
+  h: Harness,
+  provider: { userId: string; apiKey: string },
+  events: { eventName: string; unitPriceUsd: number }[],
+): Promise<{ entryId: string; submissionId: string; slug: string }> {
+  const validation = await storeValidation(h, provider.userId);
+  const eventVerificationId = await completeVerification(h, provider.apiKey, validation.sourceFingerprint, events.map((e) => e.eventName));
+  return approvedEntry(h, provider, { monetizationStrategy: 'provider_event', pricingEvents: events, eventVerificationId }, validation);
+}

@@ -1,0 +1,313 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Selectable } from 'kysely';
+import type { Db } from '../connect';
+import type { MarketRunsTable, MarketRunStatus } from '../schema';
+import { signChargeToken } from '../../lib/market/charge-token';
+import { splitCharge, ratePpm } from '../../lib/market/commission';
+import type { StoredPricingEvent } from '../../lib/market/listing';
+import { microsToUsd } from '../../lib/money';
+import { lockAvailableMicros, lockWallets, postMarketCharge } from './ledger';
+
+/**
+ * Market runs: a consumer's run against a market entry, the money it may spend on provider charges
+ * (its hold), and the production charges against it. See migration 0008 and README "Selling tools".
+ */
+export interface MarketRun {
+  id: string;
+  consumerId: string;
+  providerId: string;
+  /** The entry's public id. */
+  entryId: string;
+  submissionId: string;
+  selectionId: string;
+  /** The entry's pricing when the run opened. */
+  pricingEvents: StoredPricingEvent[];
+  capMicros: number | null;
+  holdMicros: number;
+  chargedMicros: number;
+  status: MarketRunStatus;
+  createdAt: Date;
+  expiresAt: Date;
+  closedAt: Date | null;
+}
+
+function toRun(row: Selectable<MarketRunsTable>): MarketRun {
+  return {
+    id: row.id,
+    consumerId: row.consumer_id,
+    providerId: row.provider_id,
+    entryId: row.entry_id,
+    submissionId: row.submission_id,
+    selectionId: row.selection_id,
+    pricingEvents: row.pricing_events as StoredPricingEvent[],
+    capMicros: row.cap_micros,
+    holdMicros: row.hold_micros,
+    chargedMicros: row.charged_micros,
+    status: row.status,
+    createdAt: new Date(row.created_at),
+    expiresAt: new Date(row.expires_at),
+    closedAt: row.closed_at === null ? null : new Date(row.closed_at),
+  };
+}
+
+export async function findMarketRun(db: Db, runId: string): Promise<MarketRun | null> {
+  const row = await db.selectFrom('market_runs').selectAll().where('id', '=', runId).executeTakeFirst();
+  return row ? toRun(row) : null;
+}
+
+/** The live approved entry of a listing (tool market), as a run needs it. */
+async function liveEntry(db: Db, entryId: string) {
+  return db
+    .selectFrom('market_submissions as s')
+    .innerJoin('mcp_market_details as d', 'd.submission_id', 's.id')
+    .select(['s.id', 's.owner_id', 's.slug', 'd.pricing_events', 'd.monetization_strategy'])
+    .where('s.listing_id', '=', entryId)
+    .where('s.market', '=', 'mcp')
+    .where('s.live', '=', true)
+    .where('s.status', '=', 'approved')
+    .executeTakeFirst();
+}
+
+export interface OpenMarketRunInput {
+  consumerId: string;
+  /** The entry's public id. */
+  entryId: string;
+  /** The consumer's selection: the credential's id for a direct call, the stored selection's id for an agent. */
+  selectionId: string;
+  /** The consumer's own cap (maxRunChargeUsd of the credential, max_total_usd of a selection), or null. */
+  capMicros?: number | null;
+  ttlMs: number;
+  /** MARKET_RUN_CHARGE_LIMIT_USD in micro-USD. */
+  limitMicros: number;
+  /** Signs the run's charge token (MARKET_CHARGE_TOKEN_KEY). */
+  chargeTokenKey: Buffer;
+  now?: Date;
+}
+
+export type OpenMarketRunOutcome =
+  | { outcome: 'opened'; run: MarketRun; chargeToken: string }
+  | { outcome: 'entry_not_found' }
+  | { outcome: 'subscription_inactive' }
+  | { outcome: 'insufficient_funds' };
+
+/**
+ * Opens a market run. In one transaction with the consumer's wallet row locked (as job admission
+ * does), it reserves the run's hold: min(available balance, the consumer's cap,
+ * MARKET_RUN_CHARGE_LIMIT_USD) — nothing for a free entry — and issues the run's charge token (kind
+ * `run`, bound to the run id, the entry and its provider, expiring with the run). A paid entry with
+ * nothing to hold is refused (insufficient_funds). The hold counts against the available balance
+ * until the run is closed or expires.
+ */
+export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<OpenMarketRunOutcome> {
+  if (input.capMicros != null && (!Number.isSafeInteger(input.capMicros) || input.capMicros < 0)) throw new Error('A run cap is a non-negative whole number of micro-USD');
+  if (!Number.isSafeInteger(input.limitMicros) || input.limitMicros <= 0) throw new Error('The run charge limit is a positive whole number of micro-USD');
+  if (!(input.ttlMs > 0)) throw new Error('A run lives for a positive time');
+  return db.transaction().execute(async (trx) => {
+    const entry = await liveEntry(trx, input.entryId);
+    if (!entry) return { outcome: 'entry_not_found' } as const;
+    const subscription = await trx.selectFrom('subscriptions').select('status').where('user_id', '=', input.consumerId).executeTakeFirst();
+    if (subscription?.status !== 'active') return { outcome: 'subscription_inactive' } as const;
+    const available = await lockAvailableMicros(trx, input.consumerId);
+    const holdMicros = entry.monetization_strategy === 'free' ? 0 : Math.max(0, Math.min(available, input.limitMicros, input.capMicros ?? Number.MAX_SAFE_INTEGER));
+    if (holdMicros <= 0 && entry.monetization_strategy !== 'free') return { outcome: 'insufficient_funds' } as const;
+    const now = input.now ?? new Date();
+    const row = await trx
+      .insertInto('market_runs')
+      .values({
+        id: randomUUID(),
+        consumer_id: input.consumerId,
+        provider_id: entry.owner_id,
+        entry_id: input.entryId,
+        submission_id: entry.id,
+        selection_id: input.selectionId,
+        pricing_events: JSON.stringify(entry.pricing_events),
+        cap_micros: input.capMicros ?? null,
+        hold_micros: holdMicros,
+        created_at: now,
+        expires_at: new Date(now.getTime() + input.ttlMs),
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const run = toRun(row);
+    const chargeToken = signChargeToken(input.chargeTokenKey, { kind: 'run', runId: run.id, providerId: run.providerId, entryId: run.entryId, exp: run.expiresAt.getTime() });
+    return { outcome: 'opened', run, chargeToken } as const;
+  });
+}
+
+/**
+ * Closes a run: no charge is accepted afterwards and its unused hold (hold − charged) is released.
+ * Idempotent: closing a closed run changes nothing (`closed` false).
+ */
+export async function closeMarketRun(db: Db, runId: string): Promise<{ closed: boolean; releasedMicros: number; chargedMicros: number } | null> {
+  const closed = await db
+    .updateTable('market_runs')
+    .set({ status: 'closed', closed_at: new Date() })
+    .where('id', '=', runId)
+    .where('status', '=', 'open')
+    .returning(['hold_micros', 'charged_micros'])
+    .executeTakeFirst();
+  if (closed) return { closed: true, releasedMicros: closed.hold_micros - closed.charged_micros, chargedMicros: closed.charged_micros };
+  const run = await findMarketRun(db, runId);
+  return run ? { closed: false, releasedMicros: 0, chargedMicros: run.chargedMicros } : null;
+}
+
+/** ProviderEventChargeResult of a production charge. */
+export interface ProductionChargeResult {
+  chargeId: string;
+  eventName: string;
+  requestedCount: number;
+  chargedCount: number;
+  chargeableWithinLimit: number;
+  eventChargeLimitReached: boolean;
+  unitPriceUsd: number;
+  totalChargedUsd: number;
+  commissionRate: number;
+  commissionUsd: number;
+  providerRevenueUsd: number;
+  meterEventId: string;
+  replayed: boolean;
+  verification: false;
+}
+
+export interface RunChargeRequest {
+  runId: string;
+  /** The caller (the API key's account): must be the run's provider. */
+  providerId: string;
+  /** The entry the charge token is bound to. */
+  entryId: string;
+  idempotencyKey: string;
+  /** SHA-256 of the canonical request (defaults applied): a repeated key with another body is a conflict. */
+  requestHash: string;
+  eventName: string;
+  count: number;
+  toolName: string | null;
+  /** MARKET_COMMISSION_RATE. */
+  commissionRate: number;
+}
+
+export type RunChargeOutcome =
+  | { kind: 'recorded'; result: ProductionChargeResult }
+  | { kind: 'replayed'; result: ProductionChargeResult }
+  | { kind: 'conflict' }
+  | { kind: 'not_found' }
+  | { kind: 'forbidden' }
+  | { kind: 'wrong_entry' }
+  | { kind: 'closed' }
+  | { kind: 'expired' }
+  | { kind: 'unknown_event' }
+  | { kind: 'entry_not_active' };
+
+/** The answer for a key already used on this run: the stored result (replayed), or a conflict when the request differs. */
+function priorOutcome(request: RunChargeRequest, prior: { request_hash: string | null; result: unknown }): RunChargeOutcome | null {
+  if (prior.request_hash === null) return null;
+  if (prior.request_hash !== request.requestHash) return { kind: 'conflict' };
+  return { kind: 'replayed', result: { ...(prior.result as ProductionChargeResult), replayed: true } };
+}
+
+/**
+ * One production charge, exactly once per (run, idempotency key). A repeated key returns the stored
+ * result (replayed) — also after the run closed — or a conflict when the request differs. Otherwise,
+ * in ONE transaction with the consumer's and the provider's wallets and the run locked: the run must
+ * be open and unexpired (database clock), the event one of the run's pricing events and the entry
+ * still live; chargedCount is what the run's remaining hold pays for (lib/market/commission.ts); the
+ * charge row, the run's charged total, the consumer's debit and the provider's revenue are written
+ * together. Concurrent requests with one key queue on the locks, and all but the first find its
+ * charge and replay it.
+ */
+export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promise<RunChargeOutcome> {
+  const charges = (run: string) =>
+    sql<{ request_hash: string | null; result: unknown }>`(select c.request_hash, c.result from market_run_charges c where c.run_id = ${run}::uuid and c.idempotency_key = ${request.idempotencyKey})`;
+  const seen = await sql<{ consumer_id: string; provider_id: string; entry_id: string; request_hash: string | null; result: unknown }>`
+    select r.consumer_id, r.provider_id, r.entry_id, c.request_hash, c.result
+    from market_runs r left join lateral ${charges(request.runId)} c on true
+    where r.id = ${request.runId}::uuid`.execute(db);
+  const run = seen.rows[0];
+  if (!run) return { kind: 'not_found' };
+  if (run.provider_id !== request.providerId) return { kind: 'forbidden' };
+  if (run.entry_id !== request.entryId) return { kind: 'wrong_entry' };
+  const prior = priorOutcome(request, run);
+  if (prior) return prior;
+
+  return db.transaction().execute(async (trx): Promise<RunChargeOutcome> => {
+    await lockWallets(trx, [run.consumer_id, run.provider_id]);
+    const locked = (
+      await sql<Selectable<MarketRunsTable> & { active: boolean; request_hash: string | null; result: unknown; entry_slug: string | null }>`
+        select r.*, r.expires_at > clock_timestamp() as active, c.request_hash, c.result,
+          (select s.slug from market_submissions s
+            where s.listing_id = r.entry_id and s.market = 'mcp' and s.live and s.status = 'approved') as entry_slug
+        from market_runs r left join lateral ${charges(request.runId)} c on true
+        where r.id = ${request.runId}::uuid
+        for update of r`.execute(trx)
+    ).rows[0]!;
+    const raced = priorOutcome(request, locked);
+    if (raced) return raced;
+    if (locked.status !== 'open') return { kind: 'closed' };
+    if (!locked.active) return { kind: 'expired' };
+    const event = (locked.pricing_events as StoredPricingEvent[]).find((e) => e.eventName === request.eventName);
+    if (!event) return { kind: 'unknown_event' };
+    if (locked.entry_slug === null) return { kind: 'entry_not_active' };
+
+    const commissionPpm = ratePpm(request.commissionRate);
+    const split = splitCharge({ count: request.count, unitPriceMicros: event.unitPriceMicros, remainingMicros: locked.hold_micros - locked.charged_micros, commissionPpm });
+    const chargeId = randomUUID();
+    const result: ProductionChargeResult = {
+      chargeId,
+      eventName: event.eventName,
+      requestedCount: request.count,
+      chargedCount: split.chargedCount,
+      chargeableWithinLimit: split.chargeableWithinLimit,
+      eventChargeLimitReached: split.eventChargeLimitReached,
+      unitPriceUsd: microsToUsd(event.unitPriceMicros),
+      totalChargedUsd: microsToUsd(split.totalMicros),
+      commissionRate: commissionPpm / 1_000_000,
+      commissionUsd: microsToUsd(split.commissionMicros),
+      providerRevenueUsd: microsToUsd(split.providerRevenueMicros),
+      meterEventId: `mev_${chargeId}`,
+      replayed: false,
+      verification: false,
+    };
+    await trx
+      .insertInto('market_run_charges')
+      .values({
+        id: chargeId,
+        run_id: request.runId,
+        idempotency_key: request.idempotencyKey,
+        request_hash: request.requestHash,
+        event_name: event.eventName,
+        tool_name: request.toolName,
+        requested_count: request.count,
+        charged_count: split.chargedCount,
+        unit_price_micros: event.unitPriceMicros,
+        total_micros: split.totalMicros,
+        commission_micros: split.commissionMicros,
+        provider_revenue_micros: split.providerRevenueMicros,
+        result: JSON.stringify(result),
+      })
+      .execute();
+    if (split.totalMicros > 0) {
+      await trx.updateTable('market_runs').set((eb) => ({ charged_micros: eb('charged_micros', '+', split.totalMicros) })).where('id', '=', request.runId).execute();
+      await postMarketCharge(trx, {
+        runId: request.runId,
+        chargeId,
+        consumerId: run.consumer_id,
+        providerId: run.provider_id,
+        totalMicros: split.totalMicros,
+        providerRevenueMicros: split.providerRevenueMicros,
+        agentName: `market:${locked.entry_slug}`,
+        result: `${event.eventName} × ${split.chargedCount}`,
+        payload: {
+          runId: request.runId,
+          entryId: locked.entry_id,
+          selectionId: locked.selection_id,
+          chargeId,
+          eventName: event.eventName,
+          toolName: request.toolName,
+          requestedCount: request.count,
+          chargedCount: split.chargedCount,
+          unitPriceUsd: result.unitPriceUsd,
+        },
+      });
+    }
+    return { kind: 'recorded', result };
+  });
+}

@@ -1,0 +1,71 @@
+import { discoverToolsWithDocument } from '../tools/discovery';
+import { scrubSecrets, ToolSourceError, type ToolSourceErrorCode } from '../tools/errors';
+import type { ToolRuntimeDeps } from '../tools/source';
+import type { SourceParamValues, ToolSourceSpec } from '../tools/types';
+import { DiscoveryError, type Discover, type DiscoveryResult } from './discovery';
+
+/**
+ * What the API answers for each refusal or failure of the tool runtime: refusals and bad sources are
+ * 400, an upstream that failed is 502, one that did not answer in time 504. The runtime's
+ * `invalid_openapi` (the document is not valid OpenAPI) has the market's one name for a bad document.
+ */
+const ANSWER: Record<ToolSourceErrorCode, { code: string; status: 400 | 502 | 504 }> = {
+  invalid_source: { code: 'invalid_source', status: 400 },
+  ssrf_blocked: { code: 'ssrf_blocked', status: 400 },
+  insecure_url: { code: 'insecure_url', status: 400 },
+  invalid_openapi: { code: 'invalid_openapi_document', status: 400 },
+  source_too_large: { code: 'source_too_large', status: 400 },
+  upstream_unreachable: { code: 'upstream_unreachable', status: 502 },
+  upstream_error: { code: 'upstream_error', status: 502 },
+  tls_error: { code: 'tls_error', status: 502 },
+  not_mcp_server: { code: 'not_mcp_server', status: 502 },
+  auth_required: { code: 'auth_required', status: 502 },
+  upstream_timeout: { code: 'upstream_timeout', status: 504 },
+};
+
+/**
+ * The market's discovery over the tool runtime (lib/tools): remote MCP (Streamable HTTP, else legacy
+ * SSE) or OpenAPI from a URL, text or object, every request through the SSRF guard, https only except
+ * hosts NETWORK_ALLOWLIST opens, external `$ref`s not followed. An MCP server answering 401/403 is not
+ * a failure: the result has no tools, `authRequired` and the credential it asked for as a param (the
+ * validation is then `needs_parameters`). For an OpenAPI document fetched from `url` the document
+ * comes back too (the fingerprint covers it). Failures throw DiscoveryError; no message carries a
+ * param value (the runtime scrubs them).
+ */
+export function runtimeDiscover(deps: ToolRuntimeDeps): Discover {
+  return async (request) => {
+    const spec: ToolSourceSpec = {
+      type: request.type,
+      ...(request.url ? { url: request.url } : {}),
+      ...(request.type === 'openapi' && request.spec != null ? { spec: request.spec } : {}),
+      ...(request.type === 'openapi' && typeof request.specText === 'string' ? { specText: request.specText } : {}),
+      ...(request.type === 'openapi' && request.openapiBaseUrl ? { baseUrl: request.openapiBaseUrl } : {}),
+      ...(request.params && Object.keys(request.params).length ? { params: request.params as SourceParamValues } : {}),
+    };
+    try {
+      const { discovery, openapiDocument } = await discoverToolsWithDocument(spec, deps);
+      const { authRequired, ...source } = discovery.source;
+      // A server URL variable given in params is a param value: it is not returned or stored either.
+      if (typeof source.serverUrl === 'string') source.serverUrl = scrubSecrets(source.serverUrl, Object.values(spec.params ?? {}));
+      const result: DiscoveryResult = {
+        title: discovery.title,
+        description: discovery.description,
+        tools: discovery.tools.map((tool) => ({
+          name: tool.name,
+          description: tool.description,
+          inputSchema: tool.inputSchema,
+          ...(tool.annotations ? { annotations: { ...tool.annotations } } : {}),
+        })),
+        params: discovery.params.map((param) => ({ ...param })),
+        authRequired,
+        source,
+      };
+      if (request.type === 'openapi' && request.url && openapiDocument) result.openapiDocument = openapiDocument;
+      return result;
+    } catch (error) {
+      if (!(error instanceof ToolSourceError)) throw error;
+      const answer = ANSWER[error.code] ?? { code: error.code, status: 502 };
+      throw new DiscoveryError(answer.code, error.message, answer.status, error.transient);
+    }
+  };
+}
