@@ -69,12 +69,10 @@ function platformStateFamilies(state: PlatformState | null): Family[] {
     { name: 'platform_credits_micros_total', help: 'Credit added to wallets, in micro-USD', type: 'counter', samples: [{ value: ledger('credit')?.amountMicros ?? 0 }] },
     { name: 'platform_wallet_balance_micros', help: 'Sum of all wallet balances (ledger balance), in micro-USD', type: 'gauge', samples: [{ value: state.wallets.balanceMicros }] },
   ];
-  if (state.holds) {
-    families.push(
-      { name: 'platform_holds_open', help: 'Open holds: amounts reserved for jobs not settled yet', type: 'gauge', samples: [{ value: state.holds.open }] },
-      { name: 'platform_holds_open_micros', help: 'Sum of the open holds, in micro-USD', type: 'gauge', samples: [{ value: state.holds.micros }] },
-    );
-  }
+  families.push(
+    { name: 'platform_holds_open', help: 'Open holds: amounts reserved for running jobs and open market runs, not settled yet', type: 'gauge', samples: [{ value: state.holds.open }] },
+    { name: 'platform_holds_open_micros', help: 'Sum of the open holds (unused part for market runs), in micro-USD', type: 'gauge', samples: [{ value: state.holds.micros }] },
+  );
   return families;
 }
 

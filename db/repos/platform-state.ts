@@ -8,21 +8,18 @@ export interface PlatformState {
   /** Per ledger entry kind: how many entries and their summed amount (usage entries are negative). */
   ledger: { kind: LedgerEntryKind; entries: number; amountMicros: number }[];
   wallets: { count: number; balanceMicros: number };
-  /** Open holds (reserved, not yet settled); null while the database has no holds table. */
-  holds: { open: number; micros: number } | null;
+  /** Reserved, not yet settled: open job holds plus the unused part of open, unexpired market runs (as in available balance). */
+  holds: { open: number; micros: number };
 }
 
-/**
- * Holds live in `job_holds` (the holds migration). Read through plain SQL behind an existence
- * check, so these totals also work on a database migrated before that table existed.
- */
+/** The same reservations the available-balance arithmetic subtracts (db/repos/ledger.ts openHoldsMicros), summed over every account. */
 async function openHolds(db: Db): Promise<PlatformState['holds']> {
-  const { rows } = await sql<{ present: boolean }>`select to_regclass('job_holds') is not null as present`.execute(db);
-  if (!rows[0]?.present) return null;
-  const totals = await sql<{ open: number; micros: number }>`
-    select cast(count(*) as bigint) as open, cast(coalesce(sum(amount_micros), 0) as bigint) as micros
-    from job_holds where released_at is null`.execute(db);
-  return totals.rows[0];
+  const { rows } = await sql<{ open: number; micros: number }>`
+    select (select cast(count(*) as bigint) from job_holds where released_at is null)
+         + (select cast(count(*) as bigint) from market_runs where status = 'open' and expires_at > now()) as open,
+           (select cast(coalesce(sum(amount_micros), 0) as bigint) from job_holds where released_at is null)
+         + (select cast(coalesce(sum(hold_micros - charged_micros), 0) as bigint) from market_runs where status = 'open' and expires_at > now()) as micros`.execute(db);
+  return { open: Number(rows[0]?.open ?? 0), micros: Number(rows[0]?.micros ?? 0) };
 }
 
 export async function readPlatformState(db: Db): Promise<PlatformState> {
