@@ -16,14 +16,11 @@ import { docsRoutes } from './routes/docs';
 import { healthRoutes } from './routes/health';
 import { skillsRoutes } from './routes/skills';
 
-const BODY_LIMIT_BYTES = 1024 * 1024;
-
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
   app.proxy = true;
   app.use(requestId());
   app.use(errorHandler());
-  app.use(jsonBody(BODY_LIMIT_BYTES));
 
   const root = new Router();
   const health = healthRoutes(deps);
@@ -34,8 +31,9 @@ export function createApp(deps: ApiDeps): Koa {
   const docs = docsRoutes();
   root.use('/api/v1', docs.routes());
 
+  // Bodies are read only after the caller is authenticated (the admin routes do the same with their token).
   const v1 = new Router({ prefix: '/api/v1' });
-  v1.use(requireApiKey(deps.db));
+  v1.use(requireApiKey(deps.db), jsonBody());
   for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());
   }
