@@ -1,3 +1,5 @@
+import { normalizeHostname } from '../net/ssrf';
+
 export type SensitiveItem = {
   id: string;
   value: string;
@@ -29,20 +31,15 @@ export function validateSensitiveItems(items: readonly SensitiveItem[]): void {
   }
 }
 
-function normalizeHost(host: string): string {
-  const unbracketed = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-  return unbracketed.toLowerCase().replace(/\.$/, '');
-}
-
 function patternHost(pattern: string): string {
   const withoutScheme = pattern.trim().toLowerCase().replace(/^[a-z][a-z0-9+.-]*:\/\//, '');
   const authority = withoutScheme.split(/[/?#]/, 1)[0].replace(/^[^@]*@/, '');
-  if (authority.startsWith('[')) return normalizeHost(authority.slice(0, authority.indexOf(']') + 1));
-  return normalizeHost(authority.replace(/:\d*$/, ''));
+  if (authority.startsWith('[')) return normalizeHostname(authority.slice(0, authority.indexOf(']') + 1));
+  return normalizeHostname(authority.replace(/:\d*$/, ''));
 }
 
 export function hostMatchesDomainPattern(host: string, pattern: string): boolean {
-  const target = normalizeHost(host);
+  const target = normalizeHostname(host);
   const wanted = patternHost(pattern);
   if (!target || !wanted) return false;
   if (wanted === '*') return true;
