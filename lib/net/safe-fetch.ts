@@ -26,6 +26,8 @@ export interface SafeFetchOptions {
   timeoutMs?: number;
   /** Limit on the body, counted both as received and after decoding. */
   maxBytes?: number;
+  /** A limit shared with other fetches: every decoded body byte is taken from it (see createByteBudget). */
+  budget?: ByteBudget;
   /** 0 returns a 3xx response as is. */
   maxRedirects?: number;
   proxy?: ProxyConfig | null;
@@ -47,6 +49,25 @@ export interface SafeResponse {
   body: Buffer;
   /** Each URL that answered with a redirect, in order; `url` is where the chain ended. */
   redirects: string[];
+}
+
+/** Bytes several fetches may buffer between them, e.g. all the subresources of one page. */
+export interface ByteBudget {
+  readonly limit: number;
+  /** False, taking nothing, when `bytes` more would exceed the limit. */
+  take(bytes: number): boolean;
+}
+
+export function createByteBudget(limit: number): ByteBudget {
+  let used = 0;
+  return {
+    limit,
+    take(bytes) {
+      if (used + bytes > limit) return false;
+      used += bytes;
+      return true;
+    },
+  };
 }
 
 export type SafeFetchErrorCode = 'timeout' | 'too_large' | 'too_many_redirects' | 'bad_scheme' | 'network';
@@ -83,6 +104,7 @@ interface FetchContext {
   proxy: ProxyConfig | null;
   ca: Array<string | Buffer> | undefined;
   maxBytes: number;
+  budget: ByteBudget | undefined;
   signal: AbortSignal;
 }
 
@@ -98,6 +120,7 @@ export async function safeFetch(input: string | URL, options: SafeFetchOptions):
     proxy: options.proxy ?? null,
     ca: options.extraCa === undefined ? undefined : [...tls.rootCertificates, ...[options.extraCa].flat()],
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
+    budget: options.budget,
     signal: deadline.signal,
   };
   const headers = lowerCaseKeys(options.headers ?? {});
@@ -279,8 +302,13 @@ async function readBody(response: IncomingMessage, hop: Hop, context: FetchConte
   const decoders = (encodings ?? []).map(createDecoder).reverse();
   const chunks: Buffer[] = [];
   const body = await abortable<Buffer>(context.signal, (resolve, reject) => {
+    const { budget } = context;
     const collector = new Writable({
       write(chunk: Buffer, _encoding, callback) {
+        if (budget && !budget.take(chunk.length)) {
+          callback(new SafeFetchError('too_large', `Response from ${hop.url.origin} exceeds the ${budget.limit} bytes shared with related responses`));
+          return;
+        }
         chunks.push(chunk);
         callback();
       },
