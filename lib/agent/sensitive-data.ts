@@ -88,10 +88,11 @@ function encodedForms(value: string): string[] {
   const uriEncoded = encodeURIComponent(value);
   const formEncoded = new URLSearchParams({ v: value }).toString().slice(2);
   const htmlEscaped = value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-  return [value, uriEncoded, formEncoded, htmlEscaped];
+  const jsonEscaped = JSON.stringify(value).slice(1, -1);
+  return [value, uriEncoded, formEncoded, htmlEscaped, jsonEscaped];
 }
 
-/** Replaces every occurrence of a secret value (also URL-, form- or HTML-encoded) with its placeholder. */
+/** Replaces every occurrence of a secret value (also URL-, form-, HTML- or JSON-encoded) with its placeholder. */
 export function maskSecrets(text: string, items: readonly SensitiveItem[]): string {
   const placeholderByForm = new Map<string, string>();
   for (const item of items) {
@@ -104,4 +105,10 @@ export function maskSecrets(text: string, items: readonly SensitiveItem[]): stri
   const forms = [...placeholderByForm.keys()].sort((a, b) => b.length - a.length);
   const pattern = new RegExp(forms.map(escapeRegExp).join('|'), 'g');
   return text.replace(pattern, (match) => placeholderByForm.get(match)!);
+}
+
+/** maskSecrets over every string of a JSON value (e.g. a model's tool-call arguments); the value keeps its shape. */
+export function maskSecretsIn<T>(value: T, items: readonly SensitiveItem[]): T {
+  if (value === undefined || items.length === 0) return value;
+  return JSON.parse(maskSecrets(JSON.stringify(value), items)) as T;
 }
