@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { maskSecretsIn, resolvePlaceholders } from '../lib/agent/sensitive-data';
 import { seal, unseal } from '../lib/crypto';
 import { act } from './support/agent-script';
 import { useHarness, type Harness } from './support/harness';
@@ -38,6 +39,27 @@ describe('secrets never leak', function () {
         const shortTag = Buffer.from(tag, 'base64url').subarray(0, bytes).toString('base64url');
         assert.throws(() => unseal(key, [version, nonce, shortTag, body].join('.'), 'aad'), `a ${bytes}-byte tag was accepted`);
       }
+    });
+  });
+
+  describe('sensitive-data placeholders', function () {
+    const items = [{ id: 'pw', value: 'hunter2"\\x', domain_pattern: '127.0.0.1' }];
+
+    it('resolves placeholders with whitespace around the id, and only on the allowed host', function () {
+      assert.deepEqual(resolvePlaceholders('a <secret> pw </secret> b', items, 'http://127.0.0.1/login'), { text: 'a hunter2"\\x b', secretIds: ['pw'] });
+      assert.match((resolvePlaceholders('<secret>pw</secret>', items, 'http://localhost/') as { error: string }).error, /only allowed on 127\.0\.0\.1/);
+    });
+
+    it('reads model text in linear time (an unclosed placeholder with a long run of spaces took seconds)', function () {
+      const text = `<secret>${' '.repeat(5_000)}x`.repeat(3);
+      const start = process.cpuUsage();
+      assert.deepEqual(resolvePlaceholders(text, items, 'http://127.0.0.1/'), { text, secretIds: [] });
+      const used = process.cpuUsage(start);
+      assert.ok(used.user + used.system < 1_000_000, `took ${(used.user + used.system) / 1e6} s of CPU`);
+    });
+
+    it('masks values inside JSON values, including ones JSON escapes', function () {
+      assert.deepEqual(maskSecretsIn({ text: 'say hunter2"\\x now', list: ['hunter2"\\x'] }, items), { text: 'say <secret>pw</secret> now', list: ['<secret>pw</secret>'] });
     });
   });
 

@@ -12,7 +12,8 @@ export type SensitiveItem = {
 
 export type PlaceholderResolution = { text: string; secretIds: string[] } | { error: string };
 
-const PLACEHOLDER = /<secret>\s*([^<>]*?)\s*<\/secret>/g;
+/** Linear: the id cannot contain `<`, so each match scans at most to the next `<` (whitespace around the id is trimmed). */
+const PLACEHOLDER = /<secret>([^<>]*)<\/secret>/g;
 const SECRET_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
 
 export function secretPlaceholder(id: string): string {
@@ -61,7 +62,7 @@ function webHostOf(pageUrl: string): string | null {
 
 /** Substitutes `<secret>ID</secret>` placeholders, refusing any whose domain_pattern does not match the page's host. */
 export function resolvePlaceholders(text: string, items: readonly SensitiveItem[], pageUrl: string): PlaceholderResolution {
-  const ids = [...text.matchAll(PLACEHOLDER)].map((match) => match[1]);
+  const ids = [...text.matchAll(PLACEHOLDER)].map((match) => match[1].trim());
   if (ids.length === 0) return { text, secretIds: [] };
   const host = webHostOf(pageUrl);
   const byId = new Map(items.map((item) => [item.id, item]));
@@ -76,7 +77,7 @@ export function resolvePlaceholders(text: string, items: readonly SensitiveItem[
       return { error: `Secret ${secretPlaceholder(id)} may not be used on ${host}; it is only allowed on ${item.domain_pattern}` };
     }
   }
-  const resolved = text.replace(PLACEHOLDER, (_match, id: string) => byId.get(id)!.value);
+  const resolved = text.replace(PLACEHOLDER, (_match, id: string) => byId.get(id.trim())!.value);
   return { text: resolved, secretIds: [...new Set(ids)] };
 }
 
