@@ -70,8 +70,8 @@ function label(element: HtmlElement): string {
 }
 
 function linkText(anchor: HtmlElement): string {
-  const image = findElement(anchor, (element) => element.name === 'img' && element.attributes.has('alt'));
-  return label(anchor) || collapse(attribute(anchor, 'aria-label')) || collapse(attribute(anchor, 'title')) || collapse(attribute(image, 'alt'));
+  const imageAlt = () => attribute(findElement(anchor, (element) => element.name === 'img' && element.attributes.has('alt'), LABEL_NODES), 'alt');
+  return label(anchor) || collapse(attribute(anchor, 'aria-label')) || collapse(attribute(anchor, 'title')) || collapse(imageAlt());
 }
 
 /** Title, description, language and links, from one pass over the whole document (navigation included). */
@@ -265,7 +265,7 @@ export function needsBrowser(html: string, contentType: string): BrowserNeed {
     const emptyMount = mounts.find(isEmptyMount);
     if (emptyMount) return { needed: true, reason: `empty SPA mount point ${describeMount(emptyMount)}` };
   }
-  const noscriptWarning = noscripts.some((n) => JS_REQUIRED.test(textOf(n, { maxChars: NOSCRIPT_CHARS_EXAMINED })));
+  const noscriptWarning = noscripts.some((n) => JS_REQUIRED.test(textOf(n, { maxChars: NOSCRIPT_CHARS_EXAMINED, maxNodes: MOUNT_NODES_EXAMINED })));
   if (noscriptWarning && textLength < SHORT_TEXT_WITH_NOSCRIPT_WARNING) {
     return { needed: true, reason: '<noscript> says JavaScript is required and little text is present' };
   }

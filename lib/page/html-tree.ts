@@ -241,8 +241,13 @@ export function* elementsIn(root: HtmlElement, skip?: (element: HtmlElement) => 
   for (const node of descendants(root, skip)) if (node.type === 'element') yield node;
 }
 
-export function findElement(root: HtmlElement, predicate: (element: HtmlElement) => boolean): HtmlElement | null {
-  for (const element of elementsIn(root)) if (predicate(element)) return element;
+/** The first element below `root` that matches, looking at no more than `maxNodes` nodes. */
+export function findElement(root: HtmlElement, predicate: (element: HtmlElement) => boolean, maxNodes = Infinity): HtmlElement | null {
+  let visited = 0;
+  for (const node of descendants(root)) {
+    if (++visited > maxNodes) return null;
+    if (node.type === 'element' && predicate(node)) return node;
+  }
   return null;
 }
 

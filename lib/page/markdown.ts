@@ -93,33 +93,6 @@ function trimSpaces(text: string): string {
   return text.slice(start, end);
 }
 
-/** Strips trailing spaces and tabs from each line (a two-space hard break stays), keeps at most one blank line, trims the ends. */
-export function tidyMarkdown(markdown: string): string {
-  const lines: string[] = [];
-  let blankRun = 0;
-  let start = 0;
-  while (start <= markdown.length) {
-    let end = markdown.indexOf('\n', start);
-    if (end === -1) end = markdown.length;
-    let stop = end;
-    while (stop > start && (markdown.charCodeAt(stop - 1) === 32 || markdown.charCodeAt(stop - 1) === 9)) stop--;
-    const trailing = end - stop;
-    const content = markdown.slice(start, stop);
-    const line = trailing === 2 && markdown[stop] === ' ' && markdown[stop + 1] === ' ' && content !== '' ? `${content}  ` : content;
-    if (line === '') blankRun++;
-    else blankRun = 0;
-    if (blankRun <= 1) lines.push(line);
-    start = end + 1;
-  }
-  let first = 0;
-  let last = lines.length;
-  while (first < last && lines[first] === '') first++;
-  while (last > first && lines[last - 1] === '') last--;
-  const body = lines.slice(first, last);
-  if (body.length > 0) body[body.length - 1] = body[body.length - 1].replace(/ +$/, '');
-  return body.join('\n');
-}
-
 interface Prefix {
   first: string;
   rest: string;
@@ -142,6 +115,8 @@ class Writer {
   private lineHasContent = false;
   private pendingNewlines = 0;
   private pendingSpace = false;
+  /** Blank lines written since the last line with content ended. */
+  private blankLines = 0;
   /** The prefix of a continuation line, valid while the prefix stack is unchanged and every level is used. */
   private cachedPrefix: string | null = null;
 
@@ -163,7 +138,8 @@ class Writer {
   hardBreak(): void {
     if (this.singleLine) return this.space();
     if (!this.lineHasContent) {
-      this.block(1);
+      // A break on an empty line (the second of `<br><br>`) leaves a blank line.
+      this.block(2);
       return;
     }
     this.parts.push('  ');
@@ -221,19 +197,29 @@ class Writer {
     this.wroteAnything = true;
   }
 
-  /** Preformatted lines, each under the current prefixes. */
+  /** Preformatted lines (after the current line), each under the current prefixes, blank ones kept, trailing blanks dropped. */
   writeLines(lines: string[]): void {
-    lines.forEach((line, index) => {
-      if (index > 0) this.breakLines(1);
+    for (const line of lines) {
+      this.endLine();
+      let end = line.length;
+      while (end > 0 && (line.charCodeAt(end - 1) === 32 || line.charCodeAt(end - 1) === 9)) end--;
+      if (end === 0) {
+        this.parts.push(this.blankPrefix(), '\n');
+        continue;
+      }
       this.startLine();
-      this.parts.push(line);
-      this.lineHasContent = this.lineHasContent || line !== '';
-    });
+      this.parts.push(end === line.length ? line : line.slice(0, end));
+      this.lineHasContent = true;
+    }
     this.wroteAnything = true;
   }
 
+  /** The Markdown: no trailing spaces but hard breaks, at most one blank line outside code blocks, no blank ends. */
   toString(): string {
-    return this.parts.join('');
+    const text = this.parts.join('');
+    let end = text.length;
+    while (end > 0 && isSpace(text.charCodeAt(end - 1))) end--;
+    return end === text.length ? text : text.slice(0, end);
   }
 
   private startLine(): void {
@@ -243,16 +229,31 @@ class Writer {
     this.lineStarted = true;
   }
 
-  /** Ends the current line and leaves `count - 1` blank lines (carrying quote markers) before the next. */
+  /** Ends the current line, if one is started, so what follows begins a line of its own. */
+  private endLine(): void {
+    if (!this.lineStarted) return;
+    this.parts.push('\n');
+    this.lineStarted = false;
+    this.lineHasContent = false;
+    this.blankLines = 0;
+  }
+
+  /** Ends the current line and makes sure `count - 1` blank lines (carrying quote markers) separate it from the next. */
   private breakLines(count: number): void {
     if (this.singleLine) {
       this.pendingSpace = true;
       return;
     }
-    this.parts.push('\n');
-    for (let i = 1; i < count; i++) this.parts.push(this.linePrefix(true), '\n');
-    this.lineStarted = false;
-    this.lineHasContent = false;
+    if (!this.wroteAnything) return;
+    this.endLine();
+    for (; this.blankLines < count - 1; this.blankLines++) this.parts.push(this.blankPrefix(), '\n');
+  }
+
+  private blankPrefix(): string {
+    const prefix = this.linePrefix(true);
+    let end = prefix.length;
+    while (end > 0 && prefix.charCodeAt(end - 1) === 32) end--;
+    return prefix.slice(0, end);
   }
 
   private linePrefix(blank: boolean): string {
@@ -296,7 +297,7 @@ function tableRows(table: HtmlElement): HtmlElement[] {
 }
 
 export function htmlToMarkdown(root: HtmlElement, options: MarkdownOptions): string {
-  return tidyMarkdown(render(root, options, false));
+  return render(root, options, false);
 }
 
 function render(root: HtmlElement, options: MarkdownOptions, singleLine: boolean): string {
@@ -340,7 +341,7 @@ function render(root: HtmlElement, options: MarkdownOptions, singleLine: boolean
     const fence = '`'.repeat(Math.max(3, longestRun(code, '`') + 1));
     writer.block(2);
     writer.write(`${fence}${language}`);
-    writer.writeLines(['', ...code.split('\n'), fence]);
+    writer.writeLines([...code.split('\n'), fence]);
     writer.block(2);
   };
 
@@ -379,7 +380,7 @@ function render(root: HtmlElement, options: MarkdownOptions, singleLine: boolean
       writer.block(2);
     }
     writer.write(line(rows[0]));
-    writer.writeLines(['', `| ${Array.from({ length: width }, () => '---').join(' | ')} |`, ...rows.slice(1).map(line)]);
+    writer.writeLines([`| ${Array.from({ length: width }, () => '---').join(' | ')} |`, ...rows.slice(1).map(line)]);
     writer.block(2);
     return true;
   };

@@ -16,6 +16,8 @@ export const PATHOLOGICAL_PAGES: Record<string, () => string> = {
   '100k unclosed nested list items': () => `${'<ul><li>'.repeat(100_000)}deepest item`,
   '20k nested inline elements': () => `<p>${'<span><em>'.repeat(10_000)}inner</p>`,
   '600 nested links around 1 MB of text': () => `${'<a href="/x">'.repeat(600)}${'word '.repeat(200_000)}`,
+  '500 nested text-less links over 100k empty elements': () =>
+    `${Array.from({ length: 500 }, (_, i) => `<a href="/link-${i}"><noscript>`).join('')}${'<i></i>'.repeat(100_000)}`,
   '500 nested blockquotes over 40k lines': () => `${'<blockquote>'.repeat(500)}${'line<br>'.repeat(40_000)}`,
   '300 nested tables': () => `${'<table><tr><td>'.repeat(300)}${'cell '.repeat(100_000)}`,
   '10 MB of text in paragraphs': () => {
