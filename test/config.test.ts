@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadConfig } from '../lib/config';
 
 describe('configuration', function () {
@@ -104,4 +105,16 @@ describe('configuration', function () {
       );
     });
   }
+});
+
+describe('docker-compose.yml', function () {
+  it('publishes nothing but the API beyond this host (the Temporal UI and frontend have no login of their own)', function () {
+    const compose = parseYaml(readFileSync(path.join(__dirname, '..', 'docker-compose.yml'), 'utf8')) as { services: Record<string, { ports?: string[] }> };
+    const published = Object.entries(compose.services).flatMap(([service, definition]) => (definition.ports ?? []).map((port) => ({ service, port: String(port) })));
+    assert.ok(published.some(({ service }) => service === 'temporal-ui'), 'the Temporal UI is published for the operator on this host');
+    for (const { service, port } of published) {
+      if (service === 'api') continue;
+      assert.match(port, /^127\.0\.0\.1:/, `${service} publishes ${port} on every interface`);
+    }
+  });
 });
