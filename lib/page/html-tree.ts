@@ -168,8 +168,10 @@ export function parseHtmlTree(html: string, limits: HtmlLimits = { maxDepth: MAX
         if (closed === name) break;
       }
     } else if (name === 'p') {
+      // `</p>` with no open paragraph is an empty paragraph, as browsers (and htmlparser2) read it.
       openElement('p');
-      if (tag && current() === tag) pop();
+      if (ignoringTag) bump(ignoredOpen, 'p', -1);
+      else if (tag && current() === tag) pop();
     }
   };
 
