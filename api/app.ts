@@ -27,8 +27,6 @@ import { marketIconRoutes, publicMarketIconRoutes } from './routes/market-icons'
 import { providerRoutes } from './routes/provider';
 import { metricsRoutes } from './routes/metrics';
 
-const BODY_LIMIT_BYTES = 1024 * 1024;
-
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
   app.proxy = true;
@@ -37,7 +35,6 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(errorHandler());
   const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
   app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
-  app.use(jsonBody(BODY_LIMIT_BYTES));
 
   const root = new Router();
   const health = healthRoutes(deps);
@@ -51,8 +48,9 @@ export function createApp(deps: ApiDeps): Koa {
   const icons = publicMarketIconRoutes(deps);
   root.use(icons.routes(), icons.allowedMethods());
 
+  // Bodies are read only after the caller is authenticated (the admin routes do the same with their token).
   const v1 = new Router({ prefix: '/api/v1' });
-  v1.use(requireApiKey(deps.db));
+  v1.use(requireApiKey(deps.db), jsonBody());
   for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps), marketMcpRoutes(deps), marketIconRoutes(deps), providerRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());
   }

@@ -22,7 +22,7 @@ import type { Harness } from '../test/support/harness';
 import { elementIndex, onPage } from '../test/support/agent-script';
 import type { FakeReply } from '../test/support/fake-openai';
 import { createBrowserPool } from '../lib/browser/pool';
-import { guardContext } from '../lib/browser/guarded-routing';
+import { GUARDED_CONTEXT_OPTIONS, guardContext } from '../lib/browser/guarded-routing';
 import { BrowserSession } from '../lib/agent/browser-session';
 import { executeAction } from '../lib/agent/browser-tools';
 import { observe } from '../lib/agent/observation';
@@ -157,7 +157,7 @@ async function runBare(h: Harness, pool: ReturnType<typeof createBrowserPool>): 
   let probeStarted = NaN;
   let closeStarted = NaN;
   const started = performance.now();
-  await pool.withContext({ viewport: { width: 1280, height: 800 } }, async (context) => {
+  await pool.withContext({ ...GUARDED_CONTEXT_OPTIONS, viewport: { width: 1280, height: 800 } }, async (context) => {
     const guard = await guardContext(context, { policy, proxy: null });
     const session = await BrowserSession.open(context, { sensitiveData: [], guard });
     try {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parseNetworkAllowlist } from './net/ssrf';
@@ -163,16 +163,49 @@ function usdAmount(env: Env, name: string, fallbackUsd: number): number {
   return micros;
 }
 
-/** Reads a secret from the environment, or from (creating if needed) a file under dataDir for the embedded default. */
+const SECRET_FILE_WAIT_MS = 5_000;
+
+/**
+ * Reads a secret from the environment, or from (creating if needed) a file under dataDir for the embedded default.
+ * The file is created exclusively (O_EXCL: never follows a planted symlink, never overwrites), so when two processes
+ * start at once exactly one generates the secret and the other reads it, waiting for the writer to finish.
+ */
 function secretOrLocalFile(env: Env, name: string, dataDir: string, file: string, generate: () => string): string {
   const fromEnv = optional(env, name);
   if (fromEnv !== null) return fromEnv;
   const target = path.join(dataDir, file);
-  if (existsSync(target)) return readFileSync(target, 'utf8').trim();
   mkdirSync(dataDir, { recursive: true });
   const value = generate();
-  writeFileSync(target, value + '\n', { mode: 0o600 });
+  let fd: number;
+  try {
+    fd = openSync(target, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return readWrittenSecret(name, target);
+  }
+  try {
+    writeSync(fd, `${value}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
   return value;
+}
+
+/** The writer puts the whole value in one small write, so an empty file means it has not written yet. */
+function readWrittenSecret(name: string, target: string): string {
+  const deadline = Date.now() + SECRET_FILE_WAIT_MS;
+  for (;;) {
+    let content: string;
+    try {
+      content = readFileSync(target, 'utf8');
+    } catch (err) {
+      throw new ConfigError(name, `comes from ${target}, which exists but cannot be read (${(err as NodeJS.ErrnoException).code}); remove that file or set ${name}`);
+    }
+    if (content.trim() !== '') return content.trim();
+    if (Date.now() > deadline) throw new ConfigError(name, `comes from ${target}, which is empty; remove that file or set ${name}`);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+  }
 }
 
 function parseMasterKey(raw: string): Buffer {

@@ -1,11 +1,13 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const SEALED_PREFIX = 'v1';
+/** The full 128-bit GCM tag, pinned: without it a shortened tag (down to 4 bytes) would be accepted. */
+const GCM_OPTIONS = { authTagLength: 16 } as const;
 
 /** AES-256-GCM with a random 96-bit nonce; the output is `v1.<nonce>.<tag>.<ciphertext>` in base64url. */
 export function seal(masterKey: Buffer, plaintext: string, associatedData = ''): string {
   const nonce = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', masterKey, nonce);
+  const cipher = createCipheriv('aes-256-gcm', masterKey, nonce, GCM_OPTIONS);
   cipher.setAAD(Buffer.from(associatedData));
   const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return [SEALED_PREFIX, nonce, cipher.getAuthTag(), body].map((p) => (typeof p === 'string' ? p : p.toString('base64url'))).join('.');
@@ -14,7 +16,7 @@ export function seal(masterKey: Buffer, plaintext: string, associatedData = ''):
 export function unseal(masterKey: Buffer, sealed: string, associatedData = ''): string {
   const [version, nonce, tag, body] = sealed.split('.');
   if (version !== SEALED_PREFIX || !nonce || !tag || body === undefined) throw new Error('Not a sealed value');
-  const decipher = createDecipheriv('aes-256-gcm', masterKey, Buffer.from(nonce, 'base64url'));
+  const decipher = createDecipheriv('aes-256-gcm', masterKey, Buffer.from(nonce, 'base64url'), GCM_OPTIONS);
   decipher.setAAD(Buffer.from(associatedData));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
   return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');

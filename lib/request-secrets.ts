@@ -1,6 +1,12 @@
 import { seal, unseal } from './crypto';
 
-const MASK = '[redacted]';
+/** What a stored or echoed request shows in place of a secret value. */
+export const REDACTED = '[redacted]';
+
+/** The record with the values of `fields` (every field when omitted) replaced by REDACTED; the names stay visible. */
+export function redactFields<T extends Record<string, unknown>>(record: T, fields?: readonly string[]): T {
+  return Object.fromEntries(Object.entries(record).map(([name, value]) => [name, !fields || fields.includes(name) ? REDACTED : value])) as T;
+}
 
 /** Cookie values are session secrets: the stored and echoed request keeps only their names. */
 export function maskCookies(cookies: unknown): unknown {
@@ -9,16 +15,16 @@ export function maskCookies(cookies: unknown): unknown {
       .split(';')
       .map((part) => part.trim())
       .filter(Boolean)
-      .map((part) => `${part.split('=')[0]}=${MASK}`)
+      .map((part) => `${part.split('=')[0]}=${REDACTED}`)
       .join('; ');
   }
-  if (Array.isArray(cookies)) return cookies.map((c) => (c && typeof c === 'object' ? { ...c, value: MASK } : MASK));
-  if (cookies && typeof cookies === 'object') return Object.fromEntries(Object.keys(cookies).map((k) => [k, MASK]));
+  if (Array.isArray(cookies)) return cookies.map((c) => (c && typeof c === 'object' ? { ...c, value: REDACTED } : REDACTED));
+  if (cookies && typeof cookies === 'object') return redactFields(cookies as Record<string, unknown>);
   return cookies;
 }
 
 export function maskSensitiveData(items: { id: string; value: string; domain_pattern?: string }[]) {
-  return items.map((item) => ({ ...item, value: MASK }));
+  return items.map((item) => ({ ...item, value: REDACTED }));
 }
 
 export interface RequestSecrets {

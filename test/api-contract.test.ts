@@ -164,6 +164,66 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
     });
   });
 
+  describe('hostile bodies and queries: 4xx with the error body, never 5xx', function () {
+    const json = { 'content-type': 'application/json' };
+    const adminAuth = () => ({ authorization: `Bearer ${h.config.adminToken}` });
+
+    it('refuses 400k nested brackets with 400, and reads no body before authenticating', async function () {
+      const deep = '['.repeat(400_000) + ']'.repeat(400_000);
+      const refused = await h.http('POST', '/api/v1/scrape', { apiKey, raw: deep, headers: json });
+      assertErrorBody(refused, 400, 'validation_failed');
+      assert.match(refused.body.error.message, /deeper than 64 levels/);
+      assertErrorBody(await h.http('POST', '/api/v1/scrape', { raw: deep, headers: json }), 401, 'unauthorized');
+      assertErrorBody(await h.http('POST', '/admin/users', { raw: deep, headers: json }), 401, 'unauthorized');
+      assertErrorBody(await h.http('POST', '/admin/users', { raw: deep, headers: { ...json, ...adminAuth() } }), 400, 'validation_failed');
+    });
+
+    it('authenticates before judging the body: anonymous malformed, oversize and non-JSON bodies are 401', async function () {
+      for (const [raw, headers] of [
+        ['{"url": ', json],
+        ['x'.repeat(2 * 1024 * 1024), json],
+        ['url=x', { 'content-type': 'text/plain' }],
+      ] as const) {
+        assertErrorBody(await h.http('POST', '/api/v1/agentscraper', { raw, headers }), 401, 'unauthorized');
+        assertErrorBody(await h.http('POST', '/admin/users', { raw, headers }), 401, 'unauthorized');
+      }
+    });
+
+    it('refuses lone UTF-16 surrogates in strings and keys with 400 naming the field, and creates nothing', async function () {
+      const { apiKey: key, userId: uid } = await h.createUser();
+      const cases: [string, string, string][] = [
+        ['/api/v1/scrape', '{"url":"https://example.com","system_prompt":"\\ud800"}', 'body/system_prompt'],
+        ['/api/v1/scrape', '{"url":"https://example.com","system_prompt":"ok \\udfff then"}', 'body/system_prompt'],
+        ['/api/v1/agentscraper', '{"task":"\\udbff\\u0041"}', 'body/task'],
+        ['/api/v1/scrape', '{"url":"https://example.com","cookies":{"\\ud800":"v"}}', 'body/cookies/\ufffd'],
+        ['/api/v1/social-accounts', '{"platform":"forum","name":"n","credentials":{"x":["\\ud800"]}}', 'body/credentials/x/0'],
+      ];
+      for (const [path, raw, field] of cases) {
+        const response = await h.http('POST', path, { apiKey: key, raw, headers: json });
+        assertErrorBody(response, 400, 'validation_failed');
+        assert.equal(response.body.error.details[0].path, field, raw);
+        assert.match(response.body.error.details[0].message, /surrogate/);
+      }
+      const paired = await h.http('POST', '/api/v1/scrape', { apiKey: key, raw: '{"url":"https://example.com","system_prompt":"\\ud83d\\ude00"}', headers: json });
+      assert.equal(paired.status, 202, JSON.stringify(paired.body));
+      const created = await h.db.selectFrom('jobs').select('id').where('user_id', '=', uid).execute();
+      assert.equal(created.length, 1);
+    });
+
+    it('refuses page numbers whose offset would overflow with 400', async function () {
+      for (const path of ['/api/v1/logs', '/api/v1/transactions', '/api/v1/automations', '/api/v1/skills/directory/search?q=pdf&']) {
+        const sep = path.endsWith('&') ? '' : '?';
+        for (const page of ['1e20', '9007199254740993', '1000001']) {
+          const response = await h.http('GET', `${path}${sep}page=${page}`, { apiKey });
+          assertErrorBody(response, 400, 'validation_failed');
+          assert.equal(response.body.error.details[0].path, 'query.page');
+        }
+        const highest = await h.http('GET', `${path}${sep}page=1000000&pageSize=100`, { apiKey });
+        assert.equal(highest.status, 200, JSON.stringify(highest.body));
+      }
+    });
+  });
+
   describe('OpenAPI document and docs page', function () {
     it('serves OpenAPI 3.1 generated from the same schemas ajv uses', async function () {
       const response = await h.http('GET', '/api/v1/openapi.json');

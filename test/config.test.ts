@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadConfig } from '../lib/config';
 
 describe('configuration', function () {
@@ -49,6 +51,39 @@ describe('configuration', function () {
     assert.ok(!existsSync(path.join(dataDir, 'master.key')));
   });
 
+  it('never follows a planted symlink when creating a key file: it refuses, writing nothing', function () {
+    const elsewhere = path.join(dataDir, 'elsewhere');
+    symlinkSync(elsewhere, path.join(dataDir, 'master.key'));
+    assert.throws(
+      () => loadConfig({ DATA_DIR: dataDir, ADMIN_TOKEN: 'a'.repeat(32) }),
+      (err: unknown) => err instanceof ConfigError && err.message.includes('MASTER_KEY') && err.message.includes('master.key'),
+    );
+    assert.ok(!existsSync(elsewhere), 'the secret was written through the symlink');
+  });
+
+  it('reads the key another starting process is still writing, rather than a half-created file', async function () {
+    this.timeout(60_000);
+    // Another process has created master.key (exclusively) but not yet written it when this one starts.
+    const keyFile = path.join(dataDir, 'master.key');
+    writeFileSync(keyFile, '', { mode: 0o600 });
+    const code = `const { loadConfig } = require(${JSON.stringify(path.resolve(__dirname, '../lib/config'))});
+      process.stderr.write('loading\\n');
+      process.stdout.write(loadConfig({ DATA_DIR: ${JSON.stringify(dataDir)}, ADMIN_TOKEN: 'a'.repeat(32) }).masterKey.toString('hex'));`;
+    const child = spawn(process.execPath, ['-r', 'tsx/cjs', '-e', code], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.stderr.on('data', (chunk) => (err += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const loading = new Promise<void>((resolve) => child.stderr.on('data', () => err.includes('loading') && resolve()));
+    const written = 'cd'.repeat(32);
+    await loading;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    writeFileSync(keyFile, `${written}\n`);
+    assert.equal(await exited, 0, err);
+    assert.equal(out, written);
+  });
+
   const invalid: [string, Record<string, string>][] = [
     ['PORT', { PORT: 'eighty' }],
     ['PORT', { PORT: '70000' }],
@@ -70,4 +105,16 @@ describe('configuration', function () {
       );
     });
   }
+});
+
+describe('docker-compose.yml', function () {
+  it('publishes nothing but the API beyond this host (the Temporal UI and frontend have no login of their own)', function () {
+    const compose = parseYaml(readFileSync(path.join(__dirname, '..', 'docker-compose.yml'), 'utf8')) as { services: Record<string, { ports?: string[] }> };
+    const published = Object.entries(compose.services).flatMap(([service, definition]) => (definition.ports ?? []).map((port) => ({ service, port: String(port) })));
+    assert.ok(published.some(({ service }) => service === 'temporal-ui'), 'the Temporal UI is published for the operator on this host');
+    for (const { service, port } of published) {
+      if (service === 'api') continue;
+      assert.match(port, /^127\.0\.0\.1:/, `${service} publishes ${port} on every interface`);
+    }
+  });
 });

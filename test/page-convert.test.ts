@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import Ajv from 'ajv';
 
 import { htmlToPage, needsBrowser } from '../lib/page/convert';
 import { cookieHeaderFor, cookiesJsonSchema, normalizeCookies, type PageCookie } from '../lib/page/cookies';
 import { startFixtureSite, GATED_SECRET, type FixtureSite } from './support/fixture-site';
+import { PATHOLOGICAL_PAGES, type PathologicalResult } from './support/pathological-pages';
 
 async function get(url: string, headers: Record<string, string> = {}): Promise<{ html: string; contentType: string; finalUrl: string }> {
   const response = await fetch(url, { headers });
@@ -92,6 +96,53 @@ describe('page conversion', () => {
     it('handles fragments without <html>', () => {
       const { markdown } = htmlToPage('<h2>Hi</h2><p>there <b>you</b></p>', 'http://127.0.0.1/');
       assert.equal(markdown, '## Hi\n\nthere **you**');
+    });
+  });
+
+  describe('pathological pages (a hostile page must not stall the worker)', function () {
+    // A correctness bound for a denial of service, with a wide margin (each takes a small fraction of it), not a
+    // benchmark. Measured in a process of its own, so only the conversion's own CPU time counts.
+    const CPU_SECONDS_BOUND = 1;
+    let results: Record<string, PathologicalResult>;
+
+    before(async function () {
+      this.timeout(300_000);
+      const script = path.join(__dirname, 'support', 'pathological-pages.ts');
+      const { stdout } = await promisify(execFile)(process.execPath, ['-r', 'tsx/cjs', script], { maxBuffer: 16 * 1024 * 1024, timeout: 280_000 });
+      results = JSON.parse(stdout);
+    });
+
+    for (const name of Object.keys(PATHOLOGICAL_PAGES)) {
+      it(`converts ${name} in under ${CPU_SECONDS_BOUND} s of CPU`, function () {
+        const result = results[name];
+        assert.equal(result.error, undefined, result.error);
+        assert.ok(result.convertSeconds < CPU_SECONDS_BOUND, `htmlToPage took ${result.convertSeconds.toFixed(2)} s of CPU for ${result.htmlBytes} bytes`);
+        assert.ok(result.needsBrowserSeconds < CPU_SECONDS_BOUND, `needsBrowser took ${result.needsBrowserSeconds.toFixed(2)} s of CPU`);
+      });
+    }
+
+    it('keeps the text of those pages', function () {
+      const spaces = results['a <pre> of 300k spaces between words'];
+      assert.match(spaces.markdownHead, /^```\nstart {100}/);
+      assert.match(spaces.markdownTail, / {100}end\n```$/);
+      assert.equal(spaces.markdownChars, '```\nstart'.length + 300_000 + 'end\n```'.length);
+      assert.match(results['a <pre> line ending in 300k spaces'].markdownHead, /^```\nstart\nnext line\n```$/);
+      assert.equal(results['a paragraph with 1 MB whitespace runs of spaces, tabs and newlines'].markdownHead, 'a b c');
+      assert.equal(results['100k nested divs'].markdownHead, 'deep text');
+      assert.equal(results['100k unclosed nested list items'].markdownTail.trim().endsWith('deepest item'), true);
+      assert.match(results['20k nested inline elements'].markdownHead, /inner/);
+      assert.match(results['600 nested links around 1 MB of text'].markdownTail, /word\]\(http:\/\/127\.0\.0\.1\/x\)$/);
+      const tenMegabytes = results['10 MB of text in paragraphs'];
+      assert.ok(tenMegabytes.htmlBytes >= 10_000_000);
+      assert.ok(tenMegabytes.markdownChars > 0.8 * tenMegabytes.htmlBytes, `${tenMegabytes.markdownChars} chars of markdown`);
+      assert.match(tenMegabytes.markdownHead, /^Bees forage across the city rooftops and return with pollen\. Bees forage/);
+    });
+
+    it('bounds nesting without losing text: deeper elements are ignored, their text kept', function () {
+      const deep = '<div>'.repeat(2_000) + '<b>bold</b> and <i>italic</i>' + '</div>'.repeat(2_000) + '<p>after</p>';
+      assert.equal(htmlToPage(deep, 'http://127.0.0.1/').markdown, 'bold and italic\n\nafter');
+      const shallow = '<div>'.repeat(50) + '<b>bold</b>' + '</div>'.repeat(50);
+      assert.equal(htmlToPage(shallow, 'http://127.0.0.1/').markdown, '**bold**');
     });
   });
 

@@ -12,6 +12,7 @@ import zlib from 'node:zlib';
 import { proxyForPlaywright, proxyFromTemplate } from '../lib/net/proxy';
 import { SafeFetchError, safeFetch, type SafeFetchOptions } from '../lib/net/safe-fetch';
 import { parseNetworkAllowlist, SsrfBlockedError, type Resolver } from '../lib/net/ssrf';
+import { startFakeProxy, type FakeProxy } from './support/fake-proxy';
 
 interface RecordedRequest {
   method: string;
@@ -503,7 +504,7 @@ describe('safeFetch over TLS and through a proxy', () => {
       extraCa: cert,
     });
     assert.equal(response.body.toString(), `secure GET /tunnelled host=secure.test:${secure.port}`);
-    assert.deepEqual(connectLines, [`CONNECT secure.test:${secure.port}`]);
+    assert.deepEqual(connectLines, [`CONNECT 127.0.0.1:${secure.port}`]);
     assert.deepEqual(connectAuthorizations, [expectedProxyAuthorization]);
   });
 
@@ -525,6 +526,93 @@ describe('safeFetch over TLS and through a proxy', () => {
       assert.match(error.message, /407/);
       return true;
     });
+  });
+});
+
+describe('safeFetch through a proxy pins the checked address', () => {
+  // The worker's resolver and the proxy's own DNS disagree about each name (rebinding, split horizon): the guard
+  // checks the worker's answer, so the proxy must be handed that address and never the name.
+  const workerView: Resolver = async (hostname) => {
+    const addresses: Record<string, string> = { 'rebind.test': '127.0.0.1', 'pinned.test': '127.0.0.1', 'wrong-name.test': '127.0.0.1' };
+    if (!addresses[hostname]) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    return [{ address: addresses[hostname], family: 4 as const }];
+  };
+  let certDir: string;
+  let cert: Buffer;
+  let plain: TestServer;
+  let secure: TestServer;
+  let internal: TestServer;
+  let proxy: FakeProxy;
+
+  before(async () => {
+    certDir = mkdtempSync(path.join(tmpdir(), 'safe-fetch-pin-'));
+    const keyPath = path.join(certDir, 'key.pem');
+    const certPath = path.join(certDir, 'cert.pem');
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyPath, '-out', certPath,
+        '-days', '1', '-subj', '/CN=pinned.test', '-addext', 'subjectAltName=DNS:pinned.test'],
+      { stdio: 'ignore' },
+    );
+    cert = readFileSync(certPath);
+    const secureServer = https.createServer({ key: readFileSync(keyPath), cert }, withBody((request, response) => {
+      response.end(`secure ${request.url} host=${request.headers.host}`);
+    }));
+    secure = await listen(secureServer, '127.0.0.1', 'https');
+    plain = await startHttpServer('127.0.0.1', (request, response) => response.end(`plain ${request.url} host=${request.headers.host}`));
+    internal = await startHttpServer('127.0.0.2', (_request, response) => response.end('internal secret'));
+    proxy = await startFakeProxy({ names: { 'rebind.test': '127.0.0.2', 'pinned.test': '127.0.0.2', 'wrong-name.test': '127.0.0.2' } });
+  });
+
+  after(async () => {
+    await proxy.close();
+    await Promise.all([plain, secure, internal].map((server) => server.close()));
+    rmSync(certDir, { recursive: true, force: true });
+  });
+
+  beforeEach(() => {
+    proxy.requests.length = 0;
+  });
+
+  afterEach(() => {
+    assert.equal(internal.requests.length, 0, 'the proxy reached the internal server on 127.0.0.2 by resolving the name itself');
+  });
+
+  const viaProxy = () => proxyFromTemplate(proxy.urlTemplate, 'DE');
+
+  it('sends plain http in absolute form to the checked IP, with the name only in the Host header', async () => {
+    const response = await safeFetch(`http://rebind.test:${plain.port}/page?q=1`, { policy, resolver: workerView, proxy: viaProxy() });
+    assert.equal(response.body.toString(), `plain /page?q=1 host=rebind.test:${plain.port}`);
+    assert.deepEqual(proxy.requests.map((r) => r.target), [`http://127.0.0.1:${plain.port}/page?q=1`]);
+    assert.equal(proxy.requests[0].host, `rebind.test:${plain.port}`);
+    assert.ok(proxy.requests.every((r) => !r.target.includes('rebind.test')));
+  });
+
+  it('tunnels https with CONNECT to the checked IP, SNI and certificate checked against the name', async () => {
+    const response = await safeFetch(`https://pinned.test:${secure.port}/tls`, { policy, resolver: workerView, proxy: viaProxy(), extraCa: cert });
+    assert.equal(response.body.toString(), `secure /tls host=pinned.test:${secure.port}`);
+    assert.deepEqual(proxy.requests.map((r) => r.target), [`CONNECT 127.0.0.1:${secure.port}`]);
+  });
+
+  it('still refuses a certificate that does not name the host, though the address is right', async () => {
+    await assert.rejects(
+      safeFetch(`https://wrong-name.test:${secure.port}/`, { policy, resolver: workerView, proxy: viaProxy(), extraCa: cert }),
+      (error: unknown) => error instanceof SafeFetchError && error.code === 'network' && /wrong-name\.test/.test(String(error.cause ?? error.message)),
+    );
+    assert.deepEqual(proxy.requests.map((r) => r.target), [`CONNECT 127.0.0.1:${secure.port}`]);
+  });
+
+  it('pins every redirect hop too', async () => {
+    const redirector = await startHttpServer('127.0.0.1', (_request, response) => {
+      response.writeHead(302, { location: `http://rebind.test:${plain.port}/after` }).end();
+    });
+    try {
+      const response = await safeFetch(`http://127.0.0.1:${redirector.port}/start`, { policy, resolver: workerView, proxy: viaProxy() });
+      assert.equal(response.body.toString(), `plain /after host=rebind.test:${plain.port}`);
+      assert.deepEqual(proxy.requests.map((r) => r.target), [`http://127.0.0.1:${redirector.port}/start`, `http://127.0.0.1:${plain.port}/after`]);
+    } finally {
+      await redirector.close();
+    }
   });
 });
 

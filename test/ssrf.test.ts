@@ -1,5 +1,12 @@
 import assert from 'node:assert/strict';
 import type { LookupAddress, LookupOptions } from 'node:dns';
+import http, { type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+import { createSessionRegistry } from '../activities/agent/session-registry';
+import { GUARDED_CONTEXT_OPTIONS, guardContext } from '../lib/browser/guarded-routing';
+import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
+import { proxyFromTemplate } from '../lib/net/proxy';
 
 import {
   assertUrlAllowed,
@@ -14,6 +21,7 @@ import {
   type NetworkPolicy,
   type Resolver,
 } from '../lib/net/ssrf';
+import { startFakeProxy } from './support/fake-proxy';
 
 function stubResolver(table: Record<string, string[]>): Resolver & { calls: string[] } {
   const calls: string[] = [];
@@ -318,5 +326,110 @@ describe('assertUrlAllowed', () => {
 
   it('allows an allowlisted loopback target', async () => {
     await assertUrlAllowed('http://127.0.0.1:3000/', parseNetworkAllowlist('127.0.0.0/8'), refusingResolver);
+  });
+});
+
+describe('guarded browser contexts', function () {
+  this.timeout(60_000);
+  const BLOB_BYTES = 1024 * 1024;
+  const policy = parseNetworkAllowlist('127.0.0.1');
+  let server: Server;
+  let internal: Server;
+  let internalHits = 0;
+  let origin: string;
+  let port: number;
+  let pool: BrowserPool;
+
+  before(async () => {
+    server = http.createServer((request, response) => {
+      const url = new URL(request.url ?? '/', 'http://x');
+      const html = (body: string) => response.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><html><body>${body}</body></html>`);
+      switch (url.pathname) {
+        case '/sw.js':
+          return void response.writeHead(200, { 'content-type': 'text/javascript' }).end("self.addEventListener('fetch', () => {});");
+        case '/blob':
+          return void response.writeHead(200, { 'content-type': 'application/octet-stream' }).end(Buffer.alloc(BLOB_BYTES, 'b'));
+        case '/heavy':
+          return html(`<script>
+            Promise.allSettled(Array.from({ length: 6 }, (_, i) => fetch('/blob?i=' + i).then((r) => r.arrayBuffer())))
+              .then((results) => { document.body.dataset.loaded = String(results.filter((r) => r.status === 'fulfilled').length); });
+          </script>`);
+        case '/light':
+          return html(`<script>
+            fetch('/blob?single').then((r) => r.arrayBuffer()).then(() => 1, () => 0).then((n) => { document.body.dataset.loaded = String(n); });
+          </script>`);
+        default:
+          return html(`<p>host=${request.headers.host}</p>`);
+      }
+    });
+    internal = http.createServer((_request, response) => {
+      internalHits++;
+      response.end('internal');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+    // The same port on the stand-in internal address, so a proxy that resolved the name itself would get an answer.
+    await new Promise<void>((resolve) => internal.listen(port, '127.0.0.2', resolve));
+    origin = `http://127.0.0.1:${port}`;
+    pool = createBrowserPool({ maxContexts: 2 });
+  });
+
+  after(async () => {
+    await pool.close();
+    server.closeAllConnections();
+    internal.closeAllConnections();
+    await Promise.all([server, internal].map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  });
+
+  afterEach(() => assert.equal(internalHits, 0, 'the stand-in internal server on 127.0.0.2 must never be reached'));
+
+  it('hands the proxy the checked address for page requests, never the name', async function () {
+    const proxy = await startFakeProxy({ names: { 'rebind.test': '127.0.0.2' } });
+    try {
+      const resolver = stubResolver({ 'rebind.test': ['127.0.0.1'] });
+      await pool.withContext({ ...GUARDED_CONTEXT_OPTIONS }, async (context) => {
+        await guardContext(context, { policy, resolver, proxy: proxyFromTemplate(proxy.urlTemplate, 'de') });
+        const page = await context.newPage();
+        await page.goto(`http://rebind.test:${port}/`);
+        assert.equal(await page.textContent('p'), `host=rebind.test:${port}`);
+      });
+      const targets = proxy.requests.map((r) => r.target);
+      assert.ok(targets.includes(`http://127.0.0.1:${port}/`), JSON.stringify(targets));
+      assert.ok(targets.every((target) => target.startsWith(`http://127.0.0.1:${port}/`)), JSON.stringify(targets));
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('caps the bytes one page\'s subresources may buffer, and gives the next page a fresh budget', async function () {
+    await pool.withContext({ ...GUARDED_CONTEXT_OPTIONS }, async (context) => {
+      await guardContext(context, { policy, maxSubresourceBytesPerPage: Math.floor(2.5 * BLOB_BYTES) });
+      const page = await context.newPage();
+      await page.goto(`${origin}/heavy`);
+      await page.waitForFunction(() => document.body.dataset.loaded !== undefined);
+      const loaded = Number(await page.evaluate(() => document.body.dataset.loaded));
+      assert.ok(loaded <= 2, `${loaded} of 6 one-megabyte fetches were buffered under a 2.5 MB budget`);
+      await page.goto(`${origin}/light`);
+      await page.waitForFunction(() => document.body.dataset.loaded !== undefined);
+      assert.equal(await page.evaluate(() => document.body.dataset.loaded), '1');
+    });
+  });
+
+  it('blocks service workers in agent browser sessions (their fetches would bypass the guard)', async function () {
+    const registry = createSessionRegistry({ headless: pool, headed: async () => pool });
+    try {
+      const sessionId = await registry.open({ headless: true, policy, proxy: null, sensitiveData: [], cookies: undefined, checkpoint: null });
+      const { session } = registry.get(sessionId)!;
+      const outcome = await session.navigate(`${origin}/`);
+      assert.ok(outcome.ok, JSON.stringify(outcome));
+      const registered = await session.currentPage().evaluate(async () => {
+        const registration = await navigator.serviceWorker?.register('/sw.js').catch(() => undefined);
+        return Boolean(registration?.scope);
+      });
+      assert.equal(registered, false);
+      assert.equal(session.context.serviceWorkers().length, 0);
+    } finally {
+      await registry.closeAll();
+    }
   });
 });

@@ -11,7 +11,7 @@ import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } fr
 import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '../../lib/llm/structured-output';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
-import { maskSecrets } from '../../lib/agent/sensitive-data';
+import { maskSecrets, maskSecretsIn } from '../../lib/agent/sensitive-data';
 import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
 import { attemptKey, withHeartbeat } from '../heartbeat';
@@ -93,7 +93,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     /** One LLM decision: the model sees task, history and the latest observation, and answers with tool calls. */
     async decideNextActions(input: { jobId: string; taskIndex: number; step: number; notes: string[] }): Promise<Decision> {
       const { jobId, taskIndex, step } = input;
-      const { job, request, tasks } = await loadAgentJob(db, jobId);
+      // With the master key: masking needs the real sensitive values (without it they read "[redacted]").
+      const { job, request, tasks } = await loadAgentJob(db, jobId, deps.masterKey);
       const profile = OPTIMIZATION_PROFILES[request.optimization_mode];
       const steps = await db
         .selectFrom('agent_steps')
@@ -163,9 +164,11 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       await bill(jobId, `decide-${taskIndex}-${step}`, model, completion.usage, walletBilled);
       const message = completion.choices[0]?.message;
       const calls = (message?.tool_calls ?? []).filter((c) => c.type === 'function');
-      const actions: AgentAction[] = calls.map((c) => ({ name: c.function.name, args: parseArguments(c.function.arguments) }));
+      const secrets = request.sensitive_data ?? [];
+      // A value the model echoes becomes its placeholder before anything is stored, logged or returned to the workflow.
+      const actions: AgentAction[] = calls.map((c) => ({ name: c.function.name, args: maskSecretsIn(parseArguments(c.function.arguments), secrets) }));
       const kept = actions.slice(0, request.max_actions_per_step);
-      const goal = message?.content?.trim() ? maskSecrets(message.content.trim(), request.sensitive_data ?? []).slice(0, 500) : null;
+      const goal = message?.content?.trim() ? maskSecrets(message.content.trim(), secrets).slice(0, 500) : null;
       await db.updateTable('agent_steps').set({ goal, actions: JSON.stringify(kept) }).where('id', '=', current.id).execute();
       if (actions.length > kept.length) {
         await appendJobLog(db, jobId, `step ${step}: the model proposed ${actions.length} actions; only the first ${kept.length} (max_actions_per_step) are used`);
@@ -176,7 +179,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     /** The extract tool: one LLM call over the latest observation's full text. */
     async runExtractTool(input: { jobId: string; taskIndex: number; step: number; question: string }) {
       const { jobId } = input;
-      const loaded = await loadAgentJob(db, jobId);
+      const loaded = await loadAgentJob(db, jobId, deps.masterKey);
       const { request } = loaded;
       const current = await currentStep(jobId, input.taskIndex, input.step);
       const { client, walletBilled, model } = await clientFor(loaded);

@@ -1,15 +1,10 @@
 import type { Db } from '../../db/connect';
-import { getJob } from '../../db/repos/jobs';
-import type { AgenticScraperRequestBody } from '../../lib/schemas/agentscraper';
-import { unsealRequestSecrets } from '../../lib/request-secrets';
+import { loadJob } from '../jobs';
 
-/** The agent job's request; with the master key, secrets (cookies, sensitive_data values) are unsealed. */
+/** An agent job (loaded by the one job loader) with its tasks in order: the task, then the follow-up tasks. */
 export async function loadAgentJob(db: Db, jobId: string, masterKey?: Buffer) {
-  const job = await getJob(db, jobId);
-  const request = job.request as unknown as AgenticScraperRequestBody;
-  const tasks = [request.task, ...(request.follow_up_tasks ?? [])];
-  if (!masterKey) return { job, request, tasks };
-  return { job, request: { ...request, ...unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) } as AgenticScraperRequestBody, tasks };
+  const { job, request } = await loadJob(db, jobId, 'agent', masterKey);
+  return { job, request, tasks: [request.task, ...(request.follow_up_tasks ?? [])] };
 }
 
 /** What each optimization_mode changes. */

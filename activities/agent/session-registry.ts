@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type { BrowserContextOptions } from 'playwright-core';
 import { abortReason, type BrowserPool } from '../../lib/browser/pool';
-import { guardContext } from '../../lib/browser/guarded-routing';
+import { GUARDED_CONTEXT_OPTIONS, guardContext } from '../../lib/browser/guarded-routing';
 import { BrowserSession, contextOptionsFromCheckpoint, type SessionCheckpoint } from '../../lib/agent/browser-session';
 import type { SensitiveItem } from '../../lib/agent/sensitive-data';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
@@ -91,6 +91,7 @@ export function createSessionRegistry(
       if (callerSignal?.aborted) throw abortReason(callerSignal);
       const pool = options.headless ? pools.headless : await pools.headed();
       const contextOptions: BrowserContextOptions = {
+        ...GUARDED_CONTEXT_OPTIONS,
         viewport: { width: 1280, height: 800 },
         ...(options.checkpoint && contextOptionsFromCheckpoint(options.checkpoint)),
       };

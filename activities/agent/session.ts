@@ -5,7 +5,7 @@ import type { Db } from '../../db/connect';
 import type { AgentAction } from '../../db/schema';
 import { recordUsage } from '../../db/repos/job-usage';
 import { appendJobLog } from '../../db/repos/jobs';
-import { BROWSER_MICROS_PER_SECOND, CAPTCHA_MICROS_PER_SOLVE, PROXY_MICROS_PER_REQUEST } from '../../lib/billing/pricing';
+import { BROWSER_MICROS_PER_SECOND, PROXY_MICROS_PER_REQUEST } from '../../lib/billing/pricing';
 import { seal, unseal } from '../../lib/crypto';
 import { executeAction as runBrowserAction } from '../../lib/agent/browser-tools';
 import { observe } from '../../lib/agent/observation';
@@ -14,8 +14,8 @@ import { normalizeCookies } from '../../lib/page/cookies';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { assertCaptchaAvailable, requestedProxy, type AdapterConfig } from '../page/adapters';
-import { applyCaptchaToken, detectCaptcha } from '../../lib/browser/captcha-page';
-import { CaptchaSolveError, solveCaptcha } from '../../lib/captcha';
+import { CaptchaSolveError } from '../../lib/captcha';
+import { solvePageCaptcha } from '../browser/captcha';
 import { loadAgentJob, OPTIMIZATION_PROFILES } from './job';
 import type { SessionRegistry } from './session-registry';
 
@@ -87,14 +87,8 @@ export function createSessionActivities(deps: SessionDeps) {
 
   /** A captcha widget on the page is solved through the solver adapter before the model looks at the page. */
   async function solveVisibleCaptcha(jobId: string, page: Page, key: string) {
-    const challenge = await detectCaptcha(page);
-    if (!challenge || !deps.captcha) return;
-    await appendJobLog(db, jobId, `solving a ${challenge.kind} captcha`);
     try {
-      const token = await withHeartbeat(() => solveCaptcha(deps.captcha!, challenge));
-      await recordUsage(db, { jobId, usageKey: attemptKey(jobId, `captcha-${key}`), kind: 'captcha', quantity: 1, costMicros: CAPTCHA_MICROS_PER_SOLVE });
-      await applyCaptchaToken(page, challenge, token);
-      await appendJobLog(db, jobId, 'captcha solved');
+      await solvePageCaptcha(deps, jobId, page, `captcha-${key}`);
     } catch (err) {
       if (!(err instanceof CaptchaSolveError)) throw err;
       await appendJobLog(db, jobId, `captcha not solved: ${err.message}`);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
+import { BoundedCache } from '../../lib/bounded-cache';
 import type { Db } from '../../db/connect';
 import type { AgentAction, SocialPlatform } from '../../db/schema';
 import { unsealCredentials, unsealSession, sealSession } from '../../db/repos/social-accounts';
@@ -21,6 +22,13 @@ export interface SocialRunRequest {
 }
 
 const MAX_RESULT_CHARS = 6_000;
+/** Clients are cached per worker so write pacing holds across a run's steps; bounded, so one-off runs do not pile up. */
+const CLIENT_CACHE = { maxEntries: 200, idleMs: 30 * 60_000 };
+
+/** Cache key of a client: the sealed credentials it was built from (a credentials change re-seals, so it gets a new client). */
+function clientKey(sealedCredentials: string, proxy: string): string {
+  return `${createHash('sha256').update(sealedCredentials).digest('hex').slice(0, 32)}|${proxy}`;
+}
 
 /** Tool calls that change something upstream, by platform. */
 const WRITES: Record<SocialPlatform, ReadonlySet<string>> = {
@@ -68,8 +76,8 @@ export interface SocialToolDeps {
 /** Runs the forum and microblog tools with the run's account; one client per account per worker, so write pacing holds. */
 export function createSocialToolActivities(deps: SocialToolDeps) {
   const { db, masterKey, platforms } = deps;
-  const forumClients = new Map<string, ForumClient>();
-  const microblogClients = new Map<string, MicroblogClient>();
+  const forumClients = new BoundedCache<ForumClient>(CLIENT_CACHE);
+  const microblogClients = new BoundedCache<MicroblogClient>(CLIENT_CACHE);
 
   async function accountFor(jobId: string, taskIndex: number) {
     const job = await getJob(db, jobId);
@@ -87,18 +95,21 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
   }
 
   async function forumClient(jobId: string, ref: AccountRef, userId: string, request: SocialRunRequest): Promise<ForumClient> {
-    const key = `${ref.kind === 'saved' ? ref.accountId : `inline:${jobId}`}|${request.proxy_enabled ? request.proxy_country : 'direct'}`;
+    const proxyKey = request.proxy_enabled ? `proxy:${request.proxy_country}` : 'direct';
+    let unsealCurrent: () => ForumCredentials;
+    let key: string;
+    if (ref.kind === 'saved') {
+      const row = await db.selectFrom('social_accounts').selectAll().where('id', '=', ref.accountId).where('user_id', '=', userId).executeTakeFirstOrThrow();
+      key = clientKey(row.credentials_sealed, proxyKey);
+      unsealCurrent = () => unsealCredentials<ForumCredentials>(masterKey, row);
+    } else {
+      const job = await getJob(db, jobId);
+      key = clientKey(job.sealed_secrets ?? '', proxyKey);
+      unsealCurrent = () => (unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) as { forumCredentials: ForumCredentials }).forumCredentials;
+    }
     let client = forumClients.get(key);
     if (!client) {
-      let credentials: ForumCredentials;
-      if (ref.kind === 'saved') {
-        const row = await db.selectFrom('social_accounts').selectAll().where('id', '=', ref.accountId).where('user_id', '=', userId).executeTakeFirstOrThrow();
-        credentials = unsealCredentials<ForumCredentials>(masterKey, row);
-      } else {
-        const job = await getJob(db, jobId);
-        credentials = (unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) as { forumCredentials: ForumCredentials }).forumCredentials;
-      }
-      client = createForumClient(platforms.forum, credentials, { policy: platforms.policy, proxy: runProxy(request) ?? null });
+      client = createForumClient(platforms.forum, unsealCurrent(), { policy: platforms.policy, proxy: runProxy(request) ?? null });
       forumClients.set(key, client);
     }
     return client;
@@ -106,11 +117,11 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
 
   async function microblogClient(ref: AccountRef, userId: string, request: SocialRunRequest): Promise<MicroblogClient> {
     if (ref.kind !== 'saved') throw new Error('The microblog agent acts with saved accounts only');
-    const key = `${ref.accountId}|${request.proxy_enabled ? request.proxy_country : 'direct'}`;
+    const row = await db.selectFrom('social_accounts').selectAll().where('id', '=', ref.accountId).where('user_id', '=', userId).executeTakeFirstOrThrow();
+    const key = clientKey(row.credentials_sealed, request.proxy_enabled ? `proxy:${request.proxy_country}` : 'direct');
     let client = microblogClients.get(key);
     if (client) return client;
     if (!platforms.microblogBase) throw new MicroblogError('upstream', 'The microblog platform is not configured on this service');
-    const row = await db.selectFrom('social_accounts').selectAll().where('id', '=', ref.accountId).where('user_id', '=', userId).executeTakeFirstOrThrow();
     const credentials = unsealCredentials<MicroblogCredentials>(masterKey, row);
     const override = runProxy(request);
     const transport = override ? { policy: platforms.policy, proxy: override } : platforms.microblogTransport(credentials);

@@ -3,19 +3,19 @@ import { Context } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import { appendJobLog } from '../../db/repos/jobs';
 import { recordUsage } from '../../db/repos/job-usage';
-import { BROWSER_MICROS_PER_SECOND, CAPTCHA_MICROS_PER_SOLVE, PROXY_MICROS_PER_REQUEST } from '../../lib/billing/pricing';
+import { BROWSER_MICROS_PER_SECOND, PROXY_MICROS_PER_REQUEST } from '../../lib/billing/pricing';
 import type { BrowserPool } from '../../lib/browser/pool';
 import { renderPage } from '../../lib/browser/render';
-import { applyCaptchaToken, detectCaptcha } from '../../lib/browser/captcha-page';
-import { CaptchaSolveError, solveCaptcha } from '../../lib/captcha';
+import { CaptchaSolveError } from '../../lib/captcha';
 import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
 import { normalizeCookies } from '../../lib/page/cookies';
 import { htmlToPage } from '../../lib/page/convert';
 import { attemptKey, withHeartbeat } from '../heartbeat';
-import { loadScrapeJob } from '../jobs';
+import { loadJob } from '../jobs';
 import { rejectScrape } from '../rejections';
 import { assertCaptchaAvailable, requestedProxy, type AdapterConfig } from '../page/adapters';
 import { saveSnapshot } from '../page/snapshot';
+import { solvePageCaptcha } from './captcha';
 
 export interface BrowserDeps extends AdapterConfig {
   db: Db;
@@ -29,21 +29,14 @@ export function createBrowserActivities(deps: BrowserDeps) {
   return {
     /** Renders the job's page in Chromium (every request through the SSRF guard), solving a captcha when asked to. */
     async renderPage(jobId: string): Promise<void> {
-      const { request } = await loadScrapeJob(db, jobId, deps.masterKey);
+      const { request } = await loadJob(db, jobId, 'scrape', deps.masterKey);
       assertCaptchaAvailable(deps, request);
       const proxy = requestedProxy(deps, { enabled: request.mobile_proxy_enabled, country: request.mobile_proxy_country, field: 'mobile_proxy_enabled' });
       const cookies = request.cookies === undefined ? [] : normalizeCookies(request.cookies, request.url);
       const started = Date.now();
-      let solved = 0;
+      let solves = 0;
       const solveIfAsked = async (page: Page) => {
-        if (!request.captcha_solver_enabled || !deps.captcha) return;
-        const challenge = await detectCaptcha(page);
-        if (!challenge) return;
-        await appendJobLog(db, jobId, `solving a ${challenge.kind} captcha`);
-        const token = await solveCaptcha(deps.captcha, challenge);
-        solved += 1;
-        await applyCaptchaToken(page, challenge, token);
-        await appendJobLog(db, jobId, 'captcha solved');
+        if (request.captcha_solver_enabled) await solvePageCaptcha(deps, jobId, page, `captcha-${++solves}`);
       };
       try {
         const rendered = await withHeartbeat(() =>
@@ -60,7 +53,6 @@ export function createBrowserActivities(deps: BrowserDeps) {
       } finally {
         const seconds = (Date.now() - started) / 1000;
         await recordUsage(db, { jobId, usageKey: attemptKey(jobId, 'browser'), kind: 'browser', quantity: seconds, costMicros: Math.ceil(seconds * BROWSER_MICROS_PER_SECOND) });
-        if (solved) await recordUsage(db, { jobId, usageKey: attemptKey(jobId, 'captcha'), kind: 'captcha', quantity: solved, costMicros: solved * CAPTCHA_MICROS_PER_SOLVE });
         if (proxy) await recordUsage(db, { jobId, usageKey: attemptKey(jobId, 'browser-proxy'), kind: 'proxy', quantity: 1, costMicros: PROXY_MICROS_PER_REQUEST });
       }
     },

@@ -4,6 +4,8 @@ import { appendJobLog, getJob, transitionJob } from '../../db/repos/jobs';
 import { summarizeUsage } from '../../db/repos/job-usage';
 import { writeSystemLog } from '../../db/repos/system-logs';
 import { microsToUsd } from '../../lib/money';
+import type { Job, JobKind } from '../../db/schema';
+import type { AgenticScraperRequestBody } from '../../lib/schemas/agentscraper';
 import type { ScrapeRequestBody } from '../../lib/schemas/scrape';
 import { unsealRequestSecrets } from '../../lib/request-secrets';
 
@@ -13,12 +15,24 @@ export interface FinishOutcome {
   error: string | null;
 }
 
-/** The job and its request with secrets (cookies) unsealed; only activities that use them call this with a key. */
-export async function loadScrapeJob(db: Db, jobId: string, masterKey?: Buffer) {
+/** The request each family of job carries: scrapes, and agent runs (one-off agentic jobs and automation runs). */
+export interface JobRequests {
+  scrape: ScrapeRequestBody;
+  agent: AgenticScraperRequestBody;
+}
+
+const KINDS_OF: { [F in keyof JobRequests]: readonly JobKind[] } = { scrape: ['scrape'], agent: ['agentic', 'automation'] };
+
+/**
+ * The one job loader: the job and its request, typed by family. Given the master key, the request's sealed secrets
+ * (cookies, sensitive_data values, inline credentials) are unsealed into it; only activities that use them pass one.
+ */
+export async function loadJob<F extends keyof JobRequests>(db: Db, jobId: string, family: F, masterKey?: Buffer): Promise<{ job: Job; request: JobRequests[F] }> {
   const job = await getJob(db, jobId);
-  const request = job.request as unknown as ScrapeRequestBody;
+  if (!KINDS_OF[family].includes(job.kind)) throw new Error(`Job ${jobId} is a ${job.kind} job, not a ${family} job`);
+  const request = job.request as unknown as JobRequests[F];
   if (!masterKey) return { job, request };
-  return { job, request: { ...request, ...unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) } };
+  return { job, request: { ...request, ...unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) } as JobRequests[F] };
 }
 
 export function createJobActivities({ db }: { db: Db }) {
@@ -44,7 +58,7 @@ export function createJobActivities({ db }: { db: Db }) {
     },
 
     async finishScrapeJob({ jobId, error }: { jobId: string; error: string | null }): Promise<FinishOutcome> {
-      const { job, request } = await loadScrapeJob(db, jobId);
+      const { job, request } = await loadJob(db, jobId, 'scrape');
       if (job.status === 'completed' || job.status === 'failed') return { jobId, status: job.status, error: job.error };
       const usage = await summarizeUsage(db, jobId);
       const llm = usage.llm[0];

@@ -101,7 +101,8 @@ function pageMessage(page: PageForExtraction, maxInputChars: number): string {
 
 type AnswerCheck = { ok: true; data: unknown } | { ok: false; problems: string[] };
 
-const CODE_FENCE = /^```(?:json)?\s*\n([\s\S]*?)\n?```$/;
+/** Linear on any model output: the opening line allows no line break before its own, so it can be split one way only. */
+const CODE_FENCE = /^```(?:json)?[^\S\n]*\n([\s\S]*?)\n?```$/;
 
 function parseJsonAnswer(content: string): { ok: true; data: unknown } | { ok: false; problem: string } {
   const trimmed = content.trim();

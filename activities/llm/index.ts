@@ -6,7 +6,7 @@ import { getRouterApiKey } from '../../db/repos/users';
 import { jsonSchemaForRequest } from '../../lib/llm/structured-output';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { attemptKey, withHeartbeat } from '../heartbeat';
-import { loadScrapeJob } from '../jobs';
+import { loadJob } from '../jobs';
 import { rejectScrape } from '../rejections';
 import { DEFAULT_MAX_INPUT_CHARS, ExtractionError, extractStructured, truncateForModel } from './extract';
 import { recordLlmUsage } from './usage';
@@ -25,7 +25,7 @@ export function createExtractionActivities(deps: ExtractionDeps) {
   return {
     /** Extracts the requested data from the stored page snapshot with the job's model; re-asks once on invalid output. */
     async extractPageData(jobId: string): Promise<void> {
-      const { job, request } = await loadScrapeJob(db, jobId);
+      const { job, request } = await loadJob(db, jobId, 'scrape');
       const snapshot = await db.selectFrom('page_snapshots').selectAll().where('job_id', '=', jobId).executeTakeFirstOrThrow();
       let provider;
       try {

@@ -6,7 +6,7 @@ import { safeFetch } from '../../lib/net/safe-fetch';
 import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
 import { cookieHeaderFor, normalizeCookies } from '../../lib/page/cookies';
 import { htmlToPage, needsBrowser } from '../../lib/page/convert';
-import { loadScrapeJob } from '../jobs';
+import { loadJob } from '../jobs';
 import { attemptKey } from '../heartbeat';
 import { rejectScrape } from '../rejections';
 import { assertCaptchaAvailable, requestedProxy, type AdapterConfig } from './adapters';
@@ -45,7 +45,7 @@ export function createPageActivities(deps: PageDeps) {
   return {
     /** The fast path: one guarded HTTP fetch. Says whether the page needs Chromium, judged by its content. */
     async fetchPage(jobId: string): Promise<FetchOutcome> {
-      const { request } = await loadScrapeJob(deps.db, jobId, deps.masterKey);
+      const { request } = await loadJob(deps.db, jobId, 'scrape', deps.masterKey);
       assertCaptchaAvailable(deps, request);
       const proxy = requestedProxy(deps, { enabled: request.mobile_proxy_enabled, country: request.mobile_proxy_country, field: 'mobile_proxy_enabled' });
       let cookies;

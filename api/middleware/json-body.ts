@@ -1,8 +1,16 @@
 import type { Context, Next } from 'koa';
 import { ApiError } from '../errors';
 
-/** Reads a JSON body for methods that carry one. Non-JSON, oversize and malformed bodies are 4xx, never 5xx. */
-export function jsonBody(limitBytes: number) {
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** Deeper JSON is refused: no request schema nests anywhere near this, and deep values are costly to store and walk. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Reads a JSON body for methods that carry one. Non-JSON, oversize, malformed, too deeply nested and unstorable
+ * (NUL, lone surrogates) bodies are 4xx, never 5xx. Mount it after authentication, so anonymous callers never get
+ * a body read and parsed.
+ */
+export function jsonBody(limitBytes = BODY_LIMIT_BYTES) {
   return async (ctx: Context, next: Next) => {
     if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
     const declared = Number(ctx.get('content-length') || 0);
@@ -28,30 +36,68 @@ export function jsonBody(limitBytes: number) {
     } catch (err) {
       throw new ApiError(400, 'invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
     }
-    const nulAt = findNulCharacter(parsed, 'body');
-    if (nulAt) {
-      throw new ApiError(400, 'validation_failed', 'Strings must not contain NUL (\\u0000) characters', [{ path: nulAt, message: 'contains a NUL character' }]);
-    }
+    const problem = findUnstorableValue(parsed);
+    if (problem) throw new ApiError(400, 'validation_failed', problem.message, [{ path: problem.path, message: problem.detail }]);
     ctx.state.body = parsed;
     return next();
   };
 }
 
-/** Postgres text cannot hold U+0000, so such input is refused at the door rather than failing later. */
-function findNulCharacter(value: unknown, path: string): string | null {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findNulCharacter(value[i], `${path}/${i}`);
-      if (found) return found;
+export interface UnstorableValue {
+  path: string;
+  message: string;
+  detail: string;
+}
+
+interface Visit {
+  value: unknown;
+  key: string | null;
+  parent: Visit | null;
+  depth: number;
+}
+
+/** U+0000, and UTF-16 surrogates that are not part of a pair (JSON allows both as escapes, PostgreSQL stores neither). */
+const UNSTORABLE_CHARACTER = /\u0000|\p{Cs}/u;
+
+function stringProblem(text: string): string | null {
+  const found = UNSTORABLE_CHARACTER.exec(text);
+  if (!found) return null;
+  return found[0] === '\u0000' ? 'contains a NUL character' : 'contains a lone UTF-16 surrogate (not valid Unicode)';
+}
+
+/** The JSON pointer of a value, with lone surrogates in keys shown as U+FFFD so the error body itself is valid Unicode. */
+function pathOf(visit: Visit, lastKey?: string): string {
+  const keys: string[] = lastKey === undefined ? [] : [lastKey];
+  for (let at: Visit | null = visit; at && at.key !== null; at = at.parent) keys.push(at.key);
+  return ['body', ...keys.reverse()].join('/').replace(/\p{Cs}/gu, '\ufffd');
+}
+
+/**
+ * Walks a parsed JSON value without recursion (so no input can overflow the stack) and reports the first string or
+ * key PostgreSQL could not store, or nesting deeper than MAX_JSON_DEPTH.
+ */
+export function findUnstorableValue(root: unknown): UnstorableValue | null {
+  const pending: Visit[] = [{ value: root, key: null, parent: null, depth: 0 }];
+  while (pending.length > 0) {
+    const visit = pending.pop()!;
+    const { value } = visit;
+    if (typeof value === 'string') {
+      const detail = stringProblem(value);
+      if (detail) return { path: pathOf(visit), message: 'Strings must be valid Unicode without NUL (\\u0000) characters', detail };
+      continue;
     }
-    return null;
-  }
-  if (value && typeof value === 'object') {
-    for (const [key, inner] of Object.entries(value)) {
-      if (key.includes('\u0000')) return `${path}/${key}`;
-      const found = findNulCharacter(inner, `${path}/${key}`);
-      if (found) return found;
+    if (value === null || typeof value !== 'object') continue;
+    if (visit.depth >= MAX_JSON_DEPTH) {
+      return { path: pathOf(visit), message: `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, detail: 'is nested too deeply' };
+    }
+    const entries: [string, unknown][] = Array.isArray(value) ? value.map((item, index) => [String(index), item]) : Object.entries(value);
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, inner] = entries[i];
+      if (!Array.isArray(value)) {
+        const detail = stringProblem(key);
+        if (detail) return { path: pathOf(visit, key), message: 'Keys must be valid Unicode without NUL (\\u0000) characters', detail: `key ${detail}` };
+      }
+      pending.push({ value: inner, key, parent: visit, depth: visit.depth + 1 });
     }
   }
   return null;

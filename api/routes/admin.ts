@@ -6,6 +6,7 @@ import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound } from '../errors';
 import { requireAdminToken } from '../middleware/auth';
+import { jsonBody } from '../middleware/json-body';
 import { CreateUserRequest, CreditRequest, RouterKeyRequest, SubscriptionChangeRequest } from '../../lib/schemas/admin';
 import { parseBody, parseUuidParam } from '../validation';
 import { registerSkillsAdminRoutes } from './skills';
@@ -14,7 +15,7 @@ import { registerMarketAdminRoutes } from './admin-market';
 /** Operator API, guarded by ADMIN_TOKEN; the `npm run admin` CLI is its client. */
 export function adminRoutes(deps: ApiDeps): Router {
   const router = new Router({ prefix: '/admin' });
-  router.use(requireAdminToken(deps.config.adminToken));
+  router.use(requireAdminToken(deps.config.adminToken), jsonBody());
 
   const existingUser = async (ctx: Context) => {
     const userId = parseUuidParam('userId', ctx.params.userId);

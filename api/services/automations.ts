@@ -3,6 +3,7 @@ import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/clien
 import type { Selectable } from 'kysely';
 import type { AutomationsTable, SocialPlatform } from '../../db/schema';
 import { seal } from '../../lib/crypto';
+import { redactFields } from '../../lib/request-secrets';
 import { assertCronInterval, CronError, CronTooFrequentError, isValidTimezone, toTemporalCron } from '../../lib/cron';
 import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal';
 import type { AuthenticatedUser } from '../../db/repos/users';
@@ -12,7 +13,6 @@ import { ApiError, badRequest } from '../errors';
 import type { AutomationCreateBody, InlineForumSelection, SavedSelection } from '../../lib/schemas/automations';
 import { log } from '../../lib/log';
 
-const MASK = '[redacted]';
 const FORUM_SECRET_FIELDS = ['forumClientSecret', 'forumPassword'];
 
 export function scheduleIdFor(automationId: string): string {
@@ -20,7 +20,7 @@ export function scheduleIdFor(automationId: string): string {
 }
 
 function maskParams<T extends { params?: Record<string, unknown> }>(items: T[]): T[] {
-  return items.map((item) => ({ ...item, params: Object.fromEntries(Object.keys(item.params ?? {}).map((k) => [k, MASK])) }));
+  return items.map((item) => ({ ...item, params: redactFields(item.params ?? {}) }));
 }
 
 /** The payload as stored and shown: credentials and tool parameters masked. Their values are sealed separately. */
@@ -32,7 +32,7 @@ export function splitSecrets(body: AutomationCreateBody): { payload: Record<stri
   };
   if (body.forum?.mode === 'inline') {
     const credentials = body.forum.credentials;
-    payload.forum = { mode: 'inline', credentials: Object.fromEntries(Object.entries(credentials).map(([k, v]) => [k, FORUM_SECRET_FIELDS.includes(k) ? MASK : v])) };
+    payload.forum = { mode: 'inline', credentials: redactFields(credentials, FORUM_SECRET_FIELDS) };
     secrets.forumCredentials = credentials;
   }
   return { payload, secrets };

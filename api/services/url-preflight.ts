@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { unbracketHost } from '../../lib/net/host';
 import { checkAddress, type NetworkPolicy } from '../../lib/net/ssrf';
 import { badRequest } from '../errors';
 
@@ -8,7 +9,7 @@ import { badRequest } from '../errors';
  */
 export function preflightUrl(field: string, value: string, policy: NetworkPolicy): void {
   const { hostname } = new URL(value);
-  const host = hostname.replace(/^\[|\]$/g, '');
+  const host = unbracketHost(hostname);
   const literal = isIP(host) ? host : /^localhost\.?$|\.localhost\.?$/i.test(host) ? '127.0.0.1' : null;
   if (literal === null) return;
   const verdict = checkAddress(literal, host, policy);

@@ -101,16 +101,19 @@ function snapshotDom(config: SnapshotConfig): DomSnapshot {
   const collapse = (value: string) => value.replace(/\s+/g, ' ').trim();
   const clip = (value: string, max: number) => (value.length > max ? `${value.slice(0, max - 1)}…` : value);
 
+  // Document order (an element, its shadow tree, then its children), without recursion: no page is too deep for it.
   const candidates: Element[] = [];
-  const walk = (parent: Document | Element | ShadowRoot) => {
-    for (const child of Array.from(parent.children)) {
-      if (child.hasAttribute(config.indexAttribute)) child.removeAttribute(config.indexAttribute);
-      if (child.matches(selector)) candidates.push(child);
-      if (child.shadowRoot) walk(child.shadowRoot);
-      walk(child);
-    }
+  const pending: Element[] = Array.from(document.children).reverse();
+  const pushReversed = (elements: HTMLCollection) => {
+    for (let i = elements.length - 1; i >= 0; i--) pending.push(elements[i]);
   };
-  walk(document);
+  while (pending.length > 0) {
+    const element = pending.pop()!;
+    if (element.hasAttribute(config.indexAttribute)) element.removeAttribute(config.indexAttribute);
+    if (element.matches(selector)) candidates.push(element);
+    pushReversed(element.children);
+    if (element.shadowRoot) pushReversed(element.shadowRoot.children);
+  }
 
   const isVisible = (element: Element) => {
     const rect = element.getBoundingClientRect();

@@ -1,3 +1,5 @@
+import { normalizeHostname } from '../net/ssrf';
+
 export type SensitiveItem = {
   id: string;
   value: string;
@@ -10,7 +12,8 @@ export type SensitiveItem = {
 
 export type PlaceholderResolution = { text: string; secretIds: string[] } | { error: string };
 
-const PLACEHOLDER = /<secret>\s*([^<>]*?)\s*<\/secret>/g;
+/** Linear: the id cannot contain `<`, so each match scans at most to the next `<` (whitespace around the id is trimmed). */
+const PLACEHOLDER = /<secret>([^<>]*)<\/secret>/g;
 const SECRET_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
 
 export function secretPlaceholder(id: string): string {
@@ -29,20 +32,15 @@ export function validateSensitiveItems(items: readonly SensitiveItem[]): void {
   }
 }
 
-function normalizeHost(host: string): string {
-  const unbracketed = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-  return unbracketed.toLowerCase().replace(/\.$/, '');
-}
-
 function patternHost(pattern: string): string {
   const withoutScheme = pattern.trim().toLowerCase().replace(/^[a-z][a-z0-9+.-]*:\/\//, '');
   const authority = withoutScheme.split(/[/?#]/, 1)[0].replace(/^[^@]*@/, '');
-  if (authority.startsWith('[')) return normalizeHost(authority.slice(0, authority.indexOf(']') + 1));
-  return normalizeHost(authority.replace(/:\d*$/, ''));
+  if (authority.startsWith('[')) return normalizeHostname(authority.slice(0, authority.indexOf(']') + 1));
+  return normalizeHostname(authority.replace(/:\d*$/, ''));
 }
 
 export function hostMatchesDomainPattern(host: string, pattern: string): boolean {
-  const target = normalizeHost(host);
+  const target = normalizeHostname(host);
   const wanted = patternHost(pattern);
   if (!target || !wanted) return false;
   if (wanted === '*') return true;
@@ -64,7 +62,7 @@ function webHostOf(pageUrl: string): string | null {
 
 /** Substitutes `<secret>ID</secret>` placeholders, refusing any whose domain_pattern does not match the page's host. */
 export function resolvePlaceholders(text: string, items: readonly SensitiveItem[], pageUrl: string): PlaceholderResolution {
-  const ids = [...text.matchAll(PLACEHOLDER)].map((match) => match[1]);
+  const ids = [...text.matchAll(PLACEHOLDER)].map((match) => match[1].trim());
   if (ids.length === 0) return { text, secretIds: [] };
   const host = webHostOf(pageUrl);
   const byId = new Map(items.map((item) => [item.id, item]));
@@ -79,7 +77,7 @@ export function resolvePlaceholders(text: string, items: readonly SensitiveItem[
       return { error: `Secret ${secretPlaceholder(id)} may not be used on ${host}; it is only allowed on ${item.domain_pattern}` };
     }
   }
-  const resolved = text.replace(PLACEHOLDER, (_match, id: string) => byId.get(id)!.value);
+  const resolved = text.replace(PLACEHOLDER, (_match, id: string) => byId.get(id.trim())!.value);
   return { text: resolved, secretIds: [...new Set(ids)] };
 }
 
@@ -91,10 +89,11 @@ function encodedForms(value: string): string[] {
   const uriEncoded = encodeURIComponent(value);
   const formEncoded = new URLSearchParams({ v: value }).toString().slice(2);
   const htmlEscaped = value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
-  return [value, uriEncoded, formEncoded, htmlEscaped];
+  const jsonEscaped = JSON.stringify(value).slice(1, -1);
+  return [value, uriEncoded, formEncoded, htmlEscaped, jsonEscaped];
 }
 
-/** Replaces every occurrence of a secret value (also URL-, form- or HTML-encoded) with its placeholder. */
+/** Replaces every occurrence of a secret value (also URL-, form-, HTML- or JSON-encoded) with its placeholder. */
 export function maskSecrets(text: string, items: readonly SensitiveItem[]): string {
   const placeholderByForm = new Map<string, string>();
   for (const item of items) {
@@ -107,4 +106,10 @@ export function maskSecrets(text: string, items: readonly SensitiveItem[]): stri
   const forms = [...placeholderByForm.keys()].sort((a, b) => b.length - a.length);
   const pattern = new RegExp(forms.map(escapeRegExp).join('|'), 'g');
   return text.replace(pattern, (match) => placeholderByForm.get(match)!);
+}
+
+/** maskSecrets over every string of a JSON value (e.g. a model's tool-call arguments); the value keeps its shape. */
+export function maskSecretsIn<T>(value: T, items: readonly SensitiveItem[]): T {
+  if (value === undefined || items.length === 0) return value;
+  return JSON.parse(maskSecrets(JSON.stringify(value), items)) as T;
 }

@@ -1,15 +1,28 @@
-import type { BrowserContext, Page, Request, Route } from 'playwright-core';
+import type { BrowserContext, BrowserContextOptions, Page, Request, Route } from 'playwright-core';
 
 import type { ProxyConfig } from '../net/proxy';
-import { safeFetch, SafeFetchError, type SafeResponse } from '../net/safe-fetch';
-import { SsrfBlockedError, type NetworkPolicy } from '../net/ssrf';
+import { createByteBudget, safeFetch, SafeFetchError, type ByteBudget, type SafeResponse } from '../net/safe-fetch';
+import { SsrfBlockedError, type NetworkPolicy, type Resolver } from '../net/ssrf';
+
+/**
+ * Options every guarded context must be created with. Service workers fetch outside page routing, so a page could
+ * register one and reach the network around the guard; downloads are saved by the browser itself.
+ */
+export const GUARDED_CONTEXT_OPTIONS = { serviceWorkers: 'block', acceptDownloads: false } as const satisfies BrowserContextOptions;
 
 export type GuardOptions = {
   policy: NetworkPolicy;
   proxy?: ProxyConfig | null;
+  /** Name resolution for the guard's checks; the system resolver unless given. */
+  resolver?: Resolver;
   /** Budget for each request the page makes, including its redirects. */
   timeoutMs?: number;
   maxBytesPerResponse?: number;
+  /**
+   * Bytes all the subresources of one page (its images, scripts, fetches and frames, after decoding) may buffer
+   * between them; a main-frame navigation starts a fresh budget. Requests beyond it fail.
+   */
+  maxSubresourceBytesPerPage?: number;
 };
 
 export type BlockedRequest = {
@@ -28,6 +41,7 @@ export type ContextGuard = {
 type RouteAbortCode = Parameters<Route['abort']>[0];
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_SUBRESOURCE_BYTES_PER_PAGE = 64 * 1024 * 1024;
 const SUBRESOURCE_MAX_REDIRECTS = 10;
 const MAX_NAVIGATION_REDIRECTS = 10;
 const INTERSTITIAL_MARKER = 'data-guarded-redirect';
@@ -45,6 +59,14 @@ function isMainFrameNavigation(request: Request): boolean {
     return request.frame().parentFrame() === null;
   } catch {
     return false;
+  }
+}
+
+function pageOf(request: Request): Page | null {
+  try {
+    return request.frame().page();
+  } catch {
+    return null;
   }
 }
 
@@ -114,6 +136,21 @@ export async function guardContext(context: BrowserContext, options: GuardOption
   const lifetime = new AbortController();
   let consecutiveNavigationRedirects = 0;
   context.once('close', () => lifetime.abort(new Error('Browser context closed')));
+  const subresourceLimit = options.maxSubresourceBytesPerPage ?? DEFAULT_SUBRESOURCE_BYTES_PER_PAGE;
+  const pageBudgets = new WeakMap<Page, ByteBudget>();
+  const framelessBudget = createByteBudget(subresourceLimit);
+  /** A main-frame navigation gets no shared budget (it has its own per-response limit) and starts its page's next one. */
+  const budgetFor = (request: Request, mainFrameNavigation: boolean): ByteBudget | undefined => {
+    const page = pageOf(request);
+    if (!page) return framelessBudget;
+    if (mainFrameNavigation) {
+      pageBudgets.set(page, createByteBudget(subresourceLimit));
+      return undefined;
+    }
+    let budget = pageBudgets.get(page);
+    if (!budget) pageBudgets.set(page, (budget = createByteBudget(subresourceLimit)));
+    return budget;
+  };
 
   const record = (request: Request, reason: string, host: string) => {
     blocked.push({
@@ -137,11 +174,13 @@ export async function guardContext(context: BrowserContext, options: GuardOption
       const response = await safeFetch(url, {
         policy: options.policy,
         proxy: options.proxy ?? null,
+        resolver: options.resolver,
         method: request.method(),
         headers: forwardedHeaders(await request.allHeaders()),
         body: request.postDataBuffer() ?? undefined,
         timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
         maxBytes: options.maxBytesPerResponse,
+        budget: budgetFor(request, mainFrameNavigation),
         maxRedirects: mainFrameNavigation ? 0 : SUBRESOURCE_MAX_REDIRECTS,
         signal: lifetime.signal,
       });

@@ -3,7 +3,7 @@ import type { Page, Request, Response } from 'playwright-core';
 import type { ProxyConfig } from '../net/proxy';
 import { SsrfBlockedError, type NetworkPolicy } from '../net/ssrf';
 import type { PageCookie } from '../page/cookies';
-import { guardContext, waitPastRedirectInterstitials, type ContextGuard } from './guarded-routing';
+import { GUARDED_CONTEXT_OPTIONS, guardContext, waitPastRedirectInterstitials, type ContextGuard } from './guarded-routing';
 import type { BrowserPool } from './pool';
 
 export type RenderOptions = {
@@ -157,7 +157,7 @@ export async function renderPage(pool: BrowserPool, options: RenderOptions): Pro
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const userAgent = desktopUserAgent(await pool.browserVersion());
   return pool.withContext(
-    { userAgent, viewport: VIEWPORT, locale: 'en-US', serviceWorkers: 'block', acceptDownloads: false },
+    { ...GUARDED_CONTEXT_OPTIONS, userAgent, viewport: VIEWPORT, locale: 'en-US' },
     async (context) => {
       const started = performance.now();
       if (options.cookies?.length) await context.addCookies(options.cookies);

@@ -1,3 +1,5 @@
+import { unbracketHost } from './host';
+
 /** An operator-configured HTTP forward proxy, e.g. `http://user:pass@proxy.internal:8080`. */
 export interface ProxyConfig {
   readonly url: URL;
@@ -37,8 +39,7 @@ export function proxyPort(config: ProxyConfig): number {
 }
 
 export function proxyHost(config: ProxyConfig): string {
-  const { hostname } = config.url;
-  return hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  return unbracketHost(config.url.hostname);
 }
 
 export function proxyAuthorization(config: ProxyConfig): string | undefined {

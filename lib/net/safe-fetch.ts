@@ -5,6 +5,7 @@ import { pipeline, Transform, Writable, type TransformCallback } from 'node:stre
 import tls from 'node:tls';
 import zlib from 'node:zlib';
 
+import { bracketHost, unbracketHost } from './host';
 import { proxyAuthorization, proxyHost, proxyPort, type ProxyConfig } from './proxy';
 import {
   createGuardedLookup,
@@ -12,6 +13,7 @@ import {
   SsrfBlockedError,
   systemResolver,
   type NetworkPolicy,
+  type ResolvedAddress,
   type Resolver,
 } from './ssrf';
 
@@ -24,6 +26,8 @@ export interface SafeFetchOptions {
   timeoutMs?: number;
   /** Limit on the body, counted both as received and after decoding. */
   maxBytes?: number;
+  /** A limit shared with other fetches: every decoded body byte is taken from it (see createByteBudget). */
+  budget?: ByteBudget;
   /** 0 returns a 3xx response as is. */
   maxRedirects?: number;
   proxy?: ProxyConfig | null;
@@ -45,6 +49,25 @@ export interface SafeResponse {
   body: Buffer;
   /** Each URL that answered with a redirect, in order; `url` is where the chain ended. */
   redirects: string[];
+}
+
+/** Bytes several fetches may buffer between them, e.g. all the subresources of one page. */
+export interface ByteBudget {
+  readonly limit: number;
+  /** False, taking nothing, when `bytes` more would exceed the limit. */
+  take(bytes: number): boolean;
+}
+
+export function createByteBudget(limit: number): ByteBudget {
+  let used = 0;
+  return {
+    limit,
+    take(bytes) {
+      if (used + bytes > limit) return false;
+      used += bytes;
+      return true;
+    },
+  };
 }
 
 export type SafeFetchErrorCode = 'timeout' | 'too_large' | 'too_many_redirects' | 'bad_scheme' | 'network';
@@ -81,6 +104,7 @@ interface FetchContext {
   proxy: ProxyConfig | null;
   ca: Array<string | Buffer> | undefined;
   maxBytes: number;
+  budget: ByteBudget | undefined;
   signal: AbortSignal;
 }
 
@@ -96,6 +120,7 @@ export async function safeFetch(input: string | URL, options: SafeFetchOptions):
     proxy: options.proxy ?? null,
     ca: options.extraCa === undefined ? undefined : [...tls.rootCertificates, ...[options.extraCa].flat()],
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
+    budget: options.budget,
     signal: deadline.signal,
   };
   const headers = lowerCaseKeys(options.headers ?? {});
@@ -158,21 +183,21 @@ function redirectedHop(hop: Hop, status: number, location: string): Hop {
 
 async function openResponse(hop: Hop, context: FetchContext): Promise<IncomingMessage> {
   const { url } = hop;
-  const host = bareHostname(url);
-  // Node skips `lookup` for IP literals, and a proxy resolves names itself, so both are checked up front.
-  if (context.proxy || isIP(host)) {
-    await abortable<unknown>(context.signal, (resolve, reject) => {
-      resolveAllowedAddresses(host, context.policy, context.resolver).then(resolve, reject);
-      return () => {};
-    });
-  }
+  const host = unbracketHost(url.hostname);
   if (!context.proxy) {
+    // Node skips `lookup` for IP literals, so those are checked here; names are checked by the guarded lookup,
+    // which hands the socket the very address it checked.
+    if (isIP(host)) await checkedAddresses(host, context);
     const transport = url.protocol === 'https:' ? https : http;
     return send(transport, { ...targetRequestOptions(hop), lookup: context.lookup, agent: false, ca: context.ca }, hop, context);
   }
-  if (url.protocol === 'http:') return sendToProxy(hop, context.proxy, context);
-  const tunnel = await openTunnel(context.proxy, url, context.signal);
+  // A proxy given a name would resolve it again (DNS rebinding, split horizon), so it is given the checked address.
+  const [pinned] = await checkedAddresses(host, context);
+  const authority = `${bracketHost(pinned.address)}:${targetPort(url)}`;
+  if (url.protocol === 'http:') return sendToProxy(hop, context.proxy, authority, context);
+  const tunnel = await openTunnel(context.proxy, authority, context.signal);
   const overTunnel = () => {
+    // SNI and certificate verification use the name from the URL, not the address the tunnel goes to.
     const secureSocket = tls.connect({ socket: tunnel, host, servername: isIP(host) ? undefined : host, ca: context.ca });
     secureSocket.once('close', () => tunnel.destroy());
     return secureSocket;
@@ -183,12 +208,19 @@ async function openResponse(hop: Hop, context: FetchContext): Promise<IncomingMe
   });
 }
 
+function checkedAddresses(host: string, context: FetchContext): Promise<ResolvedAddress[]> {
+  return abortable<ResolvedAddress[]>(context.signal, (resolve, reject) => {
+    resolveAllowedAddresses(host, context.policy, context.resolver).then(resolve, reject);
+    return () => {};
+  });
+}
+
 function targetRequestOptions(hop: Hop): https.RequestOptions {
   const { url } = hop;
   return {
     method: hop.method,
     protocol: url.protocol,
-    hostname: bareHostname(url),
+    hostname: unbracketHost(url.hostname),
     port: targetPort(url),
     path: url.pathname + url.search,
     headers: withContentLength(hop),
@@ -196,7 +228,8 @@ function targetRequestOptions(hop: Hop): https.RequestOptions {
   };
 }
 
-function sendToProxy(hop: Hop, proxy: ProxyConfig, context: FetchContext): Promise<IncomingMessage> {
+/** Plain http through the proxy: absolute-form request line to the checked address, the name in the Host header. */
+function sendToProxy(hop: Hop, proxy: ProxyConfig, authority: string, context: FetchContext): Promise<IncomingMessage> {
   const target = targetRequestOptions(hop);
   const authorization = proxyAuthorization(proxy);
   return send(
@@ -205,7 +238,7 @@ function sendToProxy(hop: Hop, proxy: ProxyConfig, context: FetchContext): Promi
       method: hop.method,
       hostname: proxyHost(proxy),
       port: proxyPort(proxy),
-      path: displayUrl(hop.url),
+      path: `http://${authority}${hop.url.pathname}${hop.url.search}`,
       headers: { ...target.headers, host: hop.url.host, ...(authorization ? { 'proxy-authorization': authorization } : {}) },
       auth: target.auth,
       agent: false,
@@ -215,8 +248,7 @@ function sendToProxy(hop: Hop, proxy: ProxyConfig, context: FetchContext): Promi
   );
 }
 
-function openTunnel(proxy: ProxyConfig, target: URL, signal: AbortSignal): Promise<Socket> {
-  const authority = `${target.hostname}:${targetPort(target)}`;
+function openTunnel(proxy: ProxyConfig, authority: string, signal: AbortSignal): Promise<Socket> {
   const authorization = proxyAuthorization(proxy);
   return abortable<Socket>(signal, (resolve, reject) => {
     let tunnel: Socket | undefined;
@@ -270,8 +302,13 @@ async function readBody(response: IncomingMessage, hop: Hop, context: FetchConte
   const decoders = (encodings ?? []).map(createDecoder).reverse();
   const chunks: Buffer[] = [];
   const body = await abortable<Buffer>(context.signal, (resolve, reject) => {
+    const { budget } = context;
     const collector = new Writable({
       write(chunk: Buffer, _encoding, callback) {
+        if (budget && !budget.take(chunk.length)) {
+          callback(new SafeFetchError('too_large', `Response from ${hop.url.origin} exceeds the ${budget.limit} bytes shared with related responses`));
+          return;
+        }
         chunks.push(chunk);
         callback();
       },
@@ -383,10 +420,6 @@ function httpUrl(url: URL): URL {
     throw new SafeFetchError('bad_scheme', `Only http: and https: URLs can be fetched, got ${url.protocol}`);
   }
   return url;
-}
-
-function bareHostname(url: URL): string {
-  return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
 }
 
 function targetPort(url: URL): number {

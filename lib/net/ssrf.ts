@@ -1,6 +1,8 @@
 import { promises as dnsPromises, type LookupAddress, type LookupOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 
+import { unbracketHost } from './host';
+
 export type AddressClass =
   | 'public'
   | 'unspecified'
@@ -88,7 +90,7 @@ function parseIPv6(text: string): Uint8Array {
 }
 
 function parseAddress(input: string): ParsedAddress | null {
-  const text = input.startsWith('[') && input.endsWith(']') ? input.slice(1, -1) : input;
+  const text = unbracketHost(input);
   const family = isIP(text);
   if (family === 4) return { family: 4, bytes: parseIPv4(text) };
   if (family === 6) return { family: 6, bytes: parseIPv6(text.replace(/%.*$/, '')) };
@@ -210,8 +212,7 @@ function unmapIPv4(address: ParsedAddress): ParsedAddress {
 }
 
 export function normalizeHostname(hostname: string): string {
-  const unbracketed = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
-  return unbracketed.toLowerCase().replace(/\.$/, '');
+  return unbracketHost(hostname).toLowerCase().replace(/\.$/, '');
 }
 
 export function checkAddress(ip: string, hostname: string, policy: NetworkPolicy): AddressVerdict {
@@ -279,7 +280,7 @@ export async function resolveAllowedAddresses(
   policy: NetworkPolicy,
   resolver: Resolver = systemResolver,
 ): Promise<ResolvedAddress[]> {
-  const host = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+  const host = unbracketHost(hostname);
   const literalFamily = isIP(host);
   if (literalFamily !== 0) {
     const verdict = checkAddress(host, host, policy);

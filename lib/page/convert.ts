@@ -1,5 +1,5 @@
-import { parseHTML } from 'linkedom';
-import TurndownService from 'turndown';
+import { descendants, elementsIn, findElement, parseHtmlTree, textOf, type HtmlElement } from './html-tree';
+import { htmlToMarkdown } from './markdown';
 
 export type PageLink = { url: string; text: string };
 
@@ -14,30 +14,21 @@ export type ConvertedPage = { markdown: string; metadata: PageMetadata };
 
 export type BrowserNeed = { needed: boolean; reason: string };
 
+/*
+ * Every step here is linear in the page (see html-tree.ts and markdown.ts): a page is hostile input, and a regular
+ * expression that backtracks over it, or a walk repeated per nesting level, would let one page stall the worker.
+ */
 const MAX_LINKS = 500;
-const NOISE_SELECTOR = [
+/** Link texts and similar labels are read only this far, so a page of many nested links stays linear. */
+const LABEL_CHARS = 300;
+const LABEL_NODES = 2_000;
+const NOISE_TAGS = new Set([
   'script', 'style', 'noscript', 'template', 'svg', 'iframe', 'frame', 'object', 'embed', 'canvas',
   'link', 'meta', 'base', 'head', 'title',
-  'nav', '[role="navigation"]', 'button', 'input', 'select', 'textarea', 'dialog',
-  '[hidden]', '[aria-hidden="true"]',
-].join(',');
+  'nav', 'button', 'input', 'select', 'textarea', 'dialog',
+]);
 const INVISIBLE_STYLE = /(^|;)\s*(display\s*:\s*none|visibility\s*:\s*hidden)/i;
 const CONSENT_MARKER = /(^|[\s_-])(cookie|consent|gdpr)[-_]?(banner|bar|notice|popup|consent|modal|dialog|wall|overlay|law|message)($|[\s_-])|onetrust|cookiebot|usercentrics|cc-window/i;
-
-function all(root: Document | Element, selector: string): Element[] {
-  return Array.from(root.querySelectorAll(selector));
-}
-
-function parseDocument(html: string): Document {
-  const wrapped = /<html[\s>]/i.test(html) ? html : `<!doctype html><html><head></head><body>${html}</body></html>`;
-  return parseHTML(wrapped).document;
-}
-
-function contentRoot(document: Document): Element {
-  const body: Element | null = document.body;
-  if (body && body.childNodes.length > 0) return body;
-  return document.documentElement as Element;
-}
 
 function collapse(text: string | null | undefined): string {
   return (text ?? '').replace(/\s+/g, ' ').trim();
@@ -48,18 +39,17 @@ function nonEmpty(text: string | null | undefined): string | null {
   return value ? value : null;
 }
 
-function metaContent(document: Document, selector: string): string | null {
-  return nonEmpty(document.querySelector(selector)?.getAttribute('content'));
+function attribute(element: HtmlElement | null, name: string): string | null {
+  return element?.attributes.get(name) ?? null;
 }
 
-function baseUrl(document: Document, pageUrl: string): string {
-  const href = document.querySelector('base[href]')?.getAttribute('href');
-  if (!href) return pageUrl;
-  try {
-    return new URL(href, pageUrl).href;
-  } catch {
-    return pageUrl;
-  }
+function attributeIs(element: HtmlElement, name: string, value: string): boolean {
+  return (element.attributes.get(name) ?? '').trim().toLowerCase() === value;
+}
+
+function contentRoot(document: HtmlElement): HtmlElement {
+  const body = findElement(document, (element) => element.name === 'body');
+  return body && body.children.length > 0 ? body : document;
 }
 
 function resolveUrl(raw: string | null | undefined, base: string): URL | null {
@@ -75,196 +65,179 @@ function isHttp(url: URL): boolean {
   return url.protocol === 'http:' || url.protocol === 'https:';
 }
 
-function linkText(anchor: Element): string {
-  return collapse(anchor.textContent)
-    || collapse(anchor.getAttribute('aria-label'))
-    || collapse(anchor.getAttribute('title'))
-    || collapse(anchor.querySelector('img[alt]')?.getAttribute('alt'));
+function label(element: HtmlElement): string {
+  return collapse(textOf(element, { maxChars: LABEL_CHARS, maxNodes: LABEL_NODES }));
 }
 
-function extractLinks(document: Document, base: string): PageLink[] {
+function linkText(anchor: HtmlElement): string {
+  const imageAlt = () => attribute(findElement(anchor, (element) => element.name === 'img' && element.attributes.has('alt'), LABEL_NODES), 'alt');
+  return label(anchor) || collapse(attribute(anchor, 'aria-label')) || collapse(attribute(anchor, 'title')) || collapse(imageAlt());
+}
+
+/** Title, description, language and links, from one pass over the whole document (navigation included). */
+function extractMetadata(document: HtmlElement, pageUrl: string): { metadata: PageMetadata; base: string } {
+  let title: string | null = null;
+  let ogTitle: string | null = null;
+  let description: string | null = null;
+  let ogDescription: string | null = null;
+  let htmlLang: string | null = null;
+  let contentLanguage: string | null = null;
+  let baseHref: string | null = null;
+  let seenHtml = false;
+  const anchors: HtmlElement[] = [];
+  for (const element of elementsIn(document)) {
+    switch (element.name) {
+      case 'title':
+        title ??= nonEmpty(textOf(element));
+        break;
+      case 'meta':
+        if (attributeIs(element, 'property', 'og:title')) ogTitle ??= nonEmpty(attribute(element, 'content'));
+        else if (attributeIs(element, 'name', 'description')) description ??= nonEmpty(attribute(element, 'content'));
+        else if (attributeIs(element, 'property', 'og:description')) ogDescription ??= nonEmpty(attribute(element, 'content'));
+        else if (attributeIs(element, 'http-equiv', 'content-language')) contentLanguage ??= nonEmpty(attribute(element, 'content'));
+        break;
+      case 'base':
+        if (baseHref === null && element.attributes.has('href')) baseHref = attribute(element, 'href');
+        break;
+      case 'html':
+        if (!seenHtml) htmlLang = nonEmpty(attribute(element, 'lang'));
+        seenHtml = true;
+        break;
+      case 'a':
+        if (element.attributes.has('href')) anchors.push(element);
+        break;
+    }
+  }
+  const base = resolveUrl(baseHref, pageUrl)?.href ?? pageUrl;
   const seen = new Set<string>();
   const links: PageLink[] = [];
-  for (const anchor of all(document, 'a[href]')) {
-    const url = resolveUrl(anchor.getAttribute('href'), base);
+  for (const anchor of anchors) {
+    if (links.length >= MAX_LINKS) break;
+    const url = resolveUrl(attribute(anchor, 'href'), base);
     if (!url || !isHttp(url)) continue;
     url.hash = '';
     if (seen.has(url.href)) continue;
     seen.add(url.href);
     links.push({ url: url.href, text: linkText(anchor) });
-    if (links.length >= MAX_LINKS) break;
   }
-  return links;
+  return { metadata: { title: title ?? ogTitle, description: description ?? ogDescription, links, language: htmlLang ?? contentLanguage }, base };
 }
 
-function extractMetadata(document: Document, base: string): PageMetadata {
-  return {
-    title: nonEmpty(document.querySelector('title')?.textContent) ?? metaContent(document, 'meta[property="og:title"]'),
-    description: metaContent(document, 'meta[name="description"]') ?? metaContent(document, 'meta[property="og:description"]'),
-    links: extractLinks(document, base),
-    language: nonEmpty(document.documentElement?.getAttribute('lang'))
-      ?? metaContent(document, 'meta[http-equiv="content-language"]'),
-  };
-}
-
-function isNoise(element: Element): boolean {
-  const style = element.getAttribute('style');
+function isNoise(element: HtmlElement): boolean {
+  if (NOISE_TAGS.has(element.name)) return true;
+  if (element.attributes.has('hidden') || attributeIs(element, 'aria-hidden', 'true') || attributeIs(element, 'role', 'navigation')) return true;
+  const style = element.attributes.get('style');
   if (style && INVISIBLE_STYLE.test(style)) return true;
-  const marker = `${element.getAttribute('id') ?? ''} ${element.getAttribute('class') ?? ''}`;
-  return CONSENT_MARKER.test(marker);
-}
-
-function removeNoise(root: Element): void {
-  for (const element of all(root, NOISE_SELECTOR)) element.remove();
-  for (const element of all(root, '[style],[id],[class]')) {
-    if (element.isConnected && isNoise(element)) element.remove();
-  }
-}
-
-function absolutizeLinks(root: Element, base: string): void {
-  for (const anchor of all(root, 'a[href]')) {
-    const url = resolveUrl(anchor.getAttribute('href'), base);
-    if (url && (isHttp(url) || url.protocol === 'mailto:' || url.protocol === 'tel:')) anchor.setAttribute('href', url.href);
-    else anchor.removeAttribute('href');
-  }
-  for (const image of all(root, 'img')) {
-    const candidates = [image.getAttribute('src'), image.getAttribute('data-src'), image.getAttribute('data-lazy-src')];
-    const url = candidates.map((c) => resolveUrl(c, base)).find((u): u is URL => !!u && isHttp(u));
-    if (url) image.setAttribute('src', url.href);
-    else image.removeAttribute('src');
-  }
-}
-
-type TurndownNode = TurndownService.Node & Element;
-
-function directRows(table: Element): Element[] {
-  const rows: Element[] = [];
-  for (const child of Array.from(table.children)) {
-    if (child.nodeName === 'TR') rows.push(child);
-    else if (['THEAD', 'TBODY', 'TFOOT'].includes(child.nodeName)) {
-      rows.push(...Array.from(child.children).filter((r) => r.nodeName === 'TR'));
-    }
-  }
-  return rows;
-}
-
-function rowCells(row: Element, renderCell: (cell: Element) => string): string[] {
-  const cells: string[] = [];
-  for (const cell of Array.from(row.children)) {
-    if (cell.nodeName !== 'TD' && cell.nodeName !== 'TH') continue;
-    cells.push(renderCell(cell));
-    const span = Math.min(Number(cell.getAttribute('colspan')) || 1, 50);
-    for (let i = 1; i < span; i++) cells.push('');
-  }
-  return cells;
-}
-
-function markdownTable(table: Element, renderCell: (cell: Element) => string): string | null {
-  if (table.querySelector('table')) return null;
-  const rows = directRows(table).map((row) => rowCells(row, renderCell));
-  const width = Math.max(0, ...rows.map((r) => r.length));
-  if (rows.length < 2 || width < 2) return null;
-  const line = (cells: string[]) => `| ${Array.from({ length: width }, (_, i) => cells[i] ?? '').join(' | ')} |`;
-  const separator = `| ${Array.from({ length: width }, () => '---').join(' | ')} |`;
-  const caption = collapse(table.querySelector('caption')?.textContent);
-  const body = [line(rows[0]), separator, ...rows.slice(1).map(line)].join('\n');
-  return `\n\n${caption ? `${caption}\n\n` : ''}${body}\n\n`;
-}
-
-function createTurndown(): TurndownService {
-  const service = new TurndownService({
-    headingStyle: 'atx',
-    hr: '---',
-    bulletListMarker: '-',
-    codeBlockStyle: 'fenced',
-    emDelimiter: '_',
-    strongDelimiter: '**',
-  });
-  const renderCell = (cell: Element) => collapse(service.turndown(cell.innerHTML)).replace(/\|/g, '\\|');
-  service.addRule('table', {
-    filter: 'table',
-    replacement: (content, node) => markdownTable(node as TurndownNode, renderCell) ?? `\n\n${content}\n\n`,
-  });
-  service.addRule('tableSection', {
-    filter: ['thead', 'tbody', 'tfoot', 'caption'],
-    replacement: (content) => content,
-  });
-  service.addRule('listItem', {
-    filter: 'li',
-    replacement: (content, node, options) => {
-      const parent = node.parentNode as Element | null;
-      let prefix = `${options.bulletListMarker} `;
-      if (parent?.nodeName === 'OL') {
-        const start = Number(parent.getAttribute('start')) || 1;
-        prefix = `${start + Array.prototype.indexOf.call(parent.children, node)}. `;
-      }
-      const isParagraph = /\n$/.test(content);
-      const body = (content.replace(/^\n+|\n+$/g, '') + (isParagraph ? '\n' : '')).replace(/\n/g, `\n${' '.repeat(prefix.length)}`);
-      return prefix + body + (node.nextSibling ? '\n' : '');
-    },
-  });
-  service.addRule('link', {
-    filter: (node) => node.nodeName === 'A' && !!node.getAttribute('href'),
-    replacement: (content, node) => {
-      const text = collapse(content);
-      if (!text) return '';
-      const href = (node as TurndownNode).getAttribute('href')!.replace(/[()]/g, (c) => encodeURIComponent(c));
-      return `[${text}](${href})`;
-    },
-  });
-  return service;
-}
-
-const turndown = createTurndown();
-
-function tidyMarkdown(markdown: string): string {
-  return markdown
-    .replace(/[ \t]+$/gm, (spaces) => (spaces === '  ' ? spaces : ''))
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
+  const id = element.attributes.get('id');
+  const className = element.attributes.get('class');
+  return (id !== undefined || className !== undefined) && CONSENT_MARKER.test(`${id ?? ''} ${className ?? ''}`);
 }
 
 export function htmlToPage(html: string, pageUrl: string): ConvertedPage {
-  const document = parseDocument(html);
-  const base = baseUrl(document, pageUrl);
-  const metadata = extractMetadata(document, base);
-  const root = contentRoot(document);
-  removeNoise(root);
-  absolutizeLinks(root, base);
-  const markdown = tidyMarkdown(turndown.turndown(root.innerHTML));
+  const document = parseHtmlTree(html);
+  const { metadata, base } = extractMetadata(document, pageUrl);
+  const markdown = htmlToMarkdown(contentRoot(document), {
+    isNoise,
+    resolveHref(raw, kind) {
+      const url = resolveUrl(raw, base);
+      if (!url) return null;
+      if (isHttp(url) || (kind === 'link' && (url.protocol === 'mailto:' || url.protocol === 'tel:'))) return url.href;
+      return null;
+    },
+  });
   return { markdown, metadata };
 }
 
 const HTML_TYPES = /^(text\/html|application\/xhtml\+xml)\b/i;
-const SPA_MOUNT_SELECTOR = '#root, #app, #__next, #__nuxt, #___gatsby, #svelte, [data-reactroot], app-root, [ng-app], [ng-version]';
+const SPA_MOUNT_IDS = new Set(['root', 'app', '__next', '__nuxt', '___gatsby', 'svelte']);
+const SPA_MOUNT_ATTRIBUTES = ['data-reactroot', 'ng-app', 'ng-version'];
 const JS_REQUIRED = /(enable|turn on|activate|requires?|need)\s+(your\s+)?javascript|javascript\s+(is\s+)?(required|disabled|must be enabled|needs to be enabled)/i;
 const BOT_CHALLENGE = /cf-browser-verification|challenge-platform|cf_chl_|just a moment\.\.\.|checking your browser|ddos-guard|_incapsula_resource|px-captcha/i;
 const JS_REDIRECT = /(window\.|document\.|top\.)?location(\.href)?\s*=[^=]|location\.(replace|assign)\s*\(/;
 const DATA_SCRIPT_TYPES = /json|template|html|text\/x-/i;
+const INVISIBLE_TAGS = new Set(['script', 'style', 'noscript', 'template', 'svg', 'head', 'title']);
+const MEDIA_TAGS = new Set(['img', 'picture', 'video', 'table']);
 const SHORT_TEXT = 200;
 const SHORT_TEXT_WITH_NOSCRIPT_WARNING = 1000;
 const EMPTY_MOUNT_TEXT = 40;
+/** How many mount points are examined, and how much of each: enough for any real app shell, bounded for a hostile page. */
+const MAX_MOUNTS_EXAMINED = 50;
+const MOUNT_NODES_EXAMINED = 5_000;
+const NOSCRIPT_CHARS_EXAMINED = 2_000;
 
+/** Whether the text starts (after whitespace and comments) with a doctype, html, head or body tag; a linear scan. */
 function looksLikeHtml(html: string): boolean {
-  return /^\s*(<!--[\s\S]*?-->\s*)*<(!doctype html|html|head|body)[\s>]/i.test(html);
+  let at = 0;
+  for (;;) {
+    while (at < html.length && /\s/.test(html[at])) at++;
+    if (!html.startsWith('<!--', at)) break;
+    const end = html.indexOf('-->', at + 4);
+    if (end === -1) return false;
+    at = end + 3;
+  }
+  const head = html.slice(at, at + 15).toLowerCase();
+  return ['<!doctype html', '<html', '<head', '<body'].some((start) => head.startsWith(start) && /[\s>]/.test(head[start.length] ?? ''));
 }
 
-function executableScripts(document: Document): Element[] {
-  return all(document, 'script').filter((script) => {
-    const type = script.getAttribute('type');
-    return !type || !DATA_SCRIPT_TYPES.test(type);
-  });
+function isExecutableScript(element: HtmlElement): boolean {
+  if (element.name !== 'script') return false;
+  const type = element.attributes.get('type');
+  return !type || !DATA_SCRIPT_TYPES.test(type);
 }
 
-function visibleText(root: Element): string {
-  const clone = root.cloneNode(true) as Element;
-  for (const element of all(clone, 'script,style,noscript,template,svg,head,title')) element.remove();
-  return collapse(clone.textContent);
+/** Whether a UTF-16 code unit is whitespace for `\s` (what `collapse` collapses). */
+function isWhitespace(code: number): boolean {
+  if (code <= 32) return code === 32 || (code >= 9 && code <= 13);
+  if (code < 160) return false;
+  return code === 160 || code === 5760 || (code >= 8192 && code <= 8202) || code === 8232 || code === 8233 || code === 8239 || code === 8287 || code === 12288 || code === 65279;
 }
 
-function describeMount(element: Element): string {
-  const id = element.getAttribute('id');
-  return id ? `#${id}` : `<${element.localName}>`;
+/** The length the visible text would have with whitespace runs collapsed to one space and the ends trimmed. */
+function visibleTextLength(root: HtmlElement): number {
+  let length = 0;
+  let pendingSpace = false;
+  for (const text of elementsAndText(root)) {
+    for (let i = 0; i < text.length; i++) {
+      if (isWhitespace(text.charCodeAt(i))) {
+        pendingSpace = length > 0;
+        continue;
+      }
+      if (pendingSpace) length++;
+      pendingSpace = false;
+      length++;
+    }
+  }
+  return length;
+}
+
+function* elementsAndText(root: HtmlElement): Generator<string> {
+  for (const node of descendants(root, (element) => INVISIBLE_TAGS.has(element.name))) if (node.type === 'text') yield node.data;
+}
+
+function isMountPoint(element: HtmlElement): boolean {
+  const id = element.attributes.get('id');
+  return (id !== undefined && SPA_MOUNT_IDS.has(id)) || element.name === 'app-root' || SPA_MOUNT_ATTRIBUTES.some((name) => element.attributes.has(name));
+}
+
+function isEmptyMount(mount: HtmlElement): boolean {
+  let text = '';
+  let visited = 0;
+  for (const node of descendants(mount)) {
+    if (++visited > MOUNT_NODES_EXAMINED) return false;
+    if (node.type === 'element') {
+      if (MEDIA_TAGS.has(node.name)) return false;
+      continue;
+    }
+    // Kept collapsed and short, so each step costs the same however much text the mount holds.
+    text = (text + node.data.trimStart().slice(0, EMPTY_MOUNT_TEXT * 4)).replace(/\s+/g, ' ');
+    if (text.trim().length >= EMPTY_MOUNT_TEXT) return false;
+  }
+  return true;
+}
+
+function describeMount(element: HtmlElement): string {
+  const id = element.attributes.get('id');
+  return id ? `#${id}` : `<${element.name}>`;
 }
 
 export function needsBrowser(html: string, contentType: string): BrowserNeed {
@@ -272,30 +245,38 @@ export function needsBrowser(html: string, contentType: string): BrowserNeed {
   if (!isHtmlType && (contentType.trim() !== '' || !looksLikeHtml(html))) {
     return { needed: false, reason: `non-HTML content type ${contentType || '(none)'}` };
   }
-  const document = parseDocument(html);
-  const scripts = executableScripts(document);
-  const text = visibleText(contentRoot(document));
+  const document = parseHtmlTree(html);
+  const scripts: HtmlElement[] = [];
+  const mounts: HtmlElement[] = [];
+  const noscripts: HtmlElement[] = [];
+  let metaRefresh = false;
+  for (const element of elementsIn(document)) {
+    if (isExecutableScript(element)) scripts.push(element);
+    else if (element.name === 'noscript') noscripts.push(element);
+    else if (element.name === 'meta' && attributeIs(element, 'http-equiv', 'refresh')) metaRefresh = true;
+    if (mounts.length < MAX_MOUNTS_EXAMINED && isMountPoint(element)) mounts.push(element);
+  }
+  const textLength = visibleTextLength(contentRoot(document));
 
-  if (BOT_CHALLENGE.test(html) && text.length < SHORT_TEXT_WITH_NOSCRIPT_WARNING) {
+  if (BOT_CHALLENGE.test(html) && textLength < SHORT_TEXT_WITH_NOSCRIPT_WARNING) {
     return { needed: true, reason: 'bot challenge page that runs JavaScript' };
   }
   if (scripts.length > 0) {
-    const emptyMount = all(document, SPA_MOUNT_SELECTOR)
-      .find((mount) => collapse(mount.textContent).length < EMPTY_MOUNT_TEXT && !mount.querySelector('img,picture,video,table'));
+    const emptyMount = mounts.find(isEmptyMount);
     if (emptyMount) return { needed: true, reason: `empty SPA mount point ${describeMount(emptyMount)}` };
   }
-  const noscriptWarning = all(document, 'noscript').some((n) => JS_REQUIRED.test(n.textContent ?? ''));
-  if (noscriptWarning && text.length < SHORT_TEXT_WITH_NOSCRIPT_WARNING) {
+  const noscriptWarning = noscripts.some((n) => JS_REQUIRED.test(textOf(n, { maxChars: NOSCRIPT_CHARS_EXAMINED, maxNodes: MOUNT_NODES_EXAMINED })));
+  if (noscriptWarning && textLength < SHORT_TEXT_WITH_NOSCRIPT_WARNING) {
     return { needed: true, reason: '<noscript> says JavaScript is required and little text is present' };
   }
-  if (document.querySelector('meta[http-equiv="refresh" i]')) {
+  if (metaRefresh) {
     return { needed: true, reason: 'meta refresh redirect' };
   }
-  if (text.length < SHORT_TEXT && scripts.some((s) => JS_REDIRECT.test(s.textContent ?? ''))) {
+  if (textLength < SHORT_TEXT && scripts.some((s) => JS_REDIRECT.test(textOf(s)))) {
     return { needed: true, reason: 'JavaScript redirect on a page with little text' };
   }
-  if (text.length < SHORT_TEXT && scripts.length > 0) {
-    return { needed: true, reason: `only ${text.length} characters of visible text with ${scripts.length} script(s)` };
+  if (textLength < SHORT_TEXT && scripts.length > 0) {
+    return { needed: true, reason: `only ${textLength} characters of visible text with ${scripts.length} script(s)` };
   }
-  return { needed: false, reason: scripts.length > 0 ? `static HTML with ${text.length} characters of text` : 'static HTML without scripts' };
+  return { needed: false, reason: scripts.length > 0 ? `static HTML with ${textLength} characters of text` : 'static HTML without scripts' };
 }

@@ -45,13 +45,29 @@ export const PaginationMeta = {
   },
 } as const;
 
+/** Highest page number a list accepts; with at most 100 items a page, every offset stays a small exact integer. */
+export const MAX_PAGE = 1_000_000;
+export const MAX_PAGE_SIZE = 100;
+
+export const pageParameter = {
+  type: 'integer',
+  minimum: 1,
+  maximum: MAX_PAGE,
+  default: 1,
+  description: `Page number, from 1 to ${MAX_PAGE}`,
+} as const;
+
+export function pageSizeParameter(defaultPageSize: number) {
+  return { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: defaultPageSize, description: `Items per page, 1 to ${MAX_PAGE_SIZE}` } as const;
+}
+
 export function paginationQuery(defaultPageSize: number) {
   return {
     type: 'object',
     additionalProperties: false,
     properties: {
-      page: { type: 'integer', minimum: 1, default: 1, description: 'Page number, from 1' },
-      pageSize: { type: 'integer', minimum: 1, maximum: 100, default: defaultPageSize, description: 'Items per page, 1 to 100' },
+      page: pageParameter,
+      pageSize: pageSizeParameter(defaultPageSize),
     },
   } as const;
 }

@@ -1,3 +1,4 @@
+import { pageParameter, pageSizeParameter } from './common';
 import { SkillItemSchema } from '../skills/item';
 
 /** Query of GET /skills/directory/search and /skills/directory/ai-search. */
@@ -7,8 +8,8 @@ export const SkillsSearchQuery = {
   required: ['q'],
   properties: {
     q: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S', description: 'What to look for (required, not blank)' },
-    page: { type: 'integer', minimum: 1, default: 1, description: 'Page number, from 1' },
-    pageSize: { type: 'integer', minimum: 1, maximum: 100, default: 20, description: 'Items per page, 1 to 100' },
+    page: pageParameter,
+    pageSize: pageSizeParameter(20),
   },
 } as const;
 
