@@ -223,12 +223,12 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     }
   });
 
-  it('skips the runs of an account whose wallet is not positive', async function () {
+  it('skips the runs of an account whose wallet has no available balance', async function () {
     const { apiKey, userId } = await h.createUser({ creditUsd: 0 });
     const account = await savedForumAccount(apiKey);
     const response = await h.http('POST', '/api/v1/automations', { apiKey, body: { ...forumTask, name: 'Unfunded', task: 'Unfunded probe: say done', forum: { mode: 'saved', accountIds: [account.id] } } });
     assert.equal(response.status, 201, JSON.stringify(response.body));
-    const line = await waitFor('the skipped first run', async () => (await logLines(apiKey)).find((l) => /automation "Unfunded" skipped: the wallet balance is not positive/.test(l)));
+    const line = await waitFor('the skipped first run', async () => (await logLines(apiKey)).find((l) => /automation "Unfunded" skipped: the wallet has no available balance/.test(l)));
     assert.ok(line);
     assert.equal((await runsOf(response.body.automation.id)).length, 0);
     assert.ok(!h.llm.requests.some((r) => JSON.stringify(r.body.messages ?? []).includes('Unfunded probe')), 'no LLM call was made');

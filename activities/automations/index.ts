@@ -53,7 +53,7 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
      * Records one execution as a job and picks its accounts: each selected account that is active and
      * not invalid, in the order selected; the task runs once per account, in turn. With none usable the
      * job fails at once (and is still recorded, charged and reported). A run of an account whose
-     * subscription is inactive or whose wallet is not positive is skipped: a system log line, no job.
+     * subscription is inactive or whose wallet has no available balance is skipped: a system log line, no job.
      */
     async startAutomationRun(input: { automationId: string; runId: string }): Promise<AutomationRunStart> {
       const automation = await db.selectFrom('automations').selectAll().where('id', '=', input.automationId).executeTakeFirst();
