@@ -166,7 +166,7 @@ export async function createScheduledAutomation(deps: ApiDeps, user: Authenticat
           action: {
             type: 'startWorkflow',
             workflowType: spec.workflowType,
-            workflowId: `${spec.jobKind === 'automation' ? 'automation' : spec.jobKind}-run-${id}`,
+            workflowId: `${spec.jobKind}-run-${id}`,
             taskQueue: deps.config.taskQueues.platform,
             args: spec.args(id),
             typedSearchAttributes: [
