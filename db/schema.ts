@@ -5,7 +5,7 @@ type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T = unknown> = ColumnType<T, string, string>;
 
 export type SubscriptionStatus = 'active' | 'inactive';
-export type JobKind = 'scrape' | 'agentic' | 'automation';
+export type JobKind = 'scrape' | 'agentic' | 'automation' | 'custom-agent';
 export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];
 /** `revenue`: a provider's share of a market charge (see market_runs). */
@@ -412,7 +412,38 @@ export interface MarketRunChargesTable {
   created_at: Timestamp;
 }
 
+/** A custom-agent run's toolbox (migration 0009). */
+export interface CustomAgentRunsTable {
+  job_id: string;
+  toolbox: Json<unknown[]>;
+  notes: ColumnType<string[], string | undefined, string>;
+  created_at: Generated<Date>;
+}
+
+/** One message of a custom-agent run's conversation with the model. */
+export interface CustomAgentMessagesTable {
+  job_id: string;
+  seq: number;
+  message: Json<Record<string, unknown>>;
+}
+
+/** One tool invocation of an agent run. */
+export interface AgentToolCallsTable {
+  job_id: string;
+  call_index: number;
+  source: string;
+  tool: string;
+  status: 'completed' | 'error' | 'failed' | 'not_sent';
+  started_at: ColumnType<Date, Date | string, Date | string>;
+  duration_ms: number;
+  cost_micros: ColumnType<number, number | undefined, number>;
+  error: string | null;
+}
+
 export interface Database {
+  custom_agent_runs: CustomAgentRunsTable;
+  custom_agent_messages: CustomAgentMessagesTable;
+  agent_tool_calls: AgentToolCallsTable;
   market_runs: MarketRunsTable;
   market_run_charges: MarketRunChargesTable;
   market_validations: MarketValidationsTable;

@@ -32,6 +32,9 @@ export interface RequestSecrets {
   sensitive_data?: { id: string; value: string; domain_pattern?: string }[];
   /** Inline forum credentials of an automation run. */
   forumCredentials?: unknown;
+  /** The params of each custom_mcps / market_mcps selection of a tool-using run, by index. */
+  custom_mcps_params?: Record<string, string | number | boolean>[];
+  market_mcps_params?: Record<string, string | number | boolean>[];
 }
 
 export function sealRequestSecrets(masterKey: Buffer, jobId: string, secrets: RequestSecrets): string {

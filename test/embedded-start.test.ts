@@ -12,6 +12,7 @@ import { freePort } from './support/ports';
 import { oneJsonLine, runAdmin } from './support/admin-cli';
 import { parsePrometheus } from './support/prometheus';
 import { act } from './support/agent-script';
+import { startMcpServer } from './support/mcp-server';
 import { CATALOGUE_IDS, SKILLS_CATALOGUE_COUNT, SKILLS_CATALOGUE_PATH } from './support/skills-queries';
 
 /**
@@ -371,6 +372,36 @@ const CASES: EndpointCase[] = [
       assert.ok(metrics.value('platform_jobs', { kind: 'scrape', state: 'completed' }) >= 1);
       assert.ok(metrics.value('platform_job_duration_seconds_count', { kind: 'scrape', status: 'completed' }) >= 1);
       assert.ok(metrics.value('platform_debits_total') >= 1);
+    },
+  },
+  {
+    name: 'discovers an MCP server, runs a custom agent with its tools, stores and changes a scheduled one',
+    covers: ['POST /api/v1/agents/discover-mcp', 'POST /api/v1/agents/run', 'GET /api/v1/agents/runs/{jobId}', 'POST /api/v1/agents', 'PATCH /api/v1/agents/{id}'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const mcp = await startMcpServer({ bearerToken: 'embedded-mcp-token' });
+      try {
+        const custom_mcps = [{ type: 'remote_mcp', name: 'Echo', source_url: mcp.url, params: { Authorization: 'embedded-mcp-token' } }];
+        const discovered = await ctx.http('POST', '/api/v1/agents/discover-mcp', { apiKey: user.apiKey, body: { type: 'remote_mcp', url: mcp.url, params: { Authorization: 'embedded-mcp-token' } } });
+        assert.equal(discovered.status, 200, JSON.stringify(discovered.body));
+        assert.ok(discovered.body.tools.some((t: { name: string }) => t.name === 'echo'));
+        ctx.llm.enqueue(act('echo', { message: 'embedded' }), act('done', { success: true, answer: 'echo: embedded' }));
+        const accepted = await ctx.http('POST', '/api/v1/agents/run', { apiKey: user.apiKey, body: { task: 'Echo "embedded"', llm_model: 'gpt-4o-mini', custom_mcps } });
+        assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+        const run = await ctx.waitForJob(user.apiKey, `/api/v1/agents/runs/${accepted.body.jobId}`);
+        assert.equal(run.status, 'completed', run.error);
+        assert.deepEqual(run.toolCalls.map((c: { tool: string; status: string }) => [c.tool, c.status]), [['echo', 'completed']]);
+        assert.equal(run.request.custom_mcps[0].params.Authorization, '[redacted]');
+        ctx.llm.enqueue(act('done', { success: true, answer: 'scheduled' }));
+        const created = await ctx.http('POST', '/api/v1/agents', { apiKey: user.apiKey, body: { name: 'Embedded agent', cron: '0 0 1 1 *', task: 'Say hi', llm_model: 'gpt-4o-mini', custom_mcps } });
+        assert.equal(created.status, 201, JSON.stringify(created.body));
+        assert.equal(created.body.agent.payload.custom_mcps[0].params.Authorization, '[redacted]');
+        const patched = await ctx.http('PATCH', `/api/v1/agents/${created.body.agent.id}`, { apiKey: user.apiKey, body: { cron: '0 6 * * 1' } });
+        assert.equal(patched.status, 200, JSON.stringify(patched.body));
+        assert.equal(patched.body.agent.payload.cron, '0 6 * * 1');
+      } finally {
+        await mcp.close();
+      }
     },
   },
 ];

@@ -19,6 +19,7 @@ import { createSkillsActivities } from '../activities/skills';
 import { createToolActivities } from '../activities/tools';
 import { jobSelectionLoader } from '../activities/tools/selections';
 import { createMarketActivities } from '../activities/market';
+import { createCustomAgentActivities } from '../activities/custom-agent';
 import { runtimeDiscover } from '../lib/market/runtime-discover';
 
 export interface ActivityDeps {
@@ -43,6 +44,15 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createSkillsActivities({ db, config }),
     ...createToolActivities({ policy, masterKey: config.masterKey, loadSelection: jobSelectionLoader(db, config.masterKey) }),
     ...createMarketActivities({ db, config, discover: runtimeDiscover({ policy }) }),
+    ...createCustomAgentActivities({
+      db,
+      llm,
+      masterKey: config.masterKey,
+      tools: { policy },
+      loadSelection: jobSelectionLoader(db, config.masterKey),
+      holdMaxMicros: config.holds['custom-agent'],
+      prices: config.modelPrices,
+    }),
   };
 }
 
