@@ -32,6 +32,14 @@ export interface RequestSecrets {
   sensitive_data?: { id: string; value: string; domain_pattern?: string }[];
   /** Inline forum credentials of an automation run. */
   forumCredentials?: unknown;
+  /** Agent-market runs: the task as the model sees it (a filled template is the provider's private text). */
+  task?: string;
+  /** Agent-market runs: the provider's private system prompt, added to the runtime's. */
+  agent_instructions?: string;
+  /** Agent-market runs: the listing's skills (private to its provider). */
+  skills?: unknown;
+  /** Agent-market runs: the listing's tool selections with their params (for the tool loop). */
+  agent_selections?: unknown;
 }
 
 export function sealRequestSecrets(masterKey: Buffer, jobId: string, secrets: RequestSecrets): string {
