@@ -9,6 +9,7 @@ import { AccountSummary } from '../lib/schemas/account';
 import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
 import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../lib/schemas/tools';
 import { MARKET_COMPONENTS, marketPaths } from './openapi-market';
+import { AGENT_MARKET_COMPONENTS, agentMarketPaths } from './openapi-agent-market';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -40,6 +41,7 @@ const COMPONENTS: Schema[] = [
   DiscoveredTool,
   ToolSourceParam,
   ...MARKET_COMPONENTS,
+  ...AGENT_MARKET_COMPONENTS,
   AccountSummary,
 ];
 
@@ -99,6 +101,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
     security: [{ ApiKeyAuth: [] }],
     paths: {
       ...marketPaths(),
+      ...agentMarketPaths(),
       '/scrape': {
         post: {
           summary: 'Scrape a URL with the LLM pipeline',
