@@ -245,7 +245,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
     /** Builds the result (final answer or structured output, per-task outcomes, step summary with totals) and ends the job. */
     async finishAgentJob(input: { jobId: string; error: string | null }) {
-      const { job, tasks } = await loadAgentJob(db, input.jobId);
+      const { job } = await loadAgentJob(db, input.jobId);
+      const tasks = visibleTasks(job);
       if (job.status === 'completed' || job.status === 'failed') return { jobId: job.id, status: job.status, error: job.error };
       const taskResults = (await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', job.id).orderBy('task_index').execute()).map((r) => r.result);
       const steps = await db.selectFrom('agent_steps').select(['task_index', 'step', 'url', 'goal', 'actions', 'outcomes']).where('job_id', '=', job.id).orderBy('id').execute();
