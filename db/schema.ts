@@ -5,7 +5,7 @@ type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T = unknown> = ColumnType<T, string, string>;
 
 export type SubscriptionStatus = 'active' | 'inactive';
-export type JobKind = 'scrape' | 'agentic' | 'automation' | 'agent_market';
+export type JobKind = 'scrape' | 'agentic' | 'automation' | 'agent-market';
 export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];
 /** `revenue`: a provider's share of a market charge (see market_runs). */

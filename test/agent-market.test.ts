@@ -159,9 +159,9 @@ describe('agent market: providers publish agents, consumers buy and run them', f
     const transactions = await asConsumer('GET', '/api/v1/transactions?pageSize=100');
     assert.ok(transactions.body.transactions.some((t: any) => t.jobId === run.id && t.cost > 0), 'the run\'s usage is billed');
     assert.ok(logs.body.logs.length > 0);
-    const histories = await workflowsHolding(h.client, [`agent_market-${run.id}`], secrets.system);
+    const histories = await workflowsHolding(h.client, [`agent-market-${run.id}`], secrets.system);
     assert.deepEqual(histories, [], 'no system prompt in the decoded workflow history');
-    assert.deepEqual(await workflowsHolding(h.client, [`agent_market-${run.id}`], secrets.template), [], 'no template in the decoded workflow history');
+    assert.deepEqual(await workflowsHolding(h.client, [`agent-market-${run.id}`], secrets.template), [], 'no template in the decoded workflow history');
     const output = capturedOutput();
     for (const secret of Object.values(secrets)) {
       assert.ok(!consumerSaw.some((text) => text.includes(secret)), `${secret} in a consumer-visible response`);
@@ -270,7 +270,7 @@ describe('agent market: providers publish agents, consumers buy and run them', f
     assert.match(run.error, /structured output/);
     assert.ok(run.usage.costUsd > 0);
     const tx = (await asConsumer('GET', '/api/v1/transactions?pageSize=100')).body.transactions.find((t: any) => t.jobId === run.id);
-    assert.ok(tx && tx.cost > 0 && tx.cost <= h.config.holds.agent_market / 1_000_000, JSON.stringify(tx));
+    assert.ok(tx && tx.cost > 0 && tx.cost <= h.config.holds['agent-market'] / 1_000_000, JSON.stringify(tx));
     assert.equal(tx.agentName.startsWith('agent-market:'), true);
   });
 
@@ -374,7 +374,7 @@ describe('agent market: providers publish agents, consumers buy and run them', f
       const [delivery] = deliveries;
       const payload = JSON.parse(delivery.body);
       assert.equal(payload.event, 'job.completed');
-      assert.equal(payload.kind, 'agent_market');
+      assert.equal(payload.kind, 'agent-market');
       assert.equal(payload.job.id, run.id);
       assert.deepEqual(payload.job.result.data, { ticket: 'item 13' });
       const secret = (await h.http('GET', '/api/v1/account/webhook-secret', { apiKey: consumer.apiKey })).body.webhookSecret;

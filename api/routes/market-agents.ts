@@ -273,7 +273,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
     const agentName = `agent-market:${agent.slug}`;
     const job = await startMeteredJob(deps, {
       user,
-      kind: 'agent_market',
+      kind: 'agent-market',
       request,
       webhookUrl: body.webhook_url ?? null,
       idempotencyKey: idempotencyKeyOf(ctx.get('idempotency-key')),
@@ -309,20 +309,24 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   /** The run record: the job record plus agentId, toolCalls and usage; the caller's own runs only. */
   router.get('/runs/:jobId', async (ctx) => {
     const user = ctx.state.user as AuthenticatedUser;
-    const job = await findJob(deps.db, { userId: user.userId, kind: 'agent_market', jobId: parseUuidParam('jobId', ctx.params.jobId) });
+    const job = await findJob(deps.db, { userId: user.userId, kind: 'agent-market', jobId: parseUuidParam('jobId', ctx.params.jobId) });
     if (!job) throw notFound('Agent-market run');
     const usage = await summarizeUsage(deps.db, job.id);
+    const promptTokens = usage.llm.reduce((n, e) => n + e.promptTokens, 0);
+    const completionTokens = usage.llm.reduce((n, e) => n + e.completionTokens, 0);
+    // toolCalls and usage as in custom-agent runs; the run's tool calls join once the tool loop runs market agents.
     ctx.body = {
       ...toJobRecord(job),
       agentId: (job.request as { agentId: string }).agentId,
       toolCalls: [],
       usage: {
-        llmCalls: usage.llm.reduce((n, e) => n + e.calls, 0),
-        promptTokens: usage.llm.reduce((n, e) => n + e.promptTokens, 0),
-        completionTokens: usage.llm.reduce((n, e) => n + e.completionTokens, 0),
-        browserSeconds: usage.browserSeconds,
-        toolCallsUsd: 0,
+        llmTokens: promptTokens + completionTokens,
+        toolCalls: 0,
         costUsd: microsToUsd(usage.costMicros),
+        llmCalls: usage.llm.reduce((n, e) => n + e.calls, 0),
+        promptTokens,
+        completionTokens,
+        browserSeconds: usage.browserSeconds,
       },
     };
   });

@@ -11,7 +11,7 @@ import { type Kysely, sql } from 'kysely';
  * - agent_market_purchases: one purchase per consumer and listing (the unique key makes a purchase
  *   idempotent and concurrency-safe); price = commission + provider revenue, integer micro-USD.
  *   Purchases belong to the listing (public id), so they carry over to approved revisions.
- * - agent_market_runs: which listing and live submission a run (a job of kind `agent_market`) used,
+ * - agent_market_runs: which listing and live submission a run (a job of kind `agent-market`) used,
  *   for the run record and the provider's aggregate counts.
  * - ledger kind `sale`: a provider's share of an agent purchase (its consumer debit is a `usage`
  *   entry with the purchase's agent transaction).
