@@ -332,6 +332,25 @@ describe('agent market: providers publish agents, consumers buy and run them', f
     assert.equal(buys.length, 1, 'bought once');
   });
 
+  it('checks the market tools again at run time, and takes a disabled agent out of the catalogue', async function () {
+    this.timeout(120_000);
+    const secrets = { system: marker(), template: marker() };
+    const tools = await approvedEntry(h, provider);
+    const agentId = await approved(templateAgent(secrets, { priceUsd: 0, mcpSelections: [{ mcp_id: tools.entryId, tool_names: ['get_forecast'] }] }));
+    const disabledTools = await adminRaw(h, ['review', '--market', 'mcp', '--submission', tools.submissionId, '--disable']);
+    assert.equal(disabledTools.code, 0, disabledTools.stderr);
+    const refused = await asConsumer('POST', `${API}/agents/${agentId}/run`, { inputs: { page: page3() } });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error.code, 'market_tool_unavailable');
+
+    const own = (await h.http('GET', `${API}/submissions?pageSize=100`, { apiKey: provider.apiKey })).body.submissions.find((s: any) => s.publicId === agentId);
+    assert.equal((await admin(h, ['review', '--market', 'agent', '--submission', own.id, '--disable'])).status, 'disabled');
+    assert.equal((await asConsumer('GET', `${API}/agents/${agentId}`)).status, 404);
+    assert.equal((await asConsumer('POST', `${API}/agents/${agentId}/run`, { inputs: { page: page3() } })).status, 404);
+    assert.equal((await asConsumer('POST', `${API}/agents/${agentId}/purchase`)).status, 404);
+    assert.ok(!(await asConsumer('GET', `${API}/agents?pageSize=100`)).body.agents.some((a: any) => a.id === agentId));
+  });
+
   describe('webhooks', function () {
     let certs: TestCertificates;
     let worker: ChildProcess | null = null;
