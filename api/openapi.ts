@@ -10,6 +10,7 @@ import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } fr
 import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../lib/schemas/tools';
 import { MARKET_COMPONENTS, marketPaths } from './openapi-market';
 import { customAgentSchemas } from '../lib/schemas/custom-agents';
+import { AGENT_MARKET_COMPONENTS, agentMarketPaths } from './openapi-agent-market';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -42,6 +43,7 @@ const COMPONENTS: Schema[] = [
   ToolSourceParam,
   ...customAgentSchemas,
   ...MARKET_COMPONENTS,
+  ...AGENT_MARKET_COMPONENTS,
   AccountSummary,
 ];
 
@@ -101,6 +103,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
     security: [{ ApiKeyAuth: [] }],
     paths: {
       ...marketPaths(),
+      ...agentMarketPaths(),
       '/scrape': {
         post: {
           summary: 'Scrape a URL with the LLM pipeline',

@@ -35,6 +35,14 @@ export interface RequestSecrets {
   /** The params of each custom_mcps / market_mcps selection of a tool-using run, by index. */
   custom_mcps_params?: Record<string, string | number | boolean>[];
   market_mcps_params?: Record<string, string | number | boolean>[];
+  /** Agent-market runs: the task as the model sees it (a filled template is the provider's private text). */
+  task?: string;
+  /** Agent-market runs: the provider's private system prompt, added to the runtime's. */
+  agent_instructions?: string;
+  /** Agent-market runs: the listing's skills (private to its provider). */
+  skills?: unknown;
+  /** Agent-market runs: the listing's tool selections with their params (for the tool loop). */
+  agent_selections?: unknown;
 }
 
 export function sealRequestSecrets(masterKey: Buffer, jobId: string, secrets: RequestSecrets): string {

@@ -404,6 +404,71 @@ const CASES: EndpointCase[] = [
       }
     },
   },
+  {
+    name: 'agent market: submits, reviews with the CLI, lists, buys (once), runs and revises an agent',
+    covers: [
+      'POST /api/v1/agent-market/submissions',
+      'GET /api/v1/agent-market/submissions',
+      'GET /api/v1/agent-market/submissions/{id}',
+      'PUT /api/v1/agent-market/submissions/{id}',
+      'POST /api/v1/agent-market/submissions/{id}/submit',
+      'POST /api/v1/agent-market/submissions/{id}/revisions',
+      'GET /api/v1/agent-market/agents',
+      'GET /api/v1/agent-market/agents/{agentId}',
+      'POST /api/v1/agent-market/agents/{agentId}/purchase',
+      'POST /api/v1/agent-market/agents/{agentId}/run',
+      'GET /api/v1/agent-market/runs/{jobId}',
+      'CLI submissions',
+      'CLI review',
+    ],
+    timeoutMs: 180_000,
+    async run(ctx) {
+      const consumer = userOf(ctx);
+      const provider = await ctx.admin(['create-user', '--email', 'agent-provider@example.com', '--credit-usd', '1']);
+      const body = {
+        name: 'Embedded ticket finder',
+        priceUsd: 0.2,
+        suggestedLlmProvider: 'service',
+        suggestedLlmModel: 'gpt-4o-mini',
+        runMode: 'template',
+        systemPrompt: 'EMBEDDED-PRIVATE-SYSTEM answer briefly',
+        promptTemplate: 'Open {{page}} and report its title.',
+        inputSchema: { type: 'object', properties: { page: { type: 'string' } }, required: ['page'] },
+        structuredOutput: [{ id: 'title', type: 'string' }],
+      };
+      const created = await ctx.http('POST', '/api/v1/agent-market/submissions', { apiKey: provider.apiKey, body });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const { id, publicId } = created.body;
+      assert.equal((await ctx.http('PUT', `/api/v1/agent-market/submissions/${id}`, { apiKey: provider.apiKey, body: { ...body, description: 'Reports page titles' } })).status, 200);
+      assert.equal((await ctx.http('GET', '/api/v1/agent-market/submissions', { apiKey: provider.apiKey })).body.submissions.length, 1);
+      assert.equal((await ctx.http('GET', `/api/v1/agent-market/submissions/${id}`, { apiKey: provider.apiKey })).body.systemPrompt, body.systemPrompt);
+      assert.equal((await ctx.http('POST', `/api/v1/agent-market/submissions/${id}/submit`, { apiKey: provider.apiKey })).body.status, 'pending_review');
+      const queue = await ctx.admin(['submissions', '--market', 'agent', '--status', 'pending_review']);
+      assert.deepEqual(queue.submissions.map((s: any) => s.id), [id]);
+      assert.equal((await ctx.admin(['review', '--market', 'agent', '--submission', id, '--approve'])).status, 'approved');
+
+      const catalogue = await ctx.http('GET', '/api/v1/agent-market/agents?q=ticket', { apiKey: consumer.apiKey });
+      assert.deepEqual(catalogue.body.agents.map((a: any) => a.id), [publicId]);
+      assert.ok(!JSON.stringify(catalogue.body).includes('EMBEDDED-PRIVATE'));
+      assert.equal((await ctx.http('GET', `/api/v1/agent-market/agents/${publicId}`, { apiKey: consumer.apiKey })).body.priceUsd, 0.2);
+      assert.equal((await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/run`, { apiKey: consumer.apiKey, body: { inputs: { page: ctx.site.url } } })).status, 402);
+      assert.equal((await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/purchase`, { apiKey: consumer.apiKey })).status, 201);
+      assert.equal((await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/purchase`, { apiKey: consumer.apiKey })).status, 200);
+
+      ctx.llm.enqueue(act('done', { success: true, data: { title: 'Fixture' } }));
+      const accepted = await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/run`, { apiKey: consumer.apiKey, body: { inputs: { page: ctx.site.url }, headless: true } });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      const run = await ctx.waitForJob(consumer.apiKey, `/api/v1/agent-market/runs/${accepted.body.jobId}`);
+      assert.equal(run.status, 'completed', run.error);
+      assert.deepEqual(run.result.data, { title: 'Fixture' });
+      assert.equal(run.agentId, publicId);
+      assert.ok(!JSON.stringify(run).includes('EMBEDDED-PRIVATE'));
+
+      const revision = await ctx.http('POST', `/api/v1/agent-market/submissions/${id}/revisions`, { apiKey: provider.apiKey });
+      assert.equal(revision.status, 201);
+      assert.match(revision.body.id, UUID);
+    },
+  },
 ];
 
 /** process.env without the variables that would select external Postgres/Temporal or another admin URL. */
