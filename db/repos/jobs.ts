@@ -5,6 +5,7 @@ import type { Job, JobKind, JobStatus } from '../schema';
 import { insertHold, lockAvailableMicros, releaseHold } from './ledger';
 import { jobLog } from '../../lib/log';
 import { jobDuration } from '../../lib/metrics';
+import { announceJobTerminal } from '../job-terminal-events';
 
 export function workflowIdFor(kind: JobKind, jobId: string): string {
   return `${kind}-${jobId}`;
@@ -134,7 +135,7 @@ function findByIdempotencyKey(db: Db, input: JobRequest): Promise<Job | undefine
  * abandoned; returns whether this call did it.
  */
 export async function abandonJob(db: Db, job: Pick<Job, 'id' | 'user_id' | 'created_at'>, reason: string, now = new Date()): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
+  const abandoned = await db.transaction().execute(async (trx) => {
     const failed = await trx
       .updateTable('jobs')
       .set({ status: 'failed', error: reason, idempotency_key: null, logs: sql`array_append(logs, ${`${now.toISOString()} failed: ${reason}`})`, updated_at: now })
@@ -155,6 +156,8 @@ export async function abandonJob(db: Db, job: Pick<Job, 'id' | 'user_id' | 'crea
     await trx.insertInto('system_logs').values({ user_id: job.user_id, job_id: job.id, log_message: `${failed.kind} job ${job.id} failed: ${reason}` }).execute();
     return true;
   });
+  if (abandoned) announceJobTerminal(job.id);
+  return abandoned;
 }
 
 /** Jobs still pending after `olderThanMs`: their workflow may never have been started. */
@@ -218,6 +221,8 @@ export async function transitionJob(
     const seconds = Math.max(0, (now.getTime() - new Date(updated.created_at).getTime()) / 1000);
     jobDuration.labels(updated.kind, to).observe(seconds);
     jobLog(jobId, { kind: updated.kind }).info({ status: to, durationSeconds: seconds, ...(fields.error && { error: fields.error }) }, `job ${to}`);
+    // Inside a caller's transaction the row is not visible yet: waiters find it on their next re-read.
+    if (!db.isTransaction) announceJobTerminal(jobId);
   }
   return true;
 }
