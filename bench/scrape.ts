@@ -39,7 +39,6 @@ import { readinessProbe } from '../api/readiness';
 import type { ApiDeps } from '../api/deps';
 import { JobKindSearchAttribute, UserIdSearchAttribute } from '../lib/temporal';
 import type { ScrapeWorkflowInput } from '../workflows/scrape';
-import { startWorkerProcess } from '../test/support/worker-process';
 import { freePort } from '../test/support/ports';
 import { percentile, perSecond, round, runClosedLoop, sleep, type LoadResult, log, runHarnessBenchmark } from './load';
 import { cpuMeter, descendantsOf, type CpuGroup } from './proc-cpu';
@@ -174,8 +173,8 @@ interface BenchStack {
   pids: { api: number; worker: number; llm: number };
 }
 
-function spawnNode(script: string, env: Record<string, string>, ready: RegExp, label: string): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const child = spawn(process.execPath, ['--require', 'tsx/cjs', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function spawnNode(script: string, env: Record<string, string>, ready: RegExp, label: string, nodeArgs: string[] = []): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = spawn(process.execPath, [...nodeArgs, '--require', 'tsx/cjs', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   return new Promise((resolve, reject) => {
     let output = '';
     let started = false;
@@ -211,6 +210,8 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
   onStop(() => stopChild(llm));
   const llmUrl = match[1];
   const profileDir = process.env.BENCH_CPU_PROF;
+  // --cpu-prof is not allowed in NODE_OPTIONS: it goes on the command line; the profile is written at a clean exit.
+  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profileDir)}`] : [];
   const env: Record<string, string> = {
     ...h.env,
     PLATFORM_TASK_QUEUE: BENCH_QUEUES.platform,
@@ -218,13 +219,12 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
     OPENAI_BASE_URL: llmUrl,
     ROUTER_BASE_URL: llmUrl,
     LOG_LEVEL: 'warn',
-    ...(profileDir && { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --cpu-prof --cpu-prof-dir=${path.resolve(profileDir)}`.trim() }),
   };
-  // startWorkerProcess waits for the "worker polling" line, which is logged at info.
-  const worker = await startWorkerProcess({ ...env, LOG_LEVEL: 'info' });
+  // "worker polling" and "API listening" are logged at info.
+  const { child: worker } = await spawnNode('workers/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker polling/, 'worker', nodeArgs);
   onStop(() => stopChild(worker));
   const port = await freePort();
-  const { child: api } = await spawnNode('api/server.ts', { ...env, PORT: String(port), LOG_LEVEL: 'info' }, /API listening/, 'API');
+  const { child: api } = await spawnNode('api/server.ts', { ...env, PORT: String(port), LOG_LEVEL: 'info' }, /API listening/, 'API', nodeArgs);
   onStop(() => stopChild(api));
   return { apiUrl: `http://127.0.0.1:${port}`, llmUrl, pids: { api: api.pid!, worker: worker.pid!, llm: llm.pid! } };
 }
