@@ -68,6 +68,21 @@ function queryParameters(schema: { properties: Record<string, Record<string, unk
 }
 
 const uuidPath = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
+/** `?wait=N` on every job-status route: long polling (api/routes/job-status.ts). */
+const longPollWait = {
+  name: 'wait',
+  in: 'query',
+  required: false,
+  schema: { type: 'integer', minimum: 0, maximum: 30, default: 0 },
+  description:
+    'Long polling: hold the request up to this many seconds until the job is completed or failed, then answer as usual (at once when it already is). 0 or absent answers at once; above 30 is a 400.',
+  'x-long-polling': {
+    maxSeconds: 30,
+    answersWhen: 'the job reaches a terminal status (completed or failed) or the wait elapses, whichever is first',
+    response: 'the same job record a plain read gives at that moment (status may still be pending or processing after a timeout)',
+    note: 'A server may answer early when too many requests already wait in one process; clients simply poll again.',
+  },
+};
 
 const DESCRIPTION = `Scraping, browser-agent and marketplace platform, interface version 1.0.0.
 
@@ -124,10 +139,11 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/scrape/status/{jobId}': {
         get: {
-          summary: 'Poll a scrape job',
+          summary: 'Poll a scrape job (optionally long-polling with ?wait=N)',
           tags: ['One-off scrape'],
-          parameters: [uuidPath('jobId')],
-          responses: { 200: json(ref('JobRecord'), 'The job record'), 400: error('jobId is not a UUID'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+          parameters: [uuidPath('jobId'), longPollWait],
+          'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
+          responses: { 200: json(ref('JobRecord'), 'The job record'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
         },
       },
       '/agentscraper': {
@@ -149,10 +165,11 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/agentscraper/status/{jobId}': {
         get: {
-          summary: 'Poll a browser-agent job (result: AgentResult)',
+          summary: 'Poll a browser-agent job (result: AgentResult; optionally long-polling with ?wait=N)',
           tags: ['One-off browser agent'],
-          parameters: [uuidPath('jobId')],
-          responses: { 200: json(ref('JobRecord'), 'The job record; logs show each step as it happens'), 400: error('jobId is not a UUID'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+          parameters: [uuidPath('jobId'), longPollWait],
+          'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
+          responses: { 200: json(ref('JobRecord'), 'The job record; logs show each step as it happens'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
         },
       },
       '/social-accounts': {

@@ -155,6 +155,14 @@ const CASES: EndpointCase[] = [
       const accepted = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/static`, structured_output: [{ id: 'title', type: 'string' }] } });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       assert.match(accepted.body.jobId, UUID);
+      // Long polling (?wait=N) on the embedded path: the in-process notifier and the PGlite re-read.
+      let held = await ctx.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}?wait=30`, { apiKey: user.apiKey });
+      for (let i = 0; i < 3 && held.status === 200 && held.body.status !== 'completed' && held.body.status !== 'failed'; i++) {
+        held = await ctx.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}?wait=30`, { apiKey: user.apiKey });
+      }
+      assert.equal(held.status, 200, JSON.stringify(held.body));
+      assert.equal(held.body.status, 'completed', held.body.error);
+      assert.equal((await ctx.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}?wait=31`, { apiKey: user.apiKey })).status, 400);
       const job = await ctx.waitForJob(user.apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
       assert.equal(job.status, 'completed', job.error);
       assert.ok(job.result.markdown.includes('Field Guide to Urban Beekeeping'), job.result.markdown.slice(0, 300));

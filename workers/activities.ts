@@ -6,6 +6,7 @@ import { createLlmProviders } from '../lib/llm/providers';
 import { createJobActivities } from '../activities/jobs';
 import { createPageActivities } from '../activities/page';
 import { createExtractionActivities } from '../activities/llm';
+import { createFastPathActivities } from '../activities/page/fast-path';
 import { createBillingActivities } from '../activities/billing';
 import { createWebhookActivities } from '../activities/webhooks';
 import { createBrowserActivities } from '../activities/browser';
@@ -32,10 +33,13 @@ export interface ActivityDeps {
 export function platformActivities({ db, config, policy }: ActivityDeps) {
   const adapters = { proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha };
   const llm = createLlmProviders({ service: config.openai, routerBaseURL: config.routerBaseURL, prices: config.modelPrices });
+  const page = createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters });
+  const extraction = createExtractionActivities({ db, llm, masterKey: config.masterKey });
   return {
     ...createJobActivities({ db }),
-    ...createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters }),
-    ...createExtractionActivities({ db, llm, masterKey: config.masterKey }),
+    ...page,
+    ...extraction,
+    ...createFastPathActivities({ db, page, extraction }),
     ...createBillingActivities({ db }),
     ...createWebhookActivities({ db, masterKey: config.masterKey, policy }),
     ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey }),

@@ -98,11 +98,31 @@ async function lockWallet(trx: Db, userId: string): Promise<number> {
  * consumer's wallet lock, so an admission can never reserve money an accepted charge then spends.
  */
 async function openHoldsMicros(db: Db, userId: string): Promise<number> {
-  const row = await sql<{ held: number }>`
-    select (select coalesce(sum(amount_micros), 0) from job_holds where user_id = ${userId}::uuid and released_at is null)
-         + (select coalesce(sum(hold_micros - charged_micros), 0) from market_runs
-             where consumer_id = ${userId}::uuid and status = 'open' and expires_at > now()) as held`.execute(db);
+  const row = await sql<{ held: number }>`select ${openHoldsExpression(userId)} as held`.execute(db);
   return Number(row.rows[0]?.held ?? 0);
+}
+
+/** openHoldsMicros as a SQL expression, for statements that compute the available balance themselves (admission). */
+export function openHoldsExpression(userId: string) {
+  return sql<number>`((select coalesce(sum(amount_micros), 0) from job_holds where user_id = ${userId}::uuid and released_at is null)
+         + (select coalesce(sum(hold_micros - charged_micros), 0) from market_runs
+             where consumer_id = ${userId}::uuid and status = 'open' and expires_at > now()))`;
+}
+
+/**
+ * Locks the account's wallet for the rest of the admission transaction and reads its subscription in
+ * the same statement. The available balance must be computed by a later statement (a fresh snapshot
+ * under READ COMMITTED), so that it sees the holds of admissions that held the lock before.
+ */
+export async function lockWalletWithSubscription(trx: Db, userId: string): Promise<{ balanceMicros: number; status: string; monthlyOperationLimit: number } | undefined> {
+  if (!trx.isTransaction) throw new Error('lockWalletWithSubscription must run inside the admission transaction');
+  const row = await sql<{ balance_micros: number; status: string; monthly_operation_limit: number }>`
+    select w.balance_micros, s.status, s.monthly_operation_limit
+    from subscriptions s join wallets w on w.user_id = s.user_id
+    where s.user_id = ${userId}::uuid
+    for update of w`.execute(trx);
+  const found = row.rows[0];
+  return found && { balanceMicros: Number(found.balance_micros), status: found.status, monthlyOperationLimit: found.monthly_operation_limit };
 }
 
 /**
