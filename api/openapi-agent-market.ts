@@ -11,6 +11,7 @@ import {
   MarketAgentRunResponse,
 } from '../lib/schemas/agent-market';
 import { SubmissionsQuery } from '../lib/schemas/market';
+import { longPollWait } from './openapi-long-polling';
 
 /** The agent market's part of the OpenAPI document (components and paths), merged by api/openapi.ts. */
 export const AGENT_MARKET_COMPONENTS = [
@@ -143,8 +144,9 @@ export function agentMarketPaths() {
       get: {
         summary: 'Poll a run of the caller: the job record plus agentId, toolCalls and usage (never prompts)',
         tags,
-        parameters: [uuidPath('jobId')],
-        responses: { 200: json(ref('MarketAgentRunRecord'), 'The run record'), 400: error('jobId is not a UUID'), 401: unauthorized, 404: error('No such run of this account') },
+        parameters: [uuidPath('jobId'), longPollWait],
+        'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
+        responses: { 200: json(ref('MarketAgentRunRecord'), 'The run record'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: unauthorized, 404: error('No such run of this account') },
       },
     },
   };

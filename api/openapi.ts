@@ -9,6 +9,7 @@ import { AccountSummary } from '../lib/schemas/account';
 import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
 import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../lib/schemas/tools';
 import { MARKET_COMPONENTS, marketPaths } from './openapi-market';
+import { longPollWait } from './openapi-long-polling';
 import { customAgentSchemas } from '../lib/schemas/custom-agents';
 import { AGENT_MARKET_COMPONENTS, agentMarketPaths } from './openapi-agent-market';
 
@@ -68,21 +69,6 @@ function queryParameters(schema: { properties: Record<string, Record<string, unk
 }
 
 const uuidPath = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
-/** `?wait=N` on every job-status route: long polling (api/routes/job-status.ts). */
-const longPollWait = {
-  name: 'wait',
-  in: 'query',
-  required: false,
-  schema: { type: 'integer', minimum: 0, maximum: 30, default: 0 },
-  description:
-    'Long polling: hold the request up to this many seconds until the job is completed or failed, then answer as usual (at once when it already is). 0 or absent answers at once; above 30 is a 400.',
-  'x-long-polling': {
-    maxSeconds: 30,
-    answersWhen: 'the job reaches a terminal status (completed or failed) or the wait elapses, whichever is first',
-    response: 'the same job record a plain read gives at that moment (status may still be pending or processing after a timeout)',
-    note: 'A server may answer early when too many requests already wait in one process; clients simply poll again.',
-  },
-};
 
 const DESCRIPTION = `Scraping, browser-agent and marketplace platform, interface version 1.0.0.
 
@@ -296,10 +282,11 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
         get: {
           summary: 'A custom-agent run (one-off or scheduled): the job record, its tool calls and its usage; poll until completed or failed',
           tags: ['Custom agents'],
-          parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+          parameters: [uuidPath('jobId'), longPollWait],
+          'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
           responses: {
             200: json(ref('CustomAgentRun'), 'The run'),
-            400: error('jobId is not a UUID'),
+            400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'),
             401: error('Missing or invalid API key'),
             404: error('No run of this account has this id'),
           },

@@ -103,7 +103,7 @@ describe('long polling of job status (?wait=N)', function () {
   });
 
   it('refuses a wait that is not a whole number of seconds from 0 to 30, on every status route', async function () {
-    for (const route of ['/api/v1/scrape/status', '/api/v1/agentscraper/status']) {
+    for (const route of ['/api/v1/scrape/status', '/api/v1/agentscraper/status', '/api/v1/agents/runs', '/api/v1/agent-market/runs']) {
       for (const wait of ['31', '-1', 'abc', '1.5', '', '1e1']) {
         const answer = await h.http('GET', `${route}/${randomUUID()}?wait=${encodeURIComponent(wait)}`, { apiKey });
         assert.equal(answer.status, 400, `${route} wait=${wait}: ${JSON.stringify(answer.body)}`);
@@ -136,6 +136,20 @@ describe('long polling of job status (?wait=N)', function () {
     assert.equal(done.body.status, 'completed', done.body.error);
     assert.equal(done.body.result.answer, 'Field Guide to Urban Beekeeping');
     assert.ok(heldMs < 25_000, `held ${heldMs} ms although the agent finished`);
+  });
+
+  it('long-polls custom-agent runs, answering with the tool calls and usage once finished', async function () {
+    this.timeout(90_000);
+    h.llm.enqueue(act('done', { success: true, answer: 'long-polled custom agent' }));
+    const accepted = await h.http('POST', '/api/v1/agents/run', { apiKey, body: { task: 'Say the phrase "long-polled custom agent"', llm_model: 'gpt-4o-mini' } });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    const { value: done, ms } = await timed(h.http('GET', `/api/v1/agents/runs/${accepted.body.jobId}?wait=30`, { apiKey }));
+    assert.equal(done.status, 200, JSON.stringify(done.body));
+    assert.equal(done.body.status, 'completed', done.body.error);
+    assert.deepEqual(done.body.toolCalls, []);
+    assert.equal(done.body.usage.toolCalls, 0);
+    assert.ok(done.body.usage.llmTokens > 0, 'the decision\'s tokens are in the usage');
+    assert.ok(ms < 25_000, `held ${ms} ms although the run finished`);
   });
 
   it('stops waiting when the client goes away', async function () {

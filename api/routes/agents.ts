@@ -13,10 +13,8 @@ import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
 import { parseBody, parseUuidParam } from '../validation';
 import { log } from '../../lib/log';
-import { findJob } from '../../db/repos/jobs';
-import { summarizeUsage } from '../../db/repos/job-usage';
-import { toJobRecord } from '../../db/job-record';
-import { microsToUsd } from '../../lib/money';
+import { agentRunExtras } from '../services/agent-run-record';
+import { addJobStatusRoute } from './job-status';
 import { sealRequestSecrets } from '../../lib/request-secrets';
 import { CustomAgentRequest, CustomAgentUpdateRequest, type CustomAgentBody, type CustomAgentUpdateBody } from '../../lib/schemas/custom-agents';
 import type { CustomAgentWorkflowInput } from '../../workflows/custom-agent';
@@ -100,35 +98,7 @@ export function agentRoutes(deps: ApiDeps): Router {
     ctx.body = { queued: true, jobId: job.id, status: 'pending' };
   });
 
-  router.get('/agents/runs/:jobId', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
-    const jobId = parseUuidParam('jobId', ctx.params.jobId);
-    const job = await findJob(deps.db, { userId: user.userId, kind: 'custom-agent', jobId });
-    if (!job) throw notFound('Custom agent run');
-    const [calls, usage] = await Promise.all([
-      deps.db.selectFrom('agent_tool_calls').selectAll().where('job_id', '=', job.id).orderBy('call_index').execute(),
-      summarizeUsage(deps.db, job.id),
-    ]);
-    const toolCostMicros = calls.reduce((n, c) => n + Number(c.cost_micros), 0);
-    ctx.body = {
-      ...toJobRecord(job),
-      toolCalls: calls.map((c) => ({
-        index: c.call_index,
-        source: c.source,
-        tool: c.tool,
-        status: c.status,
-        startedAt: new Date(c.started_at).toISOString(),
-        durationMs: c.duration_ms,
-        costUsd: microsToUsd(Number(c.cost_micros)),
-        error: c.error,
-      })),
-      usage: {
-        llmTokens: usage.llm.reduce((n, e) => n + e.promptTokens + e.completionTokens, 0),
-        toolCalls: calls.filter((c) => c.status !== 'not_sent').length,
-        costUsd: microsToUsd(usage.costMicros + toolCostMicros),
-      },
-    };
-  });
+  addJobStatusRoute(router, deps, '/agents/runs', 'custom-agent', 'Custom agent run', (job) => agentRunExtras(deps.db, job));
 
   router.post('/agents/discover-mcp', async (ctx: Context) => {
     const user = ctx.state.user as AuthenticatedUser;

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Db } from '../../db/connect';
-import type { JobKind } from '../../db/schema';
+import type { Job, JobKind } from '../../db/schema';
 import { findJob } from '../../db/repos/jobs';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { toJobRecord } from '../../db/job-record';
@@ -31,6 +31,9 @@ export function parseWaitSeconds(value: string | string[] | undefined): number {
   return Number(value);
 }
 
+/** Fields a kind adds to the job record (e.g. an agent run's tool calls and usage), read after any wait. */
+export type RecordExtension = (job: Job) => Promise<Record<string, unknown>>;
+
 const isTerminal = (status: string) => status === 'completed' || status === 'failed';
 
 /**
@@ -38,7 +41,7 @@ const isTerminal = (status: string) => status === 'completed' || status === 'fai
  * a 404. With `?wait=N` a job not yet terminal is held up to N seconds until it is (long polling);
  * the answer is then the same record a plain read gives at that moment.
  */
-export function addJobStatusRoute(router: Router, deps: ApiDeps, path: string, kind: JobKind, label: string): void {
+export function addJobStatusRoute(router: Router, deps: ApiDeps, path: string, kind: JobKind, label: string, extend?: RecordExtension): void {
   router.get(`${path}/:jobId`, async (ctx: Context) => {
     const user = ctx.state.user as AuthenticatedUser;
     const jobId = parseUuidParam('jobId', ctx.params.jobId);
@@ -58,6 +61,6 @@ export function addJobStatusRoute(router: Router, deps: ApiDeps, path: string, k
       if (gone.signal.aborted) return; // the client went away: nobody to answer
       job = (await findJob(deps.db, scope)) ?? job;
     }
-    ctx.body = toJobRecord(job);
+    ctx.body = extend ? { ...toJobRecord(job), ...(await extend(job)) } : toJobRecord(job);
   });
 }

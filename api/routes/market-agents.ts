@@ -1,8 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AuthenticatedUser } from '../../db/repos/users';
-import { findJob } from '../../db/repos/jobs';
-import { summarizeUsage } from '../../db/repos/job-usage';
 import { iconBelongsTo } from '../../db/repos/market-icons';
 import { createRevision, createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
 import {
@@ -22,7 +20,8 @@ import {
   type AgentSubmission,
 } from '../../db/repos/market-agents';
 import { paginationMeta } from '../../db/repos/pagination';
-import { toJobRecord } from '../../db/job-record';
+import { agentRunExtras } from '../services/agent-run-record';
+import { addJobStatusRoute } from './job-status';
 import { checkMarketSelections, checkRunInputs, fillTemplate, prepareAgentSubmission, type PreparedAgentSubmission } from '../../lib/market/agent-submission';
 import { commissionOf, ratePpm } from '../../lib/market/commission';
 import { MarketRuleError } from '../../lib/market/errors';
@@ -306,30 +305,11 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
     ctx.body = { jobId: job.id, status: 'pending' };
   });
 
-  /** The run record: the job record plus agentId, toolCalls and usage; the caller's own runs only. */
-  router.get('/runs/:jobId', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
-    const job = await findJob(deps.db, { userId: user.userId, kind: 'agent-market', jobId: parseUuidParam('jobId', ctx.params.jobId) });
-    if (!job) throw notFound('Agent-market run');
-    const usage = await summarizeUsage(deps.db, job.id);
-    const promptTokens = usage.llm.reduce((n, e) => n + e.promptTokens, 0);
-    const completionTokens = usage.llm.reduce((n, e) => n + e.completionTokens, 0);
-    // toolCalls and usage as in custom-agent runs; the run's tool calls join once the tool loop runs market agents.
-    ctx.body = {
-      ...toJobRecord(job),
-      agentId: (job.request as { agentId: string }).agentId,
-      toolCalls: [],
-      usage: {
-        llmTokens: promptTokens + completionTokens,
-        toolCalls: 0,
-        costUsd: microsToUsd(usage.costMicros),
-        llmCalls: usage.llm.reduce((n, e) => n + e.calls, 0),
-        promptTokens,
-        completionTokens,
-        browserSeconds: usage.browserSeconds,
-      },
-    };
-  });
+  /** The run record: the job record plus agentId, toolCalls and usage; the caller's own runs only (long polling with ?wait=N). */
+  addJobStatusRoute(router, deps, '/runs', 'agent-market', 'Agent-market run', async (job) => ({
+    agentId: (job.request as { agentId: string }).agentId,
+    ...(await agentRunExtras(deps.db, job)),
+  }));
 
   return router;
 }

@@ -1,0 +1,39 @@
+import type { Db } from '../../db/connect';
+import { summarizeUsage } from '../../db/repos/job-usage';
+import type { Job } from '../../db/schema';
+import { microsToUsd } from '../../lib/money';
+
+/**
+ * What an agent run's record adds to the job record (custom-agent and agent-market runs alike):
+ * its tool calls — never their arguments or results, which can hold secrets — and its usage so far.
+ */
+export async function agentRunExtras(db: Db, job: Pick<Job, 'id'>) {
+  const [calls, usage] = await Promise.all([
+    db.selectFrom('agent_tool_calls').selectAll().where('job_id', '=', job.id).orderBy('call_index').execute(),
+    summarizeUsage(db, job.id),
+  ]);
+  const toolCostMicros = calls.reduce((n, c) => n + Number(c.cost_micros), 0);
+  const promptTokens = usage.llm.reduce((n, e) => n + e.promptTokens, 0);
+  const completionTokens = usage.llm.reduce((n, e) => n + e.completionTokens, 0);
+  return {
+    toolCalls: calls.map((c) => ({
+      index: c.call_index,
+      source: c.source,
+      tool: c.tool,
+      status: c.status,
+      startedAt: new Date(c.started_at).toISOString(),
+      durationMs: c.duration_ms,
+      costUsd: microsToUsd(Number(c.cost_micros)),
+      error: c.error,
+    })),
+    usage: {
+      llmTokens: promptTokens + completionTokens,
+      toolCalls: calls.filter((c) => c.status !== 'not_sent').length,
+      costUsd: microsToUsd(usage.costMicros + toolCostMicros),
+      llmCalls: usage.llm.reduce((n, e) => n + e.calls, 0),
+      promptTokens,
+      completionTokens,
+      browserSeconds: usage.browserSeconds,
+    },
+  };
+}
