@@ -18,6 +18,7 @@ import { healthRoutes } from './routes/health';
 import { skillsRoutes } from './routes/skills';
 import { mcpEndpoint } from './mcp/endpoint';
 import { docsMcpEndpoint } from './mcp/docs';
+import { marketMcpEndpoint } from './mcp/market';
 import { buildOpenApiDocument } from './openapi';
 import { buildDocsSite } from '../lib/docs/site';
 import { loadDocSources } from '../lib/docs/load';
@@ -35,6 +36,7 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(errorHandler());
   const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
   app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
+  app.use(mcpEndpoint(marketMcpEndpoint(deps)));
 
   const root = new Router();
   const health = healthRoutes(deps);

@@ -6,6 +6,7 @@ import * as skillsDirectory from './0004_skills_directory';
 import * as moneyHolds from './0005_money_holds';
 import * as market from './0007_market';
 import * as marketRuns from './0008_market_runs';
+import * as hostedMcp from './0010_hosted_mcp';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -15,6 +16,7 @@ const migrations: Record<string, Migration> = {
   '0005_money_holds': moneyHolds,
   '0007_market': market,
   '0008_market_runs': marketRuns,
+  '0010_hosted_mcp': hostedMcp,
 };
 
 export const migrationProvider: MigrationProvider = {
