@@ -13,7 +13,9 @@ import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import { sealRequestSecrets, type RequestSecrets } from '../lib/request-secrets';
 import { connectAndList, loadOpenApi } from '../lib/tools/source';
 import { useHarness, type Harness } from './support/harness';
-import { approvedEntry, completeVerification, storeValidation } from './support/market';
+import { approvedEntry, completeVerification, review, storeValidation, submissionBody } from './support/market';
+import { loadConfig } from '../lib/config';
+import { marketMcpUrl } from '../api/mcp/market';
 import { startMarketProvider, type MarketProviderService } from './support/market-provider';
 import { startOpenApiServer, API_KEY as INVENTORY_KEY, type TestOpenApiServer } from './support/openapi-api';
 import { findLedgerProblems } from './support/ledger-reconciliation';
@@ -297,6 +299,33 @@ describe('hosted market MCP endpoint', function () {
     const answered = await (await connect(a.entryId, fresh.credential)).callTool({ name: 'lookup_city', arguments: { city: 'Evora' } });
     assert.equal(answered.isError, false);
     assert.equal(billing(answered).chargedUsd, 0, 'a free entry costs nothing');
+
+    // A revision that adds a parameter: credentials made before it, and the plain key, are refused.
+    const validation = await storeValidation(h, provider.userId, { url: service.url, tools: await discovered(service.url) });
+    const revision = await h.http('POST', `/api/v1/mcp-market/submissions/${a.submissionId}/revisions`, { apiKey: provider.apiKey });
+    assert.equal(revision.status, 201, JSON.stringify(revision.body));
+    const schema = { type: 'object', properties: { region: { type: 'string' } }, required: ['region'] };
+    const replaced = await h.http('PUT', `/api/v1/mcp-market/submissions/${revision.body.id}`, {
+      apiKey: provider.apiKey,
+      body: submissionBody(validation, { slug: a.slug, monetizationStrategy: 'free', requiredUserParamsSchema: schema }),
+    });
+    assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
+    assert.equal((await h.http('POST', `/api/v1/mcp-market/submissions/${revision.body.id}/submit`, { apiKey: provider.apiKey })).status, 200);
+    await review(h, revision.body.id, 'approve');
+    const outdated = await rawInitialize(a.entryId, fresh.credential);
+    assert.equal(outdated.status, 401);
+    assert.match((await outdated.json()).error.message, /parameters changed/);
+    assert.equal((await rawInitialize(a.entryId, rotated.body.apiKey)).status, 401, 'the plain key no longer suffices');
+    const current = await credential(rotated.body.apiKey, a.entryId, { params: { region: 'eu' } });
+    assert.equal((await (await connect(a.entryId, current.credential)).listTools()).tools.length, 3);
+  });
+
+  it('advertises the endpoint under MCP_PUBLIC_URL when set, else on the API origin', function () {
+    const config = loadConfig({ ...h.env, MCP_PUBLIC_URL: 'https://mcp.example.com/' });
+    assert.equal(config.market.mcpPublicUrl, 'https://mcp.example.com');
+    assert.equal(marketMcpUrl({ config }, 'http://127.0.0.1:3000', 'e5a1c1f0-0000-4000-8000-000000000001'), 'https://mcp.example.com/mcp/e5a1c1f0-0000-4000-8000-000000000001');
+    assert.equal(marketMcpUrl({ config: h.config }, 'http://127.0.0.1:3000', 'e5a1c1f0-0000-4000-8000-000000000001'), 'http://127.0.0.1:3000/mcp/e5a1c1f0-0000-4000-8000-000000000001');
+    assert.throws(() => loadConfig({ ...h.env, MCP_PUBLIC_URL: 'not a url' }), /MCP_PUBLIC_URL/);
   });
 
   it('refuses a tool whose upstream description changed since approval, charges nothing and flags the entry with a per-tool diff', async function () {
