@@ -11,12 +11,12 @@ import { recordValidation } from '../db/repos/market-validations';
 import { readOpenApiDocument } from '../lib/market/openapi-document';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import { sealRequestSecrets, type RequestSecrets } from '../lib/request-secrets';
-import { connectAndList, loadOpenApi } from '../lib/tools/source';
+import { loadOpenApi } from '../lib/tools/source';
 import { useHarness, type Harness } from './support/harness';
 import { approvedEntry, completeVerification, review, storeValidation, submissionBody } from './support/market';
 import { loadConfig } from '../lib/config';
 import { marketMcpUrl } from '../api/mcp/market';
-import { startMarketProvider, type MarketProviderService } from './support/market-provider';
+import { approvedServiceEntry, discoveredTools, startMarketProvider, type MarketProviderService } from './support/market-provider';
 import { startOpenApiServer, API_KEY as INVENTORY_KEY, type TestOpenApiServer } from './support/openapi-api';
 import { findLedgerProblems } from './support/ledger-reconciliation';
 import type { ToolCallProbeInput, ToolCallProbeResult } from './support/mcp-tool-call-workflow';
@@ -46,17 +46,8 @@ describe('hosted market MCP endpoint', function () {
     await inventory?.close();
   });
 
-  /** The provider's tools as the market's discovery sees them. */
-  async function discovered(url: string) {
-    const { session, tools } = await connectAndList(new URL(url), {}, { policy });
-    await session.close();
-    return tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema }));
-  }
-
-  async function remoteEntry(provider: { userId: string; apiKey: string }, overrides: Record<string, unknown>, url = service.url) {
-    const validation = await storeValidation(h, provider.userId, { url, tools: await discovered(url) });
-    return approvedEntry(h, provider, overrides, validation);
-  }
+  const discovered = discoveredTools;
+  const remoteEntry = (provider: { userId: string; apiKey: string }, overrides: Record<string, unknown>, url = service.url) => approvedServiceEntry(h, provider, url, overrides);
 
   async function connect(entryId: string, token: string, options: ConstructorParameters<typeof Client>[1] = { versionNegotiation: { mode: 'auto' } }, query = '') {
     const client = new Client({ name: 'market-consumer', version: '1.0.0' }, options);

@@ -3,6 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { parseNetworkAllowlist } from '../../lib/net/ssrf';
+import { connectAndList } from '../../lib/tools/source';
+import type { Harness } from './harness';
+import { approvedEntry, storeValidation } from './market';
 
 /**
  * A market provider's MCP service on loopback (SDK v2 server, stateless, current revision plus the
@@ -123,4 +127,17 @@ export async function startMarketProvider(): Promise<MarketProviderService> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** The tools of a provider service as the market's discovery sees them (name, description, inputSchema). */
+export async function discoveredTools(url: string) {
+  const { session, tools } = await connectAndList(new URL(url), {}, { policy: parseNetworkAllowlist('127.0.0.1,localhost') });
+  await session.close();
+  return tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema }));
+}
+
+/** An approved, live entry of `provider` serving `url` (submission overrides as for submissionBody). */
+export async function approvedServiceEntry(h: Harness, provider: { userId: string; apiKey: string }, url: string, overrides: Record<string, unknown>) {
+  const validation = await storeValidation(h, provider.userId, { url, tools: await discoveredTools(url) });
+  return approvedEntry(h, provider, overrides, validation);
 }
