@@ -5,7 +5,7 @@ import { getJob } from '../../db/repos/jobs';
 import { agentRun, createMarketCallStore, loadCallEntry } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
 import { marketRunStarter } from '../../lib/market/run-workflow';
-import { callMarketTool, createUpstreamToolLists, type MarketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
+import { callMarketTool, createUpstreamSources, createUpstreamToolLists, type MarketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { usdToWholeMicros } from '../../lib/money';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { unsealRequestSecrets } from '../../lib/request-secrets';
@@ -48,6 +48,7 @@ export function createMarketSelectionCaller(deps: { db: Db; config: Config; poli
     store: createMarketCallStore(deps.db),
     runtime: { policy: deps.policy },
     toolLists: createUpstreamToolLists(market.toolListCacheMs),
+    sources: createUpstreamSources(market.toolListCacheMs),
     commissionRate: market.commissionRate,
     callTimeoutMs: market.toolCallTimeoutMs,
     onRunOpened: deps.temporal ? (run, _entry, consumerId) => marketRunStarter(deps.temporal!, deps.config.taskQueues.platform)(run, consumerId) : undefined,

@@ -4,7 +4,7 @@ import { findApiKeyOwner, findLiveApiKey, loadCallEntry, createMarketCallStore, 
 import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import { pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import { marketRunStarter } from '../../lib/market/run-workflow';
-import { callableTools, callMarketTool, createUpstreamToolLists, type MarketCallEntry, type MarketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
+import { callableTools, callMarketTool, createUpstreamSources, createUpstreamToolLists, type MarketCallEntry, type MarketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { microsToUsd } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
 import type { ApiDeps } from '../deps';
@@ -114,6 +114,7 @@ export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
     store: createMarketCallStore(deps.db),
     runtime: { policy: deps.policy },
     toolLists: createUpstreamToolLists(market.toolListCacheMs),
+    sources: createUpstreamSources(market.toolListCacheMs),
     commissionRate: market.commissionRate,
     callTimeoutMs: market.toolCallTimeoutMs,
     onRunOpened: (run, _entry, consumerId) => {

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { ToolCallError, ToolSourceError } from '../tools/errors';
-import { connectAndList, openToolSource, type ToolRuntimeDeps } from '../tools/source';
+import { connectAndList, openToolSource, type ToolRuntimeDeps, type ToolSource } from '../tools/source';
 import { parseSourceUrl, preflightSourceUrl } from '../tools/network';
 import type { SourceParamValues, ToolCallResult, ToolDefinition, ToolSelection } from '../tools/types';
 import { microsToUsd } from '../money';
@@ -116,10 +116,55 @@ export function createUpstreamToolLists(ttlMs: number, now: () => number = Date.
   };
 }
 
+/**
+ * Opened upstream sources reused across calls (one SDK client per entry and parameter values),
+ * for calls that carry no per-run headers (free and fixed-price entries): a call then costs one
+ * upstream request instead of a handshake and a request. A source is dropped when it expires
+ * (`ttlMs` after it opened) or when a call through it fails without an answer.
+ */
+export interface UpstreamSources {
+  open(key: string, opener: () => Promise<ToolSource>): Promise<ToolSource>;
+  drop(key: string, source: ToolSource): void;
+}
+
+export function createUpstreamSources(ttlMs: number, graceMs = 120_000, now: () => number = Date.now): UpstreamSources {
+  const sources = new Map<string, { source: Promise<ToolSource>; at: number }>();
+  const retire = (source: Promise<ToolSource>) => setTimeout(() => void source.then((s) => s.close()).catch(() => {}), graceMs).unref();
+  return {
+    async open(key, opener) {
+      const hit = sources.get(key);
+      if (hit && now() - hit.at <= ttlMs) return hit.source;
+      if (hit) {
+        sources.delete(key);
+        retire(hit.source);
+      }
+      if (sources.size > 1_000) {
+        for (const [k, v] of sources) retire(v.source), sources.delete(k);
+      }
+      const source = opener();
+      sources.set(key, { source, at: now() });
+      source.catch(() => sources.get(key)?.source === source && sources.delete(key));
+      return source;
+    },
+    drop(key, source) {
+      const hit = sources.get(key);
+      if (!hit) return;
+      void hit.source.then((s) => {
+        if (s === source && sources.get(key) === hit) {
+          sources.delete(key);
+          retire(hit.source);
+        }
+      });
+    },
+  };
+}
+
 export interface MarketToolCallDeps {
   store: MarketCallStore;
   runtime: ToolRuntimeDeps;
   toolLists: UpstreamToolLists;
+  /** Reused upstream connections (see UpstreamSources); omitted: every call opens its own. */
+  sources?: UpstreamSources;
   commissionRate: number;
   callTimeoutMs: number;
   /** Starts the run's workflow (close at expiry, release, settle); must not be awaited by the call. */
@@ -255,14 +300,20 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
   // 4. Forward.
   const headers = entry.monetizationStrategy === 'provider_event' ? chargeHeaders(run, entry.entryId, request.selectionId) : undefined;
   let result: ToolCallResult;
+  const selection = entrySelection(entry, request.consumerParams, headers, known);
+  const runtime = { ...deps.runtime, callTimeoutMs: deps.callTimeoutMs };
+  const pooled = headers === undefined ? deps.sources : undefined;
+  const poolKey = pooled ? createHash('sha256').update(`${entry.submissionId}\n${JSON.stringify(selection.params)}`).digest('hex') : '';
+  let source: ToolSource | undefined;
   try {
-    const source = await openToolSource(entrySelection(entry, request.consumerParams, headers, known), { ...deps.runtime, callTimeoutMs: deps.callTimeoutMs });
+    source = pooled ? await pooled.open(poolKey, () => openToolSource({ ...selection, knownTools: undefined }, runtime)) : await openToolSource(selection, runtime);
     try {
       result = await source.call(tool.toolName, request.args ?? {}, { signal: request.signal, timeoutMs: deps.callTimeoutMs });
     } finally {
-      await source.close();
+      if (!pooled) await source.close();
     }
   } catch (error) {
+    if (pooled && source) pooled.drop(poolKey, source);
     if (!(error instanceof ToolCallError) && !(error instanceof ToolSourceError)) throw error;
     const code = error instanceof ToolCallError ? error.kind : error.code;
     if (endsWithCall) await deps.store.closeRun(run.id);
