@@ -377,7 +377,15 @@ const CASES: EndpointCase[] = [
   },
   {
     name: 'sells a tool and calls it through the hosted MCP endpoint /mcp/{entryId}: credential, priced tools/list, a billed call, provider revenue',
-    covers: ['POST /api/v1/mcp-market/mcps/{id}/credentials', 'GET /api/v1/provider/revenue', 'POST /mcp/{entryId}'],
+    covers: [
+      'POST /api/v1/mcp-market/validate',
+      'POST /api/v1/mcp-market/submissions',
+      'POST /api/v1/mcp-market/submissions/{id}/submit',
+      'CLI review',
+      'POST /api/v1/mcp-market/mcps/{id}/credentials',
+      'GET /api/v1/provider/revenue',
+      'POST /mcp/{entryId}',
+    ],
     async run(ctx) {
       const service = await startMarketProvider();
       try {

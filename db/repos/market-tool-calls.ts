@@ -301,6 +301,8 @@ export async function settleMarketRun(db: Db, runId: string): Promise<RunSettlem
     const settlement = { runId, closedNow: closed.closed, releasedMicros: run.hold_micros - run.charged_micros, chargedMicros: run.charged_micros, providerRevenueMicros: revenue };
     if (run.settled_at !== null) return { ...settlement, settledNow: false };
     await trx.updateTable('market_runs').set({ settled_at: new Date() }).where('id', '=', runId).execute();
+    // Runs that ended with their call (fixed-price and free direct calls) were already reported per call.
+    if (!closed.closed) return { ...settlement, settledNow: true };
     if (run.charged_micros > 0 || run.hold_micros > 0) {
       await writeSystemLog(trx, { userId: run.consumer_id, jobId: run.job_id, message: `market run ${runId} settled: charged ${microsToUsd(run.charged_micros)} USD of a ${microsToUsd(run.hold_micros)} USD hold; the rest is released` });
     }

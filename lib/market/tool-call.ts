@@ -292,7 +292,8 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
   const fixed = entry.monetizationStrategy === 'tool_call_fixed' ? (tool.clientPriceMicros ?? 0) : 0;
   const endsWithCall = request.runPerCall && entry.monetizationStrategy !== 'provider_event';
   if (fixed > run.holdMicros - run.chargedMicros) {
-    if (acquired.opened && request.runPerCall) await deps.store.closeRun(run.id);
+    // A run opened for this call and unable to pay it is closed at once (its hold released); an agent's next call opens a new one.
+    if (acquired.opened) await deps.store.closeRun(run.id);
     const code = acquired.opened ? 'insufficient_funds' : 'run_limit_reached';
     return refuse(code, `This call costs ${microsToUsd(fixed)} USD and the run can pay at most ${microsToUsd(run.holdMicros - run.chargedMicros)} USD more (nothing was charged)`, run.id);
   }
