@@ -19,6 +19,7 @@ import { marketMcpUrl } from '../api/mcp/market';
 import { approvedServiceEntry, discoveredTools, startMarketProvider, type MarketProviderService } from './support/market-provider';
 import { startOpenApiServer, API_KEY as INVENTORY_KEY, type TestOpenApiServer } from './support/openapi-api';
 import { findLedgerProblems } from './support/ledger-reconciliation';
+import { startInternalTarget } from './support/mcp-internal-target';
 import type { ToolCallProbeInput, ToolCallProbeResult } from './support/mcp-tool-call-workflow';
 
 const policy = parseNetworkAllowlist('127.0.0.1,localhost');
@@ -365,6 +366,34 @@ describe('hosted market MCP endpoint', function () {
     assert.equal(service.runs('lookup_city'), ran);
     assert.deepEqual(await wallet(consumer.userId), { balanceMicros: 0, heldMicros: 0, availableMicros: 0 });
     assert.deepEqual(await marketTransactions(consumer.apiKey), []);
+  });
+
+  it('keeps every upstream request behind the SSRF guard: an entry whose address now points inside is refused, nothing charged, nothing reached', async function () {
+    const internal = await startInternalTarget();
+    try {
+      const provider = await h.createUser({ creditUsd: 0 });
+      const consumer = await h.createUser({ creditUsd: 1 });
+      const entry = await remoteEntry(provider, { monetizationStrategy: 'tool_call_fixed', tools: FIXED_TOOLS });
+      // As if the provider's DNS name now resolved inside the network: the stored address is internal.
+      await h.db.updateTable('mcp_market_details').set({ remote_mcp_url: internal.httpsUrl('/mcp') }).where('submission_id', '=', entry.submissionId).execute();
+      const client = await connect(entry.entryId, consumer.apiKey);
+      const refused = await client.callTool({ name: 'lookup_city', arguments: { city: 'Lisbon' } });
+      assert.equal(refused.isError, true);
+      assert.equal(billing(refused).code, 'upstream_unavailable');
+      assert.match(textOf(refused), /Refused to connect to 127\.0\.0\.2/);
+      assert.equal(internal.connections(), 0);
+      assert.equal((await wallet(consumer.userId)).balanceMicros, 1_000_000);
+
+      const origin = await fetch(`${h.baseUrl}/mcp/${entry.entryId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', origin: 'https://evil.example', authorization: `Bearer ${consumer.apiKey}` },
+        body: '{}',
+      });
+      assert.equal(origin.status, 403, 'Origin is validated (DNS rebinding protection)');
+      assert.equal((await origin.json()).error.code, 'origin_not_allowed');
+    } finally {
+      await internal.close();
+    }
   });
 
   describe('agents: market_mcps selections through callTool', function () {
