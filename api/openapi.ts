@@ -9,6 +9,8 @@ import { AccountSummary } from '../lib/schemas/account';
 import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
 import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../lib/schemas/tools';
 import { MARKET_COMPONENTS, marketPaths } from './openapi-market';
+import { customAgentSchemas } from '../lib/schemas/custom-agents';
+import { AGENT_MARKET_COMPONENTS, agentMarketPaths } from './openapi-agent-market';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -39,7 +41,9 @@ const COMPONENTS: Schema[] = [
   McpDiscoveryResponse,
   DiscoveredTool,
   ToolSourceParam,
+  ...customAgentSchemas,
   ...MARKET_COMPONENTS,
+  ...AGENT_MARKET_COMPONENTS,
   AccountSummary,
 ];
 
@@ -99,6 +103,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
     security: [{ ApiKeyAuth: [] }],
     paths: {
       ...marketPaths(),
+      ...agentMarketPaths(),
       '/scrape': {
         post: {
           summary: 'Scrape a URL with the LLM pipeline',
@@ -220,6 +225,66 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
             200: json(ref('SkillsSearchResponse'), 'Ranked items; meta.mode is "ai", or "plain" with meta.fallbackReason when no LLM or embeddings are configured'),
             400: error('q missing or blank, page or pageSize out of range'),
             401: error('Missing or invalid API key'),
+          },
+        },
+      },
+      '/agents': {
+        post: {
+          summary: 'Create a stored custom agent with its schedule (an automation of type custom-agent); the first execution is queued at once',
+          description:
+            'The agent, its automation record (same id, listed by GET /automations) and its Temporal Schedule are created together. Each execution runs the task with the selected tools (custom_mcps: remote MCP servers and OpenAPI APIs; market_mcps: approved tool-market entries) until the model calls done or max_tool_calls is spent. Every params value is sealed at rest and shown as "[redacted]".',
+          tags: ['Custom agents'],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentRequest') } } },
+          responses: {
+            201: json(ref('CustomAgentResponse'), 'Stored together with its Schedule'),
+            400: error('validation_failed (invalid body, cron missing), cron_too_frequent, model_not_supported, ssrf_blocked / insecure_url / invalid_source (a source_url), market_entry_not_found, market_tool_not_found'),
+            401: error('Missing or invalid API key'),
+            403: error('automation_limit_reached: the plan automation limit (stored custom agents count as automations)'),
+            503: error('The scheduler is unavailable; nothing was stored'),
+          },
+        },
+      },
+      '/agents/{id}': {
+        patch: {
+          summary: 'Change a stored custom agent: given fields replace the stored ones (a list replaces the whole list, params included), null clears a nullable field; a changed cron or timezone updates the Schedule',
+          tags: ['Custom agents'],
+          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentUpdateRequest') } } },
+          responses: {
+            200: json(ref('CustomAgentResponse'), 'The agent as stored now'),
+            400: error('Empty or invalid body, and every rule of POST /agents'),
+            401: error('Missing or invalid API key'),
+            404: error('No custom agent of this account has this id'),
+          },
+        },
+      },
+      '/agents/run': {
+        post: {
+          summary: 'Queue exactly one execution of a custom agent (no automation record, no schedule; cron is ignored)',
+          tags: ['Custom agents'],
+          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 }, description: 'A retry with the same key returns the same run' }],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentRequest') } } },
+          responses: {
+            202: json(ref('CustomAgentRunResponse'), 'Queued'),
+            400: error('Invalid body; every rule of POST /agents except the schedule'),
+            401: error('Missing or invalid API key'),
+            402: error('insufficient_funds: no available balance'),
+            403: error('subscription_inactive'),
+            429: error('monthly_limit_reached'),
+            503: error('Workflow engine unavailable; nothing was started'),
+          },
+        },
+      },
+      '/agents/runs/{jobId}': {
+        get: {
+          summary: 'A custom-agent run (one-off or scheduled): the job record, its tool calls and its usage; poll until completed or failed',
+          tags: ['Custom agents'],
+          parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+          responses: {
+            200: json(ref('CustomAgentRun'), 'The run'),
+            400: error('jobId is not a UUID'),
+            401: error('Missing or invalid API key'),
+            404: error('No run of this account has this id'),
           },
         },
       },

@@ -22,6 +22,7 @@ import { createMarketSelectionCaller } from '../activities/tools/market';
 import { createMarketRunActivities } from '../activities/market/runs';
 import type { Client } from '@temporalio/client';
 import { createMarketActivities } from '../activities/market';
+import { createCustomAgentActivities } from '../activities/custom-agent';
 import { runtimeDiscover } from '../lib/market/runtime-discover';
 
 export interface ActivityDeps {
@@ -54,6 +55,15 @@ export function platformActivities({ db, config, policy, temporal }: ActivityDep
     }),
     ...createMarketRunActivities({ db }),
     ...createMarketActivities({ db, config, discover: runtimeDiscover({ policy }) }),
+    ...createCustomAgentActivities({
+      db,
+      llm,
+      masterKey: config.masterKey,
+      tools: { policy },
+      loadSelection: jobSelectionLoader(db, config.masterKey),
+      holdMaxMicros: config.holds['custom-agent'],
+      prices: config.modelPrices,
+    }),
   };
 }
 

@@ -225,7 +225,7 @@ export async function lockWallets(trx: Db, userIds: readonly string[]): Promise<
  */
 async function appendNewLedgerEntry(
   trx: Db,
-  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; marketRunId: string; description: string },
+  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; marketRunId: string | null; description: string },
 ): Promise<void> {
   await sql`
     with moved as (
@@ -294,4 +294,59 @@ export async function postMarketCharge(trx: Db, posting: MarketChargePosting): P
       description: `${posting.agentName}: revenue for ${posting.result}`,
     });
   }
+}
+
+export interface AgentPurchasePosting {
+  purchaseId: string;
+  consumerId: string;
+  providerId: string;
+  priceMicros: number;
+  providerRevenueMicros: number;
+  /** The consumer's transaction line (agent_name) and its payload. */
+  agentName: string;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * Posts an agent-market purchase inside the purchase transaction (both wallets locked by the caller):
+ * the consumer's debit of the price (a `usage` entry with the agent transaction the consumer sees in
+ * /transactions, key `agent-purchase:<id>`) and the provider's share on their own wallet (a `sale`
+ * entry, key `agent-sale:<id>`); the commission (price − share) stays with the platform.
+ * 'insufficient_funds' (nothing posted) when the consumer's available balance (balance − open holds)
+ * is below the price.
+ */
+export async function postAgentPurchase(trx: Db, posting: AgentPurchasePosting): Promise<'posted' | 'insufficient_funds'> {
+  if (!trx.isTransaction) throw new Error('postAgentPurchase must run inside the purchase transaction');
+  const { priceMicros, providerRevenueMicros } = posting;
+  if (!Number.isSafeInteger(priceMicros) || priceMicros <= 0) throw new InvalidAmountError('A purchase price is a positive whole number of micro-USD');
+  if (!Number.isSafeInteger(providerRevenueMicros) || providerRevenueMicros < 0 || providerRevenueMicros > priceMicros) {
+    throw new InvalidAmountError('Provider revenue is a whole number of micro-USD between 0 and the price');
+  }
+  const available = (await getBalanceMicros(trx, posting.consumerId)) - (await openHoldsMicros(trx, posting.consumerId));
+  if (available < priceMicros) return 'insufficient_funds';
+  const debitKey = `agent-purchase:${posting.purchaseId}`;
+  await trx
+    .insertInto('agent_transactions')
+    .values({
+      job_id: null,
+      user_id: posting.consumerId,
+      agent_name: posting.agentName,
+      result: 'purchase',
+      payload: JSON.stringify(posting.payload),
+      cost_micros: priceMicros,
+      idempotency_key: debitKey,
+    })
+    .execute();
+  await appendNewLedgerEntry(trx, { userId: posting.consumerId, kind: 'usage', amountMicros: -priceMicros, idempotencyKey: debitKey, marketRunId: null, description: `${posting.agentName}: purchase` });
+  if (providerRevenueMicros > 0) {
+    await appendNewLedgerEntry(trx, {
+      userId: posting.providerId,
+      kind: 'sale',
+      amountMicros: providerRevenueMicros,
+      idempotencyKey: `agent-sale:${posting.purchaseId}`,
+      marketRunId: null,
+      description: `${posting.agentName}: sale`,
+    });
+  }
+  return 'posted';
 }
