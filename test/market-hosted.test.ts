@@ -21,6 +21,7 @@ import { startOpenApiServer, API_KEY as INVENTORY_KEY, type TestOpenApiServer } 
 import { findLedgerProblems } from './support/ledger-reconciliation';
 import { startInternalTarget } from './support/mcp-internal-target';
 import type { ToolCallProbeInput, ToolCallProbeResult } from './support/mcp-tool-call-workflow';
+import { act } from './support/agent-script';
 
 const policy = parseNetworkAllowlist('127.0.0.1,localhost');
 type ToolResult = Awaited<ReturnType<Client['callTool']>>;
@@ -466,6 +467,33 @@ describe('hosted market MCP endpoint', function () {
       assert.equal((await wallet(consumer.userId)).balanceMicros, 2_000_000 - 24_690);
       const lines = await marketTransactions(consumer.apiKey);
       assert.equal(lines.filter((t: any) => t.cost > 0).length, 2);
+    });
+  });
+
+  describe('a custom agent uses a market tool', function () {
+    after(() => h.llm.reset());
+
+    it('calls it through the same path: billed per call, one market run per execution and selection, its params sealed', async function () {
+      const provider = await h.createUser({ creditUsd: 0 });
+      const consumer = await h.createUser({ creditUsd: 5 });
+      const schema = { type: 'object', properties: { region: { type: 'string' } }, required: ['region'] };
+      const entry = await remoteEntry(provider, { monetizationStrategy: 'tool_call_fixed', tools: FIXED_TOOLS, requiredUserParamsSchema: schema });
+      h.llm.enqueue(act('lookup_city', { city: 'Lisbon' }), act('lookup_city', { city: 'Porto' }), act('done', { success: true, answer: 'Both looked up' }));
+      const accepted = await h.http('POST', '/api/v1/agents/run', {
+        apiKey: consumer.apiKey,
+        body: { task: 'Look up Lisbon and Porto', llm_model: 'gpt-4o-mini', market_mcps: [{ mcp_id: entry.entryId, tool_names: ['lookup_city'], params: { region: 'eu' }, max_total_usd: 0.1 }] },
+      });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      const run = await h.waitForJob(consumer.apiKey, `/api/v1/agents/runs/${accepted.body.jobId}`);
+      assert.equal(run.status, 'completed', run.error);
+      assert.deepEqual(run.toolCalls.map((c: any) => [c.tool, c.status]), [['lookup_city', 'completed'], ['lookup_city', 'completed']]);
+      const runs = await h.db.selectFrom('market_runs').selectAll().where('job_id', '=', accepted.body.jobId).execute();
+      assert.equal(runs.length, 1, 'one market run for the execution and its selection');
+      assert.deepEqual([runs[0].hold_micros, runs[0].charged_micros], [100_000, 24_690]);
+      const charged = (await marketTransactions(consumer.apiKey)).filter((t: { cost: number }) => t.cost > 0);
+      assert.deepEqual(charged.map((t: { cost: number }) => t.cost), [0.012345, 0.012345]);
+      assert.equal(service.toolCallHeaders().at(-1)!.region, 'eu');
+      assert.equal((await wallet(provider.userId)).balanceMicros, 2 * 9_876);
     });
   });
 
