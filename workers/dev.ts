@@ -2,7 +2,7 @@ import path from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../lib/config';
 import { migrateToLatest, openDatabase } from '../db/connect';
-import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { networkPolicyFromConfig } from '../lib/net/policy';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { connectClient } from '../lib/temporal';
 import { startTemporalDevServer, type DevServer } from '../lib/temporal-cli';
@@ -22,7 +22,7 @@ async function main() {
   const config = loadConfig();
   configureLogging({ level: config.log.level, format: config.log.format ?? 'pretty' });
   installWorkerRuntime(config);
-  const policy = parseNetworkAllowlist(config.networkAllowlist);
+  const policy = networkPolicyFromConfig(config);
   let devServer: DevServer | null = null;
   let workers: WorkerSet | null = null;
   const db = await openDatabase(config);

@@ -8,7 +8,7 @@ import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime, DefaultLogger, type WorkflowBundle } from '@temporalio/worker';
 import { loadConfig, type Config } from '../../lib/config';
 import { migrateToLatest, openDatabase, type Db } from '../../db/connect';
-import { parseNetworkAllowlist } from '../../lib/net/ssrf';
+import { networkPolicyFromConfig } from '../../lib/net/policy';
 import { socialPlatformsFromConfig } from '../../lib/social/platforms';
 import { connectClient } from '../../lib/temporal';
 import { startTemporalDevServer, type DevServer } from '../../lib/temporal-cli';
@@ -149,7 +149,7 @@ async function startHarness(): Promise<Harness> {
     AUTOMATION_MIN_INTERVAL_MINUTES: '0.05',
   };
   const config = loadConfig(env);
-  const policy = parseNetworkAllowlist(config.networkAllowlist);
+  const policy = networkPolicyFromConfig(config);
   const db = await openDatabase({ ...config, poolSize: 20 });
   cleanups.push(() => db.destroy());
   await migrateToLatest(db);
