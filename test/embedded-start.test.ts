@@ -8,6 +8,7 @@ import { startFixtureSite, type FixtureSite } from './support/fixture-site';
 import { startFakeForum, type FakeForum } from './support/fake-forum';
 import { startFakeMicroblog, type FakeMicroblog } from './support/fake-microblog';
 import { startFakeGithub, type FakeGithub } from './support/fake-github';
+import { startFakeDns, type FakeDns } from './support/fake-dns';
 import { freePort } from './support/ports';
 import { oneJsonLine, runAdmin } from './support/admin-cli';
 import { parsePrometheus } from './support/prometheus';
@@ -59,6 +60,8 @@ interface EmbeddedContext {
   forum: FakeForum;
   microblog: FakeMicroblog;
   github: FakeGithub;
+  /** The service's only DNS server (DNS_SERVERS): made-up names get NXDOMAIN on loopback. */
+  dns: FakeDns;
   http(method: string, urlPath: string, options?: { apiKey?: string; body?: unknown }): Promise<HttpAnswer>;
   /** `npm run --silent admin -- …args` against the running service; its one JSON line. */
   admin(args: string[]): Promise<any>;
@@ -412,8 +415,8 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
   };
 
   before(async function () {
-    const [llm, site, forum, microblog, github] = await Promise.all([startFakeOpenAI(), startFixtureSite(), startFakeForum(), startFakeMicroblog(), startFakeGithub()]);
-    Object.assign(ctx, { llm, site, forum, microblog, github });
+    const [llm, site, forum, microblog, github, dns] = await Promise.all([startFakeOpenAI(), startFixtureSite(), startFakeForum(), startFakeMicroblog(), startFakeGithub(), startFakeDns()]);
+    Object.assign(ctx, { llm, site, forum, microblog, github, dns });
     github.setRepo('embedded/skills', {
       stars: 3,
       license: 'MIT',
@@ -431,6 +434,7 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
       OPENAI_API_KEY: 'sk-embedded-start-test',
       ROUTER_BASE_URL: llm.baseURL,
       NETWORK_ALLOWLIST: '127.0.0.1',
+      DNS_SERVERS: dns.server,
       FORUM_API_BASE: forum.apiBase,
       FORUM_AUTH_BASE: forum.authBase,
       MICROBLOG_BASE: microblog.base,
@@ -476,7 +480,7 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
   after(async function () {
     killGroup();
     process.removeListener('exit', killGroup);
-    await Promise.all([ctx.llm?.close(), ctx.site?.close(), ctx.forum?.close(), ctx.microblog?.close(), ctx.github?.close()]);
+    await Promise.all([ctx.llm?.close(), ctx.site?.close(), ctx.forum?.close(), ctx.microblog?.close(), ctx.github?.close(), ctx.dns?.close()]);
     if (ctx.dataDir) rmSync(ctx.dataDir, { recursive: true, force: true });
   });
 
@@ -573,15 +577,20 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
 describe('admin CLI without a running service', function () {
   this.timeout(60_000);
   let dataDir: string;
+  let dns: FakeDns;
 
-  before(() => {
+  before(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'admin-cli-'));
+    dns = await startFakeDns();
   });
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
+  after(async () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    await dns.close();
+  });
 
   it('prints a clear error to stderr and exits non-zero when the service is unreachable', async function () {
     const closedPort = await freePort();
-    const env = embeddedEnv({ DATA_DIR: dataDir, ADMIN_URL: `http://127.0.0.1:${closedPort}` });
+    const env = embeddedEnv({ DATA_DIR: dataDir, DNS_SERVERS: dns.server, ADMIN_URL: `http://127.0.0.1:${closedPort}` });
     const result = await runAdmin(['create-user', '--email', 'nobody@example.com'], env);
     assert.notEqual(result.code, 0);
     assert.equal(result.stdout, '');
@@ -589,7 +598,7 @@ describe('admin CLI without a running service', function () {
   });
 
   it('exits 2 with the usage text for an unknown command', async function () {
-    const result = await runAdmin(['frobnicate'], embeddedEnv({ DATA_DIR: dataDir }));
+    const result = await runAdmin(['frobnicate'], embeddedEnv({ DATA_DIR: dataDir, DNS_SERVERS: dns.server }));
     assert.equal(result.code, 2);
     assert.equal(result.stdout, '');
     assert.match(result.stderr, /unknown command "frobnicate"/);

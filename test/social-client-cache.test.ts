@@ -84,7 +84,7 @@ describe('per-worker social clients', function () {
       // The tool runs as the worker runs it: inside an activity context (first attempt, scheduled now).
       const env = new MockActivityEnvironment({ attempt: 1, scheduledTimestampMs: Date.now() }, { logger: new DefaultLogger('ERROR') });
       const post = async (step: number) => {
-        const outcome = await env.run(activities.executeSocialTool, {
+        const outcome: Awaited<ReturnType<typeof activities.executeSocialTool>> = await env.run(activities.executeSocialTool, {
           jobId,
           taskIndex: 0,
           step,

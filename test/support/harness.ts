@@ -22,6 +22,7 @@ import { freePort } from './ports';
 import { startFakeCaptchaSolver, type FakeCaptchaSolver } from './fake-captcha-solver';
 import { startFakeProxy, type FakeProxy } from './fake-proxy';
 import { captchaRoutes, CAPTCHA_SITE_KEY } from './captcha-fixture';
+import { startFakeDns, type FakeDns } from './fake-dns';
 import { startFakeForum, type FakeForum } from './fake-forum';
 import { startFakeMicroblog, type FakeMicroblog } from './fake-microblog';
 import { captureProcessOutput, testLogSink } from './output-capture';
@@ -49,6 +50,11 @@ export interface Harness {
   proxy: FakeProxy;
   forum: FakeForum;
   microblog: FakeMicroblog;
+  /**
+   * The only DNS server the platform asks (DNS_SERVERS, also in `env` for child processes): made-up names get
+   * NXDOMAIN from it on loopback instead of reaching the machine's nameserver.
+   */
+  dns: FakeDns;
   workflowBundle: WorkflowBundle;
   /** POST /admin/users through the admin API; returns the new user's id and key. */
   createUser(options?: { creditUsd?: number; monthlyOperationLimit?: number; email?: string }): Promise<{ userId: string; apiKey: string }>;
@@ -108,8 +114,8 @@ async function startHarness(): Promise<Harness> {
   configureLogging({ level: 'debug', destination: testLogSink() });
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const captchaSolver = await startFakeCaptchaSolver();
-  const [forum, microblog] = await Promise.all([startFakeForum(), startFakeMicroblog()]);
-  cleanups.push(() => forum.close(), () => microblog.close());
+  const [forum, microblog, dns] = await Promise.all([startFakeForum(), startFakeMicroblog(), startFakeDns()]);
+  cleanups.push(() => forum.close(), () => microblog.close(), () => dns.close());
   const [databaseUrl, llm, site, proxy, temporalPort] = await Promise.all([
     createDatabase(),
     startFakeOpenAI(),
@@ -135,6 +141,8 @@ async function startHarness(): Promise<Harness> {
     ADMIN_TOKEN: randomBytes(24).toString('hex'),
     MASTER_KEY: randomBytes(32).toString('hex'),
     NETWORK_ALLOWLIST: '127.0.0.1,localhost',
+    // Every name the platform resolves for a user URL is asked of the loopback fake, never the machine's nameserver.
+    DNS_SERVERS: dns.server,
     PLATFORM_TASK_QUEUE: 'platform-test',
     BROWSER_TASK_QUEUE: 'browser-test',
     SYNC_SCRAPE_TIMEOUT_MS: '60000',
@@ -212,6 +220,7 @@ async function startHarness(): Promise<Harness> {
     proxy,
     forum,
     microblog,
+    dns,
     workflowBundle,
     http,
     async createUser(options = {}) {
