@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 import { loadConfig } from '../lib/config';
 import { dnsServersResolver, parseDnsServers } from '../lib/net/dns';
@@ -31,11 +34,16 @@ describe('DNS_SERVERS: the SSRF guard resolves names only through the configured
     });
 
     it('refuses names and bad ports with a message naming DNS_SERVERS', function () {
-      for (const bad of ['dns.example:53', '127.0.0.1:0', '127.0.0.1:70000', '127.0.0.1:x', '[::1']) {
-        assert.throws(() => loadConfig({ DATA_DIR: '/tmp/unused-dns-config', ADMIN_TOKEN: 't'.repeat(32), MASTER_KEY: '0'.repeat(64), DNS_SERVERS: bad }), /DNS_SERVERS is invalid/, bad);
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'dns-config-'));
+      try {
+        for (const bad of ['dns.example:53', '127.0.0.1:0', '127.0.0.1:70000', '127.0.0.1:x', '[::1']) {
+          assert.throws(() => loadConfig({ DATA_DIR: dataDir, ADMIN_TOKEN: 't'.repeat(32), MASTER_KEY: '0'.repeat(64), DNS_SERVERS: bad }), /DNS_SERVERS is invalid/, bad);
+        }
+        const config = loadConfig({ DATA_DIR: dataDir, ADMIN_TOKEN: 't'.repeat(32), MASTER_KEY: '0'.repeat(64), DNS_SERVERS: '127.0.0.1:5353' });
+        assert.deepEqual(config.dnsServers, [{ address: '127.0.0.1', port: 5353 }]);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
       }
-      const config = loadConfig({ DATA_DIR: '/tmp/unused-dns-config', ADMIN_TOKEN: 't'.repeat(32), MASTER_KEY: '0'.repeat(64), DNS_SERVERS: '127.0.0.1:5353' });
-      assert.deepEqual(config.dnsServers, [{ address: '127.0.0.1', port: 5353 }]);
     });
   });
 
