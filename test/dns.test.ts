@@ -146,6 +146,16 @@ describe('DNS_SERVERS: the SSRF guard resolves names only through the configured
       });
     }
 
+    it('fails a scrape of a made-up host naming it, after asking the fake DNS', async function () {
+      const name = madeUpName();
+      const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `http://${name}/page` } });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
+      assert.equal(job.status, 'failed', JSON.stringify(job));
+      assert.match(JSON.stringify(job.error), new RegExp(`ENOTFOUND ${name.replace(/\./g, '\\.')}`));
+      assert.ok(h.dns.queries().some((q) => q.name === name), 'the page was resolved somewhere other than the guard');
+    });
+
     it('documents host_not_found among the 400 answers of each of those operations', async function () {
       const spec = (await h.http('GET', '/api/v1/openapi.json')).body;
       for (const p of ['/mcp-market/discover', '/agents/discover-mcp']) {
