@@ -90,7 +90,9 @@ async function main() {
     process.exit(0);
   };
   // `on`, not `once`: a terminal's Ctrl-C or a group kill reaches this process twice (directly and
-  // relayed by npm/tsx), and with no listener left tsx's preload exits 130/143 mid-shutdown.
+  // relayed by npm). `npm start` runs `node --import tsx`, not the tsx CLI: the CLI relays a signal and
+  // SIGKILLs its child unless the child acknowledges it within 30 ms, which a loaded machine misses
+  // (PGlite was then killed mid-shutdown).
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
   await running.catch(async (err) => {
