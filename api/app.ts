@@ -23,6 +23,7 @@ import { buildDocsSite } from '../lib/docs/site';
 import { loadDocSources } from '../lib/docs/load';
 import { agentRoutes } from './routes/agents';
 import { marketMcpRoutes } from './routes/market-mcp';
+import { marketAgentRoutes } from './routes/market-agents';
 import { marketIconRoutes, publicMarketIconRoutes } from './routes/market-icons';
 import { providerRoutes } from './routes/provider';
 import { metricsRoutes } from './routes/metrics';
@@ -51,7 +52,7 @@ export function createApp(deps: ApiDeps): Koa {
   // Bodies are read only after the caller is authenticated (the admin routes do the same with their token).
   const v1 = new Router({ prefix: '/api/v1' });
   v1.use(requireApiKey(deps.db), jsonBody());
-  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps), marketMcpRoutes(deps), marketIconRoutes(deps), providerRoutes(deps)]) {
+  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps), marketMcpRoutes(deps), marketAgentRoutes(deps), marketIconRoutes(deps), providerRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());
   }
   root.use(v1.routes(), v1.allowedMethods());

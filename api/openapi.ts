@@ -9,6 +9,8 @@ import { AccountSummary } from '../lib/schemas/account';
 import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
 import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../lib/schemas/tools';
 import { MARKET_COMPONENTS, marketPaths } from './openapi-market';
+import { customAgentSchemas } from '../lib/schemas/custom-agents';
+import { AGENT_MARKET_COMPONENTS, agentMarketPaths } from './openapi-agent-market';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -39,7 +41,9 @@ const COMPONENTS: Schema[] = [
   McpDiscoveryResponse,
   DiscoveredTool,
   ToolSourceParam,
+  ...customAgentSchemas,
   ...MARKET_COMPONENTS,
+  ...AGENT_MARKET_COMPONENTS,
   AccountSummary,
 ];
 
@@ -64,6 +68,21 @@ function queryParameters(schema: { properties: Record<string, Record<string, unk
 }
 
 const uuidPath = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
+/** `?wait=N` on every job-status route: long polling (api/routes/job-status.ts). */
+const longPollWait = {
+  name: 'wait',
+  in: 'query',
+  required: false,
+  schema: { type: 'integer', minimum: 0, maximum: 30, default: 0 },
+  description:
+    'Long polling: hold the request up to this many seconds until the job is completed or failed, then answer as usual (at once when it already is). 0 or absent answers at once; above 30 is a 400.',
+  'x-long-polling': {
+    maxSeconds: 30,
+    answersWhen: 'the job reaches a terminal status (completed or failed) or the wait elapses, whichever is first',
+    response: 'the same job record a plain read gives at that moment (status may still be pending or processing after a timeout)',
+    note: 'A server may answer early when too many requests already wait in one process; clients simply poll again.',
+  },
+};
 
 const DESCRIPTION = `Scraping, browser-agent and marketplace platform, interface version 1.0.0.
 
@@ -99,6 +118,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
     security: [{ ApiKeyAuth: [] }],
     paths: {
       ...marketPaths(),
+      ...agentMarketPaths(),
       '/scrape': {
         post: {
           summary: 'Scrape a URL with the LLM pipeline',
@@ -119,10 +139,11 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/scrape/status/{jobId}': {
         get: {
-          summary: 'Poll a scrape job',
+          summary: 'Poll a scrape job (optionally long-polling with ?wait=N)',
           tags: ['One-off scrape'],
-          parameters: [uuidPath('jobId')],
-          responses: { 200: json(ref('JobRecord'), 'The job record'), 400: error('jobId is not a UUID'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+          parameters: [uuidPath('jobId'), longPollWait],
+          'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
+          responses: { 200: json(ref('JobRecord'), 'The job record'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
         },
       },
       '/agentscraper': {
@@ -144,10 +165,11 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/agentscraper/status/{jobId}': {
         get: {
-          summary: 'Poll a browser-agent job (result: AgentResult)',
+          summary: 'Poll a browser-agent job (result: AgentResult; optionally long-polling with ?wait=N)',
           tags: ['One-off browser agent'],
-          parameters: [uuidPath('jobId')],
-          responses: { 200: json(ref('JobRecord'), 'The job record; logs show each step as it happens'), 400: error('jobId is not a UUID'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+          parameters: [uuidPath('jobId'), longPollWait],
+          'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
+          responses: { 200: json(ref('JobRecord'), 'The job record; logs show each step as it happens'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
         },
       },
       '/social-accounts': {
@@ -220,6 +242,66 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
             200: json(ref('SkillsSearchResponse'), 'Ranked items; meta.mode is "ai", or "plain" with meta.fallbackReason when no LLM or embeddings are configured'),
             400: error('q missing or blank, page or pageSize out of range'),
             401: error('Missing or invalid API key'),
+          },
+        },
+      },
+      '/agents': {
+        post: {
+          summary: 'Create a stored custom agent with its schedule (an automation of type custom-agent); the first execution is queued at once',
+          description:
+            'The agent, its automation record (same id, listed by GET /automations) and its Temporal Schedule are created together. Each execution runs the task with the selected tools (custom_mcps: remote MCP servers and OpenAPI APIs; market_mcps: approved tool-market entries) until the model calls done or max_tool_calls is spent. Every params value is sealed at rest and shown as "[redacted]".',
+          tags: ['Custom agents'],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentRequest') } } },
+          responses: {
+            201: json(ref('CustomAgentResponse'), 'Stored together with its Schedule'),
+            400: error('validation_failed (invalid body, cron missing), cron_too_frequent, model_not_supported, ssrf_blocked / insecure_url / invalid_source (a source_url), market_entry_not_found, market_tool_not_found'),
+            401: error('Missing or invalid API key'),
+            403: error('automation_limit_reached: the plan automation limit (stored custom agents count as automations)'),
+            503: error('The scheduler is unavailable; nothing was stored'),
+          },
+        },
+      },
+      '/agents/{id}': {
+        patch: {
+          summary: 'Change a stored custom agent: given fields replace the stored ones (a list replaces the whole list, params included), null clears a nullable field; a changed cron or timezone updates the Schedule',
+          tags: ['Custom agents'],
+          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentUpdateRequest') } } },
+          responses: {
+            200: json(ref('CustomAgentResponse'), 'The agent as stored now'),
+            400: error('Empty or invalid body, and every rule of POST /agents'),
+            401: error('Missing or invalid API key'),
+            404: error('No custom agent of this account has this id'),
+          },
+        },
+      },
+      '/agents/run': {
+        post: {
+          summary: 'Queue exactly one execution of a custom agent (no automation record, no schedule; cron is ignored)',
+          tags: ['Custom agents'],
+          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 }, description: 'A retry with the same key returns the same run' }],
+          requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentRequest') } } },
+          responses: {
+            202: json(ref('CustomAgentRunResponse'), 'Queued'),
+            400: error('Invalid body; every rule of POST /agents except the schedule'),
+            401: error('Missing or invalid API key'),
+            402: error('insufficient_funds: no available balance'),
+            403: error('subscription_inactive'),
+            429: error('monthly_limit_reached'),
+            503: error('Workflow engine unavailable; nothing was started'),
+          },
+        },
+      },
+      '/agents/runs/{jobId}': {
+        get: {
+          summary: 'A custom-agent run (one-off or scheduled): the job record, its tool calls and its usage; poll until completed or failed',
+          tags: ['Custom agents'],
+          parameters: [{ name: 'jobId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+          responses: {
+            200: json(ref('CustomAgentRun'), 'The run'),
+            400: error('jobId is not a UUID'),
+            401: error('Missing or invalid API key'),
+            404: error('No run of this account has this id'),
           },
         },
       },

@@ -5,11 +5,11 @@ type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json<T = unknown> = ColumnType<T, string, string>;
 
 export type SubscriptionStatus = 'active' | 'inactive';
-export type JobKind = 'scrape' | 'agentic' | 'automation';
+export type JobKind = 'scrape' | 'agentic' | 'automation' | 'custom-agent' | 'agent-market';
 export type JobStatus = 'pending' | 'processing' | 'completed' | 'failed';
 export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];
 /** `revenue`: a provider's share of a market charge (see market_runs). */
-export type LedgerEntryKind = 'credit' | 'usage' | 'adjustment' | 'revenue';
+export type LedgerEntryKind = 'credit' | 'usage' | 'adjustment' | 'revenue' | 'sale';
 
 export interface PlansTable {
   id: string;
@@ -412,7 +412,79 @@ export interface MarketRunChargesTable {
   created_at: Timestamp;
 }
 
+/** A custom-agent run's toolbox (migration 0009). */
+export interface CustomAgentRunsTable {
+  job_id: string;
+  toolbox: Json<unknown[]>;
+  notes: ColumnType<string[], string | undefined, string>;
+  created_at: Generated<Date>;
+}
+
+/** One message of a custom-agent run's conversation with the model. */
+export interface CustomAgentMessagesTable {
+  job_id: string;
+  seq: number;
+  message: Json<Record<string, unknown>>;
+}
+
+/** One tool invocation of an agent run. */
+export interface AgentToolCallsTable {
+  job_id: string;
+  call_index: number;
+  source: string;
+  tool: string;
+  status: 'completed' | 'error' | 'failed' | 'not_sent';
+  started_at: ColumnType<Date, Date | string, Date | string>;
+  duration_ms: number;
+  cost_micros: ColumnType<number, number | undefined, number>;
+  error: string | null;
+}
+
+export interface AgentMarketDetailsTable {
+  submission_id: string;
+  price_micros: ColumnType<number, number, number>;
+  suggested_llm_provider: string;
+  suggested_llm_model: string;
+  run_mode: 'template' | 'task';
+  allow_task_override: boolean;
+  system_prompt_sealed: string;
+  prompt_template_sealed: string | null;
+  input_schema: Json<Record<string, unknown> | null> | null;
+  structured_output: Json<unknown[] | null> | null;
+  skills: Json<Record<string, unknown> | null> | null;
+  mcp_selections: Json<unknown[]>;
+  custom_mcp_selections: Json<unknown[]>;
+  selection_params_sealed: string;
+}
+
+export interface AgentMarketPurchasesTable {
+  id: string;
+  listing_id: string;
+  consumer_id: string;
+  provider_id: string;
+  submission_id: string;
+  price_micros: ColumnType<number, number, number>;
+  commission_micros: ColumnType<number, number, number>;
+  provider_revenue_micros: ColumnType<number, number, number>;
+  created_at: Timestamp;
+}
+
+export interface AgentMarketRunsTable {
+  job_id: string;
+  listing_id: string;
+  submission_id: string;
+  consumer_id: string;
+  provider_id: string;
+  created_at: Timestamp;
+}
+
 export interface Database {
+  custom_agent_runs: CustomAgentRunsTable;
+  custom_agent_messages: CustomAgentMessagesTable;
+  agent_tool_calls: AgentToolCallsTable;
+  agent_market_details: AgentMarketDetailsTable;
+  agent_market_purchases: AgentMarketPurchasesTable;
+  agent_market_runs: AgentMarketRunsTable;
   market_runs: MarketRunsTable;
   market_run_charges: MarketRunChargesTable;
   market_validations: MarketValidationsTable;

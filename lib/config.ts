@@ -123,6 +123,9 @@ export interface HoldLimits {
   scrape: number;
   agentic: number;
   automation: number;
+  'custom-agent': number;
+  /** An agent-market run (HOLD_MAX_USD_AGENT_MARKET, default 2). */
+  'agent-market': number;
 }
 
 export class ConfigError extends Error {
@@ -362,6 +365,8 @@ export function loadConfig(env: Env = process.env): Config {
       scrape: usdAmount(env, 'HOLD_MAX_USD_SCRAPE', 0.5),
       agentic: usdAmount(env, 'HOLD_MAX_USD_AGENTIC', 2),
       automation: usdAmount(env, 'HOLD_MAX_USD_AUTOMATION', 2),
+      'custom-agent': usdAmount(env, 'HOLD_MAX_USD_CUSTOM_AGENT', 2),
+      'agent-market': usdAmount(env, 'HOLD_MAX_USD_AGENT_MARKET', 2),
     },
     pendingJobs: {
       reconcileAfterMs: integer(env, 'PENDING_JOB_RECONCILE_AFTER_MS', 60_000, 500, 24 * 3_600_000),

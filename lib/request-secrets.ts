@@ -32,6 +32,17 @@ export interface RequestSecrets {
   sensitive_data?: { id: string; value: string; domain_pattern?: string }[];
   /** Inline forum credentials of an automation run. */
   forumCredentials?: unknown;
+  /** The params of each custom_mcps / market_mcps selection of a tool-using run, by index. */
+  custom_mcps_params?: Record<string, string | number | boolean>[];
+  market_mcps_params?: Record<string, string | number | boolean>[];
+  /** Agent-market runs: the task as the model sees it (a filled template is the provider's private text). */
+  task?: string;
+  /** Agent-market runs: the provider's private system prompt, added to the runtime's. */
+  agent_instructions?: string;
+  /** Agent-market runs: the listing's skills (private to its provider). */
+  skills?: unknown;
+  /** Agent-market runs: the listing's tool selections with their params (for the tool loop). */
+  agent_selections?: unknown;
 }
 
 export function sealRequestSecrets(masterKey: Buffer, jobId: string, secrets: RequestSecrets): string {

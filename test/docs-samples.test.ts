@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { useHarness, type Harness } from './support/harness';
 import type { FakeReply, RecordedRequest } from './support/fake-openai';
 import { startWebhookReceiver } from './support/webhook-receiver';
+import { startMcpServer, type TestMcpServer } from './support/mcp-server';
 import { loadDocSources, REPO_ROOT } from '../lib/docs/load';
 import { codeBlocks, type Block } from '../lib/docs/markdown';
 import { parseGuide, type Guide } from '../lib/docs/guides';
@@ -16,8 +17,9 @@ import { signWebhook } from '../lib/crypto';
  * The guides' samples, run against the service the way a reader runs them: every fenced block marked
  * `exec` is a complete request. A guide's `sh exec` blocks run in order in one shell (variables set
  * by one block are there for the next); each `ts exec` block runs on its own with tsx. The readers'
- * placeholders come from the environment (BASE_URL, API_KEY, WEBHOOK_URL, the social credentials),
- * and `https://example.com` stands for a page of the loopback fixture site.
+ * placeholders come from the environment (BASE_URL, API_KEY, WEBHOOK_URL, METRICS_TOKEN, the social
+ * credentials), `https://example.com` stands for a page of the loopback fixture site and
+ * `https://mcp.example.com/mcp` for a provider's MCP server (a real one on loopback).
  */
 
 const run = promisify(execFile);
@@ -59,8 +61,8 @@ function sampleModel(request: RecordedRequest): FakeReply {
   return schema ? { json: exampleOf(schema) } : { content: 'ok' };
 }
 
-function forSite(code: string, siteUrl: string): string {
-  return code.replace(/https:\/\/example\.com(?![\w.-])/g, `${siteUrl}/static`);
+function forSite(code: string, siteUrl: string, mcpUrl: string): string {
+  return code.replace(/https:\/\/example\.com(?![\w.-])/g, `${siteUrl}/static`).replaceAll('https://mcp.example.com/mcp', mcpUrl);
 }
 
 describe('docs samples run against the service', function () {
@@ -68,6 +70,7 @@ describe('docs samples run against the service', function () {
   let apiKey: string;
   let userId: string;
   let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+  let mcp: TestMcpServer;
   let workDir: string;
   let env: Record<string, string>;
 
@@ -76,6 +79,7 @@ describe('docs samples run against the service', function () {
     h = await useHarness();
     ({ apiKey, userId } = await h.createUser({ creditUsd: 50 }));
     receiver = await startWebhookReceiver();
+    mcp = await startMcpServer();
     workDir = mkdtempSync(path.join(os.tmpdir(), 'docs-samples-'));
     symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(workDir, 'node_modules'));
     const forum = { clientId: 'docs-sample-app', clientSecret: 'docs-sample-secret', username: 'docs_reader', password: 'docs-reader-pass' };
@@ -89,6 +93,7 @@ describe('docs samples run against the service', function () {
       BASE_URL: h.baseUrl,
       API_KEY: apiKey,
       WEBHOOK_URL: receiver.url('/hooks/docs'),
+      METRICS_TOKEN: h.config.metrics.token ?? h.config.adminToken,
       FORUM_CLIENT_ID: forum.clientId,
       FORUM_CLIENT_SECRET: forum.clientSecret,
       FORUM_USERNAME: forum.username,
@@ -107,6 +112,7 @@ describe('docs samples run against the service', function () {
     for (const { schedule_id } of schedules) await h.client.schedule.getHandle(schedule_id).delete();
     h?.llm.reset();
     await receiver?.close();
+    await mcp?.close();
     if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
 
@@ -130,7 +136,7 @@ describe('docs samples run against the service', function () {
   }
 
   async function runShellBlocks(guide: Guide, blocks: CodeBlock[]): Promise<void> {
-    const script = ['set -euo pipefail', ...blocks.flatMap((block, i) => [`printf '\\n@@docs-sample %s\\n' ${i}`, forSite(block.code, h.site.url)]), "printf '\\n@@docs-sample end\\n'"].join('\n');
+    const script = ['set -euo pipefail', ...blocks.flatMap((block, i) => [`printf '\\n@@docs-sample %s\\n' ${i}`, forSite(block.code, h.site.url, mcp.url)]), "printf '\\n@@docs-sample end\\n'"].join('\n');
     let stdout = '';
     let failure: Error | null = null;
     try {
@@ -153,7 +159,7 @@ describe('docs samples run against the service', function () {
 
   async function runTypeScriptBlock(guide: Guide, block: CodeBlock, index: number): Promise<void> {
     const file = path.join(workDir, `${guide.slug}-${index}.mts`);
-    writeFileSync(file, forSite(block.code, h.site.url));
+    writeFileSync(file, forSite(block.code, h.site.url, mcp.url));
     const where = `${guide.path}, sample at line ${block.line + guide.bodyLineOffset + 1}`;
     try {
       const { stdout } = await run(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), [file], { env, cwd: workDir, timeout: 120_000, maxBuffer: 8 * 1024 * 1024 });

@@ -162,6 +162,14 @@ const CASES: EndpointCase[] = [
       const accepted = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/static`, structured_output: [{ id: 'title', type: 'string' }] } });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       assert.match(accepted.body.jobId, UUID);
+      // Long polling (?wait=N) on the embedded path: the in-process notifier and the PGlite re-read.
+      let held = await ctx.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}?wait=30`, { apiKey: user.apiKey });
+      for (let i = 0; i < 3 && held.status === 200 && held.body.status !== 'completed' && held.body.status !== 'failed'; i++) {
+        held = await ctx.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}?wait=30`, { apiKey: user.apiKey });
+      }
+      assert.equal(held.status, 200, JSON.stringify(held.body));
+      assert.equal(held.body.status, 'completed', held.body.error);
+      assert.equal((await ctx.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}?wait=31`, { apiKey: user.apiKey })).status, 400);
       const job = await ctx.waitForJob(user.apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
       assert.equal(job.status, 'completed', job.error);
       assert.ok(job.result.markdown.includes('Field Guide to Urban Beekeeping'), job.result.markdown.slice(0, 300));
@@ -543,6 +551,101 @@ const CASES: EndpointCase[] = [
     },
   },
   // ---- end of the tool market block ----
+  {
+    name: 'discovers an MCP server, runs a custom agent with its tools, stores and changes a scheduled one',
+    covers: ['POST /api/v1/agents/discover-mcp', 'POST /api/v1/agents/run', 'GET /api/v1/agents/runs/{jobId}', 'POST /api/v1/agents', 'PATCH /api/v1/agents/{id}'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const mcp = await startMcpServer({ bearerToken: 'embedded-mcp-token' });
+      try {
+        const custom_mcps = [{ type: 'remote_mcp', name: 'Echo', source_url: mcp.url, params: { Authorization: 'embedded-mcp-token' } }];
+        const discovered = await ctx.http('POST', '/api/v1/agents/discover-mcp', { apiKey: user.apiKey, body: { type: 'remote_mcp', url: mcp.url, params: { Authorization: 'embedded-mcp-token' } } });
+        assert.equal(discovered.status, 200, JSON.stringify(discovered.body));
+        assert.ok(discovered.body.tools.some((t: { name: string }) => t.name === 'echo'));
+        ctx.llm.enqueue(act('echo', { message: 'embedded' }), act('done', { success: true, answer: 'echo: embedded' }));
+        const accepted = await ctx.http('POST', '/api/v1/agents/run', { apiKey: user.apiKey, body: { task: 'Echo "embedded"', llm_model: 'gpt-4o-mini', custom_mcps } });
+        assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+        const run = await ctx.waitForJob(user.apiKey, `/api/v1/agents/runs/${accepted.body.jobId}`);
+        assert.equal(run.status, 'completed', run.error);
+        assert.deepEqual(run.toolCalls.map((c: { tool: string; status: string }) => [c.tool, c.status]), [['echo', 'completed']]);
+        assert.equal(run.request.custom_mcps[0].params.Authorization, '[redacted]');
+        ctx.llm.enqueue(act('done', { success: true, answer: 'scheduled' }));
+        const created = await ctx.http('POST', '/api/v1/agents', { apiKey: user.apiKey, body: { name: 'Embedded agent', cron: '0 0 1 1 *', task: 'Say hi', llm_model: 'gpt-4o-mini', custom_mcps } });
+        assert.equal(created.status, 201, JSON.stringify(created.body));
+        assert.equal(created.body.agent.payload.custom_mcps[0].params.Authorization, '[redacted]');
+        const patched = await ctx.http('PATCH', `/api/v1/agents/${created.body.agent.id}`, { apiKey: user.apiKey, body: { cron: '0 6 * * 1' } });
+        assert.equal(patched.status, 200, JSON.stringify(patched.body));
+        assert.equal(patched.body.agent.payload.cron, '0 6 * * 1');
+      } finally {
+        await mcp.close();
+      }
+    },
+  },
+  {
+    name: 'agent market: submits, reviews with the CLI, lists, buys (once), runs and revises an agent',
+    covers: [
+      'POST /api/v1/agent-market/submissions',
+      'GET /api/v1/agent-market/submissions',
+      'GET /api/v1/agent-market/submissions/{id}',
+      'PUT /api/v1/agent-market/submissions/{id}',
+      'POST /api/v1/agent-market/submissions/{id}/submit',
+      'POST /api/v1/agent-market/submissions/{id}/revisions',
+      'GET /api/v1/agent-market/agents',
+      'GET /api/v1/agent-market/agents/{agentId}',
+      'POST /api/v1/agent-market/agents/{agentId}/purchase',
+      'POST /api/v1/agent-market/agents/{agentId}/run',
+      'GET /api/v1/agent-market/runs/{jobId}',
+      'CLI submissions',
+      'CLI review',
+    ],
+    timeoutMs: 180_000,
+    async run(ctx) {
+      const consumer = userOf(ctx);
+      const provider = await ctx.admin(['create-user', '--email', 'agent-provider@example.com', '--credit-usd', '1']);
+      const body = {
+        name: 'Embedded ticket finder',
+        priceUsd: 0.2,
+        suggestedLlmProvider: 'service',
+        suggestedLlmModel: 'gpt-4o-mini',
+        runMode: 'template',
+        systemPrompt: 'EMBEDDED-PRIVATE-SYSTEM answer briefly',
+        promptTemplate: 'Open {{page}} and report its title.',
+        inputSchema: { type: 'object', properties: { page: { type: 'string' } }, required: ['page'] },
+        structuredOutput: [{ id: 'title', type: 'string' }],
+      };
+      const created = await ctx.http('POST', '/api/v1/agent-market/submissions', { apiKey: provider.apiKey, body });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const { id, publicId } = created.body;
+      assert.equal((await ctx.http('PUT', `/api/v1/agent-market/submissions/${id}`, { apiKey: provider.apiKey, body: { ...body, description: 'Reports page titles' } })).status, 200);
+      assert.equal((await ctx.http('GET', '/api/v1/agent-market/submissions', { apiKey: provider.apiKey })).body.submissions.length, 1);
+      assert.equal((await ctx.http('GET', `/api/v1/agent-market/submissions/${id}`, { apiKey: provider.apiKey })).body.systemPrompt, body.systemPrompt);
+      assert.equal((await ctx.http('POST', `/api/v1/agent-market/submissions/${id}/submit`, { apiKey: provider.apiKey })).body.status, 'pending_review');
+      const queue = await ctx.admin(['submissions', '--market', 'agent', '--status', 'pending_review']);
+      assert.deepEqual(queue.submissions.map((s: any) => s.id), [id]);
+      assert.equal((await ctx.admin(['review', '--market', 'agent', '--submission', id, '--approve'])).status, 'approved');
+
+      const catalogue = await ctx.http('GET', '/api/v1/agent-market/agents?q=ticket', { apiKey: consumer.apiKey });
+      assert.deepEqual(catalogue.body.agents.map((a: any) => a.id), [publicId]);
+      assert.ok(!JSON.stringify(catalogue.body).includes('EMBEDDED-PRIVATE'));
+      assert.equal((await ctx.http('GET', `/api/v1/agent-market/agents/${publicId}`, { apiKey: consumer.apiKey })).body.priceUsd, 0.2);
+      assert.equal((await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/run`, { apiKey: consumer.apiKey, body: { inputs: { page: ctx.site.url } } })).status, 402);
+      assert.equal((await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/purchase`, { apiKey: consumer.apiKey })).status, 201);
+      assert.equal((await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/purchase`, { apiKey: consumer.apiKey })).status, 200);
+
+      ctx.llm.enqueue(act('done', { success: true, data: { title: 'Fixture' } }));
+      const accepted = await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/run`, { apiKey: consumer.apiKey, body: { inputs: { page: ctx.site.url }, headless: true } });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      const run = await ctx.waitForJob(consumer.apiKey, `/api/v1/agent-market/runs/${accepted.body.jobId}`);
+      assert.equal(run.status, 'completed', run.error);
+      assert.deepEqual(run.result.data, { title: 'Fixture' });
+      assert.equal(run.agentId, publicId);
+      assert.ok(!JSON.stringify(run).includes('EMBEDDED-PRIVATE'));
+
+      const revision = await ctx.http('POST', `/api/v1/agent-market/submissions/${id}/revisions`, { apiKey: provider.apiKey });
+      assert.equal(revision.status, 201);
+      assert.match(revision.body.id, UUID);
+    },
+  },
 ];
 
 /** process.env without the variables that would select external Postgres/Temporal or another admin URL. */

@@ -6,6 +6,7 @@ import { createLlmProviders } from '../lib/llm/providers';
 import { createJobActivities } from '../activities/jobs';
 import { createPageActivities } from '../activities/page';
 import { createExtractionActivities } from '../activities/llm';
+import { createFastPathActivities } from '../activities/page/fast-path';
 import { createBillingActivities } from '../activities/billing';
 import { createWebhookActivities } from '../activities/webhooks';
 import { createBrowserActivities } from '../activities/browser';
@@ -19,6 +20,7 @@ import { createSkillsActivities } from '../activities/skills';
 import { createToolActivities } from '../activities/tools';
 import { jobSelectionLoader } from '../activities/tools/selections';
 import { createMarketActivities } from '../activities/market';
+import { createCustomAgentActivities } from '../activities/custom-agent';
 import { runtimeDiscover } from '../lib/market/runtime-discover';
 
 export interface ActivityDeps {
@@ -31,10 +33,13 @@ export interface ActivityDeps {
 export function platformActivities({ db, config, policy }: ActivityDeps) {
   const adapters = { proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha };
   const llm = createLlmProviders({ service: config.openai, routerBaseURL: config.routerBaseURL, prices: config.modelPrices });
+  const page = createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters });
+  const extraction = createExtractionActivities({ db, llm, masterKey: config.masterKey });
   return {
     ...createJobActivities({ db }),
-    ...createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters }),
-    ...createExtractionActivities({ db, llm, masterKey: config.masterKey }),
+    ...page,
+    ...extraction,
+    ...createFastPathActivities({ db, page, extraction }),
     ...createBillingActivities({ db }),
     ...createWebhookActivities({ db, masterKey: config.masterKey, policy }),
     ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey }),
@@ -43,6 +48,15 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createSkillsActivities({ db, config }),
     ...createToolActivities({ policy, masterKey: config.masterKey, loadSelection: jobSelectionLoader(db, config.masterKey) }),
     ...createMarketActivities({ db, config, discover: runtimeDiscover({ policy }) }),
+    ...createCustomAgentActivities({
+      db,
+      llm,
+      masterKey: config.masterKey,
+      tools: { policy },
+      loadSelection: jobSelectionLoader(db, config.masterKey),
+      holdMaxMicros: config.holds['custom-agent'],
+      prices: config.modelPrices,
+    }),
   };
 }
 

@@ -7,13 +7,30 @@ import { processMetrics } from '../lib/metrics';
 const JOB_WORKFLOW_ID = /^(?:scrape|agentic|automation)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 const TEMPORAL_LEVELS: Record<TemporalLogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
 
-/** Temporal's worker, workflow and activity logs as pino lines; a job's workflow id also gives its jobId. */
+/**
+ * Temporal's worker, workflow and activity logs as pino lines; a job's workflow id also gives its jobId.
+ * The SDK logs every activity and workflow start and end at debug: a line below the configured level
+ * is dropped before any work, and the child logger is made once per process logger, not per line
+ * (both showed in the worker's CPU profile under load).
+ */
 class PinoTemporalLogger implements TemporalLogger {
-  constructor(private readonly target: () => Logger) {}
+  private child: { parent: Logger; logger: Logger } | null = null;
+  constructor(
+    private readonly parent: () => Logger,
+    private readonly bindings: Record<string, string>,
+  ) {}
+  private target(): Logger {
+    const parent = this.parent();
+    if (this.child?.parent !== parent) this.child = { parent, logger: parent.child(this.bindings) };
+    return this.child.logger;
+  }
   log(level: TemporalLogLevel, message: string, meta: LogMetadata = {}): void {
+    const pinoLevel = TEMPORAL_LEVELS[level] ?? 'info';
+    const logger = this.target();
+    if (!logger.isLevelEnabled(pinoLevel)) return;
     const { error, ...rest } = meta as LogMetadata & { error?: unknown };
     const jobId = typeof rest.workflowId === 'string' ? JOB_WORKFLOW_ID.exec(rest.workflowId)?.[1] : undefined;
-    this.target()[TEMPORAL_LEVELS[level] ?? 'info']({ ...rest, ...(jobId && { jobId }), ...(error !== undefined && { err: error }) }, message);
+    logger[pinoLevel]({ ...rest, ...(jobId && { jobId }), ...(error !== undefined && { err: error }) }, message);
   }
   trace = (message: string, meta?: LogMetadata) => this.log('TRACE', message, meta);
   debug = (message: string, meta?: LogMetadata) => this.log('DEBUG', message, meta);
@@ -30,7 +47,7 @@ class PinoTemporalLogger implements TemporalLogger {
 export function installWorkerRuntime(config: Config): void {
   const { workerHost, workerPort } = config.metrics;
   Runtime.install({
-    logger: new PinoTemporalLogger(() => log().child({ component: 'temporal' })),
+    logger: new PinoTemporalLogger(log, { component: 'temporal' }),
     telemetryOptions: workerPort === null ? {} : { metrics: { prometheus: { bindAddress: `${workerHost}:${workerPort}` } } },
   });
   if (workerPort !== null) log().info({ bindAddress: `${workerHost}:${workerPort}` }, 'Temporal worker metrics exported');

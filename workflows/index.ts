@@ -4,3 +4,4 @@ export { automationRunWorkflow } from './automation-run';
 export { skillsRefreshWorkflow } from './skills-refresh';
 export { discoverToolsWorkflow } from './tools-discovery';
 export { marketDiscoveryWorkflow, marketValidationWorkflow } from './market-source';
+export { customAgentWorkflow } from './custom-agent';

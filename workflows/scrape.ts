@@ -1,7 +1,8 @@
-import { ActivityCancellationType, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { type ActivityOptions, ActivityCancellationType, CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
 import type { PageActivities } from '../activities/page';
 import type { BrowserActivities } from '../activities/browser';
 import type { ExtractionActivities } from '../activities/llm';
+import type { FastPathActivities } from '../activities/page/fast-path';
 import { describeFailure } from './failures';
 import { billing, deliverWebhook, jobs } from './job-lifecycle';
 
@@ -24,12 +25,15 @@ const page = proxyActivities<PageActivities>({
   retry: { initialInterval: '2s', maximumAttempts: 3, nonRetryableErrorTypes: ['ScrapeRejected', 'HoldExhaustedError'] },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
-const llm = proxyActivities<ExtractionActivities>({
+const extractionOptions: ActivityOptions = {
   startToCloseTimeout: '5m',
   heartbeatTimeout: '15s',
   retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['ScrapeRejected', 'ExtractionError', 'HoldExhaustedError'] },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-});
+};
+const llm = proxyActivities<ExtractionActivities>(extractionOptions);
+/** fetch → convert → extract in one activity (the page's fetch heartbeats too); see activities/page/fast-path.ts. */
+const fastPath = proxyActivities<FastPathActivities>(extractionOptions);
 export async function scrapeWorkflow(input: ScrapeWorkflowInput): Promise<JobOutcome> {
   const { jobId } = input;
   const browser = proxyActivities<BrowserActivities>({
@@ -44,9 +48,18 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput): Promise<JobOut
   let cancellation: unknown = null;
   try {
     await jobs.beginJob(jobId);
-    const fetched = await page.fetchPage(jobId);
-    if (fetched.needsBrowser) await browser.renderPage(jobId);
-    await llm.extractPageData(jobId);
+    // Runs started before the fast path was one activity replay the three-step path they recorded.
+    if (patched('static-fast-path-one-activity')) {
+      const outcome = await fastPath.fetchAndExtractPage(jobId);
+      if (!outcome.extracted) {
+        await browser.renderPage(jobId);
+        await llm.extractPageData(jobId);
+      }
+    } else {
+      const fetched = await page.fetchPage(jobId);
+      if (fetched.needsBrowser) await browser.renderPage(jobId);
+      await llm.extractPageData(jobId);
+    }
   } catch (err) {
     if (isCancellation(err)) cancellation = err;
     error = describeFailure(err);

@@ -16,8 +16,8 @@ import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agen
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { recordLlmUsage } from '../llm/usage';
-import { loadAgentJob, OPTIMIZATION_PROFILES } from './job';
-import { AGENT_SYSTEM_PROMPT, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
+import { loadAgentJob, OPTIMIZATION_PROFILES, visibleTasks } from './job';
+import { AGENT_SYSTEM_PROMPT, agentInstructions, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
 
 export type Decision = { kind: 'actions'; actions: AgentAction[]; goal: string | null } | { kind: 'stop'; reason: string };
 
@@ -114,6 +114,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         modeInstruction(request),
         secretsInstruction(request.sensitive_data ?? []),
         skillsInstruction((request as { skills?: SkillsSelection }).skills),
+        agentInstructions((request as { agent_instructions?: string }).agent_instructions),
       ]
         .filter(Boolean)
         .join('\n\n');
@@ -196,12 +197,13 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
     /** Checks the done action: shaped by structured_output and validated, re-asked within the mode's bound. */
     async acceptFinalAnswer(input: { jobId: string; taskIndex: number; args: Record<string, unknown>; attempt: number }): Promise<FinalAnswerVerdict> {
-      const { request, tasks } = await loadAgentJob(db, input.jobId, deps.masterKey);
+      const { job, request } = await loadAgentJob(db, input.jobId, deps.masterKey);
       const secrets = request.sensitive_data ?? [];
       const mask = (value: unknown) => (value === undefined ? null : JSON.parse(maskSecrets(JSON.stringify(value), secrets)));
       const answer = typeof input.args.answer === 'string' ? maskSecrets(input.args.answer, secrets) : null;
       const success = input.args.success !== false;
-      const base = { task: tasks[input.taskIndex], success, answer, steps: 0 };
+      // The task as stored, never a sealed one (an agent-market template is its provider's private text).
+      const base = { task: visibleTasks(job)[input.taskIndex], success, answer, steps: 0 };
       if (!request.structured_output) {
         return { accepted: true, message: 'task finished', result: { ...base, data: null } };
       }
@@ -243,7 +245,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
     /** Builds the result (final answer or structured output, per-task outcomes, step summary with totals) and ends the job. */
     async finishAgentJob(input: { jobId: string; error: string | null }) {
-      const { job, tasks } = await loadAgentJob(db, input.jobId);
+      const { job } = await loadAgentJob(db, input.jobId);
+      const tasks = visibleTasks(job);
       if (job.status === 'completed' || job.status === 'failed') return { jobId: job.id, status: job.status, error: job.error };
       const taskResults = (await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', job.id).orderBy('task_index').execute()).map((r) => r.result);
       const steps = await db.selectFrom('agent_steps').select(['task_index', 'step', 'url', 'goal', 'actions', 'outcomes']).where('job_id', '=', job.id).orderBy('id').execute();

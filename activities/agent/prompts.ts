@@ -43,3 +43,8 @@ export function skillsInstruction(skills: SkillsSelection | undefined): string |
   const blocks = skills.selected.map((skill) => `## Skill: ${skill.name}\n${skill.skillMdContent ?? skill.description ?? ''}`.trim());
   return `Skills you can apply:\n\n${blocks.join('\n\n')}`;
 }
+
+/** An agent-market agent's private instructions (its provider's system prompt), after the runtime's own. */
+export function agentInstructions(text: string | undefined): string | null {
+  return text ? `Instructions of this agent (follow them for this task):\n${text}` : null;
+}

@@ -40,7 +40,7 @@ async function recordSkippedRun(db: Db, input: { userId: string; runId: string; 
 }
 
 /** Why the account of an automation may not run it now, or null when it may. */
-async function accountCannotRun(db: Db, userId: string): Promise<string | null> {
+export async function accountCannotRun(db: Db, userId: string): Promise<string | null> {
   const subscription = await db.selectFrom('subscriptions').select('status').where('user_id', '=', userId).executeTakeFirst();
   if (subscription?.status !== 'active') return 'the subscription is not active';
   if ((await getWalletSummary(db, userId)).availableMicros <= 0) return 'the wallet has no available balance';

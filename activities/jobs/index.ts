@@ -21,7 +21,7 @@ export interface JobRequests {
   agent: AgenticScraperRequestBody;
 }
 
-const KINDS_OF: { [F in keyof JobRequests]: readonly JobKind[] } = { scrape: ['scrape'], agent: ['agentic', 'automation'] };
+const KINDS_OF: { [F in keyof JobRequests]: readonly JobKind[] } = { scrape: ['scrape'], agent: ['agentic', 'automation', 'agent-market'] };
 
 /**
  * The one job loader: the job and its request, typed by family. Given the master key, the request's sealed secrets

@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import type { Db } from '../../db/connect';
-import { findUserByApiKey } from '../../db/repos/users';
+import { findUserByApiKeyCached } from '../../db/repos/users';
 import { ApiError, unauthorized } from '../errors';
 import { constantTimeEquals } from '../../lib/crypto';
 
@@ -8,7 +8,7 @@ export function requireApiKey(db: Db) {
   return async (ctx: Context, next: Next) => {
     const apiKey = ctx.get('x-api-key');
     if (!apiKey) throw unauthorized();
-    const user = apiKey.length <= 256 ? await findUserByApiKey(db, apiKey) : null;
+    const user = apiKey.length <= 256 ? await findUserByApiKeyCached(db, apiKey) : null;
     if (!user) throw unauthorized();
     ctx.state.user = user;
     await next();

@@ -2,6 +2,8 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { getSubmissionForReview, listSubmissionsForReview, reviewSubmission, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
 import { findMcpSubmissions, mcpMarketHooks, type McpSubmission } from '../../db/repos/market-mcp';
+import { agentMarketHooks, findAgentSubmissions, type AgentSubmission } from '../../db/repos/market-agents';
+import { microsToUsd } from '../../lib/money';
 import { paginationMeta } from '../../db/repos/pagination';
 import { MarketRuleError } from '../../lib/market/errors';
 import { MARKETS, type Market, type ReviewAction, type SubmissionStatus } from '../../lib/market/review-state';
@@ -45,7 +47,22 @@ function mcpReviewView(sub: McpSubmission) {
   };
 }
 
-/** Market-specific parts of the review machinery. The agent market (issue 12) plugs its details in here. */
+/** The reviewer sees what the agent does and costs; its prompts stay sealed (the owner alone reads them). */
+function agentReviewView(sub: AgentSubmission) {
+  return {
+    priceUsd: microsToUsd(sub.priceMicros),
+    runMode: sub.runMode,
+    allowTaskOverride: sub.allowTaskOverride,
+    suggestedLlmProvider: sub.suggestedLlmProvider,
+    suggestedLlmModel: sub.suggestedLlmModel,
+    inputSchema: sub.inputSchema,
+    structuredOutput: sub.structuredOutput,
+    mcpSelections: sub.mcpSelections,
+    customToolSources: sub.customMcpSelections.map((s) => ({ type: s.type, name: s.name ?? null, source_url: s.source_url ?? null })),
+  };
+}
+
+/** Market-specific parts of the review machinery. */
 function marketPlugins(deps: ApiDeps): Record<Market, { hooks: MarketDetailsHooks; details(ids: string[]): Promise<Map<string, Record<string, unknown>>> }> {
   return {
     mcp: {
@@ -56,8 +73,11 @@ function marketPlugins(deps: ApiDeps): Record<Market, { hooks: MarketDetailsHook
       },
     },
     agent: {
-      hooks: { copyDetails: async () => undefined },
-      details: async () => new Map(),
+      hooks: agentMarketHooks(deps.config.masterKey),
+      async details(ids) {
+        const found = await findAgentSubmissions(deps.db, ids);
+        return new Map([...found].map(([id, sub]) => [id, agentReviewView(sub)]));
+      },
     },
   };
 }

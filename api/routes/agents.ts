@@ -11,15 +11,124 @@ import { parseSourceUrl, preflightSourceUrl } from '../../lib/tools/network';
 import type { DiscoverToolsInput, DiscoveryOutcome } from '../../workflows/tools-discovery';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
-import { parseBody } from '../validation';
+import { parseBody, parseUuidParam } from '../validation';
 import { log } from '../../lib/log';
+import { findJob } from '../../db/repos/jobs';
+import { summarizeUsage } from '../../db/repos/job-usage';
+import { toJobRecord } from '../../db/job-record';
+import { microsToUsd } from '../../lib/money';
+import { sealRequestSecrets } from '../../lib/request-secrets';
+import { CustomAgentRequest, CustomAgentUpdateRequest, type CustomAgentBody, type CustomAgentUpdateBody } from '../../lib/schemas/custom-agents';
+import type { CustomAgentWorkflowInput } from '../../workflows/custom-agent';
+import { checkSchedule, createScheduledAutomation, splitSecrets, updateScheduledAutomation } from '../services/automations';
+import { checkCustomAgent, mergeCustomAgent, scheduledRunInput, unsealedAgent } from '../services/custom-agents';
+import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
+import { notFound } from '../errors';
 
 /** How long POST /agents/discover-mcp waits for its discovery workflow before answering 504. */
 const DISCOVERY_WAIT_MS = 60_000;
 
-/** Custom agents (contract, "Custom agents"). So far: discovery of remote MCP servers and OpenAPI documents. */
+function agentName(body: CustomAgentBody): string {
+  return body.name ?? (body.task.length > 60 ? `${body.task.slice(0, 59)}…` : body.task);
+}
+
+function requireCron(body: CustomAgentBody): { cron: string; timezone?: string } {
+  if (!body.cron) throw badRequest('A stored custom agent needs cron (use POST /agents/run for a single run)', [{ path: 'body/cron', message: 'is required' }]);
+  return { cron: body.cron, timezone: body.timezone };
+}
+
+/** Custom agents (contract, "Custom agents"): stored (scheduled) agents, single runs, their records, and discovery of tool sources. */
 export function agentRoutes(deps: ApiDeps): Router {
   const router = new Router();
+
+  router.post('/agents', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const body = parseBody<CustomAgentBody>(CustomAgentRequest, ctx.state.body);
+    const schedule = requireCron(body);
+    const temporalCron = checkSchedule(schedule, deps.config.automations.minIntervalMinutes);
+    await checkCustomAgent(deps, body);
+    const { payload, secrets } = splitSecrets(body);
+    const row = await createScheduledAutomation(deps, user, {
+      name: agentName(body),
+      cron: schedule.cron,
+      timezone: schedule.timezone ?? null,
+      automationType: 'custom-agent',
+      payload,
+      secrets,
+      temporalCron,
+      workflowType: 'customAgentWorkflow',
+      jobKind: 'custom-agent',
+      args: (id) => [scheduledRunInput(deps, id)],
+    });
+    ctx.status = 201;
+    ctx.body = { agent: { id: row.id, name: row.name, payload: row.payload } };
+  });
+
+  router.patch('/agents/:id', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const id = parseUuidParam('id', ctx.params.id);
+    const patch = parseBody<CustomAgentUpdateBody>(CustomAgentUpdateRequest, ctx.state.body);
+    const row = await deps.db.selectFrom('automations').selectAll().where('id', '=', id).where('user_id', '=', user.userId).where('automation_type', '=', 'custom-agent').executeTakeFirst();
+    if (!row) throw notFound('Custom agent');
+    const merged = parseBody<CustomAgentBody>(CustomAgentRequest, mergeCustomAgent(unsealedAgent(deps, row), patch));
+    const schedule = requireCron(merged);
+    const temporalCron = checkSchedule(schedule, deps.config.automations.minIntervalMinutes);
+    await checkCustomAgent(deps, merged);
+    const { payload, secrets } = splitSecrets(merged);
+    const updated = await updateScheduledAutomation(deps, row, { name: agentName(merged), cron: schedule.cron, timezone: schedule.timezone ?? null, payload, secrets, temporalCron });
+    ctx.body = { agent: { id: updated.id, name: updated.name, payload: updated.payload } };
+  });
+
+  router.post('/agents/run', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const body = parseBody<CustomAgentBody>(CustomAgentRequest, ctx.state.body);
+    await checkCustomAgent(deps, body);
+    const { cron: _cron, timezone: _timezone, ...runBody } = body;
+    const { payload } = splitSecrets(runBody);
+    const job = await startMeteredJob(deps, {
+      user,
+      kind: 'custom-agent',
+      request: payload,
+      webhookUrl: body.webhook_url ?? null,
+      idempotencyKey: idempotencyKeyOf(ctx.get('idempotency-key')),
+      sealSecrets: (jobId) =>
+        sealRequestSecrets(deps.config.masterKey, jobId, { custom_mcps_params: body.custom_mcps.map((c) => c.params), market_mcps_params: body.market_mcps.map((m) => m.params) }),
+      workflowType: 'customAgentWorkflow',
+      workflowArgs: (j) => [{ jobId: j.id, hasWebhook: !!body.webhook_url, maxSteps: deps.config.agent.maxSteps, deadlineMs: deps.config.agent.deadlineMs } satisfies CustomAgentWorkflowInput],
+    });
+    ctx.status = 202;
+    ctx.body = { queued: true, jobId: job.id, status: 'pending' };
+  });
+
+  router.get('/agents/runs/:jobId', async (ctx: Context) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const jobId = parseUuidParam('jobId', ctx.params.jobId);
+    const job = await findJob(deps.db, { userId: user.userId, kind: 'custom-agent', jobId });
+    if (!job) throw notFound('Custom agent run');
+    const [calls, usage] = await Promise.all([
+      deps.db.selectFrom('agent_tool_calls').selectAll().where('job_id', '=', job.id).orderBy('call_index').execute(),
+      summarizeUsage(deps.db, job.id),
+    ]);
+    const toolCostMicros = calls.reduce((n, c) => n + Number(c.cost_micros), 0);
+    ctx.body = {
+      ...toJobRecord(job),
+      toolCalls: calls.map((c) => ({
+        index: c.call_index,
+        source: c.source,
+        tool: c.tool,
+        status: c.status,
+        startedAt: new Date(c.started_at).toISOString(),
+        durationMs: c.duration_ms,
+        costUsd: microsToUsd(Number(c.cost_micros)),
+        error: c.error,
+      })),
+      usage: {
+        llmTokens: usage.llm.reduce((n, e) => n + e.promptTokens + e.completionTokens, 0),
+        toolCalls: calls.filter((c) => c.status !== 'not_sent').length,
+        costUsd: microsToUsd(usage.costMicros + toolCostMicros),
+      },
+    };
+  });
 
   router.post('/agents/discover-mcp', async (ctx: Context) => {
     const user = ctx.state.user as AuthenticatedUser;

@@ -1,20 +1,63 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
+import type { Db } from '../../db/connect';
 import type { JobKind } from '../../db/schema';
 import { findJob } from '../../db/repos/jobs';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { toJobRecord } from '../../db/job-record';
+import { JobWaiters } from '../../db/job-waiters';
 import type { ApiDeps } from '../deps';
-import { notFound } from '../errors';
+import { badRequest, notFound } from '../errors';
 import { parseUuidParam } from '../validation';
 
-/** `GET <path>/:jobId`: the caller's own job of this kind as the contract shapes it; anything else is a 404. */
+/** The longest a status request may be held (`?wait=N`, seconds). */
+export const MAX_STATUS_WAIT_SECONDS = 30;
+
+const waitersByDb = new WeakMap<Db, JobWaiters>();
+
+/** The process's long-poll waiters over this database (one re-read loop for all of them). */
+export function jobWaitersFor(db: Db): JobWaiters {
+  let waiters = waitersByDb.get(db);
+  if (!waiters) waitersByDb.set(db, (waiters = new JobWaiters(db)));
+  return waiters;
+}
+
+/** `?wait=N`: whole seconds 0–30; absent means 0 (answer at once). */
+export function parseWaitSeconds(value: string | string[] | undefined): number {
+  if (value === undefined) return 0;
+  if (Array.isArray(value) || !/^\d{1,6}$/.test(value) || Number(value) > MAX_STATUS_WAIT_SECONDS) {
+    throw badRequest(`wait must be a whole number of seconds from 0 to ${MAX_STATUS_WAIT_SECONDS}`, [{ path: 'query.wait', message: `must be an integer from 0 to ${MAX_STATUS_WAIT_SECONDS}` }]);
+  }
+  return Number(value);
+}
+
+const isTerminal = (status: string) => status === 'completed' || status === 'failed';
+
+/**
+ * `GET <path>/:jobId`: the caller's own job of this kind as the contract shapes it; anything else is
+ * a 404. With `?wait=N` a job not yet terminal is held up to N seconds until it is (long polling);
+ * the answer is then the same record a plain read gives at that moment.
+ */
 export function addJobStatusRoute(router: Router, deps: ApiDeps, path: string, kind: JobKind, label: string): void {
   router.get(`${path}/:jobId`, async (ctx: Context) => {
     const user = ctx.state.user as AuthenticatedUser;
     const jobId = parseUuidParam('jobId', ctx.params.jobId);
-    const job = await findJob(deps.db, { userId: user.userId, kind, jobId });
+    const waitSeconds = parseWaitSeconds(ctx.query.wait);
+    const scope = { userId: user.userId, kind, jobId };
+    let job = await findJob(deps.db, scope);
     if (!job) throw notFound(label);
+    if (waitSeconds > 0 && !isTerminal(job.status)) {
+      const gone = new AbortController();
+      const onClose = () => gone.abort();
+      ctx.res.once('close', onClose);
+      try {
+        await jobWaitersFor(deps.db).wait(jobId, waitSeconds * 1000, gone.signal);
+      } finally {
+        ctx.res.off('close', onClose);
+      }
+      if (gone.signal.aborted) return; // the client went away: nobody to answer
+      job = (await findJob(deps.db, scope)) ?? job;
+    }
     ctx.body = toJobRecord(job);
   });
 }

@@ -8,7 +8,7 @@ import { processMetrics } from '../../lib/metrics';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 
-const JOB_KINDS: JobKind[] = ['scrape', 'agentic', 'automation'];
+const JOB_KINDS: JobKind[] = ['scrape', 'agentic', 'automation', 'agent-market'];
 const JOB_STATUSES: JobStatus[] = ['pending', 'processing', 'completed', 'failed'];
 
 /** Scrapers authenticate with `Authorization: Bearer <METRICS_TOKEN>` (the admin token when METRICS_TOKEN is unset). */

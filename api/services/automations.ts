@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
 import type { Selectable } from 'kysely';
-import type { AutomationsTable, SocialPlatform } from '../../db/schema';
+import type { AutomationsTable, AutomationType, SocialPlatform } from '../../db/schema';
 import { seal } from '../../lib/crypto';
 import { redactFields } from '../../lib/request-secrets';
 import { assertCronInterval, CronError, CronTooFrequentError, isValidTimezone, toTemporalCron } from '../../lib/cron';
@@ -24,7 +24,7 @@ function maskParams<T extends { params?: Record<string, unknown> }>(items: T[]):
 }
 
 /** The payload as stored and shown: credentials and tool parameters masked. Their values are sealed separately. */
-export function splitSecrets(body: AutomationCreateBody): { payload: Record<string, unknown>; secrets: Record<string, unknown> } {
+export function splitSecrets<T extends { market_mcps: { params?: Record<string, unknown> }[]; custom_mcps: { params?: Record<string, unknown> }[]; forum?: AutomationCreateBody['forum'] }>(body: T): { payload: Record<string, unknown>; secrets: Record<string, unknown> } {
   const payload: Record<string, unknown> = { ...body, market_mcps: maskParams(body.market_mcps), custom_mcps: maskParams(body.custom_mcps) };
   const secrets: Record<string, unknown> = {
     marketMcpParams: body.market_mcps.map((m) => m.params),
@@ -70,7 +70,7 @@ export async function checkAccountSelection(deps: ApiDeps, user: AuthenticatedUs
  * The cron expression as Temporal reads it, after checking it, its time zone and that it does not
  * fire more often than AUTOMATION_MIN_INTERVAL_MINUTES (400 `cron_too_frequent` naming the minimum).
  */
-export function checkSchedule(body: AutomationCreateBody, minIntervalMinutes: number): string {
+export function checkSchedule(body: { cron: string; timezone?: string }, minIntervalMinutes: number): string {
   if (body.timezone && !isValidTimezone(body.timezone)) {
     const message = `"${body.timezone}" is not an IANA time zone`;
     throw badRequest(message, [{ path: 'body/timezone', message }]);
@@ -86,16 +86,56 @@ export function checkSchedule(body: AutomationCreateBody, minIntervalMinutes: nu
   }
 }
 
+/** POST /automations: a forum or microblog automation and its Schedule (see createScheduledAutomation). */
+export async function createAutomation(deps: ApiDeps, user: AuthenticatedUser, body: AutomationCreateBody, temporalCron: string): Promise<Selectable<AutomationsTable>> {
+  const { payload, secrets } = splitSecrets(body);
+  return createScheduledAutomation(deps, user, {
+    name: body.name,
+    cron: body.cron,
+    timezone: body.timezone ?? null,
+    automationType: body.automation_type,
+    payload,
+    secrets,
+    temporalCron,
+    workflowType: 'automationRunWorkflow',
+    jobKind: 'automation',
+    args: (id) => [
+      {
+        automationId: id,
+        browserTaskQueue: deps.config.taskQueues.browser,
+        maxSteps: deps.config.agent.maxSteps,
+        deadlineMs: deps.config.agent.deadlineMs,
+        historyEventsLimit: deps.config.agent.historyEventsLimit,
+        socialToolTimeoutMs: deps.config.agent.socialToolTimeoutMs,
+      } satisfies AutomationRunInput,
+    ],
+  });
+}
+
+/** What a scheduled automation is: its row (payload masked, secrets sealed apart) and the workflow its Schedule starts. */
+export interface ScheduledAutomationSpec {
+  name: string;
+  cron: string;
+  timezone: string | null;
+  automationType: AutomationType;
+  payload: Record<string, unknown>;
+  secrets: Record<string, unknown>;
+  temporalCron: string;
+  workflowType: string;
+  /** The JobKind search attribute of its runs. */
+  jobKind: string;
+  args: (automationId: string) => unknown[];
+}
+
 /**
- * Stores the automation and creates its Temporal Schedule in one step: the row is inserted in a
+ * Stores an automation and creates its Temporal Schedule in one step: the row is inserted in a
  * transaction that commits only after the Schedule exists (triggered at once for the first run);
  * if the Schedule cannot be created the row is rolled back, and if the commit fails the Schedule
  * is deleted again. The package automation limit is checked under a lock on the subscription.
  */
-export async function createAutomation(deps: ApiDeps, user: AuthenticatedUser, body: AutomationCreateBody, temporalCron: string): Promise<Selectable<AutomationsTable>> {
+export async function createScheduledAutomation(deps: ApiDeps, user: AuthenticatedUser, spec: ScheduledAutomationSpec): Promise<Selectable<AutomationsTable>> {
   const id = randomUUID();
   const scheduleId = scheduleIdFor(id);
-  const { payload, secrets } = splitSecrets(body);
   let scheduleCreated = false;
   try {
     return await deps.db.transaction().execute(async (trx) => {
@@ -109,12 +149,12 @@ export async function createAutomation(deps: ApiDeps, user: AuthenticatedUser, b
         .values({
           id,
           user_id: user.userId,
-          name: body.name,
-          cron: body.cron,
-          timezone: body.timezone ?? null,
-          automation_type: body.automation_type,
-          payload: JSON.stringify(payload),
-          secrets_sealed: seal(deps.config.masterKey, JSON.stringify(secrets), `automation:${id}`),
+          name: spec.name,
+          cron: spec.cron,
+          timezone: spec.timezone,
+          automation_type: spec.automationType,
+          payload: JSON.stringify(spec.payload),
+          secrets_sealed: seal(deps.config.masterKey, JSON.stringify(spec.secrets), `automation:${id}`),
           schedule_id: scheduleId,
         })
         .returningAll()
@@ -122,38 +162,76 @@ export async function createAutomation(deps: ApiDeps, user: AuthenticatedUser, b
       try {
         await deps.temporal.schedule.create({
           scheduleId,
-          spec: { cronExpressions: [temporalCron], timezone: body.timezone ?? 'UTC' },
+          spec: { cronExpressions: [spec.temporalCron], timezone: spec.timezone ?? 'UTC' },
           action: {
             type: 'startWorkflow',
-            workflowType: 'automationRunWorkflow',
-            workflowId: `automation-run-${id}`,
+            workflowType: spec.workflowType,
+            workflowId: `${spec.jobKind}-run-${id}`,
             taskQueue: deps.config.taskQueues.platform,
-            args: [
-              {
-                automationId: id,
-                browserTaskQueue: deps.config.taskQueues.browser,
-                maxSteps: deps.config.agent.maxSteps,
-                deadlineMs: deps.config.agent.deadlineMs,
-                historyEventsLimit: deps.config.agent.historyEventsLimit,
-                socialToolTimeoutMs: deps.config.agent.socialToolTimeoutMs,
-              } satisfies AutomationRunInput,
-            ],
+            args: spec.args(id),
             typedSearchAttributes: [
               { key: UserIdSearchAttribute, value: user.userId },
-              { key: JobKindSearchAttribute, value: 'automation' },
+              { key: JobKindSearchAttribute, value: spec.jobKind },
             ],
           },
-          state: { triggerImmediately: true, note: `${body.automation_type} "${body.name}"` },
+          state: { triggerImmediately: true, note: `${spec.automationType} "${spec.name}"` },
         });
         scheduleCreated = true;
       } catch (err) {
         throw scheduleFailure(err);
       }
-      await trx.insertInto('system_logs').values({ user_id: user.userId, log_message: `automation "${body.name}" (${id}) created; first run queued` }).execute();
+      await trx.insertInto('system_logs').values({ user_id: user.userId, log_message: `automation "${spec.name}" (${id}) created; first run queued` }).execute();
       return row;
     });
   } catch (err) {
     if (scheduleCreated) await deps.temporal.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * Changes a stored automation and, when its cron or time zone changed, its Schedule, as one
+ * operation: the Schedule is updated inside the row's transaction (a refused update rolls the row
+ * back), and put back as it was if the commit then fails.
+ */
+export async function updateScheduledAutomation(
+  deps: ApiDeps,
+  row: Selectable<AutomationsTable>,
+  change: { name: string; cron: string; timezone: string | null; payload: Record<string, unknown>; secrets: Record<string, unknown>; temporalCron: string },
+): Promise<Selectable<AutomationsTable>> {
+  const scheduleChanged = change.cron !== row.cron || change.timezone !== row.timezone;
+  const handle = deps.temporal.schedule.getHandle(row.schedule_id);
+  let previousSpec: { cronExpressions: string[]; timezone: string } | null = null;
+  try {
+    return await deps.db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable('automations')
+        .set({
+          name: change.name,
+          cron: change.cron,
+          timezone: change.timezone,
+          payload: JSON.stringify(change.payload),
+          secrets_sealed: seal(deps.config.masterKey, JSON.stringify(change.secrets), `automation:${row.id}`),
+          updated_at: new Date(),
+        })
+        .where('id', '=', row.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      if (scheduleChanged) {
+        try {
+          await handle.update((previous) => {
+            previousSpec = { cronExpressions: [toTemporalCron(row.cron)], timezone: row.timezone ?? 'UTC' };
+            return { ...previous, spec: { cronExpressions: [change.temporalCron], timezone: change.timezone ?? 'UTC' } };
+          });
+        } catch (err) {
+          throw scheduleFailure(err);
+        }
+      }
+      return updated;
+    });
+  } catch (err) {
+    const restore = previousSpec;
+    if (restore) await handle.update((previous) => ({ ...previous, spec: restore })).catch(() => undefined);
     throw err;
   }
 }

@@ -6,6 +6,8 @@ import * as skillsDirectory from './0004_skills_directory';
 import * as moneyHolds from './0005_money_holds';
 import * as market from './0007_market';
 import * as marketRuns from './0008_market_runs';
+import * as customAgents from './0009_custom_agents';
+import * as agentMarket from './0011_agent_market';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -15,6 +17,8 @@ const migrations: Record<string, Migration> = {
   '0005_money_holds': moneyHolds,
   '0007_market': market,
   '0008_market_runs': marketRuns,
+  '0009_custom_agents': customAgents,
+  '0011_agent_market': agentMarket,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../connect';
 import type { Job, JobKind, JobStatus } from '../schema';
-import { insertHold, lockAvailableMicros, releaseHold } from './ledger';
+import { InvalidAmountError, lockWalletWithSubscription, openHoldsExpression, releaseHold } from './ledger';
 import { jobLog } from '../../lib/log';
 import { jobDuration } from '../../lib/metrics';
+import { announceJobTerminal } from '../job-terminal-events';
 
 export function workflowIdFor(kind: JobKind, jobId: string): string {
   return `${kind}-${jobId}`;
@@ -53,6 +54,8 @@ export interface JobRequest {
  * with the wallet row locked so concurrent admissions of one user queue up: the counter moves with
  * a single conditional upsert, the job is inserted, and its hold reserves up to `holdMaxMicros` of
  * the available balance, so concurrent requests can overshoot neither the limit nor the wallet.
+ * Four round trips to the database (BEGIN, lock, admit, COMMIT; one more with an Idempotency-Key)
+ * where it used to take ten.
  */
 export async function admitJob(db: Db, input: JobRequest, now = new Date()): Promise<JobAdmission> {
   try {
@@ -61,47 +64,57 @@ export async function admitJob(db: Db, input: JobRequest, now = new Date()): Pro
         const existing = await findByIdempotencyKey(trx, input);
         if (existing) return { outcome: 'existing', job: existing };
       }
-      const account = await trx
-        .selectFrom('subscriptions')
-        .select(['status', 'monthly_operation_limit'])
-        .where('user_id', '=', input.userId)
-        .executeTakeFirstOrThrow();
+      // Two statements after BEGIN: lock the wallet (reading the subscription with it), then one
+      // statement that computes the available balance, counts the operation, and inserts the job,
+      // its hold and its system log line, only when every check passes.
+      const account = await lockWalletWithSubscription(trx, input.userId);
+      if (!account) throw new Error(`No subscription or wallet for user ${input.userId}`);
       if (account.status !== 'active') return { outcome: 'subscription_inactive' };
-      const availableMicros = await lockAvailableMicros(trx, input.userId);
-      if (availableMicros <= 0) return { outcome: 'insufficient_funds' };
-      const limit = account.monthly_operation_limit;
-      if (input.countsOperation !== false) {
-        const counted = limit > 0 && (await sql<{ operations: number }>`
+      if (!Number.isSafeInteger(input.holdMaxMicros) || input.holdMaxMicros <= 0) throw new InvalidAmountError('A hold maximum must be a positive whole number of micro-USD');
+      const limit = account.monthlyOperationLimit;
+      const counts = input.countsOperation !== false;
+      const id = randomUUID();
+      const userId = sql`${input.userId}::uuid`;
+      const admitted = await sql<Job & { admission_available: number; admission_counted: boolean; admission_hold: number | null }>`
+        with avail as (
+          select ${account.balanceMicros}::bigint - ${openHoldsExpression(input.userId)} as available
+        ),
+        counted as (
           insert into monthly_usage (user_id, period, operations)
-          values (${input.userId}, ${billingPeriod(now)}, 1)
+          select ${userId}, ${billingPeriod(now)}, 1 from avail
+          where available > 0 and ${counts} and ${limit}::int > 0
           on conflict (user_id, period) do update set operations = monthly_usage.operations + 1
           where monthly_usage.operations < ${limit}::int
-          returning operations`.execute(trx)).rows.length === 1;
-        if (!counted) return { outcome: 'monthly_limit_reached', limit };
-      }
-      const id = randomUUID();
-      const job = await trx
-        .insertInto('jobs')
-        .values({
-          id,
-          user_id: input.userId,
-          kind: input.kind,
-          status: 'pending',
-          request: JSON.stringify(input.request),
-          webhook_url: input.webhookUrl,
-          sealed_secrets: input.sealSecrets?.(id) ?? null,
-          workflow_id: input.workflowId ?? workflowIdFor(input.kind, id),
-          workflow_type: input.workflow?.type ?? null,
-          workflow_task_queue: input.workflow?.taskQueue ?? null,
-          workflow_args: input.workflow ? JSON.stringify(input.workflow.args({ id })) : null,
-          idempotency_key: input.idempotencyKey,
-          logs: [`${now.toISOString()} ${input.acceptedLog ?? 'job accepted'}`],
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      const holdMicros = await insertHold(trx, { userId: input.userId, jobId: id, maxMicros: input.holdMaxMicros, availableMicros });
-      await trx.insertInto('system_logs').values({ user_id: input.userId, job_id: id, log_message: `${input.kind} job ${id} accepted` }).execute();
-      return { outcome: 'created', job, holdMicros };
+          returning operations
+        ),
+        admitted as (
+          select available from avail where available > 0 and (not ${counts} or exists (select 1 from counted))
+        ),
+        job as (
+          insert into jobs (id, user_id, kind, status, request, webhook_url, sealed_secrets, workflow_id, workflow_type, workflow_task_queue, workflow_args, idempotency_key, logs)
+          select ${id}::uuid, ${userId}, ${input.kind}, 'pending', ${JSON.stringify(input.request)}::jsonb, ${input.webhookUrl}::text, ${input.sealSecrets?.(id) ?? null}::text,
+                 ${input.workflowId ?? workflowIdFor(input.kind, id)}, ${input.workflow?.type ?? null}::text, ${input.workflow?.taskQueue ?? null}::text,
+                 ${input.workflow ? JSON.stringify(input.workflow.args({ id })) : null}::jsonb, ${input.idempotencyKey}::text,
+                 array[${`${now.toISOString()} ${input.acceptedLog ?? 'job accepted'}`}::text]
+          from admitted
+          returning *
+        ),
+        hold as (
+          insert into job_holds (job_id, user_id, amount_micros)
+          select ${id}::uuid, ${userId}, least(${input.holdMaxMicros}::bigint, available) from admitted
+          returning amount_micros
+        ),
+        logged as (
+          insert into system_logs (user_id, job_id, log_message)
+          select ${userId}, ${id}::uuid, ${`${input.kind} job ${id} accepted`} from admitted
+        )
+        select job.*, avail.available as admission_available, exists (select 1 from counted) as admission_counted, (select amount_micros from hold) as admission_hold
+        from avail left join job on true`.execute(trx);
+      const row = admitted.rows[0];
+      if (Number(row.admission_available) <= 0) return { outcome: 'insufficient_funds' };
+      if (!row.id) return { outcome: 'monthly_limit_reached', limit };
+      const { admission_available: _available, admission_counted: _counted, admission_hold: holdMicros, ...job } = row;
+      return { outcome: 'created', job: job as Job, holdMicros: Number(holdMicros) };
     });
   } catch (err) {
     // Two requests with one idempotency key raced: the loser's transaction rolled back whole.
@@ -134,7 +147,7 @@ function findByIdempotencyKey(db: Db, input: JobRequest): Promise<Job | undefine
  * abandoned; returns whether this call did it.
  */
 export async function abandonJob(db: Db, job: Pick<Job, 'id' | 'user_id' | 'created_at'>, reason: string, now = new Date()): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
+  const abandoned = await db.transaction().execute(async (trx) => {
     const failed = await trx
       .updateTable('jobs')
       .set({ status: 'failed', error: reason, idempotency_key: null, logs: sql`array_append(logs, ${`${now.toISOString()} failed: ${reason}`})`, updated_at: now })
@@ -155,6 +168,8 @@ export async function abandonJob(db: Db, job: Pick<Job, 'id' | 'user_id' | 'crea
     await trx.insertInto('system_logs').values({ user_id: job.user_id, job_id: job.id, log_message: `${failed.kind} job ${job.id} failed: ${reason}` }).execute();
     return true;
   });
+  if (abandoned) announceJobTerminal(job.id);
+  return abandoned;
 }
 
 /** Jobs still pending after `olderThanMs`: their workflow may never have been started. */
@@ -218,6 +233,8 @@ export async function transitionJob(
     const seconds = Math.max(0, (now.getTime() - new Date(updated.created_at).getTime()) / 1000);
     jobDuration.labels(updated.kind, to).observe(seconds);
     jobLog(jobId, { kind: updated.kind }).info({ status: to, durationSeconds: seconds, ...(fields.error && { error: fields.error }) }, `job ${to}`);
+    // Inside a caller's transaction the row is not visible yet: waiters find it on their next re-read.
+    if (!db.isTransaction) announceJobTerminal(jobId);
   }
   return true;
 }

@@ -98,11 +98,31 @@ async function lockWallet(trx: Db, userId: string): Promise<number> {
  * consumer's wallet lock, so an admission can never reserve money an accepted charge then spends.
  */
 async function openHoldsMicros(db: Db, userId: string): Promise<number> {
-  const row = await sql<{ held: number }>`
-    select (select coalesce(sum(amount_micros), 0) from job_holds where user_id = ${userId}::uuid and released_at is null)
-         + (select coalesce(sum(hold_micros - charged_micros), 0) from market_runs
-             where consumer_id = ${userId}::uuid and status = 'open' and expires_at > now()) as held`.execute(db);
+  const row = await sql<{ held: number }>`select ${openHoldsExpression(userId)} as held`.execute(db);
   return Number(row.rows[0]?.held ?? 0);
+}
+
+/** openHoldsMicros as a SQL expression, for statements that compute the available balance themselves (admission). */
+export function openHoldsExpression(userId: string) {
+  return sql<number>`((select coalesce(sum(amount_micros), 0) from job_holds where user_id = ${userId}::uuid and released_at is null)
+         + (select coalesce(sum(hold_micros - charged_micros), 0) from market_runs
+             where consumer_id = ${userId}::uuid and status = 'open' and expires_at > now()))`;
+}
+
+/**
+ * Locks the account's wallet for the rest of the admission transaction and reads its subscription in
+ * the same statement. The available balance must be computed by a later statement (a fresh snapshot
+ * under READ COMMITTED), so that it sees the holds of admissions that held the lock before.
+ */
+export async function lockWalletWithSubscription(trx: Db, userId: string): Promise<{ balanceMicros: number; status: string; monthlyOperationLimit: number } | undefined> {
+  if (!trx.isTransaction) throw new Error('lockWalletWithSubscription must run inside the admission transaction');
+  const row = await sql<{ balance_micros: number; status: string; monthly_operation_limit: number }>`
+    select w.balance_micros, s.status, s.monthly_operation_limit
+    from subscriptions s join wallets w on w.user_id = s.user_id
+    where s.user_id = ${userId}::uuid
+    for update of w`.execute(trx);
+  const found = row.rows[0];
+  return found && { balanceMicros: Number(found.balance_micros), status: found.status, monthlyOperationLimit: found.monthly_operation_limit };
 }
 
 /**
@@ -225,7 +245,7 @@ export async function lockWallets(trx: Db, userIds: readonly string[]): Promise<
  */
 async function appendNewLedgerEntry(
   trx: Db,
-  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; marketRunId: string; description: string },
+  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; marketRunId: string | null; description: string },
 ): Promise<void> {
   await sql`
     with moved as (
@@ -294,4 +314,59 @@ export async function postMarketCharge(trx: Db, posting: MarketChargePosting): P
       description: `${posting.agentName}: revenue for ${posting.result}`,
     });
   }
+}
+
+export interface AgentPurchasePosting {
+  purchaseId: string;
+  consumerId: string;
+  providerId: string;
+  priceMicros: number;
+  providerRevenueMicros: number;
+  /** The consumer's transaction line (agent_name) and its payload. */
+  agentName: string;
+  payload: Record<string, unknown>;
+}
+
+/**
+ * Posts an agent-market purchase inside the purchase transaction (both wallets locked by the caller):
+ * the consumer's debit of the price (a `usage` entry with the agent transaction the consumer sees in
+ * /transactions, key `agent-purchase:<id>`) and the provider's share on their own wallet (a `sale`
+ * entry, key `agent-sale:<id>`); the commission (price − share) stays with the platform.
+ * 'insufficient_funds' (nothing posted) when the consumer's available balance (balance − open holds)
+ * is below the price.
+ */
+export async function postAgentPurchase(trx: Db, posting: AgentPurchasePosting): Promise<'posted' | 'insufficient_funds'> {
+  if (!trx.isTransaction) throw new Error('postAgentPurchase must run inside the purchase transaction');
+  const { priceMicros, providerRevenueMicros } = posting;
+  if (!Number.isSafeInteger(priceMicros) || priceMicros <= 0) throw new InvalidAmountError('A purchase price is a positive whole number of micro-USD');
+  if (!Number.isSafeInteger(providerRevenueMicros) || providerRevenueMicros < 0 || providerRevenueMicros > priceMicros) {
+    throw new InvalidAmountError('Provider revenue is a whole number of micro-USD between 0 and the price');
+  }
+  const available = (await getBalanceMicros(trx, posting.consumerId)) - (await openHoldsMicros(trx, posting.consumerId));
+  if (available < priceMicros) return 'insufficient_funds';
+  const debitKey = `agent-purchase:${posting.purchaseId}`;
+  await trx
+    .insertInto('agent_transactions')
+    .values({
+      job_id: null,
+      user_id: posting.consumerId,
+      agent_name: posting.agentName,
+      result: 'purchase',
+      payload: JSON.stringify(posting.payload),
+      cost_micros: priceMicros,
+      idempotency_key: debitKey,
+    })
+    .execute();
+  await appendNewLedgerEntry(trx, { userId: posting.consumerId, kind: 'usage', amountMicros: -priceMicros, idempotencyKey: debitKey, marketRunId: null, description: `${posting.agentName}: purchase` });
+  if (providerRevenueMicros > 0) {
+    await appendNewLedgerEntry(trx, {
+      userId: posting.providerId,
+      kind: 'sale',
+      amountMicros: providerRevenueMicros,
+      idempotencyKey: `agent-sale:${posting.purchaseId}`,
+      marketRunId: null,
+      description: `${posting.agentName}: sale`,
+    });
+  }
+  return 'posted';
 }

@@ -163,13 +163,28 @@ function ajvFor(schema: JsonSchema): AjvInstance {
   return ajv;
 }
 
+/**
+ * Compiled validators by schema text: ajv compiles to generated code, which showed in the worker's
+ * CPU profile when done for every extraction; most jobs share a handful of schemas (the default one
+ * above all). Validators are pure, so sharing them is safe; the cache is bounded.
+ */
+const compiledBySchemaText = new Map<string, ValidateFunction>();
+const MAX_COMPILED_SCHEMAS = 256;
+
 function compile(schema: JsonSchema): ValidateFunction {
+  const text = JSON.stringify(schema);
+  const cached = compiledBySchemaText.get(text);
+  if (cached) return cached;
   const ajv = ajvFor(schema);
+  let validate: ValidateFunction;
   try {
-    return ajv.compile(schema);
+    validate = ajv.compile(schema);
   } finally {
     ajv.removeSchema(schema);
   }
+  if (compiledBySchemaText.size >= MAX_COMPILED_SCHEMAS) compiledBySchemaText.clear();
+  compiledBySchemaText.set(text, validate);
+  return validate;
 }
 
 export function describeSchemaErrors(errors: readonly ErrorObject[] | null | undefined): string[] {

@@ -16,7 +16,7 @@ export const AccountSummary = {
       },
     },
     balanceUsd: { type: 'number', description: 'The ledger balance: credits minus debits (never negative)' },
-    heldUsd: { type: 'number', description: 'The sum of the holds of running jobs: what admission reserved for them and settlement has not yet debited or released' },
+    heldUsd: { type: 'number', description: 'What running work has reserved and not yet spent: the holds of running jobs (released when they are settled) plus the unused part (hold − charged) of open, unexpired tool-market runs' },
     availableUsd: { type: 'number', description: 'balanceUsd − heldUsd: what new runs can reserve; a run is refused with 402 insufficient_funds when it is not positive' },
     usage: {
       type: 'object',

@@ -42,6 +42,8 @@ export interface Harness {
   db: Db;
   client: Client;
   temporalAddress: string;
+  /** The Temporal dev server's process id (benchmarks count its CPU). */
+  temporalServerPid: number | undefined;
   databaseUrl: string;
   baseUrl: string;
   llm: FakeOpenAI;
@@ -212,6 +214,7 @@ async function startHarness(): Promise<Harness> {
     db,
     client,
     temporalAddress: dev.address,
+    temporalServerPid: dev.process.pid,
     databaseUrl,
     baseUrl,
     llm,

@@ -13,7 +13,8 @@ export interface LedgerProblem {
  * a market run (provider event charges), or, for usage outside both such as AI skills search, its
  * agent transaction. Market money balances per run: the consumer's debits equal the run's charges,
  * the provider's revenue credits equal the charges' revenue, and every charge's total is exactly
- * revenue + commission. Returns the offending rows per check; empty when the books balance.
+ * revenue + commission. Agent purchases balance too: price = consumer debit = provider sale credit + commission.
+ * Returns the offending rows per check; empty when the books balance.
  */
 export async function findLedgerProblems(db: Db): Promise<LedgerProblem[]> {
   const checks: [string, Promise<{ rows: unknown[] }>][] = [
@@ -85,6 +86,27 @@ export async function findLedgerProblems(db: Db): Promise<LedgerProblem[]> {
              or coalesce(d.debited, 0) <> coalesce(c.total, 0)
              or coalesce(k.credited, 0) <> coalesce(c.revenue, 0)
              or coalesce(c.total, 0) <> coalesce(c.revenue, 0) + coalesce(c.commission, 0)`.execute(db),
+    ],
+    [
+      'agent purchase whose consumer debit, provider sale credit and commission do not balance with its price',
+      sql`select p.id, p.price_micros, p.commission_micros, p.provider_revenue_micros,
+                 coalesce((select -sum(l.amount_micros) from ledger_entries l
+                           where l.idempotency_key = 'agent-purchase:' || p.id and l.user_id = p.consumer_id and l.kind = 'usage'), 0)::bigint as debited_micros,
+                 coalesce((select sum(l.amount_micros) from ledger_entries l
+                           where l.idempotency_key = 'agent-sale:' || p.id and l.user_id = p.provider_id and l.kind = 'sale'), 0)::bigint as credited_micros
+          from agent_market_purchases p
+          where p.price_micros <> p.commission_micros + p.provider_revenue_micros
+             or coalesce((select -sum(l.amount_micros) from ledger_entries l
+                          where l.idempotency_key = 'agent-purchase:' || p.id and l.user_id = p.consumer_id and l.kind = 'usage'), 0) <> p.price_micros
+             or coalesce((select sum(l.amount_micros) from ledger_entries l
+                          where l.idempotency_key = 'agent-sale:' || p.id and l.user_id = p.provider_id and l.kind = 'sale'), 0) <> p.provider_revenue_micros`.execute(db),
+    ],
+    [
+      'sale credit that points at no agent purchase of its provider',
+      sql`select l.id, l.user_id, l.amount_micros, l.idempotency_key
+          from ledger_entries l
+          where l.kind = 'sale'
+            and not exists (select 1 from agent_market_purchases p where 'agent-sale:' || p.id = l.idempotency_key and p.provider_id = l.user_id)`.execute(db),
     ],
     [
       'debit that differs from its agent transaction',

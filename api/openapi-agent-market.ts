@@ -1,0 +1,151 @@
+import {
+  AgentMarketListQuery,
+  AgentMarketListResponse,
+  AgentMarketPublicEntry,
+  AgentMarketPurchase,
+  AgentMarketSubmission,
+  AgentMarketSubmissionRequest,
+  AgentMarketSubmissionsResponse,
+  MarketAgentRunRecord,
+  MarketAgentRunRequest,
+  MarketAgentRunResponse,
+} from '../lib/schemas/agent-market';
+import { SubmissionsQuery } from '../lib/schemas/market';
+
+/** The agent market's part of the OpenAPI document (components and paths), merged by api/openapi.ts. */
+export const AGENT_MARKET_COMPONENTS = [
+  AgentMarketSubmissionRequest,
+  AgentMarketSubmission,
+  AgentMarketSubmissionsResponse,
+  AgentMarketPublicEntry,
+  AgentMarketListResponse,
+  AgentMarketPurchase,
+  MarketAgentRunRequest,
+  MarketAgentRunResponse,
+  MarketAgentRunRecord,
+];
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
+const error = (description: string) => json(ref('ErrorResponse'), description);
+const body = (name: string) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
+const uuidPath = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
+const query = (schema: { properties: Record<string, Record<string, unknown>> }) =>
+  Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: false, schema: s, description: s.description }));
+const unauthorized = error('Missing or invalid API key');
+const tags = ['Agent market'];
+const RULES = 'prompt_template_required, undeclared_placeholder, invalid_input_schema, invalid_structured_output, model_not_supported, unknown_market_tool, invalid_custom_selection, insecure_url, invalid_slug, icon_not_found';
+
+export function agentMarketPaths() {
+  return {
+    '/agent-market/submissions': {
+      post: {
+        summary: 'Submit an agent (a draft): prompts and selection params sealed at rest',
+        tags,
+        requestBody: body('AgentMarketSubmissionRequest'),
+        responses: { 201: json(ref('AgentMarketSubmission'), 'The draft (owner view)'), 400: error(`Invalid body, or a broken rule: ${RULES}`), 401: unauthorized, 409: error('slug_taken') },
+      },
+      get: {
+        summary: 'The caller\'s agent submissions, newest first',
+        tags,
+        parameters: query(SubmissionsQuery as never),
+        responses: { 200: json(ref('AgentMarketSubmissionsResponse'), 'One page'), 400: error('Invalid page or pageSize'), 401: unauthorized },
+      },
+    },
+    '/agent-market/submissions/{id}': {
+      get: {
+        summary: 'One of the caller\'s submissions, prompts decrypted for the owner, with aggregate stats of its listing',
+        tags,
+        parameters: [uuidPath('id')],
+        responses: { 200: json(ref('AgentMarketSubmission'), 'Owner view'), 401: unauthorized, 404: error('No such submission of this account') },
+      },
+      put: {
+        summary: 'Replace a draft or rejected submission (full replacement; back to draft)',
+        tags,
+        parameters: [uuidPath('id')],
+        requestBody: body('AgentMarketSubmissionRequest'),
+        responses: {
+          200: json(ref('AgentMarketSubmission'), 'Replaced'),
+          400: error(`Invalid body, or a broken rule: ${RULES}`),
+          401: unauthorized,
+          404: error('No such submission of this account'),
+          409: error('invalid_state (pending_review, approved or disabled: an approved agent changes only through a revision); slug_taken'),
+        },
+      },
+    },
+    '/agent-market/submissions/{id}/submit': {
+      post: {
+        summary: 'Send a draft to review (pending_review); its market tool selections are checked again',
+        tags,
+        parameters: [uuidPath('id')],
+        responses: { 200: json(ref('AgentMarketSubmission'), 'pending_review'), 400: error('unknown_market_tool'), 401: unauthorized, 404: error('No such submission'), 409: error('invalid_state') },
+      },
+    },
+    '/agent-market/submissions/{id}/revisions': {
+      post: {
+        summary: 'Start a revision of the live approved agent: a draft copy (prompts included) that replaces it under the same public id once approved',
+        tags,
+        parameters: [uuidPath('id')],
+        responses: { 201: json(ref('MarketIdResponse'), 'The revision\'s submission id'), 401: unauthorized, 404: error('No such submission'), 409: error('invalid_state: not approved, or not the live entry') },
+      },
+    },
+    '/agent-market/agents': {
+      get: {
+        summary: 'The catalogue of approved agents (full text with q)',
+        tags,
+        parameters: query(AgentMarketListQuery as never),
+        responses: { 200: json(ref('AgentMarketListResponse'), 'One page; newest approval first, or by relevance with q'), 400: error('Invalid query'), 401: unauthorized },
+      },
+    },
+    '/agent-market/agents/{agentId}': {
+      get: {
+        summary: 'One approved agent',
+        tags,
+        parameters: [uuidPath('agentId')],
+        responses: { 200: json(ref('AgentMarketPublicEntry'), 'The agent'), 401: unauthorized, 404: error('No approved agent with this id') },
+      },
+    },
+    '/agent-market/agents/{agentId}/purchase': {
+      post: {
+        summary: 'Buy an agent once (idempotent per consumer and agent); the provider is credited the price less MARKET_COMMISSION_RATE',
+        tags,
+        parameters: [uuidPath('agentId')],
+        responses: {
+          201: json(ref('AgentMarketPurchase'), 'Bought: the price was debited'),
+          200: json(ref('AgentMarketPurchase'), 'Already bought: the same purchase, nothing debited'),
+          401: unauthorized,
+          402: error('insufficient_funds: the available balance does not cover the price'),
+          404: error('No approved agent with this id'),
+          409: error('free_agent (nothing to buy); own_agent (owners run their agents without buying)'),
+        },
+      },
+    },
+    '/agent-market/agents/{agentId}/run': {
+      post: {
+        summary: 'Run an agent on the shared agent runtime (browser headed under a virtual display unless headless); poll GET /agent-market/runs/{jobId}',
+        tags,
+        parameters: [uuidPath('agentId'), { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } }],
+        requestBody: { required: false, content: { 'application/json': { schema: ref('MarketAgentRunRequest') } } },
+        responses: {
+          202: json(ref('MarketAgentRunResponse'), 'Accepted'),
+          400: error('Invalid body; unknown_input, invalid_inputs (against inputSchema), task_required (task agents), task_not_allowed (template agents without allowTaskOverride), model_not_supported, insecure_webhook_url, webhook_url to an internal address'),
+          401: unauthorized,
+          402: error('purchase_required (a paid agent not bought yet); insufficient_funds (no available balance for the run\'s hold)'),
+          403: error('Subscription not active'),
+          404: error('No approved agent with this id'),
+          409: error('market_tool_unavailable: a tool-market listing the agent uses is no longer approved'),
+          429: error('Monthly operation limit reached'),
+          503: error('Workflow engine unavailable; nothing was started or counted'),
+        },
+      },
+    },
+    '/agent-market/runs/{jobId}': {
+      get: {
+        summary: 'Poll a run of the caller: the job record plus agentId, toolCalls and usage (never prompts)',
+        tags,
+        parameters: [uuidPath('jobId')],
+        responses: { 200: json(ref('MarketAgentRunRecord'), 'The run record'), 400: error('jobId is not a UUID'), 401: unauthorized, 404: error('No such run of this account') },
+      },
+    },
+  };
+}

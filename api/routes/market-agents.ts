@@ -1,0 +1,335 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { AuthenticatedUser } from '../../db/repos/users';
+import { findJob } from '../../db/repos/jobs';
+import { summarizeUsage } from '../../db/repos/job-usage';
+import { iconBelongsTo } from '../../db/repos/market-icons';
+import { createRevision, createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
+import {
+  agentDetailsWriter,
+  agentMarketHooks,
+  approvedToolLookup,
+  findAgentSubmission,
+  findAgentSubmissions,
+  findPublicAgent,
+  findPurchase,
+  listingStats,
+  purchaseAgent,
+  recordAgentRun,
+  searchPublicAgents,
+  unsealAgentSecrets,
+  type AgentPurchase,
+  type AgentSubmission,
+} from '../../db/repos/market-agents';
+import { paginationMeta } from '../../db/repos/pagination';
+import { toJobRecord } from '../../db/job-record';
+import { checkMarketSelections, checkRunInputs, fillTemplate, prepareAgentSubmission, type PreparedAgentSubmission } from '../../lib/market/agent-submission';
+import { commissionOf, ratePpm } from '../../lib/market/commission';
+import { MarketRuleError } from '../../lib/market/errors';
+import { maskValues } from '../../lib/market/listing';
+import { transition } from '../../lib/market/review-state';
+import { isAllowlistedHost } from '../../lib/market/source-url';
+import { microsToUsd } from '../../lib/money';
+import { sealRequestSecrets } from '../../lib/request-secrets';
+import { AgentMarketListQuery, AgentMarketSubmissionRequest, MarketAgentRunRequest, type AgentMarketSubmissionBody, type MarketAgentRunBody } from '../../lib/schemas/agent-market';
+import { SubmissionsQuery } from '../../lib/schemas/market';
+import type { AgentWorkflowInput } from '../../workflows/agent';
+import type { ApiDeps } from '../deps';
+import { ApiError, notFound } from '../errors';
+import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
+import { assertLlmModel } from '../services/llm-model';
+import { preflightUrl } from '../services/url-preflight';
+import { parseBody, parseQuery, parseUuidParam } from '../validation';
+import { iconUrlFor, marketErrors } from './market-common';
+
+const iconOf = (sub: AgentSubmission, iconUrl: (key: string) => string) => (sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl);
+
+/** AgentMarketPublicEntry: what any caller sees of a live approved agent (no prompts, selections, provider or review data). */
+export function publicAgentView(sub: AgentSubmission, iconUrl: (key: string) => string, purchased: boolean) {
+  return {
+    id: sub.listingId,
+    slug: sub.slug,
+    name: sub.name,
+    description: sub.description,
+    iconUrl: iconOf(sub, iconUrl),
+    priceUsd: microsToUsd(sub.priceMicros),
+    suggestedLlmProvider: sub.suggestedLlmProvider,
+    suggestedLlmModel: sub.suggestedLlmModel,
+    runMode: sub.runMode,
+    allowTaskOverride: sub.allowTaskOverride,
+    inputSchema: sub.inputSchema,
+    structuredOutput: sub.structuredOutput,
+    purchased,
+  };
+}
+
+const purchaseView = (p: AgentPurchase) => ({ purchaseId: p.id, priceUsd: microsToUsd(Number(p.price_micros)), agentId: p.listing_id, createdAt: new Date(p.created_at).toISOString() });
+
+/**
+ * The agent market (README "Agent market"): providers' submissions (the shared review machinery of
+ * market-submissions), the public catalogue, purchases and runs on the shared browser-agent runtime.
+ */
+export function marketAgentRoutes(deps: ApiDeps): Router {
+  const router = new Router({ prefix: '/agent-market' });
+  router.use(marketErrors());
+  const hooks = agentMarketHooks(deps.config.masterKey);
+  const approvedTools = approvedToolLookup(deps.db);
+  const commissionPpm = ratePpm(deps.config.market.commissionRate);
+
+  /** AgentMarketSubmission: the owner's view, prompts unsealed for the owner only, selection params masked. */
+  async function ownView(ctx: Context, id: string) {
+    const user = ctx.state.user as AuthenticatedUser;
+    const sub = await findAgentSubmission(deps.db, id, user.userId);
+    if (!sub) throw notFound('Submission');
+    const secrets = unsealAgentSecrets(deps.config.masterKey, sub);
+    const stats = await listingStats(deps.db, sub.listingId);
+    return {
+      id: sub.id,
+      publicId: sub.listingId,
+      live: sub.live,
+      slug: sub.slug,
+      name: sub.name,
+      description: sub.description,
+      iconUrl: iconOf(sub, iconUrlFor(ctx, deps)),
+      iconObjectKey: sub.iconObjectKey,
+      status: sub.status,
+      parentEntryId: sub.parentEntryId,
+      priceUsd: microsToUsd(sub.priceMicros),
+      suggestedLlmProvider: sub.suggestedLlmProvider,
+      suggestedLlmModel: sub.suggestedLlmModel,
+      runMode: sub.runMode,
+      allowTaskOverride: sub.allowTaskOverride,
+      systemPrompt: secrets.systemPrompt,
+      promptTemplate: secrets.promptTemplate,
+      inputSchema: sub.inputSchema,
+      structuredOutput: sub.structuredOutput,
+      skills: sub.skills,
+      mcpSelections: sub.mcpSelections.map((s, i) => ({ ...s, params: maskValues(secrets.selectionParams.market[i] ?? {}) })),
+      customMcpSelections: sub.customMcpSelections.map((s, i) => ({ ...s, params: maskValues(secrets.selectionParams.custom[i] ?? {}) })),
+      reviewReason: sub.reviewReason,
+      stats: { purchases: stats.purchases, runs: stats.runs, revenueUsd: microsToUsd(stats.revenueMicros) },
+      createdAt: sub.createdAt.toISOString(),
+      updatedAt: sub.updatedAt.toISOString(),
+      submittedAt: sub.submittedAt?.toISOString() ?? null,
+      reviewedAt: sub.reviewedAt?.toISOString() ?? null,
+    };
+  }
+
+  async function prepare(ctx: Context): Promise<PreparedAgentSubmission> {
+    const user = ctx.state.user as AuthenticatedUser;
+    const body = parseBody<AgentMarketSubmissionBody>(AgentMarketSubmissionRequest, ctx.state.body);
+    const iconOwned = body.iconObjectKey ? await iconBelongsTo(deps.db, user.userId, body.iconObjectKey) : false;
+    return prepareAgentSubmission(body, { iconOwned, prices: deps.config.modelPrices, policy: deps.policy, approvedTools });
+  }
+
+  const coreFields = (p: PreparedAgentSubmission) => ({
+    slug: p.slug,
+    name: p.name,
+    description: p.description,
+    iconUrl: p.iconObjectKey ? null : p.iconUrl,
+    iconObjectKey: p.iconObjectKey,
+    searchText: p.searchText,
+  });
+
+  router.post('/submissions', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const prepared = await prepare(ctx);
+    const id = await createSubmission(deps.db, { market: 'agent', ownerId: user.userId, fields: coreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared) });
+    ctx.status = 201;
+    ctx.body = await ownView(ctx, id);
+  });
+
+  router.get('/submissions', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const page = parseQuery<{ page: number; pageSize: number }>(SubmissionsQuery, ctx.query);
+    const { rows, total } = await listOwnSubmissions(deps.db, 'agent', user.userId, page);
+    const found = await findAgentSubmissions(deps.db, rows.map((r) => r.id));
+    const views = [];
+    for (const row of rows) if (found.has(row.id)) views.push(await ownView(ctx, row.id));
+    ctx.body = { submissions: views, meta: paginationMeta(page, total) };
+  });
+
+  router.get('/submissions/:id', async (ctx) => {
+    ctx.body = await ownView(ctx, parseUuidParam('id', ctx.params.id));
+  });
+
+  router.put('/submissions/:id', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const id = parseUuidParam('id', ctx.params.id);
+    transition('update', (await getOwnSubmission(deps.db, 'agent', user.userId, id)).status);
+    const prepared = await prepare(ctx);
+    await replaceSubmission(deps.db, { market: 'agent', ownerId: user.userId, id, fields: coreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared) });
+    ctx.body = await ownView(ctx, id);
+  });
+
+  router.post('/submissions/:id/submit', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const id = parseUuidParam('id', ctx.params.id);
+    const sub = await findAgentSubmission(deps.db, id, user.userId);
+    if (!sub) throw notFound('Submission');
+    // The market tools it names must still be approved when it goes to review.
+    await checkMarketSelections(sub.mcpSelections, approvedTools, 'mcpSelections');
+    await submitForReview(deps.db, 'agent', user.userId, id);
+    ctx.body = await ownView(ctx, id);
+  });
+
+  router.post('/submissions/:id/revisions', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const id = parseUuidParam('id', ctx.params.id);
+    ctx.status = 201;
+    ctx.body = { id: await createRevision(deps.db, 'agent', user.userId, id, hooks) };
+  });
+
+  /** Whether the caller may run the agent: their own, free, or bought. */
+  const mayRun = async (agent: AgentSubmission, userId: string) =>
+    agent.ownerId === userId || agent.priceMicros === 0 || (await findPurchase(deps.db, agent.listingId, userId)) !== undefined;
+
+  const liveAgent = async (ctx: Context) => {
+    const agent = await findPublicAgent(deps.db, parseUuidParam('agentId', ctx.params.agentId));
+    if (!agent) throw notFound('Agent');
+    return agent;
+  };
+
+  router.get('/agents', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const query = parseQuery<{ q?: string; page: number; pageSize: number }>(AgentMarketListQuery, ctx.query);
+    const { rows, total } = await searchPublicAgents(deps.db, { q: query.q }, query);
+    const iconUrl = iconUrlFor(ctx, deps);
+    const agents = [];
+    for (const row of rows) agents.push(publicAgentView(row, iconUrl, await mayRun(row, user.userId)));
+    ctx.body = { agents, meta: paginationMeta(query, total) };
+  });
+
+  router.get('/agents/:agentId', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const agent = await liveAgent(ctx);
+    ctx.body = publicAgentView(agent, iconUrlFor(ctx, deps), await mayRun(agent, user.userId));
+  });
+
+  router.post('/agents/:agentId/purchase', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const agent = await liveAgent(ctx);
+    if (agent.ownerId === user.userId) throw new MarketRuleError(409, 'own_agent', 'This is your own agent: you run it without buying it');
+    if (agent.priceMicros === 0) throw new MarketRuleError(409, 'free_agent', 'This agent is free: run it without buying it');
+    const result = await purchaseAgent(deps.db, {
+      agent,
+      consumerId: user.userId,
+      commissionMicros: commissionOf(agent.priceMicros, commissionPpm),
+      agentName: `agent-market:${agent.slug}`,
+    });
+    if (result.outcome === 'insufficient_funds') {
+      throw new ApiError(402, 'insufficient_funds', `The available balance (balance minus the amounts held for running work) does not cover the price of ${microsToUsd(agent.priceMicros)} USD`);
+    }
+    ctx.status = result.outcome === 'created' ? 201 : 200;
+    ctx.body = purchaseView(result.purchase);
+  });
+
+  router.post('/agents/:agentId/run', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const agent = await liveAgent(ctx);
+    const body = parseBody<MarketAgentRunBody>(MarketAgentRunRequest, ctx.state.body);
+    if (!(await mayRun(agent, user.userId))) {
+      throw new ApiError(402, 'purchase_required', `This agent costs ${microsToUsd(agent.priceMicros)} USD: buy it first (POST /agent-market/agents/${agent.listingId}/purchase)`);
+    }
+    const inputs = body.inputs ?? {};
+    if (agent.runMode === 'task') {
+      if (!body.task) throw new ApiError(400, 'task_required', 'This agent runs a task you give: send task', [{ path: 'body/task', message: 'is required for a task agent' }]);
+      if (Object.keys(inputs).length) checkRunInputs(agent.inputSchema, inputs);
+    } else {
+      if (body.task !== undefined && !agent.allowTaskOverride) {
+        throw new ApiError(400, 'task_not_allowed', 'This template agent does not accept a task; send inputs only', [{ path: 'body/task', message: 'not accepted by this agent' }]);
+      }
+      checkRunInputs(agent.inputSchema, inputs);
+    }
+    const llm = { llm_provider: body.llm_provider ?? agent.suggestedLlmProvider, llm_model: body.llm_model ?? agent.suggestedLlmModel };
+    assertLlmModel(deps.config.modelPrices, llm);
+    if (body.webhook_url) {
+      const url = new URL(body.webhook_url);
+      if (url.protocol !== 'https:' && !isAllowlistedHost(url.hostname, deps.policy)) {
+        throw new ApiError(400, 'insecure_webhook_url', 'webhook_url must be an https:// URL', [{ path: 'body/webhook_url', message: 'must use https' }]);
+      }
+      preflightUrl('webhook_url', body.webhook_url, deps.policy);
+    }
+    await checkMarketSelections(agent.mcpSelections, approvedTools, 'mcpSelections', 409);
+
+    const secrets = unsealAgentSecrets(deps.config.masterKey, agent);
+    const task = agent.runMode === 'task' ? body.task! : [fillTemplate(secrets.promptTemplate ?? '', inputs), body.task].filter(Boolean).join('\n\n');
+    // What the run record shows: the consumer's own request and the listing's public settings. The
+    // task the model sees, the provider's prompt, skills and selections are sealed into the job and
+    // unsealed only by the activities that call the model or the tools.
+    const request = {
+      agentId: agent.listingId,
+      ...(body.inputs !== undefined && { inputs }),
+      ...(body.task !== undefined && { task: body.task }),
+      ...llm,
+      headless: body.headless,
+      ...(body.webhook_url && { webhook_url: body.webhook_url }),
+      ...(agent.structuredOutput && { structured_output: agent.structuredOutput }),
+      vision_mode: 'auto',
+      vision_detail_level: 'auto',
+      optimization_mode: 'balanced',
+      max_actions_per_step: 5,
+    };
+    const agentName = `agent-market:${agent.slug}`;
+    const job = await startMeteredJob(deps, {
+      user,
+      kind: 'agent-market',
+      request,
+      webhookUrl: body.webhook_url ?? null,
+      idempotencyKey: idempotencyKeyOf(ctx.get('idempotency-key')),
+      sealSecrets: (jobId) =>
+        sealRequestSecrets(deps.config.masterKey, jobId, {
+          task,
+          agent_instructions: secrets.systemPrompt,
+          ...(agent.skills && { skills: agent.skills }),
+          agent_selections: {
+            market: agent.mcpSelections.map((s, i) => ({ ...s, params: secrets.selectionParams.market[i] ?? {} })),
+            custom: agent.customMcpSelections.map((s, i) => ({ ...s, params: secrets.selectionParams.custom[i] ?? {} })),
+          },
+        }),
+      workflowType: 'agentWorkflow',
+      workflowArgs: (j) => [
+        {
+          jobId: j.id,
+          browserTaskQueue: deps.config.taskQueues.browser,
+          hasWebhook: !!body.webhook_url,
+          taskCount: 1,
+          maxSteps: deps.config.agent.maxSteps,
+          deadlineMs: deps.config.agent.deadlineMs,
+          historyEventsLimit: deps.config.agent.historyEventsLimit,
+          agentName,
+        } satisfies AgentWorkflowInput,
+      ],
+    });
+    await recordAgentRun(deps.db, { jobId: job.id, agent, consumerId: user.userId });
+    ctx.status = 202;
+    ctx.body = { jobId: job.id, status: 'pending' };
+  });
+
+  /** The run record: the job record plus agentId, toolCalls and usage; the caller's own runs only. */
+  router.get('/runs/:jobId', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const job = await findJob(deps.db, { userId: user.userId, kind: 'agent-market', jobId: parseUuidParam('jobId', ctx.params.jobId) });
+    if (!job) throw notFound('Agent-market run');
+    const usage = await summarizeUsage(deps.db, job.id);
+    const promptTokens = usage.llm.reduce((n, e) => n + e.promptTokens, 0);
+    const completionTokens = usage.llm.reduce((n, e) => n + e.completionTokens, 0);
+    // toolCalls and usage as in custom-agent runs; the run's tool calls join once the tool loop runs market agents.
+    ctx.body = {
+      ...toJobRecord(job),
+      agentId: (job.request as { agentId: string }).agentId,
+      toolCalls: [],
+      usage: {
+        llmTokens: promptTokens + completionTokens,
+        toolCalls: 0,
+        costUsd: microsToUsd(usage.costMicros),
+        llmCalls: usage.llm.reduce((n, e) => n + e.calls, 0),
+        promptTokens,
+        completionTokens,
+        browserSeconds: usage.browserSeconds,
+      },
+    };
+  });
+
+  return router;
+}

@@ -1,0 +1,112 @@
+/**
+ * Tool-runtime benchmark (`npm run bench:tools`): one harness, one Temporal dev server, loopback only.
+ *
+ * The same MCP tool (`echo` of the test MCP server, SDK v2, Streamable HTTP) is called N times
+ * (BENCH_TOOL_CALLS, default 30) two ways, with the fake LLM at zero latency so model time is excluded:
+ *   - platform: POST /api/v1/agents/run with max_tool_calls N; the model asks for one echo per decision.
+ *     A tool call's overhead is one cycle of the loop: the decision activity's answer is handled, the
+ *     callTool activity opens the source and calls the tool, the call is recorded (row + conversation),
+ *     and the next decision activity loads the conversation, i.e. the time between two consecutive
+ *     model requests (the fake model answers in ~0 ms);
+ *   - bare: one process, one SDK client session, N `tools/call` requests in a loop.
+ * Both run twice (warm-up, measured). Prints a table and, last, one JSON line with every figure.
+ */
+import os from 'node:os';
+import type { Harness } from '../test/support/harness';
+import type { FakeReply } from '../test/support/fake-openai';
+import { startMcpServer, type TestMcpServer } from '../test/support/mcp-server';
+import { openToolSource } from '../lib/tools/source';
+import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { percentile, round, sleep, log, runHarnessBenchmark } from './load';
+
+const CALLS = Math.max(2, Number(process.env.BENCH_TOOL_CALLS ?? 30));
+const WATCHDOG_MS = 270_000;
+
+interface Measured {
+  perCallMs: number[];
+  totalMs: number;
+}
+
+async function runPlatform(h: Harness, base: string, apiKey: string, mcp: TestMcpServer): Promise<Measured> {
+  const arrivals: number[] = [];
+  const replies: FakeReply[] = Array.from({ length: CALLS }, (_, i) => () => {
+    arrivals.push(performance.now());
+    return { toolCalls: [{ name: 'echo', arguments: { message: `call ${i + 1}` } }] };
+  });
+  replies.push(() => {
+    arrivals.push(performance.now());
+    return { toolCalls: [{ name: 'done', arguments: { success: true, answer: 'done' } }] };
+  });
+  h.llm.reset();
+  h.llm.enqueue(...replies);
+  const started = performance.now();
+  const accepted = await h.http('POST', `${base}/api/v1/agents/run`, {
+    apiKey,
+    body: { task: 'Echo N times', llm_model: 'gpt-4o-mini', max_tool_calls: CALLS, custom_mcps: [{ type: 'remote_mcp', source_url: mcp.url }] },
+  });
+  if (accepted.status !== 202) throw new Error(`run refused: ${JSON.stringify(accepted.body)}`);
+  for (;;) {
+    const run = await h.http('GET', `${base}/api/v1/agents/runs/${accepted.body.jobId}`, { apiKey });
+    if (run.body.status === 'completed') {
+      if (run.body.usage.toolCalls !== CALLS) throw new Error(`expected ${CALLS} tool calls, got ${run.body.usage.toolCalls}`);
+      break;
+    }
+    if (run.body.status === 'failed') throw new Error(`run failed: ${run.body.error}`);
+    await sleep(50);
+  }
+  const perCallMs = arrivals.slice(1).map((t, i) => t - arrivals[i]);
+  return { perCallMs, totalMs: performance.now() - started };
+}
+
+async function runBare(mcp: TestMcpServer): Promise<Measured> {
+  const started = performance.now();
+  const source = await openToolSource({ type: 'remote_mcp', url: mcp.url }, { policy: parseNetworkAllowlist('127.0.0.1') });
+  const perCallMs: number[] = [];
+  try {
+    for (let i = 0; i < CALLS; i++) {
+      const t = performance.now();
+      const result = await source.call('echo', { message: `call ${i + 1}` });
+      if (result.isError) throw new Error(result.text);
+      perCallMs.push(performance.now() - t);
+    }
+  } finally {
+    await source.close();
+  }
+  return { perCallMs, totalMs: performance.now() - started };
+}
+
+function stats(m: Measured) {
+  return { p50: round(percentile(m.perCallMs, 50)), p99: round(percentile(m.perCallMs, 99)), mean: round(m.perCallMs.reduce((a, b) => a + b, 0) / m.perCallMs.length), totalMs: round(m.totalMs) };
+}
+
+void runHarnessBenchmark(WATCHDOG_MS, async (h, onStop) => {
+  const { apiKey } = await h.createUser({ creditUsd: 1000, monthlyOperationLimit: 1_000_000 });
+  const mcp = await startMcpServer();
+  onStop(() => mcp.close());
+  let base = '';
+  if (h.config.agent.maxSteps <= CALLS) {
+    log(`the decision bound is ${h.config.agent.maxSteps}; starting an isolated stack with a bound of ${CALLS + 10}`);
+    const stack = await h.startIsolatedStack({
+      taskQueues: { platform: 'platform-bench-tools', browser: 'browser-bench-tools' },
+      overrides: { agent: { ...h.config.agent, maxSteps: CALLS + 10, deadlineMs: 600_000 } },
+    });
+    base = stack.baseUrl;
+  }
+  const loadAtStart = os.loadavg()[0];
+  log(`platform warm-up: ${CALLS} tool calls through the agent runtime`);
+  await runPlatform(h, base, apiKey, mcp);
+  log('bare warm-up');
+  await runBare(mcp);
+  log('platform measured run');
+  const platform = stats(await runPlatform(h, base, apiKey, mcp));
+  log('bare measured run');
+  const bare = stats(await runBare(mcp));
+  const ratio = { p50: round(platform.p50 / bare.p50), p99: round(platform.p99 / bare.p99) };
+  console.log(`\nTool calls: ${CALLS} per run, fake model at 0 ms, loopback MCP server (SDK v2, Streamable HTTP)`);
+  console.log('                      p50 ms    p99 ms   mean ms   total ms');
+  for (const [label, s] of [['agent runtime (cycle)', platform], ['bare SDK loop', bare]] as const) {
+    console.log(`${label.padEnd(22)}${String(s.p50).padStart(7)}${String(s.p99).padStart(10)}${String(s.mean).padStart(10)}${String(s.totalMs).padStart(11)}`);
+  }
+  console.log(`ratio (runtime / bare): p50 ${ratio.p50}x, p99 ${ratio.p99}x; load average ${round(loadAtStart)} → ${round(os.loadavg()[0])} on ${os.cpus().length} cores`);
+  console.log(JSON.stringify({ bench: 'tools', calls: CALLS, platform, bare, ratio, loadAverage: [round(loadAtStart), round(os.loadavg()[0])], cores: os.cpus().length }));
+});
