@@ -75,9 +75,9 @@ export function marketPaths() {
         requestBody: body('McpMarketDiscoveryRequest'),
         responses: {
           200: json(ref('McpDiscoveryResponse'), 'The discovery'),
-          400: error('Invalid body; source_required, source_conflict, credentials_in_url, insecure_url (plain http), ssrf_blocked (internal address or unsafe redirect), invalid_openapi_document, source_too_large, invalid_source'),
+          400: error('Invalid body; source_required, source_conflict, credentials_in_url, insecure_url (plain http), ssrf_blocked (internal address or unsafe redirect), invalid_openapi_document, source_too_large, invalid_source; host_not_found (DNS has no address for the URL\'s host; the message names it)'),
           401: unauthorized,
-          502: error('The source failed (after retries for transient failures): upstream_unreachable, upstream_error, tls_error, not_mcp_server, auth_required; discovery_failed: discovery failed unexpectedly'),
+          502: error('The source failed (after retries for transient failures): upstream_unreachable (connection refused, unreachable, DNS did not answer), upstream_error, tls_error, not_mcp_server, auth_required; discovery_failed: discovery failed unexpectedly'),
           503: error('Workflow engine unavailable'),
           504: error('upstream_timeout; discovery_timeout (MARKET_DISCOVERY_TIMEOUT_MS)'),
         },

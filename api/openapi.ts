@@ -301,9 +301,9 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           requestBody: { required: true, content: { 'application/json': { schema: ref('McpDiscoveryRequest') } } },
           responses: {
             200: json(ref('McpDiscoveryResponse'), 'The tools and what the source needs'),
-            400: error('validation_failed (body), invalid_source, ssrf_blocked (localhost, loopback, private, metadata addresses or a redirect there), insecure_url (plain http), invalid_openapi, source_too_large'),
+            400: error('validation_failed (body), invalid_source, ssrf_blocked (localhost, loopback, private, metadata addresses or a redirect there), insecure_url (plain http), invalid_openapi, source_too_large, host_not_found (DNS has no address for the URL\'s host; the message names it)'),
             401: error('Missing or invalid API key'),
-            502: error('upstream_unreachable (connection refused, DNS failure), upstream_error, tls_error, not_mcp_server, discovery_failed'),
+            502: error('upstream_unreachable (connection refused, host unreachable, DNS did not answer), upstream_error, tls_error, not_mcp_server, discovery_failed'),
             503: error('Workflow engine unavailable'),
             504: error('upstream_timeout, discovery_timeout'),
           },

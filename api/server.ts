@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { loadConfig } from '../lib/config';
 import { migrateToLatest, openDatabase } from '../db/connect';
-import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { networkPolicyFromConfig } from '../lib/net/policy';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { connectClient } from '../lib/temporal';
 import { createApp } from './app';
@@ -27,7 +27,7 @@ async function main() {
   await migrateToLatest(db);
   const temporal = await connectClient(config.temporalAddress, config.temporalNamespace);
   const workersReady = remoteWorkersReady(temporal, config.temporalNamespace, [config.taskQueues.platform, config.taskQueues.browser]);
-  const server = await listen({ db, temporal, config, policy: parseNetworkAllowlist(config.networkAllowlist), social: socialPlatformsFromConfig(config), readiness: readinessProbe(db, temporal, workersReady) }, config.port);
+  const server = await listen({ db, temporal, config, policy: networkPolicyFromConfig(config), social: socialPlatformsFromConfig(config), readiness: readinessProbe(db, temporal, workersReady) }, config.port);
   log().info({ port: config.port }, `API listening on :${config.port}`);
   const stop = () => server.close(() => void db.destroy().then(() => process.exit(0)));
   process.once('SIGINT', stop);

@@ -28,7 +28,7 @@ import { executeAction } from '../lib/agent/browser-tools';
 import { observe } from '../lib/agent/observation';
 import { OPTIMIZATION_PROFILES } from '../activities/agent/job';
 import { seal } from '../lib/crypto';
-import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { networkPolicyFromConfig } from '../lib/net/policy';
 import { percentile, round, sleep, log, runHarnessBenchmark } from './load';
 
 const STEPS = 30;
@@ -148,7 +148,7 @@ interface BareRun {
 }
 
 async function runBare(h: Harness, pool: ReturnType<typeof createBrowserPool>): Promise<BareRun> {
-  const policy = parseNetworkAllowlist(h.config.networkAllowlist);
+  const policy = networkPolicyFromConfig(h.config);
   const options = { maxChars: OPTIMIZATION_PROFILES[OPTIMIZATION_MODE].observationChars, includeScreenshot: false, detail: 'auto' as const };
   const observedAt: number[] = [];
   const urls: string[] = [];

@@ -32,7 +32,7 @@ import { htmlToPage } from '../lib/page/convert';
 import { extractStructured } from '../activities/llm/extract';
 import { createLlmClient } from '../lib/llm/client';
 import { jsonSchemaForRequest } from '../lib/llm/structured-output';
-import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { networkPolicyFromConfig } from '../lib/net/policy';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
@@ -78,7 +78,7 @@ async function startApiOnUnpolledQueues(h: Harness): Promise<{ baseUrl: string; 
     db: h.db,
     temporal: h.client,
     config: { ...h.config, taskQueues: UNPOLLED_QUEUES },
-    policy: parseNetworkAllowlist(h.config.networkAllowlist),
+    policy: networkPolicyFromConfig(h.config),
     social: socialPlatformsFromConfig(h.config),
     readiness: readinessProbe(h.db, h.client, () => true),
   };

@@ -1,6 +1,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { parseDnsServers, type DnsServer } from './net/dns';
 import { parseNetworkAllowlist } from './net/ssrf';
 import { usdToWholeMicros } from './money';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log';
@@ -21,6 +22,12 @@ export interface Config {
   adminToken: string;
   masterKey: Buffer;
   networkAllowlist: string | undefined;
+  /**
+   * DNS_SERVERS (comma-separated ip, ip:port or [ipv6]:port): the only servers the SSRF guard asks to resolve the
+   * names of user URLs (scrapes, the browser's requests, tool and market discovery, webhooks). Unset: the system
+   * resolver (/etc/resolv.conf and /etc/hosts). The network policy is built from it by networkPolicyFromConfig.
+   */
+  dnsServers: DnsServer[];
   proxyUrlTemplate: string | null;
   captcha: { baseURL: string; apiKey: string } | null;
   chromiumPath: string;
@@ -316,6 +323,12 @@ export function loadConfig(env: Env = process.env): Config {
   } catch (err) {
     throw new ConfigError('NETWORK_ALLOWLIST', `is invalid: ${(err as Error).message}`);
   }
+  let dnsServers: DnsServer[];
+  try {
+    dnsServers = parseDnsServers(optional(env, 'DNS_SERVERS'));
+  } catch (err) {
+    throw new ConfigError('DNS_SERVERS', `is invalid: ${(err as Error).message}`);
+  }
   const captchaUrl = url(env, 'CAPTCHA_SOLVER_URL');
   const captchaKey = optional(env, 'CAPTCHA_SOLVER_KEY');
   if ((captchaUrl === null) !== (captchaKey === null)) {
@@ -346,6 +359,7 @@ export function loadConfig(env: Env = process.env): Config {
       secretOrLocalFile(env, 'MASTER_KEY', dataDir, 'master.key', () => randomBytes(32).toString('hex')),
     ),
     networkAllowlist,
+    dnsServers,
     proxyUrlTemplate,
     captcha: captchaUrl && captchaKey ? { baseURL: captchaUrl, apiKey: captchaKey } : null,
     chromiumPath: optional(env, 'CHROMIUM_PATH') ?? '/usr/bin/chromium',

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,13 +9,15 @@ import { startFixtureSite, type FixtureSite } from './support/fixture-site';
 import { startFakeForum, type FakeForum } from './support/fake-forum';
 import { startFakeMicroblog, type FakeMicroblog } from './support/fake-microblog';
 import { startFakeGithub, type FakeGithub } from './support/fake-github';
+import { startFakeDns, type FakeDns } from './support/fake-dns';
+import { startMcpServer, type TestMcpServer } from './support/mcp-server';
+import { PNG } from 'pngjs';
 import { freePort } from './support/ports';
 import { oneJsonLine, runAdmin } from './support/admin-cli';
 import { parsePrometheus } from './support/prometheus';
 import { act } from './support/agent-script';
 import { Client as McpClient, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startMarketProvider } from './support/market-provider';
-import { startMcpServer } from './support/mcp-server';
 import { CATALOGUE_IDS, SKILLS_CATALOGUE_COUNT, SKILLS_CATALOGUE_PATH } from './support/skills-queries';
 
 /**
@@ -62,6 +65,10 @@ interface EmbeddedContext {
   forum: FakeForum;
   microblog: FakeMicroblog;
   github: FakeGithub;
+  /** The service's only DNS server (DNS_SERVERS): made-up names get NXDOMAIN on loopback. */
+  dns: FakeDns;
+  /** A remote MCP server (Streamable HTTP, tools echo and add) for the market and custom-agent cases. */
+  mcp: TestMcpServer;
   http(method: string, urlPath: string, options?: { apiKey?: string; body?: unknown }): Promise<HttpAnswer>;
   /** `npm run --silent admin -- …args` against the running service; its one JSON line. */
   admin(args: string[]): Promise<any>;
@@ -383,6 +390,31 @@ const CASES: EndpointCase[] = [
       assert.ok(metrics.value('platform_job_duration_seconds_count', { kind: 'scrape', status: 'completed' }) >= 1);
       assert.ok(metrics.value('platform_debits_total') >= 1);
     },
+  },  // ---- Tool market, custom-agent discovery and the provider charge endpoint (issue 8: every endpoint on PGlite) ----
+  {
+    name: 'market: discovers and validates the loopback MCP server through the embedded workers; a host that does not resolve is 400 host_not_found',
+    covers: ['POST /api/v1/mcp-market/discover', 'POST /api/v1/mcp-market/validate'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const source = { type: 'remote_mcp', url: ctx.mcp.url };
+      const discovered = await ctx.http('POST', '/api/v1/mcp-market/discover', { apiKey: user.apiKey, body: source });
+      assert.equal(discovered.status, 200, JSON.stringify(discovered.body));
+      const names: string[] = discovered.body.tools.map((t: { name: string }) => t.name);
+      assert.ok(names.includes('echo') && names.includes('add'), names.join(', '));
+      assert.equal(discovered.body.source.transport, 'streamable_http');
+      const validated = await ctx.http('POST', '/api/v1/mcp-market/validate', { apiKey: user.apiKey, body: source });
+      assert.equal(validated.status, 200, JSON.stringify(validated.body));
+      assert.equal(validated.body.status, 'valid', JSON.stringify(validated.body.report));
+      assert.match(validated.body.sourceFingerprint, /^[0-9a-f]{64}$/);
+      assert.match(validated.body.validationId, UUID);
+      ctx.state.marketValidation = { id: validated.body.validationId, fingerprint: validated.body.sourceFingerprint };
+      // The service's only DNS server is the loopback fake: a made-up name is NXDOMAIN there, the caller's error.
+      const nowhere = await ctx.http('POST', '/api/v1/mcp-market/validate', { apiKey: user.apiKey, body: { type: 'remote_mcp', url: 'https://nowhere-embedded.aa/mcp' } });
+      assert.equal(nowhere.status, 400, JSON.stringify(nowhere.body));
+      assert.equal(nowhere.body.error.code, 'host_not_found');
+      assert.match(nowhere.body.error.message, /nowhere-embedded\.aa/);
+      assert.ok(ctx.dns.queries().some((q) => q.name === 'nowhere-embedded.aa'), 'the fake DNS was not asked');
+    },
   },
   {
     name: 'sells a tool and calls it through the hosted MCP endpoint /mcp/{entryId}: credential, priced tools/list, a billed call, provider revenue',
@@ -440,6 +472,143 @@ const CASES: EndpointCase[] = [
       }
     },
   },
+  {
+    name: 'market: verifies a provider event through the charge endpoint and reads the verification back',
+    covers: ['POST /api/v1/mcp-market/event-verifications', 'GET /api/v1/mcp-market/event-verifications/{id}', 'POST /api/v1/provider/runs/{runId}/charge'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const validation = ctx.state.marketValidation as { fingerprint: string };
+      assert.ok(validation, 'needs the validation of the previous case');
+      const created = await ctx.http('POST', '/api/v1/mcp-market/event-verifications', { apiKey: user.apiKey, body: { sourceFingerprint: validation.fingerprint, eventNames: ['page.scraped'] } });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      assert.match(created.body.id, UUID);
+      assert.equal(typeof created.body.chargeToken, 'string');
+      const charge = (idempotencyKey: string) =>
+        fetch(`${ctx.baseUrl}/api/v1/provider/runs/${created.body.runId}/charge`, {
+          method: 'POST',
+          headers: { 'x-api-key': user.apiKey, 'x-service-charge-token': created.body.chargeToken, 'idempotency-key': idempotencyKey, 'content-type': 'application/json' },
+          body: JSON.stringify({ eventName: 'page.scraped', count: 1 }),
+        }).then(async (r) => ({ status: r.status, body: await r.json() }));
+      const charged = await charge('verify-page.scraped');
+      assert.equal(charged.status, 200, JSON.stringify(charged.body));
+      assert.equal(charged.body.verification, true);
+      const replayed = await charge('verify-page.scraped');
+      assert.equal(replayed.status, 200);
+      assert.equal(replayed.body.replayed, true);
+      const read = await ctx.http('GET', `/api/v1/mcp-market/event-verifications/${created.body.id}`, { apiKey: user.apiKey });
+      assert.equal(read.status, 200, JSON.stringify(read.body));
+      assert.deepEqual([read.body.verifiedEventNames, read.body.complete, read.body.chargeToken], [['page.scraped'], true, undefined]);
+      assert.equal((await ctx.http('GET', `/api/v1/mcp-market/event-verifications/${randomUUID()}`, { apiKey: user.apiKey })).status, 404);
+      ctx.state.marketVerificationId = created.body.id;
+    },
+  },
+  {
+    name: 'market: uploads a PNG icon and serves it publicly as image/png',
+    covers: ['POST /api/v1/market/icons', 'GET /api/v1/market/icons/{key}.png'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const png = PNG.sync.write(new PNG({ width: 32, height: 32 }));
+      const uploaded = await ctx.http('POST', '/api/v1/market/icons', { apiKey: user.apiKey, body: { fileName: 'tools.png', contentType: 'image/png', base64: png.toString('base64') } });
+      assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
+      assert.deepEqual([uploaded.body.width, uploaded.body.height], [32, 32]);
+      const served = await fetch(`${ctx.baseUrl}/api/v1/market/icons/${uploaded.body.iconObjectKey}.png`);
+      assert.equal(served.status, 200);
+      assert.equal(served.headers.get('content-type'), 'image/png');
+      assert.ok(Buffer.from(await served.arrayBuffer()).equals(png), 'the icon came back changed');
+      const notPng = await ctx.http('POST', '/api/v1/market/icons', { apiKey: user.apiKey, body: { fileName: 'x.png', contentType: 'image/png', base64: Buffer.from('GIF89a not a png').toString('base64') } });
+      assert.equal(notPng.status, 400);
+      ctx.state.marketIconKey = uploaded.body.iconObjectKey;
+    },
+  },
+  {
+    name: 'market: drafts, replaces, submits, reviews through the CLI, lists publicly and revises a submission',
+    covers: [
+      'POST /api/v1/mcp-market/submissions',
+      'GET /api/v1/mcp-market/submissions',
+      'GET /api/v1/mcp-market/submissions/{id}',
+      'PUT /api/v1/mcp-market/submissions/{id}',
+      'POST /api/v1/mcp-market/submissions/{id}/submit',
+      'POST /api/v1/mcp-market/submissions/{id}/revisions',
+      'GET /api/v1/mcp-market/mcps',
+      'GET /api/v1/mcp-market/mcps/{id}',
+      'CLI submissions',
+      'CLI review',
+    ],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const validation = ctx.state.marketValidation as { id: string; fingerprint: string };
+      assert.ok(validation && ctx.state.marketVerificationId && ctx.state.marketIconKey, 'needs the validation, verification and icon of the previous cases');
+      const body = {
+        validationId: validation.id,
+        sourceFingerprint: validation.fingerprint,
+        eventVerificationId: ctx.state.marketVerificationId,
+        type: 'remote_mcp',
+        remoteMcpUrl: ctx.mcp.url,
+        name: 'Embedded Lighthouse Tools',
+        description: 'Echo and arithmetic tools for agents',
+        iconObjectKey: ctx.state.marketIconKey,
+        monetizationStrategy: 'provider_event',
+        pricingEvents: [{ eventName: 'page.scraped', title: 'Page scraped', unitPriceUsd: 0.002 }],
+        tools: [{ toolName: 'echo', displayName: 'Echo' }, { toolName: 'add', displayName: 'Add numbers' }],
+      };
+      const created = await ctx.http('POST', '/api/v1/mcp-market/submissions', { apiKey: user.apiKey, body });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      assert.equal(created.body.status, 'draft');
+      const id = created.body.id;
+      const replaced = await ctx.http('PUT', `/api/v1/mcp-market/submissions/${id}`, { apiKey: user.apiKey, body: { ...body, description: 'Echo and arithmetic tools for agents, replaced' } });
+      assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
+      assert.equal(replaced.body.description, 'Echo and arithmetic tools for agents, replaced');
+      const submitted = await ctx.http('POST', `/api/v1/mcp-market/submissions/${id}/submit`, { apiKey: user.apiKey });
+      assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+      assert.equal(submitted.body.status, 'pending_review');
+      const one = await ctx.http('GET', `/api/v1/mcp-market/submissions/${id}`, { apiKey: user.apiKey });
+      assert.equal(one.status, 200);
+      assert.equal(one.body.status, 'pending_review');
+      const own = await ctx.http('GET', '/api/v1/mcp-market/submissions', { apiKey: user.apiKey });
+      assert.equal(own.status, 200);
+      assert.ok(own.body.submissions.some((s: { id: string }) => s.id === id));
+
+      const queue = await ctx.admin(['submissions', '--market', 'mcp', '--status', 'pending_review']);
+      assert.ok(queue.submissions.some((s: { id: string; status: string }) => s.id === id && s.status === 'pending_review'), JSON.stringify(queue));
+      const approved = await ctx.admin(['review', '--market', 'mcp', '--submission', id, '--approve']);
+      assert.equal(approved.status, 'approved');
+
+      const listed = await ctx.http('GET', '/api/v1/mcp-market/mcps?q=lighthouse', { apiKey: user.apiKey });
+      assert.equal(listed.status, 200, JSON.stringify(listed.body));
+      const publicId = listed.body.mcps[0]?.id;
+      assert.equal(publicId, id, 'the approved entry is listed under its first submission id');
+      const entry = await ctx.http('GET', `/api/v1/mcp-market/mcps/${publicId}`, { apiKey: user.apiKey });
+      assert.equal(entry.status, 200);
+      assert.deepEqual(entry.body.tools.map((t: { toolName: string }) => t.toolName), ['echo', 'add']);
+      assert.equal(entry.body.remoteMcpUrl, undefined, 'the public listing must not show the source URL');
+
+      const revision = await ctx.http('POST', `/api/v1/mcp-market/submissions/${id}/revisions`, { apiKey: user.apiKey });
+      assert.equal(revision.status, 201, JSON.stringify(revision.body));
+      const revised = await ctx.http('PUT', `/api/v1/mcp-market/submissions/${revision.body.id}`, { apiKey: user.apiKey, body: { ...body, description: 'Echo and arithmetic tools for agents, revised' } });
+      assert.equal(revised.status, 200, JSON.stringify(revised.body));
+      assert.equal(revised.body.parentEntryId, id);
+      assert.equal((await ctx.http('POST', `/api/v1/mcp-market/submissions/${revision.body.id}/submit`, { apiKey: user.apiKey })).status, 200);
+      assert.equal((await ctx.admin(['review', '--market', 'mcp', '--submission', revision.body.id, '--approve'])).status, 'approved');
+      const live = await ctx.http('GET', `/api/v1/mcp-market/mcps/${publicId}`, { apiKey: user.apiKey });
+      assert.equal(live.body.description, 'Echo and arithmetic tools for agents, revised', 'the approved revision is live under the same public id');
+    },
+  },
+  {
+    name: 'custom agents: discovers the tools of the loopback MCP server; a host that does not resolve is 400 host_not_found',
+    covers: ['POST /api/v1/agents/discover-mcp'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const discovered = await ctx.http('POST', '/api/v1/agents/discover-mcp', { apiKey: user.apiKey, body: { type: 'remote_mcp', url: ctx.mcp.url } });
+      assert.equal(discovered.status, 200, JSON.stringify(discovered.body));
+      const names = discovered.body.tools.map((t: { name: string }) => t.name);
+      assert.ok(names.includes('echo') && names.includes('add'), names.join(', '));
+      const nowhere = await ctx.http('POST', '/api/v1/agents/discover-mcp', { apiKey: user.apiKey, body: { type: 'remote_mcp', url: 'https://nowhere-agents.aa/mcp' } });
+      assert.equal(nowhere.status, 400, JSON.stringify(nowhere.body));
+      assert.equal(nowhere.body.error.code, 'host_not_found');
+      assert.ok(ctx.dns.queries().some((q) => q.name === 'nowhere-agents.aa'), 'the fake DNS was not asked');
+    },
+  },
+  // ---- end of the tool market block ----
   {
     name: 'discovers an MCP server, runs a custom agent with its tools, stores and changes a scheduled one',
     covers: ['POST /api/v1/agents/discover-mcp', 'POST /api/v1/agents/run', 'GET /api/v1/agents/runs/{jobId}', 'POST /api/v1/agents', 'PATCH /api/v1/agents/{id}'],
@@ -574,8 +743,8 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
   };
 
   before(async function () {
-    const [llm, site, forum, microblog, github] = await Promise.all([startFakeOpenAI(), startFixtureSite(), startFakeForum(), startFakeMicroblog(), startFakeGithub()]);
-    Object.assign(ctx, { llm, site, forum, microblog, github });
+    const [llm, site, forum, microblog, github, dns] = await Promise.all([startFakeOpenAI(), startFixtureSite(), startFakeForum(), startFakeMicroblog(), startFakeGithub(), startFakeDns()]);
+    Object.assign(ctx, { llm, site, forum, microblog, github, dns, mcp: await startMcpServer() });
     github.setRepo('embedded/skills', {
       stars: 3,
       license: 'MIT',
@@ -593,6 +762,7 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
       OPENAI_API_KEY: 'sk-embedded-start-test',
       ROUTER_BASE_URL: llm.baseURL,
       NETWORK_ALLOWLIST: '127.0.0.1',
+      DNS_SERVERS: dns.server,
       FORUM_API_BASE: forum.apiBase,
       FORUM_AUTH_BASE: forum.authBase,
       MICROBLOG_BASE: microblog.base,
@@ -622,8 +792,9 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
       });
 
     child = spawn('npm', ['start'], { cwd: ROOT, env: ctx.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
-    child.stderr!.on('data', (chunk) => (output = (output + chunk).slice(-20_000)));
+    // The whole run's output (bounded): the log-format case looks for an access line of an early case.
+    child.stdout!.on('data', (chunk) => (output = (output + chunk).slice(-2_000_000)));
+    child.stderr!.on('data', (chunk) => (output = (output + chunk).slice(-2_000_000)));
     exited = new Promise((resolve) => child!.once('exit', (code, signal) => resolve({ code, signal })));
     // Never leave the process group behind, even if mocha exits abruptly.
     process.once('exit', killGroup);
@@ -638,7 +809,7 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
   after(async function () {
     killGroup();
     process.removeListener('exit', killGroup);
-    await Promise.all([ctx.llm?.close(), ctx.site?.close(), ctx.forum?.close(), ctx.microblog?.close(), ctx.github?.close()]);
+    await Promise.all([ctx.llm?.close(), ctx.site?.close(), ctx.forum?.close(), ctx.microblog?.close(), ctx.github?.close(), ctx.dns?.close(), ctx.mcp?.close()]);
     if (ctx.dataDir) rmSync(ctx.dataDir, { recursive: true, force: true });
   });
 
@@ -735,15 +906,20 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
 describe('admin CLI without a running service', function () {
   this.timeout(60_000);
   let dataDir: string;
+  let dns: FakeDns;
 
-  before(() => {
+  before(async () => {
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'admin-cli-'));
+    dns = await startFakeDns();
   });
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
+  after(async () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    await dns.close();
+  });
 
   it('prints a clear error to stderr and exits non-zero when the service is unreachable', async function () {
     const closedPort = await freePort();
-    const env = embeddedEnv({ DATA_DIR: dataDir, ADMIN_URL: `http://127.0.0.1:${closedPort}` });
+    const env = embeddedEnv({ DATA_DIR: dataDir, DNS_SERVERS: dns.server, ADMIN_URL: `http://127.0.0.1:${closedPort}` });
     const result = await runAdmin(['create-user', '--email', 'nobody@example.com'], env);
     assert.notEqual(result.code, 0);
     assert.equal(result.stdout, '');
@@ -751,7 +927,7 @@ describe('admin CLI without a running service', function () {
   });
 
   it('exits 2 with the usage text for an unknown command', async function () {
-    const result = await runAdmin(['frobnicate'], embeddedEnv({ DATA_DIR: dataDir }));
+    const result = await runAdmin(['frobnicate'], embeddedEnv({ DATA_DIR: dataDir, DNS_SERVERS: dns.server }));
     assert.equal(result.code, 2);
     assert.equal(result.stdout, '');
     assert.match(result.stderr, /unknown command "frobnicate"/);

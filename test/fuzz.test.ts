@@ -106,6 +106,12 @@ describe('fuzzing every operation of the OpenAPI document', function () {
     // NUL in a query value reached Postgres text.
     { request: { method: 'GET', target: '/api/v1/skills/directory/ai-search?q=%00', headers: {}, body: null }, status: 400, code: 'validation_failed' },
     { request: { method: 'GET', target: '/api/v1/skills/directory/search?q=a%00b', headers: {}, body: null }, status: 400, code: 'validation_failed' },
+    // A host that does not resolve (NXDOMAIN from the harness's fake DNS) was a 502 upstream_unreachable: it is the caller's error.
+    ...['validate', 'discover'].map((what) => ({
+      request: { method: 'POST', target: `/api/v1/mcp-market/${what}`, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ type: 'remote_mcp', url: 'https://a.aa', spec: { '': 'text' } })) },
+      status: 400,
+      code: 'host_not_found',
+    })),
   ];
 
   it('answers the inputs that earlier fuzz runs found failing', async function () {

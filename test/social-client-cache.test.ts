@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
 import { createSocialToolActivities } from '../activities/agent/social';
 import { BoundedCache } from '../lib/bounded-cache';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
@@ -79,8 +81,10 @@ describe('per-worker social clients', function () {
         })
         .execute();
       const activities = createSocialToolActivities({ db: h.db, masterKey: h.config.masterKey, platforms: socialPlatformsFromConfig(h.config) });
+      // The tool runs as the worker runs it: inside an activity context (first attempt, scheduled now).
+      const env = new MockActivityEnvironment({ attempt: 1, scheduledTimestampMs: Date.now() }, { logger: new DefaultLogger('ERROR') });
       const post = async (step: number) => {
-        const outcome = await activities.executeSocialTool({
+        const outcome: Awaited<ReturnType<typeof activities.executeSocialTool>> = await env.run(activities.executeSocialTool, {
           jobId,
           taskIndex: 0,
           step,

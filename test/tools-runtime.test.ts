@@ -342,7 +342,7 @@ describe('tool runtime: retries only what is safe', () => {
     };
     const dns = await rejection(openToolSourceForCall({ type: 'remote_mcp', url: 'https://mcp.unknown-host.test/mcp' }, { ...deps, resolver: noSuchHost }), ToolCallError);
     assert.deepEqual([dns.kind, dns.reached, dns.retryable], ['not_delivered', false, true]);
-    assert.match(dns.message, /Could not resolve mcp\.unknown-host\.test/);
+    assert.match(dns.message, /Host not found: mcp\.unknown-host\.test does not resolve/);
 
     const api = await startOpenApiServer();
     const source = await openToolSource({ type: 'openapi', specText: api.openapiYaml, params: { 'X-API-Key': API_KEY } }, deps);

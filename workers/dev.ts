@@ -2,7 +2,7 @@ import path from 'node:path';
 import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../lib/config';
 import { migrateToLatest, openDatabase } from '../db/connect';
-import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { networkPolicyFromConfig } from '../lib/net/policy';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { connectClient } from '../lib/temporal';
 import { startTemporalDevServer, type DevServer } from '../lib/temporal-cli';
@@ -22,7 +22,7 @@ async function main() {
   const config = loadConfig();
   configureLogging({ level: config.log.level, format: config.log.format ?? 'pretty' });
   installWorkerRuntime(config);
-  const policy = parseNetworkAllowlist(config.networkAllowlist);
+  const policy = networkPolicyFromConfig(config);
   let devServer: DevServer | null = null;
   let workers: WorkerSet | null = null;
   const db = await openDatabase(config);
@@ -90,7 +90,9 @@ async function main() {
     process.exit(0);
   };
   // `on`, not `once`: a terminal's Ctrl-C or a group kill reaches this process twice (directly and
-  // relayed by npm/tsx), and with no listener left tsx's preload exits 130/143 mid-shutdown.
+  // relayed by npm). `npm start` runs `node --import tsx`, not the tsx CLI: the CLI relays a signal and
+  // SIGKILLs its child unless the child acknowledges it within 30 ms, which a loaded machine misses
+  // (PGlite was then killed mid-shutdown).
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
   await running.catch(async (err) => {

@@ -1,7 +1,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../lib/config';
 import { openDatabase } from '../db/connect';
-import { parseNetworkAllowlist } from '../lib/net/ssrf';
+import { networkPolicyFromConfig } from '../lib/net/policy';
 import { createWorkers } from './workers';
 import { configureLogging, log } from '../lib/log';
 import { installWorkerRuntime, serveProcessMetrics } from './telemetry';
@@ -18,7 +18,7 @@ async function main() {
   const queues = (process.env.WORKER_QUEUES ?? 'platform,browser').split(',').map((q) => q.trim()) as ('platform' | 'browser')[];
   const db = await openDatabase(config);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const workers = await createWorkers({ db, config, policy: parseNetworkAllowlist(config.networkAllowlist), connection, namespace: config.temporalNamespace, queues });
+  const workers = await createWorkers({ db, config, policy: networkPolicyFromConfig(config), connection, namespace: config.temporalNamespace, queues });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void workers.shutdown());
   log().info({ queues, temporalAddress: config.temporalAddress }, `worker polling ${queues.join(', ')} on ${config.temporalAddress}`);
   await workers.run();

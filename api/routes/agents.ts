@@ -182,6 +182,7 @@ const STATUS_OF: Record<ToolSourceErrorCode, number> = {
   insecure_url: 400,
   invalid_openapi: 400,
   source_too_large: 400,
+  host_not_found: 400,
   upstream_unreachable: 502,
   upstream_error: 502,
   tls_error: 502,

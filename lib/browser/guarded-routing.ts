@@ -2,6 +2,7 @@ import type { BrowserContext, BrowserContextOptions, Page, Request, Route } from
 
 import type { ProxyConfig } from '../net/proxy';
 import { createByteBudget, safeFetch, SafeFetchError, type ByteBudget, type SafeResponse } from '../net/safe-fetch';
+import { HOST_NOT_FOUND } from '../net/dns';
 import { SsrfBlockedError, type NetworkPolicy, type Resolver } from '../net/ssrf';
 
 /**
@@ -116,6 +117,9 @@ function redirectInterstitial(response: SafeResponse, requestUrl: string): { sta
 
 function abortCodeFor(error: unknown): RouteAbortCode {
   if (error instanceof SsrfBlockedError) return 'blockedbyclient';
+  // The guard's resolver (the policy's, DNS_SERVERS when set) found no such host: the page sees ERR_NAME_NOT_RESOLVED.
+  const cause = error instanceof Error ? (error.cause as NodeJS.ErrnoException | undefined) : undefined;
+  if (cause && HOST_NOT_FOUND.has(String(cause.code))) return 'namenotresolved';
   if (error instanceof SafeFetchError) {
     if (error.code === 'timeout') return 'timedout';
     if (error.code === 'bad_scheme') return 'blockedbyclient';

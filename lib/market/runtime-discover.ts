@@ -15,6 +15,7 @@ const ANSWER: Record<ToolSourceErrorCode, { code: string; status: 400 | 502 | 50
   insecure_url: { code: 'insecure_url', status: 400 },
   invalid_openapi: { code: 'invalid_openapi_document', status: 400 },
   source_too_large: { code: 'source_too_large', status: 400 },
+  host_not_found: { code: 'host_not_found', status: 400 },
   upstream_unreachable: { code: 'upstream_unreachable', status: 502 },
   upstream_error: { code: 'upstream_error', status: 502 },
   tls_error: { code: 'tls_error', status: 502 },

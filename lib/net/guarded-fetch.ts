@@ -5,7 +5,8 @@ import { BlockList, isIP, type Socket } from 'node:net';
 import { Readable, Transform } from 'node:stream';
 import tls from 'node:tls';
 
-import { createGuardedLookup, normalizeHostname, resolveAllowedAddresses, SsrfBlockedError, systemResolver, type NetworkPolicy, type Resolver } from './ssrf';
+import { HOST_NOT_FOUND } from './dns';
+import { createGuardedLookup, normalizeHostname, resolveAllowedAddresses, SsrfBlockedError, resolverOf, type NetworkPolicy, type Resolver } from './ssrf';
 
 /**
  * A WHATWG-`fetch`-shaped function over the SSRF guard, for libraries that take a custom `fetch`
@@ -41,12 +42,15 @@ export type GuardedFetch = (input: string | URL | Request, init?: RequestInit) =
 
 /**
  * What went wrong, and whether the request can have reached the upstream: `blocked`, `bad_scheme`,
- * `insecure`, `dns`, `refused`, `unreachable` and `tls` happen before any byte of the request is sent.
+ * `insecure`, `host_not_found`, `dns`, `refused`, `unreachable` and `tls` happen before any byte of the request is
+ * sent. `host_not_found`: DNS answered that the name does not exist or has no address (the URL's fault);
+ * `dns`: DNS could not answer (a temporary failure of the resolver).
  */
 export type GuardedFetchErrorCode =
   | 'blocked'
   | 'bad_scheme'
   | 'insecure'
+  | 'host_not_found'
   | 'dns'
   | 'refused'
   | 'unreachable'
@@ -113,7 +117,7 @@ export function assertFetchableUrl(url: URL, policy: NetworkPolicy, requireHttps
 }
 
 export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
-  const resolver = options.resolver ?? systemResolver;
+  const resolver = options.resolver ?? resolverOf(options.policy);
   const settings: Settings = {
     policy: options.policy,
     resolver,
@@ -365,8 +369,11 @@ function classify(error: unknown, url: URL, connected: boolean): Error {
   const where = url.origin;
   if (!connected) {
     if (code === 'ECONNREFUSED') return new GuardedFetchError('refused', `${where} refused the connection`, false, { cause: error });
-    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_FAIL' || code === 'EAI_NODATA') {
-      return new GuardedFetchError('dns', `Could not resolve ${url.hostname} (${code})`, false, { cause: error });
+    if (HOST_NOT_FOUND.has(code)) {
+      return new GuardedFetchError('host_not_found', `Host not found: ${url.hostname} does not resolve (DNS has no address for it)`, false, { cause: error });
+    }
+    if (code === 'EAI_AGAIN' || code === 'EAI_FAIL') {
+      return new GuardedFetchError('dns', `Could not resolve ${url.hostname} (${code}: DNS did not answer)`, false, { cause: error });
     }
     if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'EADDRNOTAVAIL') {
       return new GuardedFetchError('unreachable', `${where} is unreachable (${code})`, false, { cause: error });

@@ -11,7 +11,7 @@ import {
   createGuardedLookup,
   resolveAllowedAddresses,
   SsrfBlockedError,
-  systemResolver,
+  resolverOf,
   type NetworkPolicy,
   type ResolvedAddress,
   type Resolver,
@@ -110,7 +110,7 @@ interface FetchContext {
 
 export async function safeFetch(input: string | URL, options: SafeFetchOptions): Promise<SafeResponse> {
   const url = httpUrl(new URL(input));
-  const resolver = options.resolver ?? systemResolver;
+  const resolver = options.resolver ?? resolverOf(options.policy);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const deadline = startDeadline(timeoutMs, `Fetching ${url.origin} timed out after ${timeoutMs} ms`, options.signal);
   const context: FetchContext = {

@@ -32,6 +32,11 @@ export interface IpNetwork {
 export interface NetworkPolicy {
   readonly hostnames: ReadonlySet<string>;
   readonly networks: readonly IpNetwork[];
+  /**
+   * How names are resolved for the guard's checks (and so for the connections, which use the checked addresses):
+   * the DNS_SERVERS resolver when configured (see networkPolicyFromConfig), the system resolver when absent.
+   */
+  readonly resolver?: Resolver;
 }
 
 export interface ResolvedAddress {
@@ -267,6 +272,16 @@ export const systemResolver: Resolver = async (hostname) => {
   return addresses.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
 };
 
+/** The resolver a policy names, else the system's. */
+export function resolverOf(policy: NetworkPolicy): Resolver {
+  return policy.resolver ?? systemResolver;
+}
+
+/** The same policy resolving names with `resolver` (tests, and networkPolicyFromConfig). */
+export function withResolver(policy: NetworkPolicy, resolver: Resolver | undefined): NetworkPolicy {
+  return resolver ? Object.freeze({ ...policy, resolver }) : policy;
+}
+
 function notFoundError(hostname: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND', hostname });
 }
@@ -278,7 +293,7 @@ function notFoundError(hostname: string): NodeJS.ErrnoException {
 export async function resolveAllowedAddresses(
   hostname: string,
   policy: NetworkPolicy,
-  resolver: Resolver = systemResolver,
+  resolver: Resolver = resolverOf(policy),
 ): Promise<ResolvedAddress[]> {
   const host = unbracketHost(hostname);
   const literalFamily = isIP(host);
@@ -309,7 +324,7 @@ function requestedFamily(options: LookupOptions | number | undefined): 0 | 4 | 6
  * A `dns.lookup`-compatible function for the `lookup` option of `http.request`/`net.connect`: the address it
  * hands back is the address it checked, so there is no DNS-rebinding window between check and connect.
  */
-export function createGuardedLookup(policy: NetworkPolicy, resolver: Resolver = systemResolver): LookupFunction {
+export function createGuardedLookup(policy: NetworkPolicy, resolver: Resolver = resolverOf(policy)): LookupFunction {
   return (hostname: string, optionsOrCallback: LookupOptions | number | LookupCallback, maybeCallback?: LookupCallback) => {
     const callback = typeof optionsOrCallback === 'function' ? optionsOrCallback : maybeCallback;
     const options = typeof optionsOrCallback === 'function' ? undefined : optionsOrCallback;
@@ -329,7 +344,7 @@ export function createGuardedLookup(policy: NetworkPolicy, resolver: Resolver = 
 }
 
 /** Pre-flight check for user-supplied URLs: http(s) only, and every resolved address must be allowed. */
-export async function assertUrlAllowed(url: string | URL, policy: NetworkPolicy, resolver: Resolver = systemResolver): Promise<void> {
+export async function assertUrlAllowed(url: string | URL, policy: NetworkPolicy, resolver: Resolver = resolverOf(policy)): Promise<void> {
   const parsed = typeof url === 'string' ? new URL(url) : url;
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw new SsrfBlockedError(parsed.hostname || parsed.protocol, `scheme ${parsed.protocol} is not allowed (only http: and https:)`);

@@ -1,4 +1,6 @@
-import { parseNetworkAllowlist, type NetworkPolicy } from '../net/ssrf';
+import type { DnsServer } from '../net/dns';
+import { networkPolicyFromConfig } from '../net/policy';
+import type { NetworkPolicy } from '../net/ssrf';
 import { proxyFromTemplate } from '../net/proxy';
 import { validateForumCredentials, type ForumCredentials, type ForumEndpoints } from './forum';
 import { createMicroblogClient, validateMicroblogCredentials, type MicroblogCredentials, type MicroblogSession } from './microblog';
@@ -10,6 +12,8 @@ export interface SocialPlatformsConfig {
   forum: ForumEndpoints;
   microblogBase: string | null;
   networkAllowlist: string | undefined;
+  /** DNS_SERVERS: the platforms' names are resolved the way every other guarded name is. */
+  dnsServers?: readonly DnsServer[];
   proxyUrlTemplate: string | null;
 }
 
@@ -22,7 +26,7 @@ export type CredentialCheck =
 /** The operator's platform hosts are reachable even when they are local (tests, self-hosted fakes). */
 export function platformPolicy(config: SocialPlatformsConfig): NetworkPolicy {
   const hosts = [config.forum.apiBase, config.forum.authBase, config.microblogBase].filter((u): u is string => !!u).map((u) => new URL(u).hostname);
-  return parseNetworkAllowlist([config.networkAllowlist, ...hosts].filter(Boolean).join(','));
+  return networkPolicyFromConfig({ networkAllowlist: config.networkAllowlist, dnsServers: config.dnsServers ?? [] }, hosts);
 }
 
 export function createSocialPlatforms(config: SocialPlatformsConfig) {
@@ -74,12 +78,14 @@ export type SocialPlatforms = ReturnType<typeof createSocialPlatforms>;
 export function socialPlatformsFromConfig(config: {
   social: { forumApiBase: string; forumAuthBase: string; microblogBase: string | null };
   networkAllowlist: string | undefined;
+  dnsServers?: readonly DnsServer[];
   proxyUrlTemplate: string | null;
 }): SocialPlatforms {
   return createSocialPlatforms({
     forum: { apiBase: config.social.forumApiBase, authBase: config.social.forumAuthBase },
     microblogBase: config.social.microblogBase,
     networkAllowlist: config.networkAllowlist,
+    dnsServers: config.dnsServers,
     proxyUrlTemplate: config.proxyUrlTemplate,
   });
 }

@@ -11,7 +11,9 @@ export type ToolSourceErrorCode =
   /** Not a valid Swagger 2.0 / OpenAPI 3.x document. */
   | 'invalid_openapi'
   | 'source_too_large'
-  /** Connection refused, DNS failure, host unreachable. */
+  /** DNS has no address for the URL's host (NXDOMAIN or no A/AAAA record): the caller's error. */
+  | 'host_not_found'
+  /** Connection refused, DNS failure (the resolver did not answer), host unreachable. */
   | 'upstream_unreachable'
   | 'upstream_timeout'
   /** The upstream answered with an error status or broke off. */
@@ -86,6 +88,7 @@ const SOURCE_CODE_OF: Record<GuardedFetchError['code'], ToolSourceErrorCode> = {
   blocked: 'ssrf_blocked',
   bad_scheme: 'invalid_source',
   insecure: 'insecure_url',
+  host_not_found: 'host_not_found',
   dns: 'upstream_unreachable',
   refused: 'upstream_unreachable',
   unreachable: 'upstream_unreachable',
@@ -109,6 +112,7 @@ export function callErrorFromNetwork(error: unknown, safeToRepeat: boolean): Too
       case 'bad_scheme':
       case 'insecure':
         return 'refused_by_policy';
+      case 'host_not_found':
       case 'dns':
       case 'refused':
       case 'unreachable':
@@ -135,7 +139,7 @@ export function callErrorFromSource(error: ToolSourceError): ToolCallError {
       ? 'auth_required'
       : error.code === 'ssrf_blocked' || error.code === 'insecure_url' || error.code === 'tls_error'
       ? 'refused_by_policy'
-      : error.code === 'upstream_unreachable'
+      : error.code === 'upstream_unreachable' || error.code === 'host_not_found'
         ? 'not_delivered'
         : error.transient
           ? 'source_unavailable'

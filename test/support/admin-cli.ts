@@ -12,6 +12,8 @@ export interface CliResult {
 
 /** `npm run --silent admin -- ...args` with the given environment, as an operator types it. */
 export function runAdmin(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  // Whatever the CLI resolves goes to the test's fake DNS on loopback, never the machine's nameserver.
+  if (!env.DNS_SERVERS) throw new Error('runAdmin needs DNS_SERVERS in env (a test/support/fake-dns.ts server)');
   return new Promise((resolve, reject) => {
     const child = spawn('npm', ['run', '--silent', 'admin', '--', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

@@ -8,7 +8,7 @@ import { Client } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, Runtime, DefaultLogger, type WorkflowBundle } from '@temporalio/worker';
 import { loadConfig, type Config } from '../../lib/config';
 import { migrateToLatest, openDatabase, type Db } from '../../db/connect';
-import { parseNetworkAllowlist } from '../../lib/net/ssrf';
+import { networkPolicyFromConfig } from '../../lib/net/policy';
 import { socialPlatformsFromConfig } from '../../lib/social/platforms';
 import { connectClient } from '../../lib/temporal';
 import { startTemporalDevServer, type DevServer } from '../../lib/temporal-cli';
@@ -22,6 +22,7 @@ import { freePort } from './ports';
 import { startFakeCaptchaSolver, type FakeCaptchaSolver } from './fake-captcha-solver';
 import { startFakeProxy, type FakeProxy } from './fake-proxy';
 import { captchaRoutes, CAPTCHA_SITE_KEY } from './captcha-fixture';
+import { startFakeDns, type FakeDns } from './fake-dns';
 import { startFakeForum, type FakeForum } from './fake-forum';
 import { startFakeMicroblog, type FakeMicroblog } from './fake-microblog';
 import { captureProcessOutput, testLogSink } from './output-capture';
@@ -51,6 +52,11 @@ export interface Harness {
   proxy: FakeProxy;
   forum: FakeForum;
   microblog: FakeMicroblog;
+  /**
+   * The only DNS server the platform asks (DNS_SERVERS, also in `env` for child processes): made-up names get
+   * NXDOMAIN from it on loopback instead of reaching the machine's nameserver.
+   */
+  dns: FakeDns;
   workflowBundle: WorkflowBundle;
   /** POST /admin/users through the admin API; returns the new user's id and key. */
   createUser(options?: { creditUsd?: number; monthlyOperationLimit?: number; email?: string }): Promise<{ userId: string; apiKey: string }>;
@@ -110,8 +116,8 @@ async function startHarness(): Promise<Harness> {
   configureLogging({ level: 'debug', destination: testLogSink() });
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const captchaSolver = await startFakeCaptchaSolver();
-  const [forum, microblog] = await Promise.all([startFakeForum(), startFakeMicroblog()]);
-  cleanups.push(() => forum.close(), () => microblog.close());
+  const [forum, microblog, dns] = await Promise.all([startFakeForum(), startFakeMicroblog(), startFakeDns()]);
+  cleanups.push(() => forum.close(), () => microblog.close(), () => dns.close());
   const [databaseUrl, llm, site, proxy, temporalPort] = await Promise.all([
     createDatabase(),
     startFakeOpenAI(),
@@ -137,6 +143,8 @@ async function startHarness(): Promise<Harness> {
     ADMIN_TOKEN: randomBytes(24).toString('hex'),
     MASTER_KEY: randomBytes(32).toString('hex'),
     NETWORK_ALLOWLIST: '127.0.0.1,localhost',
+    // Every name the platform resolves for a user URL is asked of the loopback fake, never the machine's nameserver.
+    DNS_SERVERS: dns.server,
     PLATFORM_TASK_QUEUE: 'platform-test',
     BROWSER_TASK_QUEUE: 'browser-test',
     SYNC_SCRAPE_TIMEOUT_MS: '60000',
@@ -151,7 +159,7 @@ async function startHarness(): Promise<Harness> {
     AUTOMATION_MIN_INTERVAL_MINUTES: '0.05',
   };
   const config = loadConfig(env);
-  const policy = parseNetworkAllowlist(config.networkAllowlist);
+  const policy = networkPolicyFromConfig(config);
   const db = await openDatabase({ ...config, poolSize: 20 });
   cleanups.push(() => db.destroy());
   await migrateToLatest(db);
@@ -215,6 +223,7 @@ async function startHarness(): Promise<Harness> {
     proxy,
     forum,
     microblog,
+    dns,
     workflowBundle,
     http,
     async createUser(options = {}) {

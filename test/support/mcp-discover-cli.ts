@@ -1,6 +1,7 @@
 import { discoverTools } from '../../lib/tools/discovery';
 import { ToolSourceError } from '../../lib/tools/errors';
-import { parseNetworkAllowlist } from '../../lib/net/ssrf';
+import { parseDnsServers } from '../../lib/net/dns';
+import { networkPolicyFromConfig } from '../../lib/net/policy';
 
 /**
  * Runs one discovery in a process of its own and prints `{ok, result}` or `{ok: false, code}` as JSON:
@@ -10,7 +11,11 @@ import { parseNetworkAllowlist } from '../../lib/net/ssrf';
  */
 async function main(): Promise<void> {
   const spec = JSON.parse(process.argv[2]);
-  const policy = parseNetworkAllowlist(process.env.NETWORK_ALLOWLIST ?? '127.0.0.1,localhost');
+  // Names resolve only through DNS_SERVERS; unset, through the loopback discard port, where no server answers.
+  const policy = networkPolicyFromConfig({
+    networkAllowlist: process.env.NETWORK_ALLOWLIST ?? '127.0.0.1,localhost',
+    dnsServers: parseDnsServers(process.env.DNS_SERVERS ?? '127.0.0.1:9'),
+  });
   try {
     const result = await discoverTools(spec, { policy, extraCa: process.env.EXTRA_CA || undefined });
     process.stdout.write(JSON.stringify({ ok: true, result }));

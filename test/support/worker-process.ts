@@ -5,6 +5,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 
 /** Starts `workers/worker.ts` as its own process and resolves once it polls. */
 export function startWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
+  // A worker resolves the names of user URLs: only through the test's fake DNS (harness env), never the machine's.
+  if (!env.DNS_SERVERS) throw new Error('startWorkerProcess needs DNS_SERVERS in env (pass the harness env: h.env)');
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'workers/worker.ts'], {
     cwd: ROOT,
     env: { ...process.env, ...env },
