@@ -18,6 +18,7 @@ import { healthRoutes } from './routes/health';
 import { skillsRoutes } from './routes/skills';
 import { mcpEndpoint } from './mcp/endpoint';
 import { docsMcpEndpoint } from './mcp/docs';
+import { marketMcpEndpoint } from './mcp/market';
 import { buildOpenApiDocument } from './openapi';
 import { buildDocsSite } from '../lib/docs/site';
 import { loadDocSources } from '../lib/docs/load';
@@ -27,6 +28,7 @@ import { marketAgentRoutes } from './routes/market-agents';
 import { marketIconRoutes, publicMarketIconRoutes } from './routes/market-icons';
 import { providerRoutes } from './routes/provider';
 import { metricsRoutes } from './routes/metrics';
+import { marketConsumerRoutes } from './routes/market-consumer';
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa();
@@ -36,6 +38,7 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(errorHandler());
   const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
   app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
+  app.use(mcpEndpoint(marketMcpEndpoint(deps)));
 
   const root = new Router();
   const health = healthRoutes(deps);
@@ -52,7 +55,7 @@ export function createApp(deps: ApiDeps): Koa {
   // Bodies are read only after the caller is authenticated (the admin routes do the same with their token).
   const v1 = new Router({ prefix: '/api/v1' });
   v1.use(requireApiKey(deps.db), jsonBody());
-  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps), marketMcpRoutes(deps), marketAgentRoutes(deps), marketIconRoutes(deps), providerRoutes(deps)]) {
+  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps), marketMcpRoutes(deps), marketAgentRoutes(deps), marketIconRoutes(deps), providerRoutes(deps), marketConsumerRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());
   }
   root.use(v1.routes(), v1.allowedMethods());

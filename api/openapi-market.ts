@@ -21,6 +21,7 @@ import {
   SubmissionsQuery,
   ValidationReport,
 } from '../lib/schemas/market';
+import { McpCredentialRequest, McpCredentialResponse, ProviderRevenueQuery, ProviderRevenueResponse, ProviderRevenueRun } from '../lib/schemas/market-hosted';
 
 /** The tool market's part of the OpenAPI document (components and paths), merged by api/openapi.ts. */
 export const MARKET_COMPONENTS = [
@@ -43,6 +44,10 @@ export const MARKET_COMPONENTS = [
   ProviderEventChargeRequest,
   ProviderEventChargeResult,
   AdminMarketReviewRequest,
+  McpCredentialRequest,
+  McpCredentialResponse,
+  ProviderRevenueRun,
+  ProviderRevenueResponse,
 ];
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -203,6 +208,39 @@ export function marketPaths() {
         tags,
         parameters: [uuidPath('id')],
         responses: { 200: json(ref('McpMarketPublicEntry'), 'The entry'), 401: unauthorized, 404: error('No approved entry with this id') },
+      },
+    },
+    '/mcp-market/mcps/{id}/credentials': {
+      post: {
+        summary: 'Create an MCP client credential for the hosted MCP endpoint of an approved entry',
+        description:
+          'The hosted MCP endpoint of an entry is `{mcp_url}/mcp/{id}` (mcpUrl in the answer; {mcp_url} is MCP_PUBLIC_URL, by default the API origin, outside /api/v1): a stateless MCP server ' +
+          '(Streamable HTTP; the current protocol revision and the 2025 revisions) exposing the entry\'s approved tools (all by default; `?tools=a,b` narrows), each with its price in ' +
+          '`_meta["scrape-platform/pricing"]`. Clients send `Authorization: Bearer <credential>`; for an entry without parameters the plain API key is accepted too. Missing or refused ' +
+          'tokens get 401 with `WWW-Authenticate: Bearer realm="market-mcp", error=...`. The credential (a sealed token: entry id, the id of the API key that created it, the params, ' +
+          'the cap) is rejected for any other entry, after the API key is rotated and after the entry\'s parameter schema changes: create a new one then. ' +
+          'Calls: tool_call_fixed charges clientPriceUsd for every call the upstream answered (an isError result included), nothing for a refused or unanswered call; provider_event ' +
+          'entries are charged by the provider (POST /provider/runs/{runId}/charge) within the run charge limit min(available balance, maxRunChargeUsd, MARKET_RUN_CHARGE_LIMIT_USD); ' +
+          'free costs nothing. Each result carries `_meta["scrape-platform/billing"]` {runId, chargedUsd, outcome, code?}; every call is in /transactions and /logs. ' +
+          'A tool whose upstream name, description or schema changed since approval is refused (code tool_changed) and the entry flagged for re-review.',
+        tags,
+        parameters: [uuidPath('id')],
+        requestBody: body('McpCredentialRequest'),
+        responses: {
+          201: json(ref('McpCredentialResponse'), 'The credential (shown once; a secret equivalent to the API key) and the endpoint address'),
+          400: error('Invalid body; invalid_params: params do not match the entry\'s requiredUserParamsSchema (or name undeclared parameters)'),
+          401: unauthorized,
+          404: error('No approved entry with this id'),
+        },
+      },
+    },
+    '/provider/revenue': {
+      get: {
+        summary: "The provider's market revenue: runs of its entries (newest first) with their charges per event and the amounts",
+        description: 'Fixed-price calls appear as the event `tool_call` with their toolName. totals cover every run of the provider; commissionUsd is the platform\'s share (MARKET_COMMISSION_RATE).',
+        tags: ['Provider event charge'],
+        parameters: query(ProviderRevenueQuery as never),
+        responses: { 200: json(ref('ProviderRevenueResponse'), 'One page of runs and the totals'), 400: error('Invalid page or pageSize'), 401: unauthorized },
       },
     },
     '/provider/runs/{runId}/charge': {

@@ -393,6 +393,20 @@ export interface MarketRunsTable {
   created_at: Timestamp;
   expires_at: ColumnType<Date, Date | string, Date | string>;
   closed_at: Nullable<Date>;
+  /** The agent execution (job) of a run opened for a `market_mcps` selection; null for /mcp/{entryId} calls. */
+  job_id: ColumnType<string | null, string | null | undefined, string | null>;
+  settled_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+/** The rug-pull gate's flag on a live submission (migration 0010). */
+export interface McpMarketDriftTable {
+  submission_id: string;
+  entry_id: string;
+  approved_hash: string;
+  upstream_hash: string;
+  tools: Json<unknown[]>;
+  first_detected_at: Timestamp;
+  detected_at: ColumnType<Date, Date | string | undefined, Date | string>;
 }
 
 export interface MarketRunChargesTable {
@@ -494,6 +508,7 @@ export interface Database {
   market_submissions: MarketSubmissionsTable;
   market_slugs: MarketSlugsTable;
   mcp_market_details: McpMarketDetailsTable;
+  mcp_market_drift: McpMarketDriftTable;
   skills_directory: SkillsDirectoryTable;
   social_accounts: SocialAccountsTable;
   automations: AutomationsTable;

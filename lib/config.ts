@@ -67,6 +67,16 @@ export interface MarketConfig {
   discoveryTimeoutMs: number;
   /** MARKET_RUN_CHARGE_LIMIT_USD, default 1.00, in micro-USD: the most one market run may charge (and so reserves). */
   runChargeLimitMicros: number;
+  /** MCP_PUBLIC_URL: where the hosted market MCP endpoint is advertised (`{url}/mcp/{entryId}`); unset means the API's own origin. Its host is also accepted in Host/Origin. */
+  mcpPublicUrl: string | null;
+  /** MARKET_RUN_TTL_MINUTES, default 15: how long a market run (and its charge token) accepts provider charges. */
+  runTtlMs: number;
+  /** MARKET_TOOL_CALL_TIMEOUT_MS, default 60000: the bound of one forwarded market tool call. */
+  toolCallTimeoutMs: number;
+  /** MARKET_TOOL_LIST_CACHE_SECONDS, default 60: how long the upstream tool list (the rug-pull gate's view) is reused. */
+  toolListCacheMs: number;
+  /** MARKET_MCP_RATE_LIMIT, default 600: requests per minute per client address on /mcp/{entryId}. */
+  mcpRateLimitPerMinute: number;
 }
 
 /** The read-only docs-search MCP endpoint (served at /docs-mcp on the API origin). */
@@ -237,6 +247,11 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
     eventVerificationTtlMs: integer(env, 'MARKET_EVENT_VERIFICATION_TTL_MINUTES', 60, 1, 24 * 60) * 60_000,
     discoveryTimeoutMs: integer(env, 'MARKET_DISCOVERY_TIMEOUT_MS', 60_000, 1_000, 600_000),
     runChargeLimitMicros: usdAmount(env, 'MARKET_RUN_CHARGE_LIMIT_USD', 1),
+    mcpPublicUrl: url(env, 'MCP_PUBLIC_URL'),
+    runTtlMs: integer(env, 'MARKET_RUN_TTL_MINUTES', 15, 1, 24 * 60) * 60_000,
+    toolCallTimeoutMs: integer(env, 'MARKET_TOOL_CALL_TIMEOUT_MS', 60_000, 1_000, 600_000),
+    toolListCacheMs: integer(env, 'MARKET_TOOL_LIST_CACHE_SECONDS', 60, 0, 3_600) * 1_000,
+    mcpRateLimitPerMinute: integer(env, 'MARKET_MCP_RATE_LIMIT', 600, 1, 1_000_000),
   };
 }
 

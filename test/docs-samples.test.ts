@@ -12,6 +12,7 @@ import { loadDocSources, REPO_ROOT } from '../lib/docs/load';
 import { codeBlocks, type Block } from '../lib/docs/markdown';
 import { parseGuide, type Guide } from '../lib/docs/guides';
 import { signWebhook } from '../lib/crypto';
+import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
 
 /**
  * The guides' samples, run against the service the way a reader runs them: every fenced block marked
@@ -73,6 +74,7 @@ describe('docs samples run against the service', function () {
   let mcp: TestMcpServer;
   let workDir: string;
   let env: Record<string, string>;
+  let marketProvider: MarketProviderService;
 
   before(async function () {
     this.timeout(180_000);
@@ -103,6 +105,15 @@ describe('docs samples run against the service', function () {
       MICROBLOG_PASSWORD: microblog.password,
       MICROBLOG_TOTP_SECRET: microblog.totpSecret,
     };
+    // An approved market entry for docs/using-market-tools.md (ENTRY_ID), served by a loopback provider.
+    marketProvider = await startMarketProvider();
+    const seller = await h.createUser({ creditUsd: 0 });
+    const listing = await approvedServiceEntry(h, seller, marketProvider.url, {
+      name: 'City facts',
+      monetizationStrategy: 'tool_call_fixed',
+      tools: [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: 0.002 }],
+    });
+    env.ENTRY_ID = listing.entryId;
     h.llm.setDefault(sampleModel);
   });
 
@@ -112,6 +123,7 @@ describe('docs samples run against the service', function () {
     for (const { schedule_id } of schedules) await h.client.schedule.getHandle(schedule_id).delete();
     h?.llm.reset();
     await receiver?.close();
+    await marketProvider?.close();
     await mcp?.close();
     if (workDir) rmSync(workDir, { recursive: true, force: true });
   });

@@ -12,6 +12,8 @@ import { freePort } from './support/ports';
 import { oneJsonLine, runAdmin } from './support/admin-cli';
 import { parsePrometheus } from './support/prometheus';
 import { act } from './support/agent-script';
+import { Client as McpClient, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { startMarketProvider } from './support/market-provider';
 import { startMcpServer } from './support/mcp-server';
 import { CATALOGUE_IDS, SKILLS_CATALOGUE_COUNT, SKILLS_CATALOGUE_PATH } from './support/skills-queries';
 
@@ -380,6 +382,62 @@ const CASES: EndpointCase[] = [
       assert.ok(metrics.value('platform_jobs', { kind: 'scrape', state: 'completed' }) >= 1);
       assert.ok(metrics.value('platform_job_duration_seconds_count', { kind: 'scrape', status: 'completed' }) >= 1);
       assert.ok(metrics.value('platform_debits_total') >= 1);
+    },
+  },
+  {
+    name: 'sells a tool and calls it through the hosted MCP endpoint /mcp/{entryId}: credential, priced tools/list, a billed call, provider revenue',
+    covers: [
+      'POST /api/v1/mcp-market/validate',
+      'POST /api/v1/mcp-market/submissions',
+      'POST /api/v1/mcp-market/submissions/{id}/submit',
+      'CLI review',
+      'POST /api/v1/mcp-market/mcps/{id}/credentials',
+      'GET /api/v1/provider/revenue',
+      'POST /mcp/{entryId}',
+    ],
+    async run(ctx) {
+      const service = await startMarketProvider();
+      try {
+        const provider = await ctx.admin(['create-user', '--email', 'tool-seller@example.com', '--credit-usd', '0']);
+        const consumer = await ctx.admin(['create-user', '--email', 'tool-buyer@example.com', '--credit-usd', '1']);
+        const validated = await ctx.http('POST', '/api/v1/mcp-market/validate', { apiKey: provider.apiKey, body: { type: 'remote_mcp', url: service.url } });
+        assert.equal(validated.status, 200, JSON.stringify(validated.body));
+        const created = await ctx.http('POST', '/api/v1/mcp-market/submissions', {
+          apiKey: provider.apiKey,
+          body: {
+            validationId: validated.body.validationId,
+            sourceFingerprint: validated.body.sourceFingerprint,
+            type: 'remote_mcp',
+            name: 'City facts',
+            remoteMcpUrl: service.url,
+            monetizationStrategy: 'tool_call_fixed',
+            tools: [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: 0.002 }],
+          },
+        });
+        assert.equal(created.status, 201, JSON.stringify(created.body));
+        assert.equal((await ctx.http('POST', `/api/v1/mcp-market/submissions/${created.body.id}/submit`, { apiKey: provider.apiKey })).status, 200);
+        await ctx.admin(['review', '--market', 'mcp', '--submission', created.body.id, '--approve']);
+        const issued = await ctx.http('POST', `/api/v1/mcp-market/mcps/${created.body.publicId}/credentials`, { apiKey: consumer.apiKey, body: {} });
+        assert.equal(issued.status, 201, JSON.stringify(issued.body));
+        assert.equal(issued.body.mcpUrl, `${ctx.baseUrl}/mcp/${created.body.publicId}`);
+        const client = new McpClient({ name: 'embedded-consumer', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+        await client.connect(new StreamableHTTPClientTransport(new URL(issued.body.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${issued.body.credential}` } } }));
+        try {
+          const { tools } = await client.listTools();
+          assert.deepEqual(tools.map((t) => [t.name, (t._meta?.['scrape-platform/pricing'] as { clientPriceUsd: number }).clientPriceUsd]), [['lookup_city', 0.002]]);
+          const answered = await client.callTool({ name: 'lookup_city', arguments: { city: 'Lisbon' } });
+          assert.equal(answered.isError, false, JSON.stringify(answered));
+        } finally {
+          await client.close();
+        }
+        const charged = (await ctx.http('GET', '/api/v1/transactions?pageSize=10', { apiKey: consumer.apiKey })).body.transactions.filter((t: { agentName: string }) => t.agentName.startsWith('market:'));
+        assert.deepEqual(charged.map((t: { cost: number }) => t.cost), [0.002]);
+        const revenue = await ctx.http('GET', '/api/v1/provider/revenue', { apiKey: provider.apiKey });
+        assert.equal(revenue.status, 200, JSON.stringify(revenue.body));
+        assert.equal(revenue.body.totals.totalChargedUsd, 0.002);
+      } finally {
+        await service.close();
+      }
     },
   },
   {

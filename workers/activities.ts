@@ -19,6 +19,9 @@ import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { createSkillsActivities } from '../activities/skills';
 import { createToolActivities } from '../activities/tools';
 import { jobSelectionLoader } from '../activities/tools/selections';
+import { createMarketSelectionCaller } from '../activities/tools/market';
+import { createMarketRunActivities } from '../activities/market/runs';
+import type { Client } from '@temporalio/client';
 import { createMarketActivities } from '../activities/market';
 import { createCustomAgentActivities } from '../activities/custom-agent';
 import { runtimeDiscover } from '../lib/market/runtime-discover';
@@ -27,10 +30,12 @@ export interface ActivityDeps {
   db: Db;
   config: Config;
   policy: NetworkPolicy;
+  /** Starts market run workflows from activities (market tools of agents); absent: runs just expire. */
+  temporal?: Client;
 }
 
 /** Activities of the `platform` task queue: database, HTTP, LLM, billing, webhooks. */
-export function platformActivities({ db, config, policy }: ActivityDeps) {
+export function platformActivities({ db, config, policy, temporal }: ActivityDeps) {
   const adapters = { proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha };
   const llm = createLlmProviders({ service: config.openai, routerBaseURL: config.routerBaseURL, prices: config.modelPrices });
   const page = createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters });
@@ -46,7 +51,13 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
     ...createAutomationActivities({ db, masterKey: config.masterKey, holdMaxMicros: config.holds.automation, prices: config.modelPrices }),
     ...createSkillsActivities({ db, config }),
-    ...createToolActivities({ policy, masterKey: config.masterKey, loadSelection: jobSelectionLoader(db, config.masterKey) }),
+    ...createToolActivities({
+      policy,
+      masterKey: config.masterKey,
+      loadSelection: jobSelectionLoader(db, config.masterKey),
+      callMarketSelection: createMarketSelectionCaller({ db, config, policy, temporal }),
+    }),
+    ...createMarketRunActivities({ db }),
     ...createMarketActivities({ db, config, discover: runtimeDiscover({ policy }) }),
     ...createCustomAgentActivities({
       db,

@@ -41,7 +41,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
         interceptors: { activity: [waitOutDatabaseOutages] },
         taskQueue: config.taskQueues.platform,
         ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
-        activities: platformActivities(options),
+        activities: platformActivities({ ...options, temporal: new Client({ connection, namespace }) }),
         maxConcurrentActivityTaskExecutions: 50,
       }),
     );

@@ -4,6 +4,7 @@ import { unsealDiscoveryParams, type DiscoverToolsInput, type DiscoveryOutcome }
 import { ToolCallError, ToolSourceError, type ToolCallFailureKind } from '../../lib/tools/errors';
 import { openToolSourceForCall, type ToolRuntimeDeps, type ToolSource } from '../../lib/tools/source';
 import type { ToolSelection } from '../../lib/tools/types';
+import type { MarketSelectionCaller } from './market';
 
 /** Which selection of a run a tool belongs to: the n-th of its `custom_mcps` or `market_mcps`. */
 export interface ToolSelectionRef {
@@ -19,6 +20,8 @@ export interface ToolActivityDeps extends ToolRuntimeDeps {
   masterKey: Buffer;
   /** Reads the selection (with its unsealed params) a run refers to. */
   loadSelection: SelectionLoader;
+  /** Calls a tool of a `market_mcps` selection through the market's in-process path (activities/tools/market.ts). */
+  callMarketSelection?: MarketSelectionCaller;
 }
 
 export interface ToolCallInput {
@@ -81,6 +84,7 @@ export function createToolActivities(deps: ToolActivityDeps) {
       const { attempt } = context.info;
       const previous = (context.info.heartbeatDetails ?? {}) as CallProgress;
       const started = Date.now();
+      if (input.selection.kind === 'market_mcps') return marketToolCall(deps, input, context, previous);
       let selection: ToolSelection;
       try {
         selection = await deps.loadSelection(input.jobId, input.selection);
@@ -118,6 +122,27 @@ export function createToolActivities(deps: ToolActivityDeps) {
       }
     },
   };
+}
+
+/**
+ * A market tool of the run (`market_mcps`): served in-process by the market path, which bills it.
+ * A call is never sent twice: an attempt after one that may have sent it is refused, and refusals
+ * (nothing charged) and unanswered calls come back as non-retryable failures for the model.
+ */
+async function marketToolCall(deps: ToolActivityDeps, input: ToolCallInput, context: Context, previous: CallProgress): Promise<ToolCallOutput> {
+  const { attempt } = context.info;
+  if (!deps.callMarketSelection) throw ApplicationFailure.nonRetryable('Market tools are not available on this worker', TOOL_CALL_FAILED, { kind: 'source_unavailable', reached: false });
+  if (attempt > 1 && previous.notDeliveredAttempt !== attempt - 1) {
+    throw ApplicationFailure.nonRetryable(
+      `Not sent again: an earlier attempt of this call to the market tool "${input.tool}" may have reached it (and been billed). Check its effect before calling it again.`,
+      TOOL_CALL_MAY_HAVE_RUN,
+      { kind: 'connection_lost', reached: true },
+    );
+  }
+  context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress);
+  const outcome = await deps.callMarketSelection({ jobId: input.jobId, index: input.selection.index, tool: input.tool, args: input.args, signal: context.cancellationSignal });
+  if (outcome.status === 'answered') return { isError: outcome.result.isError, text: outcome.result.text, truncated: outcome.result.truncated, durationMs: outcome.durationMs };
+  throw ApplicationFailure.nonRetryable(outcome.message, TOOL_CALL_FAILED, { kind: outcome.code, reached: outcome.status === 'failed' });
 }
 
 function failureDetails(kind: ToolCallFailureKind, reached: boolean) {

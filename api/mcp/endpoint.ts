@@ -1,5 +1,5 @@
 import type { Context, Middleware, Next } from 'koa';
-import { createMcpHandler, localhostAllowedHostnames, validateHostHeader, validateOriginHeader, type McpServerFactory } from '@modelcontextprotocol/server';
+import { createMcpHandler, localhostAllowedHostnames, validateHostHeader, validateOriginHeader, type AuthInfo, type McpServerFactory } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { ApiError } from '../errors';
 import { createRateLimiter } from './rate-limit';
@@ -20,6 +20,11 @@ export interface McpEndpointOptions {
   allowedHostnames: string[];
   /** Requests per minute per client address; beyond it 429 with Retry-After. Omitted: no limit. */
   rateLimitPerMinute?: number;
+  /**
+   * Authenticates the request before the SDK sees it (throw an ApiError to refuse, e.g. 401 with
+   * WWW-Authenticate); what it returns reaches the factory as `authInfo`. Omitted: a public endpoint.
+   */
+  authenticate?: (ctx: Context) => Promise<AuthInfo>;
 }
 
 /**
@@ -58,6 +63,7 @@ export function mcpEndpoint(options: McpEndpointOptions): Middleware {
         'Retry-After': String(verdict.retryAfterSeconds),
       });
     }
+    if (options.authenticate) (ctx.req as typeof ctx.req & { auth?: AuthInfo }).auth = await options.authenticate(ctx);
     // The SDK writes the response itself; Koa must neither answer nor treat the request as unrouted.
     ctx.respond = false;
     ctx.status = 200;

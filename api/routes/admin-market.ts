@@ -2,6 +2,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { getSubmissionForReview, listSubmissionsForReview, reviewSubmission, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
 import { findMcpSubmissions, mcpMarketHooks, type McpSubmission } from '../../db/repos/market-mcp';
+import { findDriftFlags, type DriftFlag } from '../../db/repos/market-tool-calls';
 import { agentMarketHooks, findAgentSubmissions, type AgentSubmission } from '../../db/repos/market-agents';
 import { microsToUsd } from '../../lib/money';
 import { paginationMeta } from '../../db/repos/pagination';
@@ -34,8 +35,10 @@ function coreView(sub: SubmissionCore) {
   };
 }
 
-function mcpReviewView(sub: McpSubmission) {
+function mcpReviewView(sub: McpSubmission, drift: DriftFlag | undefined) {
   return {
+    /** The rug-pull gate's flag: approved tools that changed upstream since approval, per tool (null when none). */
+    rugPull: drift ?? null,
     type: sub.type,
     sourceFingerprint: sub.sourceFingerprint,
     remoteMcpUrl: sub.remoteMcpUrl,
@@ -68,8 +71,8 @@ function marketPlugins(deps: ApiDeps): Record<Market, { hooks: MarketDetailsHook
     mcp: {
       hooks: mcpMarketHooks(deps.config.masterKey),
       async details(ids) {
-        const found = await findMcpSubmissions(deps.db, ids);
-        return new Map([...found].map(([id, sub]) => [id, mcpReviewView(sub)]));
+        const [found, drifts] = await Promise.all([findMcpSubmissions(deps.db, ids), findDriftFlags(deps.db, ids)]);
+        return new Map([...found].map(([id, sub]) => [id, mcpReviewView(sub, drifts.get(id))]));
       },
     },
     agent: {

@@ -7,6 +7,7 @@ import * as moneyHolds from './0005_money_holds';
 import * as market from './0007_market';
 import * as marketRuns from './0008_market_runs';
 import * as customAgents from './0009_custom_agents';
+import * as hostedMcp from './0010_hosted_mcp';
 import * as agentMarket from './0011_agent_market';
 
 const migrations: Record<string, Migration> = {
@@ -18,6 +19,7 @@ const migrations: Record<string, Migration> = {
   '0007_market': market,
   '0008_market_runs': marketRuns,
   '0009_custom_agents': customAgents,
+  '0010_hosted_mcp': hostedMcp,
   '0011_agent_market': agentMarket,
 };
 

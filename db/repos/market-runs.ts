@@ -82,6 +82,8 @@ export interface OpenMarketRunInput {
   /** Signs the run's charge token (MARKET_CHARGE_TOKEN_KEY). */
   chargeTokenKey: Buffer;
   now?: Date;
+  /** The agent execution the run belongs to (one open run per execution and selection); null for a direct call. */
+  jobId?: string | null;
 }
 
 export type OpenMarketRunOutcome =
@@ -125,6 +127,7 @@ export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<
         hold_micros: holdMicros,
         created_at: now,
         expires_at: new Date(now.getTime() + input.ttlMs),
+        job_id: input.jobId ?? null,
       })
       .returningAll()
       .executeTakeFirstOrThrow();

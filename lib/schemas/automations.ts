@@ -58,6 +58,13 @@ export const MarketMcpSelectionRequest = {
     mcp_id: uuid,
     tool_names: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
     params: { type: 'object', default: {} },
+    max_total_usd: {
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description:
+        "Extra property (not in the contract): the most this selection's market run may charge per execution. The run charge limit is min(available balance, this, MARKET_RUN_CHARGE_LIMIT_USD)",
+    },
   },
 } as const;
 
@@ -148,6 +155,6 @@ export interface AutomationCreateBody {
   forum?: SavedSelection | InlineForumSelection;
   microblog?: SavedSelection;
   skills?: { mode: 'none' | 'selected'; selected?: { name: string; skillMdContent?: string | null; description?: string | null }[] };
-  market_mcps: { mcp_id: string; tool_names: string[]; params: Record<string, unknown> }[];
+  market_mcps: { mcp_id: string; tool_names: string[]; params: Record<string, unknown>; max_total_usd?: number }[];
   custom_mcps: { type: string; params: Record<string, unknown>; [key: string]: unknown }[];
 }

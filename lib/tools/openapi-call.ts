@@ -21,6 +21,8 @@ export interface OperationCallContext {
   timeoutMs: number;
   maxResultBytes: number;
   signal?: AbortSignal;
+  /** Sent on every request besides what the operation and credentials set (the market's x-service-charge-* headers). */
+  extraHeaders?: Record<string, string>;
 }
 
 /** Bodies beyond this are cut while reading (the result is cut further to the result cap). */
@@ -130,6 +132,7 @@ function buildRequest(operation: OpenApiOperation, args: Record<string, unknown>
   }
   applyCredentials(operation, context, url, headers, cookies);
   if (cookies.length > 0) headers.cookie = cookies.join('; ');
+  for (const [name, value] of Object.entries(context.extraHeaders ?? {})) headers[name.toLowerCase()] = value;
   return { url, headers, body };
 }
 

@@ -42,7 +42,7 @@ export interface ToolSource {
 
 /** Opens a selection (throws ToolSourceError when it cannot be opened). */
 export async function openToolSource(selection: ToolSelection, deps: ToolRuntimeDeps): Promise<ToolSource> {
-  const secrets = Object.values(selection.params ?? {});
+  const secrets = [...Object.values(selection.params ?? {}), ...Object.values(selection.headers ?? {})];
   try {
     const source = selection.type === 'remote_mcp' ? await openMcpSource(selection, deps) : await openOpenApiSource(selection, deps);
     return scrubbing(source, secrets);
@@ -119,9 +119,16 @@ export interface OpenedMcp {
 }
 
 /** Connects (Streamable HTTP, else legacy SSE) and lists the tools; the caller closes the session. */
-export async function connectAndList(url: URL, params: SourceParamValues | undefined, deps: ToolRuntimeDeps, onConnected?: (request: { url: URL; method: string }) => void, knownTools?: ToolDefinition[]): Promise<OpenedMcp> {
+export async function connectAndList(
+  url: URL,
+  params: SourceParamValues | undefined,
+  deps: ToolRuntimeDeps,
+  onConnected?: (request: { url: URL; method: string }) => void,
+  knownTools?: ToolDefinition[],
+  extraHeaders?: Record<string, string>,
+): Promise<OpenedMcp> {
   const timeoutMs = deps.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const session = await connectMcp({ url, headers: mcpHeaders(params), fetch: toolFetch(deps, onConnected), timeoutMs, checkRedirect: (target) => preflightSourceUrl(target, deps.policy) });
+  const session = await connectMcp({ url, headers: { ...mcpHeaders(params), ...mcpHeaders(extraHeaders) }, fetch: toolFetch(deps, onConnected), timeoutMs, checkRedirect: (target) => preflightSourceUrl(target, deps.policy) });
   try {
     return { session, tools: knownTools ?? (await listMcpTools(session, timeoutMs)) };
   } catch (error) {
@@ -144,6 +151,7 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
       if (attempt.armed && method === 'POST') attempt.reached = true;
     },
     selection.knownTools,
+    selection.headers,
   );
   const tools = selectTools(allTools, selection.toolNames);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -255,6 +263,7 @@ async function openOpenApiSource(selection: ToolSelection, deps: ToolRuntimeDeps
         timeoutMs: options.timeoutMs ?? deps.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
         maxResultBytes,
         signal: options.signal,
+        extraHeaders: selection.headers,
       });
     },
   };

@@ -47,6 +47,11 @@ export interface ToolSourceSpec {
   /** OpenAPI only: the API's base URL, overriding the document's servers. */
   baseUrl?: string;
   params?: SourceParamValues;
+  /**
+   * HTTP headers sent with every request to the source besides the params (the hosted market's
+   * x-service-charge-* headers). Never shown to a model.
+   */
+  headers?: Record<string, string>;
 }
 
 /** A tool source as an agent selects it: the source, optionally narrowed to some tools. */

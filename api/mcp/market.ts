@@ -1,0 +1,173 @@
+import type { Context } from 'koa';
+import { Server, type AuthInfo, type CallToolResult } from '@modelcontextprotocol/server';
+import { findApiKeyOwner, findLiveApiKey, loadCallEntry, createMarketCallStore, openCallRun } from '../../db/repos/market-tool-calls';
+import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
+import { pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
+import { marketRunStarter } from '../../lib/market/run-workflow';
+import { callableTools, callMarketTool, createUpstreamSources, createUpstreamToolLists, type MarketCallEntry, type MarketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
+import { microsToUsd } from '../../lib/money';
+import type { SourceParamValues } from '../../lib/tools/types';
+import type { ApiDeps } from '../deps';
+import { ApiError } from '../errors';
+import type { McpEndpointOptions } from './endpoint';
+import { log } from '../../lib/log';
+
+/** The hosted market endpoint: `/mcp/{entryId}` on the API origin (or under MCP_PUBLIC_URL). */
+export const MARKET_MCP_PATH = /^\/mcp\/([^/]+)\/?$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `_meta` keys of tools/list and tools/call answers. */
+export const PRICING_META = 'scrape-platform/pricing';
+export const BILLING_META = 'scrape-platform/billing';
+
+/** Who is calling and with what: resolved from the bearer token before the MCP server is built. */
+interface MarketPrincipal {
+  userId: string;
+  /** The credential's id, or `api-key:<key id>` for a plain API key. */
+  selectionId: string;
+  params: SourceParamValues;
+  capMicros: number | null;
+}
+
+interface MarketRequestState {
+  principal: MarketPrincipal;
+  entry: MarketCallEntry;
+  /** ?tools=a,b: only these tools are listed and callable. */
+  only: Set<string> | null;
+}
+
+export function needsParams(schema: Record<string, unknown>): boolean {
+  return Object.keys((schema?.properties as Record<string, unknown> | undefined) ?? {}).length > 0;
+}
+
+/** The advertised address of an entry's endpoint. */
+export function marketMcpUrl(deps: Pick<ApiDeps, 'config'>, apiOrigin: string, entryId: string): string {
+  return `${(deps.config.market.mcpPublicUrl ?? apiOrigin).replace(/\/+$/, '')}/mcp/${entryId}`;
+}
+
+function challenge(message: string, error = 'invalid_token'): ApiError {
+  return new ApiError(401, 'unauthorized', message, undefined, {
+    'WWW-Authenticate': `Bearer realm="market-mcp", error="${error}", error_description="${message.replace(/["\\]/g, '')}"`,
+  });
+}
+
+/** Resolves the bearer token (a credential of this entry, or a plain API key for a parameterless entry). */
+async function authenticate(deps: ApiDeps, ctx: Context): Promise<AuthInfo> {
+  const entryId = MARKET_MCP_PATH.exec(ctx.path)?.[1] ?? '';
+  const header = ctx.get('authorization');
+  const token = /^Bearer\s+/i.test(header) ? header.replace(/^Bearer\s+/i, '').trim() : '';
+  if (!token) throw challenge('Send Authorization: Bearer <credential> (POST /api/v1/mcp-market/mcps/{id}/credentials), or your API key for an entry without parameters', 'invalid_request');
+  if (!UUID.test(entryId)) throw new ApiError(404, 'not_found', 'Market entry not found');
+  const entry = await loadCallEntry(deps.db, deps.config.masterKey, entryId.toLowerCase());
+  if (!entry) throw new ApiError(404, 'not_found', 'Market entry not found (not approved, or disabled)');
+
+  let principal: MarketPrincipal;
+  if (looksLikeMcpCredential(token)) {
+    const claims = openMcpCredential(deps.config.masterKey, token);
+    if (!claims) throw challenge('The credential is not valid');
+    if (claims.entryId !== entry.entryId) throw challenge('This credential belongs to another market entry');
+    const key = await findLiveApiKey(deps.db, claims.apiKeyId, claims.userId);
+    if (!key) throw challenge('The API key this credential was made with has been rotated; generate a new credential');
+    if (claims.paramsSchemaHash !== paramsSchemaHash(entry.requiredUserParamsSchema)) throw challenge("The entry's parameters changed since this credential was made; generate a new credential");
+    principal = { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros };
+  } else {
+    const key = await findApiKeyOwner(deps.db, token);
+    if (!key) throw challenge('Unknown credential or API key');
+    if (needsParams(entry.requiredUserParamsSchema)) {
+      throw challenge('This entry needs parameters: create a credential with POST /api/v1/mcp-market/mcps/{id}/credentials and use it as the bearer token');
+    }
+    principal = { userId: key.userId, selectionId: `api-key:${key.apiKeyId}`, params: {}, capMicros: null };
+  }
+  const tools = typeof ctx.query.tools === 'string' ? ctx.query.tools : null;
+  const state: MarketRequestState = { principal, entry, only: tools ? new Set(tools.split(',').map((t) => t.trim()).filter(Boolean)) : null };
+  return { token: 'redacted', clientId: principal.userId, scopes: [], extra: { market: state } };
+}
+
+/** The price an agent or person sees before calling (tools/list `_meta`). */
+function pricingMeta(entry: MarketCallEntry, tool: StoredMarketTool, maxRunChargeUsd: number) {
+  switch (entry.monetizationStrategy) {
+    case 'tool_call_fixed':
+      return { monetizationStrategy: 'tool_call_fixed', clientPriceUsd: microsToUsd(tool.clientPriceMicros ?? 0), currency: 'USD', per: 'call' };
+    case 'provider_event':
+      return { monetizationStrategy: 'provider_event', currency: 'USD', events: entry.pricingEvents.map(pricingEventDefinition), maxRunChargeUsd };
+    default:
+      return { monetizationStrategy: 'free', clientPriceUsd: 0, currency: 'USD' };
+  }
+}
+
+function billingMeta(outcome: MarketToolCallOutcome) {
+  const base = { runId: outcome.runId, chargedUsd: outcome.status === 'answered' ? microsToUsd(outcome.costMicros) : 0 };
+  if (outcome.status === 'answered') return { ...base, outcome: 'answered' };
+  return { ...base, outcome: outcome.status, code: outcome.code };
+}
+
+function toResult(outcome: MarketToolCallOutcome): CallToolResult {
+  const _meta = { [BILLING_META]: billingMeta(outcome) };
+  if (outcome.status === 'answered') return { content: [{ type: 'text', text: outcome.result.text }], isError: outcome.result.isError, _meta };
+  return { content: [{ type: 'text', text: outcome.message }], isError: true, _meta };
+}
+
+/** The mount options of /mcp/{entryId}: a stateless SDK v2 server per request, authenticated first. */
+export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
+  const market = deps.config.market;
+  const callDeps: MarketToolCallDeps = {
+    store: createMarketCallStore(deps.db),
+    runtime: { policy: deps.policy },
+    toolLists: createUpstreamToolLists(market.toolListCacheMs),
+    sources: createUpstreamSources(market.toolListCacheMs),
+    commissionRate: market.commissionRate,
+    callTimeoutMs: market.toolCallTimeoutMs,
+    onRunOpened: (run, _entry, consumerId) => {
+      try {
+        marketRunStarter(deps.temporal, deps.config.taskQueues.platform)(run, consumerId);
+      } catch (err) {
+        log().error({ err, runId: run.id }, 'market run workflow not started');
+      }
+    },
+  };
+  const runSettings = { ttlMs: market.runTtlMs, limitMicros: market.runChargeLimitMicros, chargeTokenKey: market.chargeTokenKey };
+  const hosts = [market.mcpPublicUrl, market.publicApiUrl].filter((u): u is string => !!u).map((u) => new URL(u).hostname);
+
+  return {
+    path: MARKET_MCP_PATH,
+    allowedHostnames: hosts,
+    rateLimitPerMinute: market.mcpRateLimitPerMinute,
+    authenticate: (ctx) => authenticate(deps, ctx),
+    factory: ({ authInfo }) => {
+      const state = (authInfo?.extra as { market?: MarketRequestState } | undefined)?.market;
+      if (!state) throw new Error('market MCP request without authentication');
+      const { entry, principal, only } = state;
+      const offered = callableTools(entry).filter((t) => !only || only.has(t.toolName));
+      const maxRunChargeUsd = microsToUsd(Math.min(market.runChargeLimitMicros, principal.capMicros ?? Number.MAX_SAFE_INTEGER));
+      const server = new Server({ name: `market-${entry.slug}`, title: entry.name, version: '1.0.0' }, { capabilities: { tools: {} } });
+      server.setRequestHandler('tools/list', async () => ({
+        tools: offered.map((tool) => ({
+          name: tool.toolName,
+          title: tool.displayName,
+          ...(tool.description !== null && { description: tool.description }),
+          inputSchema: (tool.inputSchema && Object.keys(tool.inputSchema).length ? tool.inputSchema : { type: 'object' }) as { type: 'object' },
+          _meta: { [PRICING_META]: pricingMeta(entry, tool, maxRunChargeUsd) },
+        })),
+      }));
+      server.setRequestHandler('tools/call', async (request, ctx) => {
+        const name = request.params.name;
+        const allowed = offered.some((t) => t.toolName === name);
+        const outcome = await callMarketTool(callDeps, {
+          consumerId: principal.userId,
+          entry: allowed ? entry : { ...entry, approvedTools: [] },
+          toolName: name,
+          args: request.params.arguments ?? {},
+          consumerParams: principal.params,
+          selectionId: principal.selectionId,
+          runPerCall: true,
+          signal: ctx.mcpReq.signal,
+          acquireRun: async () => {
+            return openCallRun(deps.db, runSettings, { consumerId: principal.userId, entryId: entry.entryId, selectionId: principal.selectionId, capMicros: principal.capMicros });
+          },
+        });
+        return toResult(outcome);
+      });
+      return server;
+    },
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * Hosted MCP endpoint benchmark (`npm run bench:mcp`): one harness (real Postgres database, Temporal
+ * dev server, API in this process), loopback only, bounded in time.
+ *
+ *   1. A provider's MCP service on loopback (test/support/market-provider.ts) listed as an approved
+ *      tool_call_fixed entry (1 micro-USD per call, so every hosted call includes its debit), and a
+ *      consumer with a credential for it.
+ *   2. `tools/call` of `lookup_city` with the official SDK v2 client, at 1 and then 16 concurrent
+ *      clients (each its own connected client), BENCH_MCP_SECONDS per phase (default 10):
+ *        - direct: the same client and call against the provider's server itself (baseline);
+ *        - hosted: through {API}/mcp/{entryId} (auth, entry, rug-pull gate with the cached upstream
+ *          list, market run with its hold and workflow start, forwarding, the debit transaction,
+ *          the call's records).
+ *   3. Checks: every hosted call was debited exactly once (consumer's debits = calls × price) and
+ *      the ledger reconciles.
+ *
+ * The API here is an extra one on the harness's database and workers with the per-address rate
+ * limit of /mcp lifted (MARKET_MCP_RATE_LIMIT), since every client is 127.0.0.1.
+ * Prints a table and, last, one JSON line with every figure.
+ */
+import os from 'node:os';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { getWalletSummary } from '../db/repos/ledger';
+import type { Harness } from '../test/support/harness';
+import { findLedgerProblems } from '../test/support/ledger-reconciliation';
+import { approvedServiceEntry, startMarketProvider } from '../test/support/market-provider';
+import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, type LoadResult } from './load';
+
+const PHASE_MS = Number(process.env.BENCH_MCP_SECONDS ?? 10) * 1000;
+const MAX_PER_PHASE = 100_000;
+const WARMUP = 50;
+const WATCHDOG_MS = 300_000 + 4 * PHASE_MS;
+const PRICE_MICROS = 1;
+
+async function connectClients(count: number, url: string, headers: Record<string, string>): Promise<Client[]> {
+  return Promise.all(
+    Array.from({ length: count }, async () => {
+      const client = new Client({ name: 'bench-mcp', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+      await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+      return client;
+    }),
+  );
+}
+
+async function phase(clients: Client[], what: string): Promise<LoadResult> {
+  log(`${what}: ${clients.length} concurrent client(s) for ${PHASE_MS / 1000}s`);
+  return runClosedLoop(MAX_PER_PHASE, clients.length, PHASE_MS, async (index) => {
+    const client = clients[index % clients.length];
+    const result = await client.callTool({ name: 'lookup_city', arguments: { city: `City ${index}` } });
+    if (result.isError) throw new Error(`tool error: ${JSON.stringify(result.content).slice(0, 300)}`);
+    return true;
+  });
+}
+
+const summary = (r: LoadResult) => ({ calls: r.succeeded, failed: r.failed, perSecond: round(perSecond(r), 1), p50Ms: round(percentile(r.latenciesMs, 50), 2), p99Ms: round(percentile(r.latenciesMs, 99), 2), firstError: r.firstError });
+
+void runHarnessBenchmark(WATCHDOG_MS, async (h: Harness, onStop) => {
+  const service = await startMarketProvider();
+  onStop(() => service.close());
+  const api = await h.startIsolatedStack({ taskQueues: h.config.taskQueues, overrides: { market: { ...h.config.market, mcpRateLimitPerMinute: 100_000_000 } }, queues: [] });
+  const provider = await h.createUser({ creditUsd: 0 });
+  const consumer = await h.createUser({ creditUsd: 100 });
+  const entry = await approvedServiceEntry(h, provider, service.url, {
+    name: `Bench city facts ${Date.now()}`,
+    monetizationStrategy: 'tool_call_fixed',
+    tools: [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: PRICE_MICROS / 1_000_000 }],
+  });
+  const issued = await fetch(`${api.baseUrl}/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': consumer.apiKey },
+    body: '{}',
+  }).then((r) => r.json() as Promise<{ credential: string }>);
+  const hostedUrl = `${api.baseUrl}/mcp/${entry.entryId}`;
+  const auth = { authorization: `Bearer ${issued.credential}` };
+  const loadAtStart = os.loadavg()[0];
+  const balanceBefore = (await getWalletSummary(h.db, consumer.userId)).balanceMicros;
+
+  const results: Record<string, ReturnType<typeof summary>> = {};
+  let hostedCalls = 0;
+  for (const concurrency of [1, 16]) {
+    const direct = await connectClients(concurrency, service.url, {});
+    const hosted = await connectClients(concurrency, hostedUrl, auth);
+    log(`warming up (${WARMUP} calls each)`);
+    await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await direct[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError);
+    const warm = await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await hosted[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError);
+    hostedCalls += warm.succeeded;
+    results[`direct_c${concurrency}`] = summary(await phase(direct, 'direct to the upstream'));
+    const through = await phase(hosted, 'through the hosted endpoint');
+    hostedCalls += through.succeeded;
+    results[`hosted_c${concurrency}`] = summary(through);
+    await Promise.all([...direct, ...hosted].map((c) => c.close().catch(() => {})));
+  }
+
+  const debited = balanceBefore - (await getWalletSummary(h.db, consumer.userId)).balanceMicros;
+  const ledgerProblems = (await findLedgerProblems(h.db)).map((p) => p.check);
+  const added = (c: number, p: 'p50Ms' | 'p99Ms') => round(results[`hosted_c${c}`][p] - results[`direct_c${c}`][p], 2);
+  const report = {
+    results,
+    addedLatencyMs: { c1: { p50: added(1, 'p50Ms'), p99: added(1, 'p99Ms') }, c16: { p50: added(16, 'p50Ms'), p99: added(16, 'p99Ms') } },
+    hostedCalls,
+    debitedMicros: debited,
+    ledgerProblems,
+    loadAverages: [round(loadAtStart, 2), round(os.loadavg()[0], 2)],
+    cpus: os.cpus().length,
+  };
+  console.log('\n| tools/call | calls/s | p50 | p99 |');
+  console.log('|---|---|---|---|');
+  for (const [name, r] of Object.entries(results)) console.log(`| ${name} | ${r.perSecond} | ${r.p50Ms} ms | ${r.p99Ms} ms |`);
+  console.log(`\nadded by the hosted endpoint: c=1 p50 +${report.addedLatencyMs.c1.p50} ms, p99 +${report.addedLatencyMs.c1.p99} ms; c=16 p50 +${report.addedLatencyMs.c16.p50} ms, p99 +${report.addedLatencyMs.c16.p99} ms`);
+  console.log(JSON.stringify(report));
+  if (debited !== hostedCalls * PRICE_MICROS) throw new Error(`debited ${debited} micro-USD for ${hostedCalls} calls of ${PRICE_MICROS}`);
+  if (ledgerProblems.length) throw new Error(`the ledger does not reconcile: ${ledgerProblems.join('; ')}`);
+  if (Object.values(results).some((r) => r.failed)) throw new Error('some calls failed: see above');
+});

@@ -1,0 +1,377 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db } from '../connect';
+import { hashApiKey } from '../../lib/crypto';
+import { signChargeToken } from '../../lib/market/charge-token';
+import { ratePpm, splitCharge } from '../../lib/market/commission';
+import type { AcquiredRun, MarketCallEntry, MarketCallRecord, MarketCallStore, MarketRunHandle, SettleOutcome } from '../../lib/market/tool-call';
+import type { DriftReport, ToolDrift } from '../../lib/market/tool-drift';
+import { microsToUsd } from '../../lib/money';
+import type { SourceParamValues } from '../../lib/tools/types';
+import { findPublicMcpEntry, unsealStaticConfig } from './market-mcp';
+import { closeMarketRun, findMarketRun, openMarketRun, type MarketRun } from './market-runs';
+import { lockWallets, postMarketCharge } from './ledger';
+import { offsetOf, type PageRequest } from './pagination';
+import { writeSystemLog } from './system-logs';
+
+/**
+ * Storage of market tool calls (lib/market/tool-call.ts): the live entry as a call needs it, the
+ * runs calls are billed to, fixed-price settlement, call records, the rug-pull flag, and the
+ * provider's revenue view.
+ */
+
+/** The live approved entry with its staticConfig unsealed (for the upstream request only). */
+export async function loadCallEntry(db: Db, masterKey: Buffer, entryId: string): Promise<MarketCallEntry | null> {
+  const sub = await findPublicMcpEntry(db, entryId);
+  if (!sub) return null;
+  return {
+    entryId: sub.listingId,
+    submissionId: sub.id,
+    slug: sub.slug,
+    name: sub.name,
+    providerId: sub.ownerId,
+    type: sub.type,
+    remoteMcpUrl: sub.remoteMcpUrl,
+    openapiBaseUrl: sub.openapiBaseUrl,
+    openapiSpec: sub.openapiSpec,
+    staticConfig: unsealStaticConfig(masterKey, sub) as SourceParamValues,
+    requiredUserParamsSchema: sub.requiredUserParamsSchema,
+    monetizationStrategy: sub.monetizationStrategy,
+    pricingEvents: sub.pricingEvents,
+    approvedTools: sub.approvedTools ?? sub.tools,
+  };
+}
+
+export interface ApiKeyOwner {
+  apiKeyId: string;
+  userId: string;
+  subscriptionActive: boolean;
+}
+
+/** The account of a live (unrevoked) API key, with the key's id. */
+export async function findApiKeyOwner(db: Db, apiKey: string): Promise<ApiKeyOwner | null> {
+  if (apiKey.length > 256) return null;
+  const row = await db
+    .selectFrom('api_keys as k')
+    .innerJoin('subscriptions as s', 's.user_id', 'k.user_id')
+    .select(['k.id', 'k.user_id', 's.status'])
+    .where('k.key_hash', '=', hashApiKey(apiKey))
+    .where('k.revoked_at', 'is', null)
+    .executeTakeFirst();
+  return row ? { apiKeyId: row.id, userId: row.user_id, subscriptionActive: row.status === 'active' } : null;
+}
+
+/** The account of an API key by id, if the key is still live (not rotated away). */
+export async function findLiveApiKey(db: Db, apiKeyId: string, userId: string): Promise<ApiKeyOwner | null> {
+  const row = await db
+    .selectFrom('api_keys as k')
+    .innerJoin('subscriptions as s', 's.user_id', 'k.user_id')
+    .select(['k.id', 'k.user_id', 's.status'])
+    .where('k.id', '=', apiKeyId)
+    .where('k.user_id', '=', userId)
+    .where('k.revoked_at', 'is', null)
+    .executeTakeFirst();
+  return row ? { apiKeyId: row.id, userId: row.user_id, subscriptionActive: row.status === 'active' } : null;
+}
+
+export interface RunSettings {
+  ttlMs: number;
+  limitMicros: number;
+  chargeTokenKey: Buffer;
+}
+
+const handleOf = (run: MarketRun, chargeToken: string): MarketRunHandle => ({
+  id: run.id,
+  chargeToken,
+  holdMicros: run.holdMicros,
+  chargedMicros: run.chargedMicros,
+  expiresAt: run.expiresAt,
+});
+
+const runToken = (key: Buffer, run: MarketRun) => signChargeToken(key, { kind: 'run', runId: run.id, providerId: run.providerId, entryId: run.entryId, exp: run.expiresAt.getTime() });
+
+/** A direct call's run: opened for this one call. */
+export async function openCallRun(db: Db, settings: RunSettings, input: { consumerId: string; entryId: string; selectionId: string; capMicros: number | null }): Promise<AcquiredRun> {
+  const opened = await openMarketRun(db, { ...input, ...settings });
+  if (opened.outcome !== 'opened') return { ok: false, code: opened.outcome };
+  return { ok: true, run: handleOf(opened.run, opened.chargeToken), opened: true };
+}
+
+/**
+ * An agent execution's run for one selection: the open run of (job, selection) while it has at
+ * least `minLifeMs` to live; otherwise that one is closed and a new one opened (the unique index
+ * market_runs_agent_open_idx makes a concurrent opener find the winner's run).
+ */
+export async function agentRun(
+  db: Db,
+  settings: RunSettings,
+  input: { consumerId: string; entryId: string; selectionId: string; jobId: string; capMicros: number | null; minLifeMs: number },
+): Promise<AcquiredRun> {
+  const current = async () => {
+    const row = await db
+      .selectFrom('market_runs')
+      .select('id')
+      .where('job_id', '=', input.jobId)
+      .where('selection_id', '=', input.selectionId)
+      .where('status', '=', 'open')
+      .executeTakeFirst();
+    return row ? findMarketRun(db, row.id) : null;
+  };
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const run = await current();
+    if (run && run.entryId === input.entryId && run.expiresAt.getTime() - Date.now() > input.minLifeMs) return { ok: true, run: handleOf(run, runToken(settings.chargeTokenKey, run)), opened: false };
+    if (run) await closeMarketRun(db, run.id);
+    try {
+      const opened = await openMarketRun(db, { consumerId: input.consumerId, entryId: input.entryId, selectionId: input.selectionId, capMicros: input.capMicros, jobId: input.jobId, ...settings });
+      if (opened.outcome !== 'opened') return { ok: false, code: opened.outcome };
+      return { ok: true, run: handleOf(opened.run, opened.chargeToken), opened: true };
+    } catch (err) {
+      if ((err as { code?: string }).code !== '23505') throw err;
+    }
+  }
+  throw new Error('Could not open the market run of this selection');
+}
+
+function callPayload(record: MarketCallRecord) {
+  return {
+    callId: record.callId,
+    entryId: record.entry.entryId,
+    entrySlug: record.entry.slug,
+    toolName: record.toolName,
+    runId: record.runId,
+    selectionId: record.selectionId,
+    outcome: record.outcome,
+    isError: record.isError,
+    ...(record.code && { code: record.code }),
+    durationMs: record.durationMs,
+    costUsd: microsToUsd(record.costMicros),
+  };
+}
+
+function logLine(record: MarketCallRecord): string {
+  const how = record.outcome === 'answered' ? (record.isError ? 'answered with a tool error' : 'answered') : `${record.outcome} (${record.code})`;
+  return `market tool ${record.entry.slug}/${record.toolName}: ${how} in ${record.durationMs} ms, cost ${microsToUsd(record.costMicros)} USD${record.runId ? ` (run ${record.runId})` : ''}`;
+}
+
+/** The event name of fixed-price call charges in market_run_charges (pricing events are not used by tool_call_fixed entries). */
+export const TOOL_CALL_EVENT = 'tool_call';
+
+export function createMarketCallStore(db: Db): MarketCallStore {
+  return {
+    async settleFixedCall({ record, runId, priceMicros, commissionRate, closeRun }): Promise<SettleOutcome> {
+      return db.transaction().execute(async (trx): Promise<SettleOutcome> => {
+        await lockWallets(trx, [record.consumerId, record.entry.providerId]);
+        const run = await trx.selectFrom('market_runs').select(['status', 'hold_micros', 'charged_micros', 'entry_id', 'selection_id']).where('id', '=', runId).forUpdate().executeTakeFirstOrThrow();
+        if (run.status !== 'open') return { charged: false, reason: 'run_closed' };
+        const remaining = run.hold_micros - run.charged_micros;
+        if (remaining < priceMicros) return { charged: false, reason: 'run_limit_reached' };
+        const split = splitCharge({ count: 1, unitPriceMicros: priceMicros, remainingMicros: remaining, commissionPpm: ratePpm(commissionRate) });
+        const chargeId = randomUUID();
+        const payload = callPayload(record);
+        await trx
+          .insertInto('market_run_charges')
+          .values({
+            id: chargeId,
+            run_id: runId,
+            idempotency_key: `tool-call:${record.callId}`,
+            request_hash: record.callId,
+            event_name: TOOL_CALL_EVENT,
+            tool_name: record.toolName,
+            requested_count: 1,
+            charged_count: 1,
+            unit_price_micros: priceMicros,
+            total_micros: split.totalMicros,
+            commission_micros: split.commissionMicros,
+            provider_revenue_micros: split.providerRevenueMicros,
+            result: JSON.stringify({ chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) }),
+          })
+          .execute();
+        await trx
+          .updateTable('market_runs')
+          .set((eb) => ({ charged_micros: eb('charged_micros', '+', split.totalMicros), ...(closeRun && { status: 'closed' as const, closed_at: new Date() }) }))
+          .where('id', '=', runId)
+          .execute();
+        await postMarketCharge(trx, {
+          runId,
+          chargeId,
+          consumerId: record.consumerId,
+          providerId: record.entry.providerId,
+          totalMicros: split.totalMicros,
+          providerRevenueMicros: split.providerRevenueMicros,
+          agentName: `market:${record.entry.slug}`,
+          result: `${record.toolName} call${record.isError ? ' (tool error)' : ''}`,
+          payload,
+        });
+        await writeSystemLog(trx, { userId: record.consumerId, jobId: record.jobId, message: logLine(record) });
+        return { charged: true, costMicros: split.totalMicros };
+      });
+    },
+
+    async closeRun(runId) {
+      await closeMarketRun(db, runId);
+    },
+
+    async recordCall(record) {
+      if (record.outcome === 'refused') {
+        await writeSystemLog(db, { userId: record.consumerId, jobId: record.jobId, message: logLine(record) });
+        return;
+      }
+      await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto('agent_transactions')
+          .values({
+            job_id: record.jobId,
+            user_id: record.consumerId,
+            agent_name: `market:${record.entry.slug}`,
+            result: `${record.toolName} call ${record.outcome === 'answered' ? (record.isError ? '(tool error)' : '') : `failed (${record.code})`}`.trim(),
+            payload: JSON.stringify(callPayload(record)),
+            cost_micros: 0,
+            idempotency_key: `market-call:${record.callId}`,
+          })
+          .onConflict((oc) => oc.column('idempotency_key').doNothing())
+          .execute();
+        await writeSystemLog(trx, { userId: record.consumerId, jobId: record.jobId, message: logLine(record) });
+      });
+    },
+
+    async flagDrift(entry, report: DriftReport) {
+      const values = { entry_id: entry.entryId, approved_hash: report.approvedHash, upstream_hash: report.upstreamHash, tools: JSON.stringify(report.drifted) };
+      await db
+        .insertInto('mcp_market_drift')
+        .values({ submission_id: entry.submissionId, ...values })
+        .onConflict((oc) => oc.column('submission_id').doUpdateSet({ ...values, detected_at: sql`now()` }))
+        .execute();
+    },
+  };
+}
+
+export interface DriftFlag {
+  flaggedForReview: true;
+  approvedHash: string;
+  upstreamHash: string;
+  firstDetectedAt: string;
+  detectedAt: string;
+  tools: ToolDrift[];
+}
+
+/** The rug-pull flags of these submissions (admin review view). */
+export async function findDriftFlags(db: Db, submissionIds: readonly string[]): Promise<Map<string, DriftFlag>> {
+  if (submissionIds.length === 0) return new Map();
+  const rows = await db.selectFrom('mcp_market_drift').selectAll().where('submission_id', 'in', submissionIds).execute();
+  return new Map(
+    rows.map((r) => [
+      r.submission_id,
+      {
+        flaggedForReview: true as const,
+        approvedHash: r.approved_hash,
+        upstreamHash: r.upstream_hash,
+        firstDetectedAt: new Date(r.first_detected_at).toISOString(),
+        detectedAt: new Date(r.detected_at).toISOString(),
+        tools: r.tools as ToolDrift[],
+      },
+    ]),
+  );
+}
+
+export interface RunSettlement {
+  runId: string;
+  closedNow: boolean;
+  releasedMicros: number;
+  chargedMicros: number;
+  providerRevenueMicros: number;
+  settledNow: boolean;
+}
+
+/**
+ * The end of a market run (its workflow's activity, retried until it succeeds): closes the run if
+ * still open (no charge is accepted afterwards; its unused hold is released), then marks it settled
+ * once and tells both accounts in their logs what it cost and earned. Idempotent.
+ */
+export async function settleMarketRun(db: Db, runId: string): Promise<RunSettlement | null> {
+  const closed = await closeMarketRun(db, runId);
+  if (!closed) return null;
+  return db.transaction().execute(async (trx) => {
+    const run = await trx.selectFrom('market_runs').selectAll().where('id', '=', runId).forUpdate().executeTakeFirstOrThrow();
+    const totals = await trx
+      .selectFrom('market_run_charges')
+      .select((eb) => [eb.fn.coalesce(eb.fn.sum<string>('provider_revenue_micros'), sql<string>`0`).as('revenue')])
+      .where('run_id', '=', runId)
+      .executeTakeFirstOrThrow();
+    const revenue = Number(totals.revenue);
+    const settlement = { runId, closedNow: closed.closed, releasedMicros: run.hold_micros - run.charged_micros, chargedMicros: run.charged_micros, providerRevenueMicros: revenue };
+    if (run.settled_at !== null) return { ...settlement, settledNow: false };
+    await trx.updateTable('market_runs').set({ settled_at: new Date() }).where('id', '=', runId).execute();
+    // Runs that ended with their call (fixed-price and free direct calls) were already reported per call.
+    if (!closed.closed) return { ...settlement, settledNow: true };
+    if (run.charged_micros > 0 || run.hold_micros > 0) {
+      await writeSystemLog(trx, { userId: run.consumer_id, jobId: run.job_id, message: `market run ${runId} settled: charged ${microsToUsd(run.charged_micros)} USD of a ${microsToUsd(run.hold_micros)} USD hold; the rest is released` });
+    }
+    if (revenue > 0) {
+      await writeSystemLog(trx, { userId: run.provider_id, message: `market run ${runId} settled: ${microsToUsd(revenue)} USD revenue credited` });
+    }
+    return { ...settlement, settledNow: true };
+  });
+}
+
+/** GET /provider/revenue: the provider's runs (newest first) with their charges per event and the amounts. */
+export async function listProviderRevenue(db: Db, providerId: string, page: PageRequest) {
+  const [runs, totals] = await Promise.all([
+    db.selectFrom('market_runs').selectAll().where('provider_id', '=', providerId).orderBy('created_at', 'desc').orderBy('id').limit(page.pageSize).offset(offsetOf(page)).execute(),
+    sql<{ runs: string; total: string; commission: string; revenue: string }>`
+      select count(distinct r.id) as runs, coalesce(sum(c.total_micros), 0) as total, coalesce(sum(c.commission_micros), 0) as commission,
+             coalesce(sum(c.provider_revenue_micros), 0) as revenue
+      from market_runs r left join market_run_charges c on c.run_id = r.id
+      where r.provider_id = ${providerId}::uuid`.execute(db),
+  ]);
+  const ids = runs.map((r) => r.id);
+  const charges = ids.length
+    ? await db
+        .selectFrom('market_run_charges')
+        .select((eb) => [
+          'run_id',
+          'event_name',
+          'tool_name',
+          eb.fn.count<string>('id').as('charges'),
+          eb.fn.sum<string>('charged_count').as('charged_count'),
+          eb.fn.sum<string>('total_micros').as('total'),
+          eb.fn.sum<string>('commission_micros').as('commission'),
+          eb.fn.sum<string>('provider_revenue_micros').as('revenue'),
+        ])
+        .where('run_id', 'in', ids)
+        .groupBy(['run_id', 'event_name', 'tool_name'])
+        .orderBy('event_name')
+        .execute()
+    : [];
+  const t = totals.rows[0]!;
+  return {
+    totals: { runs: Number(t.runs), totalChargedUsd: microsToUsd(Number(t.total)), commissionUsd: microsToUsd(Number(t.commission)), providerRevenueUsd: microsToUsd(Number(t.revenue)) },
+    total: Number(t.runs),
+    runs: runs.map((r) => {
+      const own = charges.filter((c) => c.run_id === r.id);
+      const sum = (k: 'total' | 'commission' | 'revenue') => own.reduce((acc, c) => acc + Number(c[k]), 0);
+      return {
+        runId: r.id,
+        entryId: r.entry_id,
+        selectionId: r.selection_id,
+        status: r.status,
+        createdAt: new Date(r.created_at).toISOString(),
+        expiresAt: new Date(r.expires_at).toISOString(),
+        closedAt: r.closed_at ? new Date(r.closed_at).toISOString() : null,
+        settledAt: r.settled_at ? new Date(r.settled_at).toISOString() : null,
+        maxTotalUsd: microsToUsd(r.hold_micros),
+        totalChargedUsd: microsToUsd(sum('total')),
+        commissionUsd: microsToUsd(sum('commission')),
+        providerRevenueUsd: microsToUsd(sum('revenue')),
+        events: own.map((c) => ({
+          eventName: c.event_name,
+          toolName: c.tool_name,
+          charges: Number(c.charges),
+          chargedCount: Number(c.charged_count),
+          totalChargedUsd: microsToUsd(Number(c.total)),
+          providerRevenueUsd: microsToUsd(Number(c.revenue)),
+        })),
+      };
+    }),
+  };
+}
+

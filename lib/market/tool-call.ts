@@ -1,0 +1,338 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { ToolCallError, ToolSourceError } from '../tools/errors';
+import { connectAndList, openToolSource, type ToolRuntimeDeps, type ToolSource } from '../tools/source';
+import { parseSourceUrl, preflightSourceUrl } from '../tools/network';
+import type { SourceParamValues, ToolCallResult, ToolDefinition, ToolSelection } from '../tools/types';
+import { microsToUsd } from '../money';
+import type { MonetizationStrategy, StoredMarketTool, StoredPricingEvent } from './listing';
+import { compareToolLists, type DriftReport } from './tool-drift';
+
+/**
+ * One call of an approved market tool, served in-process: the hosted endpoint (/mcp/{entryId}) and
+ * agents' `market_mcps` selections both call through here, so they are authorised, gated, billed and
+ * recorded alike. Storage and workflow starts are injected (db/repos/market-tool-calls.ts, the API
+ * or the worker), so this module stays free of them.
+ *
+ *   1. the tool must be an approved, enabled tool of the entry          → else refused, nothing charged
+ *   2. rug-pull gate (remote MCP): the upstream list (cached briefly) is compared with the approved
+ *      one; a changed or missing tool is refused and the entry flagged   → refused, nothing charged
+ *   3. the market run: opened (or, for an agent, reused) by `acquireRun`; a fixed price the run's
+ *      remaining hold cannot pay is refused                              → refused, nothing charged
+ *   4. forwarded with the provider's staticConfig + the consumer's params (and for provider_event
+ *      entries the five x-service-charge-* headers) through the tool runtime (SSRF guard, timeout,
+ *      output cap)
+ *   5. settled: tool_call_fixed charges clientPriceUsd for every answered call (an isError result
+ *      included); a call that got no answer is not charged; provider_event entries are charged by the
+ *      provider through the charge endpoint; free costs nothing. Recorded in the consumer's
+ *      transactions and logs.
+ */
+
+/** What a call needs to know about the live entry (db/repos/market-tool-calls.ts loads it). */
+export interface MarketCallEntry {
+  entryId: string;
+  submissionId: string;
+  slug: string;
+  name: string;
+  providerId: string;
+  type: 'remote_mcp' | 'openapi';
+  remoteMcpUrl: string | null;
+  openapiBaseUrl: string | null;
+  openapiSpec: Record<string, unknown> | null;
+  /** Unsealed, for the upstream request only. */
+  staticConfig: SourceParamValues;
+  requiredUserParamsSchema: Record<string, unknown>;
+  monetizationStrategy: MonetizationStrategy;
+  pricingEvents: StoredPricingEvent[];
+  approvedTools: StoredMarketTool[];
+}
+
+export interface MarketRunHandle {
+  id: string;
+  chargeToken: string;
+  holdMicros: number;
+  chargedMicros: number;
+  expiresAt: Date;
+}
+
+export type AcquiredRun = { ok: true; run: MarketRunHandle; opened: boolean } | { ok: false; code: 'insufficient_funds' | 'subscription_inactive' | 'entry_not_found' };
+
+/** One line of the consumer's record of a call (transactions and logs). */
+export interface MarketCallRecord {
+  callId: string;
+  consumerId: string;
+  jobId: string | null;
+  entry: Pick<MarketCallEntry, 'entryId' | 'slug' | 'providerId'>;
+  runId: string | null;
+  selectionId: string;
+  toolName: string;
+  durationMs: number;
+  /** answered (the upstream gave a tool result, isError or not), failed (no answer), or refused (not sent). */
+  outcome: 'answered' | 'failed' | 'refused';
+  isError: boolean;
+  /** Why a call failed or was refused. */
+  code: string | null;
+  costMicros: number;
+}
+
+export type SettleOutcome = { charged: true; costMicros: number } | { charged: false; reason: 'run_closed' | 'run_limit_reached' };
+
+export interface MarketCallStore {
+  /**
+   * tool_call_fixed: in ONE transaction, the call's charge against the run (within its hold), the
+   * consumer's debit and the provider's revenue, the call's transaction line; `closeRun` also closes
+   * the run (a direct call's run takes no other charge).
+   */
+  settleFixedCall(input: { record: MarketCallRecord; runId: string; priceMicros: number; commissionRate: number; closeRun: boolean }): Promise<SettleOutcome>;
+  /** Closes a run that takes no further charge (releases its hold). */
+  closeRun(runId: string): Promise<void>;
+  /** Records a call that moved no money: a zero-cost transaction line (answered or failed calls) and a log line. */
+  recordCall(record: MarketCallRecord): Promise<void>;
+  /** Flags the live submission for re-review with the per-tool diff. */
+  flagDrift(entry: Pick<MarketCallEntry, 'entryId' | 'submissionId'>, report: DriftReport): Promise<void>;
+}
+
+/** The upstream tool lists the gate compares, per live submission, reused for `ttlMs`. */
+export interface UpstreamToolLists {
+  get(submissionId: string): ToolDefinition[] | null;
+  set(submissionId: string, tools: ToolDefinition[]): void;
+}
+
+export function createUpstreamToolLists(ttlMs: number, now: () => number = Date.now): UpstreamToolLists {
+  const lists = new Map<string, { tools: ToolDefinition[]; at: number }>();
+  return {
+    get(id) {
+      const hit = lists.get(id);
+      if (!hit) return null;
+      if (now() - hit.at > ttlMs) {
+        lists.delete(id);
+        return null;
+      }
+      return hit.tools;
+    },
+    set(id, tools) {
+      if (lists.size > 10_000) lists.clear();
+      lists.set(id, { tools, at: now() });
+    },
+  };
+}
+
+/**
+ * Opened upstream sources reused across calls (one SDK client per entry and parameter values),
+ * for calls that carry no per-run headers (free and fixed-price entries): a call then costs one
+ * upstream request instead of a handshake and a request. A source is dropped when it expires
+ * (`ttlMs` after it opened) or when a call through it fails without an answer.
+ */
+export interface UpstreamSources {
+  open(key: string, opener: () => Promise<ToolSource>): Promise<ToolSource>;
+  drop(key: string, source: ToolSource): void;
+}
+
+export function createUpstreamSources(ttlMs: number, graceMs = 120_000, now: () => number = Date.now): UpstreamSources {
+  const sources = new Map<string, { source: Promise<ToolSource>; at: number }>();
+  const retire = (source: Promise<ToolSource>) => setTimeout(() => void source.then((s) => s.close()).catch(() => {}), graceMs).unref();
+  return {
+    async open(key, opener) {
+      const hit = sources.get(key);
+      if (hit && now() - hit.at <= ttlMs) return hit.source;
+      if (hit) {
+        sources.delete(key);
+        retire(hit.source);
+      }
+      if (sources.size > 1_000) {
+        for (const [k, v] of sources) retire(v.source), sources.delete(k);
+      }
+      const source = opener();
+      sources.set(key, { source, at: now() });
+      source.catch(() => sources.get(key)?.source === source && sources.delete(key));
+      return source;
+    },
+    drop(key, source) {
+      const hit = sources.get(key);
+      if (!hit) return;
+      void hit.source.then((s) => {
+        if (s === source && sources.get(key) === hit) {
+          sources.delete(key);
+          retire(hit.source);
+        }
+      });
+    },
+  };
+}
+
+export interface MarketToolCallDeps {
+  store: MarketCallStore;
+  runtime: ToolRuntimeDeps;
+  toolLists: UpstreamToolLists;
+  /** Reused upstream connections (see UpstreamSources); omitted: every call opens its own. */
+  sources?: UpstreamSources;
+  commissionRate: number;
+  callTimeoutMs: number;
+  /** Starts the run's workflow (close at expiry, release, settle); must not be awaited by the call. */
+  onRunOpened?: (run: MarketRunHandle, entry: MarketCallEntry, consumerId: string) => void;
+  now?: () => number;
+}
+
+export interface MarketToolCallRequest {
+  consumerId: string;
+  entry: MarketCallEntry;
+  toolName: string;
+  args: unknown;
+  /** The consumer's values for the entry's requiredUserParamsSchema. */
+  consumerParams: SourceParamValues;
+  /** The credential's id (direct call) or the stored selection's id (agent). */
+  selectionId: string;
+  jobId?: string | null;
+  /** Opens the run (direct call) or finds the agent execution's run for this selection. */
+  acquireRun: () => Promise<AcquiredRun>;
+  /** A direct call's run ends with the call (unless the provider may still charge it: provider_event). */
+  runPerCall: boolean;
+  signal?: AbortSignal;
+}
+
+export type MarketToolCallOutcome =
+  | { status: 'answered'; result: ToolCallResult; runId: string; costMicros: number; durationMs: number; billed: boolean }
+  | { status: 'refused'; code: MarketCallRefusal; message: string; runId: string | null }
+  | { status: 'failed'; code: string; message: string; runId: string; durationMs: number };
+
+export type MarketCallRefusal = 'unknown_tool' | 'tool_changed' | 'insufficient_funds' | 'subscription_inactive' | 'entry_not_found' | 'run_limit_reached' | 'upstream_unavailable';
+
+/** The market's x-service-charge-* headers of a provider_event call. */
+export function chargeHeaders(run: MarketRunHandle, entryId: string, selectionId: string): Record<string, string> {
+  return {
+    'x-service-charge-token': run.chargeToken,
+    'x-service-charge-run-id': run.id,
+    'x-service-charge-mcp-id': entryId,
+    'x-service-charge-selection-id': selectionId,
+    'x-service-charge-max-total-usd': String(microsToUsd(run.holdMicros)),
+  };
+}
+
+/** The tool-runtime selection of an entry with the consumer's values (the provider's staticConfig wins on a clash). */
+export function entrySelection(entry: MarketCallEntry, consumerParams: SourceParamValues, headers?: Record<string, string>, knownTools?: ToolDefinition[]): ToolSelection {
+  const params = { ...consumerParams, ...entry.staticConfig };
+  if (entry.type === 'remote_mcp') return { type: 'remote_mcp', url: entry.remoteMcpUrl ?? undefined, params, headers, knownTools };
+  return { type: 'openapi', spec: entry.openapiSpec ?? undefined, baseUrl: entry.openapiBaseUrl ?? undefined, params, headers };
+}
+
+/** The approved, enabled tools of an entry (what tools/list shows and what may be called). */
+export function callableTools(entry: Pick<MarketCallEntry, 'approvedTools'>): StoredMarketTool[] {
+  return entry.approvedTools.filter((tool) => tool.isEnabled);
+}
+
+/** The upstream's current tool list (cached): the gate's view of a remote MCP entry. */
+async function upstreamTools(deps: MarketToolCallDeps, entry: MarketCallEntry, params: SourceParamValues): Promise<ToolDefinition[]> {
+  const cached = deps.toolLists.get(entry.submissionId);
+  if (cached) return cached;
+  const url = parseSourceUrl(entry.remoteMcpUrl ?? '', 'The MCP server URL');
+  preflightSourceUrl(url, deps.runtime.policy);
+  const { session, tools } = await connectAndList(url, { ...params, ...entry.staticConfig }, deps.runtime);
+  await session.close();
+  deps.toolLists.set(entry.submissionId, tools);
+  return tools;
+}
+
+export async function callMarketTool(deps: MarketToolCallDeps, request: MarketToolCallRequest): Promise<MarketToolCallOutcome> {
+  const now = deps.now ?? Date.now;
+  const started = now();
+  const { entry } = request;
+  const callId = randomUUID();
+  const record = (fields: Partial<MarketCallRecord> & Pick<MarketCallRecord, 'outcome'>): MarketCallRecord => ({
+    callId,
+    consumerId: request.consumerId,
+    jobId: request.jobId ?? null,
+    entry,
+    runId: null,
+    selectionId: request.selectionId,
+    toolName: request.toolName,
+    durationMs: now() - started,
+    isError: false,
+    code: null,
+    costMicros: 0,
+    ...fields,
+  });
+  const refuse = async (code: MarketCallRefusal, message: string, runId: string | null = null): Promise<MarketToolCallOutcome> => {
+    await deps.store.recordCall(record({ outcome: 'refused', code, runId }));
+    return { status: 'refused', code, message, runId };
+  };
+
+  // 1. An approved, enabled tool of the entry.
+  const tool = callableTools(entry).find((t) => t.toolName === request.toolName);
+  if (!tool) return refuse('unknown_tool', `"${request.toolName}" is not an approved tool of this market entry`);
+
+  // 2. The rug-pull gate.
+  let known: ToolDefinition[] | undefined;
+  if (entry.type === 'remote_mcp') {
+    try {
+      known = await upstreamTools(deps, entry, request.consumerParams);
+    } catch (error) {
+      const message = error instanceof ToolSourceError || error instanceof Error ? error.message : String(error);
+      return refuse('upstream_unavailable', `The provider's server could not be reached to check its tools (nothing was charged): ${message}`);
+    }
+    const report = compareToolLists(entry.approvedTools, known);
+    if (report.drifted.length) await deps.store.flagDrift(entry, report);
+    const drift = report.drifted.find((d) => d.toolName === tool.toolName);
+    if (drift) {
+      const what = drift.change === 'missing' ? 'is no longer offered by the provider' : `changed since it was approved (${drift.fields.map((f) => f.field).join(', ')})`;
+      return refuse('tool_changed', `"${tool.toolName}" ${what}; it is refused until the market reviews the change. Nothing was charged.`);
+    }
+  }
+
+  // 3. The market run.
+  const acquired = await request.acquireRun();
+  if (!acquired.ok) {
+    const messages = {
+      insufficient_funds: 'The wallet has no available balance for this paid tool (nothing was charged)',
+      subscription_inactive: 'The subscription is not active',
+      entry_not_found: 'The market entry is no longer approved',
+    } as const;
+    return refuse(acquired.code, messages[acquired.code]);
+  }
+  const { run } = acquired;
+  if (acquired.opened) deps.onRunOpened?.(run, entry, request.consumerId);
+  const fixed = entry.monetizationStrategy === 'tool_call_fixed' ? (tool.clientPriceMicros ?? 0) : 0;
+  const endsWithCall = request.runPerCall && entry.monetizationStrategy !== 'provider_event';
+  if (fixed > run.holdMicros - run.chargedMicros) {
+    // A run opened for this call and unable to pay it is closed at once (its hold released); an agent's next call opens a new one.
+    if (acquired.opened) await deps.store.closeRun(run.id);
+    const code = acquired.opened ? 'insufficient_funds' : 'run_limit_reached';
+    return refuse(code, `This call costs ${microsToUsd(fixed)} USD and the run can pay at most ${microsToUsd(run.holdMicros - run.chargedMicros)} USD more (nothing was charged)`, run.id);
+  }
+
+  // 4. Forward.
+  const headers = entry.monetizationStrategy === 'provider_event' ? chargeHeaders(run, entry.entryId, request.selectionId) : undefined;
+  let result: ToolCallResult;
+  const selection = entrySelection(entry, request.consumerParams, headers, known);
+  const runtime = { ...deps.runtime, callTimeoutMs: deps.callTimeoutMs };
+  const pooled = headers === undefined ? deps.sources : undefined;
+  const poolKey = pooled ? createHash('sha256').update(`${entry.submissionId}\n${JSON.stringify(selection.params)}`).digest('hex') : '';
+  let source: ToolSource | undefined;
+  try {
+    source = pooled ? await pooled.open(poolKey, () => openToolSource({ ...selection, knownTools: undefined }, runtime)) : await openToolSource(selection, runtime);
+    try {
+      result = await source.call(tool.toolName, request.args ?? {}, { signal: request.signal, timeoutMs: deps.callTimeoutMs });
+    } finally {
+      if (!pooled) await source.close();
+    }
+  } catch (error) {
+    if (pooled && source) pooled.drop(poolKey, source);
+    if (!(error instanceof ToolCallError) && !(error instanceof ToolSourceError)) throw error;
+    const code = error instanceof ToolCallError ? error.kind : error.code;
+    if (endsWithCall) await deps.store.closeRun(run.id);
+    const failed = record({ outcome: 'failed', code, runId: run.id });
+    await deps.store.recordCall(failed);
+    return { status: 'failed', code, message: `The tool call got no answer (nothing was charged): ${error.message}`, runId: run.id, durationMs: failed.durationMs };
+  }
+
+  // 5. Settle and record.
+  const answered = record({ outcome: 'answered', isError: result.isError, runId: run.id, costMicros: fixed });
+  if (fixed > 0) {
+    const settled = await deps.store.settleFixedCall({ record: answered, runId: run.id, priceMicros: fixed, commissionRate: deps.commissionRate, closeRun: endsWithCall });
+    if (settled.charged) return { status: 'answered', result, runId: run.id, costMicros: fixed, durationMs: answered.durationMs, billed: true };
+    // The run closed or ran out under a concurrent call: the platform absorbs this one.
+    await deps.store.recordCall({ ...answered, costMicros: 0, code: settled.reason });
+    return { status: 'answered', result, runId: run.id, costMicros: 0, durationMs: answered.durationMs, billed: false };
+  }
+  if (endsWithCall) await deps.store.closeRun(run.id);
+  await deps.store.recordCall({ ...answered, costMicros: 0 });
+  return { status: 'answered', result, runId: run.id, costMicros: 0, durationMs: answered.durationMs, billed: false };
+}

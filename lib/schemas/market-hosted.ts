@@ -1,0 +1,90 @@
+import { paginationQuery } from './common';
+
+/** JSON Schemas of the consumer side of the tool market (hosted MCP endpoint) and the provider's revenue view. */
+
+const money = { type: 'number', format: 'double' } as const;
+
+export const McpCredentialRequest = {
+  $id: 'McpCredentialRequest',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    params: {
+      type: 'object',
+      default: {},
+      maxProperties: 50,
+      additionalProperties: { type: ['string', 'number', 'boolean'] },
+      description: "Values for the entry's requiredUserParamsSchema (validated against it); sealed inside the credential, never returned",
+    },
+    maxRunChargeUsd: {
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description: 'Your cap per market run (one tool call of this credential): the run charge limit is min(available balance, this, MARKET_RUN_CHARGE_LIMIT_USD)',
+    },
+  },
+} as const;
+
+export const McpCredentialResponse = {
+  $id: 'McpCredentialResponse',
+  type: 'object',
+  required: ['credential', 'mcpUrl'],
+  properties: {
+    credential: { type: 'string', description: 'MCP_CLIENT_CREDENTIAL: send it as Authorization: Bearer <credential>. A secret equivalent to your API key; bound to this entry' },
+    mcpUrl: { type: 'string', format: 'uri', description: '{mcp_url}/mcp/{entryId}' },
+    credentialId: { type: 'string', format: 'uuid', description: 'Sent to providers as x-service-charge-selection-id' },
+    entryId: { type: 'string', format: 'uuid' },
+    maxRunChargeUsd: { type: ['number', 'null'], format: 'double' },
+  },
+} as const;
+
+const RevenueEvent = {
+  type: 'object',
+  required: ['eventName', 'charges', 'chargedCount', 'totalChargedUsd', 'providerRevenueUsd'],
+  properties: {
+    eventName: { type: 'string', description: 'A pricing event, or tool_call for fixed-price calls' },
+    toolName: { type: ['string', 'null'] },
+    charges: { type: 'integer' },
+    chargedCount: { type: 'integer' },
+    totalChargedUsd: money,
+    providerRevenueUsd: money,
+  },
+} as const;
+
+export const ProviderRevenueRun = {
+  $id: 'ProviderRevenueRun',
+  type: 'object',
+  required: ['runId', 'entryId', 'status', 'createdAt', 'maxTotalUsd', 'totalChargedUsd', 'commissionUsd', 'providerRevenueUsd', 'events'],
+  properties: {
+    runId: { type: 'string', format: 'uuid' },
+    entryId: { type: 'string', format: 'uuid' },
+    selectionId: { type: 'string' },
+    status: { type: 'string', enum: ['open', 'closed'] },
+    createdAt: { type: 'string', format: 'date-time' },
+    expiresAt: { type: 'string', format: 'date-time' },
+    closedAt: { type: ['string', 'null'], format: 'date-time' },
+    settledAt: { type: ['string', 'null'], format: 'date-time' },
+    maxTotalUsd: { ...money, description: "The run's charge limit (its hold)" },
+    totalChargedUsd: money,
+    commissionUsd: money,
+    providerRevenueUsd: money,
+    events: { type: 'array', items: RevenueEvent },
+  },
+} as const;
+
+export const ProviderRevenueResponse = {
+  $id: 'ProviderRevenueResponse',
+  type: 'object',
+  required: ['totals', 'runs', 'meta'],
+  properties: {
+    totals: {
+      type: 'object',
+      required: ['runs', 'totalChargedUsd', 'commissionUsd', 'providerRevenueUsd'],
+      properties: { runs: { type: 'integer' }, totalChargedUsd: money, commissionUsd: money, providerRevenueUsd: money },
+    },
+    runs: { type: 'array', items: { $ref: 'ProviderRevenueRun' } },
+    meta: { $ref: 'PaginationMeta' },
+  },
+} as const;
+
+export const ProviderRevenueQuery = paginationQuery(20);
