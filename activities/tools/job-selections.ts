@@ -43,8 +43,3 @@ export function readJobSelections(masterKey: Buffer, job: Pick<Job, 'id' | 'kind
   };
 }
 
-/** Whether a job's request or sealed secrets name any tool selection (without unsealing for jobs that keep them in the request). */
-export function jobHasSelections(masterKey: Buffer, job: Pick<Job, 'id' | 'kind' | 'request' | 'sealed_secrets'>): boolean {
-  const s = readJobSelections(masterKey, job);
-  return s.custom.length + s.market.length > 0;
-}
