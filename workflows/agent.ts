@@ -175,7 +175,7 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
   });
   /** The job's MCP/OpenAPI tools, by model-facing name (null: a job without tool selections). */
   let toolbox: (AgentToolbox & { byName: Map<string, AgentToolbox['tools'][number]> }) | null = null;
-  const toolsLeft = () => (toolbox && toolbox.tools.length > 0 ? Math.max(0, toolbox.maxToolCalls - (state.toolCallsSent ?? 0)) : undefined);
+  const toolsLeft = () => (toolbox ? Math.max(0, toolbox.maxToolCalls - (state.toolCallsSent ?? 0)) : undefined);
 
   /**
    * One call of a selection tool: the callTool activity (it classifies retries; a call that may have
