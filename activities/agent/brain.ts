@@ -18,7 +18,7 @@ import { attemptKey, withHeartbeat } from '../heartbeat';
 import { recordLlmUsage } from '../llm/usage';
 import { getJob } from '../../db/repos/jobs';
 import type { ToolRuntimeDeps } from '../../lib/tools/source';
-import { prepareToolbox, readToolbox, type ToolboxEntry } from '../custom-agent/toolbox';
+import { asTool, prepareToolbox, readToolbox } from '../custom-agent/toolbox';
 import type { SelectionLoader, ToolSelectionRef } from '../tools';
 import { readJobSelections } from '../tools/job-selections';
 import { loadAgentJob, OPTIMIZATION_PROFILES, visibleTasks } from './job';
@@ -60,11 +60,6 @@ export interface AgentToolCallRecord {
   startedAt: number;
   durationMs: number;
   error: string | null;
-}
-
-function selectionTool(entry: ToolboxEntry): ChatCompletionTool {
-  const schema = entry.inputSchema && entry.inputSchema.type === 'object' ? entry.inputSchema : { type: 'object', properties: {} };
-  return { type: 'function', function: { name: entry.name, description: `${entry.description ?? entry.tool} (source: ${entry.source})`.slice(0, 1024), parameters: schema } };
 }
 
 function stopped(message: string): ApplicationFailure {
@@ -186,7 +181,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       if (selected?.notes.length) messages[0] = { role: 'system', content: `${system}\n\nSome tool sources of this run are unavailable: ${selected.notes.join('; ')}` };
       const tools = [
         ...(actingTools as ChatCompletionTool[]),
-        ...(selected && input.toolsLeft! > 0 ? selected.toolbox.map(selectionTool) : []),
+        ...(selected && input.toolsLeft! > 0 ? selected.toolbox.map(asTool) : []),
         doneTool(request.structured_output),
       ];
 

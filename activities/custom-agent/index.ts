@@ -22,7 +22,7 @@ import { attemptKey, withHeartbeat } from '../heartbeat';
 import { recordLlmUsage } from '../llm/usage';
 import type { SelectionLoader } from '../tools';
 import { customAgentSystemPrompt } from './prompts';
-import { prepareToolbox, readToolbox, type ToolboxEntry } from './toolbox';
+import { asTool, prepareToolbox, readToolbox, type ToolboxEntry } from './toolbox';
 
 export type { ToolboxEntry };
 
@@ -103,14 +103,6 @@ function doneTool(structuredOutput: FieldSpec[] | undefined): ChatCompletionTool
       description: 'Finish the run with the final answer' + (structuredOutput ? ' and the structured data' : ''),
       parameters: { type: 'object', properties, required: structuredOutput ? ['success', 'data'] : ['success', 'answer'], additionalProperties: false },
     },
-  };
-}
-
-function asTool(entry: ToolboxEntry): ChatCompletionTool {
-  const schema = entry.inputSchema && entry.inputSchema.type === 'object' ? entry.inputSchema : { type: 'object', properties: {} };
-  return {
-    type: 'function',
-    function: { name: entry.name, description: `${entry.description ?? entry.tool} (source: ${entry.source})`.slice(0, 1024), parameters: schema },
   };
 }
 

@@ -1,3 +1,4 @@
+import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import { appendJobLog } from '../../db/repos/jobs';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
@@ -19,6 +20,15 @@ export interface ToolboxEntry {
 }
 
 const RESERVED = new Set(['done']);
+
+/** A toolbox entry as a function the model may call. */
+export function asTool(entry: ToolboxEntry): ChatCompletionTool {
+  const schema = entry.inputSchema && entry.inputSchema.type === 'object' ? entry.inputSchema : { type: 'object', properties: {} };
+  return {
+    type: 'function',
+    function: { name: entry.name, description: `${entry.description ?? entry.tool} (source: ${entry.source})`.slice(0, 1024), parameters: schema },
+  };
+}
 
 function sanitize(name: string): string {
   return name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'tool';
