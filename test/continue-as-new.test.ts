@@ -57,7 +57,10 @@ describe('long agent runs continue as new before their history grows too large',
     assert.deepEqual(job.result.steps.map((s: any) => s.step), [1, 2, 3, 4, 5, 6]);
     assert.match(job.result.steps[4].url, /page=2/);
 
-    const chain = await runChain(h, await workflowIdOf(h, job.id));
+    const workflowId = await workflowIdOf(h, job.id);
+    // The job turns completed inside the workflow's last activities; the workflow closes just after.
+    await h.client.workflow.getHandle(workflowId).result();
+    const chain = await runChain(h, workflowId);
     assert.ok(chain.length >= 2, `continued as new at least once: ${JSON.stringify(chain)}`);
     assert.ok(chain.slice(0, -1).every((run) => run.status === 'CONTINUED_AS_NEW'));
     assert.equal(chain[chain.length - 1].status, 'COMPLETED');
@@ -100,6 +103,7 @@ describe('long agent runs continue as new before their history grows too large',
       await h.client.schedule.getHandle(`automation-${automationId}`).delete();
     }
     assert.equal(run.status, 'completed', run.error ?? '');
+    await h.client.workflow.getHandle(run.workflow_id).result();
     assert.deepEqual((run.result as any).tasks.map((t: any) => t.answer), ['read it all']);
     assert.equal((run.result as any).steps.length, 6);
     const chain = await runChain(h, run.workflow_id);
