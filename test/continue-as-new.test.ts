@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { useHarness, type Harness } from './support/harness';
 import { AGENT_GOLDEN_TICKET } from './support/fixture-site';
-import { act, elementIndex, onPage } from './support/agent-script';
+import { act, actMany, elementIndex, onPage } from './support/agent-script';
+import { startMcpServer } from './support/mcp-server';
 import { assertSettledOnce, workflowIdOf } from './support/ledger-checks';
 
 /** The runs of one workflow id, oldest first, following each run back to the one it continued. */
@@ -56,7 +57,10 @@ describe('long agent runs continue as new before their history grows too large',
     assert.deepEqual(job.result.steps.map((s: any) => s.step), [1, 2, 3, 4, 5, 6]);
     assert.match(job.result.steps[4].url, /page=2/);
 
-    const chain = await runChain(h, await workflowIdOf(h, job.id));
+    const workflowId = await workflowIdOf(h, job.id);
+    // The job turns completed inside the workflow's last activities; the workflow closes just after.
+    await h.client.workflow.getHandle(workflowId).result();
+    const chain = await runChain(h, workflowId);
     assert.ok(chain.length >= 2, `continued as new at least once: ${JSON.stringify(chain)}`);
     assert.ok(chain.slice(0, -1).every((run) => run.status === 'CONTINUED_AS_NEW'));
     assert.equal(chain[chain.length - 1].status, 'COMPLETED');
@@ -99,11 +103,64 @@ describe('long agent runs continue as new before their history grows too large',
       await h.client.schedule.getHandle(`automation-${automationId}`).delete();
     }
     assert.equal(run.status, 'completed', run.error ?? '');
+    await h.client.workflow.getHandle(run.workflow_id).result();
     assert.deepEqual((run.result as any).tasks.map((t: any) => t.answer), ['read it all']);
     assert.equal((run.result as any).steps.length, 6);
     const chain = await runChain(h, run.workflow_id);
     assert.ok(chain.length >= 2, `continued as new at least once: ${JSON.stringify(chain)}`);
     assert.equal(chain[chain.length - 1].status, 'COMPLETED');
     await assertSettledOnce(h, run.id);
+  });
+
+  it('a social run with MCP tools carries its tool-call count across continue-as-new: call 21 is not sent', async function () {
+    this.timeout(180_000);
+    const mcp = await startMcpServer();
+    try {
+      const { apiKey } = await h.createUser({ creditUsd: 5 });
+      const credentials = { forumClientId: 'can-tools-client', forumClientSecret: 'can-tools-secret-zzz', forumUsername: 'can_tools', forumPassword: 'can-tools-pass-yyy' };
+      h.forum.addApp({ clientId: credentials.forumClientId, clientSecret: credentials.forumClientSecret });
+      h.forum.addUser({ username: credentials.forumUsername, password: credentials.forumPassword });
+      const account = await h.http('POST', `${base}/api/v1/social-accounts`, { apiKey, body: { platform: 'forum', name: 'Tools', credentials } });
+      assert.equal(account.status, 201, JSON.stringify(account.body));
+      // Five echo calls per step: 20 in four steps (the default max_tool_calls), then one more, then done.
+      const five = (step: number) => actMany([1, 2, 3, 4, 5].map((i) => ['echo', { message: `step ${step} call ${i}` }] as [string, object]));
+      h.llm.enqueue(five(1), five(2), five(3), five(4), act('echo', { message: 'one too many' }), act('done', { success: true, answer: 'echoed' }));
+      const created = await h.http('POST', `${base}/api/v1/automations`, {
+        apiKey,
+        body: {
+          name: 'Long echo',
+          cron: '0 9 * * 1',
+          task: 'Echo twenty messages',
+          automation_type: 'forum-agent',
+          forum: { mode: 'saved', accountIds: [account.body.account.id] },
+          custom_mcps: [{ type: 'remote_mcp', name: 'Echo', source_url: mcp.url, tool_names: ['echo'], params: {} }],
+        },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const automationId = created.body.automation.id;
+      let run;
+      try {
+        const deadline = Date.now() + 150_000;
+        for (;;) {
+          [run] = await h.db.selectFrom('jobs').selectAll().where('kind', '=', 'automation').where(sql`request->>'automationId'`, '=', automationId).execute();
+          if (run && (run.status === 'completed' || run.status === 'failed')) break;
+          if (Date.now() > deadline) throw new Error(`the run did not finish: ${JSON.stringify(run ?? null)}`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      } finally {
+        await h.client.schedule.getHandle(`automation-${automationId}`).delete();
+      }
+      assert.equal(run.status, 'completed', run.error ?? '');
+      const chain = await runChain(h, run.workflow_id);
+      assert.ok(chain.length >= 3, `continued as new between the tool calls: ${JSON.stringify(chain)}`);
+      const calls = await h.db.selectFrom('agent_tool_calls').select(['call_index', 'status']).where('job_id', '=', run.id).orderBy('call_index').execute();
+      assert.deepEqual(calls.map((c) => c.call_index), Array.from({ length: 21 }, (_, i) => i + 1), 'one row per call, numbered across runs');
+      assert.ok(calls.slice(0, 20).every((c) => c.status === 'completed'));
+      assert.equal(calls[20].status, 'not_sent');
+      assert.equal(mcp.toolRuns('echo'), 20, 'the 21st call never reached the server');
+      await assertSettledOnce(h, run.id);
+    } finally {
+      await mcp.close();
+    }
   });
 });

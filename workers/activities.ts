@@ -47,7 +47,7 @@ export function platformActivities({ db, config, policy, temporal }: ActivityDep
     ...createFastPathActivities({ db, page, extraction }),
     ...createBillingActivities({ db }),
     ...createWebhookActivities({ db, masterKey: config.masterKey, policy }),
-    ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey }),
+    ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey, selections: { tools: { policy }, loadSelection: jobSelectionLoader(db, config.masterKey) } }),
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
     ...createAutomationActivities({ db, masterKey: config.masterKey, holdMaxMicros: config.holds.automation, prices: config.modelPrices }),
     ...createSkillsActivities({ db, config }),

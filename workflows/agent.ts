@@ -10,7 +10,8 @@ import {
   TimeoutFailure,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { AgentBrainActivities, Decision, FinalAnswerVerdict } from '../activities/agent/brain';
+import type { AgentBrainActivities, AgentToolbox, Decision, FinalAnswerVerdict } from '../activities/agent/brain';
+import type { ToolActivities } from '../activities/tools';
 import type { SessionActivities, SessionHandle, SessionOpenerActivities } from '../activities/agent/session';
 import type { SocialToolActivities } from '../activities/agent/social';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../db/schema';
@@ -32,6 +33,10 @@ export interface AgentWorkflowInput {
   historyEventsLimit?: number;
   /** How long one forum/microblog tool call may take before it is retried; default 2 minutes. */
   socialToolTimeoutMs?: number;
+  /** The job has tool selections (custom_mcps / market_mcps / an agent-market listing's): its MCP/OpenAPI tools join the loop's. */
+  selectionTools?: boolean;
+  /** How long one MCP/OpenAPI tool call may take (default 2 minutes). */
+  toolCallTimeoutMs?: number;
   /** Where an earlier run of this job stopped when it continued as new. */
   resume?: AgentLoopState;
 }
@@ -54,7 +59,17 @@ export interface AgentLoopState {
   session: SessionHandle | null;
   /** Runs of this job before this one. */
   generation: number;
+  /** Selection-tool calls sent so far (max_tool_calls counts them across the whole job). */
+  toolCallsSent?: number;
+  /** Selection-tool calls recorded so far (sent or not): the index of the next agent_tool_calls row. */
+  toolCallsRecorded?: number;
 }
+
+/** The type names of activities/tools (not imported: workflows stay free of activity code). */
+const TOOL_CALL_FAILED = 'ToolCallFailed';
+const TOOL_CALL_MAY_HAVE_RUN = 'ToolCallMayHaveRun';
+/** What the model reads of one tool result at most (the runtime already bounds it; the step history is kept small). */
+const TOOL_RESULT_CHARS = 8_000;
 
 /** Same page state and same actions this many times: warn the model and skip; then give up. */
 export const LOOP_WARN_REPEATS = 2;
@@ -115,6 +130,11 @@ function isSessionLost(err: unknown): boolean {
   return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'SessionLost';
 }
 
+function failureType(err: unknown): string | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
+}
+
 function isTimeout(err: unknown): boolean {
   return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
 }
@@ -146,6 +166,44 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
     retry: { initialInterval: '2s', maximumAttempts: 3 },
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
+
+  const selectionTools = proxyActivities<ToolActivities>({
+    startToCloseTimeout: (input.toolCallTimeoutMs ?? 120_000) + 15_000,
+    heartbeatTimeout: '30s',
+    retry: { initialInterval: '1s', maximumAttempts: 3, nonRetryableErrorTypes: [TOOL_CALL_FAILED, TOOL_CALL_MAY_HAVE_RUN] },
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  });
+  /** The job's MCP/OpenAPI tools, by model-facing name (null: a job without tool selections). */
+  let toolbox: (AgentToolbox & { byName: Map<string, AgentToolbox['tools'][number]> }) | null = null;
+  const toolsLeft = () => (toolbox ? Math.max(0, toolbox.maxToolCalls - (state.toolCallsSent ?? 0)) : undefined);
+
+  /**
+   * One call of a selection tool: the callTool activity (it classifies retries; a call that may have
+   * run is never sent twice), its agent_tool_calls row, and the (size-capped) result as the outcome.
+   */
+  const callSelectionTool = async (entry: AgentToolbox['tools'][number], action: AgentAction): Promise<{ ok: boolean; navigated: boolean; message: string }> => {
+    const max = toolbox!.maxToolCalls;
+    const startedAt = Date.now();
+    const index = (state.toolCallsRecorded = (state.toolCallsRecorded ?? 0) + 1);
+    const record = { jobId, index, source: entry.source, tool: entry.tool, startedAt };
+    if ((state.toolCallsSent ?? 0) >= max) {
+      await brain.recordAgentToolCall({ ...record, status: 'not_sent', durationMs: 0, error: `max_tool_calls (${max}) reached` });
+      return { ok: false, navigated: false, message: `not sent: this run may make at most ${max} tool call(s) (max_tool_calls) and has made them all` };
+    }
+    state.toolCallsSent = (state.toolCallsSent ?? 0) + 1;
+    try {
+      const output = await selectionTools.callTool({ jobId, selection: entry.ref, tool: entry.tool, args: action.args, timeoutMs: input.toolCallTimeoutMs });
+      await brain.recordAgentToolCall({ ...record, status: output.isError ? 'error' : 'completed', durationMs: output.durationMs, error: output.isError ? output.text.slice(0, 500) : null });
+      const text = output.text.length > TOOL_RESULT_CHARS ? `${output.text.slice(0, TOOL_RESULT_CHARS)}… (cut)` : output.text;
+      return { ok: !output.isError, navigated: false, message: output.isError ? `error from the tool: ${text}` : `result: ${text}` };
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const reason = describeFailure(err);
+      const mayHaveRun = failureType(err) === TOOL_CALL_MAY_HAVE_RUN;
+      await brain.recordAgentToolCall({ ...record, status: 'failed', durationMs: Date.now() - startedAt, error: reason });
+      return { ok: false, navigated: false, message: `the tool call failed${mayHaveRun ? ' and was not sent again (it may have run)' : ''}: ${reason}` };
+    }
+  };
 
   const historyIsFull = () => {
     const info = workflowInfo();
@@ -259,7 +317,8 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
       const observation = social
         ? await socialTools.observeSocial({ jobId, taskIndex, step })
         : await inSession((s, h) => s.observePage({ jobId, sessionId: h.sessionId, taskIndex, step }));
-      const decision: Decision = await brain.decideNextActions({ jobId, taskIndex, step, notes: state.notes });
+      const left = toolsLeft();
+      const decision: Decision = await brain.decideNextActions({ jobId, taskIndex, step, notes: state.notes, ...(left !== undefined && { toolsLeft: left }) });
       const notes: string[] = [];
       state.notes = notes;
       if (decision.kind === 'stop') throw new AgentStop(decision.reason);
@@ -290,8 +349,10 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
             notes.push(verdict.message);
             break;
           }
-          const result =
-            action.name === 'extract'
+          const selected = toolbox?.byName.get(action.name);
+          const result = selected
+            ? await callSelectionTool(selected, action)
+            : action.name === 'extract'
               ? await brain.runExtractTool({ jobId, taskIndex, step, question: String(action.args.question ?? '') })
               : social
                 ? await socialTools.executeSocialTool({ jobId, taskIndex, step, actionIndex, action })
@@ -303,6 +364,9 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
           }
         }
       }
+      if (left !== undefined && left > 0 && toolsLeft() === 0) {
+        notes.push(`You have used all ${toolbox!.maxToolCalls} tool call(s) of your connected tool sources this run may make (max_tool_calls); those tools are no longer offered.`);
+      }
       await brain.recordStep({ jobId, taskIndex, step, outcomes, goal: decision.goal });
     }
   };
@@ -313,6 +377,10 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
   try {
     if (state.session) session = keep(state.session);
     if (!input.resume) await jobs.beginJob(jobId);
+    if (input.selectionTools) {
+      const prepared = await brain.prepareAgentToolbox({ jobId });
+      toolbox = { ...prepared, byName: new Map(prepared.tools.map((t) => [t.name, t])) };
+    }
     for (; state.taskIndex < input.taskCount; state.taskIndex++) {
       const end = await runTask(state.taskIndex);
       if (end.kind === 'continue') {

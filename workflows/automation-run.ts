@@ -52,6 +52,7 @@ export async function automationRunWorkflow(input: AutomationRunInput): Promise<
       agentName: run.agentName,
       historyEventsLimit: input.historyEventsLimit,
       socialToolTimeoutMs: input.socialToolTimeoutMs,
+      ...(run.selectionTools && { selectionTools: true }),
     },
     continueAs,
   );

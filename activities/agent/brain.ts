@@ -12,10 +12,15 @@ import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '.
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
 import { maskSecrets, maskSecretsIn } from '../../lib/agent/sensitive-data';
-import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
+import { AGENT_LOOP_TOOLS, BROWSER_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { recordLlmUsage } from '../llm/usage';
+import { getJob } from '../../db/repos/jobs';
+import type { ToolRuntimeDeps } from '../../lib/tools/source';
+import { asTool, prepareToolbox, readToolbox } from '../custom-agent/toolbox';
+import type { SelectionLoader, ToolSelectionRef } from '../tools';
+import { readJobSelections } from '../tools/job-selections';
 import { loadAgentJob, OPTIMIZATION_PROFILES, visibleTasks } from './job';
 import { AGENT_SYSTEM_PROMPT, agentInstructions, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
 
@@ -29,6 +34,32 @@ export interface BrainDeps {
   db: Db;
   llm: LlmProviders;
   masterKey: Buffer;
+  /** MCP/OpenAPI tools of jobs with tool selections (without it, such jobs get only their browser/social tools). */
+  selections?: { tools: ToolRuntimeDeps; loadSelection: SelectionLoader };
+}
+
+/** Tool calls a run with tool selections may send when its request names no max_tool_calls. */
+export const DEFAULT_AGENT_MAX_TOOL_CALLS = 20;
+
+/** The loop's own tool names: a selection's tool with one of these names is offered under another name. */
+const LOOP_TOOL_NAMES: ReadonlySet<string> = new Set(['extract', 'done', ...BROWSER_TOOLS.map((t) => t.function.name), ...FORUM_TOOLS.map((t) => t.function.name), ...MICROBLOG_TOOLS.map((t) => t.function.name)]);
+
+/** The selection tools of an agent run, as the workflow dispatches them. */
+export interface AgentToolbox {
+  tools: { name: string; source: string; ref: ToolSelectionRef; tool: string }[];
+  maxToolCalls: number;
+}
+
+export interface AgentToolCallRecord {
+  jobId: string;
+  /** From 1, in the order of the run. */
+  index: number;
+  source: string;
+  tool: string;
+  status: 'completed' | 'error' | 'failed' | 'not_sent';
+  startedAt: number;
+  durationMs: number;
+  error: string | null;
 }
 
 function stopped(message: string): ApplicationFailure {
@@ -91,7 +122,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
   return {
     /** One LLM decision: the model sees task, history and the latest observation, and answers with tool calls. */
-    async decideNextActions(input: { jobId: string; taskIndex: number; step: number; notes: string[] }): Promise<Decision> {
+    async decideNextActions(input: { jobId: string; taskIndex: number; step: number; notes: string[]; toolsLeft?: number }): Promise<Decision> {
       const { jobId, taskIndex, step } = input;
       // With the master key: masking needs the real sensitive values (without it they read "[redacted]").
       const { job, request, tasks } = await loadAgentJob(db, jobId, deps.masterKey);
@@ -146,7 +177,13 @@ export function createAgentBrainActivities(deps: BrainDeps) {
           ? FORUM_TOOLS
           : MICROBLOG_TOOLS
         : [...toolsFor({ vision: request.vision_mode }).filter((t) => !AGENT_LOOP_TOOLS.has(t.function.name as BrowserToolName)), EXTRACT_TOOL];
-      const tools = [...(actingTools as ChatCompletionTool[]), doneTool(request.structured_output)];
+      const selected = input.toolsLeft !== undefined ? await readToolbox(db, jobId) : null;
+      if (selected?.notes.length) messages[0] = { role: 'system', content: `${system}\n\nSome tool sources of this run are unavailable: ${selected.notes.join('; ')}` };
+      const tools = [
+        ...(actingTools as ChatCompletionTool[]),
+        ...(selected && input.toolsLeft! > 0 ? selected.toolbox.map(asTool) : []),
+        doneTool(request.structured_output),
+      ];
 
       const { client, walletBilled, model } = await clientFor({ job, request });
       // The wallet check: the job's hold must cover this step's worst case (see lib/billing/worst-case).
@@ -175,6 +212,46 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         await appendJobLog(db, jobId, `step ${step}: the model proposed ${actions.length} actions; only the first ${kept.length} (max_actions_per_step) are used`);
       }
       return { kind: 'actions', actions: kept, goal };
+    },
+
+    /**
+     * The run's MCP/OpenAPI tools next to its browser/social tools: built once per job from its
+     * selections (the request's custom_mcps/market_mcps, or an agent-market run's sealed
+     * agent_selections) and kept; a tool named like one of the loop's own is offered under another name.
+     */
+    async prepareAgentToolbox(input: { jobId: string }): Promise<AgentToolbox> {
+      const job = await getJob(db, input.jobId);
+      const maxToolCalls = (job.request as { max_tool_calls?: number }).max_tool_calls ?? DEFAULT_AGENT_MAX_TOOL_CALLS;
+      const selections = readJobSelections(deps.masterKey, job);
+      if (!deps.selections || selections.custom.length + selections.market.length === 0) return { tools: [], maxToolCalls };
+      const stored = await prepareToolbox(
+        { db, ...deps.selections },
+        input.jobId,
+        { custom: selections.custom.map((s) => s.stored), market: selections.market.map((s) => s.stored) },
+        LOOP_TOOL_NAMES,
+      );
+      return { tools: stored.toolbox.map(({ name, source, ref, tool }) => ({ name, source, ref, tool })), maxToolCalls };
+    },
+
+    /** One selection-tool call of an agent run: its agent_tool_calls row (no arguments or results: they can hold secrets) and a log line. */
+    async recordAgentToolCall(input: AgentToolCallRecord): Promise<void> {
+      await db
+        .insertInto('agent_tool_calls')
+        .values({
+          job_id: input.jobId,
+          call_index: input.index,
+          source: input.source,
+          tool: input.tool,
+          status: input.status,
+          started_at: new Date(input.startedAt),
+          duration_ms: Math.max(0, Math.round(input.durationMs)),
+          cost_micros: 0,
+          error: input.error,
+        })
+        .onConflict((oc) => oc.columns(['job_id', 'call_index']).doNothing())
+        .execute();
+      const outcome = input.status === 'completed' ? 'ok' : input.status === 'error' ? 'the tool reported an error' : input.status === 'not_sent' ? 'not sent (max_tool_calls reached)' : `failed: ${input.error}`;
+      await appendJobLog(db, input.jobId, `tool call ${input.index}: ${input.source} / ${input.tool} → ${outcome} (${Math.round(input.durationMs)} ms)`);
     },
 
     /** The extract tool: one LLM call over the latest observation's full text. */

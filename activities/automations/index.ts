@@ -10,9 +10,10 @@ import type { AccountRef, SocialRunRequest } from '../agent/social';
 import type { AutomationCreateBody, SavedSelection } from '../../lib/schemas/automations';
 import type { JobOutcome } from '../../workflows/scrape';
 import type { PriceTable } from '../../lib/billing/pricing';
+import type { SourceParamValues } from '../../lib/tools/types';
 
 export type AutomationRunStart =
-  | { kind: 'ready'; jobId: string; taskCount: number; hasWebhook: boolean; agentName: string }
+  | { kind: 'ready'; jobId: string; taskCount: number; hasWebhook: boolean; agentName: string; selectionTools?: boolean }
   | { kind: 'unusable'; jobId: string; hasWebhook: boolean; agentName: string; outcome: JobOutcome }
   /** Not run at all (no job, no LLM call, no charge): the account cannot pay for it now. */
   | { kind: 'skipped'; reason: string };
@@ -75,7 +76,13 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
       const platform = automation.automation_type === 'forum-agent' ? 'forum' : 'microblog';
       const agentName = automation.automation_type;
       const hasWebhook = !!payload.webhook_url;
-      const secrets = automation.secrets_sealed ? (JSON.parse(unseal(masterKey, automation.secrets_sealed, `automation:${automation.id}`)) as { forumCredentials?: unknown }) : {};
+      const secrets = automation.secrets_sealed ? (JSON.parse(unseal(masterKey, automation.secrets_sealed, `automation:${automation.id}`)) as { forumCredentials?: unknown; customMcpParams?: SourceParamValues[]; marketMcpParams?: SourceParamValues[] }) : {};
+      const selectionTools = (payload.custom_mcps?.length ?? 0) + (payload.market_mcps?.length ?? 0) > 0;
+      // The run job gets what POST /agents/run seals: the selections' params by index (the request keeps them redacted).
+      const runSecrets = {
+        ...(secrets.forumCredentials !== undefined && { forumCredentials: secrets.forumCredentials }),
+        ...(selectionTools && { custom_mcps_params: secrets.customMcpParams ?? [], market_mcps_params: secrets.marketMcpParams ?? [] }),
+      };
 
       const selection = (platform === 'forum' ? payload.forum : payload.microblog) as SavedSelection | { mode: 'inline' } | undefined;
       let accounts: AccountRef[] = [];
@@ -130,7 +137,7 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
           workflowId: input.runId,
           countsOperation: false,
           holdMaxMicros,
-          sealSecrets: secrets.forumCredentials ? (id) => sealRequestSecrets(masterKey, id, { forumCredentials: secrets.forumCredentials }) : undefined,
+          sealSecrets: Object.keys(runSecrets).length > 0 ? (id) => sealRequestSecrets(masterKey, id, runSecrets) : undefined,
           acceptedLog: `run of automation "${automation.name}" started by its schedule`,
         });
         if (admission.outcome === 'created' || admission.outcome === 'existing') {
@@ -156,7 +163,7 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
         await writeSystemLog(db, { userId: automation.user_id, jobId: job.id, message: `automation "${automation.name}" run ${job.id} failed: ${error}` });
         return { kind: 'unusable', jobId: job.id, hasWebhook, agentName, outcome: { jobId: job.id, status: 'failed', error } };
       }
-      return { kind: 'ready', jobId: job.id, taskCount: accounts.length, hasWebhook, agentName };
+      return { kind: 'ready', jobId: job.id, taskCount: accounts.length, hasWebhook, agentName, selectionTools };
     },
   };
 }

@@ -6,7 +6,6 @@ import { admitJob, appendJobLog, getJob, transitionJob } from '../../db/repos/jo
 import { holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
 import { writeSystemLog } from '../../db/repos/system-logs';
-import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import { agentStepWorstCaseMicros } from '../../lib/billing/worst-case';
 import type { PriceTable } from '../../lib/billing/pricing';
 import { unseal } from '../../lib/crypto';
@@ -14,7 +13,7 @@ import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '.
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
 import { sealRequestSecrets } from '../../lib/request-secrets';
-import { openToolSource, type ToolRuntimeDeps } from '../../lib/tools/source';
+import type { ToolRuntimeDeps } from '../../lib/tools/source';
 import type { CustomMcpSelection } from '../../lib/tools/selection';
 import type { CustomAgentBody, SkillsBody } from '../../lib/schemas/custom-agents';
 import type { SkillsSelection } from '../agent/prompts';
@@ -23,7 +22,7 @@ import { attemptKey, withHeartbeat } from '../heartbeat';
 import { recordLlmUsage } from '../llm/usage';
 import type { SelectionLoader } from '../tools';
 import { customAgentSystemPrompt } from './prompts';
-import { nameToolbox, type ToolboxEntry } from './toolbox';
+import { asTool, prepareToolbox, readToolbox, type ToolboxEntry } from './toolbox';
 
 export type { ToolboxEntry };
 
@@ -107,18 +106,6 @@ function doneTool(structuredOutput: FieldSpec[] | undefined): ChatCompletionTool
   };
 }
 
-function asTool(entry: ToolboxEntry): ChatCompletionTool {
-  const schema = entry.inputSchema && entry.inputSchema.type === 'object' ? entry.inputSchema : { type: 'object', properties: {} };
-  return {
-    type: 'function',
-    function: { name: entry.name, description: `${entry.description ?? entry.tool} (source: ${entry.source})`.slice(0, 1024), parameters: schema },
-  };
-}
-
-function sourceLabel(kind: 'custom_mcps' | 'market_mcps', index: number, name: string | null | undefined): string {
-  return name?.trim() ? name.trim() : `${kind}[${index}]`;
-}
-
 /** The contract's skills (an array of AgentSkillSelection) or a SkillsConfig, as the prompt helper reads it. */
 async function skillsOf(db: Db, skills: SkillsBody | undefined): Promise<SkillsSelection | undefined> {
   const selected = Array.isArray(skills) ? skills : skills?.mode === 'selected' ? (skills.selected ?? []) : [];
@@ -148,10 +135,7 @@ export function createCustomAgentActivities(deps: CustomAgentDeps) {
     return { job, request: job.request as unknown as CustomAgentRunRequest };
   }
 
-  async function toolboxOf(jobId: string): Promise<{ toolbox: ToolboxEntry[]; notes: string[] } | null> {
-    const row = await db.selectFrom('custom_agent_runs').selectAll().where('job_id', '=', jobId).executeTakeFirst();
-    return row ? { toolbox: row.toolbox as unknown as ToolboxEntry[], notes: row.notes } : null;
-  }
+  const toolboxOf = (jobId: string) => readToolbox(db, jobId);
 
   return {
     /**
@@ -209,54 +193,7 @@ export function createCustomAgentActivities(deps: CustomAgentDeps) {
      */
     async prepareCustomAgentToolbox(input: { jobId: string }): Promise<ToolboxSummary> {
       const { request } = await loadRun(input.jobId);
-      let stored = await toolboxOf(input.jobId);
-      if (!stored) {
-        const found: Omit<ToolboxEntry, 'name'>[] = [];
-        const notes: string[] = [];
-        for (const [index, custom] of (request.custom_mcps ?? []).entries()) {
-          const ref = { kind: 'custom_mcps' as const, index };
-          const source = sourceLabel('custom_mcps', index, custom.name);
-          try {
-            const selection = await deps.loadSelection(input.jobId, ref);
-            const tools =
-              selection.knownTools && selection.toolNames?.length
-                ? selection.knownTools.filter((t) => selection.toolNames!.includes(t.name))
-                : selection.knownTools ?? (await withHeartbeat(async () => {
-                    const opened = await openToolSource(selection, deps.tools);
-                    try {
-                      return opened.tools;
-                    } finally {
-                      await opened.close();
-                    }
-                  }));
-            for (const tool of tools) found.push({ source, ref, tool: tool.name, description: tool.description, inputSchema: tool.inputSchema });
-            const missing = (custom.tool_names ?? []).filter((name) => !tools.some((t) => t.name === name));
-            if (missing.length) notes.push(`${source}: no tool named ${missing.join(', ')}`);
-          } catch (error) {
-            notes.push(`${source}: ${(error as Error).message}`);
-          }
-        }
-        for (const [index, market] of (request.market_mcps ?? []).entries()) {
-          const ref = { kind: 'market_mcps' as const, index };
-          const entry = await findPublicMcpEntry(db, market.mcp_id);
-          const source = sourceLabel('market_mcps', index, entry?.name);
-          if (!entry) {
-            notes.push(`${source}: the market entry is no longer available`);
-            continue;
-          }
-          const approved = (entry.approvedTools ?? entry.tools).filter((t) => t.isEnabled !== false);
-          const wanted = market.tool_names?.length ? approved.filter((t) => market.tool_names.includes(t.toolName)) : approved;
-          for (const tool of wanted) found.push({ source, ref, tool: tool.toolName, description: tool.description, inputSchema: tool.inputSchema });
-        }
-        stored = { toolbox: nameToolbox(found), notes };
-        await db
-          .insertInto('custom_agent_runs')
-          .values({ job_id: input.jobId, toolbox: JSON.stringify(stored.toolbox), notes: JSON.stringify(notes) })
-          .onConflict((oc) => oc.column('job_id').doNothing())
-          .execute();
-        stored = (await toolboxOf(input.jobId))!;
-        await appendJobLog(db, input.jobId, `toolbox: ${stored.toolbox.length} tool(s)${stored.notes.length ? `; unavailable: ${stored.notes.join('; ')}` : ''}`);
-      }
+      const stored = await prepareToolbox({ db, tools: deps.tools, loadSelection: deps.loadSelection }, input.jobId, { custom: request.custom_mcps ?? [], market: request.market_mcps ?? [] });
       return { tools: stored.toolbox.map(({ name, source, ref, tool }) => ({ name, source, ref, tool })), maxToolCalls: request.max_tool_calls };
     },
 

@@ -8,8 +8,7 @@ import { marketRunStarter } from '../../lib/market/run-workflow';
 import { callMarketTool, createUpstreamSources, createUpstreamToolLists, type MarketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { usdToWholeMicros } from '../../lib/money';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
-import { unsealRequestSecrets } from '../../lib/request-secrets';
-import type { SourceParamValues } from '../../lib/tools/types';
+import { readJobSelections } from './job-selections';
 
 /** A `market_mcps` item as stored in a run's request (params redacted; their values are sealed as `market_mcps_params[i]`). */
 export interface StoredMarketSelection {
@@ -57,9 +56,9 @@ export function createMarketSelectionCaller(deps: { db: Db; config: Config; poli
 
   return async (call: MarketSelectionCall): Promise<MarketToolCallOutcome> => {
     const job = await getJob(deps.db, call.jobId);
-    const stored = (job.request as { market_mcps?: StoredMarketSelection[] }).market_mcps?.[call.index];
-    if (!stored) throw new Error(`the run has no market_mcps[${call.index}]`);
-    const secrets = unsealRequestSecrets(deps.config.masterKey, call.jobId, job.sealed_secrets) as { market_mcps_params?: SourceParamValues[] };
+    const selection = readJobSelections(deps.config.masterKey, job).market[call.index];
+    if (!selection) throw new Error(`the run has no market_mcps[${call.index}]`);
+    const stored: StoredMarketSelection = selection.stored;
     const entry = await loadCallEntry(deps.db, deps.config.masterKey, stored.mcp_id);
     if (!entry) return { status: 'refused', code: 'entry_not_found', message: 'The market entry of this selection is no longer approved', runId: null };
     const narrowed = stored.tool_names?.length ? { ...entry, approvedTools: entry.approvedTools.filter((t) => stored.tool_names!.includes(t.toolName)) } : entry;
@@ -70,7 +69,7 @@ export function createMarketSelectionCaller(deps: { db: Db; config: Config; poli
       entry: narrowed,
       toolName: call.tool,
       args: call.args,
-      consumerParams: secrets.market_mcps_params?.[call.index] ?? {},
+      consumerParams: selection.params,
       selectionId,
       jobId: call.jobId,
       runPerCall: false,

@@ -297,6 +297,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
           deadlineMs: deps.config.agent.deadlineMs,
           historyEventsLimit: deps.config.agent.historyEventsLimit,
           agentName,
+          selectionTools: agent.mcpSelections.length + agent.customMcpSelections.length > 0,
         } satisfies AgentWorkflowInput,
       ],
     });
