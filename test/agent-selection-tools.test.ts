@@ -107,8 +107,8 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
     assert.equal(runs.length, 1);
     assert.equal(Number(runs[0].charged_micros), 300_000);
     const usageMicros = Math.round(run.usage.costUsd * 1_000_000);
-    assert.ok(usageMicros > 0, JSON.stringify(run.usage));
-    assert.equal(consumerBefore - (await wallet(consumer.userId)), usageMicros + 300_000, 'the debit is the LLM/browser usage plus the provider charges');
+    assert.ok(usageMicros > 300_000, `the run's cost includes the provider charges: ${JSON.stringify(run.usage)}`);
+    assert.equal(consumerBefore - (await wallet(consumer.userId)), usageMicros, 'the run record\'s cost is what the wallet paid: LLM/browser usage plus the provider charges');
     const providerRevenue = (await wallet(toolProvider.userId)) - toolProviderBefore;
     assert.equal(providerRevenue, 300_000 * (1 - h.config.market.commissionRate), 'the tool provider earns the charges less the commission');
 

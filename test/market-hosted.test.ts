@@ -486,7 +486,8 @@ describe('hosted market MCP endpoint', function () {
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       const run = await h.waitForJob(consumer.apiKey, `/api/v1/agents/runs/${accepted.body.jobId}`);
       assert.equal(run.status, 'completed', run.error);
-      assert.deepEqual(run.toolCalls.map((c: any) => [c.tool, c.status]), [['lookup_city', 'completed'], ['lookup_city', 'completed']]);
+      assert.deepEqual(run.toolCalls.map((c: any) => [c.tool, c.status, c.costUsd]), [['lookup_city', 'completed', 0.012345], ['lookup_city', 'completed', 0.012345]]);
+      assert.ok(run.usage.costUsd >= 0.02469, `the run's cost includes its market calls: ${JSON.stringify(run.usage)}`);
       const runs = await h.db.selectFrom('market_runs').selectAll().where('job_id', '=', accepted.body.jobId).execute();
       assert.equal(runs.length, 1, 'one market run for the execution and its selection');
       assert.deepEqual([runs[0].hold_micros, runs[0].charged_micros], [100_000, 24_690]);

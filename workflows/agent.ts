@@ -193,7 +193,7 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
     state.toolCallsSent = (state.toolCallsSent ?? 0) + 1;
     try {
       const output = await selectionTools.callTool({ jobId, selection: entry.ref, tool: entry.tool, args: action.args, timeoutMs: input.toolCallTimeoutMs });
-      await brain.recordAgentToolCall({ ...record, status: output.isError ? 'error' : 'completed', durationMs: output.durationMs, error: output.isError ? output.text.slice(0, 500) : null });
+      await brain.recordAgentToolCall({ ...record, status: output.isError ? 'error' : 'completed', durationMs: output.durationMs, costMicros: output.costMicros, error: output.isError ? output.text.slice(0, 500) : null });
       const text = output.text.length > TOOL_RESULT_CHARS ? `${output.text.slice(0, TOOL_RESULT_CHARS)}… (cut)` : output.text;
       return { ok: !output.isError, navigated: false, message: output.isError ? `error from the tool: ${text}` : `result: ${text}` };
     } catch (err) {

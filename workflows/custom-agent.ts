@@ -138,7 +138,7 @@ export async function customAgentWorkflow(input: CustomAgentWorkflowInput): Prom
           const output = await tools.callTool({ jobId: runJobId, selection: entry.ref, tool: entry.tool, args: call.args, timeoutMs: input.toolCallTimeoutMs });
           await bookkeeping.recordCustomAgentToolCall({
             jobId: runJobId, seq: here, callId: call.id, index, source: entry.source, tool: entry.tool, status: output.isError ? 'error' : 'completed', startedAt,
-            durationMs: output.durationMs, error: output.isError ? output.text.slice(0, 500) : null, text: output.isError ? `Error from the tool: ${output.text}` : output.text,
+            durationMs: output.durationMs, costMicros: output.costMicros, error: output.isError ? output.text.slice(0, 500) : null, text: output.isError ? `Error from the tool: ${output.text}` : output.text,
           });
         } catch (err) {
           if (isCancellation(err)) throw err;

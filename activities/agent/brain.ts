@@ -59,6 +59,8 @@ export interface AgentToolCallRecord {
   status: 'completed' | 'error' | 'failed' | 'not_sent';
   startedAt: number;
   durationMs: number;
+  /** What the call charged (a fixed-price market tool). */
+  costMicros?: number;
   error: string | null;
 }
 
@@ -245,7 +247,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
           status: input.status,
           started_at: new Date(input.startedAt),
           duration_ms: Math.max(0, Math.round(input.durationMs)),
-          cost_micros: 0,
+          cost_micros: input.costMicros ?? 0,
           error: input.error,
         })
         .onConflict((oc) => oc.columns(['job_id', 'call_index']).doNothing())

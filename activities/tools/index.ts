@@ -38,6 +38,8 @@ export interface ToolCallOutput {
   text: string;
   truncated: boolean;
   durationMs: number;
+  /** What the call charged the run's owner (a fixed-price market tool); absent for free tools. Provider-event charges arrive later, on the market run. */
+  costMicros?: number;
 }
 
 /** What an attempt leaves behind for the next one (Temporal keeps the last heartbeat details across attempts). */
@@ -141,7 +143,7 @@ async function marketToolCall(deps: ToolActivityDeps, input: ToolCallInput, cont
   }
   context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress);
   const outcome = await deps.callMarketSelection({ jobId: input.jobId, index: input.selection.index, tool: input.tool, args: input.args, signal: context.cancellationSignal });
-  if (outcome.status === 'answered') return { isError: outcome.result.isError, text: outcome.result.text, truncated: outcome.result.truncated, durationMs: outcome.durationMs };
+  if (outcome.status === 'answered') return { isError: outcome.result.isError, text: outcome.result.text, truncated: outcome.result.truncated, durationMs: outcome.durationMs, costMicros: outcome.costMicros };
   throw ApplicationFailure.nonRetryable(outcome.message, TOOL_CALL_FAILED, { kind: outcome.code, reached: outcome.status === 'failed' });
 }
 

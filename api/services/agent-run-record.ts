@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from '../../db/connect';
 import { summarizeUsage } from '../../db/repos/job-usage';
 import type { Job } from '../../db/schema';
@@ -5,14 +6,17 @@ import { microsToUsd } from '../../lib/money';
 
 /**
  * What an agent run's record adds to the job record (custom-agent and agent-market runs alike):
- * its tool calls — never their arguments or results, which can hold secrets — and its usage so far.
+ * its tool calls — never their arguments or results, which can hold secrets — and its usage so far,
+ * market tool charges included.
  */
 export async function agentRunExtras(db: Db, job: Pick<Job, 'id'>) {
-  const [calls, usage] = await Promise.all([
+  const [calls, usage, market] = await Promise.all([
     db.selectFrom('agent_tool_calls').selectAll().where('job_id', '=', job.id).orderBy('call_index').execute(),
     summarizeUsage(db, job.id),
+    db.selectFrom('market_runs').select(sql<string>`coalesce(sum(charged_micros), 0)::text`.as('charged')).where('job_id', '=', job.id).executeTakeFirstOrThrow(),
   ]);
-  const toolCostMicros = calls.reduce((n, c) => n + Number(c.cost_micros), 0);
+  // Market tools are charged on the run's market runs (fixed prices per call, provider events whenever the provider reports them).
+  const marketMicros = Number(market.charged);
   const promptTokens = usage.llm.reduce((n, e) => n + e.promptTokens, 0);
   const completionTokens = usage.llm.reduce((n, e) => n + e.completionTokens, 0);
   return {
@@ -29,7 +33,7 @@ export async function agentRunExtras(db: Db, job: Pick<Job, 'id'>) {
     usage: {
       llmTokens: promptTokens + completionTokens,
       toolCalls: calls.filter((c) => c.status !== 'not_sent').length,
-      costUsd: microsToUsd(usage.costMicros + toolCostMicros),
+      costUsd: microsToUsd(usage.costMicros + marketMicros),
       llmCalls: usage.llm.reduce((n, e) => n + e.calls, 0),
       promptTokens,
       completionTokens,
