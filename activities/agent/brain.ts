@@ -4,6 +4,7 @@ import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatComplet
 import type { Db } from '../../db/connect';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../../db/schema';
 import { appendJobLog, transitionJob } from '../../db/repos/jobs';
+import { recordAgentToolCall, type AgentToolCallRow } from '../../db/repos/agent-tool-calls';
 import { assertHoldCovers, holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
 import { writeSystemLog } from '../../db/repos/system-logs';
@@ -50,19 +51,7 @@ export interface AgentToolbox {
   maxToolCalls: number;
 }
 
-export interface AgentToolCallRecord {
-  jobId: string;
-  /** From 1, in the order of the run. */
-  index: number;
-  source: string;
-  tool: string;
-  status: 'completed' | 'error' | 'failed' | 'not_sent';
-  startedAt: number;
-  durationMs: number;
-  /** What the call charged (a fixed-price market tool). */
-  costMicros?: number;
-  error: string | null;
-}
+export type AgentToolCallRecord = AgentToolCallRow;
 
 function stopped(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, 'AgentStopped');
@@ -237,23 +226,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
     /** One selection-tool call of an agent run: its agent_tool_calls row (no arguments or results: they can hold secrets) and a log line. */
     async recordAgentToolCall(input: AgentToolCallRecord): Promise<void> {
-      await db
-        .insertInto('agent_tool_calls')
-        .values({
-          job_id: input.jobId,
-          call_index: input.index,
-          source: input.source,
-          tool: input.tool,
-          status: input.status,
-          started_at: new Date(input.startedAt),
-          duration_ms: Math.max(0, Math.round(input.durationMs)),
-          cost_micros: input.costMicros ?? 0,
-          error: input.error,
-        })
-        .onConflict((oc) => oc.columns(['job_id', 'call_index']).doNothing())
-        .execute();
-      const outcome = input.status === 'completed' ? 'ok' : input.status === 'error' ? 'the tool reported an error' : input.status === 'not_sent' ? 'not sent (max_tool_calls reached)' : `failed: ${input.error}`;
-      await appendJobLog(db, input.jobId, `tool call ${input.index}: ${input.source} / ${input.tool} → ${outcome} (${Math.round(input.durationMs)} ms)`);
+      await recordAgentToolCall(db, input);
     },
 
     /** The extract tool: one LLM call over the latest observation's full text. */

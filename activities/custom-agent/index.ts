@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import { admitJob, appendJobLog, getJob, transitionJob } from '../../db/repos/jobs';
+import { recordAgentToolCall } from '../../db/repos/agent-tool-calls';
 import { holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
 import { writeSystemLog } from '../../db/repos/system-logs';
@@ -268,23 +269,7 @@ export function createCustomAgentActivities(deps: CustomAgentDeps) {
         .values({ job_id: input.jobId, seq: input.seq, message: JSON.stringify({ role: 'tool', tool_call_id: input.callId, content: input.text }) })
         .onConflict((oc) => oc.columns(['job_id', 'seq']).doUpdateSet({ message: JSON.stringify({ role: 'tool', tool_call_id: input.callId, content: input.text }) }))
         .execute();
-      await db
-        .insertInto('agent_tool_calls')
-        .values({
-          job_id: input.jobId,
-          call_index: input.index,
-          source: input.source,
-          tool: input.tool,
-          status: input.status,
-          started_at: new Date(input.startedAt),
-          duration_ms: Math.max(0, Math.round(input.durationMs)),
-          cost_micros: input.costMicros ?? 0,
-          error: input.error,
-        })
-        .onConflict((oc) => oc.columns(['job_id', 'call_index']).doNothing())
-        .execute();
-      const outcome = input.status === 'completed' ? 'ok' : input.status === 'error' ? 'the tool reported an error' : input.status === 'not_sent' ? 'not sent (max_tool_calls reached)' : `failed: ${input.error}`;
-      await appendJobLog(db, input.jobId, `tool call ${input.index}: ${input.source} / ${input.tool} → ${outcome} (${Math.round(input.durationMs)} ms)`);
+      await recordAgentToolCall(db, input);
     },
 
     /**
