@@ -55,12 +55,13 @@ export async function findMarketRun(db: Db, runId: string): Promise<MarketRun | 
   return row ? toRun(row) : null;
 }
 
-/** The live approved entry of a listing (tool market), as a run needs it. */
-async function liveEntry(db: Db, entryId: string) {
+/** The live approved entry of a listing (tool market), as a run needs it, with the consumer's subscription status (one statement). */
+async function liveEntry(db: Db, entryId: string, consumerId: string) {
   return db
     .selectFrom('market_submissions as s')
     .innerJoin('mcp_market_details as d', 'd.submission_id', 's.id')
     .select(['s.id', 's.owner_id', 's.slug', 'd.pricing_events', 'd.monetization_strategy'])
+    .select((eb) => eb.selectFrom('subscriptions').select('status').where('user_id', '=', consumerId).as('subscription_status'))
     .where('s.listing_id', '=', entryId)
     .where('s.market', '=', 'mcp')
     .where('s.live', '=', true)
@@ -105,10 +106,9 @@ export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<
   if (!Number.isSafeInteger(input.limitMicros) || input.limitMicros <= 0) throw new Error('The run charge limit is a positive whole number of micro-USD');
   if (!(input.ttlMs > 0)) throw new Error('A run lives for a positive time');
   return db.transaction().execute(async (trx) => {
-    const entry = await liveEntry(trx, input.entryId);
+    const entry = await liveEntry(trx, input.entryId, input.consumerId);
     if (!entry) return { outcome: 'entry_not_found' } as const;
-    const subscription = await trx.selectFrom('subscriptions').select('status').where('user_id', '=', input.consumerId).executeTakeFirst();
-    if (subscription?.status !== 'active') return { outcome: 'subscription_inactive' } as const;
+    if (entry.subscription_status !== 'active') return { outcome: 'subscription_inactive' } as const;
     const available = await lockAvailableMicros(trx, input.consumerId);
     const holdMicros = entry.monetization_strategy === 'free' ? 0 : Math.max(0, Math.min(available, input.limitMicros, input.capMicros ?? Number.MAX_SAFE_INTEGER));
     if (holdMicros <= 0 && entry.monetization_strategy !== 'free') return { outcome: 'insufficient_funds' } as const;

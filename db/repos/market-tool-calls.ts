@@ -13,6 +13,7 @@ import { closeMarketRun, findMarketRun, openMarketRun, type MarketRun } from './
 import { lockWallets, postMarketCharge } from './ledger';
 import { offsetOf, type PageRequest } from './pagination';
 import { writeSystemLog } from './system-logs';
+import { API_KEY_CACHE_TTL_MS, apiKeysGeneration } from './users';
 
 /**
  * Storage of market tool calls (lib/market/tool-call.ts): the live entry as a call needs it, the
@@ -72,6 +73,30 @@ export async function findLiveApiKey(db: Db, apiKeyId: string, userId: string): 
     .where('k.revoked_at', 'is', null)
     .executeTakeFirst();
   return row ? { apiKeyId: row.id, userId: row.user_id, subscriptionActive: row.status === 'active' } : null;
+}
+
+/**
+ * findLiveApiKey remembered for API_KEY_CACHE_TTL_MS (the hosted endpoint checks a credential's key
+ * on every request). Same rules as the API-key cache of db/repos/users.ts: a rotation or subscription
+ * change through this process invalidates every entry at once (generation), one made by another
+ * process takes effect within the TTL; dead keys are never remembered. Opening a run re-reads the
+ * subscription in its own transaction either way.
+ */
+const liveKeyCache = new Map<string, { db: Db; owner: ApiKeyOwner; generation: number; expiresAt: number }>();
+
+export async function findLiveApiKeyCached(db: Db, apiKeyId: string, userId: string, now = Date.now()): Promise<ApiKeyOwner | null> {
+  const cacheKey = `${userId}:${apiKeyId}`;
+  const generation = apiKeysGeneration();
+  const hit = liveKeyCache.get(cacheKey);
+  if (hit && hit.db === db && hit.generation === generation && hit.expiresAt > now) return hit.owner;
+  const owner = await findLiveApiKey(db, apiKeyId, userId);
+  if (owner && generation === apiKeysGeneration()) {
+    if (liveKeyCache.size >= 10_000) liveKeyCache.clear();
+    liveKeyCache.set(cacheKey, { db, owner, generation, expiresAt: now + API_KEY_CACHE_TTL_MS });
+  } else {
+    liveKeyCache.delete(cacheKey);
+  }
+  return owner;
 }
 
 export interface RunSettings {
@@ -168,25 +193,30 @@ export function createMarketCallStore(db: Db): MarketCallStore {
         const split = splitCharge({ count: 1, unitPriceMicros: priceMicros, remainingMicros: remaining, commissionPpm: ratePpm(commissionRate) });
         const chargeId = randomUUID();
         const payload = callPayload(record);
+        // The charge row, the run's total (and close) and the call's log line in one statement: the
+        // wallet locks are held for as few round trips as possible.
         await trx
-          .insertInto('market_run_charges')
-          .values({
-            id: chargeId,
-            run_id: runId,
-            idempotency_key: `tool-call:${record.callId}`,
-            request_hash: record.callId,
-            event_name: TOOL_CALL_EVENT,
-            tool_name: record.toolName,
-            requested_count: 1,
-            charged_count: 1,
-            unit_price_micros: priceMicros,
-            total_micros: split.totalMicros,
-            commission_micros: split.commissionMicros,
-            provider_revenue_micros: split.providerRevenueMicros,
-            result: JSON.stringify({ chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) }),
-          })
-          .execute();
-        await trx
+          .with('charge', (q) =>
+            q
+              .insertInto('market_run_charges')
+              .values({
+                id: chargeId,
+                run_id: runId,
+                idempotency_key: `tool-call:${record.callId}`,
+                request_hash: record.callId,
+                event_name: TOOL_CALL_EVENT,
+                tool_name: record.toolName,
+                requested_count: 1,
+                charged_count: 1,
+                unit_price_micros: priceMicros,
+                total_micros: split.totalMicros,
+                commission_micros: split.commissionMicros,
+                provider_revenue_micros: split.providerRevenueMicros,
+                result: JSON.stringify({ chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) }),
+              })
+              .returning('id'),
+          )
+          .with('log', (q) => q.insertInto('system_logs').values({ user_id: record.consumerId, job_id: record.jobId, log_message: logLine(record) }).returning('id'))
           .updateTable('market_runs')
           .set((eb) => ({ charged_micros: eb('charged_micros', '+', split.totalMicros), ...(closeRun && { status: 'closed' as const, closed_at: new Date() }) }))
           .where('id', '=', runId)
@@ -202,7 +232,6 @@ export function createMarketCallStore(db: Db): MarketCallStore {
           result: `${record.toolName} call${record.isError ? ' (tool error)' : ''}`,
           payload,
         });
-        await writeSystemLog(trx, { userId: record.consumerId, jobId: record.jobId, message: logLine(record) });
         return { charged: true, costMicros: split.totalMicros };
       });
     },
