@@ -132,6 +132,19 @@ describe('market runs and production charges', function () {
     assert.equal((await getWalletSummary(h.db, consumer.userId)).heldMicros, 0);
   });
 
+  it('never holds more than the available balance when runs of one consumer open concurrently', async function () {
+    const { consumer, entry } = await setup({ consumerCreditUsd: 1 });
+    const outcomes = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        openMarketRun(h.db, { consumerId: consumer.userId, entryId: entry.entryId, selectionId: `credential-${randomUUID()}`, ttlMs: HOUR, limitMicros: 300_000, chargeTokenKey: h.config.market.chargeTokenKey }),
+      ),
+    );
+    const holds = outcomes.map((o) => (o.outcome === 'opened' ? o.run.holdMicros : 0)).sort((a, b) => b - a);
+    assert.deepEqual(holds, [300_000, 300_000, 300_000, 100_000, 0, 0, 0, 0]);
+    assert.equal(outcomes.filter((o) => o.outcome === 'insufficient_funds').length, 4);
+    assert.equal((await getWalletSummary(h.db, consumer.userId)).availableMicros, 0);
+  });
+
   it('opens runs only for live approved entries, holds nothing for a free entry, and refuses an inactive subscription', async function () {
     const { consumer, entry } = await setup();
     const outcome = (entryId: string, consumerId = consumer.userId) =>

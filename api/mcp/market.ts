@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { Server, type AuthInfo, type CallToolResult } from '@modelcontextprotocol/server';
-import { findApiKeyOwner, findLiveApiKey, loadCallEntry, createMarketCallStore, openCallRun } from '../../db/repos/market-tool-calls';
+import { findApiKeyOwner, findLiveApiKeyCached, loadCallEntry, createMarketCallStore, openCallRun } from '../../db/repos/market-tool-calls';
 import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import { pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import { marketRunStarter } from '../../lib/market/run-workflow';
@@ -66,7 +66,7 @@ async function authenticate(deps: ApiDeps, ctx: Context): Promise<AuthInfo> {
     const claims = openMcpCredential(deps.config.masterKey, token);
     if (!claims) throw challenge('The credential is not valid');
     if (claims.entryId !== entry.entryId) throw challenge('This credential belongs to another market entry');
-    const key = await findLiveApiKey(deps.db, claims.apiKeyId, claims.userId);
+    const key = await findLiveApiKeyCached(deps.db, claims.apiKeyId, claims.userId);
     if (!key) throw challenge('The API key this credential was made with has been rotated; generate a new credential');
     if (claims.paramsSchemaHash !== paramsSchemaHash(entry.requiredUserParamsSchema)) throw challenge("The entry's parameters changed since this credential was made; generate a new credential");
     principal = { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros };

@@ -6,7 +6,7 @@ import { signChargeToken } from '../../lib/market/charge-token';
 import { splitCharge, ratePpm } from '../../lib/market/commission';
 import type { StoredPricingEvent } from '../../lib/market/listing';
 import { microsToUsd } from '../../lib/money';
-import { lockAvailableMicros, lockWallets, postMarketCharge } from './ledger';
+import { lockWallets, openHoldsExpression, postMarketCharge } from './ledger';
 
 /**
  * Market runs: a consumer's run against a market entry, the money it may spend on provider charges
@@ -55,12 +55,15 @@ export async function findMarketRun(db: Db, runId: string): Promise<MarketRun | 
   return row ? toRun(row) : null;
 }
 
-/** The live approved entry of a listing (tool market), as a run needs it. */
-async function liveEntry(db: Db, entryId: string) {
+/** The live approved entry of a listing (tool market), as a run needs it, with the consumer's subscription status (one statement). */
+async function liveEntry(db: Db, entryId: string, consumerId: string) {
   return db
     .selectFrom('market_submissions as s')
     .innerJoin('mcp_market_details as d', 'd.submission_id', 's.id')
     .select(['s.id', 's.owner_id', 's.slug', 'd.pricing_events', 'd.monetization_strategy'])
+    .select((eb) => eb.selectFrom('subscriptions').select('status').where('user_id', '=', consumerId).as('subscription_status'))
+    // Locks the consumer's wallet row for the rest of the opening transaction (FOR UPDATE in a sub-select).
+    .select(sql<string>`(select w.user_id from wallets w where w.user_id = ${consumerId}::uuid for update)`.as('wallet_locked'))
     .where('s.listing_id', '=', entryId)
     .where('s.market', '=', 'mcp')
     .where('s.live', '=', true)
@@ -105,32 +108,27 @@ export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<
   if (!Number.isSafeInteger(input.limitMicros) || input.limitMicros <= 0) throw new Error('The run charge limit is a positive whole number of micro-USD');
   if (!(input.ttlMs > 0)) throw new Error('A run lives for a positive time');
   return db.transaction().execute(async (trx) => {
-    const entry = await liveEntry(trx, input.entryId);
+    // 1. The live entry and the subscription, with the consumer's wallet row locked in the same statement.
+    const entry = await liveEntry(trx, input.entryId, input.consumerId);
     if (!entry) return { outcome: 'entry_not_found' } as const;
-    const subscription = await trx.selectFrom('subscriptions').select('status').where('user_id', '=', input.consumerId).executeTakeFirst();
-    if (subscription?.status !== 'active') return { outcome: 'subscription_inactive' } as const;
-    const available = await lockAvailableMicros(trx, input.consumerId);
-    const holdMicros = entry.monetization_strategy === 'free' ? 0 : Math.max(0, Math.min(available, input.limitMicros, input.capMicros ?? Number.MAX_SAFE_INTEGER));
-    if (holdMicros <= 0 && entry.monetization_strategy !== 'free') return { outcome: 'insufficient_funds' } as const;
+    if (entry.subscription_status !== 'active') return { outcome: 'subscription_inactive' } as const;
+    // 2. The hold, computed from a fresh snapshot (a later statement than the lock, so the holds of
+    //    openings that held the lock before are seen: lockAvailableMicros' rule) and the run inserted,
+    //    in one statement: the wallet lock is held for this statement and the commit only.
+    const free = entry.monetization_strategy === 'free';
     const now = input.now ?? new Date();
-    const row = await trx
-      .insertInto('market_runs')
-      .values({
-        id: randomUUID(),
-        consumer_id: input.consumerId,
-        provider_id: entry.owner_id,
-        entry_id: input.entryId,
-        submission_id: entry.id,
-        selection_id: input.selectionId,
-        pricing_events: JSON.stringify(entry.pricing_events),
-        cap_micros: input.capMicros ?? null,
-        hold_micros: holdMicros,
-        created_at: now,
-        expires_at: new Date(now.getTime() + input.ttlMs),
-        job_id: input.jobId ?? null,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const cap = input.capMicros ?? Number.MAX_SAFE_INTEGER;
+    const inserted = await sql<Selectable<MarketRunsTable>>`
+      insert into market_runs (id, consumer_id, provider_id, entry_id, submission_id, selection_id, pricing_events, cap_micros, hold_micros, created_at, expires_at, job_id)
+      select ${randomUUID()}::uuid, ${input.consumerId}::uuid, ${entry.owner_id}::uuid, ${input.entryId}::uuid, ${entry.id}::uuid, ${input.selectionId},
+             ${JSON.stringify(entry.pricing_events)}::jsonb, ${input.capMicros ?? null}::bigint, h.hold, ${now}, ${new Date(now.getTime() + input.ttlMs)}, ${input.jobId ?? null}::uuid
+      from (select case when ${free} then 0::bigint
+                        else greatest(0, least(w.balance_micros - ${openHoldsExpression(input.consumerId)}, ${input.limitMicros}::bigint, ${cap}::bigint)) end as hold
+            from wallets w where w.user_id = ${input.consumerId}::uuid) h
+      where ${free} or h.hold > 0
+      returning *`.execute(trx);
+    const row = inserted.rows[0];
+    if (!row) return { outcome: 'insufficient_funds' } as const;
     const run = toRun(row);
     const chargeToken = signChargeToken(input.chargeTokenKey, { kind: 'run', runId: run.id, providerId: run.providerId, entryId: run.entryId, exp: run.expiresAt.getTime() });
     return { outcome: 'opened', run, chargeToken } as const;

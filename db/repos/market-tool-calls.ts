@@ -13,6 +13,7 @@ import { closeMarketRun, findMarketRun, openMarketRun, type MarketRun } from './
 import { lockWallets, postMarketCharge } from './ledger';
 import { offsetOf, type PageRequest } from './pagination';
 import { writeSystemLog } from './system-logs';
+import { API_KEY_CACHE_TTL_MS, apiKeysGeneration } from './users';
 
 /**
  * Storage of market tool calls (lib/market/tool-call.ts): the live entry as a call needs it, the
@@ -72,6 +73,30 @@ export async function findLiveApiKey(db: Db, apiKeyId: string, userId: string): 
     .where('k.revoked_at', 'is', null)
     .executeTakeFirst();
   return row ? { apiKeyId: row.id, userId: row.user_id, subscriptionActive: row.status === 'active' } : null;
+}
+
+/**
+ * findLiveApiKey remembered for API_KEY_CACHE_TTL_MS (the hosted endpoint checks a credential's key
+ * on every request). Same rules as the API-key cache of db/repos/users.ts: a rotation or subscription
+ * change through this process invalidates every entry at once (generation), one made by another
+ * process takes effect within the TTL; dead keys are never remembered. Opening a run re-reads the
+ * subscription in its own transaction either way.
+ */
+const liveKeyCache = new Map<string, { db: Db; owner: ApiKeyOwner; generation: number; expiresAt: number }>();
+
+export async function findLiveApiKeyCached(db: Db, apiKeyId: string, userId: string, now = Date.now()): Promise<ApiKeyOwner | null> {
+  const cacheKey = `${userId}:${apiKeyId}`;
+  const generation = apiKeysGeneration();
+  const hit = liveKeyCache.get(cacheKey);
+  if (hit && hit.db === db && hit.generation === generation && hit.expiresAt > now) return hit.owner;
+  const owner = await findLiveApiKey(db, apiKeyId, userId);
+  if (owner && generation === apiKeysGeneration()) {
+    if (liveKeyCache.size >= 10_000) liveKeyCache.clear();
+    liveKeyCache.set(cacheKey, { db, owner, generation, expiresAt: now + API_KEY_CACHE_TTL_MS });
+  } else {
+    liveKeyCache.delete(cacheKey);
+  }
+  return owner;
 }
 
 export interface RunSettings {
@@ -156,9 +181,82 @@ function logLine(record: MarketCallRecord): string {
 /** The event name of fixed-price call charges in market_run_charges (pricing events are not used by tool_call_fixed entries). */
 export const TOOL_CALL_EVENT = 'tool_call';
 
+/**
+ * The settlement of an answered fixed-price call (consumer ≠ provider) as ONE autocommitted
+ * statement, so the wallet and run locks are held for one statement and one commit instead of a
+ * transaction's round trips through a busy event loop (at 16 concurrent calls of one consumer, those
+ * round trips serialized every call). Same effects and checks as the transactional path above:
+ *   - both wallets locked first, in user-id order (as lockWallets and chargeMarketRun do: no deadlock);
+ *   - the run locked and re-checked (open, remaining hold ≥ price) on its latest version;
+ *   - only if it qualifies: the charge row, the run's total (and close), the consumer's transaction
+ *     line, the debit and the provider's revenue ledger entries (each moving its wallet, balance_after
+ *     from the same update) and the log line — all or nothing, in one implicit transaction.
+ * Keys derive from a fresh charge id and the transaction line carries no job, as postMarketCharge's do
+ * (the ledger reconciliation ties a debit outside a job to its line).
+ */
+async function settleFixedCallInOneStatement(db: Db, input: Parameters<MarketCallStore['settleFixedCall']>[0]): Promise<SettleOutcome> {
+  const { record, runId, priceMicros, commissionRate, closeRun } = input;
+  const split = splitCharge({ count: 1, unitPriceMicros: priceMicros, remainingMicros: priceMicros, commissionPpm: ratePpm(commissionRate) });
+  if (!Number.isSafeInteger(split.totalMicros) || split.totalMicros <= 0) throw new Error('A fixed call price is a positive whole number of micro-USD');
+  const chargeId = randomUUID();
+  const payload = callPayload(record);
+  const agentName = `market:${record.entry.slug}`;
+  const result = `${record.toolName} call${record.isError ? ' (tool error)' : ''}`;
+  const debitKey = `market-charge:${chargeId}`;
+  const consumer = record.consumerId;
+  const provider = record.entry.providerId;
+  const chargeResult = { chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) };
+  const outcome = await sql<{ charged: boolean }>`
+    with locked as (
+      select user_id from wallets where user_id in (${consumer}::uuid, ${provider}::uuid) order by user_id for update),
+    run as (
+      select id from market_runs
+      where id = ${runId}::uuid and status = 'open' and hold_micros - charged_micros >= ${priceMicros}::bigint
+        and (select count(*) from locked) = 2
+      for update),
+    charge as (
+      insert into market_run_charges (id, run_id, idempotency_key, request_hash, event_name, tool_name, requested_count, charged_count,
+                                      unit_price_micros, total_micros, commission_micros, provider_revenue_micros, result)
+      select ${chargeId}::uuid, run.id, ${`tool-call:${record.callId}`}, ${record.callId}, ${TOOL_CALL_EVENT}, ${record.toolName}, 1, 1,
+             ${priceMicros}::bigint, ${split.totalMicros}::bigint, ${split.commissionMicros}::bigint, ${split.providerRevenueMicros}::bigint, ${JSON.stringify(chargeResult)}::jsonb
+      from run),
+    total as (
+      update market_runs r set charged_micros = r.charged_micros + ${split.totalMicros}::bigint,
+        status = case when ${closeRun} then 'closed' else r.status end, closed_at = case when ${closeRun} then now() else r.closed_at end
+      from run where r.id = run.id),
+    line as (
+      insert into agent_transactions (job_id, user_id, agent_name, result, payload, cost_micros, idempotency_key)
+      select null, ${consumer}::uuid, ${agentName}, ${result}, ${JSON.stringify(payload)}::jsonb, ${split.totalMicros}::bigint, ${debitKey}
+      from run),
+    debit as (
+      update wallets w set balance_micros = w.balance_micros - ${split.totalMicros}::bigint, updated_at = now()
+      from run where w.user_id = ${consumer}::uuid returning w.balance_micros),
+    debit_entry as (
+      insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, market_run_id, description)
+      select ${consumer}::uuid, 'usage', ${-split.totalMicros}::bigint, debit.balance_micros, ${debitKey}, null, ${runId}::uuid, ${`${agentName}: ${result}`}
+      from debit),
+    credit as (
+      update wallets w set balance_micros = w.balance_micros + ${split.providerRevenueMicros}::bigint, updated_at = now()
+      from run where w.user_id = ${provider}::uuid and ${split.providerRevenueMicros}::bigint > 0 returning w.balance_micros),
+    credit_entry as (
+      insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, market_run_id, description)
+      select ${provider}::uuid, 'revenue', ${split.providerRevenueMicros}::bigint, credit.balance_micros, ${`market-revenue:${chargeId}`}, null, ${runId}::uuid,
+             ${`${agentName}: revenue for ${result}`}
+      from credit),
+    log as (
+      insert into system_logs (user_id, job_id, log_message) select ${consumer}::uuid, ${record.jobId}::uuid, ${logLine(record)} from run)
+    select exists (select 1 from run) as charged`.execute(db);
+  if (outcome.rows[0]?.charged) return { charged: true, costMicros: split.totalMicros };
+  const run = await findMarketRun(db, runId);
+  return { charged: false, reason: run?.status === 'open' ? 'run_limit_reached' : 'run_closed' };
+}
+
 export function createMarketCallStore(db: Db): MarketCallStore {
   return {
-    async settleFixedCall({ record, runId, priceMicros, commissionRate, closeRun }): Promise<SettleOutcome> {
+    async settleFixedCall(input): Promise<SettleOutcome> {
+      const { record, runId, priceMicros, commissionRate, closeRun } = input;
+      if (record.consumerId !== record.entry.providerId) return settleFixedCallInOneStatement(db, input);
+      // A provider calling its own entry: debit and revenue move one wallet row, which one statement cannot update twice.
       return db.transaction().execute(async (trx): Promise<SettleOutcome> => {
         await lockWallets(trx, [record.consumerId, record.entry.providerId]);
         const run = await trx.selectFrom('market_runs').select(['status', 'hold_micros', 'charged_micros', 'entry_id', 'selection_id']).where('id', '=', runId).forUpdate().executeTakeFirstOrThrow();
@@ -168,25 +266,30 @@ export function createMarketCallStore(db: Db): MarketCallStore {
         const split = splitCharge({ count: 1, unitPriceMicros: priceMicros, remainingMicros: remaining, commissionPpm: ratePpm(commissionRate) });
         const chargeId = randomUUID();
         const payload = callPayload(record);
+        // The charge row, the run's total (and close) and the call's log line in one statement: the
+        // wallet locks are held for as few round trips as possible.
         await trx
-          .insertInto('market_run_charges')
-          .values({
-            id: chargeId,
-            run_id: runId,
-            idempotency_key: `tool-call:${record.callId}`,
-            request_hash: record.callId,
-            event_name: TOOL_CALL_EVENT,
-            tool_name: record.toolName,
-            requested_count: 1,
-            charged_count: 1,
-            unit_price_micros: priceMicros,
-            total_micros: split.totalMicros,
-            commission_micros: split.commissionMicros,
-            provider_revenue_micros: split.providerRevenueMicros,
-            result: JSON.stringify({ chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) }),
-          })
-          .execute();
-        await trx
+          .with('charge', (q) =>
+            q
+              .insertInto('market_run_charges')
+              .values({
+                id: chargeId,
+                run_id: runId,
+                idempotency_key: `tool-call:${record.callId}`,
+                request_hash: record.callId,
+                event_name: TOOL_CALL_EVENT,
+                tool_name: record.toolName,
+                requested_count: 1,
+                charged_count: 1,
+                unit_price_micros: priceMicros,
+                total_micros: split.totalMicros,
+                commission_micros: split.commissionMicros,
+                provider_revenue_micros: split.providerRevenueMicros,
+                result: JSON.stringify({ chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) }),
+              })
+              .returning('id'),
+          )
+          .with('log', (q) => q.insertInto('system_logs').values({ user_id: record.consumerId, job_id: record.jobId, log_message: logLine(record) }).returning('id'))
           .updateTable('market_runs')
           .set((eb) => ({ charged_micros: eb('charged_micros', '+', split.totalMicros), ...(closeRun && { status: 'closed' as const, closed_at: new Date() }) }))
           .where('id', '=', runId)
@@ -202,7 +305,6 @@ export function createMarketCallStore(db: Db): MarketCallStore {
           result: `${record.toolName} call${record.isError ? ' (tool error)' : ''}`,
           payload,
         });
-        await writeSystemLog(trx, { userId: record.consumerId, jobId: record.jobId, message: logLine(record) });
         return { charged: true, costMicros: split.totalMicros };
       });
     },

@@ -118,6 +118,15 @@ export async function findUserByApiKeyCached(db: Db, apiKey: string, now = Date.
   return user;
 }
 
+/**
+ * Bumped whenever any account's keys or subscription change through this process: other caches of
+ * key validity (the hosted market endpoint's, db/repos/market-tool-calls.ts) drop what they
+ * remembered under an older generation.
+ */
+export function apiKeysGeneration(): number {
+  return apiKeyCacheGeneration;
+}
+
 /** Forgets every remembered key of the user (after its keys or subscription changed). */
 export function forgetCachedApiKeys(userId: string): void {
   apiKeyCacheGeneration++;
