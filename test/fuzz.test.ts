@@ -112,6 +112,13 @@ describe('fuzzing every operation of the OpenAPI document', function () {
       status: 400,
       code: 'host_not_found',
     })),
+    // A remote MCP param beyond Latin-1 reached fetch as a header value ("Cannot convert argument to a ByteString"): 502 not_mcp_server.
+    ...['validate', 'discover'].map((what) => ({
+      request: { method: 'POST', target: `/api/v1/mcp-market/${what}`, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ type: 'remote_mcp', url: 'https://a.aa', params: { $where: 'Ā' } })) },
+      status: 400,
+      code: 'invalid_source',
+    })),
+    { request: { method: 'POST', target: '/api/v1/agents/discover-mcp', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ type: 'remote_mcp', url: 'https://a.aa', params: { 'X-Token': 'snow ☃' } })) }, status: 400, code: 'invalid_source' },
   ];
 
   it('answers the inputs that earlier fuzz runs found failing', async function () {

@@ -108,6 +108,8 @@ export function mcpHeaders(params: SourceParamValues | undefined): Record<string
     }
     const value = String(raw).trim();
     if (/[\r\n\0]/.test(value)) throw new ToolSourceError('invalid_source', `params.${name} contains a line break`);
+    // What an HTTP header value can carry: visible ASCII, space, tab and Latin-1 (fetch refuses anything else).
+    if (/[^\t\x20-\x7e\x80-\xff]/.test(value)) throw new ToolSourceError('invalid_source', `params.${name} contains characters an HTTP header cannot carry (control characters, or beyond Latin-1)`);
     headers[name] = name.toLowerCase() === 'authorization' && !/\s/.test(value) ? `Bearer ${value}` : value;
   }
   return headers;
