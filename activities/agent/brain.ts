@@ -10,6 +10,7 @@ import { getRouterApiKey } from '../../db/repos/users';
 import { writeSystemLog } from '../../db/repos/system-logs';
 import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } from '../../lib/billing/worst-case';
 import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '../../lib/llm/structured-output';
+import { doneTool, parseToolArguments } from '../../lib/agent/model-tools';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
 import { maskSecrets, maskSecretsIn } from '../../lib/agent/sensitive-data';
@@ -65,31 +66,6 @@ const EXTRACT_TOOL: ChatCompletionTool = {
     parameters: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'], additionalProperties: false },
   },
 };
-
-function doneTool(structuredOutput: FieldSpec[] | undefined): ChatCompletionTool {
-  const properties: Record<string, unknown> = {
-    success: { type: 'boolean', description: 'false when the task could not be completed' },
-    answer: { type: 'string', description: 'The final answer to the task, in plain text' },
-  };
-  if (structuredOutput) properties.data = { ...fieldListToJsonSchema(structuredOutput), description: 'The requested structured output' };
-  return {
-    type: 'function',
-    function: {
-      name: 'done',
-      description: 'Finish the current task with the final answer' + (structuredOutput ? ' and the structured data' : ''),
-      parameters: { type: 'object', properties, required: structuredOutput ? ['success', 'data'] : ['success', 'answer'], additionalProperties: false },
-    },
-  };
-}
-
-function parseArguments(raw: string): Record<string, unknown> {
-  try {
-    const parsed = JSON.parse(raw || '{}');
-    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : { value: parsed };
-  } catch {
-    return { invalid_arguments: raw.slice(0, 500) };
-  }
-}
 
 export function createAgentBrainActivities(deps: BrainDeps) {
   const { db } = deps;
@@ -173,7 +149,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const tools = [
         ...(actingTools as ChatCompletionTool[]),
         ...(selected && input.toolsLeft! > 0 ? selected.toolbox.map(asTool) : []),
-        doneTool(request.structured_output),
+        doneTool(request.structured_output, 'the current task'),
       ];
 
       const { client, walletBilled, model } = await clientFor({ job, request });
@@ -195,7 +171,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const calls = (message?.tool_calls ?? []).filter((c) => c.type === 'function');
       const secrets = request.sensitive_data ?? [];
       // A value the model echoes becomes its placeholder before anything is stored, logged or returned to the workflow.
-      const actions: AgentAction[] = calls.map((c) => ({ name: c.function.name, args: maskSecretsIn(parseArguments(c.function.arguments), secrets) }));
+      const actions: AgentAction[] = calls.map((c) => ({ name: c.function.name, args: maskSecretsIn(parseToolArguments(c.function.arguments), secrets) }));
       const kept = actions.slice(0, request.max_actions_per_step);
       const goal = message?.content?.trim() ? maskSecrets(message.content.trim(), secrets).slice(0, 500) : null;
       await db.updateTable('agent_steps').set({ goal, actions: JSON.stringify(kept) }).where('id', '=', current.id).execute();

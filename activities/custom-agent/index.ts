@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
-import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import { admitJob, appendJobLog, getJob, transitionJob } from '../../db/repos/jobs';
 import { recordAgentToolCall } from '../../db/repos/agent-tool-calls';
@@ -11,6 +11,7 @@ import { agentStepWorstCaseMicros } from '../../lib/billing/worst-case';
 import type { PriceTable } from '../../lib/billing/pricing';
 import { unseal } from '../../lib/crypto';
 import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '../../lib/llm/structured-output';
+import { doneTool, parseToolArguments } from '../../lib/agent/model-tools';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
 import { sealRequestSecrets } from '../../lib/request-secrets';
@@ -80,31 +81,6 @@ export interface ToolCallRecordInput {
 
 function stopped(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, 'AgentStopped');
-}
-
-function parseArguments(raw: string): Record<string, unknown> {
-  try {
-    const parsed = JSON.parse(raw || '{}');
-    return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : { value: parsed };
-  } catch {
-    return { invalid_arguments: raw.slice(0, 500) };
-  }
-}
-
-function doneTool(structuredOutput: FieldSpec[] | undefined): ChatCompletionTool {
-  const properties: Record<string, unknown> = {
-    success: { type: 'boolean', description: 'false when the task could not be completed' },
-    answer: { type: 'string', description: 'The final answer to the task, in plain text' },
-  };
-  if (structuredOutput) properties.data = { ...fieldListToJsonSchema(structuredOutput), description: 'The requested structured output' };
-  return {
-    type: 'function',
-    function: {
-      name: 'done',
-      description: 'Finish the run with the final answer' + (structuredOutput ? ' and the structured data' : ''),
-      parameters: { type: 'object', properties, required: structuredOutput ? ['success', 'data'] : ['success', 'answer'], additionalProperties: false },
-    },
-  };
 }
 
 /** The contract's skills (an array of AgentSkillSelection) or a SkillsConfig, as the prompt helper reads it. */
@@ -222,7 +198,7 @@ export function createCustomAgentActivities(deps: CustomAgentDeps) {
       if (input.notes.length) fresh.push({ role: 'user', content: input.notes.join('\n') });
       const earlier = await db.selectFrom('custom_agent_messages').select('message').where('job_id', '=', input.jobId).orderBy('seq').execute();
       const messages = [...earlier.map((m) => m.message as unknown as ChatCompletionMessageParam), ...fresh];
-      const tools = [...(input.toolsLeft > 0 ? stored.toolbox.map(asTool) : []), doneTool(request.structured_output)];
+      const tools = [...(input.toolsLeft > 0 ? stored.toolbox.map(asTool) : []), doneTool(request.structured_output, 'the run')];
 
       let resolved;
       try {
@@ -247,7 +223,7 @@ export function createCustomAgentActivities(deps: CustomAgentDeps) {
       const message = completion.choices[0]?.message;
       const calls = (message?.tool_calls ?? [])
         .filter((c) => c.type === 'function')
-        .map((c) => ({ id: c.id || randomUUID(), name: c.function.name, args: parseArguments(c.function.arguments) }));
+        .map((c) => ({ id: c.id || randomUUID(), name: c.function.name, args: parseToolArguments(c.function.arguments) }));
       const text = message?.content?.trim() || null;
       const assistant: ChatCompletionMessageParam = {
         role: 'assistant',
