@@ -123,6 +123,64 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
     assert.deepEqual(await workflowsHolding(h.client, [`agent-market-${run.id}`], secrets.system), []);
   });
 
+  it("an agent-market run calls the owner's private custom MCP tool with its sealed params, which no consumer sees", async function () {
+    const agentProvider = await h.createUser({ creditUsd: 1 });
+    const consumer = await h.createUser({ creditUsd: 5 });
+    const secrets = { system: marker(), template: marker() };
+    const created = await h.http('POST', '/api/v1/agent-market/submissions', {
+      apiKey: agentProvider.apiKey,
+      body: {
+        name: `Echo agent ${randomBytes(3).toString('hex')}`,
+        description: "Answers through its owner's private echo tool",
+        priceUsd: 0,
+        suggestedLlmProvider: 'service',
+        suggestedLlmModel: 'gpt-4o-mini',
+        runMode: 'template',
+        systemPrompt: `${secrets.system}: use the echo tool.`,
+        promptTemplate: `Echo {{phrase}}. ${secrets.template}`,
+        inputSchema: { type: 'object', properties: { phrase: { type: 'string' } }, required: ['phrase'] },
+        customMcpSelections: [{ type: 'remote_mcp', name: 'Private echo', source_url: mcp.url, tool_names: ['echo'], params: { Authorization: `Bearer ${MCP_TOKEN}` } }],
+      },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.equal((await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, { apiKey: agentProvider.apiKey })).status, 200);
+    assert.equal((await admin(h, ['review', '--market', 'agent', '--submission', created.body.id, '--approve'])).status, 'approved');
+    const agentId = created.body.publicId as string;
+
+    const echoesBefore = mcp.toolRuns('echo');
+    const seen = h.llm.requests.length;
+    h.llm.enqueue(act('echo', { message: 'honey is sweet' }, 'Echo the phrase'), act('done', { success: true, answer: 'echo: honey is sweet' }));
+    const accepted = await h.http('POST', `/api/v1/agent-market/agents/${agentId}/run`, { apiKey: consumer.apiKey, body: { inputs: { phrase: 'honey is sweet' } } });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    const run = await h.waitForJob(consumer.apiKey, `/api/v1/agent-market/runs/${accepted.body.jobId}`);
+    assert.equal(run.status, 'completed', run.error);
+
+    // The private tool was offered to the model, called once with the sealed params (the server
+    // refuses calls without its bearer token), and its answer is the step's outcome.
+    const decisions = h.llm.requests.slice(seen).filter(isAgentDecision);
+    assert.ok(toolNames(decisions[0]).includes('echo'), toolNames(decisions[0]).join(','));
+    assert.equal(mcp.toolRuns('echo') - echoesBefore, 1);
+    const outcome = run.result.steps.flatMap((s: any) => s.outcomes).find((o: any) => o.action.startsWith('echo'));
+    assert.ok(outcome?.ok && /echo: honey is sweet/.test(outcome.message), JSON.stringify(run.result.steps));
+    assert.deepEqual(
+      run.toolCalls.map((c: any) => [c.index, c.tool, c.status]),
+      [[1, 'echo', 'completed']],
+    );
+    assert.equal(run.usage.toolCalls, 1);
+
+    // The params and the prompts reach the tool server and the model only.
+    const consumerView =
+      JSON.stringify(run) +
+      JSON.stringify((await h.http('GET', `/api/v1/agent-market/agents/${agentId}`, { apiKey: consumer.apiKey })).body) +
+      JSON.stringify((await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey: consumer.apiKey })).body) +
+      JSON.stringify((await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: consumer.apiKey })).body);
+    const ownerView = JSON.stringify((await h.http('GET', `/api/v1/agent-market/submissions/${created.body.id}`, { apiKey: agentProvider.apiKey })).body);
+    for (const secret of [MCP_TOKEN, ...Object.values(secrets)]) assert.ok(!consumerView.includes(secret), `${secret} visible to the consumer`);
+    assert.ok(!ownerView.includes(MCP_TOKEN), "the owner's view masks the params");
+    assert.ok(!capturedOutput().includes(MCP_TOKEN));
+    assert.deepEqual(await workflowsHolding(h.client, [`agent-market-${run.id}`], MCP_TOKEN), [], 'nor in the workflow history');
+  });
+
   it('a forum automation calls a custom MCP tool; its params never show', async function () {
     const { apiKey } = await h.createUser({ creditUsd: 5 });
     const creds = { forumClientId: 'sel-client', forumClientSecret: 'sel-secret-zzz', forumUsername: 'sel_poster', forumPassword: 'sel-pass-yyy' };
@@ -131,6 +189,7 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
     const account = await h.http('POST', '/api/v1/social-accounts', { apiKey, body: { platform: 'forum', name: 'Selection tools', credentials: creds } });
     assert.equal(account.status, 201, JSON.stringify(account.body));
 
+    const echoesBefore = mcp.toolRuns('echo');
     const seen = h.llm.requests.length;
     h.llm.enqueue(
       act('echo', { message: 'bee fact of the day' }, 'Fetch a fact'),
@@ -162,7 +221,7 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
 
     const decisions = h.llm.requests.slice(seen).filter(isAgentDecision);
     assert.ok(toolNames(decisions[0]).includes('echo') && toolNames(decisions[0]).includes('submit_post'), toolNames(decisions[0]).join(','));
-    assert.equal(mcp.toolRuns('echo'), 1);
+    assert.equal(mcp.toolRuns('echo') - echoesBefore, 1);
     assert.ok(h.forum.posts().some((p) => p.title === 'Bee fact' && p.community === 'selection_tools'));
     assert.ok(job.logs.some((l) => /tool call 1: Echo server \/ echo → ok/.test(l)), job.logs.join('\n'));
     const steps = (job.result as any).steps;
