@@ -84,6 +84,14 @@ export interface MarketConfig {
   toolListCacheMs: number;
   /** MARKET_MCP_RATE_LIMIT, default 600: requests per minute per client address on /mcp/{entryId}. */
   mcpRateLimitPerMinute: number;
+  /**
+   * MARKET_CALL_COMMIT, `fast` (default) or `durable`: whether the settlement of a hosted
+   * fixed-price call waits for Postgres to flush its WAL before the call is answered. Either way the
+   * debit, the provider's revenue and the call's records are one atomic statement; `fast` means a
+   * crash of the Postgres server itself may forget the last fraction of a second of such calls (they
+   * become free: never doubled, never half-written). README "Using market tools".
+   */
+  callCommit: 'fast' | 'durable';
 }
 
 /** The read-only docs-search MCP endpoint (served at /docs-mcp on the API origin). */
@@ -158,6 +166,13 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = optional(env, name);
+  if (raw === null) return fallback;
+  if (!(values as readonly string[]).includes(raw)) throw new ConfigError(name, `must be one of ${values.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function url(env: Env, name: string): string | null {
@@ -259,6 +274,7 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
     toolCallTimeoutMs: integer(env, 'MARKET_TOOL_CALL_TIMEOUT_MS', 60_000, 1_000, 600_000),
     toolListCacheMs: integer(env, 'MARKET_TOOL_LIST_CACHE_SECONDS', 60, 0, 3_600) * 1_000,
     mcpRateLimitPerMinute: integer(env, 'MARKET_MCP_RATE_LIMIT', 600, 1, 1_000_000),
+    callCommit: oneOf(env, 'MARKET_CALL_COMMIT', ['fast', 'durable'] as const, 'fast'),
   };
 }
 

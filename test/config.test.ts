@@ -18,6 +18,8 @@ describe('configuration', function () {
     assert.equal(config.temporalAddress, null);
     assert.equal(config.temporalNamespace, 'default');
     assert.deepEqual(config.temporalDevPorts, { frontend: 7233, ui: 8233 });
+    assert.equal(config.market.callCommit, 'fast');
+    assert.equal(loadConfig({ DATA_DIR: dataDir, MARKET_CALL_COMMIT: 'durable' }).market.callCommit, 'durable');
     assert.equal(config.masterKey.length, 32);
     assert.ok(existsSync(path.join(dataDir, 'master.key')));
     assert.equal(readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim(), config.adminToken);
@@ -96,6 +98,7 @@ describe('configuration', function () {
     ['CAPTCHA_SOLVER_URL', { CAPTCHA_SOLVER_URL: 'http://solver.example.com' }],
     ['PROXY_URL', { PROXY_URL: '::not a url::' }],
     ['AGENT_MAX_STEPS', { AGENT_MAX_STEPS: '0' }],
+    ['MARKET_CALL_COMMIT', { MARKET_CALL_COMMIT: 'sometimes' }],
   ];
   for (const [variable, env] of invalid) {
     it(`stops with an error naming ${variable} for ${JSON.stringify(env)}`, function () {

@@ -397,6 +397,51 @@ describe('hosted market MCP endpoint', function () {
     }
   });
 
+  it('a review takes effect at once through this API; a change made elsewhere is still refused with nothing charged while the entry is remembered', async function () {
+    const provider = await h.createUser({ creditUsd: 0 });
+    const consumer = await h.createUser({ creditUsd: 5 });
+    const tools = [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: 0.001 }];
+    const first = await remoteEntry(provider, { monetizationStrategy: 'tool_call_fixed', tools });
+    const client = await connect(first.entryId, (await credential(consumer.apiKey, first.entryId)).credential);
+    assert.equal((await client.callTool({ name: 'lookup_city', arguments: { city: 'Lyon' } })).isError, false);
+
+    // Disabled through the admin API of this process: the next request no longer finds the entry.
+    await review(h, first.submissionId, 'disable');
+    const refused = await rawInitialize(first.entryId, (await h.createUser()).apiKey);
+    assert.equal(refused.status, 404);
+    await assert.rejects(client.callTool({ name: 'lookup_city', arguments: { city: 'Nice' } }));
+
+    // Disabled by another process (here: straight in the database) while this API still remembers the
+    // entry: opening the call's run re-checks it, so the call is refused and nothing is charged.
+    const second = await remoteEntry(provider, { monetizationStrategy: 'tool_call_fixed', tools });
+    const other = await connect(second.entryId, (await credential(consumer.apiKey, second.entryId)).credential);
+    assert.equal((await other.callTool({ name: 'lookup_city', arguments: { city: 'Lyon' } })).isError, false);
+    const before = await wallet(consumer.userId);
+    const calls = service.runs('lookup_city');
+    await h.db.updateTable('market_submissions').set({ status: 'disabled', live: false }).where('id', '=', second.submissionId).execute();
+    const late = await other.callTool({ name: 'lookup_city', arguments: { city: 'Nice' } });
+    assert.equal(late.isError, true);
+    assert.equal(billing(late).code, 'entry_not_found');
+    assert.equal(billing(late).chargedUsd, 0);
+    assert.equal(service.runs('lookup_city'), calls, 'nothing was sent upstream');
+    assert.equal((await wallet(consumer.userId)).balanceMicros, before.balanceMicros);
+  });
+
+  it('MARKET_CALL_COMMIT=durable settles a call exactly as the default does', async function () {
+    const stack = await h.startIsolatedStack({ taskQueues: h.config.taskQueues, overrides: { market: { ...h.config.market, callCommit: 'durable' } }, queues: [] });
+    const provider = await h.createUser({ creditUsd: 0 });
+    const consumer = await h.createUser({ creditUsd: 5 });
+    const entry = await remoteEntry(provider, { monetizationStrategy: 'tool_call_fixed', tools: [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: 0.0025 }] });
+    const issued = await credential(consumer.apiKey, entry.entryId);
+    const client = new Client({ name: 'market-consumer', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${stack.baseUrl}/mcp/${entry.entryId}`), { requestInit: { headers: { authorization: `Bearer ${issued.credential}` } } }));
+    clients.push(client);
+    const before = await wallet(consumer.userId);
+    for (const city of ['Lyon', 'Nice']) assert.equal(billing(await client.callTool({ name: 'lookup_city', arguments: { city } })).chargedUsd, 0.0025);
+    assert.equal(before.balanceMicros - (await wallet(consumer.userId)).balanceMicros, 5_000);
+    assert.equal((await wallet(provider.userId)).balanceMicros, 2 * 2_000);
+  });
+
   describe('agents: market_mcps selections through callTool', function () {
     let worker: Worker;
     let running: Promise<void>;

@@ -44,7 +44,7 @@ export function marketSelectionId(jobId: string, index: number, stored: StoredMa
 export function createMarketSelectionCaller(deps: { db: Db; config: Config; policy: NetworkPolicy; temporal?: Client }) {
   const market = deps.config.market;
   const callDeps: MarketToolCallDeps = {
-    store: createMarketCallStore(deps.db),
+    store: createMarketCallStore(deps.db, market.callCommit),
     runtime: { policy: deps.policy },
     toolLists: createUpstreamToolLists(market.toolListCacheMs),
     sources: createUpstreamSources(market.toolListCacheMs),

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { Server, type AuthInfo, type CallToolResult } from '@modelcontextprotocol/server';
-import { findApiKeyOwner, findLiveApiKeyCached, loadCallEntry, createMarketCallStore, openCallRun } from '../../db/repos/market-tool-calls';
+import { findApiKeyOwner, findLiveApiKeyCached, loadCallEntryCached, createMarketCallStore, openCallRun } from '../../db/repos/market-tool-calls';
 import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import { pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import { marketRunStarter } from '../../lib/market/run-workflow';
@@ -58,7 +58,7 @@ async function authenticate(deps: ApiDeps, ctx: Context): Promise<AuthInfo> {
   const token = /^Bearer\s+/i.test(header) ? header.replace(/^Bearer\s+/i, '').trim() : '';
   if (!token) throw challenge('Send Authorization: Bearer <credential> (POST /api/v1/mcp-market/mcps/{id}/credentials), or your API key for an entry without parameters', 'invalid_request');
   if (!UUID.test(entryId)) throw new ApiError(404, 'not_found', 'Market entry not found');
-  const entry = await loadCallEntry(deps.db, deps.config.masterKey, entryId.toLowerCase());
+  const entry = await loadCallEntryCached(deps.db, deps.config.masterKey, entryId.toLowerCase());
   if (!entry) throw new ApiError(404, 'not_found', 'Market entry not found (not approved, or disabled)');
 
   let principal: MarketPrincipal;
@@ -111,7 +111,7 @@ function toResult(outcome: MarketToolCallOutcome): CallToolResult {
 export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
   const market = deps.config.market;
   const callDeps: MarketToolCallDeps = {
-    store: createMarketCallStore(deps.db),
+    store: createMarketCallStore(deps.db, market.callCommit),
     runtime: { policy: deps.policy },
     toolLists: createUpstreamToolLists(market.toolListCacheMs),
     sources: createUpstreamSources(market.toolListCacheMs),

@@ -9,6 +9,7 @@ import * as marketRuns from './0008_market_runs';
 import * as customAgents from './0009_custom_agents';
 import * as hostedMcp from './0010_hosted_mcp';
 import * as agentMarket from './0011_agent_market';
+import * as marketRunOpening from './0012_market_run_opening';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '0009_custom_agents': customAgents,
   '0010_hosted_mcp': hostedMcp,
   '0011_agent_market': agentMarket,
+  '0012_market_run_opening': marketRunOpening,
 };
 
 export const migrationProvider: MigrationProvider = {

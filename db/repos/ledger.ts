@@ -104,9 +104,7 @@ async function openHoldsMicros(db: Db, userId: string): Promise<number> {
 
 /** openHoldsMicros as a SQL expression, for statements that compute the available balance themselves (admission). */
 export function openHoldsExpression(userId: string) {
-  return sql<number>`((select coalesce(sum(amount_micros), 0) from job_holds where user_id = ${userId}::uuid and released_at is null)
-         + (select coalesce(sum(hold_micros - charged_micros), 0) from market_runs
-             where consumer_id = ${userId}::uuid and status = 'open' and expires_at > now()))`;
+  return sql<number>`open_holds_micros(${userId}::uuid)`;
 }
 
 /**

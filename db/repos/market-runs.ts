@@ -55,22 +55,6 @@ export async function findMarketRun(db: Db, runId: string): Promise<MarketRun | 
   return row ? toRun(row) : null;
 }
 
-/** The live approved entry of a listing (tool market), as a run needs it, with the consumer's subscription status (one statement). */
-async function liveEntry(db: Db, entryId: string, consumerId: string) {
-  return db
-    .selectFrom('market_submissions as s')
-    .innerJoin('mcp_market_details as d', 'd.submission_id', 's.id')
-    .select(['s.id', 's.owner_id', 's.slug', 'd.pricing_events', 'd.monetization_strategy'])
-    .select((eb) => eb.selectFrom('subscriptions').select('status').where('user_id', '=', consumerId).as('subscription_status'))
-    // Locks the consumer's wallet row for the rest of the opening transaction (FOR UPDATE in a sub-select).
-    .select(sql<string>`(select w.user_id from wallets w where w.user_id = ${consumerId}::uuid for update)`.as('wallet_locked'))
-    .where('s.listing_id', '=', entryId)
-    .where('s.market', '=', 'mcp')
-    .where('s.live', '=', true)
-    .where('s.status', '=', 'approved')
-    .executeTakeFirst();
-}
-
 export interface OpenMarketRunInput {
   consumerId: string;
   /** The entry's public id. */
@@ -107,32 +91,17 @@ export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<
   if (input.capMicros != null && (!Number.isSafeInteger(input.capMicros) || input.capMicros < 0)) throw new Error('A run cap is a non-negative whole number of micro-USD');
   if (!Number.isSafeInteger(input.limitMicros) || input.limitMicros <= 0) throw new Error('The run charge limit is a positive whole number of micro-USD');
   if (!(input.ttlMs > 0)) throw new Error('A run lives for a positive time');
-  return db.transaction().execute(async (trx) => {
-    // 1. The live entry and the subscription, with the consumer's wallet row locked in the same statement.
-    const entry = await liveEntry(trx, input.entryId, input.consumerId);
-    if (!entry) return { outcome: 'entry_not_found' } as const;
-    if (entry.subscription_status !== 'active') return { outcome: 'subscription_inactive' } as const;
-    // 2. The hold, computed from a fresh snapshot (a later statement than the lock, so the holds of
-    //    openings that held the lock before are seen: lockAvailableMicros' rule) and the run inserted,
-    //    in one statement: the wallet lock is held for this statement and the commit only.
-    const free = entry.monetization_strategy === 'free';
-    const now = input.now ?? new Date();
-    const cap = input.capMicros ?? Number.MAX_SAFE_INTEGER;
-    const inserted = await sql<Selectable<MarketRunsTable>>`
-      insert into market_runs (id, consumer_id, provider_id, entry_id, submission_id, selection_id, pricing_events, cap_micros, hold_micros, created_at, expires_at, job_id)
-      select ${randomUUID()}::uuid, ${input.consumerId}::uuid, ${entry.owner_id}::uuid, ${input.entryId}::uuid, ${entry.id}::uuid, ${input.selectionId},
-             ${JSON.stringify(entry.pricing_events)}::jsonb, ${input.capMicros ?? null}::bigint, h.hold, ${now}, ${new Date(now.getTime() + input.ttlMs)}, ${input.jobId ?? null}::uuid
-      from (select case when ${free} then 0::bigint
-                        else greatest(0, least(w.balance_micros - ${openHoldsExpression(input.consumerId)}, ${input.limitMicros}::bigint, ${cap}::bigint)) end as hold
-            from wallets w where w.user_id = ${input.consumerId}::uuid) h
-      where ${free} or h.hold > 0
-      returning *`.execute(trx);
-    const row = inserted.rows[0];
-    if (!row) return { outcome: 'insufficient_funds' } as const;
-    const run = toRun(row);
-    const chargeToken = signChargeToken(input.chargeTokenKey, { kind: 'run', runId: run.id, providerId: run.providerId, entryId: run.entryId, exp: run.expiresAt.getTime() });
-    return { outcome: 'opened', run, chargeToken } as const;
-  });
+  const now = input.now ?? new Date();
+  // One round trip: migration 0012's open_market_run checks the entry and the subscription, locks the
+  // wallet and computes the hold in a later statement than the lock (see there why that matters).
+  const result = await sql<{ opened: { outcome: 'opened'; run: Selectable<MarketRunsTable> } | { outcome: 'entry_not_found' | 'subscription_inactive' | 'insufficient_funds' } }>`
+    select open_market_run(${randomUUID()}::uuid, ${input.consumerId}::uuid, ${input.entryId}::uuid, ${input.selectionId}::text, ${input.capMicros ?? null}::bigint,
+                           ${input.limitMicros}::bigint, ${now}::timestamptz, ${new Date(now.getTime() + input.ttlMs)}::timestamptz, ${input.jobId ?? null}::uuid) as opened`.execute(db);
+  const opened = result.rows[0]!.opened;
+  if (opened.outcome !== 'opened') return { outcome: opened.outcome };
+  const run = toRun(opened.run);
+  const chargeToken = signChargeToken(input.chargeTokenKey, { kind: 'run', runId: run.id, providerId: run.providerId, entryId: run.entryId, exp: run.expiresAt.getTime() });
+  return { outcome: 'opened', run, chargeToken };
 }
 
 /**

@@ -253,11 +253,27 @@ export async function getSubmissionForReview(db: Db, market: Market, id: string)
  * - reject (pending_review → rejected) with a reason the owner sees;
  * - disable (approved → disabled): a live entry leaves the public listing.
  */
+let reviewsGeneration = 0;
+
+/** Bumped by every review through this process: caches of live entries (the hosted endpoint's) drop what they remembered. */
+export function marketReviewsGeneration(): number {
+  return reviewsGeneration;
+}
+
 export async function reviewSubmission(
   db: Db,
   input: { market: Market; id: string; action: ReviewAction; reason?: string | null },
   hooks: MarketDetailsHooks,
 ): Promise<SubmissionCore> {
+  reviewsGeneration++;
+  try {
+    return await reviewInTransaction(db, input, hooks);
+  } finally {
+    reviewsGeneration++;
+  }
+}
+
+async function reviewInTransaction(db: Db, input: { market: Market; id: string; action: ReviewAction; reason?: string | null }, hooks: MarketDetailsHooks): Promise<SubmissionCore> {
   return inTransaction(db, async (trx) => {
     const row = await lockSubmission(trx, input.market, input.id);
     const status = transition(input.action, row.status);

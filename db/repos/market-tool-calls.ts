@@ -9,6 +9,7 @@ import type { DriftReport, ToolDrift } from '../../lib/market/tool-drift';
 import { microsToUsd } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
 import { findPublicMcpEntry, unsealStaticConfig } from './market-mcp';
+import { marketReviewsGeneration } from './market-submissions';
 import { closeMarketRun, findMarketRun, openMarketRun, type MarketRun } from './market-runs';
 import { lockWallets, postMarketCharge } from './ledger';
 import { offsetOf, type PageRequest } from './pagination';
@@ -41,6 +42,29 @@ export async function loadCallEntry(db: Db, masterKey: Buffer, entryId: string):
     pricingEvents: sub.pricingEvents,
     approvedTools: sub.approvedTools ?? sub.tools,
   };
+}
+
+/**
+ * loadCallEntry remembered for ENTRY_CACHE_TTL_MS (every hosted call reads its entry). A review
+ * through this process (approve, reject, disable, a revision's swap) drops every remembered entry at
+ * once (marketReviewsGeneration); one made by another process takes effect within the TTL. Opening
+ * the call's run re-checks in its own statement that the entry is still live and approved.
+ */
+export const ENTRY_CACHE_TTL_MS = 2_000;
+const entryCache = new Map<string, { db: Db; entry: MarketCallEntry; generation: number; expiresAt: number }>();
+
+export async function loadCallEntryCached(db: Db, masterKey: Buffer, entryId: string, now = Date.now()): Promise<MarketCallEntry | null> {
+  const generation = marketReviewsGeneration();
+  const hit = entryCache.get(entryId);
+  if (hit && hit.db === db && hit.generation === generation && hit.expiresAt > now) return hit.entry;
+  const entry = await loadCallEntry(db, masterKey, entryId);
+  if (entry && generation === marketReviewsGeneration()) {
+    if (entryCache.size >= 1_000) entryCache.clear();
+    entryCache.set(entryId, { db, entry, generation, expiresAt: now + ENTRY_CACHE_TTL_MS });
+  } else {
+    entryCache.delete(entryId);
+  }
+  return entry;
 }
 
 export interface ApiKeyOwner {
@@ -194,7 +218,7 @@ export const TOOL_CALL_EVENT = 'tool_call';
  * Keys derive from a fresh charge id and the transaction line carries no job, as postMarketCharge's do
  * (the ledger reconciliation ties a debit outside a job to its line).
  */
-async function settleFixedCallInOneStatement(db: Db, input: Parameters<MarketCallStore['settleFixedCall']>[0]): Promise<SettleOutcome> {
+async function settleFixedCallInOneStatement(db: Db, input: Parameters<MarketCallStore['settleFixedCall']>[0], commit: CallCommit): Promise<SettleOutcome> {
   const { record, runId, priceMicros, commissionRate, closeRun } = input;
   const split = splitCharge({ count: 1, unitPriceMicros: priceMicros, remainingMicros: priceMicros, commissionPpm: ratePpm(commissionRate) });
   if (!Number.isSafeInteger(split.totalMicros) || split.totalMicros <= 0) throw new Error('A fixed call price is a positive whole number of micro-USD');
@@ -245,17 +269,26 @@ async function settleFixedCallInOneStatement(db: Db, input: Parameters<MarketCal
       from credit),
     log as (
       insert into system_logs (user_id, job_id, log_message) select ${consumer}::uuid, ${record.jobId}::uuid, ${logLine(record)} from run)
-    select exists (select 1 from run) as charged`.execute(db);
+    select exists (select 1 from run) as charged,
+           ${commit === 'fast' ? sql`set_config('synchronous_commit', 'off', true)` : sql`null`} as commit_mode`.execute(db);
   if (outcome.rows[0]?.charged) return { charged: true, costMicros: split.totalMicros };
   const run = await findMarketRun(db, runId);
   return { charged: false, reason: run?.status === 'open' ? 'run_limit_reached' : 'run_closed' };
 }
 
-export function createMarketCallStore(db: Db): MarketCallStore {
+/**
+ * When a fixed-price call's settlement statement commits (MARKET_CALL_COMMIT): `durable` waits for
+ * the WAL flush; `fast` does not (synchronous_commit off for that statement only), so a crash of the
+ * Postgres server may forget the last fraction of a second of settled calls, atomically (free calls,
+ * never a debit without its revenue or a charge without its call).
+ */
+export type CallCommit = 'fast' | 'durable';
+
+export function createMarketCallStore(db: Db, commit: CallCommit): MarketCallStore {
   return {
     async settleFixedCall(input): Promise<SettleOutcome> {
       const { record, runId, priceMicros, commissionRate, closeRun } = input;
-      if (record.consumerId !== record.entry.providerId) return settleFixedCallInOneStatement(db, input);
+      if (record.consumerId !== record.entry.providerId) return settleFixedCallInOneStatement(db, input, commit);
       // A provider calling its own entry: debit and revenue move one wallet row, which one statement cannot update twice.
       return db.transaction().execute(async (trx): Promise<SettleOutcome> => {
         await lockWallets(trx, [record.consumerId, record.entry.providerId]);

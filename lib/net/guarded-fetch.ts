@@ -34,8 +34,15 @@ export interface GuardedFetchOptions {
    * these certificates (an explicit `ca` replaces the default store, so the extra file is re-added).
    */
   extraCa?: string | Buffer | ReadonlyArray<string | Buffer>;
-  /** Called once per request when the connection to the upstream is up (TCP, and TLS for https): from here on the request may have reached it. */
+  /** Called once per request when the connection to the upstream is up (TCP, and TLS for https, or a kept-alive one is reused): from here on the request may have reached it. */
   onConnected?: (request: { url: URL; method: string }) => void;
+  /**
+   * Keep connections open between requests of this fetch (a tool source's session makes many): an
+   * idle connection is reused for the same origin for up to KEEP_ALIVE_IDLE_MS (less when the server
+   * hints a shorter Keep-Alive timeout), then closed. Each kept connection goes to the address the
+   * guard checked when it was opened. Default false: a connection per request.
+   */
+  keepAlive?: boolean;
 }
 
 export type GuardedFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -83,6 +90,8 @@ export function findGuardedFetchError(error: unknown): GuardedFetchError | undef
   return undefined;
 }
 
+/** How long an idle kept-alive connection waits for the next request (below the common 5 s server default). */
+export const KEEP_ALIVE_IDLE_MS = 2_000;
 const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
 const DEFAULT_IDLE_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
@@ -128,6 +137,9 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
     requireHttps: options.requireHttps ?? false,
     ca: options.extraCa === undefined ? undefined : trustedCas(options.extraCa),
     onConnected: options.onConnected,
+    agents: options.keepAlive
+      ? { http: new http.Agent({ keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS, maxFreeSockets: 16 }), https: new https.Agent({ keepAlive: true, timeout: KEEP_ALIVE_IDLE_MS, maxFreeSockets: 16 }) }
+      : null,
   };
   const maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
 
@@ -156,6 +168,8 @@ interface Settings {
   requireHttps: boolean;
   ca: string[] | undefined;
   onConnected: GuardedFetchOptions['onConnected'];
+  /** Keep-alive agents (GuardedFetchOptions.keepAlive), else a connection per request. */
+  agents: { http: http.Agent; https: https.Agent } | null;
 }
 
 interface Outgoing {
@@ -263,16 +277,23 @@ function sendOnce(request: Outgoing, settings: Settings, signal: AbortSignal | n
         headers: request.body === undefined ? request.headers : { ...request.headers, 'content-length': String(request.body.length) },
         auth: url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
         lookup: settings.lookup,
-        agent: false,
+        agent: settings.agents ? settings.agents[secure ? 'https' : 'http'] : false,
         ca: settings.ca,
         servername: secure && !isIP(host) ? host : undefined,
       });
-      clientRequest.once('socket', (socket: Socket) => {
-        socket.setTimeout(settings.idleTimeoutMs, () => socket.destroy(new GuardedFetchError('timeout', `${url.origin} went silent for ${settings.idleTimeoutMs} ms`, true)));
-        socket.once(secure ? 'secureConnect' : 'connect', () => {
+      const request_ = clientRequest;
+      request_.once('socket', (socket: Socket) => {
+        // This request's silence bound; a kept-alive socket outlives the request, so the listener goes with it.
+        const onSilent = () => socket.destroy(new GuardedFetchError('timeout', `${url.origin} went silent for ${settings.idleTimeoutMs} ms`, true));
+        socket.setTimeout(settings.idleTimeoutMs);
+        socket.on('timeout', onSilent);
+        request_.once('close', () => socket.off('timeout', onSilent));
+        const up = () => {
           connected = true;
           settings.onConnected?.({ url, method });
-        });
+        };
+        if (request_.reusedSocket) up();
+        else socket.once(secure ? 'secureConnect' : 'connect', up);
       });
       clientRequest.on('error', fail);
       clientRequest.once('response', (incoming: IncomingMessage) => {

@@ -30,6 +30,7 @@ export function toolFetch(deps: ToolNetworkDeps, onConnected?: (request: { url: 
     maxResponseBytes: deps.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     headersTimeoutMs: deps.headersTimeoutMs,
     onConnected,
+    keepAlive: true,
   });
 }
 
