@@ -12,12 +12,12 @@
  *          list, market run with its hold and workflow start, forwarding, the debit transaction,
  *          the call's records).
  *      - hosted, durable: the same with MARKET_CALL_COMMIT=durable (concurrency 1 only).
- *      The market-run workflows run in a worker process of their own, as deployed.
+ *      The API and the market-run workflows' worker run as processes of their own, as deployed.
  *   3. Checks: every hosted call was debited exactly once (consumer's debits = calls × price) and
  *      the ledger reconciles.
  *
- * The API here is an extra one on the harness's database and workers with the per-address rate
- * limit of /mcp lifted (MARKET_MCP_RATE_LIMIT), since every client is 127.0.0.1.
+ * The API processes use the harness's database and Temporal server, with the per-address rate limit
+ * of /mcp lifted (MARKET_MCP_RATE_LIMIT), since every client is 127.0.0.1.
  * Prints a table and, last, one JSON line with every figure.
  */
 import os from 'node:os';
@@ -27,6 +27,7 @@ import type { Harness } from '../test/support/harness';
 import { findLedgerProblems } from '../test/support/ledger-reconciliation';
 import { approvedServiceEntry, startMarketProvider } from '../test/support/market-provider';
 import { startWorkerProcess } from '../test/support/worker-process';
+import { startApiProcess } from '../test/support/api-process';
 import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, type LoadResult } from './load';
 
 const PHASE_MS = Number(process.env.BENCH_MCP_SECONDS ?? 10) * 1000;
@@ -69,8 +70,19 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h: Harness, onStop) => {
     worker.kill('SIGTERM');
     await new Promise((resolve) => (worker.exitCode === null ? worker.once('exit', resolve) : resolve(null)));
   });
-  const stackFor = (callCommit: 'fast' | 'durable') =>
-    h.startIsolatedStack({ taskQueues, overrides: { market: { ...h.config.market, mcpRateLimitPerMinute: 100_000_000, callCommit } }, queues: [] });
+  // The API too (docker-compose's api service): the consumer's client and the provider's server,
+  // here in the benchmark's process, never share the API's event loop.
+  const stackFor = async (callCommit: 'fast' | 'durable') => {
+    const api = await startApiProcess({
+      ...h.env,
+      PLATFORM_TASK_QUEUE: taskQueues.platform,
+      BROWSER_TASK_QUEUE: taskQueues.browser,
+      MARKET_MCP_RATE_LIMIT: '1000000',
+      MARKET_CALL_COMMIT: callCommit,
+    });
+    onStop(api.stop);
+    return api;
+  };
   const api = await stackFor('fast');
   const durableApi = await stackFor('durable');
   const provider = await h.createUser({ creditUsd: 0 });

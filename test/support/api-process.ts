@@ -1,0 +1,45 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/** A free TCP port on 127.0.0.1 (taken by a listener, then released). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** `api/server.ts` (`npm run api`) as its own process, as deployed; resolves once /health answers. */
+export async function startApiProcess(env: Record<string, string>): Promise<{ child: ChildProcess; baseUrl: string; stop: () => Promise<void> }> {
+  // The API resolves the names of user URLs: only through the test's fake DNS (harness env), never the machine's.
+  if (!env.DNS_SERVERS) throw new Error('startApiProcess needs DNS_SERVERS in env (pass the harness env: h.env)');
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'api/server.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output = (output + chunk).slice(-4000)));
+  child.stderr!.on('data', (chunk) => (output = (output + chunk).slice(-4000)));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
+  };
+  for (const deadline = Date.now() + 90_000; ; ) {
+    if (child.exitCode !== null) throw new Error(`the API process exited (${child.exitCode}): ${output}`);
+    const up = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false);
+    if (up) return { child, baseUrl, stop };
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`the API process did not answer /health: ${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
