@@ -5,7 +5,7 @@ import { type Kysely, sql } from 'kysely';
  *
  * - open_holds_micros(user): the money an account has reserved and not yet settled — open job holds
  *   plus the unused part of its open, unexpired market runs. The one definition of "open holds"
- *   (db/repos/ledger.ts openHoldsExpression calls it).
+ *   (db/repos/ledger.ts openHoldsMicros, admit_job and open_market_run call it).
  * - open_market_run(...): the rules of db/repos/market-runs.ts openMarketRun as one PL/pgSQL call:
  *   the live entry and the subscription are checked, the consumer's wallet row is locked, and the
  *   hold — min(available, cap, limit), nothing for a free entry — is computed by a LATER statement

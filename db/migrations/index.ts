@@ -10,6 +10,7 @@ import * as customAgents from './0009_custom_agents';
 import * as hostedMcp from './0010_hosted_mcp';
 import * as agentMarket from './0011_agent_market';
 import * as marketRunOpening from './0012_market_run_opening';
+import * as jobAdmission from './0013_job_admission';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '0010_hosted_mcp': hostedMcp,
   '0011_agent_market': agentMarket,
   '0012_market_run_opening': marketRunOpening,
+  '0013_job_admission': jobAdmission,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -91,36 +91,16 @@ async function lockWallet(trx: Db, userId: string): Promise<number> {
  * What the account's running work has reserved and not yet spent: the open holds of its jobs, plus the
  * unused part (hold − charged) of its open, unexpired market runs. The one definition of "held" that
  * admission, settlement outside jobs, market runs and the account view all use:
- * available = balance − openHoldsMicros.
+ * available = balance − openHoldsMicros. It is written once, in SQL: open_holds_micros (migration
+ * 0012), which admit_job and open_market_run call too.
  *
  * A market run stops counting when it is closed or expires (its unused hold is then free again); a
  * charge is only accepted while the database clock is before the run's expiry, checked under the
  * consumer's wallet lock, so an admission can never reserve money an accepted charge then spends.
  */
 async function openHoldsMicros(db: Db, userId: string): Promise<number> {
-  const row = await sql<{ held: number }>`select ${openHoldsExpression(userId)} as held`.execute(db);
+  const row = await sql<{ held: number }>`select open_holds_micros(${userId}::uuid) as held`.execute(db);
   return Number(row.rows[0]?.held ?? 0);
-}
-
-/** openHoldsMicros as a SQL expression, for statements that compute the available balance themselves (admission). */
-export function openHoldsExpression(userId: string) {
-  return sql<number>`open_holds_micros(${userId}::uuid)`;
-}
-
-/**
- * Locks the account's wallet for the rest of the admission transaction and reads its subscription in
- * the same statement. The available balance must be computed by a later statement (a fresh snapshot
- * under READ COMMITTED), so that it sees the holds of admissions that held the lock before.
- */
-export async function lockWalletWithSubscription(trx: Db, userId: string): Promise<{ balanceMicros: number; status: string; monthlyOperationLimit: number } | undefined> {
-  if (!trx.isTransaction) throw new Error('lockWalletWithSubscription must run inside the admission transaction');
-  const row = await sql<{ balance_micros: number; status: string; monthly_operation_limit: number }>`
-    select w.balance_micros, s.status, s.monthly_operation_limit
-    from subscriptions s join wallets w on w.user_id = s.user_id
-    where s.user_id = ${userId}::uuid
-    for update of w`.execute(trx);
-  const found = row.rows[0];
-  return found && { balanceMicros: Number(found.balance_micros), status: found.status, monthlyOperationLimit: found.monthly_operation_limit };
 }
 
 /**

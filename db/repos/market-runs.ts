@@ -6,7 +6,7 @@ import { signChargeToken } from '../../lib/market/charge-token';
 import { splitCharge, ratePpm } from '../../lib/market/commission';
 import type { StoredPricingEvent } from '../../lib/market/listing';
 import { microsToUsd } from '../../lib/money';
-import { lockWallets, openHoldsExpression, postMarketCharge } from './ledger';
+import { lockWallets, postMarketCharge } from './ledger';
 
 /**
  * Market runs: a consumer's run against a market entry, the money it may spend on provider charges

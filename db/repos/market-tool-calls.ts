@@ -10,6 +10,7 @@ import { microsToUsd } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
 import { findPublicMcpEntry, unsealStaticConfig } from './market-mcp';
 import { marketReviewsGeneration } from './market-submissions';
+import { createGenerationCache } from '../../lib/generation-cache';
 import { closeMarketRun, findMarketRun, openMarketRun, type MarketRun } from './market-runs';
 import { lockWallets, postMarketCharge } from './ledger';
 import { offsetOf, type PageRequest } from './pagination';
@@ -51,20 +52,10 @@ export async function loadCallEntry(db: Db, masterKey: Buffer, entryId: string):
  * the call's run re-checks in its own statement that the entry is still live and approved.
  */
 export const ENTRY_CACHE_TTL_MS = 2_000;
-const entryCache = new Map<string, { db: Db; entry: MarketCallEntry; generation: number; expiresAt: number }>();
+const entryCache = createGenerationCache<MarketCallEntry>({ ttlMs: ENTRY_CACHE_TTL_MS, maxEntries: 1_000, generation: marketReviewsGeneration });
 
-export async function loadCallEntryCached(db: Db, masterKey: Buffer, entryId: string, now = Date.now()): Promise<MarketCallEntry | null> {
-  const generation = marketReviewsGeneration();
-  const hit = entryCache.get(entryId);
-  if (hit && hit.db === db && hit.generation === generation && hit.expiresAt > now) return hit.entry;
-  const entry = await loadCallEntry(db, masterKey, entryId);
-  if (entry && generation === marketReviewsGeneration()) {
-    if (entryCache.size >= 1_000) entryCache.clear();
-    entryCache.set(entryId, { db, entry, generation, expiresAt: now + ENTRY_CACHE_TTL_MS });
-  } else {
-    entryCache.delete(entryId);
-  }
-  return entry;
+export function loadCallEntryCached(db: Db, masterKey: Buffer, entryId: string): Promise<MarketCallEntry | null> {
+  return entryCache(db, entryId, () => loadCallEntry(db, masterKey, entryId));
 }
 
 export interface ApiKeyOwner {
@@ -106,21 +97,10 @@ export async function findLiveApiKey(db: Db, apiKeyId: string, userId: string): 
  * process takes effect within the TTL; dead keys are never remembered. Opening a run re-reads the
  * subscription in its own transaction either way.
  */
-const liveKeyCache = new Map<string, { db: Db; owner: ApiKeyOwner; generation: number; expiresAt: number }>();
+const liveKeyCache = createGenerationCache<ApiKeyOwner>({ ttlMs: API_KEY_CACHE_TTL_MS, maxEntries: 10_000, generation: apiKeysGeneration });
 
-export async function findLiveApiKeyCached(db: Db, apiKeyId: string, userId: string, now = Date.now()): Promise<ApiKeyOwner | null> {
-  const cacheKey = `${userId}:${apiKeyId}`;
-  const generation = apiKeysGeneration();
-  const hit = liveKeyCache.get(cacheKey);
-  if (hit && hit.db === db && hit.generation === generation && hit.expiresAt > now) return hit.owner;
-  const owner = await findLiveApiKey(db, apiKeyId, userId);
-  if (owner && generation === apiKeysGeneration()) {
-    if (liveKeyCache.size >= 10_000) liveKeyCache.clear();
-    liveKeyCache.set(cacheKey, { db, owner, generation, expiresAt: now + API_KEY_CACHE_TTL_MS });
-  } else {
-    liveKeyCache.delete(cacheKey);
-  }
-  return owner;
+export function findLiveApiKeyCached(db: Db, apiKeyId: string, userId: string): Promise<ApiKeyOwner | null> {
+  return liveKeyCache(db, `${userId}:${apiKeyId}`, () => findLiveApiKey(db, apiKeyId, userId));
 }
 
 export interface RunSettings {

@@ -3,6 +3,7 @@ import type { Db } from '../connect';
 import type { SubscriptionStatus } from '../schema';
 import { generateApiKey, generateWebhookSecret, hashApiKey, seal, unseal } from '../../lib/crypto';
 import { creditWallet } from './ledger';
+import { createGenerationCache } from '../../lib/generation-cache';
 
 export interface NewUserInput {
   email: string;
@@ -93,44 +94,31 @@ export async function findUserByApiKey(db: Db, apiKey: string): Promise<Authenti
 /**
  * API keys → users, remembered for a few seconds so that a client's every request does not cost a
  * three-table join. Correctness: a rotation or subscription change made through this process
- * (admin API, CLI through it) forgets the user's entries at once — a lookup that raced with it is
+ * (admin API, CLI through it) forgets every remembered key at once — a lookup that raced with it is
  * not stored (generation check); one made by another process (a second API replica) takes effect
  * there within API_KEY_CACHE_TTL_MS. Unknown keys are never remembered. Admission re-reads the
  * subscription in its own transaction, so a deactivated account admits no job either way.
  */
 export const API_KEY_CACHE_TTL_MS = 5_000;
-const API_KEY_CACHE_MAX_ENTRIES = 10_000;
-const apiKeyCache = new Map<string, { db: Db; user: AuthenticatedUser; expiresAt: number }>();
 let apiKeyCacheGeneration = 0;
+const apiKeyCache = createGenerationCache<AuthenticatedUser>({ ttlMs: API_KEY_CACHE_TTL_MS, maxEntries: 10_000, generation: () => apiKeyCacheGeneration });
 
-export async function findUserByApiKeyCached(db: Db, apiKey: string, now = Date.now()): Promise<AuthenticatedUser | null> {
-  const hash = hashApiKey(apiKey);
-  const cached = apiKeyCache.get(hash);
-  if (cached && cached.db === db && cached.expiresAt > now) return cached.user;
-  const generation = apiKeyCacheGeneration;
-  const user = await findUserByApiKey(db, apiKey);
-  if (user && generation === apiKeyCacheGeneration) {
-    if (apiKeyCache.size >= API_KEY_CACHE_MAX_ENTRIES) apiKeyCache.clear();
-    apiKeyCache.set(hash, { db, user, expiresAt: now + API_KEY_CACHE_TTL_MS });
-  } else if (cached) {
-    apiKeyCache.delete(hash);
-  }
-  return user;
+export function findUserByApiKeyCached(db: Db, apiKey: string): Promise<AuthenticatedUser | null> {
+  return apiKeyCache(db, hashApiKey(apiKey), () => findUserByApiKey(db, apiKey));
 }
 
 /**
- * Bumped whenever any account's keys or subscription change through this process: other caches of
- * key validity (the hosted market endpoint's, db/repos/market-tool-calls.ts) drop what they
- * remembered under an older generation.
+ * Bumped whenever any account's keys or subscription change through this process: every cache of
+ * key validity (this one, and the hosted market endpoint's in db/repos/market-tool-calls.ts) drops
+ * what it remembered under an older generation.
  */
 export function apiKeysGeneration(): number {
   return apiKeyCacheGeneration;
 }
 
-/** Forgets every remembered key of the user (after its keys or subscription changed). */
-export function forgetCachedApiKeys(userId: string): void {
+/** Forgets every remembered key (after the user's keys or subscription changed). */
+export function forgetCachedApiKeys(): void {
   apiKeyCacheGeneration++;
-  for (const [hash, entry] of apiKeyCache) if (entry.user.userId === userId) apiKeyCache.delete(hash);
 }
 
 export async function userExists(db: Db, userId: string): Promise<boolean> {
@@ -139,14 +127,14 @@ export async function userExists(db: Db, userId: string): Promise<boolean> {
 
 /** Revokes every key of the user and issues a new one. */
 export async function rotateApiKey(db: Db, userId: string): Promise<string> {
-  forgetCachedApiKeys(userId); // lookups already under way are not stored
+  forgetCachedApiKeys(); // lookups already under way are not stored
   try {
     return await db.transaction().execute(async (trx) => {
       await trx.updateTable('api_keys').set({ revoked_at: new Date() }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
       return insertApiKey(trx, userId);
     });
   } finally {
-    forgetCachedApiKeys(userId);
+    forgetCachedApiKeys();
   }
 }
 
@@ -155,7 +143,7 @@ export async function updateSubscription(
   userId: string,
   change: { status?: SubscriptionStatus; monthlyOperationLimit?: number; automationLimit?: number; planId?: string },
 ): Promise<boolean> {
-  forgetCachedApiKeys(userId);
+  forgetCachedApiKeys();
   const result = await db
     .updateTable('subscriptions')
     .set({
@@ -167,7 +155,7 @@ export async function updateSubscription(
     })
     .where('user_id', '=', userId)
     .executeTakeFirst();
-  forgetCachedApiKeys(userId);
+  forgetCachedApiKeys();
   return result.numUpdatedRows > 0n;
 }
 
