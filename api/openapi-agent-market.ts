@@ -12,6 +12,7 @@ import {
 } from '../lib/schemas/agent-market';
 import { SubmissionsQuery } from '../lib/schemas/market';
 import { longPollWait } from './openapi-long-polling';
+import { body, error, json, optionalQuery, ref, unauthorized, uuidPath } from './openapi-fragments';
 
 /** The agent market's part of the OpenAPI document (components and paths), merged by api/openapi.ts. */
 export const AGENT_MARKET_COMPONENTS = [
@@ -26,14 +27,6 @@ export const AGENT_MARKET_COMPONENTS = [
   MarketAgentRunRecord,
 ];
 
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
-const error = (description: string) => json(ref('ErrorResponse'), description);
-const body = (name: string) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
-const uuidPath = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
-const query = (schema: { properties: Record<string, Record<string, unknown>> }) =>
-  Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: false, schema: s, description: s.description }));
-const unauthorized = error('Missing or invalid API key');
 const tags = ['Agent market'];
 const RULES = 'prompt_template_required, undeclared_placeholder, invalid_input_schema, invalid_structured_output, model_not_supported, unknown_market_tool, invalid_custom_selection, insecure_url, invalid_slug, icon_not_found';
 
@@ -49,7 +42,7 @@ export function agentMarketPaths() {
       get: {
         summary: 'The caller\'s agent submissions, newest first',
         tags,
-        parameters: query(SubmissionsQuery as never),
+        parameters: optionalQuery(SubmissionsQuery as never),
         responses: { 200: json(ref('AgentMarketSubmissionsResponse'), 'One page'), 400: error('Invalid page or pageSize'), 401: unauthorized },
       },
     },
@@ -94,7 +87,7 @@ export function agentMarketPaths() {
       get: {
         summary: 'The catalogue of approved agents (full text with q)',
         tags,
-        parameters: query(AgentMarketListQuery as never),
+        parameters: optionalQuery(AgentMarketListQuery as never),
         responses: { 200: json(ref('AgentMarketListResponse'), 'One page; newest approval first, or by relevance with q'), 400: error('Invalid query'), 401: unauthorized },
       },
     },

@@ -22,6 +22,7 @@ import {
   ValidationReport,
 } from '../lib/schemas/market';
 import { McpCredentialRequest, McpCredentialResponse, ProviderRevenueQuery, ProviderRevenueResponse, ProviderRevenueRun } from '../lib/schemas/market-hosted';
+import { body, error, json, optionalQuery, ref, unauthorized, uuidPath } from './openapi-fragments';
 
 /** The tool market's part of the OpenAPI document (components and paths), merged by api/openapi.ts. */
 export const MARKET_COMPONENTS = [
@@ -50,14 +51,6 @@ export const MARKET_COMPONENTS = [
   ProviderRevenueResponse,
 ];
 
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
-const error = (description: string) => json(ref('ErrorResponse'), description);
-const body = (name: string) => ({ required: true, content: { 'application/json': { schema: ref(name) } } });
-const uuidPath = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
-const query = (schema: { properties: Record<string, Record<string, unknown>> }) =>
-  Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: false, schema: s, description: s.description }));
-const unauthorized = error('Missing or invalid API key');
 const tags = ['Tool market'];
 
 const SUBMISSION_RULES =
@@ -152,7 +145,7 @@ export function marketPaths() {
       get: {
         summary: 'The caller\'s submissions, revisions included, newest first',
         tags,
-        parameters: query(SubmissionsQuery as never),
+        parameters: optionalQuery(SubmissionsQuery as never),
         responses: { 200: json(ref('McpMarketSubmissionsResponse'), 'One page'), 400: error('Invalid page or pageSize'), 401: unauthorized },
       },
     },
@@ -198,7 +191,7 @@ export function marketPaths() {
       get: {
         summary: 'The public catalogue: approved entries, searchable',
         tags,
-        parameters: query(McpMarketListQuery as never),
+        parameters: optionalQuery(McpMarketListQuery as never),
         responses: { 200: json(ref('McpMarketListResponse'), 'One page; with q ranked by relevance, else newest approval first'), 400: error('Invalid query'), 401: unauthorized },
       },
     },
@@ -239,7 +232,7 @@ export function marketPaths() {
         summary: "The provider's market revenue: runs of its entries (newest first) with their charges per event and the amounts",
         description: 'Fixed-price calls appear as the event `tool_call` with their toolName. totals cover every run of the provider; commissionUsd is the platform\'s share (MARKET_COMMISSION_RATE).',
         tags: ['Provider event charge'],
-        parameters: query(ProviderRevenueQuery as never),
+        parameters: optionalQuery(ProviderRevenueQuery as never),
         responses: { 200: json(ref('ProviderRevenueResponse'), 'One page of runs and the totals'), 400: error('Invalid page or pageSize'), 401: unauthorized },
       },
     },

@@ -12,6 +12,7 @@ import { MARKET_COMPONENTS, marketPaths } from './openapi-market';
 import { longPollWait } from './openapi-long-polling';
 import { customAgentSchemas } from '../lib/schemas/custom-agents';
 import { AGENT_MARKET_COMPONENTS, agentMarketPaths } from './openapi-agent-market';
+import { error, json, ref, uuidPath } from './openapi-fragments';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -60,15 +61,9 @@ function toOpenApi(value: unknown): unknown {
   return out;
 }
 
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const json = (schema: unknown, description: string) => ({ description, content: { 'application/json': { schema } } });
-const error = (description: string) => json(ref('ErrorResponse'), description);
-
 function queryParameters(schema: { properties: Record<string, Record<string, unknown>>; required?: readonly string[] }) {
   return Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: toOpenApi(s), description: s.description }));
 }
-
-const uuidPath = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
 
 const DESCRIPTION = `Scraping, browser-agent and marketplace platform, interface version 1.0.0.
 

@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import { admitJob, appendJobLog, getJob, transitionJob } from '../../db/repos/jobs';
-import { recordAgentToolCall } from '../../db/repos/agent-tool-calls';
+import { recordAgentToolCall, type AgentToolCallRow } from '../../db/repos/agent-tool-calls';
 import { holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
 import { writeSystemLog } from '../../db/repos/system-logs';
@@ -61,20 +61,11 @@ export interface ToolboxSummary {
   maxToolCalls: number;
 }
 
-export interface ToolCallRecordInput {
-  jobId: string;
+/** A tool call to record: its row, plus the tool message for the conversation. */
+export interface ToolCallRecordInput extends AgentToolCallRow {
   /** Where the tool message goes in the conversation. */
   seq: number;
   callId: string;
-  /** From 1, in the order of the run. */
-  index: number;
-  source: string;
-  tool: string;
-  status: 'completed' | 'error' | 'failed' | 'not_sent';
-  startedAt: number;
-  durationMs: number;
-  costMicros?: number;
-  error: string | null;
   /** What the model is told. */
   text: string;
 }

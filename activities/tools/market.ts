@@ -5,7 +5,7 @@ import { getJob } from '../../db/repos/jobs';
 import { agentRun, createMarketCallStore, loadCallEntry } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
 import { marketRunStarter } from '../../lib/market/run-workflow';
-import { callMarketTool, createUpstreamSources, createUpstreamToolLists, type MarketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
+import { callMarketTool, marketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { usdToWholeMicros } from '../../lib/money';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { readJobSelections } from './job-selections';
@@ -43,15 +43,12 @@ export function marketSelectionId(jobId: string, index: number, stored: StoredMa
  */
 export function createMarketSelectionCaller(deps: { db: Db; config: Config; policy: NetworkPolicy; temporal?: Client }) {
   const market = deps.config.market;
-  const callDeps: MarketToolCallDeps = {
+  const callDeps = marketToolCallDeps({
     store: createMarketCallStore(deps.db, market.callCommit),
-    runtime: { policy: deps.policy },
-    toolLists: createUpstreamToolLists(market.toolListCacheMs),
-    sources: createUpstreamSources(market.toolListCacheMs),
-    commissionRate: market.commissionRate,
-    callTimeoutMs: market.toolCallTimeoutMs,
+    market,
+    policy: deps.policy,
     onRunOpened: deps.temporal ? (run, _entry, consumerId) => marketRunStarter(deps.temporal!, deps.config.taskQueues.platform)(run, consumerId) : undefined,
-  };
+  });
   const settings = { ttlMs: market.runTtlMs, limitMicros: market.runChargeLimitMicros, chargeTokenKey: market.chargeTokenKey };
 
   return async (call: MarketSelectionCall): Promise<MarketToolCallOutcome> => {

@@ -4,7 +4,7 @@ import { findApiKeyOwner, findLiveApiKeyCached, loadCallEntryCached, createMarke
 import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import { pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import { marketRunStarter } from '../../lib/market/run-workflow';
-import { callableTools, callMarketTool, createUpstreamSources, createUpstreamToolLists, type MarketCallEntry, type MarketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
+import { callableTools, callMarketTool, marketToolCallDeps, type MarketCallEntry, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { microsToUsd } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
 import type { ApiDeps } from '../deps';
@@ -110,13 +110,10 @@ function toResult(outcome: MarketToolCallOutcome): CallToolResult {
 /** The mount options of /mcp/{entryId}: a stateless SDK v2 server per request, authenticated first. */
 export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
   const market = deps.config.market;
-  const callDeps: MarketToolCallDeps = {
+  const callDeps = marketToolCallDeps({
     store: createMarketCallStore(deps.db, market.callCommit),
-    runtime: { policy: deps.policy },
-    toolLists: createUpstreamToolLists(market.toolListCacheMs),
-    sources: createUpstreamSources(market.toolListCacheMs),
-    commissionRate: market.commissionRate,
-    callTimeoutMs: market.toolCallTimeoutMs,
+    market,
+    policy: deps.policy,
     onRunOpened: (run, _entry, consumerId) => {
       try {
         marketRunStarter(deps.temporal, deps.config.taskQueues.platform)(run, consumerId);
@@ -124,7 +121,7 @@ export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
         log().error({ err, runId: run.id }, 'market run workflow not started');
       }
     },
-  };
+  });
   const runSettings = { ttlMs: market.runTtlMs, limitMicros: market.runChargeLimitMicros, chargeTokenKey: market.chargeTokenKey };
   const hosts = [market.mcpPublicUrl, market.publicApiUrl].filter((u): u is string => !!u).map((u) => new URL(u).hostname);
 

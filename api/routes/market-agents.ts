@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { iconBelongsTo } from '../../db/repos/market-icons';
-import { createRevision, createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
+import { createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
 import {
   agentDetailsWriter,
   agentMarketHooks,
@@ -39,7 +39,7 @@ import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { assertLlmModel } from '../services/llm-model';
 import { preflightUrl } from '../services/url-preflight';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
-import { iconUrlFor, marketErrors } from './market-common';
+import { addRevisionRoute, iconUrlFor, marketErrors, submissionCoreFields } from './market-common';
 
 const iconOf = (sub: AgentSubmission, iconUrl: (key: string) => string) => (sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl);
 
@@ -121,19 +121,10 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
     return prepareAgentSubmission(body, { iconOwned, prices: deps.config.modelPrices, policy: deps.policy, approvedTools });
   }
 
-  const coreFields = (p: PreparedAgentSubmission) => ({
-    slug: p.slug,
-    name: p.name,
-    description: p.description,
-    iconUrl: p.iconObjectKey ? null : p.iconUrl,
-    iconObjectKey: p.iconObjectKey,
-    searchText: p.searchText,
-  });
-
   router.post('/submissions', async (ctx) => {
     const user = ctx.state.user as AuthenticatedUser;
     const prepared = await prepare(ctx);
-    const id = await createSubmission(deps.db, { market: 'agent', ownerId: user.userId, fields: coreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared) });
+    const id = await createSubmission(deps.db, { market: 'agent', ownerId: user.userId, fields: submissionCoreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared) });
     ctx.status = 201;
     ctx.body = await ownView(ctx, id);
   });
@@ -157,7 +148,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
     const id = parseUuidParam('id', ctx.params.id);
     transition('update', (await getOwnSubmission(deps.db, 'agent', user.userId, id)).status);
     const prepared = await prepare(ctx);
-    await replaceSubmission(deps.db, { market: 'agent', ownerId: user.userId, id, fields: coreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared) });
+    await replaceSubmission(deps.db, { market: 'agent', ownerId: user.userId, id, fields: submissionCoreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared) });
     ctx.body = await ownView(ctx, id);
   });
 
@@ -172,12 +163,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
     ctx.body = await ownView(ctx, id);
   });
 
-  router.post('/submissions/:id/revisions', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
-    const id = parseUuidParam('id', ctx.params.id);
-    ctx.status = 201;
-    ctx.body = { id: await createRevision(deps.db, 'agent', user.userId, id, hooks) };
-  });
+  addRevisionRoute(router, deps, 'agent', hooks);
 
   /** Whether the caller may run the agent: their own, free, or bought. */
   const mayRun = async (agent: AgentSubmission, userId: string) =>

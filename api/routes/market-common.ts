@@ -1,10 +1,14 @@
+import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { MarketRuleError } from '../../lib/market/errors';
 import { maskValues, pricingEventDefinition, toolDefinition } from '../../lib/market/listing';
 import { unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
-import type { SubmissionCore } from '../../db/repos/market-submissions';
+import { createRevision, type CoreFields, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
+import type { AuthenticatedUser } from '../../db/repos/users';
+import type { Market } from '../../lib/market/review-state';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
+import { parseUuidParam } from '../validation';
 
 /** Market rule violations (MarketRuleError) become the API's error body with the rule's status and code. */
 export function marketErrors() {
@@ -27,6 +31,27 @@ export function publicOrigin(ctx: Context, deps: ApiDeps): string {
 export const apiBaseUrl = (ctx: Context, deps: ApiDeps) => `${publicOrigin(ctx, deps)}/api/v1`;
 
 export const iconUrlFor = (ctx: Context, deps: ApiDeps) => (key: string) => `${apiBaseUrl(ctx, deps)}/market/icons/${key}.png`;
+
+/** The common columns of a prepared submission (either market). */
+export const submissionCoreFields = (prepared: CoreFields): CoreFields => ({
+  slug: prepared.slug,
+  name: prepared.name,
+  description: prepared.description,
+  // An uploaded icon is addressed by its key; its URL is built when shown.
+  iconUrl: prepared.iconObjectKey ? null : prepared.iconUrl,
+  iconObjectKey: prepared.iconObjectKey,
+  searchText: prepared.searchText,
+});
+
+/** POST /submissions/:id/revisions of a market's router: a revision of the caller's live approved submission (201, its id). */
+export function addRevisionRoute(router: Router, deps: ApiDeps, market: Market, hooks: MarketDetailsHooks): void {
+  router.post('/submissions/:id/revisions', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    const id = parseUuidParam('id', ctx.params.id);
+    ctx.status = 201;
+    ctx.body = { id: await createRevision(deps.db, market, user.userId, id, hooks) };
+  });
+}
 
 function iconUrlOf(sub: SubmissionCore, iconUrl: (key: string) => string): string | null {
   return sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl;

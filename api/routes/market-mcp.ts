@@ -6,7 +6,7 @@ import type { AuthenticatedUser } from '../../db/repos/users';
 import { findValidation, findValidValidationByFingerprint } from '../../db/repos/market-validations';
 import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
 import { iconBelongsTo } from '../../db/repos/market-icons';
-import { createRevision, createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
+import { createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
 import { findMcpSubmission, findMcpSubmissions, findPublicMcpEntry, mcpDetailsWriter, mcpMarketHooks, searchPublicMcpEntries, type McpSubmission } from '../../db/repos/market-mcp';
 import { paginationMeta } from '../../db/repos/pagination';
 import { seal } from '../../lib/crypto';
@@ -32,7 +32,7 @@ import type { ApiDeps } from '../deps';
 import { ApiError, notFound } from '../errors';
 import { preflightUrl } from '../services/url-preflight';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
-import { apiBaseUrl, iconUrlFor, marketErrors, ownerSubmissionView, publicEntryView } from './market-common';
+import { addRevisionRoute, apiBaseUrl, iconUrlFor, marketErrors, ownerSubmissionView, publicEntryView, submissionCoreFields } from './market-common';
 
 type DiscoveryBody = Omit<DiscoveryRequest, 'params'> & { params: Record<string, unknown> };
 
@@ -195,16 +195,6 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
     return prepareMcpSubmission(body, { validation, verification, iconOwned, policy: deps.policy, now: new Date() }, iconUrlFor(ctx, deps));
   }
 
-  const coreFields = (prepared: PreparedMcpSubmission) => ({
-    slug: prepared.slug,
-    name: prepared.name,
-    description: prepared.description,
-    // An uploaded icon is addressed by its key; its URL is built when shown.
-    iconUrl: prepared.iconObjectKey ? null : prepared.iconUrl,
-    iconObjectKey: prepared.iconObjectKey,
-    searchText: prepared.searchText,
-  });
-
   const ownView = async (ctx: Context, id: string) => {
     const user = ctx.state.user as AuthenticatedUser;
     const submission = await findMcpSubmission(deps.db, id, user.userId);
@@ -219,7 +209,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
     const id = await createSubmission(deps.db, {
       market: 'mcp',
       ownerId: user.userId,
-      fields: coreFields(prepared),
+      fields: submissionCoreFields(prepared),
       writeDetails: mcpDetailsWriter(deps.config.masterKey, prepared),
     });
     ctx.status = 201;
@@ -253,7 +243,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
       market: 'mcp',
       ownerId: user.userId,
       id,
-      fields: coreFields(prepared),
+      fields: submissionCoreFields(prepared),
       writeDetails: mcpDetailsWriter(deps.config.masterKey, prepared),
     });
     ctx.body = await ownView(ctx, id);
@@ -266,12 +256,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
     ctx.body = await ownView(ctx, id);
   });
 
-  router.post('/submissions/:id/revisions', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
-    const id = parseUuidParam('id', ctx.params.id);
-    ctx.status = 201;
-    ctx.body = { id: await createRevision(deps.db, 'mcp', user.userId, id, hooks) };
-  });
+  addRevisionRoute(router, deps, 'mcp', hooks);
 
   router.get('/mcps', async (ctx) => {
     const query = parseQuery<{ q?: string; monetizationStrategy?: MonetizationStrategy; page: number; pageSize: number }>(McpMarketListQuery, ctx.query);

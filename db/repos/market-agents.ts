@@ -5,11 +5,11 @@ import type { AgentMarketDetailsTable, AgentMarketPurchasesTable, MarketSubmissi
 import { seal, unseal } from '../../lib/crypto';
 import type { FieldSpec } from '../../lib/llm/structured-output';
 import type { AgentCustomToolSelection, AgentMarketToolSelection, AgentSelectionParams, ApprovedToolLookup, PreparedAgentSubmission } from '../../lib/market/agent-submission';
-import { searchTerms } from '../skills/search';
 import { lockWallets, postAgentPurchase } from './ledger';
 import { findPublicMcpEntry } from './market-mcp';
+import { submissionReads } from './market-listings';
 import { toCore, type MarketDetailsHooks, type SubmissionCore } from './market-submissions';
-import { offsetOf, type PageRequest } from './pagination';
+import type { PageRequest } from './pagination';
 
 /** An agent-market submission: the common columns and its details (prompts and params sealed; unsealed only on request). */
 export interface AgentSubmission extends SubmissionCore {
@@ -155,43 +155,19 @@ export function agentMarketHooks(masterKey: Buffer): MarketDetailsHooks {
   };
 }
 
-export async function findAgentSubmission(db: Db, id: string, ownerId?: string): Promise<AgentSubmission | null> {
-  let query = joined(db).where('s.id', '=', id);
-  if (ownerId) query = query.where('s.owner_id', '=', ownerId);
-  const row = await query.executeTakeFirst();
-  return row ? toAgentSubmission(row as JoinedRow) : null;
-}
+const reads = submissionReads(joined, (row) => toAgentSubmission(row as JoinedRow));
 
-export async function findAgentSubmissions(db: Db, ids: readonly string[]): Promise<Map<string, AgentSubmission>> {
-  if (ids.length === 0) return new Map();
-  const rows = await joined(db).where('s.id', 'in', ids).execute();
-  return new Map(rows.map((row) => [row.id, toAgentSubmission(row as JoinedRow)]));
-}
+/** An agent submission by id (only the owner's with `ownerId`), or null. */
+export const findAgentSubmission: (db: Db, id: string, ownerId?: string) => Promise<AgentSubmission | null> = reads.find;
+
+export const findAgentSubmissions: (db: Db, ids: readonly string[]) => Promise<Map<string, AgentSubmission>> = reads.findMany;
 
 /** The live, approved agent of a listing (its public id, the agentId), or null. */
-export async function findPublicAgent(db: Db, listingId: string): Promise<AgentSubmission | null> {
-  const row = await joined(db).where('s.listing_id', '=', listingId).where('s.live', '=', true).where('s.status', '=', 'approved').executeTakeFirst();
-  return row ? toAgentSubmission(row as JoinedRow) : null;
-}
+export const findPublicAgent: (db: Db, listingId: string) => Promise<AgentSubmission | null> = reads.findPublic;
 
 /** The public catalogue: live approved agents; with `q`, full text over name and description, ranked. */
 export async function searchPublicAgents(db: Db, filter: { q?: string }, page: PageRequest): Promise<{ rows: AgentSubmission[]; total: number }> {
-  let base = joined(db).where('s.live', '=', true).where('s.status', '=', 'approved');
-  let query: ReturnType<typeof sql<string>> | null = null;
-  if (filter.q !== undefined && filter.q.trim() !== '') {
-    const terms = searchTerms(filter.q);
-    if (terms.length === 0) return { rows: [], total: 0 };
-    query = sql<string>`to_tsquery('english', ${terms.map((t, i) => (i === terms.length - 1 ? `${t}:*` : t)).join(' & ')})`;
-    base = base.where(sql<boolean>`s.search_document @@ ${query}`);
-  }
-  const ordered = query
-    ? base.orderBy(sql`ts_rank(s.search_document, ${query})`, 'desc').orderBy('s.approved_at', 'desc').orderBy('s.listing_id')
-    : base.orderBy('s.approved_at', 'desc').orderBy('s.listing_id');
-  const [rows, count] = await Promise.all([
-    ordered.limit(page.pageSize).offset(offsetOf(page)).execute(),
-    base.clearSelect().select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows: rows.map((row) => toAgentSubmission(row as JoinedRow)), total: Number(count.n) };
+  return reads.searchPublic(db, filter.q, page);
 }
 
 /** The enabled tools of each live approved tool-market listing among `mcpIds` (absent: not approved). */

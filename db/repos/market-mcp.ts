@@ -1,4 +1,4 @@
-import { sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Db } from '../connect';
 import type { MarketSubmissionsTable, McpMarketDetailsTable } from '../schema';
 import { seal, unseal } from '../../lib/crypto';
@@ -6,9 +6,9 @@ import type { Discovery, MarketSourceType } from '../../lib/market/discovery';
 import { toolListHash } from '../../lib/market/fingerprint';
 import type { MonetizationStrategy, StoredMarketTool, StoredPricingEvent } from '../../lib/market/listing';
 import type { PreparedMcpSubmission } from '../../lib/market/mcp-submission';
-import { searchTerms } from '../skills/search';
+import { submissionReads } from './market-listings';
 import { toCore, type MarketDetailsHooks, type SubmissionCore } from './market-submissions';
-import { offsetOf, type PageRequest } from './pagination';
+import type { PageRequest } from './pagination';
 
 /** A tool-market submission: the common columns and its details (staticConfig unsealed only on request). */
 export interface McpSubmission extends SubmissionCore {
@@ -156,51 +156,26 @@ export function mcpMarketHooks(masterKey: Buffer): MarketDetailsHooks {
   };
 }
 
-export async function findMcpSubmission(db: Db, id: string, ownerId?: string): Promise<McpSubmission | null> {
-  let query = joined(db).where('s.id', '=', id);
-  if (ownerId) query = query.where('s.owner_id', '=', ownerId);
-  const row = await query.executeTakeFirst();
-  return row ? toMcpSubmission(row as JoinedRow) : null;
-}
+const reads = submissionReads(joined, (row) => toMcpSubmission(row as JoinedRow));
 
-export async function findMcpSubmissions(db: Db, ids: readonly string[]): Promise<Map<string, McpSubmission>> {
-  if (ids.length === 0) return new Map();
-  const rows = await joined(db).where('s.id', 'in', ids).execute();
-  return new Map(rows.map((row) => [row.id, toMcpSubmission(row as JoinedRow)]));
-}
+/** A tool-market submission by id (only the owner's with `ownerId`), or null. */
+export const findMcpSubmission: (db: Db, id: string, ownerId?: string) => Promise<McpSubmission | null> = reads.find;
+
+export const findMcpSubmissions: (db: Db, ids: readonly string[]) => Promise<Map<string, McpSubmission>> = reads.findMany;
 
 /** The live, approved entry of a listing (its public id), or null. */
-export async function findPublicMcpEntry(db: Db, listingId: string): Promise<McpSubmission | null> {
-  const row = await joined(db).where('s.listing_id', '=', listingId).where('s.live', '=', true).where('s.status', '=', 'approved').executeTakeFirst();
-  return row ? toMcpSubmission(row as JoinedRow) : null;
-}
+export const findPublicMcpEntry: (db: Db, listingId: string) => Promise<McpSubmission | null> = reads.findPublic;
 
 /**
- * The public catalogue: live approved entries. With `q`, full text over name (A), description (B)
- * and tool names (C): every term must match, the last one as a prefix, ranked by ts_rank; otherwise
- * newest approval first.
+ * The public catalogue: live approved entries, of one monetization strategy if given. With `q`, full
+ * text over name (A), description (B) and tool names (C): every term must match, the last one as a
+ * prefix, ranked by ts_rank; otherwise newest approval first.
  */
 export async function searchPublicMcpEntries(
   db: Db,
   filter: { q?: string; monetizationStrategy?: MonetizationStrategy },
   page: PageRequest,
 ): Promise<{ rows: McpSubmission[]; total: number }> {
-  let base = joined(db).where('s.live', '=', true).where('s.status', '=', 'approved');
-  if (filter.monetizationStrategy) base = base.where('d.monetization_strategy', '=', filter.monetizationStrategy);
-  let query: ReturnType<typeof sql<string>> | null = null;
-  if (filter.q !== undefined && filter.q.trim() !== '') {
-    const terms = searchTerms(filter.q);
-    if (terms.length === 0) return { rows: [], total: 0 };
-    const text = terms.map((t, i) => (i === terms.length - 1 ? `${t}:*` : t)).join(' & ');
-    query = sql<string>`to_tsquery('english', ${text})`;
-    base = base.where(sql<boolean>`s.search_document @@ ${query}`);
-  }
-  const ordered = query
-    ? base.orderBy(sql`ts_rank(s.search_document, ${query})`, 'desc').orderBy('s.approved_at', 'desc').orderBy('s.listing_id')
-    : base.orderBy('s.approved_at', 'desc').orderBy('s.listing_id');
-  const [rows, count] = await Promise.all([
-    ordered.limit(page.pageSize).offset(offsetOf(page)).execute(),
-    base.clearSelect().select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { rows: rows.map((row) => toMcpSubmission(row as JoinedRow)), total: Number(count.n) };
+  const strategy = filter.monetizationStrategy;
+  return reads.searchPublic(db, filter.q, page, (query) => (strategy ? query.where('d.monetization_strategy', '=', strategy) : query));
 }

@@ -3,6 +3,7 @@ import { ToolCallError, ToolSourceError } from '../tools/errors';
 import { connectAndList, openToolSource, type ToolRuntimeDeps, type ToolSource } from '../tools/source';
 import { parseSourceUrl, preflightSourceUrl } from '../tools/network';
 import type { SourceParamValues, ToolCallResult, ToolDefinition, ToolSelection } from '../tools/types';
+import type { MarketConfig } from '../config';
 import { microsToUsd } from '../money';
 import type { MonetizationStrategy, StoredMarketTool, StoredPricingEvent } from './listing';
 import { compareToolLists, type DriftReport } from './tool-drift';
@@ -170,6 +171,29 @@ export interface MarketToolCallDeps {
   /** Starts the run's workflow (close at expiry, release, settle); must not be awaited by the call. */
   onRunOpened?: (run: MarketRunHandle, entry: MarketCallEntry, consumerId: string) => void;
   now?: () => number;
+}
+
+/**
+ * The call dependencies from the market configuration, as the hosted endpoint and agents' market
+ * selections use them: `store` (db/repos/market-tool-calls.ts), upstream tool lists and sources
+ * cached for toolListCacheMs, the commission rate and the call timeout.
+ */
+export function marketToolCallDeps(input: {
+  store: MarketCallStore;
+  market: Pick<MarketConfig, 'toolListCacheMs' | 'commissionRate' | 'toolCallTimeoutMs'>;
+  policy: ToolRuntimeDeps['policy'];
+  onRunOpened: MarketToolCallDeps['onRunOpened'];
+}): MarketToolCallDeps {
+  const { market } = input;
+  return {
+    store: input.store,
+    runtime: { policy: input.policy },
+    toolLists: createUpstreamToolLists(market.toolListCacheMs),
+    sources: createUpstreamSources(market.toolListCacheMs),
+    commissionRate: market.commissionRate,
+    callTimeoutMs: market.toolCallTimeoutMs,
+    onRunOpened: input.onRunOpened,
+  };
 }
 
 export interface MarketToolCallRequest {
