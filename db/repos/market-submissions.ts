@@ -265,12 +265,10 @@ export async function reviewSubmission(
   input: { market: Market; id: string; action: ReviewAction; reason?: string | null },
   hooks: MarketDetailsHooks,
 ): Promise<SubmissionCore> {
+  const reviewed = await reviewInTransaction(db, input, hooks);
+  // After the commit: what caches remembered before it is dropped, and a read that overlapped it is not stored.
   reviewsGeneration++;
-  try {
-    return await reviewInTransaction(db, input, hooks);
-  } finally {
-    reviewsGeneration++;
-  }
+  return reviewed;
 }
 
 async function reviewInTransaction(db: Db, input: { market: Market; id: string; action: ReviewAction; reason?: string | null }, hooks: MarketDetailsHooks): Promise<SubmissionCore> {

@@ -281,18 +281,18 @@ function sendOnce(request: Outgoing, settings: Settings, signal: AbortSignal | n
         ca: settings.ca,
         servername: secure && !isIP(host) ? host : undefined,
       });
-      const request_ = clientRequest;
-      request_.once('socket', (socket: Socket) => {
+      const outgoing = clientRequest;
+      outgoing.once('socket', (socket: Socket) => {
         // This request's silence bound; a kept-alive socket outlives the request, so the listener goes with it.
         const onSilent = () => socket.destroy(new GuardedFetchError('timeout', `${url.origin} went silent for ${settings.idleTimeoutMs} ms`, true));
         socket.setTimeout(settings.idleTimeoutMs);
         socket.on('timeout', onSilent);
-        request_.once('close', () => socket.off('timeout', onSilent));
+        outgoing.once('close', () => socket.off('timeout', onSilent));
         const up = () => {
           connected = true;
           settings.onConnected?.({ url, method });
         };
-        if (request_.reusedSocket) up();
+        if (outgoing.reusedSocket) up();
         else socket.once(secure ? 'secureConnect' : 'connect', up);
       });
       clientRequest.on('error', fail);
