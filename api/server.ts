@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { loadConfig } from '../lib/config';
 import { migrateToLatest, openDatabase } from '../db/connect';
@@ -13,6 +14,16 @@ export function listen(deps: ApiDeps, port: number, host = '0.0.0.0'): Promise<S
   return new Promise((resolve, reject) => {
     const server = createApp(deps).listen(port, host, () => resolve(server));
     server.once('error', reject);
+    // Requests Node's parser refuses before Koa sees them (headers or URL too large, malformed) get
+    // the same JSON error body as every other 4xx.
+    server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+      if (!socket.writable) return socket.destroy();
+      const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+      const [status, reason, message] = tooLarge ? [431, 'Request Header Fields Too Large', 'The request line and headers are too large'] : [400, 'Bad Request', 'The request is malformed'];
+      const requestId = randomUUID();
+      const body = JSON.stringify({ error: { code: tooLarge ? 'request_too_large' : 'bad_request', message, requestId } });
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    });
   });
 }
 
