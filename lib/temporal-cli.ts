@@ -37,6 +37,9 @@ export interface DevServer {
 /** Starts `temporal server start-dev`, persisting to a SQLite file when `dbFile` is given, and waits for its port. */
 export async function startTemporalDevServer(options: { port: number; uiPort: number | null; dbFile?: string; namespace?: string }): Promise<DevServer> {
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'error', '--namespace', options.namespace ?? 'default'];
+  // Eager activity execution (off by default in the server): an activity a workflow task schedules on
+  // its own task queue comes back in the task's completion response, skipping a trip through matching.
+  args.push('--dynamic-config-value', 'system.enableActivityEagerExecution=true');
   if (options.uiPort === null) args.push('--headless');
   else args.push('--ui-port', String(options.uiPort));
   if (options.dbFile) {

@@ -7,7 +7,6 @@ import { appendJobLog, transitionJob } from '../../db/repos/jobs';
 import { recordAgentToolCall, type AgentToolCallRow } from '../../db/repos/agent-tool-calls';
 import { assertHoldCovers, holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
-import { writeSystemLog } from '../../db/repos/system-logs';
 import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } from '../../lib/billing/worst-case';
 import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '../../lib/llm/structured-output';
 import { doneTool, parseToolArguments } from '../../lib/agent/model-tools';
@@ -295,8 +294,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         },
       };
       const status = input.error === null ? 'completed' : 'failed';
-      await transitionJob(db, job.id, status, { result, error: input.error, log: input.error ? `failed: ${input.error}` : 'completed' });
-      await writeSystemLog(db, { userId: job.user_id, jobId: job.id, message: `${job.kind} job ${job.id} ${status}${input.error ? `: ${input.error}` : ''}` });
+      const event = input.error ? `failed: ${input.error}` : 'completed';
+      await transitionJob(db, job.id, status, { result, error: input.error, log: event, systemLogEvent: event });
       return { jobId: job.id, status, error: input.error } as const;
     },
   };

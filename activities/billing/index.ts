@@ -1,8 +1,7 @@
 import type { Db } from '../../db/connect';
-import { appendJobLog, getJob } from '../../db/repos/jobs';
+import { getJob, logJobEvent } from '../../db/repos/jobs';
 import { summarizeUsage } from '../../db/repos/job-usage';
 import { chargeUsage } from '../../db/repos/ledger';
-import { writeSystemLog } from '../../db/repos/system-logs';
 import { microsToUsd } from '../../lib/money';
 
 export function createBillingActivities({ db }: { db: Db }) {
@@ -34,8 +33,7 @@ export function createBillingActivities({ db }: { db: Db }) {
       if (!charged.replayed) {
         const unbilled = charged.unbilledMicros > 0 ? ` (usage of $${microsToUsd(usage.costMicros).toFixed(6)} exceeded the amount held for this run; the rest is not charged)` : '';
         const line = `charged $${microsToUsd(charged.debitedMicros).toFixed(6)} for usage${unbilled}`;
-        await appendJobLog(db, input.jobId, line);
-        await writeSystemLog(db, { userId: job.user_id, jobId: input.jobId, message: `${input.agentName} job ${input.jobId} ${line}` });
+        await logJobEvent(db, { jobId: input.jobId, jobLog: line, systemLog: `${input.agentName} job ${input.jobId} ${line}` });
       }
       return { costMicros: usage.costMicros, debitedMicros: charged.debitedMicros };
     },

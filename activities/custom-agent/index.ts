@@ -306,8 +306,8 @@ export function createCustomAgentActivities(deps: CustomAgentDeps) {
         },
       };
       const status = input.error === null ? 'completed' : 'failed';
-      await transitionJob(db, job.id, status, { result, error: input.error, log: input.error ? `failed: ${input.error}` : 'completed' });
-      await writeSystemLog(db, { userId: job.user_id, jobId: job.id, message: `custom-agent job ${job.id} ${status}${input.error ? `: ${input.error}` : ''}` });
+      const event = input.error ? `failed: ${input.error}` : 'completed';
+      await transitionJob(db, job.id, status, { result, error: input.error, log: event, systemLogEvent: event });
       return { jobId: job.id, status, error: input.error } as const;
     },
   };

@@ -2,7 +2,6 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import { appendJobLog, getJob, transitionJob } from '../../db/repos/jobs';
 import { summarizeUsage } from '../../db/repos/job-usage';
-import { writeSystemLog } from '../../db/repos/system-logs';
 import { microsToUsd } from '../../lib/money';
 import type { Job, JobKind } from '../../db/schema';
 import type { AgenticScraperRequestBody } from '../../lib/schemas/agentscraper';
@@ -42,11 +41,7 @@ export function createJobActivities({ db }: { db: Db }) {
      * start looked failed to the API, which released its hold): this run must not do any work.
      */
     async beginJob(jobId: string): Promise<void> {
-      const job = await getJob(db, jobId);
-      if (await transitionJob(db, jobId, 'processing', { log: 'processing started' })) {
-        await writeSystemLog(db, { userId: job.user_id, jobId, message: `${job.kind} job ${jobId} started` });
-        return;
-      }
+      if (await transitionJob(db, jobId, 'processing', { log: 'processing started', systemLogEvent: 'started' })) return;
       const current = await getJob(db, jobId);
       if (current.status === 'completed' || current.status === 'failed') {
         throw ApplicationFailure.nonRetryable(`job ${jobId} is already ${current.status} (${current.error ?? 'no error'}); this run does nothing`, 'JobNotRunnable');
@@ -70,8 +65,7 @@ export function createJobActivities({ db }: { db: Db }) {
         costUsd: microsToUsd(usage.costMicros),
       };
       if (error !== null) {
-        await transitionJob(db, jobId, 'failed', { error, result: null, log: `failed: ${error}` });
-        await writeSystemLog(db, { userId: job.user_id, jobId, message: `scrape job ${jobId} failed: ${error}` });
+        await transitionJob(db, jobId, 'failed', { error, result: null, log: `failed: ${error}`, systemLogEvent: `failed: ${error}` });
         return { jobId, status: 'failed', error };
       }
       const snapshot = await db.selectFrom('page_snapshots').selectAll().where('job_id', '=', jobId).executeTakeFirstOrThrow();
@@ -85,8 +79,7 @@ export function createJobActivities({ db }: { db: Db }) {
         data: snapshot.data,
         usage: usageView,
       };
-      await transitionJob(db, jobId, 'completed', { result, error: null, log: 'completed' });
-      await writeSystemLog(db, { userId: job.user_id, jobId, message: `scrape job ${jobId} completed (${request.url})` });
+      await transitionJob(db, jobId, 'completed', { result, error: null, log: 'completed', systemLogEvent: `completed (${request.url})` });
       return { jobId, status: 'completed', error: null };
     },
   };

@@ -7,6 +7,7 @@ import { jsonSchemaForRequest } from '../../lib/llm/structured-output';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { loadJob } from '../jobs';
+import { saveExtractedData } from '../page/snapshot';
 import { rejectScrape } from '../rejections';
 import { DEFAULT_MAX_INPUT_CHARS, ExtractionError, extractStructured, truncateForModel } from './extract';
 import { recordLlmUsage } from './usage';
@@ -60,9 +61,8 @@ export function createExtractionActivities(deps: ExtractionDeps) {
             },
           ),
         );
-        await db.updateTable('page_snapshots').set({ data: JSON.stringify(extracted.data) }).where('job_id', '=', jobId).execute();
         const reasked = extracted.usage.calls > 1 ? ' after one re-ask' : '';
-        await appendJobLog(db, jobId, `extracted data (${extracted.usage.promptTokens}+${extracted.usage.completionTokens} tokens${reasked})`);
+        await saveExtractedData(db, jobId, extracted.data, `extracted data (${extracted.usage.promptTokens}+${extracted.usage.completionTokens} tokens${reasked})`);
       } catch (err) {
         if (err instanceof ExtractionError) {
           throw ApplicationFailure.nonRetryable(`Extraction failed: ${err.message}`, 'ExtractionError');

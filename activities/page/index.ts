@@ -76,10 +76,14 @@ export function createPageActivities(deps: PageDeps) {
       const contentType = response.headers['content-type'] ?? 'text/html';
       const body = response.body.toString('utf8');
       const hops = response.redirects.length ? ` after ${response.redirects.length} redirect(s)` : '';
-      await appendJobLog(deps.db, jobId, `fetched ${response.url} over HTTP: ${response.status}${hops}`);
+      // The fetch's log line is written with whatever comes next (one statement per outcome).
+      const fetchedLine = `fetched ${response.url} over HTTP: ${response.status}${hops}`;
 
       if (BROWSER_RETRY_STATUSES.has(response.status)) return handOff(`the site answered HTTP ${response.status} to a plain fetch`);
-      if (response.status >= 400) throw rejectScrape(`The page answered HTTP ${response.status}`);
+      if (response.status >= 400) {
+        await appendJobLog(deps.db, jobId, fetchedLine);
+        throw rejectScrape(`The page answered HTTP ${response.status}`);
+      }
       if (request.captcha_solver_enabled && CAPTCHA_MARKERS.test(body)) return handOff('the page shows a captcha');
       const isHtml = /html|xml/.test(contentType);
       if (isHtml) {
@@ -89,12 +93,14 @@ export function createPageActivities(deps: PageDeps) {
       const page = isHtml
         ? htmlToPage(body, response.url)
         : { markdown: textAsMarkdown(body, contentType), metadata: { title: null, description: null, links: [], language: null } };
-      await saveSnapshot(deps.db, jobId, { ...page, finalUrl: response.url, statusCode: response.status, renderedWith: 'http' });
-      await appendJobLog(deps.db, jobId, `converted page to markdown (${page.markdown.length} chars, no browser needed)`);
+      await saveSnapshot(deps.db, jobId, { ...page, finalUrl: response.url, statusCode: response.status, renderedWith: 'http' }, [
+        fetchedLine,
+        `converted page to markdown (${page.markdown.length} chars, no browser needed)`,
+      ]);
       return { needsBrowser: false, reason: 'static content' };
 
       async function handOff(reason: string): Promise<FetchOutcome> {
-        await appendJobLog(deps.db, jobId, `page needs a browser: ${reason}`);
+        await appendJobLog(deps.db, jobId, [fetchedLine, `page needs a browser: ${reason}`]);
         return { needsBrowser: true, reason };
       }
     },

@@ -1,11 +1,16 @@
+import { sql } from 'kysely';
 import type { Db } from '../../db/connect';
+import { jobLogLines } from '../../db/repos/jobs';
 import type { RenderedWith } from '../../db/schema';
 import type { ConvertedPage } from '../../lib/page/convert';
 
+/** Saves the converted page; `jobLog` lines are appended to the job's log by the same statement. */
 export async function saveSnapshot(
   db: Db,
   jobId: string,
   page: ConvertedPage & { finalUrl: string; statusCode: number; renderedWith: RenderedWith },
+  jobLog: readonly string[] = [],
+  now = new Date(),
 ): Promise<void> {
   const values = {
     final_url: page.finalUrl,
@@ -15,8 +20,26 @@ export async function saveSnapshot(
     metadata: JSON.stringify(page.metadata),
   };
   await db
-    .insertInto('page_snapshots')
-    .values({ job_id: jobId, ...values })
-    .onConflict((oc) => oc.column('job_id').doUpdateSet(values))
+    .with('saved', (qb) =>
+      qb
+        .insertInto('page_snapshots')
+        .values({ job_id: jobId, ...values })
+        .onConflict((oc) => oc.column('job_id').doUpdateSet(values))
+        .returning('job_id'),
+    )
+    .updateTable('jobs')
+    .set({ logs: sql`logs || ${jobLogLines(jobLog, now)}`, updated_at: now })
+    .where('id', '=', jobId)
+    .where(sql<boolean>`${jobLog.length}::int > 0`)
+    .execute();
+}
+
+/** Stores the data extracted from the job's page, and appends `jobLog` to the job's log, in one statement. */
+export async function saveExtractedData(db: Db, jobId: string, data: unknown, jobLog: string, now = new Date()): Promise<void> {
+  await db
+    .with('saved', (qb) => qb.updateTable('page_snapshots').set({ data: JSON.stringify(data) }).where('job_id', '=', jobId).returning('job_id'))
+    .updateTable('jobs')
+    .set({ logs: sql`logs || ${jobLogLines([jobLog], now)}`, updated_at: now })
+    .where('id', '=', jobId)
     .execute();
 }

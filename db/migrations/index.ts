@@ -11,6 +11,7 @@ import * as hostedMcp from './0010_hosted_mcp';
 import * as agentMarket from './0011_agent_market';
 import * as marketRunOpening from './0012_market_run_opening';
 import * as jobAdmission from './0013_job_admission';
+import * as usageCharge from './0014_usage_charge';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '0011_agent_market': agentMarket,
   '0012_market_run_opening': marketRunOpening,
   '0013_job_admission': jobAdmission,
+  '0014_usage_charge': usageCharge,
 };
 
 export const migrationProvider: MigrationProvider = {

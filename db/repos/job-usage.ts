@@ -70,22 +70,37 @@ export async function assertHoldCovers(db: Db, jobId: string, worstCaseMicros: n
  */
 export async function recordUsage(db: Db, usage: UsageRecord): Promise<HoldStatus | null> {
   if (!Number.isSafeInteger(usage.costMicros) || usage.costMicros < 0) throw new Error('Usage cost must be a non-negative integer of micro-USD');
-  await db
-    .insertInto('job_usage')
-    .values({
-      job_id: usage.jobId,
-      usage_key: usage.usageKey,
-      kind: usage.kind,
-      model: usage.model ?? null,
-      prompt_tokens: usage.promptTokens ?? 0,
-      completion_tokens: usage.completionTokens ?? 0,
-      quantity: usage.quantity ?? 0,
-      cost_micros: usage.costMicros,
-    })
-    .onConflict((oc) => oc.column('usage_key').doNothing())
-    .execute();
-  const status = await holdStatus(db, usage.jobId);
-  if (status && status.remainingMicros < 0) throw new HoldExhaustedError(holdExhaustedMessage(status));
+  // One statement: the insert runs as a CTE, whose row the hold's sum (same snapshot) adds by hand.
+  const row = await db
+    .with('recorded', (qb) =>
+      qb
+        .insertInto('job_usage')
+        .values({
+          job_id: usage.jobId,
+          usage_key: usage.usageKey,
+          kind: usage.kind,
+          model: usage.model ?? null,
+          prompt_tokens: usage.promptTokens ?? 0,
+          completion_tokens: usage.completionTokens ?? 0,
+          quantity: usage.quantity ?? 0,
+          cost_micros: usage.costMicros,
+        })
+        .onConflict((oc) => oc.column('usage_key').doNothing())
+        .returning('cost_micros'),
+    )
+    .selectFrom('job_holds')
+    .select((eb) => [
+      'amount_micros',
+      sql<number>`(${eb.selectFrom('job_usage').select(sql`coalesce(sum(cost_micros), 0)`.as('s')).where('job_usage.job_id', '=', usage.jobId)})
+        + (${eb.selectFrom('recorded').select(sql`coalesce(sum(cost_micros), 0)`.as('s'))})`.as('used'),
+    ])
+    .where('job_id', '=', usage.jobId)
+    .where('released_at', 'is', null)
+    .executeTakeFirst();
+  if (!row) return null;
+  const usedMicros = Number(row.used ?? 0);
+  const status = { holdMicros: row.amount_micros, usedMicros, remainingMicros: row.amount_micros - usedMicros };
+  if (status.remainingMicros < 0) throw new HoldExhaustedError(holdExhaustedMessage(status));
   return status;
 }
 

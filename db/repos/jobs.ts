@@ -171,35 +171,80 @@ export function getJob(db: Db, jobId: string): Promise<Job> {
   return db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow();
 }
 
-export async function appendJobLog(db: Db, jobId: string, message: string, now = new Date()): Promise<void> {
+/** Lines for the job's log as a text[] expression, each stamped with `now` (array[...] rather than an array parameter, which PGlite and pg type differently). */
+export function jobLogLines(lines: readonly string[], now: Date) {
+  return sql<string[]>`array[${sql.join(lines.map((line) => sql`${`${now.toISOString()} ${line}`}::text`))}]::text[]`;
+}
+
+/** Appends lines to the job's log, in order, in one statement. */
+export async function appendJobLog(db: Db, jobId: string, message: string | readonly string[], now = new Date()): Promise<void> {
+  const lines = typeof message === 'string' ? [message] : message;
+  if (lines.length === 0) return;
   await db
     .updateTable('jobs')
-    .set({ logs: sql`array_append(logs, ${`${now.toISOString()} ${message}`})`, updated_at: now })
+    .set({ logs: sql`logs || ${jobLogLines(lines, now)}`, updated_at: now })
     .where('id', '=', jobId)
     .execute();
 }
 
-/** Moves a job forward; terminal states are never left, so replays of a finished activity change nothing. */
+/** A line in the job's log and one in its owner's system log, written by one statement. */
+export async function logJobEvent(db: Db, event: { jobId: string; jobLog: string; systemLog: string }, now = new Date()): Promise<void> {
+  await db
+    .with('job', (qb) =>
+      qb
+        .updateTable('jobs')
+        .set({ logs: sql`array_append(logs, ${`${now.toISOString()} ${event.jobLog}`}::text)`, updated_at: now })
+        .where('id', '=', event.jobId)
+        .returning(['id', 'user_id']),
+    )
+    .insertInto('system_logs')
+    .columns(['user_id', 'job_id', 'log_message'])
+    .expression((eb) => eb.selectFrom('job').select(['user_id', 'id', sql<string>`${event.systemLog}::text`.as('log_message')]))
+    .execute();
+}
+
+/**
+ * Moves a job forward; terminal states are never left, so replays of a finished activity change
+ * nothing. With `systemLogEvent`, the line "<kind> job <id> <event>" goes to the owner's system log
+ * in the same statement, when (and only when) the job moved.
+ */
 export async function transitionJob(
   db: Db,
   jobId: string,
   to: Exclude<JobStatus, 'pending'>,
-  fields: { result?: Record<string, unknown> | null; error?: string | null; log?: string } = {},
+  fields: { result?: Record<string, unknown> | null; error?: string | null; log?: string; systemLogEvent?: string } = {},
   now = new Date(),
 ): Promise<boolean> {
   const from: JobStatus[] = to === 'processing' ? ['pending'] : ['pending', 'processing'];
-  const updated = await db
-    .updateTable('jobs')
-    .set({
-      status: to,
-      ...(fields.result !== undefined && { result: JSON.stringify(fields.result) }),
-      ...(fields.error !== undefined && { error: fields.error }),
-      ...(fields.log && { logs: sql`array_append(logs, ${`${now.toISOString()} ${fields.log}`})` }),
-      updated_at: now,
-    })
-    .where('id', '=', jobId)
-    .where('status', 'in', from)
-    .returning(['kind', 'created_at'])
+  const moved = db.with('moved', (qb) =>
+    qb
+      .updateTable('jobs')
+      .set({
+        status: to,
+        ...(fields.result !== undefined && { result: JSON.stringify(fields.result) }),
+        ...(fields.error !== undefined && { error: fields.error }),
+        ...(fields.log && { logs: sql`array_append(logs, ${`${now.toISOString()} ${fields.log}`}::text)` }),
+        updated_at: now,
+      })
+      .where('id', '=', jobId)
+      .where('status', 'in', from)
+      .returning(['id', 'user_id', 'kind', 'created_at']),
+  );
+  const event = fields.systemLogEvent ?? null;
+  const updated = await moved
+    .with('logged', (qb) =>
+      qb
+        .insertInto('system_logs')
+        .columns(['user_id', 'job_id', 'log_message'])
+        .expression((eb) =>
+          eb
+            .selectFrom('moved')
+            .select(['user_id', 'id', sql<string>`kind || ' job ' || id || ' ' || ${event}::text`.as('log_message')])
+            .where(sql<boolean>`${event}::text is not null`),
+        ),
+    )
+    .selectFrom('moved')
+    .select(['kind', 'created_at'])
     .executeTakeFirst();
   if (!updated) return false;
   if (to !== 'processing') {

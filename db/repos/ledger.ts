@@ -81,12 +81,6 @@ export interface ChargeResult extends LedgerResult {
   unbilledMicros: number;
 }
 
-/** Locks the wallet row for the rest of the transaction: holds and debits of one user are serialized. */
-async function lockWallet(trx: Db, userId: string): Promise<number> {
-  const wallet = await trx.selectFrom('wallets').select('balance_micros').where('user_id', '=', userId).forUpdate().executeTakeFirstOrThrow();
-  return wallet.balance_micros;
-}
-
 /**
  * What the account's running work has reserved and not yet spent: the open holds of its jobs, plus the
  * unused part (hold − charged) of its open, unexpired market runs. The one definition of "held" that
@@ -113,47 +107,13 @@ async function openHoldsMicros(db: Db, userId: string): Promise<number> {
  */
 export async function chargeUsage(db: Db, charge: UsageCharge): Promise<ChargeResult> {
   if (!Number.isSafeInteger(charge.costMicros) || charge.costMicros < 0) throw new InvalidAmountError('Usage cost must be a non-negative integer');
-  return db.transaction().execute(async (trx) => {
-    const balance = await lockWallet(trx, charge.userId);
-    const replay = await trx.selectFrom('agent_transactions').select('cost_micros').where('idempotency_key', '=', charge.idempotencyKey).executeTakeFirst();
-    if (replay) return { replayed: true, balanceMicros: balance, debitedMicros: replay.cost_micros, unbilledMicros: 0 };
-
-    const hold = charge.jobId
-      ? await trx.selectFrom('job_holds').selectAll().where('job_id', '=', charge.jobId).forUpdate().executeTakeFirst()
-      : undefined;
-    let cap: number;
-    if (hold) cap = hold.released_at === null ? hold.amount_micros : 0;
-    else cap = Math.max(0, balance - (await openHoldsMicros(trx, charge.userId)));
-    const debitedMicros = Math.min(charge.costMicros, cap);
-    const unbilledMicros = charge.costMicros - debitedMicros;
-    const payload = unbilledMicros > 0 ? { ...(charge.payload ?? {}), unbilledUsd: unbilledMicros / 1_000_000 } : charge.payload;
-
-    await trx
-      .insertInto('agent_transactions')
-      .values({
-        job_id: charge.jobId,
-        user_id: charge.userId,
-        agent_name: charge.agentName,
-        result: charge.result,
-        payload: payload === null ? null : JSON.stringify(payload),
-        cost_micros: debitedMicros,
-        idempotency_key: charge.idempotencyKey,
-      })
-      .execute();
-    if (hold && hold.released_at === null) {
-      await trx.updateTable('job_holds').set({ released_at: new Date(), settled_micros: debitedMicros }).where('job_id', '=', hold.job_id).execute();
-    }
-    if (debitedMicros === 0) return { replayed: false, balanceMicros: balance, debitedMicros, unbilledMicros };
-    const debited = await applyLedgerEntry(trx, {
-      userId: charge.userId,
-      kind: 'usage',
-      amountMicros: -debitedMicros,
-      idempotencyKey: charge.idempotencyKey,
-      jobId: charge.jobId,
-      description: `${charge.agentName} usage`,
-    });
-    return { ...debited, debitedMicros, unbilledMicros };
-  });
+  // One round trip: the PL/pgSQL function charge_usage (migration 0014) applies the rules above.
+  const result = await sql<{ charge: { replayed: boolean; balance: number; debited: number; unbilled: number } }>`
+    select charge_usage(${charge.userId}::uuid, ${charge.jobId}::uuid, ${charge.agentName}::text, ${charge.result}::text,
+                        ${charge.payload === null ? null : JSON.stringify(charge.payload)}::jsonb, ${charge.costMicros}::bigint,
+                        ${charge.idempotencyKey}::text, ${`${charge.agentName} usage`}::text) as charge`.execute(db);
+  const { replayed, balance, debited, unbilled } = result.rows[0]!.charge;
+  return { replayed, balanceMicros: Number(balance), debitedMicros: Number(debited), unbilledMicros: Number(unbilled) };
 }
 
 export async function getBalanceMicros(db: Db, userId: string): Promise<number> {
@@ -178,26 +138,6 @@ export async function getWalletSummary(db: Db, userId: string): Promise<WalletSu
   };
   // One snapshot, so a settlement between the two reads cannot show a hold and its debit at once.
   return db.isTransaction ? read(db) : db.transaction().setIsolationLevel('repeatable read').execute(read);
-}
-
-/**
- * Locks the user's wallet row for the rest of the admission transaction and answers what new runs
- * can reserve: balance − open holds. Concurrent admissions of one user queue up on the lock, so
- * together they can never reserve more than the balance.
- */
-export async function lockAvailableMicros(trx: Db, userId: string): Promise<number> {
-  if (!trx.isTransaction) throw new Error('lockAvailableMicros must run inside the admission transaction');
-  const balance = await lockWallet(trx, userId);
-  return balance - (await openHoldsMicros(trx, userId));
-}
-
-/** The job's hold: up to `maxMicros`, never more than `availableMicros` (from lockAvailableMicros in the same transaction). */
-export async function insertHold(trx: Db, input: { userId: string; jobId: string; maxMicros: number; availableMicros: number }): Promise<number> {
-  if (!Number.isSafeInteger(input.maxMicros) || input.maxMicros <= 0) throw new InvalidAmountError('A hold maximum must be a positive whole number of micro-USD');
-  const amountMicros = Math.min(input.maxMicros, input.availableMicros);
-  if (amountMicros <= 0) throw new Error('No available balance to hold');
-  await trx.insertInto('job_holds').values({ job_id: input.jobId, user_id: input.userId, amount_micros: amountMicros }).execute();
-  return amountMicros;
 }
 
 /** Releases a job's open hold without a debit (the job never ran). */
