@@ -120,4 +120,17 @@ describe('docker-compose.yml', function () {
       assert.match(port, /^127\.0\.0\.1:/, `${service} publishes ${port} on every interface`);
     }
   });
+
+  it('runs Temporal with eager activity execution, like the embedded dev server', function () {
+    type Service = { environment?: Record<string, string>; configs?: { source: string; target: string }[] };
+    const compose = parseYaml(readFileSync(path.join(__dirname, '..', 'docker-compose.yml'), 'utf8')) as {
+      services: Record<string, Service>;
+      configs: Record<string, { content: string }>;
+    };
+    const temporal = compose.services.temporal!;
+    const mounted = temporal.configs?.find((c) => `/etc/temporal/${temporal.environment?.DYNAMIC_CONFIG_FILE_PATH}` === c.target);
+    assert.ok(mounted, 'DYNAMIC_CONFIG_FILE_PATH names the mounted dynamic config');
+    const dynamicConfig = parseYaml(compose.configs[mounted.source]!.content) as Record<string, { value: unknown }[]>;
+    assert.deepEqual(dynamicConfig['system.enableActivityEagerExecution'], [{ value: true }]);
+  });
 });
