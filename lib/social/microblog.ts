@@ -318,11 +318,24 @@ interface HtmlForm {
   inputs: Set<string>;
 }
 
+/** Each `<form …>` up to the next `</form>`; a linear scan (a lazy regex over an unclosed form rescans the rest of the page per form). */
+function* formsIn(html: string): Generator<[formAttributes: string, content: string]> {
+  const open = /<form\b([^<>]*)>/gi;
+  const close = /<\/form>/gi;
+  for (let match = open.exec(html); match; match = open.exec(html)) {
+    close.lastIndex = open.lastIndex;
+    const end = close.exec(html);
+    if (!end) return;
+    yield [match[1]!, html.slice(open.lastIndex, end.index)];
+    open.lastIndex = close.lastIndex;
+  }
+}
+
 function parseForms(html: string): HtmlForm[] {
   const forms: HtmlForm[] = [];
-  for (const [, formAttributes, content] of html.matchAll(/<form\b([^>]*)>([\s\S]*?)<\/form>/gi)) {
+  for (const [formAttributes, content] of formsIn(html)) {
     const form: HtmlForm = { action: parseAttributes(formAttributes).action, hidden: {}, inputs: new Set() };
-    for (const [, inputAttributes] of content.matchAll(/<input\b([^>]*)>/gi)) {
+    for (const [, inputAttributes] of content.matchAll(/<input\b([^<>]*)>/gi)) {
       const { name, type, value } = parseAttributes(inputAttributes);
       if (!name) continue;
       if (type?.toLowerCase() === 'hidden') form.hidden[name] = value ?? '';
