@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/connect';
-import { jobLogLines } from '../../db/repos/jobs';
+import { logsWith } from '../../db/repos/jobs';
 import type { RenderedWith } from '../../db/schema';
 import type { ConvertedPage } from '../../lib/page/convert';
 
@@ -28,7 +28,7 @@ export async function saveSnapshot(
         .returning('job_id'),
     )
     .updateTable('jobs')
-    .set({ logs: sql`logs || ${jobLogLines(jobLog, now)}`, updated_at: now })
+    .set({ logs: logsWith(jobLog, now), updated_at: now })
     .where('id', '=', jobId)
     .where(sql<boolean>`${jobLog.length}::int > 0`)
     .execute();
@@ -39,7 +39,7 @@ export async function saveExtractedData(db: Db, jobId: string, data: unknown, jo
   await db
     .with('saved', (qb) => qb.updateTable('page_snapshots').set({ data: JSON.stringify(data) }).where('job_id', '=', jobId).returning('job_id'))
     .updateTable('jobs')
-    .set({ logs: sql`logs || ${jobLogLines([jobLog], now)}`, updated_at: now })
+    .set({ logs: logsWith([jobLog], now), updated_at: now })
     .where('id', '=', jobId)
     .execute();
 }

@@ -1,7 +1,12 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Settling a job's usage (and charging usage outside a job) in one round trip.
+ * Ledger entries and usage charges in one round trip each.
+ *
+ * apply_ledger_entry(...) is the one definition of a wallet movement (db/repos/ledger.ts
+ * applyLedgerEntry, used by credits): the entry is appended under its unique idempotency key (a
+ * repeated key changes nothing and answers the balance it left, `replayed`), the wallet's balance
+ * moves, and the entry records the balance after it.
  *
  * charge_usage(...) applies the rules of db/repos/ledger.ts chargeUsage as one PL/pgSQL call, where
  * they were nine client round trips (begin, wallet lock, replay check, hold lock, transaction line,
@@ -9,12 +14,37 @@ import { type Kysely, sql } from 'kysely';
  * same idempotency key answers as a replay; the debit is the true cost capped at the job's open hold
  * (nothing when the hold was already released) or, outside a job, at the available balance (computed
  * by a later statement than the lock, so it sees every hold committed before the lock was granted);
- * the agent transaction is inserted, the hold released, and the debit appended to the ledger with the
- * balance it leaves. The commit is durable.
+ * the agent transaction is inserted, the hold released, and the debit applied with
+ * apply_ledger_entry. The commit is durable.
  *
- * Returns {"replayed": bool, "balance": micros, "debited": micros, "unbilled": micros}.
+ * apply_ledger_entry returns {"replayed": bool, "balance": micros}; charge_usage
+ * {"replayed": bool, "balance": micros, "debited": micros, "unbilled": micros}.
  */
 export async function up(db: Kysely<any>): Promise<void> {
+  await sql`
+    create function apply_ledger_entry(p_user uuid, p_kind text, p_amount bigint, p_key text, p_job uuid, p_description text)
+    returns jsonb language plpgsql volatile as $$
+    declare
+      v_entry bigint;
+      v_balance bigint;
+    begin
+      insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, description)
+        values (p_user, p_kind, p_amount, 0, p_key, p_job, p_description)
+        on conflict (idempotency_key) do nothing
+        returning id into v_entry;
+      if v_entry is null then
+        select balance_after_micros into v_balance from ledger_entries where idempotency_key = p_key;
+        return jsonb_build_object('replayed', true, 'balance', v_balance);
+      end if;
+      update wallets set balance_micros = balance_micros + p_amount, updated_at = now() where user_id = p_user
+        returning balance_micros into v_balance;
+      if not found then
+        raise exception 'No wallet for user %', p_user;
+      end if;
+      update ledger_entries set balance_after_micros = v_balance where id = v_entry;
+      return jsonb_build_object('replayed', false, 'balance', v_balance);
+    end
+    $$`.execute(db);
   await sql`
     create function charge_usage(p_user uuid, p_job uuid, p_agent text, p_result text, p_payload jsonb,
                                  p_cost bigint, p_key text, p_description text)
@@ -27,7 +57,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       v_debited bigint;
       v_unbilled bigint;
       v_payload jsonb := p_payload;
-      v_entry bigint;
+      v_ledger jsonb;
     begin
       select balance_micros into v_balance from wallets where user_id = p_user for update;
       if not found then
@@ -58,22 +88,14 @@ export async function up(db: Kysely<any>): Promise<void> {
       if v_debited = 0 then
         return jsonb_build_object('replayed', false, 'balance', v_balance, 'debited', 0, 'unbilled', v_unbilled);
       end if;
-      insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, description)
-        values (p_user, 'usage', -v_debited, 0, p_key, p_job, p_description)
-        on conflict (idempotency_key) do nothing
-        returning id into v_entry;
-      if v_entry is null then
-        select balance_after_micros into v_balance from ledger_entries where idempotency_key = p_key;
-        return jsonb_build_object('replayed', true, 'balance', v_balance, 'debited', v_debited, 'unbilled', v_unbilled);
-      end if;
-      update wallets set balance_micros = balance_micros - v_debited, updated_at = now() where user_id = p_user
-        returning balance_micros into v_balance;
-      update ledger_entries set balance_after_micros = v_balance where id = v_entry;
-      return jsonb_build_object('replayed', false, 'balance', v_balance, 'debited', v_debited, 'unbilled', v_unbilled);
+      v_ledger := apply_ledger_entry(p_user, 'usage', -v_debited, p_key, p_job, p_description);
+      return jsonb_build_object('replayed', (v_ledger->>'replayed')::boolean, 'balance', (v_ledger->>'balance')::bigint,
+                                'debited', v_debited, 'unbilled', v_unbilled);
     end
     $$`.execute(db);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
   await sql`drop function if exists charge_usage(uuid, uuid, text, text, jsonb, bigint, text, text)`.execute(db);
+  await sql`drop function if exists apply_ledger_entry(uuid, text, bigint, text, uuid, text)`.execute(db);
 }

@@ -46,7 +46,10 @@ export async function holdStatus(db: Db, jobId: string): Promise<HoldStatus | nu
     .where('job_id', '=', jobId)
     .where('released_at', 'is', null)
     .executeTakeFirst();
-  if (!row) return null;
+  return row ? holdStatusOf(row) : null;
+}
+
+function holdStatusOf(row: { amount_micros: number; used: number | string | null }): HoldStatus {
   const usedMicros = Number(row.used ?? 0);
   return { holdMicros: row.amount_micros, usedMicros, remainingMicros: row.amount_micros - usedMicros };
 }
@@ -98,8 +101,7 @@ export async function recordUsage(db: Db, usage: UsageRecord): Promise<HoldStatu
     .where('released_at', 'is', null)
     .executeTakeFirst();
   if (!row) return null;
-  const usedMicros = Number(row.used ?? 0);
-  const status = { holdMicros: row.amount_micros, usedMicros, remainingMicros: row.amount_micros - usedMicros };
+  const status = holdStatusOf(row);
   if (status.remainingMicros < 0) throw new HoldExhaustedError(holdExhaustedMessage(status));
   return status;
 }

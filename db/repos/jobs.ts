@@ -123,7 +123,7 @@ export async function abandonJob(db: Db, job: Pick<Job, 'id' | 'user_id' | 'crea
   const abandoned = await db.transaction().execute(async (trx) => {
     const failed = await trx
       .updateTable('jobs')
-      .set({ status: 'failed', error: reason, idempotency_key: null, logs: sql`array_append(logs, ${`${now.toISOString()} failed: ${reason}`})`, updated_at: now })
+      .set({ status: 'failed', error: reason, idempotency_key: null, logs: logsWith([`failed: ${reason}`], now), updated_at: now })
       .where('id', '=', job.id)
       .where('status', '=', 'pending')
       .returning('kind')
@@ -171,9 +171,12 @@ export function getJob(db: Db, jobId: string): Promise<Job> {
   return db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow();
 }
 
-/** Lines for the job's log as a text[] expression, each stamped with `now` (array[...] rather than an array parameter, which PGlite and pg type differently). */
-export function jobLogLines(lines: readonly string[], now: Date) {
-  return sql<string[]>`array[${sql.join(lines.map((line) => sql`${`${now.toISOString()} ${line}`}::text`))}]::text[]`;
+/**
+ * The job's log with `lines` appended, each stamped with `now`: the one way every statement that
+ * writes to the log sets it (array[...] rather than an array parameter, which PGlite and pg type differently).
+ */
+export function logsWith(lines: readonly string[], now: Date) {
+  return sql<string[]>`logs || array[${sql.join(lines.map((line) => sql`${`${now.toISOString()} ${line}`}::text`))}]::text[]`;
 }
 
 /** Appends lines to the job's log, in order, in one statement. */
@@ -182,7 +185,7 @@ export async function appendJobLog(db: Db, jobId: string, message: string | read
   if (lines.length === 0) return;
   await db
     .updateTable('jobs')
-    .set({ logs: sql`logs || ${jobLogLines(lines, now)}`, updated_at: now })
+    .set({ logs: logsWith(lines, now), updated_at: now })
     .where('id', '=', jobId)
     .execute();
 }
@@ -193,7 +196,7 @@ export async function logJobEvent(db: Db, event: { jobId: string; jobLog: string
     .with('job', (qb) =>
       qb
         .updateTable('jobs')
-        .set({ logs: sql`array_append(logs, ${`${now.toISOString()} ${event.jobLog}`}::text)`, updated_at: now })
+        .set({ logs: logsWith([event.jobLog], now), updated_at: now })
         .where('id', '=', event.jobId)
         .returning(['id', 'user_id']),
     )
@@ -223,7 +226,7 @@ export async function transitionJob(
         status: to,
         ...(fields.result !== undefined && { result: JSON.stringify(fields.result) }),
         ...(fields.error !== undefined && { error: fields.error }),
-        ...(fields.log && { logs: sql`array_append(logs, ${`${now.toISOString()} ${fields.log}`}::text)` }),
+        ...(fields.log && { logs: logsWith([fields.log], now) }),
         updated_at: now,
       })
       .where('id', '=', jobId)

@@ -13,47 +13,20 @@ export class InvalidAmountError extends Error {
 }
 
 /**
- * Appends one ledger entry and moves the balance in the same transaction. The idempotency key
- * is unique: a repeated key changes nothing and reports `replayed`.
+ * Appends one ledger entry and moves the balance, in one statement: the PL/pgSQL function
+ * apply_ledger_entry (migration 0014), which charge_usage uses too. The idempotency key is unique:
+ * a repeated key changes nothing and reports `replayed`.
  */
 async function applyLedgerEntry(
   db: Db,
   entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; jobId?: string | null; description: string },
 ): Promise<LedgerResult> {
   if (!Number.isSafeInteger(entry.amountMicros)) throw new InvalidAmountError('Ledger amounts are integer micro-USD');
-  const run = async (trx: Db): Promise<LedgerResult> => {
-    const inserted = await trx
-      .insertInto('ledger_entries')
-      .values({
-        user_id: entry.userId,
-        kind: entry.kind,
-        amount_micros: entry.amountMicros,
-        balance_after_micros: 0,
-        idempotency_key: entry.idempotencyKey,
-        job_id: entry.jobId ?? null,
-        description: entry.description,
-      })
-      .onConflict((oc) => oc.column('idempotency_key').doNothing())
-      .returning('id')
-      .executeTakeFirst();
-    if (!inserted) {
-      const existing = await trx
-        .selectFrom('ledger_entries')
-        .select('balance_after_micros')
-        .where('idempotency_key', '=', entry.idempotencyKey)
-        .executeTakeFirstOrThrow();
-      return { replayed: true, balanceMicros: existing.balance_after_micros };
-    }
-    const wallet = await trx
-      .updateTable('wallets')
-      .set((eb) => ({ balance_micros: eb('balance_micros', '+', entry.amountMicros), updated_at: new Date() }))
-      .where('user_id', '=', entry.userId)
-      .returning('balance_micros')
-      .executeTakeFirstOrThrow();
-    await trx.updateTable('ledger_entries').set({ balance_after_micros: wallet.balance_micros }).where('id', '=', inserted.id).execute();
-    return { replayed: false, balanceMicros: wallet.balance_micros };
-  };
-  return db.isTransaction ? run(db) : db.transaction().execute(run);
+  const result = await sql<{ entry: { replayed: boolean; balance: number } }>`
+    select apply_ledger_entry(${entry.userId}::uuid, ${entry.kind}::text, ${entry.amountMicros}::bigint, ${entry.idempotencyKey}::text,
+                              ${entry.jobId ?? null}::uuid, ${entry.description}::text) as entry`.execute(db);
+  const { replayed, balance } = result.rows[0]!.entry;
+  return { replayed, balanceMicros: Number(balance) };
 }
 
 export function creditWallet(db: Db, input: { userId: string; amountMicros: number; idempotencyKey: string; description: string }) {
