@@ -21,6 +21,7 @@
  * Prints a table and, last, one JSON line with every figure.
  */
 import os from 'node:os';
+import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { getWalletSummary } from '../db/repos/ledger';
 import type { Harness } from '../test/support/harness';
@@ -35,6 +36,9 @@ const MAX_PER_PHASE = 100_000;
 const WARMUP = 50;
 const WATCHDOG_MS = 300_000 + 4 * PHASE_MS;
 const PRICE_MICROS = 1;
+/** BENCH_CPU_PROF=<dir>: the API processes run with `node --cpu-prof` into <dir> (written when they stop). */
+const PROFILE_DIR = process.env.BENCH_CPU_PROF;
+const nodeArgs = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROFILE_DIR)}`] : [];
 
 async function connectClients(count: number, url: string, headers: Record<string, string>): Promise<Client[]> {
   return Promise.all(
@@ -79,7 +83,7 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h: Harness, onStop) => {
       BROWSER_TASK_QUEUE: taskQueues.browser,
       MARKET_MCP_RATE_LIMIT: '1000000',
       MARKET_CALL_COMMIT: callCommit,
-    });
+    }, nodeArgs);
     onStop(api.stop);
     return api;
   };

@@ -14,11 +14,11 @@ async function freePort(): Promise<number> {
 }
 
 /** `api/server.ts` (`npm run api`) as its own process, as deployed; resolves once /health answers. */
-export async function startApiProcess(env: Record<string, string>): Promise<{ child: ChildProcess; baseUrl: string; stop: () => Promise<void> }> {
+export async function startApiProcess(env: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; baseUrl: string; stop: () => Promise<void> }> {
   // The API resolves the names of user URLs: only through the test's fake DNS (harness env), never the machine's.
   if (!env.DNS_SERVERS) throw new Error('startApiProcess needs DNS_SERVERS in env (pass the harness env: h.env)');
   const port = await freePort();
-  const child = spawn(process.execPath, ['--require', 'tsx/cjs', 'api/server.ts'], {
+  const child = spawn(process.execPath, [...nodeArgs, '--require', 'tsx/cjs', 'api/server.ts'], {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: env.LOG_LEVEL ?? 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
