@@ -1,4 +1,4 @@
-import { stopHarness, useHarness, type Harness } from '../test/support/harness';
+import { stopHarness, useHarness, type Harness, type HarnessOptions } from '../test/support/harness';
 /** Small helpers for closed-loop load: N tasks, at most `concurrency` in flight, bounded by a deadline. */
 
 export interface LoadResult {
@@ -76,6 +76,7 @@ export const log = (message: string) => process.stderr.write(`[bench] ${message}
 export async function runHarnessBenchmark(
   watchdogMs: number,
   body: (h: Harness, onStop: (cleanup: () => Promise<void>) => void) => Promise<void>,
+  options: HarnessOptions = {},
 ): Promise<never> {
   const startedAt = Date.now();
   const cleanups: (() => Promise<void>)[] = [];
@@ -96,7 +97,7 @@ export async function runHarnessBenchmark(
   let exitCode = 0;
   try {
     log('starting the harness (Postgres database, Temporal dev server, workers, API, fakes)');
-    await body(await useHarness(), (cleanup) => cleanups.push(cleanup));
+    await body(await useHarness(options), (cleanup) => cleanups.push(cleanup));
   } catch (err) {
     console.error('benchmark failed:', err);
     exitCode = 1;

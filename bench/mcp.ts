@@ -29,8 +29,12 @@ import { findLedgerProblems } from '../test/support/ledger-reconciliation';
 import { approvedServiceEntry, startMarketProvider } from '../test/support/market-provider';
 import { startWorkerProcess } from '../test/support/worker-process';
 import { startApiProcess } from '../test/support/api-process';
+import { sql } from 'kysely';
 import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, type LoadResult } from './load';
+import { cpuMeter } from './proc-cpu';
 
+/** BENCH_MCP_CONCURRENCY=1 measures only one client (e.g. for a profile); the default is 1,16. */
+const CONCURRENCIES = (process.env.BENCH_MCP_CONCURRENCY ?? '1,16').split(',').map(Number);
 const PHASE_MS = Number(process.env.BENCH_MCP_SECONDS ?? 10) * 1000;
 const MAX_PER_PHASE = 100_000;
 const WARMUP = 50;
@@ -50,19 +54,39 @@ async function connectClients(count: number, url: string, headers: Record<string
   );
 }
 
-async function phase(clients: Client[], what: string): Promise<LoadResult> {
+interface Measured {
+  result: LoadResult;
+  /** CPU milliseconds per call of each process group (from /proc), over the phase. */
+  cpuMsPerCall: Record<string, number>;
+}
+
+async function phase(clients: Client[], what: string, meter: ReturnType<typeof cpuMeter>): Promise<Measured> {
   log(`${what}: ${clients.length} concurrent client(s) for ${PHASE_MS / 1000}s`);
-  return runClosedLoop(MAX_PER_PHASE, clients.length, PHASE_MS, async (index) => {
+  const running = await meter.start();
+  const result = await runClosedLoop(MAX_PER_PHASE, clients.length, PHASE_MS, async (index) => {
     const client = clients[index % clients.length];
     const result = await client.callTool({ name: 'lookup_city', arguments: { city: `City ${index}` } });
     if (result.isError) throw new Error(`tool error: ${JSON.stringify(result.content).slice(0, 300)}`);
     return true;
   });
+  const seconds = await running.stop();
+  const cpuMsPerCall = Object.fromEntries(Object.entries(seconds).map(([group, s]) => [group, round((s * 1000) / Math.max(1, result.succeeded), 2)]));
+  return { result, cpuMsPerCall };
 }
 
-const summary = (r: LoadResult) => ({ calls: r.succeeded, failed: r.failed, perSecond: round(perSecond(r), 1), p50Ms: round(percentile(r.latenciesMs, 50), 2), p99Ms: round(percentile(r.latenciesMs, 99), 2), firstError: r.firstError });
+const summary = ({ result: r, cpuMsPerCall }: Measured) => ({
+  calls: r.succeeded,
+  failed: r.failed,
+  perSecond: round(perSecond(r), 1),
+  p50Ms: round(percentile(r.latenciesMs, 50), 2),
+  p99Ms: round(percentile(r.latenciesMs, 99), 2),
+  firstError: r.firstError,
+  cpuMsPerCall,
+});
 
-void runHarnessBenchmark(WATCHDOG_MS, async (h: Harness, onStop) => {
+void runHarnessBenchmark(
+  WATCHDOG_MS,
+  async (h: Harness, onStop) => {
   const service = await startMarketProvider();
   onStop(() => service.close());
   // As deployed (docker-compose: api and worker services): the market-run workflows run in a worker
@@ -104,29 +128,37 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h: Harness, onStop) => {
   const hostedUrl = `${api.baseUrl}/mcp/${entry.entryId}`;
   const durableUrl = `${durableApi.baseUrl}/mcp/${entry.entryId}`;
   const auth = { authorization: `Bearer ${issued.credential}` };
+  // CPU per call of each process on the machine's two cores, per phase (the call path's work and what competes with it).
+  const meter = cpuMeter([
+    { name: 'bench process (clients + provider server)', pids: () => [process.pid] },
+    { name: 'API process', pids: () => [api.child.pid!, durableApi.child.pid!] },
+    { name: 'Postgres backends', pids: async () => (await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(h.db)).rows.map((r) => r.pid) },
+    { name: 'Temporal server', pids: () => (h.temporalServerPid ? [h.temporalServerPid] : []) },
+    { name: 'worker process', pids: () => [worker.pid!] },
+  ]);
   const loadAtStart = os.loadavg()[0];
   const balanceBefore = (await getWalletSummary(h.db, consumer.userId)).balanceMicros;
 
   const results: Record<string, ReturnType<typeof summary>> = {};
   let hostedCalls = 0;
-  for (const concurrency of [1, 16]) {
+  for (const concurrency of CONCURRENCIES) {
     const direct = await connectClients(concurrency, service.url, {});
     const hosted = await connectClients(concurrency, hostedUrl, auth);
     log(`warming up (${WARMUP} calls each)`);
     await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await direct[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError);
     const warm = await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await hosted[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError);
     hostedCalls += warm.succeeded;
-    results[`direct_c${concurrency}`] = summary(await phase(direct, 'direct to the upstream'));
-    const through = await phase(hosted, 'through the hosted endpoint');
-    hostedCalls += through.succeeded;
+    results[`direct_c${concurrency}`] = summary(await phase(direct, 'direct to the upstream', meter));
+    const through = await phase(hosted, 'through the hosted endpoint', meter);
+    hostedCalls += through.result.succeeded;
     results[`hosted_c${concurrency}`] = summary(through);
     let durable: Client[] = [];
     if (concurrency === 1) {
       // The same call with MARKET_CALL_COMMIT=durable: the settlement waits for Postgres's WAL flush.
       durable = await connectClients(concurrency, durableUrl, auth);
       hostedCalls += (await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await durable[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError)).succeeded;
-      const slow = await phase(durable, 'through the hosted endpoint, MARKET_CALL_COMMIT=durable');
-      hostedCalls += slow.succeeded;
+      const slow = await phase(durable, 'through the hosted endpoint, MARKET_CALL_COMMIT=durable', meter);
+      hostedCalls += slow.result.succeeded;
       results[`hosted_durable_c${concurrency}`] = summary(slow);
     }
     await Promise.all([...direct, ...hosted, ...durable].map((c) => c.close().catch(() => {})));
@@ -134,14 +166,11 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h: Harness, onStop) => {
 
   const debited = balanceBefore - (await getWalletSummary(h.db, consumer.userId)).balanceMicros;
   const ledgerProblems = (await findLedgerProblems(h.db)).map((p) => p.check);
-  const added = (c: number, p: 'p50Ms' | 'p99Ms') => round(results[`hosted_c${c}`][p] - results[`direct_c${c}`][p], 2);
+  const added = (hosted: string, direct: string) =>
+    results[hosted] && results[direct] ? { p50: round(results[hosted].p50Ms - results[direct].p50Ms, 2), p99: round(results[hosted].p99Ms - results[direct].p99Ms, 2) } : null;
   const report = {
     results,
-    addedLatencyMs: {
-      c1: { p50: added(1, 'p50Ms'), p99: added(1, 'p99Ms') },
-      c1Durable: { p50: round(results.hosted_durable_c1.p50Ms - results.direct_c1.p50Ms, 2), p99: round(results.hosted_durable_c1.p99Ms - results.direct_c1.p99Ms, 2) },
-      c16: { p50: added(16, 'p50Ms'), p99: added(16, 'p99Ms') },
-    },
+    addedLatencyMs: { c1: added('hosted_c1', 'direct_c1'), c1Durable: added('hosted_durable_c1', 'direct_c1'), c16: added('hosted_c16', 'direct_c16') },
     hostedCalls,
     debitedMicros: debited,
     ledgerProblems,
@@ -151,11 +180,19 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h: Harness, onStop) => {
   console.log('\n| tools/call | calls/s | p50 | p99 |');
   console.log('|---|---|---|---|');
   for (const [name, r] of Object.entries(results)) console.log(`| ${name} | ${r.perSecond} | ${r.p50Ms} ms | ${r.p99Ms} ms |`);
+  const groups = Object.keys(Object.values(results)[0]?.cpuMsPerCall ?? {});
+  console.log(`\nCPU ms per call | ${groups.join(' | ')} |`);
+  console.log(`|---|${groups.map(() => '---|').join('')}`);
+  for (const [name, r] of Object.entries(results)) console.log(`| ${name} | ${groups.map((g) => r.cpuMsPerCall[g]).join(' | ')} |`);
   const { c1, c1Durable, c16 } = report.addedLatencyMs;
-  console.log(`\nadded by the hosted endpoint: c=1 p50 +${c1.p50} ms, p99 +${c1.p99} ms (durable commit: +${c1Durable.p50} / +${c1Durable.p99} ms); c=16 p50 +${c16.p50} ms, p99 +${c16.p99} ms`);
-  console.log(`goal at c=1 (≤ +3 ms p50, ≤ +15 ms p99): ${c1.p50 <= 3 && c1.p99 <= 15 ? 'met' : 'not met'}`);
+  const show = (a: { p50: number; p99: number } | null) => (a ? `p50 +${a.p50} ms, p99 +${a.p99} ms` : 'not measured');
+  console.log(`\nadded by the hosted endpoint: c=1 ${show(c1)} (durable commit: ${show(c1Durable)}); c=16 ${show(c16)}`);
+  if (c1) console.log(`goal at c=1 (≤ +3 ms p50, ≤ +15 ms p99): ${c1.p50 <= 3 && c1.p99 <= 15 ? 'met' : 'not met'}`);
   console.log(JSON.stringify(report));
   if (debited !== hostedCalls * PRICE_MICROS) throw new Error(`debited ${debited} micro-USD for ${hostedCalls} calls of ${PRICE_MICROS}`);
   if (ledgerProblems.length) throw new Error(`the ledger does not reconcile: ${ledgerProblems.join('; ')}`);
   if (Object.values(results).some((r) => r.failed)) throw new Error('some calls failed: see above');
-});
+  },
+  // Nothing of the platform in the benchmark's process: its API and worker are processes of their own.
+  { workerQueues: [] },
+);

@@ -396,6 +396,8 @@ export interface MarketRunsTable {
   /** The agent execution (job) of a run opened for a `market_mcps` selection; null for /mcp/{entryId} calls. */
   job_id: ColumnType<string | null, string | null | undefined, string | null>;
   settled_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** When a platform worker started the run's workflow (null: owed; workers/market-run-dispatcher.ts). */
+  workflow_started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
 /** The rug-pull gate's flag on a live submission (migration 0010). */

@@ -80,6 +80,8 @@ export interface MarketConfig {
   runTtlMs: number;
   /** MARKET_TOOL_CALL_TIMEOUT_MS, default 60000: the bound of one forwarded market tool call. */
   toolCallTimeoutMs: number;
+  /** MARKET_RUN_DISPATCH_MS, default 200: how often platform workers start the workflows of newly opened market runs. */
+  runDispatchEveryMs: number;
   /** MARKET_TOOL_LIST_CACHE_SECONDS, default 60: how long the upstream tool list (the rug-pull gate's view) is reused. */
   toolListCacheMs: number;
   /** MARKET_MCP_RATE_LIMIT, default 600: requests per minute per client address on /mcp/{entryId}. */
@@ -272,6 +274,7 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
     mcpPublicUrl: url(env, 'MCP_PUBLIC_URL'),
     runTtlMs: integer(env, 'MARKET_RUN_TTL_MINUTES', 15, 1, 24 * 60) * 60_000,
     toolCallTimeoutMs: integer(env, 'MARKET_TOOL_CALL_TIMEOUT_MS', 60_000, 1_000, 600_000),
+    runDispatchEveryMs: integer(env, 'MARKET_RUN_DISPATCH_MS', 200, 10, 60_000),
     toolListCacheMs: integer(env, 'MARKET_TOOL_LIST_CACHE_SECONDS', 60, 0, 3_600) * 1_000,
     mcpRateLimitPerMinute: integer(env, 'MARKET_MCP_RATE_LIMIT', 600, 1, 1_000_000),
     callCommit: oneOf(env, 'MARKET_CALL_COMMIT', ['fast', 'durable'] as const, 'fast'),

@@ -22,6 +22,7 @@ import { findLedgerProblems } from './support/ledger-reconciliation';
 import { startInternalTarget } from './support/mcp-internal-target';
 import type { ToolCallProbeInput, ToolCallProbeResult } from './support/mcp-tool-call-workflow';
 import { act } from './support/agent-script';
+import { describeWhenStarted } from './support/market-runs';
 
 const policy = parseNetworkAllowlist('127.0.0.1,localhost');
 type ToolResult = Awaited<ReturnType<Client['callTool']>>;
@@ -136,8 +137,8 @@ describe('hosted market MCP endpoint', function () {
     assert.equal(revenue.body.meta.total, 3);
     assert.deepEqual(revenue.body.runs.map((r: any) => r.events[0]?.eventName), ['tool_call', 'tool_call', 'tool_call']);
 
-    // Every market run is a workflow, started when it opened.
-    const workflow = await h.client.workflow.getHandle(`market-run-${billing(first).runId}`).describe();
+    // Every market run is a workflow, started by a platform worker's dispatcher right after it opened.
+    const workflow = await describeWhenStarted(h, `market-run-${billing(first).runId}`);
     assert.ok(['RUNNING', 'COMPLETED'].includes(workflow.status.name), workflow.status.name);
 
     const seen = service.toolCallHeaders().map((headers) => JSON.stringify(headers));
@@ -461,7 +462,7 @@ describe('hosted market MCP endpoint', function () {
           loadSelection: async () => {
             throw new Error('custom selections are not used here');
           },
-          callMarketSelection: createMarketSelectionCaller({ db: h.db, config: h.config, policy, temporal: h.client }),
+          callMarketSelection: createMarketSelectionCaller({ db: h.db, config: h.config, policy }),
         }),
       });
       running = worker.run();

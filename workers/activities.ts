@@ -55,7 +55,7 @@ export function platformActivities({ db, config, policy, temporal }: ActivityDep
       policy,
       masterKey: config.masterKey,
       loadSelection: jobSelectionLoader(db, config.masterKey),
-      callMarketSelection: createMarketSelectionCaller({ db, config, policy, temporal }),
+      callMarketSelection: createMarketSelectionCaller({ db, config, policy }),
     }),
     ...createMarketRunActivities({ db }),
     ...createMarketActivities({ db, config, discover: runtimeDiscover({ policy }) }),

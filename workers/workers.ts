@@ -6,6 +6,7 @@ import { createSessionRegistry, type SessionRegistry } from '../activities/agent
 import { ensureDisplay } from '../lib/browser/virtual-display';
 import { ensureSkillsRefreshSchedule } from './schedules';
 import { startPendingJobReconciler, type PendingJobReconciler } from './pending-job-reconciler';
+import { startMarketRunDispatcher, type MarketRunDispatcher } from './market-run-dispatcher';
 import { waitOutDatabaseOutages } from './database-outages';
 import { log } from '../lib/log';
 
@@ -33,6 +34,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
   let headedPool: BrowserPool | null = null;
   let registry: SessionRegistry | null = null;
   let reconciler: PendingJobReconciler | null = null;
+  let dispatcher: MarketRunDispatcher | null = null;
   if (queues.includes('platform')) {
     workers.push(
       await Worker.create({
@@ -47,7 +49,9 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     );
     // The skills directory refresh Schedule (only when SKILLS_GITHUB_REPOS is set); a failure must not stop the workers.
     await ensureSkillsRefreshSchedule(connection, namespace, config).catch((err) => log().warn({ err }, 'skills refresh schedule not set up'));
-    reconciler = startPendingJobReconciler({ db: options.db, client: new Client({ connection, namespace }), config });
+    const client = new Client({ connection, namespace });
+    reconciler = startPendingJobReconciler({ db: options.db, client, config });
+    dispatcher = startMarketRunDispatcher({ db: options.db, client, config });
   }
   if (queues.includes('browser')) {
     const headless = createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency });
@@ -87,6 +91,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     run() {
       running ??= Promise.all(workers.map((w) => w.run())).then(async () => {
         await reconciler?.stop();
+        await dispatcher?.stop();
         await registry?.closeAll();
         await pool?.close();
         await headedPool?.close();
@@ -95,6 +100,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     },
     async shutdown() {
       await reconciler?.stop();
+      await dispatcher?.stop();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await running;
       await registry?.closeAll();

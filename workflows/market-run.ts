@@ -15,9 +15,10 @@ export interface MarketRunWorkflowInput {
 
 /**
  * One market run (a hosted-endpoint tool call, or an agent execution's market selection). Started
- * when the run opens and never awaited by the call: it waits until the run's charge token expires,
- * then closes the run (no charge accepted afterwards), releases the unused hold and records the
- * settlement, with durable retries. Operators see every market run in the Temporal UI.
+ * by the platform workers' dispatcher right after the run opens (workers/market-run-dispatcher.ts),
+ * never by the call, with a start delay until the run's charge token expires; it then closes the
+ * run (no charge accepted afterwards), releases the unused hold and records the settlement, with
+ * durable retries. Operators see every market run in the Temporal UI.
  */
 export async function marketRunWorkflow(input: MarketRunWorkflowInput): Promise<{ chargedMicros: number; releasedMicros: number; providerRevenueMicros: number } | null> {
   const waitMs = new Date(input.expiresAt).getTime() - Date.now();

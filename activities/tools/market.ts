@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Client } from '@temporalio/client';
 import type { Db } from '../../db/connect';
 import { getJob } from '../../db/repos/jobs';
 import { agentRun, createMarketCallStore, loadCallEntry } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
-import { marketRunStarter } from '../../lib/market/run-workflow';
 import { callMarketTool, marketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { usdToWholeMicros } from '../../lib/money';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
@@ -41,13 +39,12 @@ export function marketSelectionId(jobId: string, index: number, stored: StoredMa
  * run per execution and selection (cap: the selection's max_total_usd), and the stored selection's
  * id as x-service-charge-selection-id.
  */
-export function createMarketSelectionCaller(deps: { db: Db; config: Config; policy: NetworkPolicy; temporal?: Client }) {
+export function createMarketSelectionCaller(deps: { db: Db; config: Config; policy: NetworkPolicy }) {
   const market = deps.config.market;
   const callDeps = marketToolCallDeps({
     store: createMarketCallStore(deps.db, market.callCommit),
     market,
     policy: deps.policy,
-    onRunOpened: deps.temporal ? (run, _entry, consumerId) => marketRunStarter(deps.temporal!, deps.config.taskQueues.platform)(run, consumerId) : undefined,
   });
   const settings = { ttlMs: market.runTtlMs, limitMicros: market.runChargeLimitMicros, chargeTokenKey: market.chargeTokenKey };
 

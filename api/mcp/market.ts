@@ -3,14 +3,12 @@ import { Server, type AuthInfo, type CallToolResult } from '@modelcontextprotoco
 import { findApiKeyOwner, findLiveApiKeyCached, loadCallEntryCached, createMarketCallStore, openCallRun } from '../../db/repos/market-tool-calls';
 import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import { pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
-import { marketRunStarter } from '../../lib/market/run-workflow';
 import { callableTools, callMarketTool, marketToolCallDeps, type MarketCallEntry, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { microsToUsd } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import type { McpEndpointOptions } from './endpoint';
-import { log } from '../../lib/log';
 
 /** The hosted market endpoint: `/mcp/{entryId}` on the API origin (or under MCP_PUBLIC_URL). */
 export const MARKET_MCP_PATH = /^\/mcp\/([^/]+)\/?$/;
@@ -114,13 +112,6 @@ export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
     store: createMarketCallStore(deps.db, market.callCommit),
     market,
     policy: deps.policy,
-    onRunOpened: (run, _entry, consumerId) => {
-      try {
-        marketRunStarter(deps.temporal, deps.config.taskQueues.platform)(run, consumerId);
-      } catch (err) {
-        log().error({ err, runId: run.id }, 'market run workflow not started');
-      }
-    },
   });
   const runSettings = { ttlMs: market.runTtlMs, limitMicros: market.runChargeLimitMicros, chargeTokenKey: market.chargeTokenKey };
   const hosts = [market.mcpPublicUrl, market.publicApiUrl].filter((u): u is string => !!u).map((u) => new URL(u).hostname);

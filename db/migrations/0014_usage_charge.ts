@@ -21,30 +21,7 @@ import { type Kysely, sql } from 'kysely';
  * {"replayed": bool, "balance": micros, "debited": micros, "unbilled": micros}.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  await sql`
-    create function apply_ledger_entry(p_user uuid, p_kind text, p_amount bigint, p_key text, p_job uuid, p_description text)
-    returns jsonb language plpgsql volatile as $$
-    declare
-      v_entry bigint;
-      v_balance bigint;
-    begin
-      insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, description)
-        values (p_user, p_kind, p_amount, 0, p_key, p_job, p_description)
-        on conflict (idempotency_key) do nothing
-        returning id into v_entry;
-      if v_entry is null then
-        select balance_after_micros into v_balance from ledger_entries where idempotency_key = p_key;
-        return jsonb_build_object('replayed', true, 'balance', v_balance);
-      end if;
-      update wallets set balance_micros = balance_micros + p_amount, updated_at = now() where user_id = p_user
-        returning balance_micros into v_balance;
-      if not found then
-        raise exception 'No wallet for user %', p_user;
-      end if;
-      update ledger_entries set balance_after_micros = v_balance where id = v_entry;
-      return jsonb_build_object('replayed', false, 'balance', v_balance);
-    end
-    $$`.execute(db);
+  await createApplyLedgerEntry(db);
   await sql`
     create function charge_usage(p_user uuid, p_job uuid, p_agent text, p_result text, p_payload jsonb,
                                  p_cost bigint, p_key text, p_description text)
@@ -91,6 +68,34 @@ export async function up(db: Kysely<any>): Promise<void> {
       v_ledger := apply_ledger_entry(p_user, 'usage', -v_debited, p_key, p_job, p_description);
       return jsonb_build_object('replayed', (v_ledger->>'replayed')::boolean, 'balance', (v_ledger->>'balance')::bigint,
                                 'debited', v_debited, 'unbilled', v_unbilled);
+    end
+    $$`.execute(db);
+}
+
+/** apply_ledger_entry as this migration defines it (migration 0015's down restores it). */
+export async function createApplyLedgerEntry(db: Kysely<any>): Promise<void> {
+  await sql`
+    create function apply_ledger_entry(p_user uuid, p_kind text, p_amount bigint, p_key text, p_job uuid, p_description text)
+    returns jsonb language plpgsql volatile as $$
+    declare
+      v_entry bigint;
+      v_balance bigint;
+    begin
+      insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, description)
+        values (p_user, p_kind, p_amount, 0, p_key, p_job, p_description)
+        on conflict (idempotency_key) do nothing
+        returning id into v_entry;
+      if v_entry is null then
+        select balance_after_micros into v_balance from ledger_entries where idempotency_key = p_key;
+        return jsonb_build_object('replayed', true, 'balance', v_balance);
+      end if;
+      update wallets set balance_micros = balance_micros + p_amount, updated_at = now() where user_id = p_user
+        returning balance_micros into v_balance;
+      if not found then
+        raise exception 'No wallet for user %', p_user;
+      end if;
+      update ledger_entries set balance_after_micros = v_balance where id = v_entry;
+      return jsonb_build_object('replayed', false, 'balance', v_balance);
     end
     $$`.execute(db);
 }

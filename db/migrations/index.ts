@@ -12,6 +12,7 @@ import * as agentMarket from './0011_agent_market';
 import * as marketRunOpening from './0012_market_run_opening';
 import * as jobAdmission from './0013_job_admission';
 import * as usageCharge from './0014_usage_charge';
+import * as marketCallPath from './0015_market_call_path';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '0012_market_run_opening': marketRunOpening,
   '0013_job_admission': jobAdmission,
   '0014_usage_charge': usageCharge,
+  '0015_market_call_path': marketCallPath,
 };
 
 export const migrationProvider: MigrationProvider = {

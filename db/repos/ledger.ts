@@ -14,17 +14,18 @@ export class InvalidAmountError extends Error {
 
 /**
  * Appends one ledger entry and moves the balance, in one statement: the PL/pgSQL function
- * apply_ledger_entry (migration 0014), which charge_usage uses too. The idempotency key is unique:
- * a repeated key changes nothing and reports `replayed`.
+ * apply_ledger_entry (migrations 0014, 0015), the one definition of a wallet movement, which
+ * charge_usage and post_market_charge use too. The idempotency key is unique: a repeated key changes
+ * nothing and reports `replayed`.
  */
 async function applyLedgerEntry(
   db: Db,
-  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; jobId?: string | null; description: string },
+  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; jobId?: string | null; marketRunId?: string | null; description: string },
 ): Promise<LedgerResult> {
   if (!Number.isSafeInteger(entry.amountMicros)) throw new InvalidAmountError('Ledger amounts are integer micro-USD');
   const result = await sql<{ entry: { replayed: boolean; balance: number } }>`
     select apply_ledger_entry(${entry.userId}::uuid, ${entry.kind}::text, ${entry.amountMicros}::bigint, ${entry.idempotencyKey}::text,
-                              ${entry.jobId ?? null}::uuid, ${entry.description}::text) as entry`.execute(db);
+                              ${entry.jobId ?? null}::uuid, ${entry.description}::text, ${entry.marketRunId ?? null}::uuid) as entry`.execute(db);
   const { replayed, balance } = result.rows[0]!.entry;
   return { replayed, balanceMicros: Number(balance) };
 }
@@ -130,23 +131,6 @@ export async function lockWallets(trx: Db, userIds: readonly string[]): Promise<
   await trx.selectFrom('wallets').select('user_id').where('user_id', 'in', [...new Set(userIds)]).orderBy('user_id').forUpdate().execute();
 }
 
-/**
- * One ledger entry under a key that cannot have been used before (derived from a fresh id), moving
- * the balance in the same statement. A repeated key fails the statement, and so its transaction.
- */
-async function appendNewLedgerEntry(
-  trx: Db,
-  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; marketRunId: string | null; description: string },
-): Promise<void> {
-  await sql`
-    with moved as (
-      update wallets set balance_micros = balance_micros + ${entry.amountMicros}::bigint, updated_at = now()
-      where user_id = ${entry.userId}::uuid returning balance_micros)
-    insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, market_run_id, description)
-    select ${entry.userId}::uuid, ${entry.kind}, ${entry.amountMicros}::bigint, moved.balance_micros, ${entry.idempotencyKey}, null, ${entry.marketRunId}::uuid, ${entry.description}
-    from moved`.execute(trx);
-}
-
 export interface MarketChargePosting {
   runId: string;
   chargeId: string;
@@ -174,37 +158,11 @@ export async function postMarketCharge(trx: Db, posting: MarketChargePosting): P
   if (!Number.isSafeInteger(providerRevenueMicros) || providerRevenueMicros < 0 || providerRevenueMicros > totalMicros) {
     throw new InvalidAmountError('Provider revenue is a whole number of micro-USD between 0 and the charge');
   }
-  const debitKey = `market-charge:${posting.chargeId}`;
-  await trx
-    .insertInto('agent_transactions')
-    .values({
-      job_id: null,
-      user_id: posting.consumerId,
-      agent_name: posting.agentName,
-      result: posting.result,
-      payload: JSON.stringify(posting.payload),
-      cost_micros: totalMicros,
-      idempotency_key: debitKey,
-    })
-    .execute();
-  await appendNewLedgerEntry(trx, {
-    userId: posting.consumerId,
-    kind: 'usage',
-    amountMicros: -totalMicros,
-    idempotencyKey: debitKey,
-    marketRunId: posting.runId,
-    description: `${posting.agentName}: ${posting.result}`,
-  });
-  if (providerRevenueMicros > 0) {
-    await appendNewLedgerEntry(trx, {
-      userId: posting.providerId,
-      kind: 'revenue',
-      amountMicros: providerRevenueMicros,
-      idempotencyKey: `market-revenue:${posting.chargeId}`,
-      marketRunId: posting.runId,
-      description: `${posting.agentName}: revenue for ${posting.result}`,
-    });
-  }
+  // One statement: post_market_charge (migration 0015), the same posting settle_market_call makes.
+  await sql`
+    select post_market_charge(${posting.runId}::uuid, ${posting.chargeId}::uuid, ${posting.consumerId}::uuid, ${posting.providerId}::uuid,
+                              ${totalMicros}::bigint, ${providerRevenueMicros}::bigint, ${posting.agentName}::text, ${posting.result}::text,
+                              ${JSON.stringify(posting.payload)}::jsonb)`.execute(trx);
 }
 
 export interface AgentPurchasePosting {
@@ -248,16 +206,9 @@ export async function postAgentPurchase(trx: Db, posting: AgentPurchasePosting):
       idempotency_key: debitKey,
     })
     .execute();
-  await appendNewLedgerEntry(trx, { userId: posting.consumerId, kind: 'usage', amountMicros: -priceMicros, idempotencyKey: debitKey, marketRunId: null, description: `${posting.agentName}: purchase` });
+  await applyLedgerEntry(trx, { userId: posting.consumerId, kind: 'usage', amountMicros: -priceMicros, idempotencyKey: debitKey, description: `${posting.agentName}: purchase` });
   if (providerRevenueMicros > 0) {
-    await appendNewLedgerEntry(trx, {
-      userId: posting.providerId,
-      kind: 'sale',
-      amountMicros: providerRevenueMicros,
-      idempotencyKey: `agent-sale:${posting.purchaseId}`,
-      marketRunId: null,
-      description: `${posting.agentName}: sale`,
-    });
+    await applyLedgerEntry(trx, { userId: posting.providerId, kind: 'sale', amountMicros: providerRevenueMicros, idempotencyKey: `agent-sale:${posting.purchaseId}`, description: `${posting.agentName}: sale` });
   }
   return 'posted';
 }

@@ -3,6 +3,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../connect';
 import type { MarketRunsTable, MarketRunStatus } from '../schema';
 import { signChargeToken } from '../../lib/market/charge-token';
+import type { OwedMarketRun } from '../../lib/market/run-workflow';
 import { splitCharge, ratePpm } from '../../lib/market/commission';
 import type { StoredPricingEvent } from '../../lib/market/listing';
 import { microsToUsd } from '../../lib/money';
@@ -102,6 +103,28 @@ export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<
   const run = toRun(opened.run);
   const chargeToken = signChargeToken(input.chargeTokenKey, { kind: 'run', runId: run.id, providerId: run.providerId, entryId: run.entryId, exp: run.expiresAt.getTime() });
   return { outcome: 'opened', run, chargeToken };
+}
+
+/**
+ * Opened runs whose workflow no worker has started yet, oldest first (the dispatcher's outbox,
+ * migration 0015). A run whose token has long expired still gets its workflow: it closes the run and
+ * records the settlement at once.
+ */
+export async function runsOwedAWorkflow(db: Db, limit: number): Promise<OwedMarketRun[]> {
+  const rows = await db
+    .selectFrom('market_runs')
+    .select(['id', 'consumer_id', 'expires_at'])
+    .where('workflow_started_at', 'is', null)
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ id: r.id, consumerId: r.consumer_id, expiresAt: new Date(r.expires_at) }));
+}
+
+/** Records that these runs' workflows were started. */
+export async function markRunWorkflowsStarted(db: Db, runIds: readonly string[]): Promise<void> {
+  if (runIds.length === 0) return;
+  await db.updateTable('market_runs').set({ workflow_started_at: new Date() }).where('id', 'in', runIds).where('workflow_started_at', 'is', null).execute();
 }
 
 /**

@@ -12,7 +12,6 @@ import { findPublicMcpEntry, unsealStaticConfig } from './market-mcp';
 import { marketReviewsGeneration } from './market-submissions';
 import { createGenerationCache } from '../../lib/generation-cache';
 import { closeMarketRun, findMarketRun, openMarketRun, type MarketRun } from './market-runs';
-import { lockWallets, postMarketCharge } from './ledger';
 import { offsetOf, type PageRequest } from './pagination';
 import { writeSystemLog } from './system-logs';
 import { API_KEY_CACHE_TTL_MS, apiKeysGeneration } from './users';
@@ -186,74 +185,30 @@ function logLine(record: MarketCallRecord): string {
 export const TOOL_CALL_EVENT = 'tool_call';
 
 /**
- * The settlement of an answered fixed-price call (consumer ≠ provider) as ONE autocommitted
- * statement, so the wallet and run locks are held for one statement and one commit instead of a
- * transaction's round trips through a busy event loop (at 16 concurrent calls of one consumer, those
- * round trips serialized every call). Same effects and checks as the transactional path above:
- *   - both wallets locked first, in user-id order (as lockWallets and chargeMarketRun do: no deadlock);
- *   - the run locked and re-checked (open, remaining hold ≥ price) on its latest version;
- *   - only if it qualifies: the charge row, the run's total (and close), the consumer's transaction
- *     line, the debit and the provider's revenue ledger entries (each moving its wallet, balance_after
- *     from the same update) and the log line — all or nothing, in one implicit transaction.
- * Keys derive from a fresh charge id and the transaction line carries no job, as postMarketCharge's do
+ * The settlement of an answered fixed-price call in one round trip: settle_market_call (migration
+ * 0015) locks both wallets in user-id order (as lockWallets and chargeMarketRun do: no deadlock),
+ * locks and re-checks the run (open, remaining hold ≥ price), then writes the charge row, the run's
+ * total (and close), the consumer's transaction line, the debit and the provider's revenue
+ * (post_market_charge, through apply_ledger_entry) and the log line — all or nothing. A provider
+ * calling its own entry is settled the same way (both entries move the one wallet, in turn). Keys
+ * derive from a fresh charge id and the transaction line carries no job, as postMarketCharge's do
  * (the ledger reconciliation ties a debit outside a job to its line).
  */
-async function settleFixedCallInOneStatement(db: Db, input: Parameters<MarketCallStore['settleFixedCall']>[0], commit: CallCommit): Promise<SettleOutcome> {
+async function settleFixedCall(db: Db, input: Parameters<MarketCallStore['settleFixedCall']>[0], commit: CallCommit): Promise<SettleOutcome> {
   const { record, runId, priceMicros, commissionRate, closeRun } = input;
   const split = splitCharge({ count: 1, unitPriceMicros: priceMicros, remainingMicros: priceMicros, commissionPpm: ratePpm(commissionRate) });
   if (!Number.isSafeInteger(split.totalMicros) || split.totalMicros <= 0) throw new Error('A fixed call price is a positive whole number of micro-USD');
   const chargeId = randomUUID();
   const payload = callPayload(record);
-  const agentName = `market:${record.entry.slug}`;
-  const result = `${record.toolName} call${record.isError ? ' (tool error)' : ''}`;
-  const debitKey = `market-charge:${chargeId}`;
-  const consumer = record.consumerId;
-  const provider = record.entry.providerId;
   const chargeResult = { chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) };
-  const outcome = await sql<{ charged: boolean }>`
-    with locked as (
-      select user_id from wallets where user_id in (${consumer}::uuid, ${provider}::uuid) order by user_id for update),
-    run as (
-      select id from market_runs
-      where id = ${runId}::uuid and status = 'open' and hold_micros - charged_micros >= ${priceMicros}::bigint
-        and (select count(*) from locked) = 2
-      for update),
-    charge as (
-      insert into market_run_charges (id, run_id, idempotency_key, request_hash, event_name, tool_name, requested_count, charged_count,
-                                      unit_price_micros, total_micros, commission_micros, provider_revenue_micros, result)
-      select ${chargeId}::uuid, run.id, ${`tool-call:${record.callId}`}, ${record.callId}, ${TOOL_CALL_EVENT}, ${record.toolName}, 1, 1,
-             ${priceMicros}::bigint, ${split.totalMicros}::bigint, ${split.commissionMicros}::bigint, ${split.providerRevenueMicros}::bigint, ${JSON.stringify(chargeResult)}::jsonb
-      from run),
-    total as (
-      update market_runs r set charged_micros = r.charged_micros + ${split.totalMicros}::bigint,
-        status = case when ${closeRun} then 'closed' else r.status end, closed_at = case when ${closeRun} then now() else r.closed_at end
-      from run where r.id = run.id),
-    line as (
-      insert into agent_transactions (job_id, user_id, agent_name, result, payload, cost_micros, idempotency_key)
-      select null, ${consumer}::uuid, ${agentName}, ${result}, ${JSON.stringify(payload)}::jsonb, ${split.totalMicros}::bigint, ${debitKey}
-      from run),
-    debit as (
-      update wallets w set balance_micros = w.balance_micros - ${split.totalMicros}::bigint, updated_at = now()
-      from run where w.user_id = ${consumer}::uuid returning w.balance_micros),
-    debit_entry as (
-      insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, market_run_id, description)
-      select ${consumer}::uuid, 'usage', ${-split.totalMicros}::bigint, debit.balance_micros, ${debitKey}, null, ${runId}::uuid, ${`${agentName}: ${result}`}
-      from debit),
-    credit as (
-      update wallets w set balance_micros = w.balance_micros + ${split.providerRevenueMicros}::bigint, updated_at = now()
-      from run where w.user_id = ${provider}::uuid and ${split.providerRevenueMicros}::bigint > 0 returning w.balance_micros),
-    credit_entry as (
-      insert into ledger_entries (user_id, kind, amount_micros, balance_after_micros, idempotency_key, job_id, market_run_id, description)
-      select ${provider}::uuid, 'revenue', ${split.providerRevenueMicros}::bigint, credit.balance_micros, ${`market-revenue:${chargeId}`}, null, ${runId}::uuid,
-             ${`${agentName}: revenue for ${result}`}
-      from credit),
-    log as (
-      insert into system_logs (user_id, job_id, log_message) select ${consumer}::uuid, ${record.jobId}::uuid, ${logLine(record)} from run)
-    select exists (select 1 from run) as charged,
-           ${commit === 'fast' ? sql`set_config('synchronous_commit', 'off', true)` : sql`null`} as commit_mode`.execute(db);
-  if (outcome.rows[0]?.charged) return { charged: true, costMicros: split.totalMicros };
-  const run = await findMarketRun(db, runId);
-  return { charged: false, reason: run?.status === 'open' ? 'run_limit_reached' : 'run_closed' };
+  const outcome = await sql<{ outcome: 'charged' | 'run_closed' | 'run_limit_reached' }>`
+    select settle_market_call(${runId}::uuid, ${chargeId}::uuid, ${record.consumerId}::uuid, ${record.entry.providerId}::uuid,
+                              ${`tool-call:${record.callId}`}::text, ${record.callId}::text, ${record.toolName}::text, ${TOOL_CALL_EVENT}::text,
+                              ${split.totalMicros}::bigint, ${split.commissionMicros}::bigint, ${split.providerRevenueMicros}::bigint, ${JSON.stringify(chargeResult)}::jsonb,
+                              ${closeRun}::boolean, ${`market:${record.entry.slug}`}::text, ${`${record.toolName} call${record.isError ? ' (tool error)' : ''}`}::text,
+                              ${JSON.stringify(payload)}::jsonb, ${record.jobId}::uuid, ${logLine(record)}::text, ${commit === 'fast'}::boolean) as outcome`.execute(db);
+  const settled = outcome.rows[0]!.outcome;
+  return settled === 'charged' ? { charged: true, costMicros: split.totalMicros } : { charged: false, reason: settled };
 }
 
 /**
@@ -266,60 +221,8 @@ export type CallCommit = 'fast' | 'durable';
 
 export function createMarketCallStore(db: Db, commit: CallCommit): MarketCallStore {
   return {
-    async settleFixedCall(input): Promise<SettleOutcome> {
-      const { record, runId, priceMicros, commissionRate, closeRun } = input;
-      if (record.consumerId !== record.entry.providerId) return settleFixedCallInOneStatement(db, input, commit);
-      // A provider calling its own entry: debit and revenue move one wallet row, which one statement cannot update twice.
-      return db.transaction().execute(async (trx): Promise<SettleOutcome> => {
-        await lockWallets(trx, [record.consumerId, record.entry.providerId]);
-        const run = await trx.selectFrom('market_runs').select(['status', 'hold_micros', 'charged_micros', 'entry_id', 'selection_id']).where('id', '=', runId).forUpdate().executeTakeFirstOrThrow();
-        if (run.status !== 'open') return { charged: false, reason: 'run_closed' };
-        const remaining = run.hold_micros - run.charged_micros;
-        if (remaining < priceMicros) return { charged: false, reason: 'run_limit_reached' };
-        const split = splitCharge({ count: 1, unitPriceMicros: priceMicros, remainingMicros: remaining, commissionPpm: ratePpm(commissionRate) });
-        const chargeId = randomUUID();
-        const payload = callPayload(record);
-        // The charge row, the run's total (and close) and the call's log line in one statement: the
-        // wallet locks are held for as few round trips as possible.
-        await trx
-          .with('charge', (q) =>
-            q
-              .insertInto('market_run_charges')
-              .values({
-                id: chargeId,
-                run_id: runId,
-                idempotency_key: `tool-call:${record.callId}`,
-                request_hash: record.callId,
-                event_name: TOOL_CALL_EVENT,
-                tool_name: record.toolName,
-                requested_count: 1,
-                charged_count: 1,
-                unit_price_micros: priceMicros,
-                total_micros: split.totalMicros,
-                commission_micros: split.commissionMicros,
-                provider_revenue_micros: split.providerRevenueMicros,
-                result: JSON.stringify({ chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) }),
-              })
-              .returning('id'),
-          )
-          .with('log', (q) => q.insertInto('system_logs').values({ user_id: record.consumerId, job_id: record.jobId, log_message: logLine(record) }).returning('id'))
-          .updateTable('market_runs')
-          .set((eb) => ({ charged_micros: eb('charged_micros', '+', split.totalMicros), ...(closeRun && { status: 'closed' as const, closed_at: new Date() }) }))
-          .where('id', '=', runId)
-          .execute();
-        await postMarketCharge(trx, {
-          runId,
-          chargeId,
-          consumerId: record.consumerId,
-          providerId: record.entry.providerId,
-          totalMicros: split.totalMicros,
-          providerRevenueMicros: split.providerRevenueMicros,
-          agentName: `market:${record.entry.slug}`,
-          result: `${record.toolName} call${record.isError ? ' (tool error)' : ''}`,
-          payload,
-        });
-        return { charged: true, costMicros: split.totalMicros };
-      });
+    settleFixedCall(input): Promise<SettleOutcome> {
+      return settleFixedCall(db, input, commit);
     },
 
     async closeRun(runId) {

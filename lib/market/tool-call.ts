@@ -168,8 +168,6 @@ export interface MarketToolCallDeps {
   sources?: UpstreamSources;
   commissionRate: number;
   callTimeoutMs: number;
-  /** Starts the run's workflow (close at expiry, release, settle); must not be awaited by the call. */
-  onRunOpened?: (run: MarketRunHandle, entry: MarketCallEntry, consumerId: string) => void;
   now?: () => number;
 }
 
@@ -182,7 +180,6 @@ export function marketToolCallDeps(input: {
   store: MarketCallStore;
   market: Pick<MarketConfig, 'toolListCacheMs' | 'commissionRate' | 'toolCallTimeoutMs'>;
   policy: ToolRuntimeDeps['policy'];
-  onRunOpened: MarketToolCallDeps['onRunOpened'];
 }): MarketToolCallDeps {
   const { market } = input;
   return {
@@ -192,7 +189,6 @@ export function marketToolCallDeps(input: {
     sources: createUpstreamSources(market.toolListCacheMs),
     commissionRate: market.commissionRate,
     callTimeoutMs: market.toolCallTimeoutMs,
-    onRunOpened: input.onRunOpened,
   };
 }
 
@@ -206,7 +202,10 @@ export interface MarketToolCallRequest {
   /** The credential's id (direct call) or the stored selection's id (agent). */
   selectionId: string;
   jobId?: string | null;
-  /** Opens the run (direct call) or finds the agent execution's run for this selection. */
+  /**
+   * Opens the run (direct call) or finds the agent execution's run for this selection. Its workflow
+   * is started by the platform workers' dispatcher (workers/market-run-dispatcher.ts), off the call.
+   */
   acquireRun: () => Promise<AcquiredRun>;
   /** A direct call's run ends with the call (unless the provider may still charge it: provider_event). */
   runPerCall: boolean;
@@ -312,7 +311,6 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
     return refuse(acquired.code, messages[acquired.code]);
   }
   const { run } = acquired;
-  if (acquired.opened) deps.onRunOpened?.(run, entry, request.consumerId);
   const fixed = entry.monetizationStrategy === 'tool_call_fixed' ? (tool.clientPriceMicros ?? 0) : 0;
   const endsWithCall = request.runPerCall && entry.monetizationStrategy !== 'provider_event';
   if (fixed > run.holdMicros - run.chargedMicros) {

@@ -78,8 +78,17 @@ export interface Harness {
 let harness: Promise<Harness> | null = null;
 const cleanups: (() => Promise<void>)[] = [];
 
-export function useHarness(): Promise<Harness> {
-  harness ??= startHarness();
+export interface HarnessOptions {
+  /**
+   * The queues the harness's in-process workers poll (default both). A benchmark whose platform runs
+   * in processes of its own passes [], so nothing of the platform shares its process.
+   */
+  workerQueues?: ('platform' | 'browser')[];
+}
+
+/** The harness of this process (started by the first caller, whose options apply). */
+export function useHarness(options: HarnessOptions = {}): Promise<Harness> {
+  harness ??= startHarness(options);
   return harness;
 }
 
@@ -111,7 +120,7 @@ async function createDatabase(): Promise<string> {
   return url.toString();
 }
 
-async function startHarness(): Promise<Harness> {
+async function startHarness(options: HarnessOptions): Promise<Harness> {
   captureProcessOutput();
   configureLogging({ level: 'debug', destination: testLogSink() });
   Runtime.install({ logger: new DefaultLogger('ERROR') });
@@ -185,7 +194,7 @@ async function startHarness(): Promise<Harness> {
     return { server, baseUrl };
   };
 
-  const workers = await runWorkers(config);
+  const workers = await runWorkers(config, options.workerQueues);
   const { server, baseUrl } = await serve(config, workers);
   cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
 

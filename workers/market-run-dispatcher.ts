@@ -1,0 +1,78 @@
+import type { Client } from '@temporalio/client';
+import type { Db } from '../db/connect';
+import { markRunWorkflowsStarted, runsOwedAWorkflow } from '../db/repos/market-runs';
+import type { Config } from '../lib/config';
+import { startMarketRunWorkflow } from '../lib/market/run-workflow';
+import { log } from '../lib/log';
+
+export interface MarketRunDispatcher {
+  stop(): Promise<void>;
+}
+
+const BATCH = 200;
+/** Starts in flight at once (each is one request to the Temporal frontend). */
+const PARALLEL_STARTS = 16;
+
+/**
+ * Starts the workflow of every opened market run (lib/market/run-workflow.ts), on a platform worker,
+ * every MARKET_RUN_DISPATCH_MS: the runs without one are read from market_runs (migration 0015's
+ * outbox), their workflows started, and the runs marked. A call that opens a run — the hosted
+ * endpoint's or an agent's — only writes the run, so the workflow engine is never on its path and a
+ * crash after the run opened cannot lose the workflow. Every platform worker runs one; a run two
+ * workers both start gets one workflow (its id is the run's, duplicates are rejected). A start that
+ * fails (Temporal unreachable) is retried on the next pass.
+ */
+export function startMarketRunDispatcher(deps: { db: Db; client: Client; config: Config }): MarketRunDispatcher {
+  const taskQueue = deps.config.taskQueues.platform;
+  let current: Promise<void> | null = null;
+  let stopped = false;
+
+  const pass = async () => {
+    for (;;) {
+      const owed = await runsOwedAWorkflow(deps.db, BATCH);
+      if (owed.length === 0) return;
+      const started: string[] = [];
+      let failed = 0;
+      let firstError: unknown = null;
+      for (let i = 0; i < owed.length && !stopped; i += PARALLEL_STARTS) {
+        await Promise.all(
+          owed.slice(i, i + PARALLEL_STARTS).map((run) =>
+            startMarketRunWorkflow(deps.client, taskQueue, run).then(
+              () => void started.push(run.id),
+              (err) => {
+                failed += 1;
+                firstError ??= err;
+              },
+            ),
+          ),
+        );
+      }
+      await markRunWorkflowsStarted(deps.db, started);
+      if (failed) {
+        log().warn({ err: firstError, failed, started: started.length }, 'market run workflows not started; retrying on the next pass');
+        return;
+      }
+      if (owed.length < BATCH || stopped) return;
+    }
+  };
+  const tick = () => {
+    if (current || stopped) return;
+    current = pass()
+      .catch((err) => {
+        if (!stopped) log().warn({ err }, 'market run dispatch pass failed');
+      })
+      .finally(() => {
+        current = null;
+      });
+  };
+  const timer = setInterval(tick, deps.config.market.runDispatchEveryMs);
+  timer.unref();
+  tick();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await current;
+    },
+  };
+}
