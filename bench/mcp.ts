@@ -30,7 +30,7 @@ import { approvedServiceEntry, startMarketProvider } from '../test/support/marke
 import { startWorkerProcess } from '../test/support/worker-process';
 import { startApiProcess } from '../test/support/api-process';
 import { sql } from 'kysely';
-import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, type LoadResult } from './load';
+import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, spawnNode, stopChild, type LoadResult } from './load';
 import { cpuMeter } from './proc-cpu';
 
 /** BENCH_MCP_CONCURRENCY=1 measures only one client (e.g. for a profile); the default is 1,16. */
@@ -93,6 +93,10 @@ void runHarnessBenchmark(
   // process of their own, not in the API's event loop.
   const suffix = Date.now().toString(36);
   const taskQueues = { platform: `bench-mcp-platform-${suffix}`, browser: `bench-mcp-browser-${suffix}` };
+  // The floor of any MCP proxy in this stack: the same two SDK hops and nothing else (bench/sdk-proxy-process.ts).
+  const { child: proxy, match: proxyReady } = await spawnNode('bench/sdk-proxy-process.ts', { UPSTREAM_URL: service.url }, /SDK proxy listening on (\S+)\n/, 'SDK proxy', nodeArgs);
+  onStop(() => stopChild(proxy));
+  const proxyUrl = proxyReady[1];
   const worker = await startWorkerProcess({ ...h.env, PLATFORM_TASK_QUEUE: taskQueues.platform, BROWSER_TASK_QUEUE: taskQueues.browser });
   onStop(async () => {
     worker.kill('SIGTERM');
@@ -132,6 +136,7 @@ void runHarnessBenchmark(
   const meter = cpuMeter([
     { name: 'bench process (clients + provider server)', pids: () => [process.pid] },
     { name: 'API process', pids: () => [api.child.pid!, durableApi.child.pid!] },
+    { name: 'SDK proxy process', pids: () => [proxy.pid!] },
     { name: 'Postgres backends', pids: async () => (await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(h.db)).rows.map((r) => r.pid) },
     { name: 'Temporal server', pids: () => (h.temporalServerPid ? [h.temporalServerPid] : []) },
     { name: 'worker process', pids: () => [worker.pid!] },
@@ -143,12 +148,15 @@ void runHarnessBenchmark(
   let hostedCalls = 0;
   for (const concurrency of CONCURRENCIES) {
     const direct = await connectClients(concurrency, service.url, {});
+    const bare = await connectClients(concurrency, proxyUrl, {});
     const hosted = await connectClients(concurrency, hostedUrl, auth);
     log(`warming up (${WARMUP} calls each)`);
     await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await direct[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError);
+    await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await bare[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError);
     const warm = await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await hosted[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError);
     hostedCalls += warm.succeeded;
     results[`direct_c${concurrency}`] = summary(await phase(direct, 'direct to the upstream', meter));
+    results[`bare_sdk_proxy_c${concurrency}`] = summary(await phase(bare, 'through a bare SDK proxy (the same two hops, nothing else)', meter));
     const through = await phase(hosted, 'through the hosted endpoint', meter);
     hostedCalls += through.result.succeeded;
     results[`hosted_c${concurrency}`] = summary(through);
@@ -161,7 +169,7 @@ void runHarnessBenchmark(
       hostedCalls += slow.result.succeeded;
       results[`hosted_durable_c${concurrency}`] = summary(slow);
     }
-    await Promise.all([...direct, ...hosted, ...durable].map((c) => c.close().catch(() => {})));
+    await Promise.all([...direct, ...bare, ...hosted, ...durable].map((c) => c.close().catch(() => {})));
   }
 
   const debited = balanceBefore - (await getWalletSummary(h.db, consumer.userId)).balanceMicros;
@@ -170,7 +178,14 @@ void runHarnessBenchmark(
     results[hosted] && results[direct] ? { p50: round(results[hosted].p50Ms - results[direct].p50Ms, 2), p99: round(results[hosted].p99Ms - results[direct].p99Ms, 2) } : null;
   const report = {
     results,
-    addedLatencyMs: { c1: added('hosted_c1', 'direct_c1'), c1Durable: added('hosted_durable_c1', 'direct_c1'), c16: added('hosted_c16', 'direct_c16') },
+    addedLatencyMs: {
+      c1: added('hosted_c1', 'direct_c1'),
+      c1Durable: added('hosted_durable_c1', 'direct_c1'),
+      c16: added('hosted_c16', 'direct_c16'),
+      bareSdkProxyC1: added('bare_sdk_proxy_c1', 'direct_c1'),
+      bareSdkProxyC16: added('bare_sdk_proxy_c16', 'direct_c16'),
+      beyondBareSdkProxyC1: added('hosted_c1', 'bare_sdk_proxy_c1'),
+    },
     hostedCalls,
     debitedMicros: debited,
     ledgerProblems,
@@ -184,9 +199,10 @@ void runHarnessBenchmark(
   console.log(`\nCPU ms per call | ${groups.join(' | ')} |`);
   console.log(`|---|${groups.map(() => '---|').join('')}`);
   for (const [name, r] of Object.entries(results)) console.log(`| ${name} | ${groups.map((g) => r.cpuMsPerCall[g]).join(' | ')} |`);
-  const { c1, c1Durable, c16 } = report.addedLatencyMs;
+  const { c1, c1Durable, c16, bareSdkProxyC1, beyondBareSdkProxyC1 } = report.addedLatencyMs;
   const show = (a: { p50: number; p99: number } | null) => (a ? `p50 +${a.p50} ms, p99 +${a.p99} ms` : 'not measured');
   console.log(`\nadded by the hosted endpoint: c=1 ${show(c1)} (durable commit: ${show(c1Durable)}); c=16 ${show(c16)}`);
+  console.log(`added by a bare SDK proxy (the floor of a second MCP hop here): c=1 ${show(bareSdkProxyC1)}; the hosted endpoint beyond it: c=1 ${show(beyondBareSdkProxyC1)}`);
   if (c1) console.log(`goal at c=1 (≤ +3 ms p50, ≤ +15 ms p99): ${c1.p50 <= 3 && c1.p99 <= 15 ? 'met' : 'not met'}`);
   console.log(JSON.stringify(report));
   if (debited !== hostedCalls * PRICE_MICROS) throw new Error(`debited ${debited} micro-USD for ${hostedCalls} calls of ${PRICE_MICROS}`);

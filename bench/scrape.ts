@@ -18,7 +18,6 @@
  *
  * Prints tables and, last, one JSON line with every figure.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { sql } from 'kysely';
@@ -40,7 +39,7 @@ import type { ApiDeps } from '../api/deps';
 import { JobKindSearchAttribute, UserIdSearchAttribute } from '../lib/temporal';
 import type { ScrapeWorkflowInput } from '../workflows/scrape';
 import { freePort } from '../test/support/ports';
-import { percentile, perSecond, round, runClosedLoop, sleep, type LoadResult, log, runHarnessBenchmark } from './load';
+import { percentile, perSecond, round, runClosedLoop, sleep, spawnNode, stopChild, type LoadResult, log, runHarnessBenchmark } from './load';
 import { cpuMeter, descendantsOf, type CpuGroup } from './proc-cpu';
 
 /** A size from `--name=N` or the environment variable, else the default. */
@@ -64,7 +63,6 @@ const JOB_TIMEOUT_MS = 90_000;
 const PHASE_TIME_LIMIT_MS = 180_000;
 const WATCHDOG_MS = 20 * 60_000;
 const BENCH_QUEUES = { platform: 'bench-platform', browser: 'bench-browser' };
-const ROOT = path.resolve(__dirname, '..');
 const UNPOLLED_QUEUES = { platform: 'bench-unpolled-platform', browser: 'bench-unpolled-browser' };
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const LLM_MODEL = 'gpt-4o-mini';
@@ -171,37 +169,6 @@ interface BenchStack {
   apiUrl: string;
   llmUrl: string;
   pids: { api: number; worker: number; llm: number };
-}
-
-function spawnNode(script: string, env: Record<string, string>, ready: RegExp, label: string, nodeArgs: string[] = []): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const child = spawn(process.execPath, [...nodeArgs, '--require', 'tsx/cjs', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    let started = false;
-    const timer = setTimeout(() => reject(new Error(`${label} did not start: ${output}`)), 90_000);
-    const onData = (chunk: Buffer) => {
-      if (started) return; // keep draining the pipe, nothing more
-      output = (output + chunk).slice(-8000);
-      const match = ready.exec(output);
-      if (match) {
-        started = true;
-        clearTimeout(timer);
-        resolve({ child, match });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${label} exited (${code}): ${output}`)));
-  });
-}
-
-function stopChild(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 20_000).unref();
-  });
 }
 
 /** Fake LLM, worker and API each in their own process, on their own task queues, over the harness's database and Temporal. */

@@ -428,6 +428,28 @@ describe('hosted market MCP endpoint', function () {
     assert.equal((await wallet(consumer.userId)).balanceMicros, before.balanceMicros);
   });
 
+  it("bills a provider calling its own fixed-price entry like anyone else: the debit and the revenue move the one wallet", async function () {
+    const provider = await h.createUser({ creditUsd: 1 });
+    const entry = await remoteEntry(provider, { monetizationStrategy: 'tool_call_fixed', tools: FIXED_TOOLS });
+    const client = await connect(entry.entryId, (await credential(provider.apiKey, entry.entryId)).credential);
+    const called = await client.callTool({ name: 'lookup_city', arguments: { city: 'Braga' } });
+    assert.equal(called.isError, false);
+    assert.equal(billing(called).chargedUsd, 0.012345);
+    // 12 345 charged, 12 345 − 2 469 (20 % commission) credited back: the provider pays the commission.
+    assert.deepEqual(await wallet(provider.userId), { balanceMicros: 1_000_000 - 2_469, heldMicros: 0, availableMicros: 1_000_000 - 2_469 });
+    const lines = await marketTransactions(provider.apiKey);
+    assert.deepEqual(lines.map((t: { cost: number }) => t.cost), [0.012345]);
+    const entries = await h.db.selectFrom('ledger_entries').select(['kind', 'amount_micros', 'balance_after_micros', 'market_run_id']).where('user_id', '=', provider.userId).where('kind', '!=', 'credit').orderBy('id').execute();
+    assert.deepEqual(
+      entries.map((e) => [e.kind, Number(e.amount_micros), Number(e.balance_after_micros)]),
+      [
+        ['usage', -12_345, 1_000_000 - 12_345],
+        ['revenue', 9_876, 1_000_000 - 2_469],
+      ],
+    );
+    assert.ok(entries.every((e) => e.market_run_id === billing(called).runId), 'both entries carry the run');
+  });
+
   it('MARKET_CALL_COMMIT=durable settles a call exactly as the default does', async function () {
     const stack = await h.startIsolatedStack({ taskQueues: h.config.taskQueues, overrides: { market: { ...h.config.market, callCommit: 'durable' } }, queues: [] });
     const provider = await h.createUser({ creditUsd: 0 });
