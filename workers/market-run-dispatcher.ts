@@ -4,10 +4,7 @@ import { markRunWorkflowsStarted, runsOwedAWorkflow } from '../db/repos/market-r
 import type { Config } from '../lib/config';
 import { startMarketRunWorkflow } from '../lib/market/run-workflow';
 import { log } from '../lib/log';
-
-export interface MarketRunDispatcher {
-  stop(): Promise<void>;
-}
+import { startPeriodicPass, type PeriodicPass } from './periodic-pass';
 
 const BATCH = 200;
 /** Starts in flight at once (each is one request to the Temporal frontend). */
@@ -22,19 +19,16 @@ const PARALLEL_STARTS = 16;
  * workers both start gets one workflow (its id is the run's, duplicates are rejected). A start that
  * fails (Temporal unreachable) is retried on the next pass.
  */
-export function startMarketRunDispatcher(deps: { db: Db; client: Client; config: Config }): MarketRunDispatcher {
+export function startMarketRunDispatcher(deps: { db: Db; client: Client; config: Config }): PeriodicPass {
   const taskQueue = deps.config.taskQueues.platform;
-  let current: Promise<void> | null = null;
-  let stopped = false;
-
-  const pass = async () => {
+  return startPeriodicPass('market run dispatch', deps.config.market.runDispatchEveryMs, async (stopped) => {
     for (;;) {
       const owed = await runsOwedAWorkflow(deps.db, BATCH);
       if (owed.length === 0) return;
       const started: string[] = [];
       let failed = 0;
       let firstError: unknown = null;
-      for (let i = 0; i < owed.length && !stopped; i += PARALLEL_STARTS) {
+      for (let i = 0; i < owed.length && !stopped(); i += PARALLEL_STARTS) {
         await Promise.all(
           owed.slice(i, i + PARALLEL_STARTS).map((run) =>
             startMarketRunWorkflow(deps.client, taskQueue, run).then(
@@ -52,27 +46,7 @@ export function startMarketRunDispatcher(deps: { db: Db; client: Client; config:
         log().warn({ err: firstError, failed, started: started.length }, 'market run workflows not started; retrying on the next pass');
         return;
       }
-      if (owed.length < BATCH || stopped) return;
+      if (owed.length < BATCH || stopped()) return;
     }
-  };
-  const tick = () => {
-    if (current || stopped) return;
-    current = pass()
-      .catch((err) => {
-        if (!stopped) log().warn({ err }, 'market run dispatch pass failed');
-      })
-      .finally(() => {
-        current = null;
-      });
-  };
-  const timer = setInterval(tick, deps.config.market.runDispatchEveryMs);
-  timer.unref();
-  tick();
-  return {
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await current;
-    },
-  };
+  });
 }

@@ -5,8 +5,9 @@ import { browserActivities, platformActivities, sessionActivities, type Activity
 import { createSessionRegistry, type SessionRegistry } from '../activities/agent/session-registry';
 import { ensureDisplay } from '../lib/browser/virtual-display';
 import { ensureSkillsRefreshSchedule } from './schedules';
-import { startPendingJobReconciler, type PendingJobReconciler } from './pending-job-reconciler';
-import { startMarketRunDispatcher, type MarketRunDispatcher } from './market-run-dispatcher';
+import { startPendingJobReconciler } from './pending-job-reconciler';
+import { startMarketRunDispatcher } from './market-run-dispatcher';
+import type { PeriodicPass } from './periodic-pass';
 import { waitOutDatabaseOutages } from './database-outages';
 import { log } from '../lib/log';
 
@@ -33,8 +34,8 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
   let pool: BrowserPool | null = null;
   let headedPool: BrowserPool | null = null;
   let registry: SessionRegistry | null = null;
-  let reconciler: PendingJobReconciler | null = null;
-  let dispatcher: MarketRunDispatcher | null = null;
+  let reconciler: PeriodicPass | null = null;
+  let dispatcher: PeriodicPass | null = null;
   if (queues.includes('platform')) {
     workers.push(
       await Worker.create({
