@@ -30,7 +30,8 @@ import { approvedServiceEntry, startMarketProvider } from '../test/support/marke
 import { startWorkerProcess } from '../test/support/worker-process';
 import { startApiProcess } from '../test/support/api-process';
 import { sql } from 'kysely';
-import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, spawnNode, stopChild, type LoadResult } from './load';
+import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, type LoadResult } from './load';
+import { spawnNode, stopChild } from '../test/support/node-process';
 import { cpuMeter } from './proc-cpu';
 
 /** BENCH_MCP_CONCURRENCY=1 measures only one client (e.g. for a profile); the default is 1,16. */

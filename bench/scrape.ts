@@ -39,7 +39,8 @@ import type { ApiDeps } from '../api/deps';
 import { JobKindSearchAttribute, UserIdSearchAttribute } from '../lib/temporal';
 import type { ScrapeWorkflowInput } from '../workflows/scrape';
 import { freePort } from '../test/support/ports';
-import { percentile, perSecond, round, runClosedLoop, sleep, spawnNode, stopChild, type LoadResult, log, runHarnessBenchmark } from './load';
+import { percentile, perSecond, round, runClosedLoop, sleep, type LoadResult, log, runHarnessBenchmark } from './load';
+import { spawnNode, stopChild } from '../test/support/node-process';
 import { cpuMeter, descendantsOf, type CpuGroup } from './proc-cpu';
 
 /** A size from `--name=N` or the environment variable, else the default. */

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { Db } from '../db/connect';
 import { markRunWorkflowsStarted, runsOwedAWorkflow } from '../db/repos/market-runs';
 import type { Config } from '../lib/config';
-import { startMarketRunWorkflow } from '../lib/market/run-workflow';
+import { startMarketRunWorkflow, type OwedMarketRun } from '../lib/market/run-workflow';
 import { log } from '../lib/log';
 import { startPeriodicPass, type PeriodicPass } from './periodic-pass';
 
@@ -23,48 +23,46 @@ const MAX_BACKOFF_MS = 30_000;
 export function startMarketRunDispatcher(deps: { db: Db; client: Client; config: Config }): PeriodicPass {
   const taskQueue = deps.config.taskQueues.platform;
   const everyMs = deps.config.market.runDispatchEveryMs;
+
+  /** Starts these runs' workflows, PARALLEL_STARTS at a time, and marks the ones started; returns the refused starts. */
+  const dispatch = async (owed: OwedMarketRun[], stopped: () => boolean): Promise<PromiseRejectedResult[]> => {
+    const started: string[] = [];
+    const refused: PromiseRejectedResult[] = [];
+    for (let i = 0; i < owed.length && !stopped(); i += PARALLEL_STARTS) {
+      const batch = owed.slice(i, i + PARALLEL_STARTS);
+      const outcomes = await Promise.allSettled(batch.map((run) => startMarketRunWorkflow(deps.client, taskQueue, run)));
+      outcomes.forEach((outcome, j) => (outcome.status === 'fulfilled' ? started.push(batch[j].id) : refused.push(outcome)));
+    }
+    await markRunWorkflowsStarted(deps.db, started);
+    return refused;
+  };
+
   // After a failed pass (Temporal or Postgres unreachable) the next ones wait, doubling up to
   // MAX_BACKOFF_MS, so an outage is one warning per attempt instead of several per second.
   let backoffMs = 0;
   let retryAt = 0;
-  const failedPass = () => {
-    backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(everyMs, backoffMs * 2));
-    retryAt = Date.now() + backoffMs;
-  };
   return startPeriodicPass('market run dispatch', everyMs, async (stopped) => {
     if (Date.now() < retryAt) return;
+    const fail = () => {
+      backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(everyMs, backoffMs * 2));
+      retryAt = Date.now() + backoffMs;
+    };
+    let owed: OwedMarketRun[];
+    let refused: PromiseRejectedResult[];
     try {
-      for (;;) {
-        const owed = await runsOwedAWorkflow(deps.db, BATCH);
-        if (owed.length === 0) break;
-        const started: string[] = [];
-        let failed = 0;
-        let firstError: unknown = null;
-        for (let i = 0; i < owed.length && !stopped(); i += PARALLEL_STARTS) {
-          await Promise.all(
-            owed.slice(i, i + PARALLEL_STARTS).map((run) =>
-              startMarketRunWorkflow(deps.client, taskQueue, run).then(
-                () => void started.push(run.id),
-                (err) => {
-                  failed += 1;
-                  firstError ??= err;
-                },
-              ),
-            ),
-          );
-        }
-        await markRunWorkflowsStarted(deps.db, started);
-        if (failed) {
-          failedPass();
-          log().warn({ err: firstError, failed, started: started.length, retryInMs: backoffMs }, 'market run workflows not started; retrying later');
-          return;
-        }
-        if (owed.length < BATCH || stopped()) break;
-      }
-      backoffMs = 0;
+      do {
+        owed = await runsOwedAWorkflow(deps.db, BATCH);
+        refused = await dispatch(owed, stopped);
+      } while (refused.length === 0 && owed.length === BATCH && !stopped());
     } catch (err) {
-      failedPass();
+      fail();
       throw err;
     }
+    if (refused.length) {
+      fail();
+      log().warn({ err: refused[0].reason, refused: refused.length, retryInMs: backoffMs }, 'market run workflows not started; retrying later');
+      return;
+    }
+    backoffMs = 0;
   });
 }

@@ -153,15 +153,11 @@ export interface MarketChargePosting {
  */
 export async function postMarketCharge(trx: Db, posting: MarketChargePosting): Promise<void> {
   if (!trx.isTransaction) throw new Error('postMarketCharge must run inside the charge transaction');
-  const { totalMicros, providerRevenueMicros } = posting;
-  if (!Number.isSafeInteger(totalMicros) || totalMicros <= 0) throw new InvalidAmountError('A market charge is a positive whole number of micro-USD');
-  if (!Number.isSafeInteger(providerRevenueMicros) || providerRevenueMicros < 0 || providerRevenueMicros > totalMicros) {
-    throw new InvalidAmountError('Provider revenue is a whole number of micro-USD between 0 and the charge');
-  }
-  // One statement: post_market_charge (migration 0015), the same posting settle_market_call makes.
+  // One statement: post_market_charge (migration 0015), the same posting settle_market_call makes;
+  // it refuses a charge that is not positive or revenue outside 0..charge.
   await sql`
     select post_market_charge(${posting.runId}::uuid, ${posting.chargeId}::uuid, ${posting.consumerId}::uuid, ${posting.providerId}::uuid,
-                              ${totalMicros}::bigint, ${providerRevenueMicros}::bigint, ${posting.agentName}::text, ${posting.result}::text,
+                              ${posting.totalMicros}::bigint, ${posting.providerRevenueMicros}::bigint, ${posting.agentName}::text, ${posting.result}::text,
                               ${JSON.stringify(posting.payload)}::jsonb)`.execute(trx);
 }
 

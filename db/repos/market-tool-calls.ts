@@ -196,8 +196,8 @@ export const TOOL_CALL_EVENT = 'tool_call';
  */
 async function settleFixedCall(db: Db, input: Parameters<MarketCallStore['settleFixedCall']>[0], commit: CallCommit): Promise<SettleOutcome> {
   const { record, runId, priceMicros, commissionRate, closeRun } = input;
+  // splitCharge refuses a price that is not a positive whole number of micro-USD.
   const split = splitCharge({ count: 1, unitPriceMicros: priceMicros, remainingMicros: priceMicros, commissionPpm: ratePpm(commissionRate) });
-  if (!Number.isSafeInteger(split.totalMicros) || split.totalMicros <= 0) throw new Error('A fixed call price is a positive whole number of micro-USD');
   const chargeId = randomUUID();
   const payload = callPayload(record);
   const chargeResult = { chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) };

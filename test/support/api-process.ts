@@ -1,17 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
+import { freePort } from './ports';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-
-/** A free TCP port on 127.0.0.1 (taken by a listener, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** `api/server.ts` (`npm run api`) as its own process, as deployed; resolves once /health answers. */
 export async function startApiProcess(env: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; baseUrl: string; stop: () => Promise<void> }> {
