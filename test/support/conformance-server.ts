@@ -592,13 +592,15 @@ function sessionfulLegacyHandler(newServer: () => McpServer) {
         void server.close();
       };
       await server.connect(transport);
-      return transport.handleRequest(request);
+      const response = await transport.handleRequest(request);
+      // Not an initialize request: refused, and no session was made for it.
+      if (!transport.sessionId) void transport.close();
+      return response;
     },
   };
 }
 
-export async function startConformanceServer(options: { host?: string } = {}): Promise<ConformanceServer> {
-  const host = options.host ?? '127.0.0.1';
+export async function startConformanceServer(): Promise<ConformanceServer> {
   const shared: SharedState = {
     codec: createRequestStateCodec<Record<string, unknown>>({ key: randomBytes(32), ttlSeconds: 600 }),
     extraToolAdded: false,
@@ -624,10 +626,10 @@ export async function startConformanceServer(options: { host?: string } = {}): P
       if (!res.headersSent) res.writeHead(500).end(String(err));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://${host}:${port}/mcp`,
+    url: `http://127.0.0.1:${port}/mcp`,
     close: async () => {
       await modern.close();
       await Promise.all([...legacy.sessions.values()].map((transport) => transport.close()));
