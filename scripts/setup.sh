@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the service and its tests need, idempotently; fast when everything is present.
-#   npm dependencies, Debian's Chromium (+ Xvfb for headed browsers), and the Temporal CLI.
+#   npm dependencies, Debian's Chromium (+ Xvfb for headed browsers), the Temporal CLI, and the MCP
+#   conformance suite's CLI with the Node 22 it runs on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,3 +57,6 @@ else
   say "or point TEMPORAL_CLI_PATH at it. With your own Temporal server, set TEMPORAL_ADDRESS instead."
   exit 1
 fi
+
+# 4. The official MCP conformance CLI and Node 22 (test/mcp-conformance.test.ts), pinned, in the same cache.
+bash scripts/setup-conformance.sh
