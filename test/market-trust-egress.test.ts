@@ -11,6 +11,7 @@ import { parseNetworkAllowlist, withResolver, type Resolver } from '../lib/net/s
 import { connectAndList } from '../lib/tools/source';
 import type { SourceParamValues } from '../lib/tools/types';
 import { startMarketProvider, type MarketProviderService } from './support/market-provider';
+import { startMcpServer } from './support/mcp-server';
 import { API_KEY, startOpenApiServer, type TestOpenApiServer } from './support/openapi-api';
 import { SESSION_TOOL_DESCRIPTIONS, startSessionMcpServer, type SessionMcpServer } from './support/session-mcp-server';
 
@@ -128,8 +129,8 @@ const openRun = async (): Promise<AcquiredRun> => ({
 const approved = (tools: { name: string; description: string | null; inputSchema: Record<string, unknown> | null }[]): StoredMarketTool[] =>
   tools.map((t) => ({ toolName: t.name, displayName: t.name, description: t.description, inputSchema: t.inputSchema, clientPriceMicros: 1_000, providerRevenueMicros: null, isEnabled: true }));
 
-async function upstreamTools(url: string, params: SourceParamValues = {}) {
-  const { session, tools } = await connectAndList(new URL(url), params, { policy });
+async function upstreamTools(url: string) {
+  const { session, tools } = await connectAndList(new URL(url), {}, { policy });
   await session.close();
   return tools;
 }
@@ -153,7 +154,8 @@ function entry(fields: Partial<MarketCallEntry> & Pick<MarketCallEntry, 'type' |
 }
 
 function call(deps: MarketToolCallDeps, marketEntry: MarketCallEntry, toolName: string, args: unknown, consumerParams: SourceParamValues = {}, consumerId = randomUUID()): Promise<MarketToolCallOutcome> {
-  return callMarketTool(deps, { consumerId, entry: marketEntry, toolName, args, consumerParams, selectionId: randomUUID(), acquireRun: openRun, runPerCall: true });
+  // One credential per consumer: its id is the selection's.
+  return callMarketTool(deps, { consumerId, entry: marketEntry, toolName, args, consumerParams, selectionId: `credential-of-${consumerId}`, acquireRun: openRun, runPerCall: true });
 }
 
 const shown = (outcome: MarketToolCallOutcome) => (outcome.status === 'answered' ? outcome.result.text : outcome.message);
@@ -218,7 +220,7 @@ describe('market trust: consumer input never opens a door the provider did not',
       const before = inventory.requests.length;
       const notInEnum = await call(deps, regionalInventory({ region: { default: 'eu', enum: ['eu', 'us'] } }, declared), 'getItem', { itemId: 'a' }, { region: 'ap' });
       assert.equal(notInEnum.status, 'refused');
-      assert.match(shown(notInEnum), /"ap" is not one of the values the provider allows for \{region\} \(eu, us\)/);
+      assert.match(shown(notInEnum), /The value given for \{region\} is not one the provider allows \(eu, us\)/);
 
       const noEnum = await call(deps, regionalInventory({ region: { default: 'eu' } }, declared), 'getItem', { itemId: 'a' }, { region: 'us' });
       assert.equal(noEnum.status, 'refused');
@@ -359,7 +361,7 @@ describe('market trust: consumer input never opens a door the provider did not',
       nothingStolen();
       assert.equal(away.status, 'answered', shown(away));
       assert.equal(away.status === 'answered' && away.result.isError, true);
-      assert.match(shown(away), /redirect.*another origin.*not followed/i);
+      assert.match(shown(away), /redirected to another origin; tool calls do not follow/);
 
       const within = await call(deps, marketEntry, 'go', { to: '/v1/echo' });
       assert.equal(within.status === 'answered' && within.result.text, '{"echoed":true}', 'a redirect within the origin is followed');
@@ -435,6 +437,33 @@ describe('market trust: consumer input never opens a door the provider did not',
       const other = await call(deps, marketEntry, 'recall', {}, { 'x-locale': 'en' });
       assert.equal(other.status, 'answered', shown(other));
       assert.deepEqual(flagged, [], 'no drift was flagged');
+    });
+
+    it("gates an upstream that lists its tools only to a consumer's own credentials with that consumer's view, flagging nothing", async function () {
+      const guarded = await startMcpServer({ bearerToken: 'consumer-own-token-1' });
+      try {
+        const { store, flagged } = memoryStore();
+        const deps = callDeps(store);
+        const { session, tools } = await connectAndList(new URL(guarded.url), { Authorization: 'Bearer consumer-own-token-1' }, { policy });
+        await session.close();
+        const marketEntry = entry({
+          type: 'remote_mcp',
+          remoteMcpUrl: guarded.url,
+          monetizationStrategy: 'free',
+          requiredUserParamsSchema: { type: 'object', properties: { Authorization: { type: 'string', writeOnly: true } } },
+          approvedTools: approved(tools.filter((t) => t.name === 'echo')),
+        });
+        const own = await call(deps, marketEntry, 'echo', { message: 'hi' }, { Authorization: 'consumer-own-token-1' });
+        assert.equal(shown(own), 'echo: hi');
+        const wrong = await call(deps, marketEntry, 'echo', { message: 'hi' }, { Authorization: 'someone-elses-guess' });
+        assert.equal(wrong.status === 'refused' && wrong.code, 'upstream_unavailable', shown(wrong));
+        assert.match(shown(wrong), /refused the credentials/);
+        const again = await call(deps, marketEntry, 'echo', { message: 'still works' }, { Authorization: 'consumer-own-token-1' }, randomUUID());
+        assert.equal(shown(again), 'echo: still works', "one consumer's failure does not fail another's calls");
+        assert.deepEqual(flagged, []);
+      } finally {
+        await guarded.close();
+      }
     });
   });
 });
