@@ -18,7 +18,7 @@ import { compareToolLists, type DriftReport } from './tool-drift';
  * or the worker), so this module stays free of them.
  *
  *   1. the tool must be an approved, enabled tool of the entry          → else refused, nothing charged
- *      and the consumer's params only names the entry declares, within their enums, and (remote MCP)
+ *      and the consumer's params may only name what the entry declares, within its enums, and (remote MCP)
  *      no header a consumer may not set (call-params.ts, lib/tools/consumer-params.ts)
  *                                                                        → else refused, nothing charged
  *   2. rug-pull gate (remote MCP): the upstream list, fetched with the provider's staticConfig only
@@ -33,13 +33,13 @@ import { compareToolLists, type DriftReport } from './tool-drift';
  *      runtime confines them: lib/tools/consumer-params.ts) and for provider_event entries the five
  *      x-service-charge-* headers, through the tool runtime (SSRF guard, timeout, output cap, no
  *      cross-origin redirect), over an upstream connection of this consumer's selection only
- *
- * What the consumer reads (results, refusals, failures) never shows a staticConfig value or the run's
- * charge token, and failures and error results never name the provider's hosts (consumer-errors.ts).
  *   5. settled: tool_call_fixed charges clientPriceUsd for every answered call (an isError result
  *      included); a call that got no answer is not charged; provider_event entries are charged by the
  *      provider through the charge endpoint; free costs nothing. Recorded in the consumer's
  *      transactions and logs.
+ *
+ * What the consumer reads (results, refusals, failures) never shows a staticConfig value or the run's
+ * charge token, and failures and error results never name the provider's hosts (consumer-errors.ts).
  */
 
 /** What a call needs to know about the live entry (db/repos/market-tool-calls.ts loads it). */

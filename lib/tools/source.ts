@@ -7,7 +7,7 @@ import { callOperation, isRepeatableOperation, resolveBaseUrl } from './openapi-
 import { loadOpenApiDocument, type OpenApiDocument } from './openapi-document';
 import { buildOpenApiModel, type OpenApiModel, type OpenApiOperation } from './openapi-tools';
 import { cappedResult, DEFAULT_MAX_RESULT_BYTES, mcpResultText } from './result';
-import type { SourceParamValues, ToolCallResult, ToolDefinition, ToolSelection, ToolSourceSpec, ToolSourceType } from './types';
+import type { ToolCallResult, ToolDefinition, ToolSelection, ToolSourceSpec, ToolSourceType } from './types';
 
 /** Limits of the tool runtime, on top of the network rules. */
 export interface ToolRuntimeDeps extends ToolNetworkDeps {
@@ -203,8 +203,11 @@ export interface LoadedOpenApi {
  * (ToolSourceError `invalid_params`), for the document's server and every operation's.
  */
 export async function loadOpenApi(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<LoadedOpenApi> {
-  for (const [name, value] of [...Object.entries(spec.params ?? {}), ...Object.entries(spec.consumerParams ?? {})]) {
+  for (const [name, value] of Object.entries(spec.params ?? {})) {
     if (/[\r\n\0]/.test(String(value))) throw new ToolSourceError('invalid_source', `params.${name} contains a line break`);
+  }
+  for (const [name, value] of Object.entries(spec.consumerParams ?? {})) {
+    if (/[\r\n\0]/.test(String(value))) throw new ToolSourceError('invalid_params', `params.${name} contains a line break`);
   }
   const sources = [spec.spec, spec.specText, spec.url].filter((value) => value !== undefined && value !== null);
   if (sources.length !== 1) throw new ToolSourceError('invalid_source', 'An OpenAPI source needs exactly one of spec, specText or url');
