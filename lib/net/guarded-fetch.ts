@@ -159,7 +159,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
       const response = await sendOnce(request, settings, init.signal ?? (input instanceof Request ? input.signal : undefined));
       const location = response.headers.get('location');
       if (!REDIRECT_STATUSES.has(response.status) || !location || mode === 'manual') return response;
-      if (!crossOrigin && !staysWithinOrigin(request.url, location)) return response;
+      if (mode !== 'error' && !crossOrigin && !staysWithinOrigin(request.url, location)) return response;
       await response.body?.cancel().catch(() => {});
       if (mode === 'error') throw new GuardedFetchError('network', `${request.url.origin} answered with a redirect and redirects are not allowed here`, true);
       if (followed >= maxRedirects) throw new GuardedFetchError('too_many_redirects', `Gave up after ${maxRedirects} redirects (last at ${request.url.origin})`, true);
