@@ -215,7 +215,11 @@ export function marketPaths() {
           'Calls: tool_call_fixed charges clientPriceUsd for every call the upstream answered (an isError result included), nothing for a refused or unanswered call; provider_event ' +
           'entries are charged by the provider (POST /provider/runs/{runId}/charge) within the run charge limit min(available balance, maxRunChargeUsd, MARKET_RUN_CHARGE_LIMIT_USD); ' +
           'free costs nothing. Each result carries `_meta["scrape-platform/billing"]` {runId, chargedUsd, outcome, code?}; every call is in /transactions and /logs. ' +
-          'A tool whose upstream name, description or schema changed since approval is refused (code tool_changed) and the entry flagged for re-review.',
+          'A tool whose upstream name, description or schema changed since approval is refused (code tool_changed) and the entry flagged for re-review. ' +
+          'Params are checked again on every call (code invalid_params, nothing sent): only declared names within their enums; for remote MCP they are headers where the provider\'s staticConfig and the ' +
+          'x-service-charge-* headers win case-insensitively and a consumer never sets Host, Cookie, Content-Length, hop-by-hop, MCP transport or charge headers (Authorization only if declared); an OpenAPI ' +
+          'server URL variable takes a consumer value only when declared, from its enum, and keeping the template\'s host. Tool calls do not follow redirects to another origin. Failure texts never name the ' +
+          'provider\'s host, and staticConfig values in results read [redacted]. Upstream connections and MCP sessions are never shared between consumers.',
         tags,
         parameters: [uuidPath('id')],
         requestBody: body('McpCredentialRequest'),

@@ -189,6 +189,7 @@ const STATUS_OF: Record<ToolSourceErrorCode, number> = {
   not_mcp_server: 502,
   auth_required: 502,
   upstream_timeout: 504,
+  invalid_params: 400,
 };
 
 function discoveryError(code: ToolSourceErrorCode, message: string): ApiError {

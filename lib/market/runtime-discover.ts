@@ -22,6 +22,7 @@ const ANSWER: Record<ToolSourceErrorCode, { code: string; status: 400 | 502 | 50
   not_mcp_server: { code: 'not_mcp_server', status: 502 },
   auth_required: { code: 'auth_required', status: 502 },
   upstream_timeout: { code: 'upstream_timeout', status: 504 },
+  invalid_params: { code: 'invalid_params', status: 400 },
 };
 
 /**

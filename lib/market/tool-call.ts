@@ -1,10 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { mcpHeaders } from '../tools/consumer-params';
 import { ToolCallError, ToolSourceError } from '../tools/errors';
 import { connectAndList, openToolSource, type ToolRuntimeDeps, type ToolSource } from '../tools/source';
 import { parseSourceUrl, preflightSourceUrl } from '../tools/network';
 import type { SourceParamValues, ToolCallResult, ToolDefinition, ToolSelection } from '../tools/types';
 import type { MarketConfig } from '../config';
 import { microsToUsd } from '../money';
+import { confineConsumerParams } from './call-params';
+import { consumerText, failurePhrase } from './consumer-errors';
 import type { MonetizationStrategy, StoredMarketTool, StoredPricingEvent } from './listing';
 import { compareToolLists, type DriftReport } from './tool-drift';
 
@@ -15,17 +18,28 @@ import { compareToolLists, type DriftReport } from './tool-drift';
  * or the worker), so this module stays free of them.
  *
  *   1. the tool must be an approved, enabled tool of the entry          → else refused, nothing charged
- *   2. rug-pull gate (remote MCP): the upstream list (cached briefly) is compared with the approved
- *      one; a changed or missing tool is refused and the entry flagged   → refused, nothing charged
+ *      and the consumer's params may only name what the entry declares, within its enums, and (remote MCP)
+ *      no header a consumer may not set (call-params.ts, lib/tools/consumer-params.ts)
+ *                                                                        → else refused, nothing charged
+ *   2. rug-pull gate (remote MCP): the upstream list, fetched with the provider's staticConfig only
+ *      (cached briefly), is compared with the approved one; a changed or missing tool is refused and
+ *      the entry flagged. An upstream that lists its tools only to a consumer's own credentials is
+ *      listed with that consumer's params (cached per params) and only refuses that consumer's call:
+ *      a consumer's values never flag the entry or fail another consumer's calls
+ *                                                                        → refused, nothing charged
  *   3. the market run: opened (or, for an agent, reused) by `acquireRun`; a fixed price the run's
  *      remaining hold cannot pay is refused                              → refused, nothing charged
- *   4. forwarded with the provider's staticConfig + the consumer's params (and for provider_event
- *      entries the five x-service-charge-* headers) through the tool runtime (SSRF guard, timeout,
- *      output cap)
+ *   4. forwarded with the provider's staticConfig, the consumer's params kept apart from it (the
+ *      runtime confines them: lib/tools/consumer-params.ts) and for provider_event entries the five
+ *      x-service-charge-* headers, through the tool runtime (SSRF guard, timeout, output cap, no
+ *      cross-origin redirect), over an upstream connection of this consumer's selection only
  *   5. settled: tool_call_fixed charges clientPriceUsd for every answered call (an isError result
  *      included); a call that got no answer is not charged; provider_event entries are charged by the
  *      provider through the charge endpoint; free costs nothing. Recorded in the consumer's
  *      transactions and logs.
+ *
+ * What the consumer reads (results, refusals, failures) never shows a staticConfig value or the run's
+ * charge token, and failures and error results never name the provider's hosts (consumer-errors.ts).
  */
 
 /** What a call needs to know about the live entry (db/repos/market-tool-calls.ts loads it). */
@@ -92,7 +106,11 @@ export interface MarketCallStore {
   flagDrift(entry: Pick<MarketCallEntry, 'entryId' | 'submissionId'>, report: DriftReport): Promise<void>;
 }
 
-/** The upstream tool lists the gate compares, per live submission, reused for `ttlMs`. */
+/**
+ * The upstream tool lists the gate compares, reused for `ttlMs`: per live submission (the list the
+ * provider's staticConfig gets), or per submission and consumer params for an upstream that lists its
+ * tools only to a consumer's credentials.
+ */
 export interface UpstreamToolLists {
   get(submissionId: string): ToolDefinition[] | null;
   set(submissionId: string, tools: ToolDefinition[]): void;
@@ -118,10 +136,11 @@ export function createUpstreamToolLists(ttlMs: number, now: () => number = Date.
 }
 
 /**
- * Opened upstream sources reused across calls (one SDK client per entry and parameter values),
- * for calls that carry no per-run headers (free and fixed-price entries): a call then costs one
- * upstream request instead of a handshake and a request. A source is dropped when it expires
- * (`ttlMs` after it opened) or when a call through it fails without an answer.
+ * Opened upstream sources reused across calls (one SDK client per entry, consumer, selection and
+ * parameter values: an upstream session is never shared between consumers), for calls that carry no
+ * per-run headers (free and fixed-price entries): a call then costs one upstream request instead of a
+ * handshake and a request. A source is dropped when it expires (`ttlMs` after it opened) or when a call
+ * through it fails without an answer.
  */
 export interface UpstreamSources {
   open(key: string, opener: () => Promise<ToolSource>): Promise<ToolSource>;
@@ -217,7 +236,15 @@ export type MarketToolCallOutcome =
   | { status: 'refused'; code: MarketCallRefusal; message: string; runId: string | null }
   | { status: 'failed'; code: string; message: string; runId: string; durationMs: number };
 
-export type MarketCallRefusal = 'unknown_tool' | 'tool_changed' | 'insufficient_funds' | 'subscription_inactive' | 'entry_not_found' | 'run_limit_reached' | 'upstream_unavailable';
+export type MarketCallRefusal =
+  | 'unknown_tool'
+  | 'invalid_params'
+  | 'tool_changed'
+  | 'insufficient_funds'
+  | 'subscription_inactive'
+  | 'entry_not_found'
+  | 'run_limit_reached'
+  | 'upstream_unavailable';
 
 /** The market's x-service-charge-* headers of a provider_event call. */
 export function chargeHeaders(run: MarketRunHandle, entryId: string, selectionId: string): Record<string, string> {
@@ -230,11 +257,19 @@ export function chargeHeaders(run: MarketRunHandle, entryId: string, selectionId
   };
 }
 
-/** The tool-runtime selection of an entry with the consumer's values (the provider's staticConfig wins on a clash). */
-export function entrySelection(entry: MarketCallEntry, consumerParams: SourceParamValues, headers?: Record<string, string>, knownTools?: ToolDefinition[]): ToolSelection {
-  const params = { ...consumerParams, ...entry.staticConfig };
-  if (entry.type === 'remote_mcp') return { type: 'remote_mcp', url: entry.remoteMcpUrl ?? undefined, params, headers, knownTools };
-  return { type: 'openapi', spec: entry.openapiSpec ?? undefined, baseUrl: entry.openapiBaseUrl ?? undefined, params, headers };
+/**
+ * The tool-runtime selection of an entry: the provider's staticConfig as the source's own params, the
+ * consumer's (confined) values apart from them, the platform's headers on top.
+ */
+export function entrySelection(
+  entry: MarketCallEntry,
+  consumer: { values: SourceParamValues; choices?: Record<string, string[]> },
+  headers?: Record<string, string>,
+  knownTools?: ToolDefinition[],
+): ToolSelection {
+  const base = { params: entry.staticConfig, consumerParams: consumer.values, consumerChoices: consumer.choices, headers };
+  if (entry.type === 'remote_mcp') return { type: 'remote_mcp', url: entry.remoteMcpUrl ?? undefined, ...base, knownTools };
+  return { type: 'openapi', spec: entry.openapiSpec ?? undefined, baseUrl: entry.openapiBaseUrl ?? undefined, ...base };
 }
 
 /** The approved, enabled tools of an entry (what tools/list shows and what may be called). */
@@ -242,16 +277,34 @@ export function callableTools(entry: Pick<MarketCallEntry, 'approvedTools'>): St
   return entry.approvedTools.filter((tool) => tool.isEnabled);
 }
 
-/** The upstream's current tool list (cached): the gate's view of a remote MCP entry. */
-async function upstreamTools(deps: MarketToolCallDeps, entry: MarketCallEntry, params: SourceParamValues): Promise<ToolDefinition[]> {
+/** The upstream's current tool list (cached), and whether it is the provider's view (fetched with staticConfig only). */
+async function upstreamTools(deps: MarketToolCallDeps, entry: MarketCallEntry, consumerParams: SourceParamValues): Promise<{ tools: ToolDefinition[]; providerView: boolean }> {
+  const consumerOnly = `${entry.submissionId}#lists-to-consumers-only`;
   const cached = deps.toolLists.get(entry.submissionId);
-  if (cached) return cached;
+  if (cached) return { tools: cached, providerView: true };
   const url = parseSourceUrl(entry.remoteMcpUrl ?? '', 'The MCP server URL');
   preflightSourceUrl(url, deps.runtime.policy);
-  const { session, tools } = await connectAndList(url, { ...params, ...entry.staticConfig }, deps.runtime);
-  await session.close();
-  deps.toolLists.set(entry.submissionId, tools);
-  return tools;
+  const list = async (headers: Record<string, string>) => {
+    const { session, tools } = await connectAndList(url, headers, deps.runtime);
+    await session.close();
+    return tools;
+  };
+  if (!deps.toolLists.get(consumerOnly) || Object.keys(consumerParams).length === 0) {
+    try {
+      const tools = await list(mcpHeaders({ params: entry.staticConfig }));
+      deps.toolLists.set(entry.submissionId, tools);
+      return { tools, providerView: true };
+    } catch (error) {
+      if (!(error instanceof ToolSourceError && error.code === 'auth_required') || Object.keys(consumerParams).length === 0) throw error;
+      deps.toolLists.set(consumerOnly, []);
+    }
+  }
+  const key = `${entry.submissionId}#${createHash('sha256').update(JSON.stringify(Object.entries(consumerParams).sort(([a], [b]) => a.localeCompare(b)))).digest('hex')}`;
+  const hit = deps.toolLists.get(key);
+  if (hit) return { tools: hit, providerView: false };
+  const tools = await list(mcpHeaders({ params: entry.staticConfig, consumerParams }));
+  deps.toolLists.set(key, tools);
+  return { tools, providerView: false };
 }
 
 export async function callMarketTool(deps: MarketToolCallDeps, request: MarketToolCallRequest): Promise<MarketToolCallOutcome> {
@@ -273,26 +326,40 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
     costMicros: 0,
     ...fields,
   });
+  const shown = consumerText(entry);
   const refuse = async (code: MarketCallRefusal, message: string, runId: string | null = null): Promise<MarketToolCallOutcome> => {
     await deps.store.recordCall(record({ outcome: 'refused', code, runId }));
-    return { status: 'refused', code, message, runId };
+    return { status: 'refused', code, message: shown.error(message), runId };
   };
 
-  // 1. An approved, enabled tool of the entry.
+  // 1. An approved, enabled tool of the entry, and params the consumer may give.
   const tool = callableTools(entry).find((t) => t.toolName === request.toolName);
   if (!tool) return refuse('unknown_tool', `"${request.toolName}" is not an approved tool of this market entry`);
+  const consumer = confineConsumerParams(entry.requiredUserParamsSchema, request.consumerParams);
+  if (!consumer.ok) return refuse('invalid_params', consumer.message);
+  if (entry.type === 'remote_mcp') {
+    try {
+      mcpHeaders({ consumerParams: consumer.values });
+    } catch (error) {
+      if (error instanceof ToolSourceError && error.code === 'invalid_params') return refuse('invalid_params', `${error.message}. Nothing was sent or charged.`);
+      throw error;
+    }
+  }
 
   // 2. The rug-pull gate.
   let known: ToolDefinition[] | undefined;
   if (entry.type === 'remote_mcp') {
+    let view: Awaited<ReturnType<typeof upstreamTools>>;
     try {
-      known = await upstreamTools(deps, entry, request.consumerParams);
+      view = await upstreamTools(deps, entry, consumer.values);
     } catch (error) {
-      const message = error instanceof ToolSourceError || error instanceof Error ? error.message : String(error);
-      return refuse('upstream_unavailable', `The provider's server could not be reached to check its tools (nothing was charged): ${message}`);
+      const why = error instanceof ToolSourceError ? failurePhrase(error) : "the provider's server could not be reached";
+      return refuse('upstream_unavailable', `The provider's server could not be reached to check its tools (nothing was charged): ${why}`);
     }
+    known = view.tools;
     const report = compareToolLists(entry.approvedTools, known);
-    if (report.drifted.length) await deps.store.flagDrift(entry, report);
+    // Only the provider's own view flags the entry: a list fetched with a consumer's values refuses that consumer's call alone.
+    if (report.drifted.length && view.providerView) await deps.store.flagDrift(entry, report);
     const drift = report.drifted.find((d) => d.toolName === tool.toolName);
     if (drift) {
       const what = drift.change === 'missing' ? 'is no longer offered by the provider' : `changed since it was approved (${drift.fields.map((f) => f.field).join(', ')})`;
@@ -322,27 +389,37 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
 
   // 4. Forward.
   const headers = entry.monetizationStrategy === 'provider_event' ? chargeHeaders(run, entry.entryId, request.selectionId) : undefined;
+  const text = consumerText(entry, [run.chargeToken]);
   let result: ToolCallResult;
-  const selection = entrySelection(entry, request.consumerParams, headers, known);
+  const selection = entrySelection(entry, consumer, headers, known);
   const runtime = { ...deps.runtime, callTimeoutMs: deps.callTimeoutMs };
   const pooled = headers === undefined ? deps.sources : undefined;
-  const poolKey = pooled ? createHash('sha256').update(`${entry.submissionId}\n${JSON.stringify(selection.params)}`).digest('hex') : '';
+  // One upstream connection (and MCP session) per consumer and selection: never shared with another consumer.
+  const poolKey = pooled
+    ? createHash('sha256').update(JSON.stringify([entry.submissionId, request.consumerId, request.selectionId, selection.consumerParams ?? {}])).digest('hex')
+    : '';
   let source: ToolSource | undefined;
   try {
     source = pooled ? await pooled.open(poolKey, () => openToolSource({ ...selection, knownTools: undefined }, runtime)) : await openToolSource(selection, runtime);
     try {
-      result = await source.call(tool.toolName, request.args ?? {}, { signal: request.signal, timeoutMs: deps.callTimeoutMs });
+      const answer = await source.call(tool.toolName, request.args ?? {}, { signal: request.signal, timeoutMs: deps.callTimeoutMs });
+      result = { ...answer, text: answer.isError ? text.error(answer.text) : text.result(answer.text) };
     } finally {
       if (!pooled) await source.close();
     }
   } catch (error) {
     if (pooled && source) pooled.drop(poolKey, source);
     if (!(error instanceof ToolCallError) && !(error instanceof ToolSourceError)) throw error;
+    if (error instanceof ToolSourceError && error.code === 'invalid_params') {
+      // A consumer's value the runtime would not send (e.g. a server URL variable outside its enum): nothing left the platform.
+      if (endsWithCall) await deps.store.closeRun(run.id);
+      return refuse('invalid_params', `${error.message}. Nothing was sent or charged.`, run.id);
+    }
     const code = error instanceof ToolCallError ? error.kind : error.code;
     if (endsWithCall) await deps.store.closeRun(run.id);
     const failed = record({ outcome: 'failed', code, runId: run.id });
     await deps.store.recordCall(failed);
-    return { status: 'failed', code, message: `The tool call got no answer (nothing was charged): ${error.message}`, runId: run.id, durationMs: failed.durationMs };
+    return { status: 'failed', code, message: text.error(`The tool call got no answer (nothing was charged): ${failurePhrase(error)}`), runId: run.id, durationMs: failed.durationMs };
   }
 
   // 5. Settle and record.

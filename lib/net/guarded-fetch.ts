@@ -26,6 +26,14 @@ export interface GuardedFetchOptions {
   maxResponseBytes?: number;
   /** Hops followed for `redirect: 'follow'` (the default of `fetch`). */
   maxRedirects?: number;
+  /**
+   * Whether `redirect: 'follow'` follows a redirect to another origin (default true, dropping the
+   * Authorization, Cookie and Proxy-Authorization headers). False: a redirect that leaves the request's
+   * origin is returned as the response, unfollowed, so no header of the request (whatever credential
+   * it carries) reaches another origin; only an upgrade from http to https on the same host and
+   * default ports counts as the same origin.
+   */
+  crossOriginRedirects?: boolean;
   /** Refuse plain `http:` except to hosts the network allowlist opens (checked at every hop). */
   requireHttps?: boolean;
   /**
@@ -142,6 +150,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
       : null,
   };
   const maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+  const crossOrigin = options.crossOriginRedirects ?? true;
 
   return async (input, init = {}) => {
     let request = await toOutgoing(input, init);
@@ -150,6 +159,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
       const response = await sendOnce(request, settings, init.signal ?? (input instanceof Request ? input.signal : undefined));
       const location = response.headers.get('location');
       if (!REDIRECT_STATUSES.has(response.status) || !location || mode === 'manual') return response;
+      if (mode !== 'error' && !crossOrigin && !staysWithinOrigin(request.url, location)) return response;
       await response.body?.cancel().catch(() => {});
       if (mode === 'error') throw new GuardedFetchError('network', `${request.url.origin} answered with a redirect and redirects are not allowed here`, true);
       if (followed >= maxRedirects) throw new GuardedFetchError('too_many_redirects', `Gave up after ${maxRedirects} redirects (last at ${request.url.origin})`, true);
@@ -216,6 +226,18 @@ async function bodyBuffer(body: BodyInit | ArrayBuffer | null | undefined, heade
   if (ArrayBuffer.isView(body)) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (body instanceof Blob) return Buffer.from(await body.arrayBuffer());
   throw new TypeError('The guarded fetch sends string, URLSearchParams, ArrayBuffer, typed-array or Blob bodies only');
+}
+
+/** Whether a redirect's Location stays on the request's origin (or only upgrades http to https on the same host and default ports). */
+function staysWithinOrigin(from: URL, location: string): boolean {
+  let to: URL;
+  try {
+    to = new URL(location, from);
+  } catch {
+    return true; // an invalid Location fails as such when followed
+  }
+  if (to.origin === from.origin) return true;
+  return from.protocol === 'http:' && to.protocol === 'https:' && from.hostname === to.hostname && !from.port && !to.port;
 }
 
 function redirected(request: Outgoing, status: number, location: string): Outgoing {

@@ -1,7 +1,8 @@
 import { scrubSecrets, ToolSourceError } from './errors';
 import { McpAuthRequiredError } from './mcp';
 import { parseSourceUrl, preflightSourceUrl } from './network';
-import { connectAndList, loadOpenApi, mcpHeaders, type ToolRuntimeDeps } from './source';
+import { mcpHeaders } from './consumer-params';
+import { connectAndList, loadOpenApi, type ToolRuntimeDeps } from './source';
 import type { DiscoveryResult, SourceParam, ToolSourceSpec } from './types';
 
 /**
@@ -33,10 +34,11 @@ async function discoverMcp(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise
   if (!spec.url) throw new ToolSourceError('invalid_source', 'A remote MCP source needs its url');
   const url = parseSourceUrl(spec.url, 'The MCP server URL');
   preflightSourceUrl(url, deps.policy);
-  const supplied = Object.keys(mcpHeaders(spec.params));
+  const headers = mcpHeaders({ params: spec.params });
+  const supplied = Object.keys(headers);
   let opened;
   try {
-    opened = await connectAndList(url, spec.params, deps);
+    opened = await connectAndList(url, headers, deps);
   } catch (error) {
     if (!(error instanceof McpAuthRequiredError)) throw error;
     return {

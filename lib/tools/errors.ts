@@ -22,7 +22,12 @@ export type ToolSourceErrorCode =
   /** Something answered, but not an MCP server. */
   | 'not_mcp_server'
   /** The upstream wants (other) credentials: HTTP 401/403. */
-  | 'auth_required';
+  | 'auth_required'
+  /**
+   * A value of someone who is not the source's owner (a market consumer's param) may not go where it
+   * would: an undeclared name, a reserved header, a server URL variable outside its enum. Nothing was sent.
+   */
+  | 'invalid_params';
 
 export class ToolSourceError extends Error {
   constructor(
@@ -137,7 +142,7 @@ export function callErrorFromSource(error: ToolSourceError): ToolCallError {
   const kind: ToolCallFailureKind =
     error.code === 'auth_required'
       ? 'auth_required'
-      : error.code === 'ssrf_blocked' || error.code === 'insecure_url' || error.code === 'tls_error'
+      : error.code === 'ssrf_blocked' || error.code === 'insecure_url' || error.code === 'tls_error' || error.code === 'invalid_params'
       ? 'refused_by_policy'
       : error.code === 'upstream_unreachable' || error.code === 'host_not_found'
         ? 'not_delivered'

@@ -20,8 +20,12 @@ export interface ToolNetworkDeps {
 
 const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
-/** The one fetch every tool-source request uses: SSRF guard on every hop, https except for allowlisted hosts, size and time limits. */
-export function toolFetch(deps: ToolNetworkDeps, onConnected?: (request: { url: URL; method: string }) => void): GuardedFetch {
+/**
+ * The one fetch every tool-source request uses: SSRF guard on every hop, https except for allowlisted
+ * hosts, size and time limits. Requests that carry a source's credentials (tool calls, an MCP session)
+ * pass `crossOriginRedirects: false`: a redirect to another origin is not followed (see GuardedFetchOptions).
+ */
+export function toolFetch(deps: ToolNetworkDeps, onConnected?: (request: { url: URL; method: string }) => void, options: { crossOriginRedirects?: boolean } = {}): GuardedFetch {
   return createGuardedFetch({
     policy: deps.policy,
     resolver: deps.resolver,
@@ -31,6 +35,7 @@ export function toolFetch(deps: ToolNetworkDeps, onConnected?: (request: { url: 
     headersTimeoutMs: deps.headersTimeoutMs,
     onConnected,
     keepAlive: true,
+    crossOriginRedirects: options.crossOriginRedirects,
   });
 }
 

@@ -1,20 +1,20 @@
 import type { GuardedFetch } from '../net/guarded-fetch';
+import { fillServerTemplate, isArgumentHeader, isDotSegment } from './consumer-params';
 import { callErrorFromNetwork, ToolCallError } from './errors';
 import type { OpenApiModel, OpenApiOperation, SecurityScheme } from './openapi-tools';
 import { cappedResult } from './result';
-import type { SourceParamValues, ToolCallResult } from './types';
+import type { SourceParamValues, ToolCallResult, ToolSourceSpec } from './types';
 
 /** Executes OpenAPI operations: arguments to an HTTP request, auth from the source's params, the answer to text. */
 
 export interface OperationCallContext {
   model: OpenApiModel;
-  /** Absolute base URL of the API (override or the document's server), or null when none is known. */
-  baseUrl: URL | null;
-  /** The base URL is the caller's override: it wins over per-operation servers too. */
-  baseUrlOverridden: boolean;
-  /** Where the document came from (relative server URLs resolve against it). */
-  location: URL | null;
+  /** Absolute base URL of the operation's API (see resolveBaseUrl), or null when none is known. */
+  baseUrlOf: (operation: OpenApiOperation) => URL | null;
+  /** The owner's params (credentials); they win over a consumer's. */
   params: SourceParamValues;
+  /** A consumer's params (credentials the owner let them give), see ToolSourceSpec.consumerParams. */
+  consumerParams?: SourceParamValues;
   /** A guarded fetch; `reached()` says whether a connection to the upstream was up during the call. */
   fetch: GuardedFetch;
   reached: () => boolean;
@@ -35,14 +35,23 @@ export function isRepeatableOperation(operation: OpenApiOperation): boolean {
 
 /**
  * The base URL calls go to: the override when given, else the operation's or document's server
- * URL with its {variables} filled from params (or their defaults), resolved against the document's
- * own URL when relative. Null when no absolute URL can be formed.
+ * URL with its {variables} filled (fillServerTemplate: the owner's params, a consumer's confined to
+ * the variable's enum and the template's host, else the defaults), resolved against the document's
+ * own URL when relative. Null when no absolute URL can be formed; throws ToolSourceError
+ * `invalid_params` for a consumer's value that may not fill a variable.
  */
-export function resolveBaseUrl(model: OpenApiModel, operation: OpenApiOperation | null, override: string | undefined, params: SourceParamValues, location: URL | null): URL | null {
+export function resolveBaseUrl(
+  model: OpenApiModel,
+  operation: OpenApiOperation | null,
+  override: string | undefined,
+  values: Pick<ToolSourceSpec, 'params' | 'consumerParams' | 'consumerChoices'>,
+  location: URL | null,
+): URL | null {
   if (override) return new URL(override);
-  const template = operation?.serverTemplate ?? model.serverTemplate;
+  const own = operation?.serverTemplate ? operation : null;
+  const template = own ? own.serverTemplate! : model.serverTemplate;
   if (!template) return location ? new URL('/', location) : null;
-  const filled = template.replace(/\{([^}]+)\}/g, (_, name: string) => String(params[name] ?? model.serverVariables[name]?.default ?? ''));
+  const filled = fillServerTemplate(template, own ? own.serverVariables : model.serverVariables, values, location);
   try {
     return location ? new URL(filled, location) : new URL(filled);
   } catch {
@@ -53,8 +62,7 @@ export function resolveBaseUrl(model: OpenApiModel, operation: OpenApiOperation 
 export async function callOperation(operation: OpenApiOperation, rawArgs: unknown, context: OperationCallContext): Promise<ToolCallResult> {
   const repeatable = isRepeatableOperation(operation);
   const args = argumentsOf(rawArgs, operation, repeatable);
-  const base =
-    !context.baseUrlOverridden && operation.serverTemplate ? resolveBaseUrl(context.model, operation, undefined, context.params, context.location) : context.baseUrl;
+  const base = context.baseUrlOf(operation);
   if (!base) {
     throw new ToolCallError('refused_by_policy', 'The API has no absolute server URL: set the OpenAPI base URL of this source', false, repeatable);
   }
@@ -72,9 +80,14 @@ export async function callOperation(operation: OpenApiOperation, rawArgs: unknow
   } catch (error) {
     throw callFailure(error, context, repeatable);
   }
+  const status = `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
+  if (response.status >= 300 && response.status < 400 && response.headers.has('location')) {
+    // Only a redirect to another origin comes back unfollowed (toolFetch): the request's credentials stay home.
+    return cappedResult(true, `${status}: the API redirected to another origin; tool calls do not follow redirects that leave the API's origin`, context.maxResultBytes);
+  }
   const text = responseText(response, body.bytes, body.cut);
   const isError = response.status >= 400;
-  const shown = isError ? `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}\n${text}` : text;
+  const shown = isError ? `${status}\n${text}` : text;
   return cappedResult(isError, shown, context.maxResultBytes, body.cut);
 }
 
@@ -106,13 +119,14 @@ function buildRequest(operation: OpenApiOperation, args: Record<string, unknown>
     if (value === undefined || value === null) continue;
     switch (parameter.in) {
       case 'path':
-        path = path.split(`{${parameter.name}}`).join(encodeURIComponent(scalar(value, ',')));
+        path = path.split(`{${parameter.name}}`).join(pathSegment(parameter.property, scalar(value, ','), repeatable));
         break;
       case 'query':
         for (const item of Array.isArray(value) ? value : [value]) query.push([parameter.name, scalar(item, ',')]);
         break;
       case 'header':
-        headers[parameter.name.toLowerCase()] = headerValue(parameter.property, scalar(value, ','), repeatable);
+        // Host, Cookie, Content-Length, hop-by-hop, Accept, Content-Type, Authorization and charge headers are never set by an argument.
+        if (isArgumentHeader(parameter.name)) headers[parameter.name.toLowerCase()] = headerValue(parameter.property, scalar(value, ','), repeatable);
         break;
       case 'cookie':
         cookies.push(`${parameter.name}=${encodeURIComponent(scalar(value, ','))}`);
@@ -134,6 +148,14 @@ function buildRequest(operation: OpenApiOperation, args: Record<string, unknown>
   if (cookies.length > 0) headers.cookie = cookies.join('; ');
   for (const [name, value] of Object.entries(context.extraHeaders ?? {})) headers[name.toLowerCase()] = value;
   return { url, headers, body };
+}
+
+/** One percent-encoded path segment: "." and ".." (in any encoding) and empty values are refused, so a call never leaves its operation's path. */
+function pathSegment(property: string, value: string, repeatable: boolean): string {
+  if (value === '' || isDotSegment(value)) {
+    throw new ToolCallError('invalid_arguments', `Argument ${property} cannot be empty, "." or ".." (in any encoding): it goes into the request path`, false, repeatable);
+  }
+  return encodeURIComponent(value);
 }
 
 function headerValue(property: string, value: string, repeatable: boolean): string {
@@ -159,8 +181,10 @@ function formEncode(value: unknown): string {
 
 /** The first security alternative whose every scheme has a value in params; credentials win over arguments of the same name. */
 function applyCredentials(operation: OpenApiOperation, context: OperationCallContext, url: URL, headers: Record<string, string>, cookies: string[]): void {
-  // A value keyed by the scheme's own name wins, for documents where two schemes share a header (bearer and basic).
-  const valueOf = (scheme: SecurityScheme) => context.params[scheme.key] ?? context.params[scheme.name];
+  // A value keyed by the scheme's own name wins, for documents where two schemes share a header (bearer and basic);
+  // the owner's values win over a consumer's.
+  const consumer = context.consumerParams ?? {};
+  const valueOf = (scheme: SecurityScheme) => context.params[scheme.key] ?? context.params[scheme.name] ?? consumer[scheme.key] ?? consumer[scheme.name];
   const alternative = operation.security.find((keys) => keys.every((key) => context.model.schemes.has(key) && valueOf(context.model.schemes.get(key)!) !== undefined));
   for (const key of alternative ?? []) {
     const scheme = context.model.schemes.get(key)!;

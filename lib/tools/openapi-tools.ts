@@ -52,6 +52,8 @@ export interface OpenApiOperation {
   security: string[][];
   /** Server URL template for this operation (OpenAPI 3 operation/path servers), or null for the document's. */
   serverTemplate: string | null;
+  /** The variables of serverTemplate (empty when it is null). */
+  serverVariables: Record<string, ServerVariable>;
   tool: ToolDefinition;
 }
 
@@ -171,7 +173,8 @@ function buildOperation(input: OperationInput): OpenApiOperation {
   const annotations: ToolAnnotations = { readOnlyHint: READ_ONLY.has(httpMethod), idempotentHint: IDEMPOTENT.has(httpMethod) };
   if (httpMethod === 'DELETE') annotations.destructiveHint = true;
   const security = effectiveSecurity(operation.security ?? doc.security);
-  const serverTemplate = swagger ? null : (operation.servers?.[0]?.url ?? pathItem.servers?.[0]?.url ?? null);
+  const server = swagger ? undefined : (operation.servers?.[0] ?? pathItem.servers?.[0]);
+  const serverTemplate = typeof server?.url === 'string' ? server.url : null;
   return {
     toolName,
     method: httpMethod,
@@ -180,6 +183,7 @@ function buildOperation(input: OperationInput): OpenApiOperation {
     body: bodyWithProperty,
     security,
     serverTemplate,
+    serverVariables: serverTemplate ? serverVariables(server) : {},
     tool: {
       name: toolName,
       description: describe(operation, httpMethod, path),

@@ -1,12 +1,13 @@
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkHttpError } from '@modelcontextprotocol/client';
+import { mcpHeaders } from './consumer-params';
 import { callErrorFromNetwork, callErrorFromSource, scrubSecrets, ToolCallError, ToolSourceError } from './errors';
 import { connectMcp, listMcpTools, type McpSession } from './mcp';
 import { toolFetch, parseSourceUrl, preflightSourceUrl, type ToolNetworkDeps } from './network';
 import { callOperation, isRepeatableOperation, resolveBaseUrl } from './openapi-call';
 import { loadOpenApiDocument, type OpenApiDocument } from './openapi-document';
-import { buildOpenApiModel, type OpenApiModel } from './openapi-tools';
+import { buildOpenApiModel, type OpenApiModel, type OpenApiOperation } from './openapi-tools';
 import { cappedResult, DEFAULT_MAX_RESULT_BYTES, mcpResultText } from './result';
-import type { SourceParamValues, ToolCallResult, ToolDefinition, ToolSelection, ToolSourceSpec, ToolSourceType } from './types';
+import type { ToolCallResult, ToolDefinition, ToolSelection, ToolSourceSpec, ToolSourceType } from './types';
 
 /** Limits of the tool runtime, on top of the network rules. */
 export interface ToolRuntimeDeps extends ToolNetworkDeps {
@@ -96,41 +97,24 @@ function unknownTool(name: string, tools: ToolDefinition[]): ToolCallError {
 
 // ---- remote MCP ---------------------------------------------------------------------------------
 
-const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
-const MANAGED_HEADERS = new Set(['host', 'content-length', 'content-type', 'accept', 'connection', 'transfer-encoding', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'upgrade', 'te', 'trailer', 'keep-alive', 'proxy-authorization', 'expect']);
-
-/** Remote MCP params are HTTP headers of every request; a bare Authorization value gets the Bearer scheme. */
-export function mcpHeaders(params: SourceParamValues | undefined): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, raw] of Object.entries(params ?? {})) {
-    if (!HEADER_NAME.test(name) || MANAGED_HEADERS.has(name.toLowerCase())) {
-      throw new ToolSourceError('invalid_source', `params.${name} cannot be sent as an HTTP header of an MCP server`);
-    }
-    const value = String(raw).trim();
-    if (/[\r\n\0]/.test(value)) throw new ToolSourceError('invalid_source', `params.${name} contains a line break`);
-    // What an HTTP header value can carry: visible ASCII, space, tab and Latin-1 (fetch refuses anything else).
-    if (/[^\t\x20-\x7e\x80-\xff]/.test(value)) throw new ToolSourceError('invalid_source', `params.${name} contains characters an HTTP header cannot carry (control characters, or beyond Latin-1)`);
-    headers[name] = name.toLowerCase() === 'authorization' && !/\s/.test(value) ? `Bearer ${value}` : value;
-  }
-  return headers;
-}
-
 export interface OpenedMcp {
   session: McpSession;
   tools: ToolDefinition[];
 }
 
-/** Connects (Streamable HTTP, else legacy SSE) and lists the tools; the caller closes the session. */
+/**
+ * Connects (Streamable HTTP, else legacy SSE) and lists the tools; the caller closes the session.
+ * `headers` are sent with every request (see mcpHeaders: the owner's params, a consumer's, the platform's).
+ */
 export async function connectAndList(
   url: URL,
-  params: SourceParamValues | undefined,
+  headers: Record<string, string>,
   deps: ToolRuntimeDeps,
   onConnected?: (request: { url: URL; method: string }) => void,
   knownTools?: ToolDefinition[],
-  extraHeaders?: Record<string, string>,
 ): Promise<OpenedMcp> {
   const timeoutMs = deps.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const session = await connectMcp({ url, headers: { ...mcpHeaders(params), ...mcpHeaders(extraHeaders) }, fetch: toolFetch(deps, onConnected), timeoutMs, checkRedirect: (target) => preflightSourceUrl(target, deps.policy) });
+  const session = await connectMcp({ url, headers, fetch: toolFetch(deps, onConnected, { crossOriginRedirects: false }), timeoutMs, checkRedirect: (target) => preflightSourceUrl(target, deps.policy) });
   try {
     return { session, tools: knownTools ?? (await listMcpTools(session, timeoutMs)) };
   } catch (error) {
@@ -147,13 +131,12 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
   const attempt = { armed: false, reached: false };
   const { session, tools: allTools } = await connectAndList(
     url,
-    selection.params,
+    mcpHeaders(selection),
     deps,
     ({ method }) => {
       if (attempt.armed && method === 'POST') attempt.reached = true;
     },
     selection.knownTools,
-    selection.headers,
   );
   const tools = selectTools(allTools, selection.toolNames);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -210,12 +193,21 @@ export interface LoadedOpenApi {
   model: OpenApiModel;
   /** Where calls go, or null when the document has no absolute server URL and no override was given. */
   baseUrl: URL | null;
+  /** Where one operation's calls go (its own server URL, else baseUrl). */
+  baseUrlOf: (operation: OpenApiOperation) => URL | null;
 }
 
-/** Loads and validates the document, builds its tools, and checks the API's base URL against the network rules. */
+/**
+ * Loads and validates the document, builds its tools, and checks the API's base URL against the network
+ * rules. A consumer's value for a server URL variable that may not fill it refuses the source here
+ * (ToolSourceError `invalid_params`), for the document's server and every operation's.
+ */
 export async function loadOpenApi(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<LoadedOpenApi> {
   for (const [name, value] of Object.entries(spec.params ?? {})) {
     if (/[\r\n\0]/.test(String(value))) throw new ToolSourceError('invalid_source', `params.${name} contains a line break`);
+  }
+  for (const [name, value] of Object.entries(spec.consumerParams ?? {})) {
+    if (/[\r\n\0]/.test(String(value))) throw new ToolSourceError('invalid_params', `params.${name} contains a line break`);
   }
   const sources = [spec.spec, spec.specText, spec.url].filter((value) => value !== undefined && value !== null);
   if (sources.length !== 1) throw new ToolSourceError('invalid_source', 'An OpenAPI source needs exactly one of spec, specText or url');
@@ -227,13 +219,19 @@ export async function loadOpenApi(spec: ToolSourceSpec, deps: ToolRuntimeDeps): 
     deps.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
   );
   const model = buildOpenApiModel(document);
-  const baseUrl = resolveBaseUrl(model, null, spec.baseUrl, spec.params ?? {}, document.location);
+  const baseUrl = resolveBaseUrl(model, null, spec.baseUrl, spec, document.location);
   if (baseUrl) preflightSourceUrl(baseUrl, deps.policy);
-  return { document, model, baseUrl };
+  const operationBaseUrls = new Map<string, URL | null>();
+  if (!spec.baseUrl) {
+    for (const operation of model.operations) {
+      if (operation.serverTemplate) operationBaseUrls.set(operation.toolName, resolveBaseUrl(model, operation, undefined, spec, document.location));
+    }
+  }
+  return { document, model, baseUrl, baseUrlOf: (operation) => (operationBaseUrls.has(operation.toolName) ? operationBaseUrls.get(operation.toolName)! : baseUrl) };
 }
 
 async function openOpenApiSource(selection: ToolSelection, deps: ToolRuntimeDeps): Promise<ToolSource> {
-  const { document, model, baseUrl } = await loadOpenApi(selection, deps);
+  const { model, baseUrlOf } = await loadOpenApi(selection, deps);
   const operations = new Map(model.operations.map((operation) => [operation.toolName, operation]));
   const tools = selectTools(
     model.operations.map((operation) => operation.tool),
@@ -256,11 +254,10 @@ async function openOpenApiSource(selection: ToolSelection, deps: ToolRuntimeDeps
       let reached = false;
       return callOperation(operation, args, {
         model,
-        baseUrl,
-        baseUrlOverridden: Boolean(selection.baseUrl),
-        location: document.location,
+        baseUrlOf,
         params: selection.params ?? {},
-        fetch: toolFetch(deps, () => (reached = true)),
+        consumerParams: selection.consumerParams,
+        fetch: toolFetch(deps, () => (reached = true), { crossOriginRedirects: false }),
         reached: () => reached,
         timeoutMs: options.timeoutMs ?? deps.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS,
         maxResultBytes,

@@ -46,12 +46,24 @@ export interface ToolSourceSpec {
   specText?: string;
   /** OpenAPI only: the API's base URL, overriding the document's servers. */
   baseUrl?: string;
+  /** The values of the source's owner (a user's own source, or a market provider's staticConfig). */
   params?: SourceParamValues;
   /**
    * HTTP headers sent with every request to the source besides the params (the hosted market's
-   * x-service-charge-* headers). Never shown to a model.
+   * x-service-charge-* headers). Never shown to a model. They win over every param of the same name.
    */
   headers?: Record<string, string>;
+  /**
+   * Values from someone who is not the source's owner (a market consumer), for the names the owner
+   * opened to them. They are confined (lib/tools/consumer-params.ts): `headers` and `params` win over
+   * them name for name, case-insensitively; they never set a header the platform manages, a hop-by-hop,
+   * Host, Cookie or charge header; and an OpenAPI server URL variable takes one only from its enum (the
+   * document's, else `consumerChoices`) and only when the URL keeps the template's host. Anything else
+   * refuses the source (ToolSourceError `invalid_params`) before a request is sent.
+   */
+  consumerParams?: SourceParamValues;
+  /** The values the owner allows for each consumer param it restricted (its declared `enum`). */
+  consumerChoices?: Record<string, readonly string[]>;
 }
 
 /** A tool source as an agent selects it: the source, optionally narrowed to some tools. */

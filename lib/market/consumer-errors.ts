@@ -1,0 +1,101 @@
+import { scrubSecrets, ToolCallError, ToolSourceError } from '../tools/errors';
+import type { SourceParamValues } from '../tools/types';
+
+/**
+ * What a market consumer is told when a call of someone else's tool fails: what happened, in the
+ * provider's terms ("the provider's server refused the connection"), never where the provider's server
+ * is, what its staticConfig holds, or an upstream text that echoes either. The runtime's own messages
+ * name hosts and ports (they are written for a source's owner); a consumer gets these instead.
+ */
+
+/** What an entry reveals about where and how its upstream is reached. */
+export interface UpstreamPrivacy {
+  remoteMcpUrl: string | null;
+  openapiBaseUrl: string | null;
+  openapiSpec: Record<string, unknown> | null;
+  staticConfig: SourceParamValues;
+}
+
+const SOURCE_PHRASES: Record<ToolSourceError['code'], string | null> = {
+  upstream_unreachable: "the provider's server refused the connection or could not be reached",
+  host_not_found: "the provider's server refused the connection or could not be reached",
+  ssrf_blocked: "the provider's server address is not allowed by the platform's network rules",
+  insecure_url: "the provider's server address is not allowed by the platform's network rules",
+  tls_error: "a secure connection to the provider's server could not be made",
+  upstream_timeout: "the provider's server did not answer in time",
+  upstream_error: "the provider's server failed",
+  not_mcp_server: "the provider's server did not answer as an MCP server",
+  auth_required: "the provider's server refused the credentials",
+  invalid_source: "the provider's server configuration could not be used",
+  invalid_openapi: "the provider's API description could not be used",
+  source_too_large: "the provider's server offers more than the platform can load",
+  // Written by the platform about the consumer's own values: shown as it is.
+  invalid_params: null,
+};
+
+const CALL_PHRASES: Record<ToolCallError['kind'], string | null> = {
+  not_delivered: "the provider's server refused the connection or could not be reached",
+  refused_by_policy: "the provider's server address is not allowed by the platform's network rules",
+  source_unavailable: "the provider's server could not be opened",
+  timeout: "the provider's server did not answer in time",
+  connection_lost: "the connection to the provider's server broke off",
+  auth_required: "the provider's server refused the credentials",
+  upstream_error: "the provider's server failed",
+  too_large: "the provider's answer was too large",
+  // About the call's own tool and arguments (the text is scrubbed like any other).
+  unknown_tool: null,
+  invalid_arguments: null,
+  protocol_error: null,
+};
+
+/** The consumer's account of a runtime failure: a fixed phrase, or the runtime's own text where it is about the call itself. */
+export function failurePhrase(error: ToolCallError | ToolSourceError): string {
+  const phrase = error instanceof ToolCallError ? CALL_PHRASES[error.kind] : SOURCE_PHRASES[error.code];
+  return phrase ?? error.message;
+}
+
+/**
+ * Scrubs what a consumer reads: every staticConfig value (and `extra` secrets such as the run's charge
+ * token) becomes [redacted] in any text; in error texts the provider's hosts become [provider host] too.
+ */
+export function consumerText(entry: UpstreamPrivacy, extra: readonly unknown[] = []): { result: (text: string) => string; error: (text: string) => string } {
+  const secrets = [...Object.values(entry.staticConfig), ...extra];
+  const hosts = upstreamHosts(entry);
+  const result = (text: string) => scrubSecrets(text, secrets);
+  return { result, error: (text) => scrubHosts(result(text), hosts) };
+}
+
+function scrubHosts(text: string, hosts: string[]): string {
+  let scrubbed = text;
+  for (const host of hosts) scrubbed = scrubbed.replace(new RegExp(host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'), '[provider host]');
+  return scrubbed;
+}
+
+/** The provider's hosts (with and without port), longest first: its MCP URL, base URL, and the literal parts of its OpenAPI server URLs. */
+export function upstreamHosts(entry: Pick<UpstreamPrivacy, 'remoteMcpUrl' | 'openapiBaseUrl' | 'openapiSpec'>): string[] {
+  const found = new Set<string>();
+  const addUrl = (raw: unknown) => {
+    if (typeof raw !== 'string') return;
+    const authority = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/(?:[^@/?#]*@)?([^/?#]*)/.exec(raw)?.[1];
+    if (!authority) return;
+    // Around {variables}, the literal pieces of the host ("{region}.api.vendor.com" → "api.vendor.com").
+    for (const piece of authority.split(/\{[^}]*\}/)) {
+      const literal = piece.replace(/^[.:-]+|[.:-]+$/g, '');
+      if (literal.length >= 4) {
+        found.add(literal.toLowerCase());
+        found.add(literal.replace(/:\d+$/, '').toLowerCase());
+      }
+    }
+  };
+  addUrl(entry.remoteMcpUrl);
+  addUrl(entry.openapiBaseUrl);
+  const spec = (entry.openapiSpec ?? {}) as Record<string, any>;
+  if (typeof spec.host === 'string') addUrl(`https://${spec.host}`);
+  const serversOf = (node: any) => (Array.isArray(node?.servers) ? node.servers : []).forEach((server: any) => addUrl(server?.url));
+  serversOf(spec);
+  for (const item of Object.values<any>(spec.paths ?? {})) {
+    serversOf(item);
+    for (const operation of Object.values<any>(item ?? {})) if (operation && typeof operation === 'object') serversOf(operation);
+  }
+  return [...found].filter((host) => host.length >= 4).sort((a, b) => b.length - a.length);
+}
