@@ -107,7 +107,7 @@ export const AgentMarketSubmissionsResponse = {
 export const AgentMarketPublicEntry = {
   $id: 'AgentMarketPublicEntry',
   type: 'object',
-  description: 'An approved agent; prompts, selections, provider identity and review data are omitted',
+  description: 'An approved agent; prompts, selection parameters, provider identity and review data are omitted (marketTools shows which market tools it calls and their prices)',
   required: ['id', 'slug', 'name', 'priceUsd', 'runMode'],
   properties: {
     id: { type: 'string', format: 'uuid', description: 'The agentId' },
