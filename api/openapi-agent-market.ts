@@ -4,6 +4,7 @@ import {
   AgentMarketPublicEntry,
   AgentMarketPurchase,
   AgentMarketSubmission,
+  AgentMarketToolPricing,
   AgentMarketSubmissionRequest,
   AgentMarketSubmissionsResponse,
   MarketAgentRunRecord,
@@ -20,6 +21,7 @@ export const AGENT_MARKET_COMPONENTS = [
   AgentMarketSubmission,
   AgentMarketSubmissionsResponse,
   AgentMarketPublicEntry,
+  AgentMarketToolPricing,
   AgentMarketListResponse,
   AgentMarketPurchase,
   MarketAgentRunRequest,
@@ -117,12 +119,16 @@ export function agentMarketPaths() {
     '/agent-market/agents/{agentId}/run': {
       post: {
         summary: 'Run an agent on the shared agent runtime (browser headed under a virtual display unless headless); poll GET /agent-market/runs/{jobId}',
+        description:
+          "The agent's market tools (marketTools of the agent view) are billed to the caller's wallet like direct calls: a fixed-price call holds its price while it runs; a provider_event " +
+          'tool holds min(available balance, max_total_usd, the agent\'s cap, MARKET_RUN_CHARGE_LIMIT_USD) while the agent uses it. When the run settles its market runs take no more calls ' +
+          'and release what they hold (a provider_event run after the grace for its provider\'s last charges, MARKET_RUN_IDLE_GRACE_SECONDS).',
         tags,
         parameters: [uuidPath('agentId'), { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } }],
         requestBody: { required: false, content: { 'application/json': { schema: ref('MarketAgentRunRequest') } } },
         responses: {
           202: json(ref('MarketAgentRunResponse'), 'Accepted'),
-          400: error('Invalid body; unknown_input, invalid_inputs (against inputSchema), task_required (task agents), task_not_allowed (template agents without allowTaskOverride), model_not_supported, insecure_webhook_url, webhook_url to an internal address'),
+          400: error('Invalid body (max_total_usd not in whole micro-USD included); unknown_input, invalid_inputs (against inputSchema), task_required (task agents), task_not_allowed (template agents without allowTaskOverride), model_not_supported, insecure_webhook_url, webhook_url to an internal address'),
           401: unauthorized,
           402: error('purchase_required (a paid agent not bought yet); insufficient_funds (no available balance for the run\'s hold)'),
           403: error('Subscription not active'),

@@ -212,8 +212,12 @@ export function marketPaths() {
           '`_meta["scrape-platform/pricing"]`. Clients send `Authorization: Bearer <credential>`; for an entry without parameters the plain API key is accepted too. Missing or refused ' +
           'tokens get 401 with `WWW-Authenticate: Bearer realm="market-mcp", error=...`. The credential (a sealed token: entry id, the id of the API key that created it, the params, ' +
           'the cap) is rejected for any other entry, after the API key is rotated and after the entry\'s parameter schema changes: create a new one then. ' +
-          'Calls: tool_call_fixed charges clientPriceUsd for every call the upstream answered (an isError result included), nothing for a refused or unanswered call; provider_event ' +
-          'entries are charged by the provider (POST /provider/runs/{runId}/charge) within the run charge limit min(available balance, maxRunChargeUsd, MARKET_RUN_CHARGE_LIMIT_USD); ' +
+          'Calls: tool_call_fixed charges clientPriceUsd for every call the upstream answered (an isError result included), nothing for a refused or unanswered call; each such call ' +
+          'is a market run of its own that holds exactly its price while it runs (a price above maxTotalUsdPerRun or MARKET_RUN_CHARGE_LIMIT_USD is refused with run_limit_reached). ' +
+          'provider_event entries are charged by the provider (POST /provider/runs/{runId}/charge): the credential\'s calls that follow each other with less than ' +
+          'MARKET_RUN_IDLE_GRACE_SECONDS (default 60) between them share one run, which holds min(available balance, maxTotalUsdPerRun, MARKET_RUN_CHARGE_LIMIT_USD) — sent to the ' +
+          'provider as x-service-charge-max-total-usd — and releases what was not charged that grace after the last call ended (at the latest MARKET_RUN_TTL_MINUTES after it opened). ' +
+          'maxTotalUsdPerRun is an extension (maxRunChargeUsd: its deprecated alias, still accepted and returned). ' +
           'free costs nothing. Each result carries `_meta["scrape-platform/billing"]` {runId, chargedUsd, outcome, code?}; every call is in /transactions and /logs. ' +
           'A tool whose upstream name, description or schema changed since approval is refused (code tool_changed) and the entry flagged for re-review. ' +
           'Params are checked again on every call (code invalid_params, nothing sent): only declared names within their enums; for remote MCP they are headers where the provider\'s staticConfig and the ' +
@@ -249,7 +253,10 @@ export function marketPaths() {
           'Production (a market run opened by the hosted MCP endpoint or an agent): the event must be one of the entry\'s pricing events; chargedCount is what the run\'s remaining hold ' +
           '(min(consumer\'s available balance, the consumer\'s cap, MARKET_RUN_CHARGE_LIMIT_USD) at opening) pays for, chargeableWithinLimit how many more units it can still pay for, ' +
           'eventChargeLimitReached true when that is 0. totalChargedUsd = chargedCount × unitPriceUsd; commissionUsd = floor(total × MARKET_COMMISSION_RATE) in micro-USD; ' +
-          'providerRevenueUsd = total − commission, credited to the provider\'s wallet in the same transaction as the consumer\'s debit. Process at most chargedCount units.',
+          'providerRevenueUsd = total − commission, credited to the provider\'s wallet in the same transaction as the consumer\'s debit. Process at most chargedCount units. ' +
+          'A run can span several calls of one consumer selection (a credential\'s calls that follow each other, an agent execution\'s calls): x-service-charge-max-total-usd is the ' +
+          'most the whole run can be charged, across those calls, so derive idempotency keys from the event, not from the run alone. A run accepts charges while a call uses it and ' +
+          'for MARKET_RUN_IDLE_GRACE_SECONDS (default 60) after the last one ended, never after its token expires (MARKET_RUN_TTL_MINUTES).',
         tags: ['Provider event charge'],
         parameters: [
           uuidPath('runId'),
@@ -263,7 +270,7 @@ export function marketPaths() {
           401: unauthorized,
           403: error('invalid_charge_token (missing, malformed, forged or bound to another run or entry); charge_token_expired (the token and its run have expired); charge_forbidden (the key\'s account is not the run\'s provider)'),
           404: error('run_not_found'),
-          409: error('idempotency_conflict: the key was used with a different request; run_closed: the run was closed; entry_not_active: the entry was disabled after the run opened'),
+          409: error('idempotency_conflict: the key was used with a different request; run_closed: the run was closed, or the grace after its last call is over; entry_not_active: the entry was disabled after the run opened'),
         },
       },
     },

@@ -398,6 +398,12 @@ export interface MarketRunsTable {
   settled_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   /** When a platform worker started the run's workflow (null: owed; workers/market-run-dispatcher.ts). */
   workflow_started_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** The calls using the run right now (migration 0016). */
+  calls_in_flight: ColumnType<number, number | undefined, number>;
+  /** When the grace after the run's last call ends (null: no call ended yet). */
+  idle_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** Whether later calls of the same selection join this run (a shared run that is not retired). */
+  accepts_calls: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 /** The rug-pull gate's flag on a live submission (migration 0010). */

@@ -78,6 +78,12 @@ export interface MarketConfig {
   mcpPublicUrl: string | null;
   /** MARKET_RUN_TTL_MINUTES, default 15: how long a market run (and its charge token) accepts provider charges. */
   runTtlMs: number;
+  /**
+   * MARKET_RUN_IDLE_GRACE_SECONDS, default 60 (0 to 3600, below the run TTL): how long a market run
+   * still accepts the provider's charges, and keeps its unused hold, after the last call using it
+   * ended. Then the hold is released; a later call opens a new run.
+   */
+  runIdleGraceMs: number;
   /** MARKET_TOOL_CALL_TIMEOUT_MS, default 60000: the bound of one forwarded market tool call. */
   toolCallTimeoutMs: number;
   /** MARKET_RUN_DISPATCH_MS, default 200: how often platform workers start the workflows of newly opened market runs. */
@@ -263,6 +269,11 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
   const rawKey = secretOrLocalFile(env, 'MARKET_CHARGE_TOKEN_KEY', dataDir, 'charge-token.key', () => randomBytes(32).toString('hex'));
   const chargeTokenKey = /^[0-9a-fA-F]+$/.test(rawKey) && rawKey.length % 2 === 0 ? Buffer.from(rawKey, 'hex') : Buffer.from(rawKey, 'base64');
   if (chargeTokenKey.length < 32) throw new ConfigError('MARKET_CHARGE_TOKEN_KEY', 'must be at least 32 bytes, as hex or base64');
+  const runTtlMs = integer(env, 'MARKET_RUN_TTL_MINUTES', 15, 1, 24 * 60) * 60_000;
+  const runIdleGraceMs = integer(env, 'MARKET_RUN_IDLE_GRACE_SECONDS', 60, 0, 3_600) * 1_000;
+  if (runIdleGraceMs >= runTtlMs) {
+    throw new ConfigError('MARKET_RUN_IDLE_GRACE_SECONDS', `must be shorter than a market run's lifetime (MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}), got ${runIdleGraceMs / 1_000}`);
+  }
   return {
     chargeTokenKey,
     commissionRate: fraction(env, 'MARKET_COMMISSION_RATE', 0.2),
@@ -272,7 +283,8 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
     discoveryTimeoutMs: integer(env, 'MARKET_DISCOVERY_TIMEOUT_MS', 60_000, 1_000, 600_000),
     runChargeLimitMicros: usdAmount(env, 'MARKET_RUN_CHARGE_LIMIT_USD', 1),
     mcpPublicUrl: url(env, 'MCP_PUBLIC_URL'),
-    runTtlMs: integer(env, 'MARKET_RUN_TTL_MINUTES', 15, 1, 24 * 60) * 60_000,
+    runTtlMs,
+    runIdleGraceMs,
     toolCallTimeoutMs: integer(env, 'MARKET_TOOL_CALL_TIMEOUT_MS', 60_000, 1_000, 600_000),
     runDispatchEveryMs: integer(env, 'MARKET_RUN_DISPATCH_MS', 200, 10, 60_000),
     toolListCacheMs: integer(env, 'MARKET_TOOL_LIST_CACHE_SECONDS', 60, 0, 3_600) * 1_000,

@@ -109,7 +109,7 @@ function memoryStore() {
     flagged,
     store: {
       settleFixedCall: async ({ priceMicros }: { priceMicros: number }) => ({ charged: true as const, costMicros: priceMicros }),
-      closeRun: async () => {},
+      endCall: async () => {},
       recordCall: async (record: MarketCallRecord) => void records.push(record),
       flagDrift: async (_entry: unknown, report: DriftReport) => void flagged.push(report),
     },

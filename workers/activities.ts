@@ -45,7 +45,7 @@ export function platformActivities({ db, config, policy, temporal }: ActivityDep
     ...page,
     ...extraction,
     ...createFastPathActivities({ db, page, extraction }),
-    ...createBillingActivities({ db }),
+    ...createBillingActivities({ db, marketRunGraceMs: config.market.runIdleGraceMs }),
     ...createWebhookActivities({ db, masterKey: config.masterKey, policy }),
     ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey, selections: { tools: { policy }, loadSelection: jobSelectionLoader(db, config.masterKey) } }),
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),

@@ -2,14 +2,17 @@ import type { Db } from '../../db/connect';
 import { getJob, logJobEvent } from '../../db/repos/jobs';
 import { summarizeUsage } from '../../db/repos/job-usage';
 import { chargeUsage } from '../../db/repos/ledger';
+import { endJobMarketRuns } from '../../db/repos/market-runs';
 import { microsToUsd } from '../../lib/money';
 
-export function createBillingActivities({ db }: { db: Db }) {
+export function createBillingActivities({ db, marketRunGraceMs }: { db: Db; marketRunGraceMs: number }) {
   return {
     /**
      * One agent transaction and one debit per job, whatever the outcome and however often retried:
      * the true cost of the recorded usage, never more than the job's hold, which is released in the
-     * same transaction.
+     * same transaction. The job's market runs end with it (endJobMarketRuns: closed, or — a
+     * provider_event run within the grace after its last call — closed to new calls and released when
+     * that grace ends), so no market hold outlives the job.
      */
     async settleJobUsage(input: { jobId: string; agentName: string; outcome: 'completed' | 'failed' }): Promise<{ costMicros: number; debitedMicros: number }> {
       const job = await getJob(db, input.jobId);
@@ -30,6 +33,7 @@ export function createBillingActivities({ db }: { db: Db }) {
         costMicros: usage.costMicros,
         idempotencyKey: `usage:${input.jobId}`,
       });
+      await endJobMarketRuns(db, input.jobId, marketRunGraceMs);
       if (!charged.replayed) {
         const unbilled = charged.unbilledMicros > 0 ? ` (usage of $${microsToUsd(usage.costMicros).toFixed(6)} exceeded the amount held for this run; the rest is not charged)` : '';
         const line = `charged $${microsToUsd(charged.debitedMicros).toFixed(6)} for usage${unbilled}`;

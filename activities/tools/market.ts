@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '../../db/connect';
 import { getJob } from '../../db/repos/jobs';
-import { agentRun, createMarketCallStore, loadCallEntry } from '../../db/repos/market-tool-calls';
+import { acquireCallRun, createMarketCallStore, loadCallEntry, runSettings } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
 import { callMarketTool, marketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { usdToWholeMicros } from '../../lib/money';
@@ -34,19 +34,36 @@ export function marketSelectionId(jobId: string, index: number, stored: StoredMa
 }
 
 /**
+ * What one execution may spend through a selection, in micro-USD (null: no cap but the run charge
+ * limit): the smaller of the selection's own max_total_usd (the agent provider's, or the consumer's
+ * in a custom agent) and the run request's max_total_usd (the consumer's cap for each market tool of
+ * an agent-market run).
+ */
+export function selectionCapMicros(stored: Pick<StoredMarketSelection, 'max_total_usd'>, request: unknown): number | null {
+  const consumer = (request as { max_total_usd?: unknown } | null)?.max_total_usd;
+  const caps = [stored.max_total_usd, typeof consumer === 'number' ? consumer : undefined]
+    .filter((usd): usd is number => usd !== undefined)
+    .map((usd) => usdToWholeMicros(usd))
+    .filter((micros): micros is number => micros !== null);
+  return caps.length ? Math.min(...caps) : null;
+}
+
+/**
  * Market tools of agents: a `market_mcps` selection of a run calls through the same in-process path
- * as the hosted endpoint (lib/market/tool-call.ts), with the selection's sealed params, one market
- * run per execution and selection (cap: the selection's max_total_usd), and the stored selection's
- * id as x-service-charge-selection-id.
+ * as the hosted endpoint (lib/market/tool-call.ts), with the selection's sealed params, one shared
+ * market run per execution and selection at a time (cap: selectionCapMicros, for the whole
+ * execution), and the stored selection's id as x-service-charge-selection-id. Calls of the execution
+ * that run at once share that run; one that finds it too close to its expiry retires it (the calls
+ * still using it finish on it) and opens the next.
  */
 export function createMarketSelectionCaller(deps: { db: Db; config: Config; policy: NetworkPolicy }) {
   const market = deps.config.market;
   const callDeps = marketToolCallDeps({
-    store: createMarketCallStore(deps.db, market.callCommit),
+    store: createMarketCallStore(deps.db, { commit: market.callCommit, idleGraceMs: market.runIdleGraceMs }),
     market,
     policy: deps.policy,
   });
-  const settings = { ttlMs: market.runTtlMs, limitMicros: market.runChargeLimitMicros, chargeTokenKey: market.chargeTokenKey };
+  const settings = runSettings(market);
 
   return async (call: MarketSelectionCall): Promise<MarketToolCallOutcome> => {
     const job = await getJob(deps.db, call.jobId);
@@ -57,7 +74,7 @@ export function createMarketSelectionCaller(deps: { db: Db; config: Config; poli
     if (!entry) return { status: 'refused', code: 'entry_not_found', message: 'The market entry of this selection is no longer approved', runId: null };
     const narrowed = stored.tool_names?.length ? { ...entry, approvedTools: entry.approvedTools.filter((t) => stored.tool_names!.includes(t.toolName)) } : entry;
     const selectionId = marketSelectionId(call.jobId, call.index, stored);
-    const capMicros = stored.max_total_usd === undefined ? null : usdToWholeMicros(stored.max_total_usd);
+    const capMicros = selectionCapMicros(stored, job.request);
     return callMarketTool(callDeps, {
       consumerId: job.user_id,
       entry: narrowed,
@@ -68,7 +85,7 @@ export function createMarketSelectionCaller(deps: { db: Db; config: Config; poli
       jobId: call.jobId,
       runPerCall: false,
       signal: call.signal,
-      acquireRun: () => agentRun(deps.db, settings, { consumerId: job.user_id, entryId: entry.entryId, selectionId, jobId: call.jobId, capMicros, minLifeMs: market.toolCallTimeoutMs + 30_000 }),
+      acquireRun: (reserveMicros) => acquireCallRun(deps.db, settings, { consumerId: job.user_id, entryId: entry.entryId, selectionId, jobId: call.jobId, capMicros, reserveMicros, shared: true }),
     });
   };
 }

@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { Server, type AuthInfo, type CallToolResult } from '@modelcontextprotocol/server';
-import { findApiKeyOwner, findLiveApiKeyCached, loadCallEntryCached, createMarketCallStore, openCallRun } from '../../db/repos/market-tool-calls';
+import { acquireCallRun, findApiKeyOwner, findLiveApiKeyCached, loadCallEntryCached, createMarketCallStore, runSettings } from '../../db/repos/market-tool-calls';
 import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import { pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import { callableTools, callMarketTool, marketToolCallDeps, type MarketCallEntry, type MarketToolCallOutcome } from '../../lib/market/tool-call';
@@ -109,11 +109,11 @@ function toResult(outcome: MarketToolCallOutcome): CallToolResult {
 export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
   const market = deps.config.market;
   const callDeps = marketToolCallDeps({
-    store: createMarketCallStore(deps.db, market.callCommit),
+    store: createMarketCallStore(deps.db, { commit: market.callCommit, idleGraceMs: market.runIdleGraceMs }),
     market,
     policy: deps.policy,
   });
-  const runSettings = { ttlMs: market.runTtlMs, limitMicros: market.runChargeLimitMicros, chargeTokenKey: market.chargeTokenKey };
+  const settings = runSettings(market);
   const hosts = [market.mcpPublicUrl, market.publicApiUrl].filter((u): u is string => !!u).map((u) => new URL(u).hostname);
 
   return {
@@ -147,11 +147,20 @@ export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
           args: request.params.arguments ?? {},
           consumerParams: principal.params,
           selectionId: principal.selectionId,
-          runPerCall: true,
+          // A fixed-price or free call is a run of its own, holding its price; a credential's provider_event
+          // calls share one run while they follow each other (its hold, its charge token, its grace).
+          runPerCall: entry.monetizationStrategy !== 'provider_event',
           signal: ctx.mcpReq.signal,
-          acquireRun: async () => {
-            return openCallRun(deps.db, runSettings, { consumerId: principal.userId, entryId: entry.entryId, selectionId: principal.selectionId, capMicros: principal.capMicros });
-          },
+          acquireRun: (reserveMicros) =>
+            acquireCallRun(deps.db, settings, {
+              consumerId: principal.userId,
+              entryId: entry.entryId,
+              selectionId: principal.selectionId,
+              jobId: null,
+              capMicros: principal.capMicros,
+              reserveMicros,
+              shared: entry.monetizationStrategy === 'provider_event',
+            }),
         });
         return toResult(outcome);
       });

@@ -20,15 +20,17 @@ import {
   type AgentSubmission,
 } from '../../db/repos/market-agents';
 import { paginationMeta } from '../../db/repos/pagination';
+import { findPublicMcpEntry, type McpSubmission } from '../../db/repos/market-mcp';
+import type { Db } from '../../db/connect';
 import { agentRunExtras } from '../services/agent-run-record';
 import { addJobStatusRoute } from './job-status';
-import { checkMarketSelections, checkRunInputs, fillTemplate, prepareAgentSubmission, type PreparedAgentSubmission } from '../../lib/market/agent-submission';
+import { checkMarketSelections, checkRunInputs, fillTemplate, prepareAgentSubmission, type AgentMarketToolSelection, type PreparedAgentSubmission } from '../../lib/market/agent-submission';
 import { commissionOf, ratePpm } from '../../lib/market/commission';
 import { MarketRuleError } from '../../lib/market/errors';
 import { maskValues } from '../../lib/market/listing';
 import { transition } from '../../lib/market/review-state';
 import { isAllowlistedHost } from '../../lib/market/source-url';
-import { microsToUsd } from '../../lib/money';
+import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import { sealRequestSecrets } from '../../lib/request-secrets';
 import { AgentMarketListQuery, AgentMarketSubmissionRequest, MarketAgentRunRequest, type AgentMarketSubmissionBody, type MarketAgentRunBody } from '../../lib/schemas/agent-market';
 import { SubmissionsQuery } from '../../lib/schemas/market';
@@ -43,8 +45,44 @@ import { addRevisionRoute, iconUrlFor, marketErrors, submissionCoreFields } from
 
 const iconOf = (sub: AgentSubmission, iconUrl: (key: string) => string) => (sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl);
 
-/** AgentMarketPublicEntry: what any caller sees of a live approved agent (no prompts, selections, provider or review data). */
-export function publicAgentView(sub: AgentSubmission, iconUrl: (key: string) => string, purchased: boolean) {
+/** AgentMarketToolPricing: a market tool of an agent as consumers see it, with what its calls cost. */
+type MarketToolView = Awaited<ReturnType<ReturnType<typeof marketToolsViewer>>>[number];
+
+/**
+ * The market tools of agents with their prices (the marketTools of AgentMarketPublicEntry): the
+ * selected tools of each listing, their prices or pricing events, and the agent's cap per run. Each
+ * listing is read once per viewer (one request).
+ */
+function marketToolsViewer(db: Db) {
+  const entries = new Map<string, Promise<McpSubmission | null>>();
+  const entry = (id: string) => {
+    if (!entries.has(id)) entries.set(id, findPublicMcpEntry(db, id));
+    return entries.get(id)!;
+  };
+  return (selections: readonly AgentMarketToolSelection[]) =>
+    Promise.all(
+      selections.map(async (selection) => {
+        const maxTotalUsd = selection.max_total_usd ?? null;
+        const sub = await entry(selection.mcp_id);
+        if (!sub) return { mcpId: selection.mcp_id, available: false, maxTotalUsd };
+        const fixed = sub.monetizationStrategy === 'tool_call_fixed';
+        const tools = (sub.approvedTools ?? sub.tools).filter((t) => t.isEnabled && (selection.tool_names.length === 0 || selection.tool_names.includes(t.toolName)));
+        return {
+          mcpId: sub.listingId,
+          available: true,
+          slug: sub.slug,
+          name: sub.name,
+          monetizationStrategy: sub.monetizationStrategy,
+          tools: tools.map((t) => ({ toolName: t.toolName, displayName: t.displayName, clientPriceUsd: fixed ? microsToUsd(t.clientPriceMicros ?? 0) : 0 })),
+          pricingEvents: sub.pricingEvents.map((e) => ({ eventName: e.eventName, description: e.description, unitPriceUsd: microsToUsd(e.unitPriceMicros) })),
+          maxTotalUsd,
+        };
+      }),
+    );
+}
+
+/** AgentMarketPublicEntry: what any caller sees of a live approved agent (no prompts, selection params, provider or review data). */
+export function publicAgentView(sub: AgentSubmission, iconUrl: (key: string) => string, purchased: boolean, marketTools: MarketToolView[]) {
   return {
     id: sub.listingId,
     slug: sub.slug,
@@ -59,6 +97,7 @@ export function publicAgentView(sub: AgentSubmission, iconUrl: (key: string) => 
     inputSchema: sub.inputSchema,
     structuredOutput: sub.structuredOutput,
     purchased,
+    marketTools,
   };
 }
 
@@ -180,15 +219,16 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
     const query = parseQuery<{ q?: string; page: number; pageSize: number }>(AgentMarketListQuery, ctx.query);
     const { rows, total } = await searchPublicAgents(deps.db, { q: query.q }, query);
     const iconUrl = iconUrlFor(ctx, deps);
+    const marketTools = marketToolsViewer(deps.db);
     const agents = [];
-    for (const row of rows) agents.push(publicAgentView(row, iconUrl, await mayRun(row, user.userId)));
+    for (const row of rows) agents.push(publicAgentView(row, iconUrl, await mayRun(row, user.userId), await marketTools(row.mcpSelections)));
     ctx.body = { agents, meta: paginationMeta(query, total) };
   });
 
   router.get('/agents/:agentId', async (ctx) => {
     const user = ctx.state.user as AuthenticatedUser;
     const agent = await liveAgent(ctx);
-    ctx.body = publicAgentView(agent, iconUrlFor(ctx, deps), await mayRun(agent, user.userId));
+    ctx.body = publicAgentView(agent, iconUrlFor(ctx, deps), await mayRun(agent, user.userId), await marketToolsViewer(deps.db)(agent.mcpSelections));
   });
 
   router.post('/agents/:agentId/purchase', async (ctx) => {
@@ -226,6 +266,9 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
       }
       checkRunInputs(agent.inputSchema, inputs);
     }
+    if (body.max_total_usd !== undefined && usdToWholeMicros(body.max_total_usd) === null) {
+      throw new ApiError(400, 'validation_failed', 'max_total_usd must be an amount in whole micro-USD', [{ path: 'body/max_total_usd', message: 'is not a whole number of micro-USD' }]);
+    }
     const llm = { llm_provider: body.llm_provider ?? agent.suggestedLlmProvider, llm_model: body.llm_model ?? agent.suggestedLlmModel };
     assertLlmModel(deps.config.modelPrices, llm);
     if (body.webhook_url) {
@@ -249,6 +292,8 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
       ...llm,
       headless: body.headless,
       ...(body.webhook_url && { webhook_url: body.webhook_url }),
+      // The consumer's cap on each market tool of the run (activities/tools/market.ts selectionCapMicros).
+      ...(body.max_total_usd !== undefined && { max_total_usd: body.max_total_usd }),
       ...(agent.structuredOutput && { structured_output: agent.structuredOutput }),
       vision_mode: 'auto',
       vision_detail_level: 'auto',

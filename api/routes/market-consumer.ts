@@ -34,6 +34,22 @@ function checkParams(schema: Record<string, unknown>, params: SourceParamValues)
   }
 }
 
+/** The credential's cap per run (maxTotalUsdPerRun, or its deprecated alias maxRunChargeUsd) in whole micro-USD, or null. */
+function credentialCapMicros(body: { maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }): number | null {
+  const { maxTotalUsdPerRun: cap, maxRunChargeUsd: alias } = body;
+  if (cap !== undefined && alias !== undefined && cap !== alias) {
+    throw new ApiError(400, 'validation_failed', 'maxRunChargeUsd is a deprecated alias of maxTotalUsdPerRun: send one of them', [{ path: 'body/maxRunChargeUsd', message: 'differs from maxTotalUsdPerRun' }]);
+  }
+  const usd = cap ?? alias;
+  if (usd === undefined) return null;
+  const micros = usdToWholeMicros(usd);
+  if (micros === null || micros <= 0) {
+    const name = cap !== undefined ? 'maxTotalUsdPerRun' : 'maxRunChargeUsd';
+    throw new ApiError(400, 'validation_failed', `${name} must be a positive amount in whole micro-USD`, [{ path: `body/${name}`, message: 'is not a whole number of micro-USD' }]);
+  }
+  return micros;
+}
+
 /**
  * The consumer side of the tool market: MCP client credentials for the hosted endpoint; and the
  * provider's revenue view.
@@ -45,15 +61,11 @@ export function marketConsumerRoutes(deps: ApiDeps): Router {
   router.post('/mcp-market/mcps/:id/credentials', async (ctx) => {
     const user = ctx.state.user as AuthenticatedUser;
     const entryId = parseUuidParam('id', ctx.params.id);
-    const body = parseBody<{ params: SourceParamValues; maxRunChargeUsd?: number }>(McpCredentialRequest, ctx.state.body);
+    const body = parseBody<{ params: SourceParamValues; maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }>(McpCredentialRequest, ctx.state.body);
     const entry = await loadCallEntry(deps.db, deps.config.masterKey, entryId);
     if (!entry) throw notFound('Market entry');
     checkParams(entry.requiredUserParamsSchema, body.params);
-    let capMicros: number | null = null;
-    if (body.maxRunChargeUsd !== undefined) {
-      capMicros = usdToWholeMicros(body.maxRunChargeUsd);
-      if (capMicros === null || capMicros <= 0) throw new ApiError(400, 'validation_failed', 'maxRunChargeUsd must be a positive amount in whole micro-USD', [{ path: 'body/maxRunChargeUsd', message: 'is not a whole number of micro-USD' }]);
-    }
+    const capMicros = credentialCapMicros(body);
     const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
     if (!key || key.userId !== user.userId) throw unauthorized();
     const { token, claims } = issueMcpCredential(deps.config.masterKey, {
@@ -71,6 +83,7 @@ export function marketConsumerRoutes(deps: ApiDeps): Router {
       mcpUrl: marketMcpUrl(deps, publicOrigin(ctx, deps), entry.entryId),
       credentialId: claims.id,
       entryId: entry.entryId,
+      maxTotalUsdPerRun: capMicros === null ? null : microsToUsd(capMicros),
       maxRunChargeUsd: capMicros === null ? null : microsToUsd(capMicros),
     };
   });

@@ -25,7 +25,8 @@ interface ChargeRequest {
  * 401 unauthorized (API key); 403 invalid_charge_token (missing, malformed, forged, or bound to
  * another run or entry), charge_token_expired (the token or the run has expired), charge_forbidden
  * (the API key's account is not the run's provider); 404 run_not_found; 409 idempotency_conflict
- * (the key was used with another body), run_closed (the run was closed; replays still answer),
+ * (the key was used with another body), run_closed (the run was closed, or the grace after the
+ * last call that used it — MARKET_RUN_IDLE_GRACE_SECONDS — is over; replays still answer),
  * entry_not_active (the entry was disabled since the run opened).
  */
 export const CHARGE_STATUSES = {
@@ -37,6 +38,8 @@ export const CHARGE_STATUSES = {
   unknownEvent: (name: string) => new ApiError(400, 'unknown_event', `"${name}" is not an event of this run`),
   conflict: () => new ApiError(409, 'idempotency_conflict', 'This idempotency key was already used with a different request'),
   runClosed: () => new ApiError(409, 'run_closed', 'The run is closed and accepts no new charges'),
+  runEnded: (graceMs: number) =>
+    new ApiError(409, 'run_closed', `The run has ended: it accepts charges while a call uses it and for ${graceMs / 1000} s after its last call ended, and that time is over`),
   entryNotActive: () => new ApiError(409, 'entry_not_active', 'The market entry is no longer approved; its runs accept no new charges'),
 };
 
@@ -86,6 +89,8 @@ async function productionCharge(
       throw CHARGE_STATUSES.runClosed();
     case 'expired':
       throw CHARGE_STATUSES.expiredToken();
+    case 'ended':
+      throw CHARGE_STATUSES.runEnded(deps.config.market.runIdleGraceMs);
     case 'unknown_event':
       throw CHARGE_STATUSES.unknownEvent(input.body.eventName);
     case 'entry_not_active':

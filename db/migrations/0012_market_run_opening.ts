@@ -17,12 +17,22 @@ import { type Kysely, sql } from 'kysely';
  *   Returns {"outcome": "opened", "run": <market_runs row>} or {"outcome": <refusal>}.
  */
 export async function up(db: Kysely<any>): Promise<void> {
+  await createOpenHoldsMicros(db);
+  await createOpenMarketRun(db);
+}
+
+/** open_holds_micros as this migration defines it (migration 0016 redefines it; its down restores this one). */
+export async function createOpenHoldsMicros(db: Kysely<any>): Promise<void> {
   await sql`
     create function open_holds_micros(p_user uuid) returns bigint language sql stable as $$
       select (select coalesce(sum(amount_micros), 0) from job_holds where user_id = p_user and released_at is null)
            + (select coalesce(sum(hold_micros - charged_micros), 0) from market_runs
                where consumer_id = p_user and status = 'open' and expires_at > now())
     $$`.execute(db);
+}
+
+/** open_market_run as this migration defines it (migration 0016 replaces it with acquire_market_run; its down restores this one). */
+export async function createOpenMarketRun(db: Kysely<any>): Promise<void> {
   await sql`
     create function open_market_run(p_id uuid, p_consumer uuid, p_entry uuid, p_selection text, p_cap bigint, p_limit bigint,
                                     p_created timestamptz, p_expires timestamptz, p_job uuid)

@@ -13,6 +13,7 @@ import * as marketRunOpening from './0012_market_run_opening';
 import * as jobAdmission from './0013_job_admission';
 import * as usageCharge from './0014_usage_charge';
 import * as marketCallPath from './0015_market_call_path';
+import * as marketRunLeases from './0016_market_run_leases';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   '0013_job_admission': jobAdmission,
   '0014_usage_charge': usageCharge,
   '0015_market_call_path': marketCallPath,
+  '0016_market_run_leases': marketRunLeases,
 };
 
 export const migrationProvider: MigrationProvider = {

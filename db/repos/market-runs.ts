@@ -30,6 +30,12 @@ export interface MarketRun {
   createdAt: Date;
   expiresAt: Date;
   closedAt: Date | null;
+  /** The calls using the run right now. */
+  callsInFlight: number;
+  /** When the grace after the run's last call ends (null: no call ended yet). */
+  idleUntil: Date | null;
+  /** Whether later calls of the same selection join this run. */
+  acceptsCalls: boolean;
 }
 
 function toRun(row: Selectable<MarketRunsTable>): MarketRun {
@@ -48,6 +54,9 @@ function toRun(row: Selectable<MarketRunsTable>): MarketRun {
     createdAt: new Date(row.created_at),
     expiresAt: new Date(row.expires_at),
     closedAt: row.closed_at === null ? null : new Date(row.closed_at),
+    callsInFlight: row.calls_in_flight,
+    idleUntil: row.idle_until === null ? null : new Date(row.idle_until),
+    acceptsCalls: row.accepts_calls,
   };
 }
 
@@ -62,7 +71,10 @@ export interface OpenMarketRunInput {
   entryId: string;
   /** The consumer's selection: the credential's id for a direct call, the stored selection's id for an agent. */
   selectionId: string;
-  /** The consumer's own cap (maxRunChargeUsd of the credential, max_total_usd of a selection), or null. */
+  /**
+   * The consumer's own cap (maxTotalUsdPerRun of a credential: per run; max_total_usd of an agent
+   * selection: per execution, over all its runs), or null.
+   */
   capMicros?: number | null;
   ttlMs: number;
   /** MARKET_RUN_CHARGE_LIMIT_USD in micro-USD. */
@@ -70,39 +82,106 @@ export interface OpenMarketRunInput {
   /** Signs the run's charge token (MARKET_CHARGE_TOKEN_KEY). */
   chargeTokenKey: Buffer;
   now?: Date;
-  /** The agent execution the run belongs to (one open run per execution and selection); null for a direct call. */
+  /** The agent execution the run belongs to; null for a direct call. */
   jobId?: string | null;
+}
+
+export interface AcquireMarketRunInput extends OpenMarketRunInput {
+  /**
+   * What the call reserves: a fixed-price call its price (added to a shared run's hold); null (a
+   * provider_event call) for the run's full hold, min(available, limit, cap).
+   */
+  reserveMicros: number | null;
+  /** Join (or open) the consumer's shared run of this selection, instead of a run of the call's own. */
+  shared: boolean;
+  /** A shared run is joined only while it lives at least this much longer (the call, then the grace for the provider's charges). */
+  minLifeMs: number;
 }
 
 export type OpenMarketRunOutcome =
   | { outcome: 'opened'; run: MarketRun; chargeToken: string }
+  | { outcome: 'run_limit_reached'; roomMicros: number }
   | { outcome: 'entry_not_found' }
   | { outcome: 'subscription_inactive' }
   | { outcome: 'insufficient_funds' };
 
+export type AcquireMarketRunOutcome = OpenMarketRunOutcome | { outcome: 'joined'; run: MarketRun; chargeToken: string };
+
+/** The charge token of a run (kind `run`, bound to the run, its entry and provider, expiring with the run). */
+export const runChargeToken = (key: Buffer, run: MarketRun) => signChargeToken(key, { kind: 'run', runId: run.id, providerId: run.providerId, entryId: run.entryId, exp: run.expiresAt.getTime() });
+
+/** A PostgreSQL interval of whole milliseconds. */
+export const intervalMs = (ms: number) => sql`${`${Math.max(0, Math.round(ms))} milliseconds`}::interval`;
+
 /**
- * Opens a market run. In one transaction with the consumer's wallet row locked (as job admission
- * does), it reserves the run's hold: min(available balance, the consumer's cap,
- * MARKET_RUN_CHARGE_LIMIT_USD) — nothing for a free entry — and issues the run's charge token (kind
- * `run`, bound to the run id, the entry and its provider, expiring with the run). A paid entry with
- * nothing to hold is refused (insufficient_funds). The hold counts against the available balance
- * until the run is closed or expires.
+ * Acquires the market run a call is billed to, and takes one use of it (calls_in_flight), in one
+ * round trip: migration 0016's acquire_market_run checks the live entry and the subscription, locks
+ * the consumer's wallet (as job admission does) and, in later statements than the lock, either joins
+ * the consumer's active shared run of this selection (a fixed-price call adding its price to the
+ * hold, within the cap and the available balance) or opens a new run holding the call's price
+ * (fixed-price) or min(available balance, the cap, MARKET_RUN_CHARGE_LIMIT_USD) (provider_event;
+ * nothing for a free entry). A shared run that cannot be joined (too close to its expiry, its grace
+ * over, another revision) is retired, never closed under a call that still uses it. Every call that
+ * acquired a run gives it back with endMarketCall (or the fixed-price settlement).
  */
-export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<OpenMarketRunOutcome> {
+export async function acquireMarketRun(db: Db, input: AcquireMarketRunInput): Promise<AcquireMarketRunOutcome> {
   if (input.capMicros != null && (!Number.isSafeInteger(input.capMicros) || input.capMicros < 0)) throw new Error('A run cap is a non-negative whole number of micro-USD');
+  if (input.reserveMicros != null && (!Number.isSafeInteger(input.reserveMicros) || input.reserveMicros < 0)) throw new Error('A reservation is a non-negative whole number of micro-USD');
   if (!Number.isSafeInteger(input.limitMicros) || input.limitMicros <= 0) throw new Error('The run charge limit is a positive whole number of micro-USD');
   if (!(input.ttlMs > 0)) throw new Error('A run lives for a positive time');
   const now = input.now ?? new Date();
-  // One round trip: migration 0012's open_market_run checks the entry and the subscription, locks the
-  // wallet and computes the hold in a later statement than the lock (see there why that matters).
-  const result = await sql<{ opened: { outcome: 'opened'; run: Selectable<MarketRunsTable> } | { outcome: 'entry_not_found' | 'subscription_inactive' | 'insufficient_funds' } }>`
-    select open_market_run(${randomUUID()}::uuid, ${input.consumerId}::uuid, ${input.entryId}::uuid, ${input.selectionId}::text, ${input.capMicros ?? null}::bigint,
-                           ${input.limitMicros}::bigint, ${now}::timestamptz, ${new Date(now.getTime() + input.ttlMs)}::timestamptz, ${input.jobId ?? null}::uuid) as opened`.execute(db);
-  const opened = result.rows[0]!.opened;
-  if (opened.outcome !== 'opened') return { outcome: opened.outcome };
-  const run = toRun(opened.run);
-  const chargeToken = signChargeToken(input.chargeTokenKey, { kind: 'run', runId: run.id, providerId: run.providerId, entryId: run.entryId, exp: run.expiresAt.getTime() });
-  return { outcome: 'opened', run, chargeToken };
+  const result = await sql<{ acquired: { outcome: 'opened' | 'joined'; run: Selectable<MarketRunsTable> } | { outcome: 'run_limit_reached'; room: number } | { outcome: 'entry_not_found' | 'subscription_inactive' | 'insufficient_funds' } }>`
+    select acquire_market_run(${randomUUID()}::uuid, ${input.consumerId}::uuid, ${input.entryId}::uuid, ${input.selectionId}::text, ${input.jobId ?? null}::uuid,
+                              ${input.capMicros ?? null}::bigint, ${input.limitMicros}::bigint, ${input.reserveMicros}::bigint, ${input.shared}::boolean,
+                              ${intervalMs(input.minLifeMs)}, ${now}::timestamptz, ${new Date(now.getTime() + input.ttlMs)}::timestamptz) as acquired`.execute(db);
+  const acquired = result.rows[0]!.acquired;
+  if (acquired.outcome === 'run_limit_reached') return { outcome: 'run_limit_reached', roomMicros: Number(acquired.room) };
+  if (acquired.outcome !== 'opened' && acquired.outcome !== 'joined') return { outcome: acquired.outcome };
+  const run = toRun(acquired.run);
+  return { outcome: acquired.outcome, run, chargeToken: runChargeToken(input.chargeTokenKey, run) };
+}
+
+/**
+ * Opens a market run of its own (no other call joins it) holding min(available balance, the
+ * consumer's cap, MARKET_RUN_CHARGE_LIMIT_USD) — nothing for a free entry — with one use taken (it
+ * holds until it is closed or expires). A paid entry with nothing to hold is refused
+ * (insufficient_funds). See acquireMarketRun.
+ */
+export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<OpenMarketRunOutcome> {
+  const outcome = await acquireMarketRun(db, { ...input, reserveMicros: null, shared: false, minLifeMs: 0 });
+  if (outcome.outcome === 'joined') throw new Error('a run of its own was joined');
+  return outcome;
+}
+
+/**
+ * A call gives its run back (migration 0016's end_market_call): one use less, `releaseMicros` of its
+ * reservation released (a fixed-price call that was not charged), and the grace for the provider's
+ * charges restarted from now; `close` closes a run of the call's own. One statement.
+ */
+export async function endMarketCall(db: Db, input: { runId: string; releaseMicros: number; close: boolean; graceMs: number }): Promise<void> {
+  await sql`select end_market_call(${input.runId}::uuid, ${input.releaseMicros}::bigint, ${input.close}::boolean, ${intervalMs(input.graceMs)})`.execute(db);
+}
+
+/**
+ * The end of an agent execution (its usage settlement): its market runs take no more calls. Those no
+ * call uses and whose provider can no longer charge them (fixed-price and free runs, provider_event
+ * runs past the grace of their last call) are closed at once, their unused hold released; a
+ * provider_event run still within that grace (a call of the execution still running counts as
+ * ending now) keeps accepting the provider's charges until the grace ends, then holds nothing. One
+ * statement; repeating it changes nothing more.
+ */
+export async function endJobMarketRuns(db: Db, jobId: string, graceMs: number): Promise<{ closed: number }> {
+  const keep = sql`jsonb_array_length(pricing_events) > 0 and market_run_active(status, expires_at, calls_in_flight, idle_until, now())`;
+  const result = await sql`
+    update market_runs
+      set accepts_calls = false,
+          idle_until = case when calls_in_flight > 0 then now() + ${intervalMs(graceMs)} else idle_until end,
+          calls_in_flight = 0,
+          status = case when ${keep} then status else 'closed' end,
+          closed_at = case when ${keep} then closed_at else now() end
+      where job_id = ${jobId}::uuid and status = 'open'
+      returning status`.execute(db);
+  return { closed: result.rows.filter((r) => (r as { status: string }).status === 'closed').length };
 }
 
 /**
@@ -187,6 +266,8 @@ export type RunChargeOutcome =
   | { kind: 'wrong_entry' }
   | { kind: 'closed' }
   | { kind: 'expired' }
+  /** The grace after the run's last call is over (MARKET_RUN_IDLE_GRACE_SECONDS). */
+  | { kind: 'ended' }
   | { kind: 'unknown_event' }
   | { kind: 'entry_not_active' };
 
@@ -201,7 +282,8 @@ function priorOutcome(request: RunChargeRequest, prior: { request_hash: string |
  * One production charge, exactly once per (run, idempotency key). A repeated key returns the stored
  * result (replayed) — also after the run closed — or a conflict when the request differs. Otherwise,
  * in ONE transaction with the consumer's and the provider's wallets and the run locked: the run must
- * be open and unexpired (database clock), the event one of the run's pricing events and the entry
+ * be active (migration 0016's market_run_active, database clock: open, unexpired, and used by a call
+ * or within the grace after its last call), the event one of the run's pricing events and the entry
  * still live; chargedCount is what the run's remaining hold pays for (lib/market/commission.ts); the
  * charge row, the run's charged total, the consumer's debit and the provider's revenue are written
  * together. Concurrent requests with one key queue on the locks, and all but the first find its
@@ -224,8 +306,9 @@ export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promis
   return db.transaction().execute(async (trx): Promise<RunChargeOutcome> => {
     await lockWallets(trx, [run.consumer_id, run.provider_id]);
     const locked = (
-      await sql<Selectable<MarketRunsTable> & { active: boolean; request_hash: string | null; result: unknown; entry_slug: string | null }>`
-        select r.*, r.expires_at > clock_timestamp() as active, c.request_hash, c.result,
+      await sql<Selectable<MarketRunsTable> & { active: boolean; live: boolean; request_hash: string | null; result: unknown; entry_slug: string | null }>`
+        select r.*, r.expires_at > clock_timestamp() as active,
+          market_run_active(r.status, r.expires_at, r.calls_in_flight, r.idle_until, clock_timestamp()) as live, c.request_hash, c.result,
           (select s.slug from market_submissions s
             where s.listing_id = r.entry_id and s.market = 'mcp' and s.live and s.status = 'approved') as entry_slug
         from market_runs r left join lateral ${charges(request.runId)} c on true
@@ -236,6 +319,7 @@ export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promis
     if (raced) return raced;
     if (locked.status !== 'open') return { kind: 'closed' };
     if (!locked.active) return { kind: 'expired' };
+    if (!locked.live) return { kind: 'ended' };
     const event = (locked.pricing_events as StoredPricingEvent[]).find((e) => e.eventName === request.eventName);
     if (!event) return { kind: 'unknown_event' };
     if (locked.entry_slug === null) return { kind: 'entry_not_active' };

@@ -2,16 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../connect';
 import { hashApiKey } from '../../lib/crypto';
-import { signChargeToken } from '../../lib/market/charge-token';
 import { ratePpm, splitCharge } from '../../lib/market/commission';
 import type { AcquiredRun, MarketCallEntry, MarketCallRecord, MarketCallStore, MarketRunHandle, SettleOutcome } from '../../lib/market/tool-call';
 import type { DriftReport, ToolDrift } from '../../lib/market/tool-drift';
 import { microsToUsd } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
+import type { MarketConfig } from '../../lib/config';
 import { findPublicMcpEntry, unsealStaticConfig } from './market-mcp';
 import { marketReviewsGeneration } from './market-submissions';
 import { createGenerationCache } from '../../lib/generation-cache';
-import { closeMarketRun, findMarketRun, openMarketRun, type MarketRun } from './market-runs';
+import { acquireMarketRun, closeMarketRun, endMarketCall, intervalMs, type MarketRun } from './market-runs';
 import { offsetOf, type PageRequest } from './pagination';
 import { writeSystemLog } from './system-logs';
 import { API_KEY_CACHE_TTL_MS, apiKeysGeneration } from './users';
@@ -102,10 +102,27 @@ export function findLiveApiKeyCached(db: Db, apiKeyId: string, userId: string): 
   return liveKeyCache(db, `${userId}:${apiKeyId}`, () => findLiveApiKey(db, apiKeyId, userId));
 }
 
+/** How calls acquire their market runs (the market configuration: see runSettings). */
 export interface RunSettings {
   ttlMs: number;
   limitMicros: number;
   chargeTokenKey: Buffer;
+  /** A shared run is joined only while it lives at least this much longer. */
+  minLifeMs: number;
+}
+
+/**
+ * The run settings of the market configuration. A shared run is joined while it lives longer than a
+ * call may take plus the grace for the provider's charges after it (and half a minute of margin), so
+ * a provider can always charge a call's events until the grace after it is over.
+ */
+export function runSettings(market: Pick<MarketConfig, 'runTtlMs' | 'runChargeLimitMicros' | 'chargeTokenKey' | 'toolCallTimeoutMs' | 'runIdleGraceMs'>): RunSettings {
+  return {
+    ttlMs: market.runTtlMs,
+    limitMicros: market.runChargeLimitMicros,
+    chargeTokenKey: market.chargeTokenKey,
+    minLifeMs: market.toolCallTimeoutMs + market.runIdleGraceMs + 30_000,
+  };
 }
 
 const handleOf = (run: MarketRun, chargeToken: string): MarketRunHandle => ({
@@ -116,48 +133,26 @@ const handleOf = (run: MarketRun, chargeToken: string): MarketRunHandle => ({
   expiresAt: run.expiresAt,
 });
 
-const runToken = (key: Buffer, run: MarketRun) => signChargeToken(key, { kind: 'run', runId: run.id, providerId: run.providerId, entryId: run.entryId, exp: run.expiresAt.getTime() });
-
-/** A direct call's run: opened for this one call. */
-export async function openCallRun(db: Db, settings: RunSettings, input: { consumerId: string; entryId: string; selectionId: string; capMicros: number | null }): Promise<AcquiredRun> {
-  const opened = await openMarketRun(db, { ...input, ...settings });
-  if (opened.outcome !== 'opened') return { ok: false, code: opened.outcome };
-  return { ok: true, run: handleOf(opened.run, opened.chargeToken), opened: true };
-}
-
 /**
- * An agent execution's run for one selection: the open run of (job, selection) while it has at
- * least `minLifeMs` to live; otherwise that one is closed and a new one opened (the unique index
- * market_runs_agent_open_idx makes a concurrent opener find the winner's run).
+ * The run a call is billed to (acquireMarketRun): `shared` joins (or opens) the consumer's run of
+ * the selection — a credential's provider_event calls, an agent execution's selection — else the
+ * call gets a run of its own. `reserveMicros` is a fixed-price call's price (null: provider_event).
  */
-export async function agentRun(
+export async function acquireCallRun(
   db: Db,
   settings: RunSettings,
-  input: { consumerId: string; entryId: string; selectionId: string; jobId: string; capMicros: number | null; minLifeMs: number },
+  input: { consumerId: string; entryId: string; selectionId: string; jobId: string | null; capMicros: number | null; reserveMicros: number | null; shared: boolean },
 ): Promise<AcquiredRun> {
-  const current = async () => {
-    const row = await db
-      .selectFrom('market_runs')
-      .select('id')
-      .where('job_id', '=', input.jobId)
-      .where('selection_id', '=', input.selectionId)
-      .where('status', '=', 'open')
-      .executeTakeFirst();
-    return row ? findMarketRun(db, row.id) : null;
-  };
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const run = await current();
-    if (run && run.entryId === input.entryId && run.expiresAt.getTime() - Date.now() > input.minLifeMs) return { ok: true, run: handleOf(run, runToken(settings.chargeTokenKey, run)), opened: false };
-    if (run) await closeMarketRun(db, run.id);
-    try {
-      const opened = await openMarketRun(db, { consumerId: input.consumerId, entryId: input.entryId, selectionId: input.selectionId, capMicros: input.capMicros, jobId: input.jobId, ...settings });
-      if (opened.outcome !== 'opened') return { ok: false, code: opened.outcome };
-      return { ok: true, run: handleOf(opened.run, opened.chargeToken), opened: true };
-    } catch (err) {
-      if ((err as { code?: string }).code !== '23505') throw err;
-    }
+  const acquired = await acquireMarketRun(db, { ...input, ...settings });
+  switch (acquired.outcome) {
+    case 'opened':
+    case 'joined':
+      return { ok: true, run: handleOf(acquired.run, acquired.chargeToken), opened: acquired.outcome === 'opened' };
+    case 'run_limit_reached':
+      return { ok: false, code: 'run_limit_reached', roomMicros: acquired.roomMicros };
+    default:
+      return { ok: false, code: acquired.outcome };
   }
-  throw new Error('Could not open the market run of this selection');
 }
 
 function callPayload(record: MarketCallRecord) {
@@ -186,27 +181,30 @@ export const TOOL_CALL_EVENT = 'tool_call';
 
 /**
  * The settlement of an answered fixed-price call in one round trip: settle_market_call (migration
- * 0015) locks both wallets in user-id order (as lockWallets and chargeMarketRun do: no deadlock),
- * locks and re-checks the run (open, remaining hold ≥ price), then writes the charge row, the run's
- * total (and close), the consumer's transaction line, the debit and the provider's revenue
- * (post_market_charge, through apply_ledger_entry) and the log line — all or nothing. A provider
+ * 0016) locks both wallets in user-id order (as lockWallets and chargeMarketRun do: no deadlock),
+ * locks and re-checks the run (open, still active — unexpired — like a provider's charge, remaining
+ * hold ≥ price: the call's reservation), then writes the charge row, the run's total, the end of the
+ * call's use of the run (and the close of a run of its own), the consumer's transaction line, the
+ * debit and the provider's revenue (post_market_charge, through apply_ledger_entry) and the log line
+ * — all or nothing. A refused settlement releases the call's reservation instead. A provider
  * calling its own entry is settled the same way (both entries move the one wallet, in turn). Keys
  * derive from a fresh charge id and the transaction line carries no job, as postMarketCharge's do
  * (the ledger reconciliation ties a debit outside a job to its line).
  */
-async function settleFixedCall(db: Db, input: Parameters<MarketCallStore['settleFixedCall']>[0], commit: CallCommit): Promise<SettleOutcome> {
+async function settleFixedCall(db: Db, input: Parameters<MarketCallStore['settleFixedCall']>[0], options: CallStoreOptions): Promise<SettleOutcome> {
   const { record, runId, priceMicros, commissionRate, closeRun } = input;
   // splitCharge refuses a price that is not a positive whole number of micro-USD.
   const split = splitCharge({ count: 1, unitPriceMicros: priceMicros, remainingMicros: priceMicros, commissionPpm: ratePpm(commissionRate) });
   const chargeId = randomUUID();
   const payload = callPayload(record);
   const chargeResult = { chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) };
-  const outcome = await sql<{ outcome: 'charged' | 'run_closed' | 'run_limit_reached' }>`
+  const outcome = await sql<{ outcome: 'charged' | 'run_closed' | 'run_expired' | 'run_limit_reached' }>`
     select settle_market_call(${runId}::uuid, ${chargeId}::uuid, ${record.consumerId}::uuid, ${record.entry.providerId}::uuid,
                               ${`tool-call:${record.callId}`}::text, ${record.callId}::text, ${record.toolName}::text, ${TOOL_CALL_EVENT}::text,
                               ${split.totalMicros}::bigint, ${split.commissionMicros}::bigint, ${split.providerRevenueMicros}::bigint, ${JSON.stringify(chargeResult)}::jsonb,
                               ${closeRun}::boolean, ${`market:${record.entry.slug}`}::text, ${`${record.toolName} call${record.isError ? ' (tool error)' : ''}`}::text,
-                              ${JSON.stringify(payload)}::jsonb, ${record.jobId}::uuid, ${logLine(record)}::text, ${commit === 'fast'}::boolean) as outcome`.execute(db);
+                              ${JSON.stringify(payload)}::jsonb, ${record.jobId}::uuid, ${logLine(record)}::text, ${options.commit === 'fast'}::boolean,
+                              ${intervalMs(options.idleGraceMs)}) as outcome`.execute(db);
   const settled = outcome.rows[0]!.outcome;
   return settled === 'charged' ? { charged: true, costMicros: split.totalMicros } : { charged: false, reason: settled };
 }
@@ -219,14 +217,20 @@ async function settleFixedCall(db: Db, input: Parameters<MarketCallStore['settle
  */
 export type CallCommit = 'fast' | 'durable';
 
-export function createMarketCallStore(db: Db, commit: CallCommit): MarketCallStore {
+export interface CallStoreOptions {
+  commit: CallCommit;
+  /** MARKET_RUN_IDLE_GRACE_SECONDS: how long a run takes the provider's charges after a call ends. */
+  idleGraceMs: number;
+}
+
+export function createMarketCallStore(db: Db, options: CallStoreOptions): MarketCallStore {
   return {
     settleFixedCall(input): Promise<SettleOutcome> {
-      return settleFixedCall(db, input, commit);
+      return settleFixedCall(db, input, options);
     },
 
-    async closeRun(runId) {
-      await closeMarketRun(db, runId);
+    async endCall(input) {
+      await endMarketCall(db, { ...input, graceMs: options.idleGraceMs });
     },
 
     async recordCall(record) {

@@ -11,6 +11,8 @@ import { requireSecureSourceUrl } from './source-url';
 export interface AgentMarketToolSelection {
   mcp_id: string;
   tool_names: string[];
+  /** The agent provider's cap: the most one execution may spend through this selection (USD). */
+  max_total_usd?: number;
 }
 
 /** A private tool source of the owner (CustomMcpSelectionRequest without its params, which are sealed apart). */
@@ -150,7 +152,7 @@ export async function prepareAgentSubmission(
     inputSchema: body.inputSchema ?? null,
     structuredOutput: (body.structuredOutput as FieldSpec[] | undefined) ?? null,
     skills: (body.skills as Record<string, unknown> | undefined) ?? null,
-    mcpSelections: body.mcpSelections.map((s) => ({ mcp_id: s.mcp_id, tool_names: s.tool_names })),
+    mcpSelections: body.mcpSelections.map((s) => ({ mcp_id: s.mcp_id, tool_names: s.tool_names, ...(s.max_total_usd !== undefined && { max_total_usd: s.max_total_usd }) })),
     customMcpSelections: body.customMcpSelections.map(({ params: _params, ...rest }) => rest as AgentCustomToolSelection),
     selectionParams: { market: body.mcpSelections.map((s) => s.params ?? {}), custom: body.customMcpSelections.map((s) => s.params ?? {}) },
     // Consumers find agents by what they are for: the name and description (the prompts stay private).

@@ -18,7 +18,7 @@ import { compareToolLists, type DriftReport } from './tool-drift';
  * or the worker), so this module stays free of them.
  *
  *   1. the tool must be an approved, enabled tool of the entry          → else refused, nothing charged
- *      and the consumer's params may only name what the entry declares, within its enums, and (remote MCP)
+      and the consumer's params may only name what the entry declares, within its enums, and (remote MCP)
  *      no header a consumer may not set (call-params.ts, lib/tools/consumer-params.ts)
  *                                                                        → else refused, nothing charged
  *   2. rug-pull gate (remote MCP): the upstream list, fetched with the provider's staticConfig only
@@ -27,8 +27,10 @@ import { compareToolLists, type DriftReport } from './tool-drift';
  *      listed with that consumer's params (cached per params) and only refuses that consumer's call:
  *      a consumer's values never flag the entry or fail another consumer's calls
  *                                                                        → refused, nothing charged
- *   3. the market run: opened (or, for an agent, reused) by `acquireRun`; a fixed price the run's
- *      remaining hold cannot pay is refused                              → refused, nothing charged
+ *   3. the market run: acquired by `acquireRun` — a run of the call's own, or the consumer's shared
+ *      run of the selection — holding what the call can cost (a fixed price: exactly that price; a
+ *      provider_event run: min(available, cap, limit)); a price over the cap or the available
+ *      balance is refused                                                → refused, nothing charged
  *   4. forwarded with the provider's staticConfig, the consumer's params kept apart from it (the
  *      runtime confines them: lib/tools/consumer-params.ts) and for provider_event entries the five
  *      x-service-charge-* headers, through the tool runtime (SSRF guard, timeout, output cap, no
@@ -36,7 +38,8 @@ import { compareToolLists, type DriftReport } from './tool-drift';
  *   5. settled: tool_call_fixed charges clientPriceUsd for every answered call (an isError result
  *      included); a call that got no answer is not charged; provider_event entries are charged by the
  *      provider through the charge endpoint; free costs nothing. Recorded in the consumer's
- *      transactions and logs.
+ *      transactions and logs. The call then gives the run back (an unused reservation is released;
+ *      a provider_event run takes the provider's charges for MARKET_RUN_IDLE_GRACE_SECONDS more).
  *
  * What the consumer reads (results, refusals, failures) never shows a staticConfig value or the run's
  * charge token, and failures and error results never name the provider's hosts (consumer-errors.ts).
@@ -69,7 +72,11 @@ export interface MarketRunHandle {
   expiresAt: Date;
 }
 
-export type AcquiredRun = { ok: true; run: MarketRunHandle; opened: boolean } | { ok: false; code: 'insufficient_funds' | 'subscription_inactive' | 'entry_not_found' };
+export type AcquiredRun =
+  | { ok: true; run: MarketRunHandle; opened: boolean }
+  | { ok: false; code: 'insufficient_funds' | 'subscription_inactive' | 'entry_not_found' }
+  /** The call would take the run past its cap or the run charge limit: it can take `roomMicros` more. */
+  | { ok: false; code: 'run_limit_reached'; roomMicros: number };
 
 /** One line of the consumer's record of a call (transactions and logs). */
 export interface MarketCallRecord {
@@ -89,17 +96,21 @@ export interface MarketCallRecord {
   costMicros: number;
 }
 
-export type SettleOutcome = { charged: true; costMicros: number } | { charged: false; reason: 'run_closed' | 'run_limit_reached' };
+export type SettleOutcome = { charged: true; costMicros: number } | { charged: false; reason: 'run_closed' | 'run_expired' | 'run_limit_reached' };
 
 export interface MarketCallStore {
   /**
-   * tool_call_fixed: in ONE transaction, the call's charge against the run (within its hold), the
-   * consumer's debit and the provider's revenue, the call's transaction line; `closeRun` also closes
-   * the run (a direct call's run takes no other charge).
+   * tool_call_fixed: in ONE transaction, the call's charge against the run (its reservation; the run
+   * still open and unexpired), the consumer's debit and the provider's revenue, the call's
+   * transaction line, and the end of the call's use of the run; `closeRun` also closes the run (a
+   * run of the call's own). Refused: the reservation is released and the call's use ended.
    */
   settleFixedCall(input: { record: MarketCallRecord; runId: string; priceMicros: number; commissionRate: number; closeRun: boolean }): Promise<SettleOutcome>;
-  /** Closes a run that takes no further charge (releases its hold). */
-  closeRun(runId: string): Promise<void>;
+  /**
+   * The call gives its run back without a fixed-price charge: `releaseMicros` of its reservation
+   * released; `closeRun` closes a run of its own (its hold released).
+   */
+  endCall(input: { runId: string; releaseMicros: number; close: boolean }): Promise<void>;
   /** Records a call that moved no money: a zero-cost transaction line (answered or failed calls) and a log line. */
   recordCall(record: MarketCallRecord): Promise<void>;
   /** Flags the live submission for re-review with the per-tool diff. */
@@ -222,11 +233,13 @@ export interface MarketToolCallRequest {
   selectionId: string;
   jobId?: string | null;
   /**
-   * Opens the run (direct call) or finds the agent execution's run for this selection. Its workflow
-   * is started by the platform workers' dispatcher (workers/market-run-dispatcher.ts), off the call.
+   * Acquires the run the call is billed to, reserving `reserveMicros` (a fixed-price call's price;
+   * null for provider_event: the run's full hold): a run of the call's own, or the consumer's shared
+   * run of the selection (db/repos/market-tool-calls.ts acquireCallRun). A new run's workflow is
+   * started by the platform workers' dispatcher (workers/market-run-dispatcher.ts), off the call.
    */
-  acquireRun: () => Promise<AcquiredRun>;
-  /** A direct call's run ends with the call (unless the provider may still charge it: provider_event). */
+  acquireRun: (reserveMicros: number | null) => Promise<AcquiredRun>;
+  /** The run is the call's own and ends with it (a direct fixed-price or free call). */
   runPerCall: boolean;
   signal?: AbortSignal;
 }
@@ -367,25 +380,26 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
     }
   }
 
-  // 3. The market run.
-  const acquired = await request.acquireRun();
+  // 3. The market run, holding what this call can cost.
+  const fixed = entry.monetizationStrategy === 'tool_call_fixed' ? (tool.clientPriceMicros ?? 0) : 0;
+  const acquired = await request.acquireRun(entry.monetizationStrategy === 'tool_call_fixed' ? fixed : null);
   if (!acquired.ok) {
+    if (acquired.code === 'run_limit_reached') {
+      const room = microsToUsd(acquired.roomMicros);
+      const message = fixed > 0 ? `This call costs ${microsToUsd(fixed)} USD and the run can pay at most ${room} USD more` : `The run's charge limit is used up: it can pay at most ${room} USD more`;
+      return refuse('run_limit_reached', `${message} (your cap, or MARKET_RUN_CHARGE_LIMIT_USD; nothing was charged)`);
+    }
     const messages = {
-      insufficient_funds: 'The wallet has no available balance for this paid tool (nothing was charged)',
+      insufficient_funds: `The wallet's available balance does not cover this paid tool${fixed > 0 ? ` (${microsToUsd(fixed)} USD)` : ''} (nothing was charged)`,
       subscription_inactive: 'The subscription is not active',
       entry_not_found: 'The market entry is no longer approved',
     } as const;
     return refuse(acquired.code, messages[acquired.code]);
   }
   const { run } = acquired;
-  const fixed = entry.monetizationStrategy === 'tool_call_fixed' ? (tool.clientPriceMicros ?? 0) : 0;
-  const endsWithCall = request.runPerCall && entry.monetizationStrategy !== 'provider_event';
-  if (fixed > run.holdMicros - run.chargedMicros) {
-    // A run opened for this call and unable to pay it is closed at once (its hold released); an agent's next call opens a new one.
-    if (acquired.opened) await deps.store.closeRun(run.id);
-    const code = acquired.opened ? 'insufficient_funds' : 'run_limit_reached';
-    return refuse(code, `This call costs ${microsToUsd(fixed)} USD and the run can pay at most ${microsToUsd(run.holdMicros - run.chargedMicros)} USD more (nothing was charged)`, run.id);
-  }
+  const endsWithCall = request.runPerCall;
+  // Every path below gives the run back exactly once: endCall, or the fixed-price settlement.
+  const endCall = (releaseMicros: number) => deps.store.endCall({ runId: run.id, releaseMicros, close: endsWithCall });
 
   // 4. Forward.
   const headers = entry.monetizationStrategy === 'provider_event' ? chargeHeaders(run, entry.entryId, request.selectionId) : undefined;
@@ -409,14 +423,14 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
     }
   } catch (error) {
     if (pooled && source) pooled.drop(poolKey, source);
+    // No answer: nothing is charged and the call's reservation is released.
+    await endCall(fixed);
     if (!(error instanceof ToolCallError) && !(error instanceof ToolSourceError)) throw error;
     if (error instanceof ToolSourceError && error.code === 'invalid_params') {
       // A consumer's value the runtime would not send (e.g. a server URL variable outside its enum): nothing left the platform.
-      if (endsWithCall) await deps.store.closeRun(run.id);
       return refuse('invalid_params', `${error.message}. Nothing was sent or charged.`, run.id);
     }
     const code = error instanceof ToolCallError ? error.kind : error.code;
-    if (endsWithCall) await deps.store.closeRun(run.id);
     const failed = record({ outcome: 'failed', code, runId: run.id });
     await deps.store.recordCall(failed);
     return { status: 'failed', code, message: text.error(`The tool call got no answer (nothing was charged): ${failurePhrase(error)}`), runId: run.id, durationMs: failed.durationMs };
@@ -427,11 +441,11 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
   if (fixed > 0) {
     const settled = await deps.store.settleFixedCall({ record: answered, runId: run.id, priceMicros: fixed, commissionRate: deps.commissionRate, closeRun: endsWithCall });
     if (settled.charged) return { status: 'answered', result, runId: run.id, costMicros: fixed, durationMs: answered.durationMs, billed: true };
-    // The run closed or ran out under a concurrent call: the platform absorbs this one.
+    // The run was closed or had expired when the answer came (its hold no longer reserved): the platform absorbs this call.
     await deps.store.recordCall({ ...answered, costMicros: 0, code: settled.reason });
     return { status: 'answered', result, runId: run.id, costMicros: 0, durationMs: answered.durationMs, billed: false };
   }
-  if (endsWithCall) await deps.store.closeRun(run.id);
+  await endCall(0);
   await deps.store.recordCall({ ...answered, costMicros: 0 });
   return { status: 'answered', result, runId: run.id, costMicros: 0, durationMs: answered.durationMs, billed: false };
 }

@@ -41,7 +41,15 @@ export const AgentMarketSubmissionRequest = {
     inputSchema: { type: 'object', description: 'JSON Schema (type object) of the template inputs; every placeholder must be one of its properties; runs reject unknown keys' },
     structuredOutput: { ...structuredOutput, description: 'Field list the run\'s result.data must match' },
     skills: SkillsConfig,
-    mcpSelections: { type: 'array', maxItems: 20, items: MarketMcpSelectionRequest, default: [], description: 'Approved tool-market entries and tools the agent uses; params sealed' },
+    mcpSelections: {
+      type: 'array',
+      maxItems: 20,
+      items: MarketMcpSelectionRequest,
+      default: [],
+      description:
+        'Approved tool-market entries and tools the agent uses; params sealed. max_total_usd (extension) caps what one run of the agent may spend through the selection; ' +
+        'consumers see the tools, their prices and this cap in the public agent view',
+    },
     customMcpSelections: { type: 'array', maxItems: 20, items: CustomMcpSelectionRequest, default: [], description: 'The owner\'s private tool sources; params sealed' },
   },
 } as const;
@@ -99,7 +107,7 @@ export const AgentMarketSubmissionsResponse = {
 export const AgentMarketPublicEntry = {
   $id: 'AgentMarketPublicEntry',
   type: 'object',
-  description: 'An approved agent; prompts, selections, provider identity and review data are omitted',
+  description: 'An approved agent; prompts, selection parameters, provider identity and review data are omitted (marketTools shows which market tools it calls and their prices)',
   required: ['id', 'slug', 'name', 'priceUsd', 'runMode'],
   properties: {
     id: { type: 'string', format: 'uuid', description: 'The agentId' },
@@ -115,6 +123,43 @@ export const AgentMarketPublicEntry = {
     inputSchema: { type: ['object', 'null'] },
     structuredOutput: { type: ['array', 'null'], items: AgentStructuredOutputField },
     purchased: { type: 'boolean', description: 'Whether the caller may run it: bought, free, or their own' },
+    marketTools: {
+      type: 'array',
+      description: "Extension: the tool-market tools the agent calls, billed to the consumer's wallet on top of the run (see MarketAgentRunRequest.max_total_usd)",
+      items: { $ref: 'AgentMarketToolPricing' },
+    },
+  },
+} as const;
+
+export const AgentMarketToolPricing = {
+  $id: 'AgentMarketToolPricing',
+  type: 'object',
+  description: "A market tool an agent uses, with what its calls cost the consumer (the listing's public id, the selected tools, their prices)",
+  required: ['mcpId', 'available'],
+  properties: {
+    mcpId: { type: 'string', format: 'uuid', description: 'The tool-market listing (GET /mcp-market/mcps/{id})' },
+    available: { type: 'boolean', description: 'false: the listing is no longer approved; runs of the agent are refused (409 market_tool_unavailable) until its provider changes it' },
+    slug: { type: 'string' },
+    name: { type: 'string' },
+    monetizationStrategy: { type: 'string', enum: ['free', 'provider_event', 'tool_call_fixed'] },
+    tools: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['toolName'],
+        properties: {
+          toolName: { type: 'string' },
+          displayName: { type: 'string' },
+          clientPriceUsd: { type: 'number', description: 'Per answered call (tool_call_fixed); 0 otherwise' },
+        },
+      },
+    },
+    pricingEvents: {
+      type: 'array',
+      description: 'provider_event: what the provider charges per unit of each event',
+      items: { type: 'object', properties: { eventName: { type: 'string' }, description: { type: ['string', 'null'] }, unitPriceUsd: { type: 'number' } } },
+    },
+    maxTotalUsd: { type: ['number', 'null'], description: "The agent's cap on what one run may spend through this tool (null: none but the run charge limit)" },
   },
 } as const;
 
@@ -157,6 +202,15 @@ export const MarketAgentRunRequest = {
     llm_model: { type: 'string', minLength: 1, maxLength: 200, description: 'Falls back to the listing\'s suggestedLlmModel' },
     webhook_url: { ...httpUrl, description: 'HTTPS endpoint (plain http only for hosts opened by NETWORK_ALLOWLIST) that receives the completed or failed run, signed' },
     headless: { type: 'boolean', default: false, description: 'false runs a headed Chromium under a virtual display' },
+    max_total_usd: {
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description:
+        "Extension: your cap, in USD (whole micro-USD), on what this run may spend through each of the agent's market tools (marketTools of the agent view). " +
+        "A market tool's runs in this execution hold and charge at most min(your available balance, this, the agent's maxTotalUsd for it, MARKET_RUN_CHARGE_LIMIT_USD per run); " +
+        'a call beyond it is refused to the agent (run_limit_reached) and charges nothing',
+    },
   },
 } as const;
 
@@ -217,7 +271,7 @@ export interface AgentMarketSubmissionBody {
   inputSchema?: Record<string, unknown>;
   structuredOutput?: { id: string; type: string; description?: string }[];
   skills?: { mode: 'none' | 'selected'; selected?: Record<string, unknown>[] };
-  mcpSelections: { mcp_id: string; tool_names: string[]; params: Record<string, unknown> }[];
+  mcpSelections: { mcp_id: string; tool_names: string[]; params: Record<string, unknown>; max_total_usd?: number }[];
   customMcpSelections: (Record<string, unknown> & { type: 'remote_mcp' | 'openapi'; params: Record<string, unknown> })[];
 }
 
@@ -228,4 +282,5 @@ export interface MarketAgentRunBody {
   llm_model?: string;
   webhook_url?: string;
   headless: boolean;
+  max_total_usd?: number;
 }

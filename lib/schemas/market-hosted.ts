@@ -16,11 +16,21 @@ export const McpCredentialRequest = {
       additionalProperties: { type: ['string', 'number', 'boolean'] },
       description: "Values for the entry's requiredUserParamsSchema (validated against it); sealed inside the credential, never returned",
     },
+    maxTotalUsdPerRun: {
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description:
+        'Extension: your cap per market run of this credential, in USD (whole micro-USD). A provider_event run — your calls of this credential that follow each other ' +
+        'with less than MARKET_RUN_IDLE_GRACE_SECONDS between them, for at most MARKET_RUN_TTL_MINUTES — holds and can be charged at most ' +
+        'min(available balance, this, MARKET_RUN_CHARGE_LIMIT_USD), sent to the provider as x-service-charge-max-total-usd; a fixed-price call above it is refused (run_limit_reached)',
+    },
     maxRunChargeUsd: {
       type: 'number',
       exclusiveMinimum: 0,
       maximum: 1_000_000,
-      description: 'Your cap per market run (one tool call of this credential): the run charge limit is min(available balance, this, MARKET_RUN_CHARGE_LIMIT_USD)',
+      deprecated: true,
+      description: 'Deprecated alias of maxTotalUsdPerRun (sending both with different values is 400 validation_failed)',
     },
   },
 } as const;
@@ -34,7 +44,8 @@ export const McpCredentialResponse = {
     mcpUrl: { type: 'string', format: 'uri', description: '{mcp_url}/mcp/{entryId}' },
     credentialId: { type: 'string', format: 'uuid', description: 'Sent to providers as x-service-charge-selection-id' },
     entryId: { type: 'string', format: 'uuid' },
-    maxRunChargeUsd: { type: ['number', 'null'], format: 'double' },
+    maxTotalUsdPerRun: { type: ['number', 'null'], format: 'double', description: 'Extension: your cap per market run of this credential (null: none but the run charge limit)' },
+    maxRunChargeUsd: { type: ['number', 'null'], format: 'double', deprecated: true, description: 'Deprecated: the same value as maxTotalUsdPerRun' },
   },
 } as const;
 
