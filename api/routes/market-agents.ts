@@ -266,6 +266,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
         sealRequestSecrets(deps.config.masterKey, jobId, {
           task,
           agent_instructions: secrets.systemPrompt,
+          ...(secrets.promptTemplate && { agent_template: secrets.promptTemplate }),
           ...(agent.skills && { skills: agent.skills }),
           agent_selections: {
             market: agent.mcpSelections.map((s, i) => ({ ...s, params: secrets.selectionParams.market[i] ?? {} })),
