@@ -10,6 +10,13 @@ import { priceTableFromSetting, type PriceTable } from './billing/pricing';
 /** Everything the service reads from the environment, validated once at start. */
 export interface Config {
   port: number;
+  /**
+   * TRUST_PROXY: how many reverse proxies stand in front of the API (`false`/`0`, the default: none;
+   * `true`: one; or a count up to 10). Only then are X-Forwarded-For (the client address of the MCP
+   * rate limits), X-Forwarded-Host and X-Forwarded-Proto (the origin of apiBaseUrl, mcpUrl and icon
+   * URLs when PUBLIC_API_URL / MCP_PUBLIC_URL are unset) believed. docs/operations.md "Behind a proxy".
+   */
+  trustProxyHops: number;
   dataDir: string;
   /** Unset means the embedded PGlite database under dataDir. */
   databaseUrl: string | null;
@@ -251,6 +258,15 @@ function parseMasterKey(raw: string): Buffer {
   return key;
 }
 
+/** TRUST_PROXY: false/0 (default), true (one proxy) or the number of proxies in front of the API (1-10). */
+function trustProxyHops(env: Env): number {
+  const raw = optional(env, 'TRUST_PROXY')?.toLowerCase() ?? null;
+  if (raw === null || raw === 'false') return 0;
+  if (raw === 'true') return 1;
+  if (!/^\d+$/.test(raw) || Number(raw) > 10) throw new ConfigError('TRUST_PROXY', `must be true, false or the number of proxies in front of the API (0-10), got "${raw}"`);
+  return Number(raw);
+}
+
 function fraction(env: Env, name: string, fallback: number): number {
   const raw = optional(env, name);
   if (raw === null) return fallback;
@@ -363,6 +379,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const config: Config = {
     port: integer(env, 'PORT', 3000, 0, 65535),
+    trustProxyHops: trustProxyHops(env),
     dataDir,
     databaseUrl,
     temporalAddress,

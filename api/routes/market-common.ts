@@ -22,7 +22,7 @@ export function marketErrors() {
   };
 }
 
-/** The origin clients reach the API at: PUBLIC_API_URL, else the request's own (X-Forwarded-* honoured). */
+/** The origin clients reach the API at: PUBLIC_API_URL, else the request's own (X-Forwarded-Host/-Proto only with TRUST_PROXY). */
 export function publicOrigin(ctx: Context, deps: ApiDeps): string {
   // Not ctx.origin: in Koa 3 that is the request's Origin header.
   return deps.config.market.publicApiUrl ?? `${ctx.protocol}://${ctx.host}`;
