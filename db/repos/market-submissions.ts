@@ -251,7 +251,8 @@ export async function getSubmissionForReview(db: Db, market: Market, id: string)
  *   entry of the same listing (same public id), atomically — 409 stale_revision when the parent is
  *   no longer the live entry;
  * - reject (pending_review → rejected) with a reason the owner sees;
- * - disable (approved → disabled): a live entry leaves the public listing.
+ * - disable (approved → disabled): a live entry leaves the public listing, for good: approving a
+ *   revision of a disabled listing (one made before it was disabled) is 409 listing_disabled.
  */
 let reviewsGeneration = 0;
 
@@ -277,7 +278,11 @@ async function reviewInTransaction(db: Db, input: { market: Market; id: string; 
     const status = transition(input.action, row.status);
     const now = new Date();
     if (input.action === 'approve') {
-      const live = await trx.selectFrom('market_submissions').select('id').where('listing_id', '=', row.listing_id).where('live', '=', true).forUpdate().executeTakeFirst();
+      const live = await trx.selectFrom('market_submissions').select(['id', 'status']).where('listing_id', '=', row.listing_id).where('live', '=', true).forUpdate().executeTakeFirst();
+      // Disabling is final: a revision (made before or after) cannot bring the listing back.
+      if (live?.status === 'disabled') {
+        throw new MarketRuleError(409, 'listing_disabled', 'An operator disabled this listing; a revision of it cannot be approved (reject it instead)');
+      }
       if (row.parent_entry_id !== null && live?.id !== row.parent_entry_id) {
         throw new MarketRuleError(409, 'stale_revision', 'The entry this revision was made from is no longer the live listing; create a new revision from the live entry');
       }
