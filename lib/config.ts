@@ -73,6 +73,11 @@ export interface MarketConfig {
   commissionRate: number;
   /** PUBLIC_API_URL: the origin clients reach the API at (icon URLs, apiBaseUrl); unset means the request's own origin. */
   publicApiUrl: string | null;
+  /**
+   * MARKET_DRAFT_SLUG_DAYS, default 30: a listing that never reached review (only draft or rejected
+   * submissions) and has not changed for this long no longer holds its slug; another listing may take it.
+   */
+  draftSlugTtlMs: number;
   /** MARKET_VALIDATION_TTL_HOURS, default 24. */
   validationTtlMs: number;
   /** MARKET_EVENT_VERIFICATION_TTL_MINUTES, default 60: how long a verification and its charge token live. */
@@ -275,6 +280,9 @@ function fraction(env: Env, name: string, fallback: number): number {
   return value;
 }
 
+/** MARKET_DRAFT_SLUG_DAYS when unset. */
+export const DEFAULT_DRAFT_SLUG_DAYS = 30;
+
 function marketConfig(env: Env, dataDir: string): MarketConfig {
   const rawKey = secretOrLocalFile(env, 'MARKET_CHARGE_TOKEN_KEY', dataDir, 'charge-token.key', () => randomBytes(32).toString('hex'));
   const chargeTokenKey = /^[0-9a-fA-F]+$/.test(rawKey) && rawKey.length % 2 === 0 ? Buffer.from(rawKey, 'hex') : Buffer.from(rawKey, 'base64');
@@ -283,6 +291,7 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
     chargeTokenKey,
     commissionRate: fraction(env, 'MARKET_COMMISSION_RATE', 0.2),
     publicApiUrl: url(env, 'PUBLIC_API_URL'),
+    draftSlugTtlMs: integer(env, 'MARKET_DRAFT_SLUG_DAYS', DEFAULT_DRAFT_SLUG_DAYS, 1, 3_650) * 86_400_000,
     validationTtlMs: integer(env, 'MARKET_VALIDATION_TTL_HOURS', 24, 1, 24 * 30) * 3_600_000,
     eventVerificationTtlMs: integer(env, 'MARKET_EVENT_VERIFICATION_TTL_MINUTES', 60, 1, 24 * 60) * 60_000,
     discoveryTimeoutMs: integer(env, 'MARKET_DISCOVERY_TIMEOUT_MS', 60_000, 1_000, 600_000),
