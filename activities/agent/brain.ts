@@ -85,8 +85,11 @@ export function createAgentBrainActivities(deps: BrainDeps) {
   const bill = (jobId: string, what: string, model: string, usage: OpenAI.CompletionUsage | undefined, walletBilled: boolean) =>
     recordLlmUsage(db, deps.llm.prices, { jobId, usageKey: attemptKey(jobId, what), model, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0, walletBilled });
 
-  /** The private-text guards of agent-market runs, by job: built once per job on this worker, dropped when idle. */
-  const guards = new BoundedCache<PrivateTextGuard>({ maxEntries: 200, idleMs: 10 * 60_000 });
+  /**
+   * The private-text guards of agent-market runs, by job: built once per job on this worker (a few ms
+   * for prompts of a few KB; up to ~10 MB and ~250 ms for the largest allowed), dropped when idle.
+   */
+  const guards = new BoundedCache<PrivateTextGuard>({ maxEntries: 50, idleMs: 10 * 60_000 });
 
   /**
    * How anything the model wrote is kept (stored, logged, sent to a page or a tool, handed to the
