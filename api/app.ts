@@ -31,8 +31,8 @@ import { metricsRoutes } from './routes/metrics';
 import { marketConsumerRoutes } from './routes/market-consumer';
 
 export function createApp(deps: ApiDeps): Koa {
-  const app = new Koa();
-  app.proxy = true;
+  // X-Forwarded-* are believed only from the proxies the operator says are there (TRUST_PROXY).
+  const app = new Koa({ proxy: deps.config.trustProxyHops > 0, maxIpsCount: deps.config.trustProxyHops });
   app.use(requestId());
   app.use(requestLog());
   app.use(errorHandler());

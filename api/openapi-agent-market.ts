@@ -30,6 +30,8 @@ export const AGENT_MARKET_COMPONENTS = [
 ];
 
 const tags = ['Agent market'];
+const SLUG_RELEASE =
+  'a slug is released when its draft is deleted, or when its listing never reached review — only draft or rejected submissions — and has not changed for MARKET_DRAFT_SLUG_DAYS, default 30';
 const RULES = 'prompt_template_required, undeclared_placeholder, invalid_input_schema, invalid_structured_output, model_not_supported, unknown_market_tool, invalid_custom_selection, insecure_url, invalid_slug, icon_not_found';
 
 export function agentMarketPaths() {
@@ -39,7 +41,12 @@ export function agentMarketPaths() {
         summary: 'Submit an agent (a draft): prompts and selection params sealed at rest',
         tags,
         requestBody: body('AgentMarketSubmissionRequest'),
-        responses: { 201: json(ref('AgentMarketSubmission'), 'The draft (owner view)'), 400: error(`Invalid body, or a broken rule: ${RULES}`), 401: unauthorized, 409: error('slug_taken') },
+        responses: {
+          201: json(ref('AgentMarketSubmission'), 'The draft (owner view)'),
+          400: error(`Invalid body, or a broken rule: ${RULES}`),
+          401: unauthorized,
+          409: error(`slug_taken: another listing holds the slug (${SLUG_RELEASE})`),
+        },
       },
       get: {
         summary: 'The caller\'s agent submissions, newest first',
@@ -68,13 +75,28 @@ export function agentMarketPaths() {
           409: error('invalid_state (pending_review, approved or disabled: an approved agent changes only through a revision); slug_taken'),
         },
       },
+      delete: {
+        summary: 'Delete a draft or rejected submission (extension): its slug is released unless another submission of the listing uses it',
+        description:
+          `Drafts do not hold their slug forever: deleting one releases it at once, and otherwise ${SLUG_RELEASE}. ` +
+          'A revision draft is deleted alone; the live agent of its listing stays, with its slug.',
+        tags,
+        parameters: [uuidPath('id')],
+        responses: { 204: { description: 'Deleted' }, 401: unauthorized, 404: error('No such submission of this account'), 409: error('invalid_state: pending_review, approved or disabled') },
+      },
     },
     '/agent-market/submissions/{id}/submit': {
       post: {
         summary: 'Send a draft to review (pending_review); its market tool selections are checked again',
         tags,
         parameters: [uuidPath('id')],
-        responses: { 200: json(ref('AgentMarketSubmission'), 'pending_review'), 400: error('unknown_market_tool'), 401: unauthorized, 404: error('No such submission'), 409: error('invalid_state') },
+        responses: {
+          200: json(ref('AgentMarketSubmission'), 'pending_review'),
+          400: error('unknown_market_tool'),
+          401: unauthorized,
+          404: error('No such submission'),
+          409: error('invalid_state; slug_taken: the draft was left unchanged for MARKET_DRAFT_SLUG_DAYS and another listing took its slug (choose another with PUT)'),
+        },
       },
     },
     '/agent-market/submissions/{id}/revisions': {

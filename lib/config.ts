@@ -10,6 +10,13 @@ import { priceTableFromSetting, type PriceTable } from './billing/pricing';
 /** Everything the service reads from the environment, validated once at start. */
 export interface Config {
   port: number;
+  /**
+   * TRUST_PROXY: how many reverse proxies stand in front of the API (`false`/`0`, the default: none;
+   * `true`: one; or a count up to 10). Only then are X-Forwarded-For (the client address of the MCP
+   * rate limits), X-Forwarded-Host and X-Forwarded-Proto (the origin of apiBaseUrl, mcpUrl and icon
+   * URLs when PUBLIC_API_URL / MCP_PUBLIC_URL are unset) believed. docs/operations.md "Behind a proxy".
+   */
+  trustProxyHops: number;
   dataDir: string;
   /** Unset means the embedded PGlite database under dataDir. */
   databaseUrl: string | null;
@@ -66,6 +73,11 @@ export interface MarketConfig {
   commissionRate: number;
   /** PUBLIC_API_URL: the origin clients reach the API at (icon URLs, apiBaseUrl); unset means the request's own origin. */
   publicApiUrl: string | null;
+  /**
+   * MARKET_DRAFT_SLUG_DAYS, default 30: a listing that never reached review (only draft or rejected
+   * submissions) and has not changed for this long no longer holds its slug; another listing may take it.
+   */
+  draftSlugTtlMs: number;
   /** MARKET_VALIDATION_TTL_HOURS, default 24. */
   validationTtlMs: number;
   /** MARKET_EVENT_VERIFICATION_TTL_MINUTES, default 60: how long a verification and its charge token live. */
@@ -257,6 +269,15 @@ function parseMasterKey(raw: string): Buffer {
   return key;
 }
 
+/** TRUST_PROXY: false/0 (default), true (one proxy) or the number of proxies in front of the API (1-10). */
+function trustProxyHops(env: Env): number {
+  const raw = optional(env, 'TRUST_PROXY')?.toLowerCase() ?? null;
+  if (raw === null || raw === 'false') return 0;
+  if (raw === 'true') return 1;
+  if (!/^\d+$/.test(raw) || Number(raw) > 10) throw new ConfigError('TRUST_PROXY', `must be true, false or the number of proxies in front of the API (0-10), got "${raw}"`);
+  return Number(raw);
+}
+
 function fraction(env: Env, name: string, fallback: number): number {
   const raw = optional(env, name);
   if (raw === null) return fallback;
@@ -264,6 +285,9 @@ function fraction(env: Env, name: string, fallback: number): number {
   if (!/^\d*\.?\d+$/.test(raw) || value < 0 || value > 1) throw new ConfigError(name, `must be a number between 0 and 1, got "${raw}"`);
   return value;
 }
+
+/** MARKET_DRAFT_SLUG_DAYS when unset. */
+export const DEFAULT_DRAFT_SLUG_DAYS = 30;
 
 function marketConfig(env: Env, dataDir: string): MarketConfig {
   const rawKey = secretOrLocalFile(env, 'MARKET_CHARGE_TOKEN_KEY', dataDir, 'charge-token.key', () => randomBytes(32).toString('hex'));
@@ -278,6 +302,7 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
     chargeTokenKey,
     commissionRate: fraction(env, 'MARKET_COMMISSION_RATE', 0.2),
     publicApiUrl: url(env, 'PUBLIC_API_URL'),
+    draftSlugTtlMs: integer(env, 'MARKET_DRAFT_SLUG_DAYS', DEFAULT_DRAFT_SLUG_DAYS, 1, 3_650) * 86_400_000,
     validationTtlMs: integer(env, 'MARKET_VALIDATION_TTL_HOURS', 24, 1, 24 * 30) * 3_600_000,
     eventVerificationTtlMs: integer(env, 'MARKET_EVENT_VERIFICATION_TTL_MINUTES', 60, 1, 24 * 60) * 60_000,
     discoveryTimeoutMs: integer(env, 'MARKET_DISCOVERY_TIMEOUT_MS', 60_000, 1_000, 600_000),
@@ -375,6 +400,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const config: Config = {
     port: integer(env, 'PORT', 3000, 0, 65535),
+    trustProxyHops: trustProxyHops(env),
     dataDir,
     databaseUrl,
     temporalAddress,

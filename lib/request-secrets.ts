@@ -39,6 +39,8 @@ export interface RequestSecrets {
   task?: string;
   /** Agent-market runs: the provider's private system prompt, added to the runtime's. */
   agent_instructions?: string;
+  /** Agent-market runs: the listing's prompt template as written (its words are masked in what the model writes). */
+  agent_template?: string;
   /** Agent-market runs: the listing's skills (private to its provider). */
   skills?: unknown;
   /** Agent-market runs: the listing's tool selections with their params (for the tool loop). */

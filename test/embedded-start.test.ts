@@ -648,6 +648,7 @@ const CASES: EndpointCase[] = [
       'PUT /api/v1/agent-market/submissions/{id}',
       'POST /api/v1/agent-market/submissions/{id}/submit',
       'POST /api/v1/agent-market/submissions/{id}/revisions',
+      'DELETE /api/v1/agent-market/submissions/{id}',
       'GET /api/v1/agent-market/agents',
       'GET /api/v1/agent-market/agents/{agentId}',
       'POST /api/v1/agent-market/agents/{agentId}/purchase',
@@ -702,6 +703,8 @@ const CASES: EndpointCase[] = [
       const revision = await ctx.http('POST', `/api/v1/agent-market/submissions/${id}/revisions`, { apiKey: provider.apiKey });
       assert.equal(revision.status, 201);
       assert.match(revision.body.id, UUID);
+      assert.equal((await ctx.http('DELETE', `/api/v1/agent-market/submissions/${revision.body.id}`, { apiKey: provider.apiKey })).status, 204, 'a draft revision is deleted');
+      assert.equal((await ctx.http('DELETE', `/api/v1/agent-market/submissions/${id}`, { apiKey: provider.apiKey })).status, 409, 'an approved one is not');
     },
   },
 ];

@@ -13,6 +13,9 @@ import { doneTool, parseToolArguments } from '../../lib/agent/model-tools';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
 import { maskSecrets, maskSecretsIn } from '../../lib/agent/sensitive-data';
+import { privateTextGuard, type PrivateTextGuard } from '../../lib/agent/private-text';
+import { BoundedCache } from '../../lib/bounded-cache';
+import type { RequestSecrets } from '../../lib/request-secrets';
 import { AGENT_LOOP_TOOLS, BROWSER_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
 import { attemptKey, withHeartbeat } from '../heartbeat';
@@ -81,6 +84,32 @@ export function createAgentBrainActivities(deps: BrainDeps) {
   /** One LLM call's usage, recorded through the shared helper (activities/llm/usage.ts). */
   const bill = (jobId: string, what: string, model: string, usage: OpenAI.CompletionUsage | undefined, walletBilled: boolean) =>
     recordLlmUsage(db, deps.llm.prices, { jobId, usageKey: attemptKey(jobId, what), model, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0, walletBilled });
+
+  /**
+   * The private-text guards of agent-market runs, by job: built once per job on this worker (a few ms
+   * for prompts of a few KB; up to ~10 MB and ~250 ms for the largest allowed), dropped when idle.
+   */
+  const guards = new BoundedCache<PrivateTextGuard>({ maxEntries: 50, idleMs: 10 * 60_000 });
+
+  /**
+   * How anything the model wrote is kept (stored, logged, sent to a page or a tool, handed to the
+   * workflow): sensitive_data values become their placeholders, and an agent-market run's private
+   * texts (its provider's system prompt and template, sealed in the job) are masked
+   * (lib/agent/private-text). `request` must be loaded with the master key.
+   */
+  function modelOutputMask(jobId: string, request: object) {
+    const { sensitive_data: secrets = [], agent_instructions, agent_template } = request as RequestSecrets;
+    let guard = guards.get(jobId);
+    if (!guard) {
+      guard = privateTextGuard([agent_instructions, agent_template]);
+      guards.set(jobId, guard);
+    }
+    const privateTexts = guard;
+    return {
+      text: (text: string) => privateTexts.mask(maskSecrets(text, secrets)),
+      value: <T>(value: T): T => privateTexts.maskIn(maskSecretsIn(value, secrets)),
+    };
+  }
 
   async function currentStep(jobId: string, taskIndex: number, step: number) {
     return db.selectFrom('agent_steps').selectAll().where('job_id', '=', jobId).where('task_index', '=', taskIndex).where('step', '=', step).executeTakeFirstOrThrow();
@@ -168,11 +197,12 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       await bill(jobId, `decide-${taskIndex}-${step}`, model, completion.usage, walletBilled);
       const message = completion.choices[0]?.message;
       const calls = (message?.tool_calls ?? []).filter((c) => c.type === 'function');
-      const secrets = request.sensitive_data ?? [];
-      // A value the model echoes becomes its placeholder before anything is stored, logged or returned to the workflow.
-      const actions: AgentAction[] = calls.map((c) => ({ name: c.function.name, args: maskSecretsIn(parseToolArguments(c.function.arguments), secrets) }));
+      // A secret value or a stretch of the provider's private prompts the model echoes is masked before
+      // anything is stored, logged, executed or returned to the workflow.
+      const mask = modelOutputMask(jobId, request);
+      const actions: AgentAction[] = calls.map((c) => ({ name: c.function.name, args: mask.value(parseToolArguments(c.function.arguments)) }));
       const kept = actions.slice(0, request.max_actions_per_step);
-      const goal = message?.content?.trim() ? maskSecrets(message.content.trim(), secrets).slice(0, 500) : null;
+      const goal = message?.content?.trim() ? mask.text(message.content.trim()).slice(0, 500) : null;
       await db.updateTable('agent_steps').set({ goal, actions: JSON.stringify(kept) }).where('id', '=', current.id).execute();
       if (actions.length > kept.length) {
         await appendJobLog(db, jobId, `step ${step}: the model proposed ${actions.length} actions; only the first ${kept.length} (max_actions_per_step) are used`);
@@ -201,7 +231,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
     /** One selection-tool call of an agent run: its agent_tool_calls row (no arguments or results: they can hold secrets) and a log line. */
     async recordAgentToolCall(input: AgentToolCallRecord): Promise<void> {
-      await recordAgentToolCall(db, input);
+      const { request } = await loadAgentJob(db, input.jobId, deps.masterKey);
+      await recordAgentToolCall(db, { ...input, error: input.error === null ? null : modelOutputMask(input.jobId, request).text(input.error) });
     },
 
     /** The extract tool: one LLM call over the latest observation's full text. */
@@ -218,16 +249,16 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       if (walletBilled) await assertHoldCovers(db, jobId, llmCallWorstCaseMicros(deps.llm.prices, model, promptTokenBound(messages)));
       const completion = await withHeartbeat(() => client.chat.completions.create({ model, messages }));
       await bill(jobId, `extract-${input.taskIndex}-${input.step}`, model, completion.usage, walletBilled);
-      const answer = maskSecrets(completion.choices[0]?.message?.content ?? '', request.sensitive_data ?? []);
+      const answer = modelOutputMask(jobId, request).text(completion.choices[0]?.message?.content ?? '');
       return { ok: true, navigated: false, message: `extracted: ${answer.slice(0, 2000)}` };
     },
 
     /** Checks the done action: shaped by structured_output and validated, re-asked within the mode's bound. */
     async acceptFinalAnswer(input: { jobId: string; taskIndex: number; args: Record<string, unknown>; attempt: number }): Promise<FinalAnswerVerdict> {
       const { job, request } = await loadAgentJob(db, input.jobId, deps.masterKey);
-      const secrets = request.sensitive_data ?? [];
-      const mask = (value: unknown) => (value === undefined ? null : JSON.parse(maskSecrets(JSON.stringify(value), secrets)));
-      const answer = typeof input.args.answer === 'string' ? maskSecrets(input.args.answer, secrets) : null;
+      const masker = modelOutputMask(input.jobId, request);
+      const mask = (value: unknown) => (value === undefined ? null : masker.value(value));
+      const answer = typeof input.args.answer === 'string' ? masker.text(input.args.answer) : null;
       const success = input.args.success !== false;
       // The task as stored, never a sealed one (an agent-market template is its provider's private text).
       const base = { task: visibleTasks(job)[input.taskIndex], success, answer, steps: 0 };
@@ -243,13 +274,15 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       if (input.attempt < allowed) {
         return { accepted: false, message: `Your done data does not match structured_output: ${problems.join('; ')}. Call done again with corrected data.` };
       }
-      throw stopped(`the final structured output stayed invalid after ${allowed + 1} attempts: ${problems.join('; ')}`);
+      throw stopped(masker.text(`the final structured output stayed invalid after ${allowed + 1} attempts: ${problems.join('; ')}`));
     },
 
     /** Stores the step's outcomes and writes the progress line polling clients see. */
     async recordStep(input: { jobId: string; taskIndex: number; step: number; outcomes: AgentOutcome[]; goal: string | null }) {
       const { request } = await loadAgentJob(db, input.jobId, deps.masterKey);
-      const outcomes = JSON.parse(maskSecrets(JSON.stringify(input.outcomes), request.sensitive_data ?? [])) as AgentOutcome[];
+      const mask = modelOutputMask(input.jobId, request);
+      const outcomes = mask.value(input.outcomes);
+      const goal = input.goal === null ? null : mask.text(input.goal);
       await db
         .updateTable('agent_steps')
         .set({ outcomes: JSON.stringify(outcomes) })
@@ -258,7 +291,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         .where('step', '=', input.step)
         .execute();
       const actions = outcomes.map((o) => `${o.action} → ${o.ok ? '' : 'FAILED: '}${o.message}`).join('; ') || 'no action';
-      await appendJobLog(db, input.jobId, `task ${input.taskIndex + 1} step ${input.step}: goal: ${input.goal ?? '(none stated)'} | ${actions}`);
+      await appendJobLog(db, input.jobId, `task ${input.taskIndex + 1} step ${input.step}: goal: ${goal ?? '(none stated)'} | ${actions}`);
     },
 
     async saveTaskResult(input: { jobId: string; taskIndex: number; result: AgentTaskResult }) {
@@ -272,7 +305,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
     /** Builds the result (final answer or structured output, per-task outcomes, step summary with totals) and ends the job. */
     async finishAgentJob(input: { jobId: string; error: string | null }) {
-      const { job } = await loadAgentJob(db, input.jobId);
+      const { job, request } = await loadAgentJob(db, input.jobId, deps.masterKey);
+      const error = input.error === null ? null : modelOutputMask(job.id, request).text(input.error);
       const tasks = visibleTasks(job);
       if (job.status === 'completed' || job.status === 'failed') return { jobId: job.id, status: job.status, error: job.error };
       const taskResults = (await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', job.id).orderBy('task_index').execute()).map((r) => r.result);
@@ -293,10 +327,10 @@ export function createAgentBrainActivities(deps: BrainDeps) {
           costUsd: microsToUsd(usage.costMicros),
         },
       };
-      const status = input.error === null ? 'completed' : 'failed';
-      const event = input.error ? `failed: ${input.error}` : 'completed';
-      await transitionJob(db, job.id, status, { result, error: input.error, log: event, systemLogEvent: event });
-      return { jobId: job.id, status, error: input.error } as const;
+      const status = error === null ? 'completed' : 'failed';
+      const event = error ? `failed: ${error}` : 'completed';
+      await transitionJob(db, job.id, status, { result, error, log: event, systemLogEvent: event });
+      return { jobId: job.id, status, error } as const;
     },
   };
 }

@@ -28,12 +28,16 @@ export interface McpEndpointOptions {
 }
 
 /**
- * The client's address for rate limiting. Behind the proxy the app trusts (`app.proxy`), that is the
- * address the proxy appended last to X-Forwarded-For; entries before it are the client's own claims.
+ * The client's address for rate limiting: the connection's peer, unless the operator says N proxies
+ * stand in front of the API (TRUST_PROXY; the app then has `proxy` and `maxIpsCount` = N). Each
+ * proxy appends the address it was reached from to X-Forwarded-For, so the client is the N-th entry
+ * from the end (the first of `ctx.ips`, which keeps the last N); entries before it are the client's
+ * own claims. A request that did not pass all N proxies (fewer entries) counts as its peer.
  */
 export function clientAddress(ctx: Context): string {
-  const forwarded = ctx.app.proxy ? ctx.ips : [];
-  return forwarded.length ? forwarded[forwarded.length - 1] : ctx.socket.remoteAddress ?? 'unknown';
+  const hops = ctx.app.proxy ? ctx.app.maxIpsCount : 0;
+  const forwarded = hops > 0 ? ctx.ips : [];
+  return hops > 0 && forwarded.length >= hops ? forwarded[0] : (ctx.socket.remoteAddress ?? 'unknown');
 }
 
 /**

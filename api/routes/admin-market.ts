@@ -4,6 +4,7 @@ import { getSubmissionForReview, listSubmissionsForReview, reviewSubmission, typ
 import { findMcpSubmissions, mcpMarketHooks, type McpSubmission } from '../../db/repos/market-mcp';
 import { findDriftFlags, type DriftFlag } from '../../db/repos/market-tool-calls';
 import { agentMarketHooks, findAgentSubmissions, type AgentSubmission } from '../../db/repos/market-agents';
+import { pricingEventDefinition, toolDefinition } from '../../lib/market/listing';
 import { microsToUsd } from '../../lib/money';
 import { paginationMeta } from '../../db/repos/pagination';
 import { MarketRuleError } from '../../lib/market/errors';
@@ -14,7 +15,7 @@ import { ApiError } from '../errors';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import { marketErrors } from './market-common';
 
-/** What the review screen shows of any market's submission (never secrets or prompts). */
+/** What the review screen shows of any market's submission (never secrets, staticConfig or prompts). */
 function coreView(sub: SubmissionCore) {
   return {
     id: sub.id,
@@ -45,7 +46,11 @@ function mcpReviewView(sub: McpSubmission, drift: DriftFlag | undefined) {
     openapiBaseUrl: sub.openapiBaseUrl,
     monetizationStrategy: sub.monetizationStrategy,
     toolNames: sub.tools.map((t) => t.toolName),
-    pricingEvents: sub.pricingEvents.map((e) => e.eventName),
+    /** What consumers will pay and the provider earn: each tool's price (tool_call_fixed) and the pricing events (provider_event). */
+    tools: sub.tools.map(toolDefinition),
+    pricingEvents: sub.pricingEvents.map(pricingEventDefinition),
+    /** What each consumer will be asked to supply. */
+    requiredUserParamsSchema: sub.requiredUserParamsSchema,
     approvedToolsHash: sub.approvedToolsHash,
   };
 }

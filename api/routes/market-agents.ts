@@ -41,7 +41,7 @@ import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { assertLlmModel } from '../services/llm-model';
 import { preflightUrl } from '../services/url-preflight';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
-import { addRevisionRoute, iconUrlFor, marketErrors, submissionCoreFields } from './market-common';
+import { addDeleteRoute, addRevisionRoute, iconUrlFor, marketErrors, submissionCoreFields } from './market-common';
 
 const iconOf = (sub: AgentSubmission, iconUrl: (key: string) => string) => (sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl);
 
@@ -113,6 +113,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   const hooks = agentMarketHooks(deps.config.masterKey);
   const approvedTools = approvedToolLookup(deps.db);
   const commissionPpm = ratePpm(deps.config.market.commissionRate);
+  const { draftSlugTtlMs } = deps.config.market;
 
   /** AgentMarketSubmission: the owner's view, prompts unsealed for the owner only, selection params masked. */
   async function ownView(ctx: Context, id: string) {
@@ -163,7 +164,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   router.post('/submissions', async (ctx) => {
     const user = ctx.state.user as AuthenticatedUser;
     const prepared = await prepare(ctx);
-    const id = await createSubmission(deps.db, { market: 'agent', ownerId: user.userId, fields: submissionCoreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared) });
+    const id = await createSubmission(deps.db, { market: 'agent', ownerId: user.userId, fields: submissionCoreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared), draftSlugTtlMs });
     ctx.status = 201;
     ctx.body = await ownView(ctx, id);
   });
@@ -187,7 +188,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
     const id = parseUuidParam('id', ctx.params.id);
     transition('update', (await getOwnSubmission(deps.db, 'agent', user.userId, id)).status);
     const prepared = await prepare(ctx);
-    await replaceSubmission(deps.db, { market: 'agent', ownerId: user.userId, id, fields: submissionCoreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared) });
+    await replaceSubmission(deps.db, { market: 'agent', ownerId: user.userId, id, fields: submissionCoreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared), draftSlugTtlMs });
     ctx.body = await ownView(ctx, id);
   });
 
@@ -198,11 +199,12 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
     if (!sub) throw notFound('Submission');
     // The market tools it names must still be approved when it goes to review.
     await checkMarketSelections(sub.mcpSelections, approvedTools, 'mcpSelections');
-    await submitForReview(deps.db, 'agent', user.userId, id);
+    await submitForReview(deps.db, 'agent', user.userId, id, { draftSlugTtlMs });
     ctx.body = await ownView(ctx, id);
   });
 
   addRevisionRoute(router, deps, 'agent', hooks);
+  addDeleteRoute(router, deps, 'agent');
 
   /** Whether the caller may run the agent: their own, free, or bought. */
   const mayRun = async (agent: AgentSubmission, userId: string) =>
@@ -311,6 +313,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
         sealRequestSecrets(deps.config.masterKey, jobId, {
           task,
           agent_instructions: secrets.systemPrompt,
+          ...(secrets.promptTemplate && { agent_template: secrets.promptTemplate }),
           ...(agent.skills && { skills: agent.skills }),
           agent_selections: {
             market: agent.mcpSelections.map((s, i) => ({ ...s, params: secrets.selectionParams.market[i] ?? {} })),

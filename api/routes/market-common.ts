@@ -3,7 +3,7 @@ import type { Context, Next } from 'koa';
 import { MarketRuleError } from '../../lib/market/errors';
 import { maskValues, pricingEventDefinition, toolDefinition } from '../../lib/market/listing';
 import { unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
-import { createRevision, type CoreFields, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
+import { createRevision, deleteSubmission, type CoreFields, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import type { Market } from '../../lib/market/review-state';
 import type { ApiDeps } from '../deps';
@@ -22,7 +22,7 @@ export function marketErrors() {
   };
 }
 
-/** The origin clients reach the API at: PUBLIC_API_URL, else the request's own (X-Forwarded-* honoured). */
+/** The origin clients reach the API at: PUBLIC_API_URL, else the request's own (X-Forwarded-Host/-Proto only with TRUST_PROXY). */
 export function publicOrigin(ctx: Context, deps: ApiDeps): string {
   // Not ctx.origin: in Koa 3 that is the request's Origin header.
   return deps.config.market.publicApiUrl ?? `${ctx.protocol}://${ctx.host}`;
@@ -50,6 +50,15 @@ export function addRevisionRoute(router: Router, deps: ApiDeps, market: Market, 
     const id = parseUuidParam('id', ctx.params.id);
     ctx.status = 201;
     ctx.body = { id: await createRevision(deps.db, market, user.userId, id, hooks) };
+  });
+}
+
+/** DELETE /submissions/:id of a market's router: the caller deletes a draft or rejected submission (204), releasing its slug. */
+export function addDeleteRoute(router: Router, deps: ApiDeps, market: Market): void {
+  router.delete('/submissions/:id', async (ctx) => {
+    const user = ctx.state.user as AuthenticatedUser;
+    await deleteSubmission(deps.db, market, user.userId, parseUuidParam('id', ctx.params.id));
+    ctx.status = 204;
   });
 }
 

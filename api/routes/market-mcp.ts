@@ -211,6 +211,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
       ownerId: user.userId,
       fields: submissionCoreFields(prepared),
       writeDetails: mcpDetailsWriter(deps.config.masterKey, prepared),
+      draftSlugTtlMs: deps.config.market.draftSlugTtlMs,
     });
     ctx.status = 201;
     ctx.body = await ownView(ctx, id);
@@ -245,6 +246,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
       id,
       fields: submissionCoreFields(prepared),
       writeDetails: mcpDetailsWriter(deps.config.masterKey, prepared),
+      draftSlugTtlMs: deps.config.market.draftSlugTtlMs,
     });
     ctx.body = await ownView(ctx, id);
   });
@@ -252,7 +254,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   router.post('/submissions/:id/submit', async (ctx) => {
     const user = ctx.state.user as AuthenticatedUser;
     const id = parseUuidParam('id', ctx.params.id);
-    await submitForReview(deps.db, 'mcp', user.userId, id);
+    await submitForReview(deps.db, 'mcp', user.userId, id, { draftSlugTtlMs: deps.config.market.draftSlugTtlMs });
     ctx.body = await ownView(ctx, id);
   });
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../connect';
 import type { MarketSubmissionsTable } from '../schema';
+import { DEFAULT_DRAFT_SLUG_DAYS } from '../../lib/config';
 import { MarketRuleError } from '../../lib/market/errors';
 import { transition, type Market, type ReviewAction, type SubmissionStatus } from '../../lib/market/review-state';
 import { offsetOf, type PageRequest } from './pagination';
@@ -82,12 +83,22 @@ const inTransaction = <T>(db: Db, run: (trx: Db) => Promise<T>): Promise<T> => (
 /**
  * Reserves `slug` for the listing (slugs are unique per market; the listing's revisions share theirs).
  * The primary key makes concurrent claims safe: the second waits for the first and then sees it.
- * 409 slug_taken when another listing holds it.
+ * A holder that never reached review — all its submissions draft or rejected — and has not changed
+ * for `draftTtlMs` (MARKET_DRAFT_SLUG_DAYS) loses the slug to the claimant; its drafts meet 409
+ * slug_taken when they next try to use it. 409 slug_taken when another listing holds it.
  */
-async function reserveSlug(trx: Db, market: Market, slug: string, listingId: string): Promise<void> {
+async function reserveSlug(trx: Db, market: Market, slug: string, listingId: string, draftTtlMs: number): Promise<void> {
   await trx.insertInto('market_slugs').values({ market, slug, listing_id: listingId }).onConflict((oc) => oc.columns(['market', 'slug']).doNothing()).execute();
-  const holder = await trx.selectFrom('market_slugs').select('listing_id').where('market', '=', market).where('slug', '=', slug).executeTakeFirstOrThrow();
-  if (holder.listing_id !== listingId) throw new MarketRuleError(409, 'slug_taken', `The slug "${slug}" is taken in the ${market} market; choose another`, [{ path: 'body/slug', message: 'is taken' }]);
+  const holderOf = async () => (await trx.selectFrom('market_slugs').select('listing_id').where('market', '=', market).where('slug', '=', slug).executeTakeFirstOrThrow()).listing_id;
+  let holder = await holderOf();
+  if (holder !== listingId) {
+    await sql`update market_slugs s set listing_id = ${listingId}::uuid, created_at = now()
+      where s.market = ${market} and s.slug = ${slug} and s.listing_id = ${holder}::uuid
+        and not exists (select 1 from market_submissions m where m.market = ${market} and m.listing_id = ${holder}::uuid
+          and (m.status not in ('draft', 'rejected') or m.updated_at > now() - ${draftTtlMs}::float8 * interval '1 millisecond'))`.execute(trx);
+    holder = await holderOf();
+  }
+  if (holder !== listingId) throw new MarketRuleError(409, 'slug_taken', `The slug "${slug}" is taken in the ${market} market; choose another`, [{ path: 'body/slug', message: 'is taken' }]);
 }
 
 /** Frees the listing's slugs that none of its submissions uses any more (after a rename). */
@@ -96,14 +107,21 @@ async function releaseUnusedSlugs(trx: Db, market: Market, listingId: string): P
     and not exists (select 1 from market_submissions m where m.market = ${market} and m.listing_id = ${listingId}::uuid and m.slug = s.slug)`.execute(trx);
 }
 
+/**
+ * How long a listing that never reached review keeps its slug without a change, in ms: the routes
+ * pass MARKET_DRAFT_SLUG_DAYS; absent, its default.
+ */
+export type DraftSlugTtl = { draftSlugTtlMs?: number };
+const draftSlugTtl = (given: DraftSlugTtl) => given.draftSlugTtlMs ?? DEFAULT_DRAFT_SLUG_DAYS * 86_400_000;
+
 /** A new draft listing; `writeDetails` stores the market's details in the same transaction. */
 export async function createSubmission(
   db: Db,
-  input: { market: Market; ownerId: string; fields: CoreFields; writeDetails: (trx: Db, id: string) => Promise<void> },
+  input: { market: Market; ownerId: string; fields: CoreFields; writeDetails: (trx: Db, id: string) => Promise<void> } & DraftSlugTtl,
 ): Promise<string> {
   const id = randomUUID();
   await inTransaction(db, async (trx) => {
-    await reserveSlug(trx, input.market, input.fields.slug, id);
+    await reserveSlug(trx, input.market, input.fields.slug, id, draftSlugTtl(input));
     await trx
       .insertInto('market_submissions')
       .values({
@@ -147,12 +165,12 @@ export async function getOwnSubmission(db: Db, market: Market, ownerId: string, 
  */
 export async function replaceSubmission(
   db: Db,
-  input: { market: Market; ownerId: string; id: string; fields: CoreFields; writeDetails: (trx: Db, id: string) => Promise<void> },
+  input: { market: Market; ownerId: string; id: string; fields: CoreFields; writeDetails: (trx: Db, id: string) => Promise<void> } & DraftSlugTtl,
 ): Promise<void> {
   await inTransaction(db, async (trx) => {
     const row = await lockSubmission(trx, input.market, input.id, input.ownerId);
     const status = transition('update', row.status);
-    await reserveSlug(trx, input.market, input.fields.slug, row.listing_id);
+    await reserveSlug(trx, input.market, input.fields.slug, row.listing_id, draftSlugTtl(input));
     await trx
       .updateTable('market_submissions')
       .set({
@@ -172,12 +190,31 @@ export async function replaceSubmission(
   });
 }
 
-/** draft → pending_review (409 invalid_state from any other status, so submitting twice is 409). */
-export async function submitForReview(db: Db, market: Market, ownerId: string, id: string): Promise<void> {
+/**
+ * draft → pending_review (409 invalid_state from any other status, so submitting twice is 409). The
+ * listing must (still) hold the submission's slug: a draft left unchanged past MARKET_DRAFT_SLUG_DAYS
+ * may have lost it to another listing (409 slug_taken).
+ */
+export async function submitForReview(db: Db, market: Market, ownerId: string, id: string, slugs: DraftSlugTtl = {}): Promise<void> {
   await inTransaction(db, async (trx) => {
     const row = await lockSubmission(trx, market, id, ownerId);
     const status = transition('submit', row.status);
+    await reserveSlug(trx, market, row.slug, row.listing_id, draftSlugTtl(slugs));
     await trx.updateTable('market_submissions').set({ status, submitted_at: new Date(), updated_at: new Date() }).where('id', '=', id).execute();
+  });
+}
+
+/**
+ * The owner deletes a draft or rejected submission (409 invalid_state otherwise; another account's is
+ * 404): its market details go with it, and the slugs its listing no longer uses are released. A
+ * revision draft goes alone; the live entry of its listing keeps the slug.
+ */
+export async function deleteSubmission(db: Db, market: Market, ownerId: string, id: string): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    const row = await lockSubmission(trx, market, id, ownerId);
+    transition('delete', row.status);
+    await trx.deleteFrom('market_submissions').where('id', '=', id).execute();
+    await releaseUnusedSlugs(trx, market, row.listing_id);
   });
 }
 
@@ -251,7 +288,8 @@ export async function getSubmissionForReview(db: Db, market: Market, id: string)
  *   entry of the same listing (same public id), atomically — 409 stale_revision when the parent is
  *   no longer the live entry;
  * - reject (pending_review → rejected) with a reason the owner sees;
- * - disable (approved → disabled): a live entry leaves the public listing.
+ * - disable (approved → disabled): a live entry leaves the public listing, for good: approving a
+ *   revision of a disabled listing (one made before it was disabled) is 409 listing_disabled.
  */
 let reviewsGeneration = 0;
 
@@ -277,7 +315,11 @@ async function reviewInTransaction(db: Db, input: { market: Market; id: string; 
     const status = transition(input.action, row.status);
     const now = new Date();
     if (input.action === 'approve') {
-      const live = await trx.selectFrom('market_submissions').select('id').where('listing_id', '=', row.listing_id).where('live', '=', true).forUpdate().executeTakeFirst();
+      const live = await trx.selectFrom('market_submissions').select(['id', 'status']).where('listing_id', '=', row.listing_id).where('live', '=', true).forUpdate().executeTakeFirst();
+      // Disabling is final: a revision (made before or after) cannot bring the listing back.
+      if (live?.status === 'disabled') {
+        throw new MarketRuleError(409, 'listing_disabled', 'An operator disabled this listing; a revision of it cannot be approved (reject it instead)');
+      }
       if (row.parent_entry_id !== null && live?.id !== row.parent_entry_id) {
         throw new MarketRuleError(409, 'stale_revision', 'The entry this revision was made from is no longer the live listing; create a new revision from the live entry');
       }
