@@ -4,6 +4,7 @@ import { getJob } from '../../db/repos/jobs';
 import { agentRun, createMarketCallStore, loadCallEntry } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
 import { callMarketTool, marketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
+import { declaredParams } from '../../lib/market/user-params-schema';
 import { usdToWholeMicros } from '../../lib/money';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { readJobSelections } from './job-selections';
@@ -63,7 +64,8 @@ export function createMarketSelectionCaller(deps: { db: Db; config: Config; poli
       entry: narrowed,
       toolName: call.tool,
       args: call.args,
-      consumerParams: selection.params,
+      // Only the parameters the entry declares, even from a selection stored before that was checked on entry.
+      consumerParams: declaredParams(entry.requiredUserParamsSchema, selection.params),
       selectionId,
       jobId: call.jobId,
       runPerCall: false,
