@@ -10,6 +10,8 @@ import { MarketRuleError, ruleBroken } from './errors';
  * that are sent but never read back): the platform seals them at rest and never shows them. A
  * property whose name has a word that means a secret (key, token, secret, password, credential,
  * auth, cookie, session, ...: apiKey, access_token, X-Auth) must carry that mark, so a secret cannot be stored in the clear by omission.
+ * Like every schema the platform does not own it is compiled by lib/json-schema/untrusted.ts
+ * (linear-time patterns, references only inside the schema), which also checks consumers' values.
  */
 export const MAX_USER_PARAMS = 50;
 const PRIMITIVE_TYPES = new Set(['string', 'number', 'integer', 'boolean']);
