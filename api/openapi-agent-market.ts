@@ -32,7 +32,9 @@ export const AGENT_MARKET_COMPONENTS = [
 const tags = ['Agent market'];
 const SLUG_RELEASE =
   'a slug is released when its draft is deleted, or when its listing never reached review — only draft or rejected submissions — and has not changed for MARKET_DRAFT_SLUG_DAYS, default 30';
-const RULES = 'prompt_template_required, undeclared_placeholder, invalid_input_schema, invalid_structured_output, model_not_supported, unknown_market_tool, invalid_custom_selection, insecure_url, invalid_slug, icon_not_found';
+const RULES =
+  'prompt_template_required, undeclared_placeholder, invalid_input_schema (including a pattern that cannot run in linear time or a $ref outside the schema: see "JSON Schemas you give the platform"), invalid_structured_output, model_not_supported, unknown_market_tool, ' +
+  'invalid_params (an mcpSelections params key the tool-market listing does not declare, or a value its requiredUserParamsSchema refuses), invalid_custom_selection, insecure_url, invalid_slug, icon_not_found';
 
 export function agentMarketPaths() {
   return {
@@ -155,7 +157,7 @@ export function agentMarketPaths() {
           402: error('purchase_required (a paid agent not bought yet); insufficient_funds (no available balance for the run\'s hold)'),
           403: error('Subscription not active'),
           404: error('No approved agent with this id'),
-          409: error('market_tool_unavailable: a tool-market listing the agent uses is no longer approved'),
+          409: error('market_tool_unavailable: a tool-market listing the agent uses is no longer approved; invalid_input_schema: the agent\'s inputSchema can no longer be used (its owner must revise it)'),
           429: error('Monthly operation limit reached'),
           503: error('Workflow engine unavailable; nothing was started or counted'),
         },

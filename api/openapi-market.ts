@@ -57,7 +57,7 @@ const SUBMISSION_RULES =
   'Rules (400 with the rule as code): validation_not_found, validation_expired, validation_not_valid, fingerprint_mismatch (rule 5: a valid validation of the caller whose fingerprint is the submitted source\'s); ' +
   'source_required, source_conflict, insecure_url, invalid_openapi_document; tools_required, unknown_tool, duplicate_tool, tool_definition_mismatch, tool_price_required (tool_call_fixed); ' +
   'pricing_events_required, duplicate_event_name, invalid_unit_price, event_verification_required, event_verification_not_found, event_verification_mismatch, event_verification_expired, event_verification_incomplete, event_not_verified (provider_event); ' +
-  'invalid_slug; icon_not_found; invalid_params_schema, unmarked_secret_param. 409 slug_taken.';
+  'invalid_slug; icon_not_found; invalid_params_schema (including a pattern that cannot run in linear time, a $ref outside the schema, a nested $id: see "JSON Schemas you give the platform"), unmarked_secret_param, reserved_param_name (a header only the platform sets: Host, Cookie, hop-by-hop and transport headers, x-service-charge-*). 409 slug_taken.';
 
 export function marketPaths() {
   return {
@@ -229,9 +229,10 @@ export function marketPaths() {
         requestBody: body('McpCredentialRequest'),
         responses: {
           201: json(ref('McpCredentialResponse'), 'The credential (shown once; a secret equivalent to the API key) and the endpoint address'),
-          400: error('Invalid body; invalid_params: params do not match the entry\'s requiredUserParamsSchema (or name undeclared parameters)'),
+          400: error('Invalid body; invalid_params: a params key the entry\'s requiredUserParamsSchema does not declare (an entry without parameters accepts none), or a value it refuses; one detail per key (body/params/<name>)'),
           401: unauthorized,
           404: error('No approved entry with this id'),
+          409: error('invalid_params_schema: the entry\'s parameter schema can no longer be used (approved before the schema rules; its provider must revise it)'),
         },
       },
     },

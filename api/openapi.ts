@@ -81,7 +81,11 @@ Every operation needs \`X-API-Key\`. Errors always have the body \`{"error": {"c
 
 **Webhooks.** When \`webhook_url\` is given, the finished job record is POSTed to it as \`{"event": "job.completed"|"job.failed", "kind", "job": JobRecord}\` with headers \`X-Webhook-Id\` (stable per event, for de-duplication), \`X-Webhook-Timestamp\` (unix seconds) and \`X-Webhook-Signature: t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<raw body>">\` keyed with the account's webhook secret (GET /account/webhook-secret). Non-2xx answers are retried with exponential backoff (5 s doubling, up to 10 attempts); redirects are not followed; the address passes the SSRF guard.
 
-**Scrape output.** Without \`structured_output\`, \`result.data\` is \`{"summary": string, "key_points": string[]}\`. A field list \`[{id, type}]\` (types string, number, integer, boolean, object and their [] forms) or a JSON Schema with an object root shapes \`result.data\` instead; the model's answer is validated and re-asked once when invalid.`;
+**Scrape output.** Without \`structured_output\`, \`result.data\` is \`{"summary": string, "key_points": string[]}\`. A field list \`[{id, type}]\` (types string, number, integer, boolean, object and their [] forms) or a JSON Schema with an object root shapes \`result.data\` instead; the model's answer is validated and re-asked once when invalid.
+
+**JSON Schemas you give the platform** (a \`structured_output\` JSON Schema; in the markets a listing's \`requiredUserParamsSchema\` and an agent's \`inputSchema\`; the \`outputSchema\` of an MCP server's tools) are compiled on their own and must be safe to run: \`pattern\` and \`patternProperties\` run on a linear-time engine (RE2 syntax: ECMA-262 patterns without backreferences or lookaround, \`\\uXXXX\` escapes allowed, at most 3,000 compiled instructions); \`$ref\` only points inside the schema (\`#\` or \`#/$defs/name\`); \`$id\` only at the root; \`$anchor\`, \`$dynamicRef\`, \`$dynamicAnchor\`, \`$recursiveRef\` and \`$recursiveAnchor\` are not accepted; no reference may loop back without descending into the value, and the schema expanded through its references stays under 20,000 subschemas (at most 200,000 characters, 64 levels deep). A schema breaking these rules is refused with a 400 whose message says which rule.
+
+**Market params.** Wherever a consumer gives values for a tool-market entry (a credential's \`params\`, a \`market_mcps\` item's \`params\` in POST /agents, /agents/run, PATCH /agents/{id} and POST /automations, an agent-market listing's \`mcpSelections\`), only the parameter names the entry's \`requiredUserParamsSchema\` declares are accepted, with values that schema allows; an entry without parameters accepts none. Anything else is 400 \`invalid_params\`, with one detail per offending key (e.g. \`body/market_mcps/0/params/X-Service-Charge-Token\`).`;
 
 export function buildOpenApiDocument(serverUrl = '/api/v1') {
   const paginated = (name: string, summary: string) => ({
@@ -199,7 +203,8 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           requestBody: { required: true, content: { 'application/json': { schema: ref('AutomationCreateRequest') } } },
           responses: {
             201: json({ type: 'object', properties: { automation: ref('Automation') } }, 'Stored together with its Schedule'),
-            400: error('Invalid body, cron or time zone; cron_too_frequent (fires more often than the minimum interval); model_not_supported; unknown, foreign or missing accounts; inline microblog credentials; refused inline forum credentials'),
+            400: error('Invalid body, cron or time zone; cron_too_frequent (fires more often than the minimum interval); model_not_supported; unknown, foreign or missing accounts; inline microblog credentials; refused inline forum credentials; market_entry_not_found, market_tool_not_found, invalid_params (market_mcps, as in POST /agents)'),
+            409: error('invalid_params_schema: a selected entry\'s parameter schema can no longer be used (its provider must revise it)'),
             401: error('Missing or invalid API key'),
             403: error('automation_limit_reached: the plan automation limit'),
             503: error('The scheduler is unavailable; nothing was stored'),
@@ -235,7 +240,8 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentRequest') } } },
           responses: {
             201: json(ref('CustomAgentResponse'), 'Stored together with its Schedule'),
-            400: error('validation_failed (invalid body, cron missing), cron_too_frequent, model_not_supported, ssrf_blocked / insecure_url / invalid_source (a source_url), market_entry_not_found, market_tool_not_found'),
+            400: error('validation_failed (invalid body, cron missing), cron_too_frequent, model_not_supported, ssrf_blocked / insecure_url / invalid_source (a source_url), market_entry_not_found, market_tool_not_found, invalid_params (a market_mcps params key the entry does not declare, or a value its requiredUserParamsSchema refuses; the details name the key)'),
+            409: error('invalid_params_schema: a selected entry\'s parameter schema can no longer be used (its provider must revise it)'),
             401: error('Missing or invalid API key'),
             403: error('automation_limit_reached: the plan automation limit (stored custom agents count as automations)'),
             503: error('The scheduler is unavailable; nothing was stored'),
@@ -250,9 +256,10 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentUpdateRequest') } } },
           responses: {
             200: json(ref('CustomAgentResponse'), 'The agent as stored now'),
-            400: error('Empty or invalid body, and every rule of POST /agents'),
+            400: error('Empty or invalid body, and every rule of POST /agents (invalid_params for market_mcps params, stored ones included)'),
             401: error('Missing or invalid API key'),
             404: error('No custom agent of this account has this id'),
+            409: error('invalid_params_schema: a selected entry\'s parameter schema can no longer be used'),
           },
         },
       },
@@ -264,9 +271,10 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentRequest') } } },
           responses: {
             202: json(ref('CustomAgentRunResponse'), 'Queued'),
-            400: error('Invalid body; every rule of POST /agents except the schedule'),
+            400: error('Invalid body; every rule of POST /agents except the schedule (invalid_params for market_mcps params)'),
             401: error('Missing or invalid API key'),
             402: error('insufficient_funds: no available balance'),
+            409: error('invalid_params_schema: a selected entry\'s parameter schema can no longer be used'),
             403: error('subscription_inactive'),
             429: error('monthly_limit_reached'),
             503: error('Workflow engine unavailable; nothing was started'),

@@ -189,7 +189,7 @@ describe('agent market: providers publish agents, consumers buy and run them', f
     assert.equal(await code(templateAgent(secrets, { suggestedLlmModel: 'no-such-model' })), '400 model_not_supported');
     assert.equal(await code(templateAgent(secrets, { runMode: 'chat' })), '400 validation_failed');
 
-    const tools = await approvedEntry(h, provider);
+    const tools = await approvedEntry(h, provider, { requiredUserParamsSchema: { type: 'object', properties: { apiKey: { type: 'string', writeOnly: true } } } });
     assert.equal(await code(templateAgent(secrets, { mcpSelections: [{ mcp_id: randomUUID() }] })), '400 unknown_market_tool');
     assert.equal(await code(templateAgent(secrets, { mcpSelections: [{ mcp_id: tools.entryId, tool_names: ['launch_rockets'] }] })), '400 unknown_market_tool');
     assert.equal(await code(templateAgent(secrets, { customMcpSelections: [{ type: 'remote_mcp', source_url: 'http://tools.example.com/mcp' }] })), '400 insecure_url');

@@ -193,6 +193,11 @@ describe('tool market submissions', function () {
     const unmarked = await refused(provider.apiKey, withSchema({ type: 'object', properties: { apiKey: { type: 'string' } } }, 'p4'), 400, 'unmarked_secret_param');
     assert.equal(unmarked.details[0].path, 'body/requiredUserParamsSchema/properties/apiKey');
     await refused(provider.apiKey, withSchema({ type: 'object', properties: { access_token: { type: 'string', writeOnly: false } } }, 'p5'), 400, 'unmarked_secret_param');
+    // Headers only the platform sets cannot be offered to consumers at all (every call would be refused).
+    for (const name of ['Host', 'Cookie', 'X-Service-Charge-Token', 'Transfer-Encoding']) {
+      const reserved = await refused(provider.apiKey, withSchema({ type: 'object', properties: { [name]: { type: 'string', writeOnly: true } } }, `p-${name.toLowerCase()}`), 400, 'reserved_param_name');
+      assert.equal(reserved.details[0].path, `body/requiredUserParamsSchema/properties/${name}`);
+    }
     const schema = {
       type: 'object',
       properties: { apiKey: { type: 'string', writeOnly: true, description: 'Your weather API key' }, units: { type: 'string', enum: ['metric', 'imperial'] } },

@@ -80,6 +80,7 @@ export function createMarketSelectionCaller(deps: { db: Db; config: Config; poli
       entry: narrowed,
       toolName: call.tool,
       args: call.args,
+      // callMarketTool refuses names the entry does not declare, also from a selection stored before that was checked on entry.
       consumerParams: selection.params,
       selectionId,
       jobId: call.jobId,

@@ -9,6 +9,7 @@ import { badRequest } from '../errors';
 import { PaginationQuery } from '../../lib/schemas/common';
 import { AutomationCreateRequest, type AutomationCreateBody } from '../../lib/schemas/automations';
 import { checkAccountSelection, checkSchedule, createAutomation, scheduleState } from '../services/automations';
+import { checkMarketMcps } from '../services/market-selections';
 import { preflightUrl } from '../services/url-preflight';
 import { assertStructuredOutput } from '../services/structured-output';
 import { assertLlmModel } from '../services/llm-model';
@@ -58,6 +59,7 @@ export function automationRoutes(deps: ApiDeps): Router {
     if (body.proxy_country) body.proxy_country = body.proxy_country.toUpperCase();
     const temporalCron = checkSchedule(body, deps.config.automations.minIntervalMinutes);
     await checkAccountSelection(deps, user, body);
+    await checkMarketMcps(deps, body.market_mcps);
     const row = await createAutomation(deps, user, body, temporalCron);
     ctx.status = 201;
     ctx.body = { automation: toAutomation(row, await scheduleState(deps, row.schedule_id)) };

@@ -1,9 +1,9 @@
 import Router from '@koa/router';
-import Ajv from 'ajv';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { findApiKeyOwner, listProviderRevenue, loadCallEntry } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
+import { checkUserParams } from '../../lib/market/user-params-schema';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import { McpCredentialRequest, ProviderRevenueQuery } from '../../lib/schemas/market-hosted';
 import type { SourceParamValues } from '../../lib/tools/types';
@@ -12,27 +12,6 @@ import { ApiError, notFound, unauthorized } from '../errors';
 import { marketMcpUrl } from '../mcp/market';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import { marketErrors, publicOrigin } from './market-common';
-
-const paramsAjv = new Ajv({ allErrors: true, strict: false });
-
-/** The consumer's values against the entry's requiredUserParamsSchema: declared names only, the schema's rules. */
-function checkParams(schema: Record<string, unknown>, params: SourceParamValues): void {
-  const declared = Object.keys((schema.properties as Record<string, unknown> | undefined) ?? {});
-  const unknown = Object.keys(params).filter((name) => !declared.includes(name));
-  if (unknown.length) {
-    throw new ApiError(400, 'invalid_params', `Not parameters of this entry: ${unknown.join(', ')} (declared: ${declared.join(', ') || 'none'})`, unknown.map((name) => ({ path: `body/params/${name}`, message: 'is not a parameter of this entry' })));
-  }
-  if (declared.length === 0) return;
-  const validate = paramsAjv.compile(schema);
-  if (!validate(params)) {
-    throw new ApiError(
-      400,
-      'invalid_params',
-      "The params do not match the entry's requiredUserParamsSchema",
-      (validate.errors ?? []).map((e) => ({ path: `body/params${e.instancePath}${e.keyword === 'required' ? `/${(e.params as { missingProperty: string }).missingProperty}` : ''}`, message: e.message ?? 'is invalid' })),
-    );
-  }
-}
 
 /** The credential's cap per run (maxTotalUsdPerRun, or its deprecated alias maxRunChargeUsd) in whole micro-USD, or null. */
 function credentialCapMicros(body: { maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }): number | null {
@@ -64,7 +43,7 @@ export function marketConsumerRoutes(deps: ApiDeps): Router {
     const body = parseBody<{ params: SourceParamValues; maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }>(McpCredentialRequest, ctx.state.body);
     const entry = await loadCallEntry(deps.db, deps.config.masterKey, entryId);
     if (!entry) throw notFound('Market entry');
-    checkParams(entry.requiredUserParamsSchema, body.params);
+    checkUserParams(entry.requiredUserParamsSchema, body.params, 'body/params');
     const capMicros = credentialCapMicros(body);
     const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
     if (!key || key.userId !== user.userId) throw unauthorized();

@@ -1,8 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { AutomationsTable } from '../../db/schema';
-import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import { unseal } from '../../lib/crypto';
-import { compileSchemaValidator } from '../../lib/llm/structured-output';
 import { ToolSourceError } from '../../lib/tools/errors';
 import { parseSourceUrl, preflightSourceUrl } from '../../lib/tools/network';
 import type { CustomAgentBody, CustomAgentUpdateBody } from '../../lib/schemas/custom-agents';
@@ -11,6 +9,7 @@ import type { CustomAgentWorkflowInput } from '../../workflows/custom-agent';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
 import { assertLlmModel } from './llm-model';
+import { checkMarketMcps } from './market-selections';
 import { assertStructuredOutput } from './structured-output';
 import { preflightUrl } from './url-preflight';
 
@@ -38,20 +37,7 @@ export async function checkCustomAgent(deps: ApiDeps, body: CustomAgentBody): Pr
       }
     }
   }
-  for (const [i, market] of body.market_mcps.entries()) {
-    const at = `body/market_mcps/${i}`;
-    const entry = await findPublicMcpEntry(deps.db, market.mcp_id);
-    if (!entry) throw new ApiError(400, 'market_entry_not_found', `No approved tool-market entry has the id ${market.mcp_id}`, [{ path: `${at}/mcp_id`, message: 'not an approved market entry' }]);
-    const offered = new Set((entry.approvedTools ?? entry.tools).filter((t) => t.isEnabled !== false).map((t) => t.toolName));
-    const unknown = market.tool_names.filter((name) => !offered.has(name));
-    if (unknown.length) {
-      throw new ApiError(400, 'market_tool_not_found', `The market entry ${market.mcp_id} has no tool named ${unknown.join(', ')}`, unknown.map((name) => ({ path: `${at}/tool_names`, message: `no tool "${name}"` })));
-    }
-    if (Object.keys(entry.requiredUserParamsSchema ?? {}).length > 0) {
-      const problems = compileSchemaValidator(entry.requiredUserParamsSchema)(market.params);
-      if (problems.length) throw badRequest(`The params of market_mcps[${i}] do not match what the entry needs`, problems.map((message) => ({ path: `${at}/params`, message })));
-    }
-  }
+  await checkMarketMcps(deps, body.market_mcps);
 }
 
 /** The stored custom agent behind an automation row, with its params unsealed (for an update only; never shown). */

@@ -4,7 +4,7 @@ import type { Db } from '../connect';
 import type { AgentMarketDetailsTable, AgentMarketPurchasesTable, MarketSubmissionsTable } from '../schema';
 import { seal, unseal } from '../../lib/crypto';
 import type { FieldSpec } from '../../lib/llm/structured-output';
-import type { AgentCustomToolSelection, AgentMarketToolSelection, AgentSelectionParams, ApprovedToolLookup, PreparedAgentSubmission } from '../../lib/market/agent-submission';
+import type { AgentCustomToolSelection, AgentMarketToolSelection, AgentSelectionParams, ApprovedListing, ApprovedToolLookup, PreparedAgentSubmission } from '../../lib/market/agent-submission';
 import { lockWallets, postAgentPurchase } from './ledger';
 import { findPublicMcpEntry } from './market-mcp';
 import { submissionReads } from './market-listings';
@@ -170,13 +170,18 @@ export async function searchPublicAgents(db: Db, filter: { q?: string }, page: P
   return reads.searchPublic(db, filter.q, page);
 }
 
-/** The enabled tools of each live approved tool-market listing among `mcpIds` (absent: not approved). */
+/** The enabled tools and declared parameters of each live approved tool-market listing among `mcpIds` (absent: not approved). */
 export function approvedToolLookup(db: Db): ApprovedToolLookup {
   return async (mcpIds) => {
-    const found = new Map<string, Set<string>>();
+    const found = new Map<string, ApprovedListing>();
     for (const id of mcpIds) {
       const entry = await findPublicMcpEntry(db, id);
-      if (entry) found.set(id, new Set((entry.approvedTools ?? entry.tools).filter((t) => t.isEnabled).map((t) => t.toolName)));
+      if (entry) {
+        found.set(id, {
+          tools: new Set((entry.approvedTools ?? entry.tools).filter((t) => t.isEnabled).map((t) => t.toolName)),
+          requiredUserParamsSchema: entry.requiredUserParamsSchema ?? {},
+        });
+      }
     }
     return found;
   };

@@ -1,7 +1,5 @@
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import Ajv2019 from 'ajv/dist/2019';
-import Ajv2020 from 'ajv/dist/2020';
-import addFormats from 'ajv-formats';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { compileUntrustedSchema } from '../json-schema/untrusted';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -147,46 +145,6 @@ export function isStrictCompatible(schema: unknown): boolean {
   return isPlainObject(schema) && schema.type === 'object' && !('anyOf' in schema) && isStrictSubschema(schema, 0);
 }
 
-type AjvInstance = Ajv | Ajv2019 | Ajv2020;
-const ajvByDialect = new Map<string, AjvInstance>();
-
-function ajvFor(schema: JsonSchema): AjvInstance {
-  const declared = typeof schema.$schema === 'string' ? schema.$schema : '';
-  const dialect = declared.includes('2020-12') ? '2020-12' : declared.includes('2019-09') ? '2019-09' : 'draft-07';
-  let ajv = ajvByDialect.get(dialect);
-  if (!ajv) {
-    const options = { allErrors: true, strict: false, logger: false } as const;
-    ajv = dialect === '2020-12' ? new Ajv2020(options) : dialect === '2019-09' ? new Ajv2019(options) : new Ajv(options);
-    addFormats(ajv as Ajv);
-    ajvByDialect.set(dialect, ajv);
-  }
-  return ajv;
-}
-
-/**
- * Compiled validators by schema text: ajv compiles to generated code, which showed in the worker's
- * CPU profile when done for every extraction; most jobs share a handful of schemas (the default one
- * above all). Validators are pure, so sharing them is safe; the cache is bounded.
- */
-const compiledBySchemaText = new Map<string, ValidateFunction>();
-const MAX_COMPILED_SCHEMAS = 256;
-
-function compile(schema: JsonSchema): ValidateFunction {
-  const text = JSON.stringify(schema);
-  const cached = compiledBySchemaText.get(text);
-  if (cached) return cached;
-  const ajv = ajvFor(schema);
-  let validate: ValidateFunction;
-  try {
-    validate = ajv.compile(schema);
-  } finally {
-    ajv.removeSchema(schema);
-  }
-  if (compiledBySchemaText.size >= MAX_COMPILED_SCHEMAS) compiledBySchemaText.clear();
-  compiledBySchemaText.set(text, validate);
-  return validate;
-}
-
 export function describeSchemaErrors(errors: readonly ErrorObject[] | null | undefined): string[] {
   const described = (errors ?? []).map((error) => {
     const at = error.instancePath || '(root)';
@@ -201,9 +159,15 @@ export function describeSchemaErrors(errors: readonly ErrorObject[] | null | und
   return [...unique.slice(0, MAX_REPORTED_SCHEMA_ERRORS), `…and ${unique.length - MAX_REPORTED_SCHEMA_ERRORS} more`];
 }
 
-/** Compiles `schema` once; the returned function lists the problems of a value (empty = valid). */
+/**
+ * Compiles `schema` once; the returned function lists the problems of a value (empty = valid).
+ * Schemas here are users' and providers' (structured_output, an agent's inputSchema), so they are
+ * compiled like every schema the platform does not own (lib/json-schema/untrusted.ts: linear-time
+ * patterns, local references only, a bounded cache by content: most jobs share a handful of
+ * schemas, so the worker compiles each once). Throws UntrustedSchemaError.
+ */
 export function compileSchemaValidator(schema: object): (value: unknown) => string[] {
-  const validate = compile(schema as JsonSchema);
+  const validate: ValidateFunction = compileUntrustedSchema(schema);
   return (value) => (validate(value) ? [] : describeSchemaErrors(validate.errors));
 }
 
@@ -256,7 +220,7 @@ function jsonSchemaProblems(schema: Record<string, unknown>): string[] {
     return [`structured_output JSON Schema must have "type": "object" at the root${wrapperHint}`];
   }
   try {
-    compile(schema);
+    compileUntrustedSchema(schema);
     return [];
   } catch (error) {
     return [`structured_output is not a valid JSON Schema: ${(error as Error).message}`];

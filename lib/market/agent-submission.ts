@@ -1,10 +1,12 @@
 import { checkLlmModel, type PriceTable } from '../billing/pricing';
+import { UntrustedSchemaError } from '../json-schema/untrusted';
 import { compileSchemaValidator, validateStructuredOutputSpec, type FieldSpec } from '../llm/structured-output';
 import { usdToMicros } from '../money';
 import type { NetworkPolicy } from '../net/ssrf';
 import type { AgentMarketSubmissionBody } from '../schemas/agent-market';
 import { MarketRuleError, ruleBroken } from './errors';
 import { slugFor } from './slug';
+import { checkUserParams } from './user-params-schema';
 import { requireSecureSourceUrl } from './source-url';
 
 /** A market tool the agent uses: an approved tool-market listing (public id) and some of its tools (all when empty). */
@@ -47,8 +49,14 @@ export interface PreparedAgentSubmission {
   searchText: string;
 }
 
-/** What the market offers a selection may name: the enabled tools of each live approved tool-market listing. */
-export type ApprovedToolLookup = (mcpIds: string[]) => Promise<Map<string, Set<string>>>;
+/** A live approved tool-market listing as a selection sees it: its enabled tools and the parameters it declares. */
+export interface ApprovedListing {
+  tools: Set<string>;
+  requiredUserParamsSchema: Record<string, unknown>;
+}
+
+/** What the market offers a selection may name: each live approved tool-market listing, by public id. */
+export type ApprovedToolLookup = (mcpIds: string[]) => Promise<Map<string, ApprovedListing>>;
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
 
@@ -85,7 +93,14 @@ export function checkRunInputs(inputSchema: Record<string, unknown> | null, inpu
       unknown.map((key) => ({ path: `body/inputs/${key}`, message: 'is not declared by the agent\'s inputSchema' })),
     );
   }
-  const problems = compileSchemaValidator({ ...(inputSchema ?? { type: 'object' }), additionalProperties: false })(inputs);
+  let validate: (value: unknown) => string[];
+  try {
+    validate = compileSchemaValidator({ ...(inputSchema ?? { type: 'object' }), additionalProperties: false });
+  } catch (err) {
+    // A listing approved before today's schema rules: nothing can be checked until its owner revises it.
+    throw new MarketRuleError(409, 'invalid_input_schema', `The agent's inputSchema cannot be used (${(err as Error).message}); its owner must revise the agent`);
+  }
+  const problems = validate(inputs);
   if (problems.length) throw new MarketRuleError(400, 'invalid_inputs', `inputs do not match the agent's inputSchema: ${problems.join('; ')}`, problems.map((message) => ({ path: 'body/inputs', message })));
 }
 
@@ -95,7 +110,8 @@ function checkInputSchema(schema: Record<string, unknown> | undefined): void {
   try {
     compileSchemaValidator(schema);
   } catch (err) {
-    throw ruleBroken('invalid_input_schema', `inputSchema is not a valid JSON Schema: ${(err as Error).message}`, 'body/inputSchema');
+    const at = err instanceof UntrustedSchemaError ? err.at : '';
+    throw ruleBroken('invalid_input_schema', `inputSchema is not a valid JSON Schema: ${(err as Error).message}`, `body/inputSchema${at}`);
   }
 }
 
@@ -163,9 +179,11 @@ export async function prepareAgentSubmission(
 /**
  * Every selection names a live approved tool-market listing and only tools it offers. `status` is 400
  * at submission (the provider's mistake) and 409 at run time (the listing changed since approval).
+ * A selection given with its params (at submission) may only set the parameters the listing declares,
+ * valid for its requiredUserParamsSchema (400 `invalid_params`, lib/market/user-params-schema.ts).
  */
 export async function checkMarketSelections(
-  selections: readonly AgentMarketToolSelection[],
+  selections: readonly (AgentMarketToolSelection & { params?: Record<string, unknown> })[],
   approvedTools: ApprovedToolLookup,
   path: string,
   status: 400 | 409 = 400,
@@ -173,12 +191,13 @@ export async function checkMarketSelections(
   if (selections.length === 0) return;
   const offered = await approvedTools([...new Set(selections.map((s) => s.mcp_id))]);
   selections.forEach((selection, i) => {
-    const tools = offered.get(selection.mcp_id);
+    const listing = offered.get(selection.mcp_id);
     const code = status === 400 ? 'unknown_market_tool' : 'market_tool_unavailable';
-    if (!tools) throw new MarketRuleError(status, code, `mcpSelections[${i}].mcp_id ${selection.mcp_id} is not an approved tool-market listing`, [{ path: `${path}/${i}/mcp_id`, message: 'not an approved listing' }]);
-    const missing = selection.tool_names.filter((name) => !tools.has(name));
+    if (!listing) throw new MarketRuleError(status, code, `mcpSelections[${i}].mcp_id ${selection.mcp_id} is not an approved tool-market listing`, [{ path: `${path}/${i}/mcp_id`, message: 'not an approved listing' }]);
+    const missing = selection.tool_names.filter((name) => !listing.tools.has(name));
     if (missing.length) {
       throw new MarketRuleError(status, code, `mcpSelections[${i}] names tools the listing does not offer: ${missing.join(', ')}`, [{ path: `${path}/${i}/tool_names`, message: `unknown: ${missing.join(', ')}` }]);
     }
+    if (selection.params !== undefined) checkUserParams(listing.requiredUserParamsSchema, selection.params, `${path}/${i}/params`);
   });
 }

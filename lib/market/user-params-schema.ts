@@ -1,5 +1,6 @@
-import Ajv from 'ajv';
-import { ruleBroken } from './errors';
+import { compileUntrustedSchema, UntrustedSchemaError } from '../json-schema/untrusted';
+import { MarketRuleError, ruleBroken } from './errors';
+import { isReservedForConsumers } from '../tools/consumer-params';
 
 /**
  * `requiredUserParamsSchema`: the values each consumer gives when installing an entry.
@@ -10,6 +11,8 @@ import { ruleBroken } from './errors';
  * that are sent but never read back): the platform seals them at rest and never shows them. A
  * property whose name has a word that means a secret (key, token, secret, password, credential,
  * auth, cookie, session, ...: apiKey, access_token, X-Auth) must carry that mark, so a secret cannot be stored in the clear by omission.
+ * Like every schema the platform does not own it is compiled by lib/json-schema/untrusted.ts
+ * (linear-time patterns, references only inside the schema), which also checks consumers' values.
  */
 export const MAX_USER_PARAMS = 50;
 const PRIMITIVE_TYPES = new Set(['string', 'number', 'integer', 'boolean']);
@@ -17,8 +20,6 @@ const SECRET_WORDS = new Set([
   'key', 'apikey', 'token', 'tokens', 'secret', 'secrets', 'password', 'passwd', 'pwd', 'passphrase', 'credential', 'credentials',
   'auth', 'authorization', 'cookie', 'cookies', 'bearer', 'session', 'sessionid', 'pat', 'otp', 'totp', 'pin',
 ]);
-
-const schemaChecker = new Ajv({ strict: false, allErrors: true });
 
 /** Words of a name (camelCase, snake_case, kebab-case, dotted) include key, token, secret, password, auth, cookie, ... */
 export function looksSecret(name: string): boolean {
@@ -48,6 +49,9 @@ export function checkUserParamsSchema(schema: Record<string, unknown>): void {
     if (!property || typeof property !== 'object' || !PRIMITIVE_TYPES.has(String((property as { type?: unknown }).type))) {
       throw bad('invalid_params_schema', `Parameter "${name}" must have type string, number, integer or boolean`, at);
     }
+    if (isReservedForConsumers(name)) {
+      throw bad('reserved_param_name', `Parameter "${name}" names a header only the platform sets (Host, Cookie, hop-by-hop and transport headers, x-service-charge-*): consumers can never send it`, at);
+    }
     const p = property as { writeOnly?: unknown };
     if (p.writeOnly !== undefined && typeof p.writeOnly !== 'boolean') throw bad('invalid_params_schema', `writeOnly of "${name}" must be a boolean`, at);
     if (looksSecret(name) && p.writeOnly !== true) {
@@ -60,8 +64,54 @@ export function checkUserParamsSchema(schema: Record<string, unknown>): void {
     }
   }
   try {
-    schemaChecker.compile(schema);
+    compileUntrustedSchema(schema);
   } catch (err) {
-    throw bad('invalid_params_schema', `Not a valid JSON Schema: ${(err as Error).message}`);
+    const at = err instanceof UntrustedSchemaError ? err.at : '';
+    throw bad('invalid_params_schema', `Not a valid JSON Schema: ${(err as Error).message}`, `body/requiredUserParamsSchema${at}`);
   }
 }
+
+/** The parameter names an entry declares (`properties` of its requiredUserParamsSchema); none for an entry without parameters. */
+export function declaredParamNames(schema: Record<string, unknown> | null | undefined): string[] {
+  const properties = schema?.properties;
+  return properties && typeof properties === 'object' && !Array.isArray(properties) ? Object.keys(properties) : [];
+}
+
+const pointerToken = (name: string) => name.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/**
+ * **Params only where declared**: the one check of a consumer's values for an entry, wherever they
+ * enter (a hosted-endpoint credential, a custom agent's or an automation's market_mcps, an agent-market
+ * listing's mcpSelections). Only the names the entry's requiredUserParamsSchema declares are accepted
+ * (an entry without parameters accepts none), and the values must satisfy that schema. Anything else
+ * is 400 `invalid_params` naming each offending key under `at` (e.g. `body/params`).
+ *
+ * An entry whose stored schema can no longer be compiled (approved before today's schema rules) is
+ * 409 `invalid_params_schema`: nothing can be checked against it until the provider revises it.
+ */
+export function checkUserParams(schema: Record<string, unknown> | null | undefined, params: Record<string, unknown>, at: string): void {
+  const declared = declaredParamNames(schema);
+  const undeclared = Object.keys(params).filter((name) => !declared.includes(name));
+  if (undeclared.length) {
+    throw new MarketRuleError(
+      400,
+      'invalid_params',
+      `Not parameters of this entry: ${undeclared.map((name) => JSON.stringify(name)).join(', ')} (it declares ${declared.length ? declared.map((name) => JSON.stringify(name)).join(', ') : 'none'})`,
+      undeclared.map((name) => ({ path: `${at}/${pointerToken(name)}`, message: 'is not a parameter of this entry' })),
+    );
+  }
+  if (declared.length === 0) return;
+  let validate;
+  try {
+    validate = compileUntrustedSchema(schema);
+  } catch (err) {
+    throw new MarketRuleError(409, 'invalid_params_schema', `The entry's requiredUserParamsSchema cannot be used (${(err as Error).message}); the provider must revise the entry`);
+  }
+  if (validate(params)) return;
+  const details = (validate.errors ?? []).map((e) => {
+    const missing = e.keyword === 'required' ? `/${pointerToken(String((e.params as { missingProperty: string }).missingProperty))}` : '';
+    return { path: `${at}${e.instancePath}${missing}`, message: e.message ?? 'is invalid' };
+  });
+  throw new MarketRuleError(400, 'invalid_params', `The params do not match the entry's requiredUserParamsSchema: ${details.map((d) => `${d.path} ${d.message}`).join('; ')}`, details);
+}
+

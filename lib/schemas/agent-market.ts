@@ -20,7 +20,7 @@ export const AgentMarketSubmissionRequest = {
     'Full replacement on update. systemPrompt, promptTemplate and selection params are sealed at rest and never shown to consumers. ' +
     'Rules (400 with the rule as code): prompt_template_required (runMode template), undeclared_placeholder (a {{name}} of promptTemplate not in inputSchema.properties), ' +
     'invalid_input_schema, invalid_structured_output, model_not_supported (suggestedLlmModel with provider service), unknown_market_tool (an mcpSelections entry that is not an approved tool-market listing, or a tool it does not offer), ' +
-    'invalid_custom_selection, invalid_slug, icon_not_found. 409 slug_taken.',
+    'invalid_params (an mcpSelections params key the listing\'s requiredUserParamsSchema does not declare, or a value it refuses), invalid_custom_selection, invalid_slug, icon_not_found. 409 slug_taken.',
   properties: {
     slug: { type: 'string', minLength: 1, maxLength: 200, description: 'Normalised; derived from name when omitted' },
     name: { type: 'string', minLength: 1, maxLength: 200 },
@@ -47,8 +47,8 @@ export const AgentMarketSubmissionRequest = {
       items: MarketMcpSelectionRequest,
       default: [],
       description:
-        'Approved tool-market entries and tools the agent uses; params sealed. max_total_usd (extension) caps what one run of the agent may spend through the selection; ' +
-        'consumers see the tools, their prices and this cap in the public agent view',
+        "Approved tool-market entries and tools the agent uses; params sealed, only the names each entry's requiredUserParamsSchema declares (400 invalid_params). " +
+        'max_total_usd (extension) caps what one run of the agent may spend through the selection; consumers see the tools, their prices and this cap in the public agent view',
     },
     customMcpSelections: { type: 'array', maxItems: 20, items: CustomMcpSelectionRequest, default: [], description: 'The owner\'s private tool sources; params sealed' },
   },

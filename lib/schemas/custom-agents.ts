@@ -43,7 +43,9 @@ const customAgentFields = {
     maxItems: 50,
     items: { ...MarketMcpSelectionRequest, properties: { ...MarketMcpSelectionRequest.properties, params: { ...SourceParamValuesSchema, default: {}, description: paramsDescription } } },
     default: [],
-    description: 'Approved tool-market entries (mcp_id is the listing id) and the tools used of each; unknown entries are 400 market_entry_not_found, unknown tool names 400 market_tool_not_found',
+    description:
+      'Approved tool-market entries (mcp_id is the listing id) and the tools used of each; unknown entries are 400 market_entry_not_found, unknown tool names 400 market_tool_not_found; ' +
+      'params take only the names the entry\'s requiredUserParamsSchema declares, with values it allows (none for an entry without parameters), else 400 invalid_params naming the key',
   },
   custom_mcps: {
     type: 'array',

@@ -14,7 +14,7 @@ export const McpCredentialRequest = {
       default: {},
       maxProperties: 50,
       additionalProperties: { type: ['string', 'number', 'boolean'] },
-      description: "Values for the entry's requiredUserParamsSchema (validated against it); sealed inside the credential, never returned",
+      description: "Values for the entry's requiredUserParamsSchema: only the names it declares (none for an entry without parameters), valid for it, else 400 invalid_params naming the key; sealed inside the credential, never returned",
     },
     maxTotalUsdPerRun: {
       type: 'number',

@@ -1,4 +1,5 @@
 import { Client, ProtocolError, SdkError, SdkHttpError, SSEClientTransport, SseError, StreamableHTTPClientTransport, type Tool } from '@modelcontextprotocol/client';
+import { mcpOutputSchemaValidator } from '../json-schema/mcp-validator';
 import type { GuardedFetch } from '../net/guarded-fetch';
 import { sourceErrorFromNetwork, ToolSourceError } from './errors';
 import type { ToolAnnotations, ToolDefinition } from './types';
@@ -82,7 +83,7 @@ function redirectRefusal(error: unknown, target: URL | null, check: McpConnectOp
 
 export async function connectMcp(options: McpConnectOptions): Promise<McpSession> {
   const challenges = recordingChallenges(options.fetch);
-  const streamable = new Client(CLIENT_INFO, { versionNegotiation: { mode: 'auto' } });
+  const streamable = new Client(CLIENT_INFO, { versionNegotiation: { mode: 'auto' }, jsonSchemaValidator: mcpOutputSchemaValidator });
   try {
     await withDeadline(
       streamable.connect(new StreamableHTTPClientTransport(options.url, { fetch: challenges.fetch, requestInit: { headers: options.headers } }), { timeout: options.timeoutMs }),
@@ -97,7 +98,7 @@ export async function connectMcp(options: McpConnectOptions): Promise<McpSession
     const status = httpStatusOf(error);
     if (status === undefined || !NOT_STREAMABLE_STATUSES.has(status)) throw connectError(error, challenges.lastChallenge());
   }
-  const legacy = new Client(CLIENT_INFO);
+  const legacy = new Client(CLIENT_INFO, { jsonSchemaValidator: mcpOutputSchemaValidator });
   try {
     await withDeadline(
       legacy.connect(new SSEClientTransport(options.url, { fetch: challenges.fetch, requestInit: { headers: options.headers } }), { timeout: options.timeoutMs }),
