@@ -31,6 +31,8 @@ interface ServerSpec {
   env?: Record<string, string>;
   /** Files written under the scratch home directory first (a dummy login some CLIs look for). */
   files?: Record<string, string>;
+  /** Added after the scan's rules were first written against the others (see the fixtures' README). */
+  secondBatch?: true;
 }
 
 const DUMMY = 'dummy-value-for-tool-listing';
@@ -68,6 +70,15 @@ export const SERVERS: ServerSpec[] = [
     args: ['run', '00000000000000000000000000000000'],
     files: { '.config/.wrangler/config/default.toml': `oauth_token = "${DUMMY}"\nexpiration_time = "2099-01-01T00:00:00.000Z"\n` },
   },
+  // Second batch: captured after the rules of lib/market/poisoning.ts were first written against the servers above.
+  { package: '@wonderwhy-er/desktop-commander', bin: 'desktop-commander', secondBatch: true },
+  { package: 'chrome-devtools-mcp', bin: 'chrome-devtools-mcp', args: ['--headless'], secondBatch: true },
+  { package: '@neondatabase/mcp-server-neon', args: ['start', DUMMY], secondBatch: true },
+  { package: '@circleci/mcp-server-circleci', env: { CIRCLECI_TOKEN: DUMMY }, secondBatch: true },
+  { package: '@elastic/mcp-server-elasticsearch', env: { ES_URL: 'http://127.0.0.1:9', ES_API_KEY: DUMMY }, secondBatch: true },
+  { package: '@modelcontextprotocol/server-aws-kb-retrieval', env: { AWS_ACCESS_KEY_ID: DUMMY, AWS_SECRET_ACCESS_KEY: DUMMY, AWS_REGION: 'us-east-1' }, secondBatch: true },
+  { package: '@shopify/dev-mcp', secondBatch: true },
+  { package: 'mongodb-mcp-server', env: { MDB_MCP_TELEMETRY: 'disabled' }, secondBatch: true },
 ];
 
 export const FIXTURE_DIR = path.join(__dirname, '..', 'test', 'fixtures', 'poisoning-eval', 'servers');
@@ -75,6 +86,7 @@ export const FIXTURE_DIR = path.join(__dirname, '..', 'test', 'fixtures', 'poiso
 export interface CapturedServer {
   package: string;
   version: string;
+  secondBatch?: true;
   capturedAt: string;
   /** How it was started: the bin, its arguments (dummy values shown as such) and the names of the env vars set. */
   command: { bin: string; args: string[]; env: string[] };
@@ -125,8 +137,9 @@ async function capture(dir: string, spec: ServerSpec): Promise<CapturedServer> {
     return {
       package: spec.package,
       version: manifest.version,
+      ...(spec.secondBatch && { secondBatch: true as const }),
       capturedAt: new Date().toISOString().slice(0, 10),
-      command: { bin: binName, args: args.map((a) => (a === DUMMY ? '<dummy>' : a.replace(SCRATCH, '<scratch>'))), env: Object.keys(spec.env ?? {}) },
+      command: { bin: binName, args: args.map((a) => a.replace(DUMMY, '<dummy>').replace(SCRATCH, '<scratch>')), env: Object.keys(spec.env ?? {}) },
       server: server ? { name: server.name, version: server.version, ...(server.title && { title: server.title }) } : null,
       instructions: client.getInstructions() ?? null,
       tools,
