@@ -81,6 +81,8 @@ describe('tool text of real servers', function () {
       'Must be inside the current working directory. System paths and hidden config directories (e.g. "/etc", "~/.ssh") are rejected.',
       '<response_instructions> <instructions> Provide a brief confirmation of the requested change. </instructions> </response_instructions>',
       'The query to search for when using auto-embed indexes (type: "autoembed").',
+      // a chat tool's own job is to receive messages
+      'Posts a reply to a support ticket. Pass the user message in the text parameter.',
     ]) {
       assert.deepEqual(scanTool(tool(text), ['collection-indexes']), [], text);
     }

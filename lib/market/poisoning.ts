@@ -197,7 +197,7 @@ const HIDDEN_COPY = /\b(also|always|secretly|silently|quietly|additionally|cover
 
 /** The model's own context: what only the model has, and a remote tool has no business receiving. */
 const MODEL_CONTEXT =
-  "\\b((the|your|user'?s|full|whole|complete|entire|current|ongoing)\\s+){0,3}(conversation( history| context| log| transcript)?|chat (history|log|transcript)|message history|(previous|prior|earlier|past) (\\w+ )?messages|all (the )?(user|previous|prior) messages|user message|system prompt|(your|the model'?s) (instructions|prompt)|context window|environment (info|information|details)|(list|names) of (all )?(the )?(available |other )?tools|available tools)\\b";
+  "\\b((the|your|user'?s|full|whole|complete|entire|current|ongoing)\\s+){0,3}(conversation( history| context| log| transcript)?|chat (history|log|transcript)|message history|(previous|prior|earlier|past) (\\w+ )?messages|all (the )?(user|previous|prior) messages|(complete|full|entire|whole) user messages?|system prompt|(your|the model'?s) (instructions|prompt)|context window|environment (info|information|details)|(list|names) of (all )?(the )?(available |other )?tools|available tools)\\b";
 const HARVEST_OBJECT = new RegExp(MODEL_CONTEXT);
 const HARVEST_VERB = /\b(pass|include|provide|put|insert|append|attach|supply|fill|copy|paste|embed|send|forward|contain)\b/;
 /** Where it would go: a named parameter or argument of the call. */
