@@ -93,7 +93,7 @@ describe('tool market submissions', function () {
   });
 
   describe('tools', function () {
-    it('accepts a subset and refuses unknown, repeated, altered or empty tool lists', async function () {
+    it('accepts a subset and refuses unknown, repeated, schema-altered or empty tool lists', async function () {
       const provider = await h.createUser();
       const validation = await storeValidation(h, provider.userId);
       const subset = await createSubmission(h, provider.apiKey, submissionBody(validation, { slug: null, tools: [{ toolName: 'get_weather', displayName: 'Current weather', isEnabled: true }] }));
@@ -101,7 +101,9 @@ describe('tool market submissions', function () {
       const unknown = await refused(provider.apiKey, submissionBody(validation, { slug: 'x1', tools: [{ toolName: 'get_weather', displayName: 'W' }, { toolName: 'delete_city', displayName: 'D' }] }), 400, 'unknown_tool');
       assert.equal(unknown.details[0].path, 'body/tools/1/toolName');
       await refused(provider.apiKey, submissionBody(validation, { slug: 'x2', tools: [{ toolName: 'get_weather', displayName: 'W' }, { toolName: 'get_weather', displayName: 'W2' }] }), 400, 'duplicate_tool');
-      await refused(provider.apiKey, submissionBody(validation, { slug: 'x3', tools: [{ toolName: 'get_weather', displayName: 'W', description: 'Something nicer' }] }), 400, 'tool_definition_mismatch');
+      // Issue 20: a provider may describe a tool in its own words (test/market-provider-descriptions.test.ts); only the input schema must be the validated one.
+      const described = await createSubmission(h, provider.apiKey, submissionBody(validation, { slug: 'x3', tools: [{ toolName: 'get_weather', displayName: 'W', description: 'Something nicer' }] }));
+      assert.equal(described.tools[0].description, 'Something nicer');
       await refused(provider.apiKey, submissionBody(validation, { slug: 'x4', tools: [{ toolName: 'get_weather', displayName: 'W', inputSchema: { type: 'object' } }] }), 400, 'tool_definition_mismatch');
       const sameDefinition = weatherTools()[0];
       const echoed = await createSubmission(h, provider.apiKey, submissionBody(validation, { slug: null, tools: [{ toolName: 'get_weather', displayName: 'W', description: sameDefinition.description, inputSchema: sameDefinition.inputSchema }] }));

@@ -2,6 +2,7 @@ import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import { appendJobLog } from '../../db/repos/jobs';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
+import { describedAs } from '../../lib/market/listing';
 import { openToolSource, type ToolRuntimeDeps } from '../../lib/tools/source';
 import { withHeartbeat } from '../heartbeat';
 import type { SelectionLoader, ToolSelectionRef } from '../tools';
@@ -124,7 +125,7 @@ export async function prepareToolbox(deps: ToolboxDeps, jobId: string, selection
     }
     const approved = (entry.approvedTools ?? entry.tools).filter((t) => t.isEnabled !== false);
     const wanted = market.tool_names?.length ? approved.filter((t) => market.tool_names!.includes(t.toolName)) : approved;
-    for (const tool of wanted) found.push({ source, ref, tool: tool.toolName, description: tool.description, inputSchema: tool.inputSchema });
+    for (const tool of wanted) found.push({ source, ref, tool: tool.toolName, description: describedAs(tool), inputSchema: tool.inputSchema });
   }
   const toolbox = nameToolbox(found, reserved ? new Set([...RESERVED, ...reserved]) : RESERVED);
   await db

@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { Server, type AuthInfo, type CallToolResult } from '@modelcontextprotocol/server';
 import { acquireCallRun, findApiKeyOwner, findLiveApiKeyCached, loadCallEntryCached, createMarketCallStore, runSettings } from '../../db/repos/market-tool-calls';
 import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
-import { pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
+import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import { callableTools, callMarketTool, marketToolCallDeps, type MarketCallEntry, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { microsToUsd } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
@@ -132,7 +132,7 @@ export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
         tools: offered.map((tool) => ({
           name: tool.toolName,
           title: tool.displayName,
-          ...(tool.description !== null && { description: tool.description }),
+          ...(describedAs(tool) !== null && { description: describedAs(tool)! }),
           inputSchema: (tool.inputSchema && Object.keys(tool.inputSchema).length ? tool.inputSchema : { type: 'object' }) as { type: 'object' },
           _meta: { [PRICING_META]: pricingMeta(entry, tool, maxRunChargeUsd) },
         })),

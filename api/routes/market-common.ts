@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { MarketRuleError } from '../../lib/market/errors';
-import { maskValues, pricingEventDefinition, toolDefinition } from '../../lib/market/listing';
+import { maskValues, ownerToolDefinition, pricingEventDefinition, toolDefinition } from '../../lib/market/listing';
 import { unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
 import { createRevision, deleteSubmission, type CoreFields, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
 import type { AuthenticatedUser } from '../../db/repos/users';
@@ -104,7 +104,7 @@ export function ownerSubmissionView(sub: McpSubmission, deps: ApiDeps, iconUrl: 
     requiredUserParamsSchema: sub.requiredUserParamsSchema,
     monetizationStrategy: sub.monetizationStrategy,
     pricingEvents: sub.pricingEvents.map(pricingEventDefinition),
-    tools: sub.tools.map(toolDefinition),
+    tools: sub.tools.map(ownerToolDefinition),
     sourceFingerprint: sub.sourceFingerprint,
     validationId: sub.validationId,
     eventVerificationId: sub.eventVerificationId,

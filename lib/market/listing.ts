@@ -4,7 +4,17 @@ import { microsToUsd } from '../money';
 export interface StoredMarketTool {
   toolName: string;
   displayName: string;
+  /**
+   * The upstream's own description, as validated. The approved-tools hash and the rug-pull gate
+   * (tool-drift.ts) compare the upstream's current definitions with this, never with the
+   * provider's text below.
+   */
   description: string | null;
+  /**
+   * The description the provider wrote when listing the tool (scanned like upstream text at
+   * submission), or null/absent to show the upstream's. What buyers and models read: describedAs().
+   */
+  providerDescription?: string | null;
   inputSchema: Record<string, unknown> | null;
   /** Per call under `tool_call_fixed`; null for other strategies. */
   clientPriceMicros: number | null;
@@ -22,17 +32,27 @@ export interface StoredPricingEvent {
 
 export type MonetizationStrategy = 'free' | 'provider_event' | 'tool_call_fixed';
 
-/** MarketToolDefinition as the API shows it. */
+/** The description buyers see in the catalogue and models read in tools/list: the provider's, else the upstream's. */
+export function describedAs(tool: Pick<StoredMarketTool, 'description' | 'providerDescription'>): string | null {
+  return tool.providerDescription ?? tool.description;
+}
+
+/** MarketToolDefinition as the API shows it (description: what buyers and models read). */
 export function toolDefinition(tool: StoredMarketTool) {
   return {
     toolName: tool.toolName,
     displayName: tool.displayName,
-    description: tool.description,
+    description: describedAs(tool),
     inputSchema: tool.inputSchema ?? {},
     ...(tool.clientPriceMicros !== null && { clientPriceUsd: microsToUsd(tool.clientPriceMicros) }),
     ...(tool.providerRevenueMicros !== null && { providerRevenueUsd: microsToUsd(tool.providerRevenueMicros) }),
     isEnabled: tool.isEnabled,
   };
+}
+
+/** MarketToolDefinition as the owner sees it: also the validated upstream description the rug-pull gate watches. */
+export function ownerToolDefinition(tool: StoredMarketTool) {
+  return { ...toolDefinition(tool), upstreamDescription: tool.description };
 }
 
 /** MarketPricingEvent as the API shows it. */

@@ -6,6 +6,7 @@ import { sourceFingerprint, type SourceIdentity } from './fingerprint';
 import { usdToMicros } from '../money';
 import type { MonetizationStrategy, StoredMarketTool, StoredPricingEvent } from './listing';
 import { OpenApiDocumentError, readOpenApiDocument } from './openapi-document';
+import { scanInstructions, scanText, type PoisoningFinding } from './poisoning';
 import { verificationComplete, type EventVerificationRecord, type ValidationRecord } from './records';
 import { slugFor } from './slug';
 import { requireSecureSourceUrl } from './source-url';
@@ -125,7 +126,35 @@ function priceMicros(usd: number | undefined, path: string): number | null {
   return micros;
 }
 
-/** The listed tools: a non-empty subset of the validated ones, their definitions as discovered. */
+/**
+ * What a provider writes about its listing is scanned like upstream text (poisoning.ts): each tool's
+ * displayName (served as the MCP tool title) and description (served as its description) as tool
+ * text, the listing's name and description as text for the model. A finding refuses the submission
+ * (400 tool_poisoning, one detail per finding) — the validation vouched for the upstream's text only.
+ */
+function checkProviderText(request: McpSubmissionRequest, tools: StoredMarketTool[], validation: ValidationRecord): void {
+  const siblingNames = validation.discovery.tools.map((tool) => tool.name);
+  const details: { path: string; message: string }[] = [];
+  const report = (path: string, findings: PoisoningFinding[]) => {
+    for (const finding of findings) details.push({ path, message: `${finding.code}: ${finding.message}: "${finding.excerpt}"` });
+  };
+  report('body/name', scanInstructions(request.name, 'name', siblingNames));
+  if (request.description) report('body/description', scanInstructions(request.description, 'description', siblingNames));
+  tools.forEach((tool, i) => {
+    const context = { selfName: tool.toolName, siblingNames };
+    report(`body/tools/${i}/displayName`, scanText(tool.displayName, 'displayName', context));
+    if (tool.providerDescription) report(`body/tools/${i}/description`, scanText(tool.providerDescription, 'description', context));
+  });
+  if (details.length) {
+    throw new MarketRuleError(400, 'tool_poisoning', `What the listing says fails the tool-poisoning scan (${details[0].path}: ${details[0].message})`, details);
+  }
+}
+
+/**
+ * The listed tools: a non-empty subset of the validated ones, their input schemas as discovered. A
+ * provider may describe a tool in its own words (description; null, blank or omitted shows the
+ * upstream's); the upstream's validated description is kept apart for the rug-pull gate.
+ */
 function checkTools(request: McpSubmissionRequest, validation: ValidationRecord): StoredMarketTool[] {
   const discovered = new Map(validation.discovery.tools.map((tool) => [tool.name, tool]));
   const given = request.tools ?? validation.discovery.tools.map((tool) => ({ toolName: tool.name, displayName: tool.name }));
@@ -139,19 +168,19 @@ function checkTools(request: McpSubmissionRequest, validation: ValidationRecord)
     if (seen.has(tool.toolName)) throw ruleBroken('duplicate_tool', `"${tool.toolName}" is listed twice`, `${at}/toolName`);
     seen.add(tool.toolName);
     const t = tool as NonNullable<McpSubmissionRequest['tools']>[number];
-    if (t.description !== undefined && (t.description ?? null) !== (source.description ?? null)) {
-      throw ruleBroken('tool_definition_mismatch', `The description of "${tool.toolName}" differs from the validated source's; omit it or send it unchanged`, `${at}/description`);
-    }
     if (t.inputSchema !== undefined && canonicalJson(t.inputSchema) !== canonicalJson(source.inputSchema ?? {})) {
       throw ruleBroken('tool_definition_mismatch', `The inputSchema of "${tool.toolName}" differs from the validated source's; omit it or send it unchanged`, `${at}/inputSchema`);
     }
     if (fixed && t.clientPriceUsd === undefined) {
       throw ruleBroken('tool_price_required', `tool_call_fixed entries price every tool: clientPriceUsd of "${tool.toolName}" is missing`, `${at}/clientPriceUsd`);
     }
+    const upstreamDescription = source.description ?? null;
+    const written = typeof t.description === 'string' && t.description.trim() ? t.description : null;
     return {
       toolName: tool.toolName,
       displayName: tool.displayName,
-      description: source.description ?? null,
+      description: upstreamDescription,
+      providerDescription: written !== null && written !== upstreamDescription ? written : null,
       inputSchema: source.inputSchema ?? null,
       clientPriceMicros: fixed ? priceMicros(t.clientPriceUsd, `${at}/clientPriceUsd`) : null,
       providerRevenueMicros: fixed ? priceMicros(t.providerRevenueUsd, `${at}/providerRevenueUsd`) : null,
@@ -214,6 +243,7 @@ export function prepareMcpSubmission(request: McpSubmissionRequest, context: Sub
   const { identity, spec } = sourceOf(request, context.policy);
   const validation = checkValidation(request, identity, context);
   const tools = checkTools(request, validation);
+  checkProviderText(request, tools, validation);
   const { events, verificationId } = checkPricingEvents(request, context);
   const slug = slugFor(request.slug, request.name);
   const icon = checkIcon(request, context, iconUrlFor);

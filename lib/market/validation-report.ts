@@ -1,5 +1,5 @@
 import type { Discovery, DiscoveryParam, DiscoveredTool } from './discovery';
-import { scanText, scanTool, type PoisoningCode } from './poisoning';
+import { scanInstructions, scanTool, type PoisoningCode } from './poisoning';
 
 /**
  * The validation report of a discovered source: issues, tool count, quality score and the status.
@@ -104,7 +104,7 @@ export function buildValidationReport(discovery: Discovery, options: { givenPara
 
   for (const [field, text] of [['title', discovery.title], ['description', discovery.description]] as const) {
     if (!text) continue;
-    for (const finding of scanText(text, `source/${field}`, { siblingNames: names })) {
+    for (const finding of scanInstructions(text, `source/${field}`, names)) {
       issues.push({ severity: 'error', code: finding.code, message: `The source ${field} ${finding.message}: "${finding.excerpt}"`, field: `source/${field}` });
     }
   }

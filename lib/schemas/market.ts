@@ -19,9 +19,25 @@ const nullableUri = { type: ['string', 'null'], format: 'uri', maxLength: 2048 }
 
 const toolProperties = {
   toolName: { type: 'string', minLength: 1, maxLength: 128, description: 'The tool\'s name at the source (must be one of the validated tools)' },
-  displayName: { type: 'string', minLength: 1, maxLength: 200 },
-  description: { type: ['string', 'null'], maxLength: 10_000, description: 'Taken from the validated source; when sent it must equal it' },
-  inputSchema: { type: 'object', description: 'JSON Schema of the arguments; taken from the validated source; when sent it must equal it' },
+  displayName: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 200,
+    description: 'Shown in the catalogue and served as the tool\'s title on the hosted endpoint; scanned like upstream text (400 tool_poisoning)',
+  },
+  description: {
+    type: ['string', 'null'],
+    maxLength: 10_000,
+    description:
+      'What buyers read in the catalogue and models read in the hosted endpoint\'s tools/list. Omitted, null or blank: the upstream\'s validated description. Your own text is scanned like upstream text ' +
+      '(a finding is 400 tool_poisoning); the rug-pull gate keeps comparing the upstream\'s current definitions with its validated ones, not with this text',
+  },
+  upstreamDescription: {
+    type: ['string', 'null'],
+    readOnly: true,
+    description: 'Owner view only: the upstream\'s own description as validated (what the rug-pull gate watches). Ignored when sent',
+  },
+  inputSchema: { type: 'object', description: 'JSON Schema of the arguments; taken from the validated source; when sent it must equal it (400 tool_definition_mismatch)' },
   clientPriceUsd: { ...usd, description: 'Per upstream call under tool_call_fixed (required for every tool there; an upstream error result is still billable; calls refused before reaching the upstream are not); ignored for other strategies' },
   providerRevenueUsd: { ...usd, description: 'Informational; settlement follows MARKET_COMMISSION_RATE' },
   isEnabled: { type: 'boolean', default: true },
@@ -120,7 +136,9 @@ export const ValidationReport = {
   required: ['issues', 'toolCount', 'qualityScore'],
   description:
     'qualityScore 0–100: the mean of per-tool scores (20 each: name of 1–64 [A-Za-z0-9_-]; a description; an informative description of 40+ characters and 6+ words; an object input schema; described properties), ' +
-    'minus 10 above 50 tools and 20 per duplicated name. Error issues (tool poisoning: hidden_unicode, model_directive, secret_access, exfiltration, tool_shadowing; duplicate_tool_name; no_tools) make the source invalid.',
+    'minus 10 above 50 tools and 20 per duplicated name. Error issues (tool poisoning: hidden_unicode, model_directive, secret_access, exfiltration, tool_shadowing; duplicate_tool_name; no_tools) make the source invalid. ' +
+    'The scan reads each tool\'s name, description, annotation title and input schema (descriptions, and property names as words); the source title and description (an MCP server\'s instructions) are text written for the model and are scanned for the dangerous classes only, not for addressing the model. ' +
+    'Its rules and their measured false-positive rate and recall on real servers and published attacks are in the selling guide (npm run eval:poisoning).',
   properties: {
     issues: {
       type: 'array',
