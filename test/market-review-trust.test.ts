@@ -32,7 +32,7 @@ describe('market review: the operator sees prices and parameters, and a disabled
       submissionBody(await storeValidation(h, provider.userId), {
         monetizationStrategy: 'tool_call_fixed',
         tools: [
-          { toolName: 'get_weather', displayName: 'Weather now', clientPriceUsd: 0.02, providerRevenueUsd: 0.015 },
+          { toolName: 'get_weather', displayName: 'Weather now', description: 'Current conditions for any city, in your units.', clientPriceUsd: 0.02, providerRevenueUsd: 0.015 },
           { toolName: 'get_forecast', displayName: 'Forecast', clientPriceUsd: 0.05 },
         ],
         requiredUserParamsSchema: paramsSchema,
@@ -51,6 +51,10 @@ describe('market review: the operator sees prices and parameters, and a disabled
         ['get_forecast', 0.05, null, true],
       ]);
       assert.deepEqual(view.requiredUserParamsSchema, paramsSchema);
+      // What buyers (and models) will read, beside the upstream's own text that the rug-pull gate watches.
+      const weather = view.tools.find((t: { toolName: string }) => t.toolName === 'get_weather');
+      assert.equal(weather.description, 'Current conditions for any city, in your units.');
+      assert.equal(weather.upstreamDescription, 'Returns the current weather (temperature, wind, conditions) for a city by name.');
       assert.ok(!JSON.stringify(view).includes(secret), 'no staticConfig in the review view');
     }
 
@@ -64,6 +68,35 @@ describe('market review: the operator sees prices and parameters, and a disabled
       [['page.scraped', 0.003, 0.002]],
     );
     assert.deepEqual(meteredView.requiredUserParamsSchema, {}, 'no consumer parameters');
+  });
+
+  it("shows an agent's market tools with their prices and the agent's cap per run", async function () {
+    const entry = await approvedEntry(h, provider, {
+      monetizationStrategy: 'tool_call_fixed',
+      tools: [
+        { toolName: 'get_weather', displayName: 'Weather now', clientPriceUsd: 0.02 },
+        { toolName: 'get_forecast', displayName: 'Forecast', clientPriceUsd: 0.05 },
+      ],
+    });
+    const body = {
+      name: `Priced agent ${randomBytes(3).toString('hex')}`,
+      priceUsd: 0,
+      suggestedLlmProvider: 'service',
+      suggestedLlmModel: 'gpt-4o-mini',
+      runMode: 'task',
+      systemPrompt: 'Be brief.',
+      mcpSelections: [{ mcp_id: entry.entryId, tool_names: ['get_forecast'], max_total_usd: 0.25 }],
+    };
+    const created = await h.http('POST', '/api/v1/agent-market/submissions', { apiKey: provider.apiKey, body });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.equal((await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, { apiKey: provider.apiKey })).status, 200);
+    const pending = await admin(h, ['submissions', '--market', 'agent', '--status', 'pending_review']);
+    const view = pending.submissions.find((s: { id: string }) => s.id === created.body.id);
+    assert.ok(view, 'listed for review');
+    assert.deepEqual(
+      view.marketTools.map((m: { mcpId: string; tools: { toolName: string; clientPriceUsd: number }[]; maxTotalUsd: number }) => [m.mcpId, m.tools.map((t) => [t.toolName, t.clientPriceUsd]), m.maxTotalUsd]),
+      [[entry.entryId, [['get_forecast', 0.05]], 0.25]],
+    );
   });
 
   it('refuses to approve a tool-market revision made before its listing was disabled (409 listing_disabled); the listing stays off', async function () {

@@ -4,7 +4,7 @@ import { getSubmissionForReview, listSubmissionsForReview, reviewSubmission, typ
 import { findMcpSubmissions, mcpMarketHooks, type McpSubmission } from '../../db/repos/market-mcp';
 import { findDriftFlags, type DriftFlag } from '../../db/repos/market-tool-calls';
 import { agentMarketHooks, findAgentSubmissions, type AgentSubmission } from '../../db/repos/market-agents';
-import { pricingEventDefinition, toolDefinition } from '../../lib/market/listing';
+import { ownerToolDefinition, pricingEventDefinition } from '../../lib/market/listing';
 import { microsToUsd } from '../../lib/money';
 import { paginationMeta } from '../../db/repos/pagination';
 import { MarketRuleError } from '../../lib/market/errors';
@@ -12,6 +12,7 @@ import { MARKETS, type Market, type ReviewAction, type SubmissionStatus } from '
 import { AdminMarketReviewRequest, AdminMarketSubmissionsQuery } from '../../lib/schemas/market';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
+import { marketToolsViewer, type MarketToolView } from '../services/agent-market-tools';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import { marketErrors } from './market-common';
 
@@ -47,7 +48,7 @@ function mcpReviewView(sub: McpSubmission, drift: DriftFlag | undefined) {
     monetizationStrategy: sub.monetizationStrategy,
     toolNames: sub.tools.map((t) => t.toolName),
     /** What consumers will pay and the provider earn: each tool's price (tool_call_fixed) and the pricing events (provider_event). */
-    tools: sub.tools.map(toolDefinition),
+    tools: sub.tools.map(ownerToolDefinition),
     pricingEvents: sub.pricingEvents.map(pricingEventDefinition),
     /** What each consumer will be asked to supply. */
     requiredUserParamsSchema: sub.requiredUserParamsSchema,
@@ -56,7 +57,7 @@ function mcpReviewView(sub: McpSubmission, drift: DriftFlag | undefined) {
 }
 
 /** The reviewer sees what the agent does and costs; its prompts stay sealed (the owner alone reads them). */
-function agentReviewView(sub: AgentSubmission) {
+function agentReviewView(sub: AgentSubmission, marketTools: MarketToolView[]) {
   return {
     priceUsd: microsToUsd(sub.priceMicros),
     runMode: sub.runMode,
@@ -66,6 +67,8 @@ function agentReviewView(sub: AgentSubmission) {
     inputSchema: sub.inputSchema,
     structuredOutput: sub.structuredOutput,
     mcpSelections: sub.mcpSelections,
+    /** The market tools the agent calls, with their prices and the agent's cap per run, as consumers see them. */
+    marketTools,
     customToolSources: sub.customMcpSelections.map((s) => ({ type: s.type, name: s.name ?? null, source_url: s.source_url ?? null })),
   };
 }
@@ -84,7 +87,8 @@ function marketPlugins(deps: ApiDeps): Record<Market, { hooks: MarketDetailsHook
       hooks: agentMarketHooks(deps.config.masterKey),
       async details(ids) {
         const found = await findAgentSubmissions(deps.db, ids);
-        return new Map([...found].map(([id, sub]) => [id, agentReviewView(sub)]));
+        const marketTools = marketToolsViewer(deps.db);
+        return new Map(await Promise.all([...found].map(async ([id, sub]) => [id, agentReviewView(sub, await marketTools(sub.mcpSelections))] as const)));
       },
     },
   };

@@ -20,11 +20,10 @@ import {
   type AgentSubmission,
 } from '../../db/repos/market-agents';
 import { paginationMeta } from '../../db/repos/pagination';
-import { findPublicMcpEntry, type McpSubmission } from '../../db/repos/market-mcp';
-import type { Db } from '../../db/connect';
 import { agentRunExtras } from '../services/agent-run-record';
+import { marketToolsViewer, type MarketToolView } from '../services/agent-market-tools';
 import { addJobStatusRoute } from './job-status';
-import { checkMarketSelections, checkRunInputs, fillTemplate, prepareAgentSubmission, type AgentMarketToolSelection, type PreparedAgentSubmission } from '../../lib/market/agent-submission';
+import { checkMarketSelections, checkRunInputs, fillTemplate, prepareAgentSubmission, type PreparedAgentSubmission } from '../../lib/market/agent-submission';
 import { commissionOf, ratePpm } from '../../lib/market/commission';
 import { MarketRuleError } from '../../lib/market/errors';
 import { maskValues } from '../../lib/market/listing';
@@ -44,42 +43,6 @@ import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import { addDeleteRoute, addRevisionRoute, iconUrlFor, marketErrors, submissionCoreFields } from './market-common';
 
 const iconOf = (sub: AgentSubmission, iconUrl: (key: string) => string) => (sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl);
-
-/** AgentMarketToolPricing: a market tool of an agent as consumers see it, with what its calls cost. */
-type MarketToolView = Awaited<ReturnType<ReturnType<typeof marketToolsViewer>>>[number];
-
-/**
- * The market tools of agents with their prices (the marketTools of AgentMarketPublicEntry): the
- * selected tools of each listing, their prices or pricing events, and the agent's cap per run. Each
- * listing is read once per viewer (one request).
- */
-function marketToolsViewer(db: Db) {
-  const entries = new Map<string, Promise<McpSubmission | null>>();
-  const entry = (id: string) => {
-    if (!entries.has(id)) entries.set(id, findPublicMcpEntry(db, id));
-    return entries.get(id)!;
-  };
-  return (selections: readonly AgentMarketToolSelection[]) =>
-    Promise.all(
-      selections.map(async (selection) => {
-        const maxTotalUsd = selection.max_total_usd ?? null;
-        const sub = await entry(selection.mcp_id);
-        if (!sub) return { mcpId: selection.mcp_id, available: false, maxTotalUsd };
-        const fixed = sub.monetizationStrategy === 'tool_call_fixed';
-        const tools = (sub.approvedTools ?? sub.tools).filter((t) => t.isEnabled && (selection.tool_names.length === 0 || selection.tool_names.includes(t.toolName)));
-        return {
-          mcpId: sub.listingId,
-          available: true,
-          slug: sub.slug,
-          name: sub.name,
-          monetizationStrategy: sub.monetizationStrategy,
-          tools: tools.map((t) => ({ toolName: t.toolName, displayName: t.displayName, clientPriceUsd: fixed ? microsToUsd(t.clientPriceMicros ?? 0) : 0 })),
-          pricingEvents: sub.pricingEvents.map((e) => ({ eventName: e.eventName, description: e.description, unitPriceUsd: microsToUsd(e.unitPriceMicros) })),
-          maxTotalUsd,
-        };
-      }),
-    );
-}
 
 /** AgentMarketPublicEntry: what any caller sees of a live approved agent (no prompts, selection params, provider or review data). */
 export function publicAgentView(sub: AgentSubmission, iconUrl: (key: string) => string, purchased: boolean, marketTools: MarketToolView[]) {
