@@ -55,7 +55,7 @@ const tags = ['Tool market'];
 
 const SUBMISSION_RULES =
   'Rules (400 with the rule as code): validation_not_found, validation_expired, validation_not_valid, fingerprint_mismatch (rule 5: a valid validation of the caller whose fingerprint is the submitted source\'s); ' +
-  'source_required, source_conflict, insecure_url, invalid_openapi_document; tools_required, unknown_tool, duplicate_tool, tool_definition_mismatch (an inputSchema other than the validated one), tool_price_required (tool_call_fixed); tool_poisoning (a tool\'s displayName or description, or the listing\'s name or description, fails the tool-poisoning scan; one detail per finding); ' +
+  'source_required, source_conflict, insecure_url, invalid_openapi_document; tools_required, unknown_tool, duplicate_tool, tool_definition_mismatch (an inputSchema other than the validated one), tool_price_required (tool_call_fixed); tool_poisoning (a tool\'s displayName or description, the listing\'s name or description, or a pricing event\'s title or description, fails the tool-poisoning scan; one detail per finding); ' +
   'pricing_events_required, duplicate_event_name, invalid_unit_price, event_verification_required, event_verification_not_found, event_verification_mismatch, event_verification_expired, event_verification_incomplete, event_not_verified (provider_event); ' +
   'invalid_slug; icon_not_found; invalid_params_schema (including a pattern that cannot run in linear time, a $ref outside the schema, a nested $id: see "JSON Schemas you give the platform"), unmarked_secret_param, reserved_param_name (a header only the platform sets: Host, Cookie, hop-by-hop and transport headers, x-service-charge-*). 409 slug_taken.';
 

@@ -129,10 +129,11 @@ function priceMicros(usd: number | undefined, path: string): number | null {
 /**
  * What a provider writes about its listing is scanned like upstream text (poisoning.ts): each tool's
  * displayName (served as the MCP tool title) and description (served as its description) as tool
- * text, the listing's name and description as text for the model. A finding refuses the submission
+ * text, the listing's name and description and the pricing events' titles and descriptions (served to
+ * the model in tools/list pricing metadata) as text for the model. A finding refuses the submission
  * (400 tool_poisoning, one detail per finding) — the validation vouched for the upstream's text only.
  */
-function checkProviderText(request: McpSubmissionRequest, tools: StoredMarketTool[], validation: ValidationRecord): void {
+function checkProviderText(request: McpSubmissionRequest, tools: StoredMarketTool[], events: StoredPricingEvent[], validation: ValidationRecord): void {
   const siblingNames = validation.discovery.tools.map((tool) => tool.name);
   const details: { path: string; message: string }[] = [];
   const report = (path: string, findings: PoisoningFinding[]) => {
@@ -144,6 +145,10 @@ function checkProviderText(request: McpSubmissionRequest, tools: StoredMarketToo
     const context = { selfName: tool.toolName, siblingNames };
     report(`body/tools/${i}/displayName`, scanText(tool.displayName, 'displayName', context));
     if (tool.providerDescription) report(`body/tools/${i}/description`, scanText(tool.providerDescription, 'description', context));
+  });
+  events.forEach((event, i) => {
+    if (event.title) report(`body/pricingEvents/${i}/title`, scanInstructions(event.title, 'title', siblingNames));
+    if (event.description) report(`body/pricingEvents/${i}/description`, scanInstructions(event.description, 'description', siblingNames));
   });
   if (details.length) {
     throw new MarketRuleError(400, 'tool_poisoning', `What the listing says fails the tool-poisoning scan (${details[0].path}: ${details[0].message})`, details);
@@ -243,8 +248,8 @@ export function prepareMcpSubmission(request: McpSubmissionRequest, context: Sub
   const { identity, spec } = sourceOf(request, context.policy);
   const validation = checkValidation(request, identity, context);
   const tools = checkTools(request, validation);
-  checkProviderText(request, tools, validation);
   const { events, verificationId } = checkPricingEvents(request, context);
+  checkProviderText(request, tools, events, validation);
   const slug = slugFor(request.slug, request.name);
   const icon = checkIcon(request, context, iconUrlFor);
   const requiredUserParamsSchema = request.requiredUserParamsSchema ?? {};
