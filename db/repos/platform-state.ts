@@ -8,7 +8,7 @@ export interface PlatformState {
   /** Per ledger entry kind: how many entries and their summed amount (usage entries are negative). */
   ledger: { kind: LedgerEntryKind; entries: number; amountMicros: number }[];
   wallets: { count: number; balanceMicros: number };
-  /** Reserved, not yet settled: open job holds plus the unused part of open, unexpired market runs (as in available balance). */
+  /** Reserved, not yet settled: open job holds plus the unused part of active market runs (market_run_active, as in available balance). */
   holds: { open: number; micros: number };
 }
 
@@ -16,9 +16,10 @@ export interface PlatformState {
 async function openHolds(db: Db): Promise<PlatformState['holds']> {
   const { rows } = await sql<{ open: number; micros: number }>`
     select (select cast(count(*) as bigint) from job_holds where released_at is null)
-         + (select cast(count(*) as bigint) from market_runs where status = 'open' and expires_at > now()) as open,
+         + (select cast(count(*) as bigint) from market_runs where status = 'open' and market_run_active(status, expires_at, calls_in_flight, idle_until, now())) as open,
            (select cast(coalesce(sum(amount_micros), 0) as bigint) from job_holds where released_at is null)
-         + (select cast(coalesce(sum(hold_micros - charged_micros), 0) as bigint) from market_runs where status = 'open' and expires_at > now()) as micros`.execute(db);
+         + (select cast(coalesce(sum(hold_micros - charged_micros), 0) as bigint) from market_runs
+             where status = 'open' and market_run_active(status, expires_at, calls_in_flight, idle_until, now())) as micros`.execute(db);
   return { open: Number(rows[0]?.open ?? 0), micros: Number(rows[0]?.micros ?? 0) };
 }
 
