@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { readMcpBody } from './mcp-request-body';
 
 /**
  * A market provider's MCP service on loopback whose calls a test can hold open: `lookup` answers at
@@ -99,15 +100,7 @@ export async function startMeteredProvider(): Promise<MeteredProvider> {
   const handler = toNodeHandler(createMcpHandler(({ requestInfo }) => build(requestInfo?.headers ?? new Headers())));
   const server = http.createServer(async (req, res) => {
     if (new URL(req.url ?? '/', 'http://x').pathname !== '/mcp') return void res.writeHead(404).end();
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    let body: any;
-    try {
-      body = raw ? JSON.parse(raw) : undefined;
-    } catch {
-      body = undefined;
-    }
+    const body = await readMcpBody(req);
     if (body?.method === 'tools/call') calls.push(req.headers);
     await handler(req, res, body);
   });

@@ -7,6 +7,7 @@ import { parseNetworkAllowlist } from '../../lib/net/ssrf';
 import { connectAndList } from '../../lib/tools/source';
 import type { Harness } from './harness';
 import { approvedEntry, storeValidation } from './market';
+import { readMcpBody } from './mcp-request-body';
 
 /**
  * A market provider's MCP service on loopback (SDK v2 server, stateless, current revision plus the
@@ -100,15 +101,7 @@ export async function startMarketProvider(): Promise<MarketProviderService> {
   const server = http.createServer(async (req, res) => {
     requests.push({ method: req.method ?? 'GET', headers: req.headers });
     if (new URL(req.url ?? '/', 'http://x').pathname !== '/mcp') return void res.writeHead(404).end();
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    let body: any;
-    try {
-      body = raw ? JSON.parse(raw) : undefined;
-    } catch {
-      body = undefined;
-    }
+    const body = await readMcpBody(req);
     if (body?.method === 'tools/call') callHeaders.push(req.headers);
     await handler(req, res, body);
   });

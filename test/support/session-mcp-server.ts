@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { readMcpBody } from './mcp-request-body';
 
 /**
  * A stateful remote MCP server on loopback (SDK v2, the 2025 `initialize` handshake with
@@ -45,15 +46,7 @@ export async function startSessionMcpServer(): Promise<SessionMcpServer> {
   const server = http.createServer(async (req, res) => {
     requests.push({ method: req.method ?? 'GET', headers: req.headers });
     if (new URL(req.url ?? '/', 'http://x').pathname !== '/mcp') return void res.writeHead(404).end();
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    let body: any;
-    try {
-      body = raw ? JSON.parse(raw) : undefined;
-    } catch {
-      body = undefined;
-    }
+    const body = await readMcpBody(req);
     const sessionId = req.headers['mcp-session-id'];
     try {
       if (typeof sessionId === 'string') {
