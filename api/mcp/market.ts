@@ -1,10 +1,11 @@
 import type { Context } from 'koa';
-import { Server, type AuthInfo, type CallToolResult } from '@modelcontextprotocol/server';
+import { Server, type AuthInfo, type CallToolResult, type Tool } from '@modelcontextprotocol/server';
 import { acquireCallRun, findApiKeyOwner, findLiveApiKeyCached, loadCallEntryCached, createMarketCallStore, runSettings } from '../../db/repos/market-tool-calls';
 import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import { callableTools, callMarketTool, marketToolCallDeps, type MarketCallEntry, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { microsToUsd } from '../../lib/money';
+import { resultContent } from '../../lib/tools/result';
 import type { SourceParamValues } from '../../lib/tools/types';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
@@ -99,10 +100,52 @@ function billingMeta(outcome: MarketToolCallOutcome) {
   return { ...base, outcome: outcome.status, code: outcome.code };
 }
 
+/**
+ * The answer as the consumer reads it: every block the tool sent, its structuredContent, isError and
+ * its `_meta`, with the billing `_meta` beside the tool's own (scrubbed by callMarketTool).
+ */
 function toResult(outcome: MarketToolCallOutcome): CallToolResult {
-  const _meta = { [BILLING_META]: billingMeta(outcome) };
-  if (outcome.status === 'answered') return { content: [{ type: 'text', text: outcome.result.text }], isError: outcome.result.isError, _meta };
-  return { content: [{ type: 'text', text: outcome.message }], isError: true, _meta };
+  const billing = billingMeta(outcome);
+  if (outcome.status === 'answered') {
+    const { result } = outcome;
+    return {
+      content: resultContent(result),
+      ...(result.structuredContent && { structuredContent: result.structuredContent }),
+      isError: result.isError,
+      _meta: { ...result.meta, [BILLING_META]: billing },
+    };
+  }
+  return { content: [{ type: 'text', text: outcome.message }], isError: true, _meta: { [BILLING_META]: billing } };
+}
+
+/**
+ * A tool as tools/list shows it: exactly as the upstream listed it when the entry was validated (its
+ * inputSchema with `$schema`, outputSchema, annotations, icons, `_meta`, in the upstream's key order),
+ * with the provider's description where the provider wrote one, the provider's display name as the
+ * title where it differs from the tool's name, and the price beside the upstream's `_meta`. An entry
+ * listed before listings were kept (or an OpenAPI tool) shows its name, title, description and input schema.
+ */
+function listedTool(tool: StoredMarketTool, pricing: Record<string, unknown>): Tool {
+  const description = describedAs(tool);
+  const listing = tool.listing as (Partial<Tool> & Record<string, unknown>) | null | undefined;
+  if (listing && listing.inputSchema) {
+    const title = tool.displayName !== tool.toolName ? tool.displayName : (listing.title ?? tool.displayName);
+    return {
+      ...listing,
+      name: tool.toolName,
+      title,
+      ...(description !== null ? { description } : {}),
+      inputSchema: listing.inputSchema,
+      _meta: { ...(listing._meta as Record<string, unknown> | undefined), [PRICING_META]: pricing },
+    } as Tool;
+  }
+  return {
+    name: tool.toolName,
+    title: tool.displayName,
+    ...(description !== null && { description }),
+    inputSchema: (tool.inputSchema && Object.keys(tool.inputSchema).length ? tool.inputSchema : { type: 'object' }) as { type: 'object' },
+    _meta: { [PRICING_META]: pricing },
+  };
 }
 
 /** The mount options of /mcp/{entryId}: a stateless SDK v2 server per request, authenticated first. */
@@ -129,13 +172,7 @@ export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
       const maxRunChargeUsd = microsToUsd(Math.min(market.runChargeLimitMicros, principal.capMicros ?? Number.MAX_SAFE_INTEGER));
       const server = new Server({ name: `market-${entry.slug}`, title: entry.name, version: '1.0.0' }, { capabilities: { tools: {} } });
       server.setRequestHandler('tools/list', async () => ({
-        tools: offered.map((tool) => ({
-          name: tool.toolName,
-          title: tool.displayName,
-          ...(describedAs(tool) !== null && { description: describedAs(tool)! }),
-          inputSchema: (tool.inputSchema && Object.keys(tool.inputSchema).length ? tool.inputSchema : { type: 'object' }) as { type: 'object' },
-          _meta: { [PRICING_META]: pricingMeta(entry, tool, maxRunChargeUsd) },
-        })),
+        tools: offered.map((tool) => listedTool(tool, pricingMeta(entry, tool, maxRunChargeUsd))),
       }));
       server.setRequestHandler('tools/call', async (request, ctx) => {
         const name = request.params.name;

@@ -57,6 +57,7 @@ export function runtimeDiscover(deps: ToolRuntimeDeps): Discover {
           description: tool.description,
           inputSchema: tool.inputSchema,
           ...(tool.annotations ? { annotations: { ...tool.annotations } } : {}),
+          ...(tool.listing ? { listing: tool.listing as Record<string, unknown> } : {}),
         })),
         params: discovery.params.map((param) => ({ ...param })),
         authRequired,

@@ -417,7 +417,7 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
     source = pooled ? await pooled.open(poolKey, () => openToolSource({ ...selection, knownTools: undefined }, runtime)) : await openToolSource(selection, runtime);
     try {
       const answer = await source.call(tool.toolName, request.args ?? {}, { signal: request.signal, timeoutMs: deps.callTimeoutMs });
-      result = { ...answer, text: answer.isError ? text.error(answer.text) : text.result(answer.text) };
+      result = text.answer(answer);
     } finally {
       if (!pooled) await source.close();
     }

@@ -143,6 +143,7 @@ export function toToolDefinition(tool: Tool): ToolDefinition {
     description: tool.description ?? null,
     inputSchema,
     ...(Object.keys(annotations).length > 0 && { annotations }),
+    listing: tool,
   };
 }
 

@@ -6,7 +6,7 @@ import { toolFetch, parseSourceUrl, preflightSourceUrl, type ToolNetworkDeps } f
 import { callOperation, isRepeatableOperation, resolveBaseUrl } from './openapi-call';
 import { loadOpenApiDocument, type OpenApiDocument } from './openapi-document';
 import { buildOpenApiModel, type OpenApiModel, type OpenApiOperation } from './openapi-tools';
-import { cappedResult, DEFAULT_MAX_RESULT_BYTES, mcpResultText } from './result';
+import { DEFAULT_MAX_BINARY_BYTES, DEFAULT_MAX_RESULT_BYTES, mcpToolResult, oversizedBinary } from './result';
 import type { ToolCallResult, ToolDefinition, ToolSelection, ToolSourceSpec, ToolSourceType } from './types';
 
 /** Limits of the tool runtime, on top of the network rules. */
@@ -17,6 +17,11 @@ export interface ToolRuntimeDeps extends ToolNetworkDeps {
   callTimeoutMs?: number;
   /** Tool results are cut to this many bytes, with a note (default 50 KB). */
   maxResultBytes?: number;
+  /**
+   * A binary block of an MCP result (image, audio, an embedded resource's blob) larger than this many
+   * decoded bytes fails the call (`too_large`) instead of being passed on (default 4 MB).
+   */
+  maxBinaryBytes?: number;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 20_000;
@@ -145,6 +150,7 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
     return hints?.readOnlyHint === true || hints?.idempotentHint === true;
   };
   const maxResultBytes = deps.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
+  const maxBinaryBytes = deps.maxBinaryBytes ?? DEFAULT_MAX_BINARY_BYTES;
   return {
     type: 'remote_mcp',
     tools,
@@ -158,8 +164,13 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
       attempt.reached = false;
       try {
         const result = await session.client.callTool({ name, arguments: (args ?? {}) as Record<string, unknown> }, { timeout: timeoutMs, signal: options.signal });
-        return cappedResult(result.isError === true, mcpResultText(result), maxResultBytes);
+        const oversized = oversizedBinary(result, maxBinaryBytes);
+        if (oversized) {
+          throw new ToolCallError('too_large', `The tool answered with ${oversized.what} of ${oversized.bytes} bytes; binary blocks larger than ${maxBinaryBytes} bytes are not passed on`, true, repeatable);
+        }
+        return mcpToolResult(result, maxResultBytes);
       } catch (error) {
+        if (error instanceof ToolCallError) throw error;
         throw mcpCallError(error, attempt.reached, repeatable);
       } finally {
         attempt.armed = false;
