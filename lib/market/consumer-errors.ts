@@ -62,7 +62,13 @@ export function failurePhrase(error: ToolCallError | ToolSourceError): string {
 export function consumerText(
   entry: UpstreamPrivacy,
   extra: readonly unknown[] = [],
-): { result: (text: string) => string; error: (text: string) => string; answer: (answer: ToolCallResult) => ToolCallResult } {
+): {
+  result: (text: string) => string;
+  error: (text: string) => string;
+  answer: (answer: ToolCallResult) => ToolCallResult;
+  /** Every string (and key) of a JSON value scrubbed as `result` does. */
+  value: (value: unknown) => unknown;
+} {
   const secrets = [...Object.values(entry.staticConfig), ...extra].filter((value) => String(value ?? '').length >= 4);
   const hosts = upstreamHosts(entry);
   const result = (text: string) => (secrets.length ? scrubSecrets(text, secrets) : text);
@@ -71,6 +77,7 @@ export function consumerText(
     result,
     error,
     answer: (answer) => (answer.isError ? (secrets.length || hosts.length ? scrubbedAnswer(answer, error) : answer) : secrets.length ? scrubbedAnswer(answer, result) : answer),
+    value: (value) => (secrets.length ? deepScrub(value, result) : value),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { ContentBlock, Tool } from '@modelcontextprotocol/client';
+import type { ClientCapabilities, ContentBlock, Tool } from '@modelcontextprotocol/client';
 
 /** The shapes of the tool runtime: sources, the tools they offer, and what a call returns. */
 
@@ -91,6 +91,12 @@ export interface ToolSelection extends ToolSourceSpec {
   toolNames?: string[];
   /** Tools found by an earlier discovery; lets an MCP source skip listing its tools again. */
   knownTools?: ToolDefinition[];
+  /**
+   * Remote MCP: what the client behind the platform can answer (`sampling`, `elicitation`, `roots`, as
+   * that client declared them): declared to the server, whose requests during a relayed call are
+   * passed to that client (ToolSource.relayCall). Absent: the platform's client declares none.
+   */
+  clientCapabilities?: Pick<ClientCapabilities, 'sampling' | 'elicitation' | 'roots'>;
 }
 
 export interface SourceMetadata {
