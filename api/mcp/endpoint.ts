@@ -91,18 +91,26 @@ export function mcpEndpoint(options: McpEndpointOptions): Middleware {
   };
 }
 
+/** The first revision of the stateless era (every request carries its own envelope). */
+const MODERN_REVISIONS_FROM = '2026-07-28';
+
 /**
  * 2026-07-28 requests to the SDK's per-request serving, 2025-era requests (an initialize, and every
- * request naming a session) to sessions. A request with an Mcp-Session-Id is routed without reading
- * its body; any other is classified by the SDK (isLegacyRequest reads a copy of a POST body).
+ * request naming a session) to sessions. Routed without reading the body when the headers tell: an
+ * Mcp-Session-Id is a session's; an MCP-Protocol-Version of the stateless era goes to the per-request
+ * serving, which checks the body against it (a mismatch is refused, 400). Any other request is
+ * classified by the SDK (isLegacyRequest reads a copy of a POST body).
  */
 function withLegacySessions(factory: McpServerFactory, sessionOptions: LegacySessionOptions): Pick<McpHttpHandler, 'fetch'> {
   const modern = createMcpHandler(factory, { maxRequestBodySize: MAX_BODY_BYTES, legacy: 'reject' });
   const sessions = legacySessions(factory, { ...sessionOptions, maxRequestBodySize: MAX_BODY_BYTES });
+  const isLegacy = async (request: Request) => {
+    if (request.headers.has('mcp-session-id')) return true;
+    const revision = request.headers.get('mcp-protocol-version');
+    if (revision !== null && revision >= MODERN_REVISIONS_FROM) return false;
+    return isLegacyRequest(request, undefined, { maxRequestBodySize: MAX_BODY_BYTES });
+  };
   return {
-    fetch: async (request, requestOptions) =>
-      request.headers.has('mcp-session-id') || (await isLegacyRequest(request, undefined, { maxRequestBodySize: MAX_BODY_BYTES }))
-        ? sessions.fetch(request, requestOptions)
-        : modern.fetch(request, requestOptions),
+    fetch: async (request, requestOptions) => ((await isLegacy(request)) ? sessions.fetch(request, requestOptions) : modern.fetch(request, requestOptions)),
   };
 }
