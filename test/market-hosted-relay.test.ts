@@ -26,7 +26,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
 }
 
 const PROVIDER_KEY = 'pk-live-7f3a9c2e51d04b8a';
-const PRICE = { confirm_order: 0.05, wait_until_cancelled: 0.02, screenshot: 0.01, echo_key: 0.001 };
+const PRICE = { confirm_order: 0.05, wait_until_cancelled: 0.02, screenshot: 0.01, echo_key: 0.001, forecast: 0.002 };
 const INPUT_TTL_MS = 3_000;
 const BINARY_LIMIT = 100_000;
 
@@ -82,6 +82,26 @@ describe('hosted market MCP endpoint: what it relays', function () {
 
   const wallet = (userId: string) => getWalletSummary(h.db, userId);
   const micros = (usd: number) => Math.round(usd * 1_000_000);
+
+  it("lists each tool exactly as the provider's server listed it (input schema with $schema, output schema, annotations, icons, _meta), the price beside its _meta, and passes its structured content through", async function () {
+    const buyer = await consumer();
+    const { client } = await connect(buyer.credential, 'modern');
+    const direct = new Client({ name: 'direct', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await direct.connect(new StreamableHTTPClientTransport(new URL(provider.url), { requestInit: { headers: { 'x-provider-key': PROVIDER_KEY } } }));
+    clients.push(direct);
+    const upstream = (await direct.listTools()).tools.find((t) => t.name === 'forecast')!;
+    const hosted = (await client.listTools()).tools.find((t) => t.name === 'forecast')!;
+    const { _meta: hostedMeta, ...hostedRest } = hosted;
+    const { _meta: upstreamMeta, ...upstreamRest } = upstream;
+    assert.deepEqual(hostedRest, upstreamRest);
+    assert.deepEqual(Object.keys(hostedRest), Object.keys(upstreamRest), "in the server's key order");
+    assert.equal((hosted.inputSchema as Record<string, unknown>).$schema, 'https://json-schema.org/draft/2020-12/schema');
+    assert.deepEqual(hostedMeta, { ...upstreamMeta, 'scrape-platform/pricing': { monetizationStrategy: 'tool_call_fixed', clientPriceUsd: PRICE.forecast, currency: 'USD', per: 'call' } });
+    // The consumer's SDK checks structured content against the output schema it was shown.
+    const answer = await client.callTool({ name: 'forecast', arguments: { city: 'Porto', days: 3 } });
+    assert.deepEqual(answer.structuredContent, { city: 'Porto', highs: [20, 21, 22] });
+    assert.equal(textOf(answer), 'Porto: 20, 21, 22');
+  });
 
   it('relays a tool input request both ways on 2026-07-28 and bills the call once, when it is answered; its requestState is single-use and only its consumer\'s', async function () {
     const buyer = await consumer();

@@ -8,7 +8,8 @@ import { z } from 'zod';
  * A market provider's MCP service on loopback (SDK v2, current revision plus the 2025 fallback) whose tools
  * exercise what the hosted endpoint relays: a tool that asks the user for a confirmation (input-required,
  * with a requestState of its own), one that runs until it is cancelled, one that answers with an image of
- * a chosen size, and one that echoes the provider's API key (its staticConfig, sent as X-Provider-Key) into
+ * a chosen size, one listed with every part of a tool definition (title, output schema, annotations, icons,
+ * _meta), and one that echoes the provider's API key (its staticConfig, sent as X-Provider-Key) into
  * every part of its answer.
  */
 export interface RelayProvider {
@@ -96,6 +97,23 @@ export async function startRelayProvider(): Promise<RelayProvider> {
           structuredContent: { key, nested: [{ again: `still ${key}` }], [key]: 'as a property name', endpoint: where },
           _meta: { 'relay-provider/debug': { key, endpoint: where } },
         };
+      },
+    );
+    server.registerTool(
+      'forecast',
+      {
+        title: 'Forecast',
+        description: 'The forecast of a city, as structured content.',
+        inputSchema: z.object({ city: z.string().describe('City name'), days: z.number().int().min(1).max(7).optional() }),
+        outputSchema: z.object({ city: z.string(), highs: z.array(z.number()) }),
+        annotations: { readOnlyHint: true, openWorldHint: true },
+        icons: [{ src: 'https://relay-provider.example/forecast.png', mimeType: 'image/png', sizes: ['48x48'] }],
+        _meta: { 'relay-provider/category': 'weather' },
+      },
+      async ({ city, days }) => {
+        done('forecast');
+        const highs = Array.from({ length: days ?? 2 }, (_, i) => 20 + i);
+        return { content: [{ type: 'text', text: `${city}: ${highs.join(', ')}` }], structuredContent: { city, highs } };
       },
     );
     return server;
