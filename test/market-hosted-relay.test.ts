@@ -4,6 +4,7 @@ import { getWalletSummary } from '../db/repos/ledger';
 import { useHarness, type Harness } from './support/harness';
 import { approvedServiceEntry } from './support/market-provider';
 import { startRelayProvider, type RelayProvider } from './support/relay-provider';
+import { startConformanceServer, type ConformanceServer } from './support/conformance-server';
 
 /**
  * What the hosted endpoint /mcp/{entryId} relays between a consumer's client and a market tool, with real
@@ -265,6 +266,52 @@ describe('hosted market MCP endpoint: what it relays', function () {
     assert.ok(!failedShown.includes(PROVIDER_KEY));
     assert.ok(!failedShown.includes(host), failedShown);
     assert.equal((failed.structuredContent as any).endpoint, 'http://[provider host]/mcp');
+  });
+
+  describe('a tool server of the 2025 revisions (its requests and log messages carry no call reference)', function () {
+    let legacyServer: ConformanceServer;
+    let legacyEntryId: string;
+
+    before(async function () {
+      legacyServer = await startConformanceServer({ revisions: '2025' });
+      const owner = await h.createUser({ creditUsd: 0 });
+      legacyEntryId = (await approvedServiceEntry(h, owner, legacyServer.url, { monetizationStrategy: 'free' })).entryId;
+    });
+
+    after(async () => {
+      await legacyServer?.close();
+    });
+
+    async function connectLegacyEntry(apiKey: string, era: 'modern' | 'legacy', capabilities: ClientOptions['capabilities']) {
+      const client = new Client({ name: 'relay-consumer', version: '1.0.0' }, { ...(era === 'modern' && { versionNegotiation: { mode: 'auto' } }), capabilities });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp/${legacyEntryId}`), { requestInit: { headers: { authorization: `Bearer ${apiKey}` } } }));
+      clients.push(client);
+      return client;
+    }
+
+    it("relays its requests (elicitation, roots) and its log messages to a 2025 client's session, and the answers back", async function () {
+      const user = await h.createUser({ creditUsd: 1 });
+      const client = await connectLegacyEntry(user.apiKey, 'legacy', { elicitation: {}, roots: {} });
+      client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Ada' } }));
+      client.setRequestHandler('roots/list', async () => ({ roots: [{ uri: 'file:///work/project', name: 'project' }] }));
+      const logs: string[] = [];
+      client.setNotificationHandler('notifications/message', (notification) => void logs.push(`${notification.params.level}: ${String(notification.params.data)}`));
+
+      assert.equal(textOf(await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} })), 'Hello, Ada!');
+      assert.equal(textOf(await client.callTool({ name: 'test_input_required_result_list_roots', arguments: {} })), 'Roots: file:///work/project');
+      await client.setLoggingLevel('info');
+      assert.equal(textOf(await client.callTool({ name: 'test_tool_with_logging', arguments: {} })), 'Tool with logging executed successfully');
+      await until('the log messages arrive', () => logs.length >= 3);
+      assert.deepEqual(logs, ['info: Tool execution started', 'info: Tool processing data', 'info: Tool execution completed']);
+    });
+
+    it('answers its request with a clear MCP error when the client speaks 2026-07-28 (no requests from server to client there)', async function () {
+      const user = await h.createUser({ creditUsd: 1 });
+      const client = await connectLegacyEntry(user.apiKey, 'modern', { elicitation: {} });
+      const answer = await client.callTool({ name: 'test_input_required_result_elicitation', arguments: {} });
+      assert.equal(answer.isError, true);
+      assert.match(textOf(answer), /elicitation\/create cannot be relayed to this client: it speaks the 2026-07-28 revision/);
+    });
   });
 
   it("refuses a 2025 session id to anyone but the consumer who opened it (the same 404 as for an unknown session)", async function () {
