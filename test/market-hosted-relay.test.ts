@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { Client, ProtocolError, StreamableHTTPClientTransport, type ClientOptions } from '@modelcontextprotocol/client';
 import { getWalletSummary } from '../db/repos/ledger';
 import { useHarness, type Harness } from './support/harness';
-import { approvedServiceEntry } from './support/market-provider';
+import { approvedEntry, storeValidation } from './support/market';
+import { approvedServiceEntry, discoveredTools } from './support/market-provider';
 import { startRelayProvider, type RelayProvider } from './support/relay-provider';
 import { startConformanceServer, type ConformanceServer } from './support/conformance-server';
 
@@ -102,6 +103,24 @@ describe('hosted market MCP endpoint: what it relays', function () {
     const answer = await client.callTool({ name: 'forecast', arguments: { city: 'Porto', days: 3 } });
     assert.deepEqual(answer.structuredContent, { city: 'Porto', highs: [20, 21, 22] });
     assert.equal(textOf(answer), 'Porto: 20, 21, 22');
+  });
+
+  it('keeps serving an entry approved before listings were kept: its tools as they were listed then, and calls not refused for the $schema its server always sent', async function () {
+    const owner = await h.createUser({ creditUsd: 0 });
+    // What a validation stored before issue 21: name, description and the input schema without $schema.
+    const tools = (await discoveredTools(provider.url)).map(({ listing: _listing, ...tool }) => tool);
+    const validation = await storeValidation(h, owner.userId, { url: provider.url, tools });
+    const { entryId: oldEntryId } = await approvedEntry(h, owner, { monetizationStrategy: 'free', staticConfig: { 'X-Provider-Key': PROVIDER_KEY } }, validation);
+    const user = await h.createUser({ creditUsd: 1 });
+    const client = new Client({ name: 'relay-consumer', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp/${oldEntryId}`), { requestInit: { headers: { authorization: `Bearer ${user.apiKey}` } } }));
+    clients.push(client);
+    const forecast = (await client.listTools()).tools.find((t) => t.name === 'forecast')!;
+    assert.deepEqual(forecast.inputSchema, tools.find((t) => t.name === 'forecast')!.inputSchema);
+    assert.equal((forecast.inputSchema as Record<string, unknown>).$schema, undefined);
+    const answer = await client.callTool({ name: 'forecast', arguments: { city: 'Faro' } });
+    assert.equal(answer.isError, false, JSON.stringify(answer));
+    assert.equal(textOf(answer), 'Faro: 20, 21');
   });
 
   it('relays a tool input request both ways on 2026-07-28 and bills the call once, when it is answered; its requestState is single-use and only its consumer\'s', async function () {
