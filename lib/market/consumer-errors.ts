@@ -108,6 +108,12 @@ function scrubbedBlock(block: ToolContentBlock, scrub: (text: string) => string)
   return deepScrub(block, scrub) as ToolContentBlock;
 }
 
+/** A JSON value with every string (and key) that holds one of `secrets` scrubbed (see scrubSecrets). */
+export function scrubbedValue(value: unknown, secrets: readonly unknown[]): unknown {
+  const kept = secrets.filter((secret) => String(secret ?? '').length >= 4);
+  return kept.length ? deepScrub(value, (text) => scrubSecrets(text, kept)) : value;
+}
+
 function deepScrub(value: unknown, scrub: (text: string) => string): unknown {
   if (typeof value === 'string') return scrub(value);
   if (Array.isArray(value)) return value.map((item) => deepScrub(item, scrub));
