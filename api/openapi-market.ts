@@ -207,9 +207,14 @@ export function marketPaths() {
       post: {
         summary: 'Create an MCP client credential for the hosted MCP endpoint of an approved entry',
         description:
-          'The hosted MCP endpoint of an entry is `{mcp_url}/mcp/{id}` (mcpUrl in the answer; {mcp_url} is MCP_PUBLIC_URL, by default the API origin, outside /api/v1): a stateless MCP server ' +
-          '(Streamable HTTP; the current protocol revision and the 2025 revisions) exposing the entry\'s approved tools (all by default; `?tools=a,b` narrows), each with its price in ' +
-          '`_meta["scrape-platform/pricing"]`. Clients send `Authorization: Bearer <credential>`; for an entry without parameters the plain API key is accepted too. Missing or refused ' +
+          'The hosted MCP endpoint of an entry is `{mcp_url}/mcp/{id}` (mcpUrl in the answer; {mcp_url} is MCP_PUBLIC_URL, by default the API origin, outside /api/v1): an MCP server ' +
+          '(Streamable HTTP: the current protocol revision statelessly; the 2025 revisions with a session, Mcp-Session-Id, bound to the credential — another credential naming it gets 404) ' +
+          'exposing the entry\'s approved tools (all by default; `?tools=a,b` narrows) as the provider\'s server listed them (inputSchema with $schema, outputSchema, annotations, icons, _meta), ' +
+          'each with its price in `_meta["scrape-platform/pricing"]`. Results pass through unchanged (every content block, structuredContent, isError, the tool\'s _meta; text cut at ' +
+          'MARKET_TOOL_RESULT_MAX_KB, a binary block over MARKET_TOOL_RESULT_MAX_BINARY_MB fails with code too_large); progress and log messages are relayed while a call runs; a tool\'s ' +
+          'questions to the client (elicitation, sampling, roots) are relayed: input-required results on 2026-07-28 (the requestState is the platform\'s: single use, this credential\'s, ' +
+          'valid MARKET_INPUT_REQUIRED_TTL_SECONDS; else JSON-RPC -32602), requests in the session on 2025; such a call is billed once, when answered. notifications/cancelled or a closed ' +
+          'request cancels the call upstream (not charged). Clients send `Authorization: Bearer <credential>`; for an entry without parameters the plain API key is accepted too. Missing or refused ' +
           'tokens get 401 with `WWW-Authenticate: Bearer realm="market-mcp", error=...`. The credential (a sealed token: entry id, the id of the API key that created it, the params, ' +
           'the cap) is rejected for any other entry, after the API key is rotated and after the entry\'s parameter schema changes: create a new one then. ' +
           'Calls: tool_call_fixed charges clientPriceUsd for every call the upstream answered (an isError result included), nothing for a refused or unanswered call; each such call ' +
@@ -223,7 +228,7 @@ export function marketPaths() {
           'Params are checked again on every call (code invalid_params, nothing sent): only declared names within their enums; for remote MCP they are headers where the provider\'s staticConfig and the ' +
           'x-service-charge-* headers win case-insensitively and a consumer never sets Host, Cookie, Content-Length, hop-by-hop, MCP transport or charge headers (Authorization only if declared); an OpenAPI ' +
           'server URL variable takes a consumer value only when declared, from its enum, and keeping the template\'s host. Tool calls do not follow redirects to another origin. Failure texts never name the ' +
-          'provider\'s host, and staticConfig values in results read [redacted]. Upstream connections and MCP sessions are never shared between consumers.',
+          'provider\'s host, and staticConfig values (and the charge token) read [redacted] in every text of a result (blocks, resources, structuredContent, _meta, progress, logs, questions). Upstream connections and MCP sessions are never shared between consumers.',
         tags,
         parameters: [uuidPath('id')],
         requestBody: body('McpCredentialRequest'),

@@ -500,7 +500,25 @@ export interface AgentMarketRunsTable {
   created_at: Timestamp;
 }
 
+/** A market tool call waiting for the consumer's input (migration 0019). */
+export interface MarketCallContinuationsTable {
+  id: string;
+  call_id: string;
+  run_id: string;
+  consumer_id: string;
+  entry_id: string;
+  selection_id: string;
+  tool_name: string;
+  upstream_state: string | null;
+  release_micros: number;
+  close_run: boolean;
+  started_at: ColumnType<Date, Date | string, Date | string>;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  ended_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
 export interface Database {
+  market_call_continuations: MarketCallContinuationsTable;
   custom_agent_runs: CustomAgentRunsTable;
   custom_agent_messages: CustomAgentMessagesTable;
   agent_tool_calls: AgentToolCallsTable;

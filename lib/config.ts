@@ -112,6 +112,25 @@ export interface MarketConfig {
    * become free: never doubled, never half-written). README "Using market tools".
    */
   callCommit: 'fast' | 'durable';
+  /** MARKET_TOOL_RESULT_MAX_KB, default 50: the text of a market tool's answer is cut to this many bytes (with a note). */
+  toolResultMaxBytes: number;
+  /**
+   * MARKET_TOOL_RESULT_MAX_BINARY_MB, default 4 (1 to 64): an image, audio or embedded binary block of
+   * a market tool's answer larger than this (decoded) fails the call (`too_large`, nothing charged).
+   */
+  toolResultMaxBinaryBytes: number;
+  /**
+   * MARKET_INPUT_REQUIRED_TTL_SECONDS, default 600 (10 to 3600): how long a market tool call waiting for
+   * the consumer's input (elicitation, sampling, roots: an input-required round) can be continued.
+   * Its run keeps the call's hold meanwhile; an unanswered call is not charged.
+   */
+  inputRequiredTtlMs: number;
+  /** MARKET_MCP_MAX_SESSIONS, default 1000: 2025-revision MCP sessions an API process keeps on /mcp/{entryId}. */
+  mcpMaxSessions: number;
+  /** MARKET_MCP_SESSIONS_PER_CONSUMER, default 20: of those, how many one consumer's credential (or API key) may hold. */
+  mcpSessionsPerConsumer: number;
+  /** MARKET_MCP_SESSION_IDLE_MINUTES, default 30: a 2025-revision session unused this long is ended. */
+  mcpSessionIdleMs: number;
 }
 
 /** The read-only docs-search MCP endpoint (served at /docs-mcp on the API origin). */
@@ -315,6 +334,12 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
     toolListCacheMs: integer(env, 'MARKET_TOOL_LIST_CACHE_SECONDS', 60, 0, 3_600) * 1_000,
     mcpRateLimitPerMinute: integer(env, 'MARKET_MCP_RATE_LIMIT', 600, 1, 1_000_000),
     callCommit: oneOf(env, 'MARKET_CALL_COMMIT', ['fast', 'durable'] as const, 'fast'),
+    toolResultMaxBytes: integer(env, 'MARKET_TOOL_RESULT_MAX_KB', 50, 1, 10_240) * 1024,
+    toolResultMaxBinaryBytes: integer(env, 'MARKET_TOOL_RESULT_MAX_BINARY_MB', 4, 1, 64) * 1024 * 1024,
+    inputRequiredTtlMs: integer(env, 'MARKET_INPUT_REQUIRED_TTL_SECONDS', 600, 10, 3_600) * 1_000,
+    mcpMaxSessions: integer(env, 'MARKET_MCP_MAX_SESSIONS', 1_000, 1, 1_000_000),
+    mcpSessionsPerConsumer: integer(env, 'MARKET_MCP_SESSIONS_PER_CONSUMER', 20, 1, 10_000),
+    mcpSessionIdleMs: integer(env, 'MARKET_MCP_SESSION_IDLE_MINUTES', 30, 1, 24 * 60) * 60_000,
   };
 }
 

@@ -47,7 +47,7 @@ const QUESTIONS: [question: string, answer: string][] = [
   ['what happens if my charge request is retried', 'docs/selling-tools.md#retries-and-idempotency-of-charges'],
   ['how is the source fingerprint computed', 'docs/selling-tools.md#the-source-fingerprint'],
   ['how do I verify the events I will charge for', 'docs/selling-tools.md#verify-your-billable-events'],
-  ['does the hosted MCP endpoint pass images and progress through', 'docs/mcp-conformance.md#what-the-hosted-endpoint-needs-from-the-failures-above'],
+  ['does the hosted MCP endpoint pass images and progress through', 'docs/mcp-conformance.md#how-the-hosted-endpoint-passes-them'],
   ['how do I run the MCP conformance suite', 'docs/mcp-conformance.md#running-it-yourself'],
 ];
 

@@ -74,7 +74,8 @@ describe('tool runtime: remote MCP', () => {
     assert.equal(discovery.tools.length, 6);
     const source = await openToolSource({ type: 'remote_mcp', url: era2025.url }, deps);
     try {
-      assert.deepEqual(await source.call('add', { a: 2, b: 40 }), { isError: false, text: '42', truncated: false });
+      // The tool's structured content comes back as sent, beside the text.
+      assert.deepEqual(await source.call('add', { a: 2, b: 40 }), { isError: false, text: '42', truncated: false, structuredContent: { sum: 42 } });
     } finally {
       await source.close();
     }

@@ -108,7 +108,8 @@ export function createToolActivities(deps: ToolActivityDeps) {
         const beat = setInterval(() => context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress), HEARTBEAT_EVERY_MS);
         try {
           const result = await source.call(input.tool, input.args, { signal: context.cancellationSignal, timeoutMs: input.timeoutMs });
-          return { ...result, durationMs: Date.now() - started };
+          // The answer as text (what the workflow gives the model); its blocks stay out of the workflow's history.
+          return { isError: result.isError, text: result.text, truncated: result.truncated, durationMs: Date.now() - started };
         } finally {
           clearInterval(beat);
         }

@@ -59,7 +59,7 @@ export function selectionCapMicros(stored: Pick<StoredMarketSelection, 'max_tota
 export function createMarketSelectionCaller(deps: { db: Db; config: Config; policy: NetworkPolicy }) {
   const market = deps.config.market;
   const callDeps = marketToolCallDeps({
-    store: createMarketCallStore(deps.db, { commit: market.callCommit, idleGraceMs: market.runIdleGraceMs }),
+    store: createMarketCallStore(deps.db, { commit: market.callCommit, idleGraceMs: market.runIdleGraceMs, chargeTokenKey: market.chargeTokenKey }),
     market,
     policy: deps.policy,
   });

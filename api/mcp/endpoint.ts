@@ -1,5 +1,15 @@
 import type { Context, Middleware, Next } from 'koa';
-import { createMcpHandler, localhostAllowedHostnames, validateHostHeader, validateOriginHeader, type AuthInfo, type McpServerFactory } from '@modelcontextprotocol/server';
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  localhostAllowedHostnames,
+  validateHostHeader,
+  validateOriginHeader,
+  type AuthInfo,
+  type McpHttpHandler,
+  type McpServerFactory,
+} from '@modelcontextprotocol/server';
+import { legacySessions, type LegacySessionOptions } from './legacy-sessions';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { ApiError } from '../errors';
 import { createRateLimiter } from './rate-limit';
@@ -25,6 +35,12 @@ export interface McpEndpointOptions {
    * WWW-Authenticate); what it returns reaches the factory as `authInfo`. Omitted: a public endpoint.
    */
   authenticate?: (ctx: Context) => Promise<AuthInfo>;
+  /**
+   * Serve clients of the 2025 revisions with sessions (legacy-sessions.ts) instead of the SDK's
+   * stateless fallback: needed to relay a server's requests to such a client and its answers back.
+   * Omitted: stateless serving of both eras.
+   */
+  sessions?: LegacySessionOptions;
 }
 
 /**
@@ -46,7 +62,7 @@ export function clientAddress(ctx: Context): string {
  * Mount it before the JSON body parser: the SDK reads the request body itself.
  */
 export function mcpEndpoint(options: McpEndpointOptions): Middleware {
-  const handler = createMcpHandler(options.factory, { maxRequestBodySize: MAX_BODY_BYTES });
+  const handler = options.sessions ? withLegacySessions(options.factory, options.sessions) : createMcpHandler(options.factory, { maxRequestBodySize: MAX_BODY_BYTES });
   const serve = toNodeHandler(handler, {
     maxRequestBodySize: MAX_BODY_BYTES,
     onerror: (err) => log().error({ err, endpoint: String(options.path) }, 'MCP endpoint failed'),
@@ -72,5 +88,29 @@ export function mcpEndpoint(options: McpEndpointOptions): Middleware {
     ctx.respond = false;
     ctx.status = 200;
     await serve(ctx.req, ctx.res);
+  };
+}
+
+/** The first revision of the stateless era (every request carries its own envelope). */
+const MODERN_REVISIONS_FROM = '2026-07-28';
+
+/**
+ * 2026-07-28 requests to the SDK's per-request serving, 2025-era requests (an initialize, and every
+ * request naming a session) to sessions. Routed without reading the body when the headers tell: an
+ * Mcp-Session-Id is a session's; an MCP-Protocol-Version of the stateless era goes to the per-request
+ * serving, which checks the body against it (a mismatch is refused, 400). Any other request is
+ * classified by the SDK (isLegacyRequest reads a copy of a POST body).
+ */
+function withLegacySessions(factory: McpServerFactory, sessionOptions: LegacySessionOptions): Pick<McpHttpHandler, 'fetch'> {
+  const modern = createMcpHandler(factory, { maxRequestBodySize: MAX_BODY_BYTES, legacy: 'reject' });
+  const sessions = legacySessions(factory, { ...sessionOptions, maxRequestBodySize: MAX_BODY_BYTES });
+  const isLegacy = async (request: Request) => {
+    if (request.headers.has('mcp-session-id')) return true;
+    const revision = request.headers.get('mcp-protocol-version');
+    if (revision !== null && revision >= MODERN_REVISIONS_FROM) return false;
+    return isLegacyRequest(request, undefined, { maxRequestBodySize: MAX_BODY_BYTES });
+  };
+  return {
+    fetch: async (request, requestOptions) => ((await isLegacy(request)) ? sessions.fetch(request, requestOptions) : modern.fetch(request, requestOptions)),
   };
 }

@@ -14,6 +14,7 @@ import * as jobAdmission from './0013_job_admission';
 import * as usageCharge from './0014_usage_charge';
 import * as marketCallPath from './0015_market_call_path';
 import * as marketRunLeases from './0016_market_run_leases';
+import * as marketCallContinuations from './0019_market_call_continuations';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -31,6 +32,7 @@ const migrations: Record<string, Migration> = {
   '0014_usage_charge': usageCharge,
   '0015_market_call_path': marketCallPath,
   '0016_market_run_leases': marketRunLeases,
+  '0019_market_call_continuations': marketCallContinuations,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type Selectable } from 'kysely';
+import type { MarketCallContinuationsTable } from '../schema';
 import type { Db } from '../connect';
 import { hashApiKey } from '../../lib/crypto';
 import { ratePpm, splitCharge } from '../../lib/market/commission';
-import type { AcquiredRun, MarketCallEntry, MarketCallRecord, MarketCallStore, MarketRunHandle, SettleOutcome } from '../../lib/market/tool-call';
+import type { AcquiredRun, MarketCallEntry, MarketCallRecord, MarketCallStore, MarketRunHandle, SettleOutcome, WaitingCall } from '../../lib/market/tool-call';
 import type { DriftReport, ToolDrift } from '../../lib/market/tool-drift';
 import { microsToUsd } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
@@ -11,7 +12,7 @@ import type { MarketConfig } from '../../lib/config';
 import { findPublicMcpEntry, unsealStaticConfig } from './market-mcp';
 import { marketReviewsGeneration } from './market-submissions';
 import { createGenerationCache } from '../../lib/generation-cache';
-import { acquireMarketRun, closeMarketRun, endMarketCall, intervalMs, type MarketRun } from './market-runs';
+import { acquireMarketRun, closeMarketRun, endMarketCall, findMarketRun, intervalMs, runChargeToken, type MarketRun } from './market-runs';
 import { offsetOf, type PageRequest } from './pagination';
 import { writeSystemLog } from './system-logs';
 import { API_KEY_CACHE_TTL_MS, apiKeysGeneration } from './users';
@@ -221,6 +222,25 @@ export interface CallStoreOptions {
   commit: CallCommit;
   /** MARKET_RUN_IDLE_GRACE_SECONDS: how long a run takes the provider's charges after a call ends. */
   idleGraceMs: number;
+  /** MARKET_CHARGE_TOKEN_KEY: a continued call's run gets its charge token back (provider_event headers). */
+  chargeTokenKey?: Buffer;
+}
+
+function waitingCall(row: Selectable<MarketCallContinuationsTable>): WaitingCall {
+  return {
+    id: row.id,
+    callId: row.call_id,
+    runId: row.run_id,
+    consumerId: row.consumer_id,
+    entryId: row.entry_id,
+    selectionId: row.selection_id,
+    toolName: row.tool_name,
+    upstreamState: row.upstream_state,
+    releaseMicros: Number(row.release_micros),
+    closeRun: row.close_run,
+    startedAt: new Date(row.started_at),
+    expiresAt: new Date(row.expires_at),
+  };
 }
 
 export function createMarketCallStore(db: Db, options: CallStoreOptions): MarketCallStore {
@@ -254,6 +274,58 @@ export function createMarketCallStore(db: Db, options: CallStoreOptions): Market
           .execute();
         await writeSystemLog(trx, { userId: record.consumerId, jobId: record.jobId, message: logLine(record) });
       });
+    },
+
+    async awaitInput(waiting) {
+      await db
+        .insertInto('market_call_continuations')
+        .values({
+          id: waiting.id,
+          call_id: waiting.callId,
+          run_id: waiting.runId,
+          consumer_id: waiting.consumerId,
+          entry_id: waiting.entryId,
+          selection_id: waiting.selectionId,
+          tool_name: waiting.toolName,
+          upstream_state: waiting.upstreamState,
+          release_micros: waiting.releaseMicros,
+          close_run: waiting.closeRun,
+          started_at: waiting.startedAt,
+          expires_at: waiting.expiresAt,
+        })
+        .execute();
+    },
+
+    async continueCall(key) {
+      const row = await db
+        .updateTable('market_call_continuations')
+        .set({ ended_at: sql`now()` })
+        .where('id', '=', key.id)
+        .where('consumer_id', '=', key.consumerId)
+        .where('entry_id', '=', key.entryId)
+        .where('selection_id', '=', key.selectionId)
+        .where('tool_name', '=', key.toolName)
+        .where('ended_at', 'is', null)
+        .where('expires_at', '>', sql<Date>`now()`)
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) return null;
+      const run = await findMarketRun(db, row.run_id);
+      const live = run && run.status === 'open' && run.expiresAt.getTime() > Date.now();
+      return { waiting: waitingCall(row), run: live && options.chargeTokenKey ? handleOf(run, runChargeToken(options.chargeTokenKey, run)) : null };
+    },
+
+    async abandonCall(id) {
+      const row = await db
+        .updateTable('market_call_continuations')
+        .set({ ended_at: sql`now()` })
+        .where('id', '=', id)
+        .where('ended_at', 'is', null)
+        .returning(['run_id', 'release_micros', 'close_run'])
+        .executeTakeFirst();
+      if (!row) return false;
+      await endMarketCall(db, { runId: row.run_id, releaseMicros: Number(row.release_micros), close: row.close_run, graceMs: options.idleGraceMs });
+      return true;
     },
 
     async flagDrift(entry, report: DriftReport) {

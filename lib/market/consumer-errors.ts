@@ -1,5 +1,5 @@
 import { scrubSecrets, ToolCallError, ToolSourceError } from '../tools/errors';
-import type { SourceParamValues } from '../tools/types';
+import type { SourceParamValues, ToolCallResult, ToolContentBlock } from '../tools/types';
 
 /**
  * What a market consumer is told when a call of someone else's tool fails: what happened, in the
@@ -57,12 +57,72 @@ export function failurePhrase(error: ToolCallError | ToolSourceError): string {
 /**
  * Scrubs what a consumer reads: every staticConfig value (and `extra` secrets such as the run's charge
  * token) becomes [redacted] in any text; in error texts the provider's hosts become [provider host] too.
+ * `answer` scrubs a whole tool answer (scrubbedAnswer).
  */
-export function consumerText(entry: UpstreamPrivacy, extra: readonly unknown[] = []): { result: (text: string) => string; error: (text: string) => string } {
-  const secrets = [...Object.values(entry.staticConfig), ...extra];
+export function consumerText(
+  entry: UpstreamPrivacy,
+  extra: readonly unknown[] = [],
+): {
+  result: (text: string) => string;
+  error: (text: string) => string;
+  answer: (answer: ToolCallResult) => ToolCallResult;
+  /** Every string (and key) of a JSON value scrubbed as `result` does. */
+  value: (value: unknown) => unknown;
+} {
+  const secrets = [...Object.values(entry.staticConfig), ...extra].filter((value) => String(value ?? '').length >= 4);
   const hosts = upstreamHosts(entry);
-  const result = (text: string) => scrubSecrets(text, secrets);
-  return { result, error: (text) => scrubHosts(result(text), hosts) };
+  const result = (text: string) => (secrets.length ? scrubSecrets(text, secrets) : text);
+  const error = (text: string) => scrubHosts(result(text), hosts);
+  return {
+    result,
+    error,
+    answer: (answer) => (answer.isError ? (secrets.length || hosts.length ? scrubbedAnswer(answer, error) : answer) : secrets.length ? scrubbedAnswer(answer, result) : answer),
+    value: (value) => (secrets.length ? deepScrub(value, result) : value),
+  };
+}
+
+/**
+ * A tool answer with `scrub` applied to every text a consumer can read in it: `text`, every string of
+ * its blocks (text, a resource's text and URI, a link's URI, name and description, annotations and
+ * `_meta`), of its structuredContent and of its `_meta`, keys and values. Binary payloads (image and
+ * audio `data`, a resource's `blob`) are passed as they are: base64 is not text a secret can be read in.
+ */
+export function scrubbedAnswer(answer: ToolCallResult, scrub: (text: string) => string): ToolCallResult {
+  const scrubbed: ToolCallResult = { ...answer, text: scrub(answer.text) };
+  if (answer.content) scrubbed.content = answer.content.map((block) => scrubbedBlock(block, scrub));
+  if (answer.structuredContent) scrubbed.structuredContent = deepScrub(answer.structuredContent, scrub) as Record<string, unknown>;
+  if (answer.meta) scrubbed.meta = deepScrub(answer.meta, scrub) as Record<string, unknown>;
+  return scrubbed;
+}
+
+function scrubbedBlock(block: ToolContentBlock, scrub: (text: string) => string): ToolContentBlock {
+  if (block.type === 'image' || block.type === 'audio') {
+    const { data, ...rest } = block;
+    return { ...(deepScrub(rest, scrub) as object), data } as ToolContentBlock;
+  }
+  if (block.type === 'resource') {
+    const { resource, ...rest } = block;
+    const { blob, ...contents } = resource as typeof resource & { blob?: string };
+    return { ...(deepScrub(rest, scrub) as object), resource: { ...(deepScrub(contents, scrub) as object), ...(blob !== undefined && { blob }) } } as ToolContentBlock;
+  }
+  return deepScrub(block, scrub) as ToolContentBlock;
+}
+
+/** A JSON value with every string (and key) that holds one of `secrets` scrubbed (see scrubSecrets). */
+export function scrubbedValue(value: unknown, secrets: readonly unknown[]): unknown {
+  const kept = secrets.filter((secret) => String(secret ?? '').length >= 4);
+  return kept.length ? deepScrub(value, (text) => scrubSecrets(text, kept)) : value;
+}
+
+function deepScrub(value: unknown, scrub: (text: string) => string): unknown {
+  if (typeof value === 'string') return scrub(value);
+  if (Array.isArray(value)) return value.map((item) => deepScrub(item, scrub));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[scrub(key)] = deepScrub(item, scrub);
+    return out;
+  }
+  return value;
 }
 
 function scrubHosts(text: string, hosts: string[]): string {

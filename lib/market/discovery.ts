@@ -20,6 +20,12 @@ export interface DiscoveredTool {
   description: string | null;
   inputSchema: Record<string, unknown> | null;
   annotations?: Record<string, unknown> | null;
+  /**
+   * Remote MCP: the tool exactly as the server listed it (inputSchema with `$schema`, outputSchema,
+   * title, annotations, icons, _meta, ...). Not fingerprinted; a listing stores it, and the hosted
+   * endpoint serves it in tools/list.
+   */
+  listing?: Record<string, unknown>;
 }
 
 /** A parameter the source needs (auth header, API key, path variable of the server URL, ...). */
@@ -86,6 +92,7 @@ export function normalisedDiscovery(raw: Discovery): Discovery {
       description: tool.description ?? null,
       inputSchema: tool.inputSchema ?? null,
       ...(tool.annotations ? { annotations: tool.annotations } : {}),
+      ...(tool.listing && typeof tool.listing === 'object' ? { listing: tool.listing } : {}),
     })),
     params: (raw.params ?? []).map((param) => ({
       name: String(param.name),

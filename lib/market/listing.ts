@@ -16,6 +16,13 @@ export interface StoredMarketTool {
    */
   providerDescription?: string | null;
   inputSchema: Record<string, unknown> | null;
+  /**
+   * Remote MCP: the tool exactly as the upstream listed it at validation (inputSchema with `$schema`,
+   * outputSchema, title, annotations, icons, _meta), served unchanged in the hosted tools/list (the
+   * provider's description and the pricing `_meta` added). Absent for OpenAPI tools and for entries
+   * listed before it was kept: those serve `inputSchema` as today.
+   */
+  listing?: Record<string, unknown> | null;
   /** Per call under `tool_call_fixed`; null for other strategies. */
   clientPriceMicros: number | null;
   providerRevenueMicros: number | null;

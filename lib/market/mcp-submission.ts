@@ -187,6 +187,7 @@ function checkTools(request: McpSubmissionRequest, validation: ValidationRecord)
       description: upstreamDescription,
       providerDescription: written !== null && written !== upstreamDescription ? written : null,
       inputSchema: source.inputSchema ?? null,
+      ...(source.listing && { listing: source.listing }),
       clientPriceMicros: fixed ? priceMicros(t.clientPriceUsd, `${at}/clientPriceUsd`) : null,
       providerRevenueMicros: fixed ? priceMicros(t.providerRevenueUsd, `${at}/providerRevenueUsd`) : null,
       isEnabled: t.isEnabled ?? true,

@@ -388,6 +388,8 @@ export interface ScannableTool {
   description?: string | null;
   inputSchema?: Record<string, unknown> | null;
   annotations?: Record<string, unknown> | null;
+  /** Remote MCP: the tool as the server listed it; its output schema and annotations' title are served too. */
+  listing?: Record<string, unknown> | null;
 }
 
 /**
@@ -398,7 +400,10 @@ export function scanInstructions(text: string, field: string, siblingNames: read
   return scanText(text, field, { siblingNames, kind: 'instructions' });
 }
 
-/** Findings for one tool (its name, description, input schema and annotation title); siblings are the other tools of the source. */
+/**
+ * Findings for one tool (its name, description, input schema and title; from its MCP listing, also its
+ * output schema and its annotations' own title); siblings are the other tools of the source.
+ */
 export function scanTool(tool: ScannableTool, siblingNames: readonly string[] = []): PoisoningFinding[] {
   const context: ScanContext = { selfName: tool.name, siblingNames };
   const findings: PoisoningFinding[] = [];
@@ -408,5 +413,10 @@ export function scanTool(tool: ScannableTool, siblingNames: readonly string[] = 
   if (tool.inputSchema) scanSchema(tool.inputSchema, 'inputSchema', context, findings);
   const title = tool.annotations?.title;
   if (typeof title === 'string') findings.push(...scanText(title, 'annotations/title', context));
+  const listing = tool.listing ?? {};
+  const outputSchema = listing.outputSchema;
+  if (outputSchema && typeof outputSchema === 'object') scanSchema(outputSchema as Record<string, unknown>, 'outputSchema', context, findings);
+  const hintTitle = (listing.annotations as Record<string, unknown> | undefined)?.title;
+  if (typeof hintTitle === 'string' && hintTitle !== title) findings.push(...scanText(hintTitle, 'annotations/title', context));
   return findings;
 }

@@ -2,6 +2,7 @@ import { discoverToolsWithDocument } from '../tools/discovery';
 import { scrubSecrets, ToolSourceError, type ToolSourceErrorCode } from '../tools/errors';
 import type { ToolRuntimeDeps } from '../tools/source';
 import type { SourceParamValues, ToolSourceSpec } from '../tools/types';
+import { scrubbedValue } from './consumer-errors';
 import { DiscoveryError, type Discover, type DiscoveryResult } from './discovery';
 
 /**
@@ -57,6 +58,8 @@ export function runtimeDiscover(deps: ToolRuntimeDeps): Discover {
           description: tool.description,
           inputSchema: tool.inputSchema,
           ...(tool.annotations ? { annotations: { ...tool.annotations } } : {}),
+          // Stored and served as it is: a value given in params (a credential) never stays in it.
+          ...(tool.listing ? { listing: scrubbedValue(tool.listing, Object.values(spec.params ?? {})) as Record<string, unknown> } : {}),
         })),
         params: discovery.params.map((param) => ({ ...param })),
         authRequired,

@@ -1,10 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mcpHeaders } from '../tools/consumer-params';
 import { ToolCallError, ToolSourceError } from '../tools/errors';
-import { connectAndList, openToolSource, type ToolRuntimeDeps, type ToolSource } from '../tools/source';
-import { parseSourceUrl, preflightSourceUrl } from '../tools/network';
+import { connectAndList, openToolSource, type CallRelay, type RelayedAnswer, type ToolRuntimeDeps, type ToolSource } from '../tools/source';
+import { DEFAULT_MAX_RESPONSE_BYTES, parseSourceUrl, preflightSourceUrl } from '../tools/network';
+import { DEFAULT_MAX_BINARY_BYTES, DEFAULT_MAX_RESULT_BYTES } from '../tools/result';
 import type { SourceParamValues, ToolCallResult, ToolDefinition, ToolSelection } from '../tools/types';
 import type { MarketConfig } from '../config';
+import { log } from '../log';
 import { microsToUsd } from '../money';
 import { confineConsumerParams } from './call-params';
 import { consumerText, failurePhrase } from './consumer-errors';
@@ -115,6 +117,39 @@ export interface MarketCallStore {
   recordCall(record: MarketCallRecord): Promise<void>;
   /** Flags the live submission for re-review with the per-tool diff. */
   flagDrift(entry: Pick<MarketCallEntry, 'entryId' | 'submissionId'>, report: DriftReport): Promise<void>;
+  /**
+   * A round of a call ended waiting for the consumer's input: the call keeps its run until it is
+   * continued or abandoned. (A store without the three waiting-call methods serves no multi-round
+   * calls: a tool that asks for input is answered as a failure, nothing charged.)
+   */
+  awaitInput?(waiting: WaitingCall): Promise<void>;
+  /**
+   * Continues a waiting call, at most once: the round `id` of this consumer, entry, selection and tool,
+   * not expired and not continued before. Returns the round and its run (null when the run has ended
+   * since), or null when there is no such round.
+   */
+  continueCall?(key: Pick<WaitingCall, 'id' | 'consumerId' | 'entryId' | 'selectionId' | 'toolName'>): Promise<{ waiting: WaitingCall; run: MarketRunHandle | null } | null>;
+  /** Ends a waiting round that was not continued (its call given back without a charge); false when it was continued. */
+  abandonCall?(id: string): Promise<boolean>;
+}
+
+/** A round of a market tool call that ended waiting for the consumer's input (store: market_call_continuations). */
+export interface WaitingCall {
+  /** The round: what the consumer's requestState names. */
+  id: string;
+  callId: string;
+  runId: string;
+  consumerId: string;
+  entryId: string;
+  selectionId: string;
+  toolName: string;
+  /** The upstream's requestState of the round (never shown to the consumer). */
+  upstreamState: string | null;
+  /** What giving the call back releases (a fixed-price call's reservation), and whether it closes the run (a run of its own). */
+  releaseMicros: number;
+  closeRun: boolean;
+  startedAt: Date;
+  expiresAt: Date;
 }
 
 /**
@@ -198,6 +233,8 @@ export interface MarketToolCallDeps {
   sources?: UpstreamSources;
   commissionRate: number;
   callTimeoutMs: number;
+  /** How long a call waiting for the consumer's input can be continued (default DEFAULT_INPUT_REQUIRED_TTL_MS). */
+  inputRequiredTtlMs?: number;
   now?: () => number;
 }
 
@@ -208,17 +245,24 @@ export interface MarketToolCallDeps {
  */
 export function marketToolCallDeps(input: {
   store: MarketCallStore;
-  market: Pick<MarketConfig, 'toolListCacheMs' | 'commissionRate' | 'toolCallTimeoutMs'>;
+  market: Pick<MarketConfig, 'toolListCacheMs' | 'commissionRate' | 'toolCallTimeoutMs'> & Partial<Pick<MarketConfig, 'toolResultMaxBytes' | 'toolResultMaxBinaryBytes' | 'inputRequiredTtlMs'>>;
   policy: ToolRuntimeDeps['policy'];
 }): MarketToolCallDeps {
-  const { market } = input;
+  const market = { toolResultMaxBytes: DEFAULT_MAX_RESULT_BYTES, toolResultMaxBinaryBytes: DEFAULT_MAX_BINARY_BYTES, ...input.market };
   return {
     store: input.store,
-    runtime: { policy: input.policy },
+    runtime: {
+      policy: input.policy,
+      maxResultBytes: market.toolResultMaxBytes,
+      maxBinaryBytes: market.toolResultMaxBinaryBytes,
+      // An answer may carry a binary block of the largest size allowed (base64: 4/3 of it) besides its text.
+      maxResponseBytes: Math.max(DEFAULT_MAX_RESPONSE_BYTES, Math.ceil((market.toolResultMaxBinaryBytes * 4) / 3) + 4 * market.toolResultMaxBytes + 1024 * 1024),
+    },
     toolLists: createUpstreamToolLists(market.toolListCacheMs),
     sources: createUpstreamSources(market.toolListCacheMs),
     commissionRate: market.commissionRate,
     callTimeoutMs: market.toolCallTimeoutMs,
+    inputRequiredTtlMs: market.inputRequiredTtlMs,
   };
 }
 
@@ -242,12 +286,30 @@ export interface MarketToolCallRequest {
   /** The run is the call's own and ends with it (a direct fixed-price or free call). */
   runPerCall: boolean;
   signal?: AbortSignal;
+  /**
+   * A client behind the call (the hosted endpoint): what the tool sends back while it runs is relayed
+   * to it, and a tool that asks for input ends the round `input_required` (the call waits, holding its
+   * run, for the next round). `capabilities`: what that client can answer (sampling, elicitation, roots).
+   */
+  relay?: { capabilities?: ToolSelection['clientCapabilities'] } & Pick<CallRelay, 'onProgress' | 'log' | 'request'>;
+  /** The next round of a call that waits for input: the round its requestState named, and the consumer's answers. */
+  resume?: { waitingId: string };
+  /** The consumer's answers to the tool's input requests (relayed to the tool as they are). */
+  inputResponses?: Record<string, unknown>;
 }
 
 export type MarketToolCallOutcome =
   | { status: 'answered'; result: ToolCallResult; runId: string; costMicros: number; durationMs: number; billed: boolean }
   | { status: 'refused'; code: MarketCallRefusal; message: string; runId: string | null }
-  | { status: 'failed'; code: string; message: string; runId: string; durationMs: number };
+  /** `rpc`: the tool's server answered with this JSON-RPC error (its code and data; the message is `message`). */
+  | { status: 'failed'; code: string; message: string; runId: string; durationMs: number; rpc?: { code: number; data?: unknown } };
+
+/**
+ * The outcome of a relayed call (relayMarketToolCall): also `input_required`, the tool asking the
+ * consumer for input (its requests scrubbed like any answer): the call waits under `waitingId` until
+ * `expiresAt`, holding its run; nothing is charged unless a later round is answered.
+ */
+export type MarketRelayedOutcome = MarketToolCallOutcome | { status: 'input_required'; inputRequests: Record<string, unknown>; waitingId: string; expiresAt: Date; runId: string };
 
 export type MarketCallRefusal =
   | 'unknown_tool'
@@ -257,7 +319,9 @@ export type MarketCallRefusal =
   | 'subscription_inactive'
   | 'entry_not_found'
   | 'run_limit_reached'
-  | 'upstream_unavailable';
+  | 'upstream_unavailable'
+  /** The requestState of a multi-round call was continued already, has expired, or is not this consumer's. */
+  | 'input_expired';
 
 /** The market's x-service-charge-* headers of a provider_event call. */
 export function chargeHeaders(run: MarketRunHandle, entryId: string, selectionId: string): Record<string, string> {
@@ -320,11 +384,19 @@ async function upstreamTools(deps: MarketToolCallDeps, entry: MarketCallEntry, c
   return { tools, providerView: false };
 }
 
-export async function callMarketTool(deps: MarketToolCallDeps, request: MarketToolCallRequest): Promise<MarketToolCallOutcome> {
+/** A call without a client behind it (an agent's): the tool's requests for input are failures, as they get no answer. */
+export async function callMarketTool(deps: MarketToolCallDeps, request: Omit<MarketToolCallRequest, 'relay' | 'resume' | 'inputResponses'>): Promise<MarketToolCallOutcome> {
+  const outcome = await relayMarketToolCall(deps, request);
+  if (outcome.status === 'input_required') throw new Error('a call without a relay waits for input');
+  return outcome;
+}
+
+/** A call with a client behind it (the hosted endpoint), relaying what the tool sends back: see MarketToolCallRequest.relay. */
+export async function relayMarketToolCall(deps: MarketToolCallDeps, request: MarketToolCallRequest): Promise<MarketRelayedOutcome> {
   const now = deps.now ?? Date.now;
-  const started = now();
+  let started = now();
   const { entry } = request;
-  const callId = randomUUID();
+  let callId: string = randomUUID();
   const record = (fields: Partial<MarketCallRecord> & Pick<MarketCallRecord, 'outcome'>): MarketCallRecord => ({
     callId,
     consumerId: request.consumerId,
@@ -340,10 +412,25 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
     ...fields,
   });
   const shown = consumerText(entry);
-  const refuse = async (code: MarketCallRefusal, message: string, runId: string | null = null): Promise<MarketToolCallOutcome> => {
-    await deps.store.recordCall(record({ outcome: 'refused', code, runId }));
-    return { status: 'refused', code, message: shown.error(message), runId };
+  // A continued call already holds its run: a refusal of its next round gives the run back.
+  let continued: { waiting: WaitingCall; run: MarketRunHandle } | null = null;
+  let upstreamState: string | undefined;
+  const refuse = async (code: MarketCallRefusal, message: string, runId: string | null = null): Promise<MarketRelayedOutcome> => {
+    if (continued) await deps.store.endCall({ runId: continued.run.id, releaseMicros: continued.waiting.releaseMicros, close: continued.waiting.closeRun });
+    await deps.store.recordCall(record({ outcome: 'refused', code, runId: runId ?? continued?.run.id ?? null }));
+    return { status: 'refused', code, message: shown.error(message), runId: runId ?? continued?.run.id ?? null };
   };
+
+  // 0. The next round of a call waiting for input continues that call (once), on its run.
+  if (request.resume) {
+    const resumed = await deps.store.continueCall?.({ id: request.resume.waitingId, consumerId: request.consumerId, entryId: entry.entryId, selectionId: request.selectionId, toolName: request.toolName });
+    if (!resumed) return refuse('input_expired', 'This input request was answered already, or it expired: call the tool again (nothing was charged for it)');
+    callId = resumed.waiting.callId;
+    started = resumed.waiting.startedAt.getTime();
+    if (!resumed.run) return refuse('input_expired', "The call's market run ended while it waited for input: call the tool again (nothing was charged for it)", resumed.waiting.runId);
+    continued = { waiting: resumed.waiting, run: resumed.run };
+    upstreamState = resumed.waiting.upstreamState ?? undefined;
+  }
 
   // 1. An approved, enabled tool of the entry, and params the consumer may give.
   const tool = callableTools(entry).find((t) => t.toolName === request.toolName);
@@ -380,44 +467,58 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
     }
   }
 
-  // 3. The market run, holding what this call can cost.
-  const fixed = entry.monetizationStrategy === 'tool_call_fixed' ? (tool.clientPriceMicros ?? 0) : 0;
-  const acquired = await request.acquireRun(entry.monetizationStrategy === 'tool_call_fixed' ? fixed : null);
-  if (!acquired.ok) {
-    if (acquired.code === 'run_limit_reached') {
-      const room = microsToUsd(acquired.roomMicros);
-      const message = fixed > 0 ? `This call costs ${microsToUsd(fixed)} USD and the run can pay at most ${room} USD more` : `The run's charge limit is used up: it can pay at most ${room} USD more`;
-      return refuse('run_limit_reached', `${message} (your cap, or MARKET_RUN_CHARGE_LIMIT_USD; nothing was charged)`);
+  // 3. The market run, holding what this call can cost (a continued call keeps the run and the price of its first round).
+  let run: MarketRunHandle;
+  let fixed: number;
+  let endsWithCall: boolean;
+  if (continued) {
+    ({ run } = continued);
+    fixed = continued.waiting.releaseMicros;
+    endsWithCall = continued.waiting.closeRun;
+    continued = null;
+  } else {
+    fixed = entry.monetizationStrategy === 'tool_call_fixed' ? (tool.clientPriceMicros ?? 0) : 0;
+    const acquired = await request.acquireRun(entry.monetizationStrategy === 'tool_call_fixed' ? fixed : null);
+    if (!acquired.ok) {
+      if (acquired.code === 'run_limit_reached') {
+        const room = microsToUsd(acquired.roomMicros);
+        const message = fixed > 0 ? `This call costs ${microsToUsd(fixed)} USD and the run can pay at most ${room} USD more` : `The run's charge limit is used up: it can pay at most ${room} USD more`;
+        return refuse('run_limit_reached', `${message} (your cap, or MARKET_RUN_CHARGE_LIMIT_USD; nothing was charged)`);
+      }
+      const messages = {
+        insufficient_funds: `The wallet's available balance does not cover this paid tool${fixed > 0 ? ` (${microsToUsd(fixed)} USD)` : ''} (nothing was charged)`,
+        subscription_inactive: 'The subscription is not active',
+        entry_not_found: 'The market entry is no longer approved',
+      } as const;
+      return refuse(acquired.code, messages[acquired.code]);
     }
-    const messages = {
-      insufficient_funds: `The wallet's available balance does not cover this paid tool${fixed > 0 ? ` (${microsToUsd(fixed)} USD)` : ''} (nothing was charged)`,
-      subscription_inactive: 'The subscription is not active',
-      entry_not_found: 'The market entry is no longer approved',
-    } as const;
-    return refuse(acquired.code, messages[acquired.code]);
+    run = acquired.run;
+    endsWithCall = request.runPerCall;
   }
-  const { run } = acquired;
-  const endsWithCall = request.runPerCall;
-  // Every path below gives the run back exactly once: endCall, or the fixed-price settlement.
+  // Every path below gives the run back exactly once: endCall, the fixed-price settlement, or the
+  // wait for input (the next round, or abandonCall, gives it back).
   const endCall = (releaseMicros: number) => deps.store.endCall({ runId: run.id, releaseMicros, close: endsWithCall });
 
   // 4. Forward.
   const headers = entry.monetizationStrategy === 'provider_event' ? chargeHeaders(run, entry.entryId, request.selectionId) : undefined;
   const text = consumerText(entry, [run.chargeToken]);
-  let result: ToolCallResult;
-  const selection = entrySelection(entry, consumer, headers, known);
+  const capabilities = request.relay?.capabilities && Object.keys(request.relay.capabilities).length ? request.relay.capabilities : undefined;
+  const selection: ToolSelection = { ...entrySelection(entry, consumer, headers, known), ...(capabilities && { clientCapabilities: capabilities }) };
   const runtime = { ...deps.runtime, callTimeoutMs: deps.callTimeoutMs };
   const pooled = headers === undefined ? deps.sources : undefined;
-  // One upstream connection (and MCP session) per consumer and selection: never shared with another consumer.
+  // One upstream connection (and MCP session) per consumer and selection: never shared with another
+  // consumer; one per set of capabilities its client declared (a 2025 server learns them once).
   const poolKey = pooled
-    ? createHash('sha256').update(JSON.stringify([entry.submissionId, request.consumerId, request.selectionId, selection.consumerParams ?? {}])).digest('hex')
+    ? createHash('sha256').update(JSON.stringify([entry.submissionId, request.consumerId, request.selectionId, selection.consumerParams ?? {}, capabilities ?? null])).digest('hex')
     : '';
+  const relay = relayFor(request, text, upstreamState);
+  let answer: RelayedAnswer;
   let source: ToolSource | undefined;
   try {
     source = pooled ? await pooled.open(poolKey, () => openToolSource({ ...selection, knownTools: undefined }, runtime)) : await openToolSource(selection, runtime);
     try {
-      const answer = await source.call(tool.toolName, request.args ?? {}, { signal: request.signal, timeoutMs: deps.callTimeoutMs });
-      result = { ...answer, text: answer.isError ? text.error(answer.text) : text.result(answer.text) };
+      const options = { signal: request.signal, timeoutMs: deps.callTimeoutMs };
+      answer = relay ? await source.relayCall(tool.toolName, request.args ?? {}, relay, options) : { kind: 'result', result: await source.call(tool.toolName, request.args ?? {}, options) };
     } finally {
       if (!pooled) await source.close();
     }
@@ -433,8 +534,38 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
     const code = error instanceof ToolCallError ? error.kind : error.code;
     const failed = record({ outcome: 'failed', code, runId: run.id });
     await deps.store.recordCall(failed);
-    return { status: 'failed', code, message: text.error(`The tool call got no answer (nothing was charged): ${failurePhrase(error)}`), runId: run.id, durationMs: failed.durationMs };
+    const rpc = error instanceof ToolCallError && error.rpc ? { rpc: { code: error.rpc.code, ...(error.rpc.data !== undefined && { data: text.value(error.rpc.data) }) } } : {};
+    return { status: 'failed', code, message: text.error(`The tool call got no answer (nothing was charged): ${failurePhrase(error)}`), runId: run.id, durationMs: failed.durationMs, ...rpc };
   }
+
+  // 4b. The tool asks the consumer for input: the call waits, holding its run, for the next round.
+  if (answer.kind === 'input_required') {
+    if (!deps.store.awaitInput) {
+      await endCall(fixed);
+      const failed = record({ outcome: 'failed', code: 'protocol_error', runId: run.id });
+      await deps.store.recordCall(failed);
+      return { status: 'failed', code: 'protocol_error', message: 'The tool asked for input, which this caller cannot give (nothing was charged)', runId: run.id, durationMs: failed.durationMs };
+    }
+    const waitingId = randomUUID();
+    const expiresAt = new Date(Math.min(now() + (deps.inputRequiredTtlMs ?? DEFAULT_INPUT_REQUIRED_TTL_MS), run.expiresAt.getTime()));
+    await deps.store.awaitInput({
+      id: waitingId,
+      callId,
+      runId: run.id,
+      consumerId: request.consumerId,
+      entryId: entry.entryId,
+      selectionId: request.selectionId,
+      toolName: tool.toolName,
+      upstreamState: answer.requestState ?? null,
+      releaseMicros: fixed,
+      closeRun: endsWithCall,
+      startedAt: new Date(started),
+      expiresAt,
+    });
+    abandonWhenExpired(deps, waitingId, expiresAt.getTime() - now());
+    return { status: 'input_required', inputRequests: text.value(answer.inputRequests) as Record<string, unknown>, waitingId, expiresAt, runId: run.id };
+  }
+  const result = text.answer(answer.result);
 
   // 5. Settle and record.
   const answered = record({ outcome: 'answered', isError: result.isError, runId: run.id, costMicros: fixed });
@@ -448,4 +579,37 @@ export async function callMarketTool(deps: MarketToolCallDeps, request: MarketTo
   await endCall(0);
   await deps.store.recordCall({ ...answered, costMicros: 0 });
   return { status: 'answered', result, runId: run.id, costMicros: 0, durationMs: answered.durationMs, billed: false };
+}
+
+/** How long a call waiting for the consumer's input can be continued, by default (MARKET_INPUT_REQUIRED_TTL_SECONDS). */
+export const DEFAULT_INPUT_REQUIRED_TTL_MS = 600_000;
+
+/**
+ * What the tool runtime relays for a call with a client behind it: progress, log messages and the
+ * tool's requests to the client, scrubbed like any answer on their way to the consumer (the
+ * consumer's answers go to the tool as they are), and the consumer's answers to the last round.
+ */
+function relayFor(request: MarketToolCallRequest, text: ReturnType<typeof consumerText>, requestState: string | undefined): CallRelay | null {
+  const relay = request.relay;
+  if (!relay && !request.resume && !request.inputResponses) return null;
+  const onProgress = relay?.onProgress;
+  const log = relay?.log;
+  const ask = relay?.request;
+  return {
+    ...(onProgress && { onProgress: (progress) => onProgress(progress.message === undefined ? progress : { ...progress, message: text.result(progress.message) }) }),
+    ...(log && { log: { level: log.level, onMessage: (message) => log.onMessage(text.value(message) as typeof message) } }),
+    ...(ask && { request: (method, params, signal) => ask(method, text.value(params) as typeof params, signal) }),
+    ...(request.inputResponses && { inputResponses: request.inputResponses }),
+    ...(requestState !== undefined && { requestState }),
+  };
+}
+
+/**
+ * A round that waits for input and is not continued in time gives its call back (nothing charged),
+ * from this process; if the process is gone by then, the call's run ends it when the run expires.
+ */
+function abandonWhenExpired(deps: MarketToolCallDeps, waitingId: string, delayMs: number): void {
+  setTimeout(() => {
+    deps.store.abandonCall?.(waitingId).catch((err: unknown) => log().warn({ err, waitingId }, 'a market call waiting for input could not be given back'));
+  }, Math.max(0, delayMs)).unref();
 }

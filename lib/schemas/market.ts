@@ -95,8 +95,13 @@ const discoveredTool = {
   properties: {
     name: { type: 'string' },
     description: { type: ['string', 'null'] },
-    inputSchema: { type: ['object', 'null'] },
+    inputSchema: { type: ['object', 'null'], description: 'JSON Schema of the arguments, as models get it (an MCP server\'s `$schema` left out; `listing` has it)' },
     annotations: { type: ['object', 'null'] },
+    listing: {
+      type: 'object',
+      description:
+        'Remote MCP: the tool exactly as the server listed it (inputSchema with `$schema`, outputSchema, title, annotations, icons, _meta). A listing keeps it, and the hosted endpoint serves it in tools/list',
+    },
   },
 } as const;
 

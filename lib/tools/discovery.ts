@@ -12,12 +12,15 @@ import type { DiscoveryResult, SourceParam, ToolSourceSpec } from './types';
  * asked for. Throws ToolSourceError for everything else; no message ever contains a param value.
  */
 export async function discoverTools(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<DiscoveryResult> {
-  return (await discoverToolsWithDocument(spec, deps)).discovery;
+  const { discovery } = await discoverToolsWithDocument(spec, deps);
+  // The MCP server's own listing of each tool is for the tool market (which serves it unchanged), not for agents.
+  return { ...discovery, tools: discovery.tools.map(({ listing: _listing, ...tool }) => tool) };
 }
 
 /**
- * discoverTools, and for an OpenAPI source the document as it was read (parsed, `$ref`s untouched):
- * the tool market fingerprints the document, also when it was fetched from a URL.
+ * discoverTools, with each remote MCP tool's `listing` (the tool exactly as the server listed it), and
+ * for an OpenAPI source the document as it was read (parsed, `$ref`s untouched): the tool market
+ * fingerprints the document, also when it was fetched from a URL.
  */
 export async function discoverToolsWithDocument(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<{ discovery: DiscoveryResult; openapiDocument: Record<string, unknown> | null }> {
   const secrets = Object.values(spec.params ?? {});

@@ -75,6 +75,8 @@ export class ToolCallError extends Error {
     /** False only when the request provably did not reach the upstream tool. */
     readonly reached: boolean,
     safeToRepeat: boolean,
+    /** The MCP server answered the call with this JSON-RPC error (its code and data), when it did. */
+    readonly rpc?: { code: number; data?: unknown },
   ) {
     super(message);
     this.name = 'ToolCallError';

@@ -1,4 +1,4 @@
-import { Client, ProtocolError, SdkError, SdkHttpError, SSEClientTransport, SseError, StreamableHTTPClientTransport, type Tool } from '@modelcontextprotocol/client';
+import { Client, ProtocolError, SdkError, SdkHttpError, SSEClientTransport, SseError, StreamableHTTPClientTransport, type ClientCapabilities, type Tool } from '@modelcontextprotocol/client';
 import { mcpOutputSchemaValidator } from '../json-schema/mcp-validator';
 import type { GuardedFetch } from '../net/guarded-fetch';
 import { sourceErrorFromNetwork, ToolSourceError } from './errors';
@@ -28,6 +28,11 @@ export interface McpConnectOptions {
    * throws the network rules' refusal (ssrf_blocked, insecure_url) when the target is one.
    */
   checkRedirect?: (target: URL) => void;
+  /**
+   * What the client behind the platform can answer (sampling, elicitation, roots), declared to the
+   * server as this client's capabilities; the requests it sends for them are relayed (source.ts).
+   */
+  capabilities?: ClientCapabilities;
 }
 
 /** The upstream wants (other) credentials: 401/403. `challenge` is its WWW-Authenticate header when it sent one. */
@@ -83,7 +88,8 @@ function redirectRefusal(error: unknown, target: URL | null, check: McpConnectOp
 
 export async function connectMcp(options: McpConnectOptions): Promise<McpSession> {
   const challenges = recordingChallenges(options.fetch);
-  const streamable = new Client(CLIENT_INFO, { versionNegotiation: { mode: 'auto' }, jsonSchemaValidator: mcpOutputSchemaValidator });
+  const capabilities = options.capabilities ?? {};
+  const streamable = new Client(CLIENT_INFO, { versionNegotiation: { mode: 'auto' }, jsonSchemaValidator: mcpOutputSchemaValidator, capabilities });
   try {
     await withDeadline(
       streamable.connect(new StreamableHTTPClientTransport(options.url, { fetch: challenges.fetch, requestInit: { headers: options.headers } }), { timeout: options.timeoutMs }),
@@ -98,7 +104,7 @@ export async function connectMcp(options: McpConnectOptions): Promise<McpSession
     const status = httpStatusOf(error);
     if (status === undefined || !NOT_STREAMABLE_STATUSES.has(status)) throw connectError(error, challenges.lastChallenge());
   }
-  const legacy = new Client(CLIENT_INFO, { jsonSchemaValidator: mcpOutputSchemaValidator });
+  const legacy = new Client(CLIENT_INFO, { jsonSchemaValidator: mcpOutputSchemaValidator, capabilities });
   try {
     await withDeadline(
       legacy.connect(new SSEClientTransport(options.url, { fetch: challenges.fetch, requestInit: { headers: options.headers } }), { timeout: options.timeoutMs }),
@@ -143,6 +149,7 @@ export function toToolDefinition(tool: Tool): ToolDefinition {
     description: tool.description ?? null,
     inputSchema,
     ...(Object.keys(annotations).length > 0 && { annotations }),
+    listing: tool,
   };
 }
 

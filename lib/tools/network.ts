@@ -18,7 +18,7 @@ export interface ToolNetworkDeps {
   headersTimeoutMs?: number;
 }
 
-const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 
 /**
  * The one fetch every tool-source request uses: SSRF guard on every hop, https except for allowlisted

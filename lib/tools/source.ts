@@ -1,4 +1,17 @@
-import { ProtocolError, ProtocolErrorCode, SdkError, SdkHttpError } from '@modelcontextprotocol/client';
+import {
+  isInputRequiredResult,
+  LOG_LEVEL_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  SdkError,
+  SdkHttpError,
+  type CallToolResult,
+  type ClientCapabilities,
+  type InputRequiredResult,
+  type LoggingLevel,
+  type LoggingMessageNotificationParams,
+  type Progress,
+} from '@modelcontextprotocol/client';
 import { mcpHeaders } from './consumer-params';
 import { callErrorFromNetwork, callErrorFromSource, scrubSecrets, ToolCallError, ToolSourceError } from './errors';
 import { connectMcp, listMcpTools, type McpSession } from './mcp';
@@ -6,7 +19,7 @@ import { toolFetch, parseSourceUrl, preflightSourceUrl, type ToolNetworkDeps } f
 import { callOperation, isRepeatableOperation, resolveBaseUrl } from './openapi-call';
 import { loadOpenApiDocument, type OpenApiDocument } from './openapi-document';
 import { buildOpenApiModel, type OpenApiModel, type OpenApiOperation } from './openapi-tools';
-import { cappedResult, DEFAULT_MAX_RESULT_BYTES, mcpResultText } from './result';
+import { DEFAULT_MAX_BINARY_BYTES, DEFAULT_MAX_RESULT_BYTES, mcpToolResult, oversizedBinary } from './result';
 import type { ToolCallResult, ToolDefinition, ToolSelection, ToolSourceSpec, ToolSourceType } from './types';
 
 /** Limits of the tool runtime, on top of the network rules. */
@@ -17,6 +30,11 @@ export interface ToolRuntimeDeps extends ToolNetworkDeps {
   callTimeoutMs?: number;
   /** Tool results are cut to this many bytes, with a note (default 50 KB). */
   maxResultBytes?: number;
+  /**
+   * A binary block of an MCP result (image, audio, an embedded resource's blob) larger than this many
+   * decoded bytes fails the call (`too_large`) instead of being passed on (default 4 MB).
+   */
+  maxBinaryBytes?: number;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 20_000;
@@ -37,9 +55,48 @@ export interface ToolSource {
    * throws ToolCallError, whose `retryable` applies the rule: resend only what provably did not reach
    * the upstream, or what is repeatable.
    */
-  call(toolName: string, args: unknown, options?: { signal?: AbortSignal; timeoutMs?: number }): Promise<ToolCallResult>;
+  call(toolName: string, args: unknown, options?: ToolCallOptions): Promise<ToolCallResult>;
+  /**
+   * Calls a tool on behalf of a client behind the platform (the hosted market endpoint), relaying what
+   * the tool sends back while it runs (`relay`): progress, log messages, and (2025 revisions) its
+   * requests to the client. A tool that asks for input (2026-07-28 input-required result) is answered
+   * `input_required`, with its requests and its opaque state; the client's answers come back in the
+   * next call's `relay.inputResponses` and `relay.requestState`. Failures as for call(). An OpenAPI
+   * source just calls.
+   */
+  relayCall(toolName: string, args: unknown, relay: CallRelay, options?: ToolCallOptions): Promise<RelayedAnswer>;
   close(): Promise<void>;
 }
+
+export interface ToolCallOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/** The requests an MCP server may send its client while a tool call runs (2025 revisions). */
+export type RelayedRequestMethod = 'sampling/createMessage' | 'elicitation/create' | 'roots/list';
+
+/** What the client behind the platform receives of a call while it runs, and its answers of the last round. */
+export interface CallRelay {
+  /** The call's progress notifications, as they come. */
+  onProgress?: (progress: Progress) => void;
+  /** The call's log messages at or above `level` (absent: every level). */
+  log?: { level?: LoggingLevel; onMessage: (message: LoggingMessageNotificationParams) => void };
+  /**
+   * A request the server sends its client during the call (2025 revisions), answered by the client
+   * behind the platform; declared to the server only as far as the selection's `clientCapabilities` go.
+   */
+  request?: (method: RelayedRequestMethod, params: Record<string, unknown> | undefined, signal: AbortSignal) => Promise<Record<string, unknown>>;
+  /** The client's answers to the input requests of the previous round (2026-07-28), by their keys. */
+  inputResponses?: Record<string, unknown>;
+  /** The server's `requestState` of the previous round, echoed unchanged. */
+  requestState?: string;
+}
+
+export type RelayedAnswer =
+  | { kind: 'result'; result: ToolCallResult }
+  /** The tool asks the client for input (elicitation, sampling, roots) before it can answer. */
+  | { kind: 'input_required'; inputRequests: Record<string, unknown>; requestState?: string };
 
 /** Opens a selection (throws ToolSourceError when it cannot be opened). */
 export async function openToolSource(selection: ToolSelection, deps: ToolRuntimeDeps): Promise<ToolSource> {
@@ -64,6 +121,8 @@ export async function openToolSourceForCall(selection: ToolSelection, deps: Tool
 }
 
 function scrubbing(source: ToolSource, secrets: unknown[]): ToolSource {
+  const scrubbed = (error: unknown, name: string) =>
+    error instanceof ToolCallError ? new ToolCallError(error.kind, scrubSecrets(error.message, secrets), error.reached, source.isRepeatable(name), error.rpc) : error;
   return {
     type: source.type,
     tools: source.tools,
@@ -73,11 +132,14 @@ function scrubbing(source: ToolSource, secrets: unknown[]): ToolSource {
       try {
         return await source.call(name, args, options);
       } catch (error) {
-        if (error instanceof ToolCallError) {
-          const scrubbed = new ToolCallError(error.kind, scrubSecrets(error.message, secrets), error.reached, source.isRepeatable(name));
-          throw scrubbed;
-        }
-        throw error;
+        throw scrubbed(error, name);
+      }
+    },
+    async relayCall(name, args, relay, options) {
+      try {
+        return await source.relayCall(name, args, relay, options);
+      } catch (error) {
+        throw scrubbed(error, name);
       }
     },
   };
@@ -112,9 +174,17 @@ export async function connectAndList(
   deps: ToolRuntimeDeps,
   onConnected?: (request: { url: URL; method: string }) => void,
   knownTools?: ToolDefinition[],
+  capabilities?: ClientCapabilities,
 ): Promise<OpenedMcp> {
   const timeoutMs = deps.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const session = await connectMcp({ url, headers, fetch: toolFetch(deps, onConnected, { crossOriginRedirects: false }), timeoutMs, checkRedirect: (target) => preflightSourceUrl(target, deps.policy) });
+  const session = await connectMcp({
+    url,
+    headers,
+    fetch: toolFetch(deps, onConnected, { crossOriginRedirects: false }),
+    timeoutMs,
+    checkRedirect: (target) => preflightSourceUrl(target, deps.policy),
+    capabilities,
+  });
   try {
     return { session, tools: knownTools ?? (await listMcpTools(session, timeoutMs)) };
   } catch (error) {
@@ -137,6 +207,7 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
       if (attempt.armed && method === 'POST') attempt.reached = true;
     },
     selection.knownTools,
+    selection.clientCapabilities,
   );
   const tools = selectTools(allTools, selection.toolNames);
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
@@ -145,25 +216,108 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
     return hints?.readOnlyHint === true || hints?.idempotentHint === true;
   };
   const maxResultBytes = deps.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
+  const maxBinaryBytes = deps.maxBinaryBytes ?? DEFAULT_MAX_BINARY_BYTES;
+  const relays = relayRouter(session, selection.clientCapabilities);
+
+  async function callTool(name: string, args: unknown, options: ToolCallOptions, relay: CallRelay | null): Promise<RelayedAnswer> {
+    if (!byName.has(name)) throw unknownTool(name, tools);
+    const repeatable = isRepeatable(name);
+    const timeoutMs = options.timeoutMs ?? deps.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    const leave = relay ? relays.enter(relay) : null;
+    attempt.armed = true;
+    attempt.reached = false;
+    try {
+      if (relay?.log) await relays.askForLogs(relay.log.level, timeoutMs);
+      const params = {
+        name,
+        arguments: (args ?? {}) as Record<string, unknown>,
+        ...(relay?.inputResponses && { inputResponses: relay.inputResponses }),
+        ...(relay?.requestState !== undefined && { requestState: relay.requestState }),
+        ...(relay?.log && relays.modern && { _meta: { [LOG_LEVEL_META_KEY]: relay.log.level ?? 'debug' } }),
+      };
+      const result = (await session.client.callTool(params, {
+        timeout: timeoutMs,
+        signal: options.signal,
+        ...(relay && { allowInputRequired: true }),
+        ...(relay?.onProgress && { onprogress: relay.onProgress }),
+      } as Parameters<typeof session.client.callTool>[1])) as CallToolResult | InputRequiredResult;
+      if (isInputRequiredResult(result)) {
+        if (!relay) throw new ToolCallError('protocol_error', 'The MCP server asked for input the platform cannot give here', true, repeatable);
+        return { kind: 'input_required', inputRequests: (result.inputRequests ?? {}) as Record<string, unknown>, ...(typeof result.requestState === 'string' && { requestState: result.requestState }) };
+      }
+      const oversized = oversizedBinary(result, maxBinaryBytes);
+      if (oversized) {
+        throw new ToolCallError('too_large', `The tool answered with ${oversized.what} of ${oversized.bytes} bytes; binary blocks larger than ${maxBinaryBytes} bytes are not passed on`, true, repeatable);
+      }
+      return { kind: 'result', result: mcpToolResult(result, maxResultBytes) };
+    } catch (error) {
+      if (error instanceof ToolCallError) throw error;
+      throw mcpCallError(error, attempt.reached, repeatable);
+    } finally {
+      attempt.armed = false;
+      leave?.();
+    }
+  }
+
   return {
     type: 'remote_mcp',
     tools,
     isRepeatable,
     close: () => session.close(),
     async call(name, args, options = {}) {
-      if (!byName.has(name)) throw unknownTool(name, tools);
-      const repeatable = isRepeatable(name);
-      const timeoutMs = options.timeoutMs ?? deps.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
-      attempt.armed = true;
-      attempt.reached = false;
-      try {
-        const result = await session.client.callTool({ name, arguments: (args ?? {}) as Record<string, unknown> }, { timeout: timeoutMs, signal: options.signal });
-        return cappedResult(result.isError === true, mcpResultText(result), maxResultBytes);
-      } catch (error) {
-        throw mcpCallError(error, attempt.reached, repeatable);
-      } finally {
-        attempt.armed = false;
-      }
+      const answer = await callTool(name, args, options, null);
+      if (answer.kind !== 'result') throw new ToolCallError('protocol_error', 'The MCP server asked for input the platform cannot give here', true, isRepeatable(name));
+      return answer.result;
+    },
+    relayCall: (name, args, relay, options = {}) => callTool(name, args, options, relay),
+  };
+}
+
+const MODERN_REVISIONS_FROM = '2026-07-28';
+const LOG_SEVERITY: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+/**
+ * Routes what an MCP server sends its client while calls run to the calls that relay it: log
+ * messages, and (2025 revisions) its requests for sampling, elicitation and roots, which carry no
+ * reference to the call they belong to. They go to the oldest call in flight on this connection that
+ * takes them: a connection is one consumer's (lib/market/tool-call.ts), so calls of one consumer that
+ * run at once over it share where such messages go. Progress notifications carry their call's token
+ * and always reach their own call.
+ */
+function relayRouter(session: McpSession, capabilities: ClientCapabilities | undefined) {
+  const calls: CallRelay[] = [];
+  const modern = (session.client.getNegotiatedProtocolVersion() ?? '') >= MODERN_REVISIONS_FROM;
+  let upstreamLevel: LoggingLevel | undefined;
+  session.client.setNotificationHandler('notifications/message', (notification) => {
+    const { level } = notification.params;
+    const call = calls.find((c) => c.log && (c.log.level === undefined || LOG_SEVERITY.indexOf(level) >= LOG_SEVERITY.indexOf(c.log.level)));
+    call?.log?.onMessage(notification.params);
+  });
+  const answerFor = (method: RelayedRequestMethod) =>
+    session.client.setRequestHandler(method, async (request, ctx) => {
+      const call = calls.find((c) => c.request);
+      if (!call?.request) throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `${method} is only relayed to the client while one of its tool calls runs`);
+      return call.request(method, request.params as Record<string, unknown> | undefined, ctx.mcpReq.signal) as never;
+    });
+  if (capabilities?.sampling) answerFor('sampling/createMessage');
+  if (capabilities?.elicitation) answerFor('elicitation/create');
+  if (capabilities?.roots) answerFor('roots/list');
+  return {
+    modern,
+    enter(call: CallRelay) {
+      calls.push(call);
+      return () => {
+        const at = calls.indexOf(call);
+        if (at >= 0) calls.splice(at, 1);
+      };
+    },
+    /** A 2025 server logs at the level its session was set to: set it when a call wants another. */
+    async askForLogs(level: LoggingLevel | undefined, timeoutMs: number) {
+      if (modern || !session.client.getServerCapabilities()?.logging) return;
+      const wanted = level ?? 'debug';
+      if (wanted === upstreamLevel || (upstreamLevel === undefined && wanted === 'debug')) return;
+      upstreamLevel = wanted;
+      await session.client.setLoggingLevel(wanted, { timeout: timeoutMs });
     },
   };
 }
@@ -173,7 +327,7 @@ function mcpCallError(error: unknown, reached: boolean, repeatable: boolean): To
   if (network) return reached && !network.reached ? new ToolCallError(network.kind, network.message, true, repeatable) : network;
   if (error instanceof ProtocolError) {
     const kind = error.code === ProtocolErrorCode.InvalidParams ? 'invalid_arguments' : 'protocol_error';
-    return new ToolCallError(kind, `The MCP server answered with an error: ${error.message}`, true, repeatable);
+    return new ToolCallError(kind, `The MCP server answered with an error: ${error.message}`, true, repeatable, { code: error.code, ...(error.data !== undefined && { data: error.data }) });
   }
   if (error instanceof SdkHttpError) {
     if (error.status === 401 || error.status === 403) return new ToolCallError('auth_required', `The MCP server refused the credentials (HTTP ${error.status})`, true, repeatable);
@@ -243,7 +397,7 @@ async function openOpenApiSource(selection: ToolSelection, deps: ToolRuntimeDeps
     const operation = operations.get(name);
     return operation !== undefined && isRepeatableOperation(operation);
   };
-  return {
+  const source: ToolSource = {
     type: 'openapi',
     tools,
     isRepeatable,
@@ -265,5 +419,9 @@ async function openOpenApiSource(selection: ToolSelection, deps: ToolRuntimeDeps
         extraHeaders: selection.headers,
       });
     },
+    async relayCall(name, args, _relay, options) {
+      return { kind: 'result', result: await source.call(name, args, options) };
+    },
   };
+  return source;
 }

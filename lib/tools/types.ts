@@ -1,3 +1,5 @@
+import type { ClientCapabilities, ContentBlock, Tool } from '@modelcontextprotocol/client';
+
 /** The shapes of the tool runtime: sources, the tools they offer, and what a call returns. */
 
 export type ToolSourceType = 'remote_mcp' | 'openapi';
@@ -14,10 +16,25 @@ export interface ToolAnnotations {
 export interface ToolDefinition {
   name: string;
   description: string | null;
-  /** JSON Schema of the arguments (an object schema). */
+  /**
+   * JSON Schema of the arguments (an object schema), as models get it: an MCP server's `$schema`
+   * dialect declaration is left out (`listing` keeps it).
+   */
   inputSchema: Record<string, unknown> | null;
   annotations?: ToolAnnotations;
+  /**
+   * Remote MCP: the tool exactly as the server listed it (`inputSchema` with its `$schema`,
+   * `outputSchema`, `title`, `annotations`, `icons`, `_meta`, `execution`, in the server's key order),
+   * for serving it unchanged (the hosted market endpoint's tools/list).
+   */
+  listing?: McpToolListing;
 }
+
+/** An MCP tool as its server lists it (the protocol's Tool). */
+export type McpToolListing = Tool;
+
+/** One block of an MCP tool result: text, image, audio, resource_link or an embedded resource. */
+export type ToolContentBlock = ContentBlock;
 
 /** Where a source parameter goes: an HTTP header, query or cookie of every request, or a variable of the server URL. */
 export type SourceParamLocation = 'header' | 'query' | 'cookie' | 'server';
@@ -74,6 +91,12 @@ export interface ToolSelection extends ToolSourceSpec {
   toolNames?: string[];
   /** Tools found by an earlier discovery; lets an MCP source skip listing its tools again. */
   knownTools?: ToolDefinition[];
+  /**
+   * Remote MCP: what the client behind the platform can answer (`sampling`, `elicitation`, `roots`, as
+   * that client declared them): declared to the server, whose requests during a relayed call are
+   * passed to that client (ToolSource.relayCall). Absent: the platform's client declares none.
+   */
+  clientCapabilities?: Pick<ClientCapabilities, 'sampling' | 'elicitation' | 'roots'>;
 }
 
 export interface SourceMetadata {
@@ -100,11 +123,25 @@ export interface DiscoveryResult {
   source: SourceMetadata;
 }
 
-/** A tool's answer, ready for the model: text, capped in size. */
+/**
+ * A tool's answer. `text` is the answer as one text for a model (text blocks as they are, other blocks
+ * described, e.g. `[image: image/png, 1234 bytes]`, structured content as JSON when there is no text),
+ * capped in size. A remote MCP tool's answer is also kept as the tool sent it: `content` (its blocks,
+ * text cut to the same cap), `structuredContent` and `meta` — read the blocks with resultContent().
+ */
 export interface ToolCallResult {
   /** The tool ran and reported a failure (MCP `isError`, an HTTP error status). */
   isError: boolean;
   text: string;
   /** The text was cut to the result cap. */
   truncated: boolean;
+  /**
+   * The answer's blocks as the tool sent them, when they are more than `text` (several blocks, a
+   * non-text block, a block with annotations or `_meta`). Absent: the answer is one text block, `text`.
+   */
+  content?: ToolContentBlock[];
+  /** Remote MCP: the result's `structuredContent`, as sent. */
+  structuredContent?: Record<string, unknown>;
+  /** Remote MCP: the result's `_meta`, as sent (the protocol's own `io.modelcontextprotocol/` keys left out). */
+  meta?: Record<string, unknown>;
 }

@@ -600,7 +600,11 @@ function sessionfulLegacyHandler(newServer: () => McpServer) {
   };
 }
 
-export async function startConformanceServer(): Promise<ConformanceServer> {
+/**
+ * `revisions: '2025'` serves only the 2025 revisions (sessions), like most servers deployed today: its tools
+ * then ask for input by sending requests to the client mid-call (the SDK's legacy shim) and log to the session.
+ */
+export async function startConformanceServer(options: { revisions?: 'all' | '2025' } = {}): Promise<ConformanceServer> {
   const shared: SharedState = {
     codec: createRequestStateCodec<Record<string, unknown>>({ key: randomBytes(32), ttlSeconds: 600 }),
     extraToolAdded: false,
@@ -618,7 +622,9 @@ export async function startConformanceServer(): Promise<ConformanceServer> {
       // DNS-rebinding protection: only localhost names in Host and Origin.
       const refused = hostHeaderValidationResponse(request, allowedHosts) ?? originValidationResponse(request, allowedOrigins);
       if (refused) return refused;
-      return (await isLegacyRequest(request)) ? legacy.fetch(request) : modern.fetch(request);
+      if (await isLegacyRequest(request)) return legacy.fetch(request);
+      if (options.revisions === '2025') return Response.json({ jsonrpc: '2.0', error: { code: -32601, message: 'Method not found' }, id: null }, { status: 404 });
+      return modern.fetch(request);
     },
   });
   const server = http.createServer((req, res) => {

@@ -122,11 +122,11 @@ export async function startMarketProvider(): Promise<MarketProviderService> {
   };
 }
 
-/** The tools of a provider service as the market's discovery sees them (name, description, inputSchema). */
+/** The tools of a provider service as the market's discovery sees them (name, description, inputSchema, and the tool as the server listed it). */
 export async function discoveredTools(url: string) {
   const { session, tools } = await connectAndList(new URL(url), {}, { policy: parseNetworkAllowlist('127.0.0.1,localhost') });
   await session.close();
-  return tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema }));
+  return tools.map(({ name, description, inputSchema, listing }) => ({ name, description, inputSchema, ...(listing && { listing }) }));
 }
 
 /** An approved, live entry of `provider` serving `url` (submission overrides as for submissionBody). */
