@@ -248,6 +248,11 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
     }
   };
 
+  /**
+   * The record is a regular activity, as the agent loop's always were (custom agents' were local): it
+   * turns the tool's answer into model input, which may outgrow a local activity's (an image result to
+   * store), and runs begun before ONE_AGENT_LOOP keep the history shape they recorded.
+   */
   const recordToolCall = async (call: ToolCallRecord): Promise<ActionOutcome> => {
     const told = await brain.recordAgentToolCall(call);
     return oneLoop ? told : legacyToolCallOutcome(call, toolbox!.maxToolCalls);

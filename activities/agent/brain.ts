@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type OpenAI from 'openai';
-import type { ChatCompletionContentPart, ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../../db/schema';
 import { appendJobLog, transitionJob } from '../../db/repos/jobs';
@@ -9,14 +9,14 @@ import { assertHoldCovers, holdExhaustedMessage, holdStatus, summarizeUsage } fr
 import { getRouterApiKey } from '../../db/repos/users';
 import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } from '../../lib/billing/worst-case';
 import { compileSchemaValidator, fieldListToJsonSchema } from '../../lib/llm/structured-output';
-import { doneTool, parseToolArguments } from '../../lib/agent/model-tools';
+import { parseToolArguments } from '../../lib/agent/model-tools';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
 import { maskSecrets, maskSecretsIn } from '../../lib/agent/sensitive-data';
 import { privateTextGuard, type PrivateTextGuard } from '../../lib/agent/private-text';
 import { BoundedCache } from '../../lib/bounded-cache';
 import type { RequestSecrets } from '../../lib/request-secrets';
-import { AGENT_LOOP_TOOLS, BROWSER_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
+import { BROWSER_TOOLS } from '../../lib/agent/browser-tools';
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
 import type { ToolRuntimeDeps } from '../../lib/tools/source';
 import { attemptKey, withHeartbeat } from '../heartbeat';
@@ -25,8 +25,8 @@ import type { SelectionLoader, ToolCallOutput, ToolSelectionRef } from '../tools
 import { readJobSelections } from '../tools/job-selections';
 import { conversationMemory, type ConversationReply } from './conversation';
 import { loadAgentJob, loadLoopJob, OPTIMIZATION_PROFILES, visibleTasks, type LoopJob } from './job';
-import { AGENT_SYSTEM_PROMPT, agentInstructions, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
-import { asTool, prepareToolbox, readToolbox } from './toolbox';
+import { stepMemory } from './steps';
+import { prepareToolbox } from './toolbox';
 
 /**
  * The activities of the one agent loop (workflows/agent.ts), for every toolbox: browser and social
@@ -122,18 +122,11 @@ function stopped(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, 'AgentStopped');
 }
 
-const EXTRACT_TOOL: ChatCompletionTool = {
-  type: 'function',
-  function: {
-    name: 'extract',
-    description: 'Answer a question from the current page content (reads the whole page text, not just the visible part).',
-    parameters: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'], additionalProperties: false },
-  },
-};
 
 export function createAgentBrainActivities(deps: BrainDeps) {
   const { db } = deps;
   const conversation = conversationMemory(db);
+  const steps = stepMemory(db);
 
   async function clientFor({ job, request }: Pick<LoopJob, 'job' | 'request'>) {
     try {
@@ -179,65 +172,6 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     return db.selectFrom('agent_steps').selectAll().where('job_id', '=', jobId).where('task_index', '=', taskIndex).where('step', '=', step).executeTakeFirstOrThrow();
   }
 
-  /** A step's prompt: the task, earlier tasks, the latest steps with their outcomes, notes, and the current observation. */
-  async function stepPrompt(run: Extract<LoopJob, { memory: 'steps' }>, input: { taskIndex: number; step: number; notes: string[]; toolsLeft?: number }) {
-    const { job, request, tasks } = run;
-    const { taskIndex, step } = input;
-    const jobId = job.id;
-    const profile = OPTIMIZATION_PROFILES[request.optimization_mode];
-    const steps = await db.selectFrom('agent_steps').selectAll().where('job_id', '=', jobId).where('task_index', '=', taskIndex).where('step', '<=', step).orderBy('step').execute();
-    const current = steps[steps.length - 1];
-    const history = steps.slice(0, -1).slice(-profile.historySteps);
-    const earlier = await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', jobId).orderBy('task_index').execute();
-
-    const platform = (request as { platform?: 'forum' | 'microblog' }).platform;
-    const system = [
-      platform ? socialSystemPrompt(platform) : AGENT_SYSTEM_PROMPT,
-      modeInstruction(request),
-      secretsInstruction(request.sensitive_data ?? []),
-      skillsInstruction((request as { skills?: SkillsSelection }).skills),
-      agentInstructions((request as { agent_instructions?: string }).agent_instructions),
-    ]
-      .filter(Boolean)
-      .join('\n\n');
-    const context: string[] = [`Task: ${tasks[taskIndex]}`];
-    if (earlier.length) {
-      context.push('Earlier tasks in this same browser session:\n' + earlier.map((t) => `- ${t.result.task} → ${t.result.answer ?? JSON.stringify(t.result.data)}`).join('\n'));
-    }
-    if (history.length) {
-      context.push(
-        'Your previous steps:\n' +
-          history
-            .map((s) => `Step ${s.step} at ${s.url}${s.goal ? ` — goal: ${s.goal}` : ''}\n` + s.outcomes.map((o: AgentOutcome) => `  ${o.action}: ${o.ok ? 'ok' : 'FAILED'} — ${o.message}`).join('\n'))
-            .join('\n'),
-      );
-    }
-    if (input.notes.length) context.push('Notes:\n' + input.notes.map((n) => `- ${n}`).join('\n'));
-    const observationParts: ChatCompletionContentPart[] = [{ type: 'text', text: `Current observation (step ${step}):\n${current.observation}` }];
-    if (current.screenshot) {
-      const detail = request.vision_detail_level === 'auto' ? 'auto' : request.vision_detail_level;
-      observationParts.push({ type: 'image_url', image_url: { url: current.screenshot, detail } });
-    }
-    const messages: ChatCompletionMessageParam[] = [
-      { role: 'system', content: system },
-      { role: 'user', content: context.join('\n\n') },
-      { role: 'user', content: observationParts },
-    ];
-    const actingTools = platform
-      ? platform === 'forum'
-        ? FORUM_TOOLS
-        : MICROBLOG_TOOLS
-      : [...toolsFor({ vision: request.vision_mode }).filter((t) => !AGENT_LOOP_TOOLS.has(t.function.name as BrowserToolName)), EXTRACT_TOOL];
-    const selected = input.toolsLeft !== undefined ? await readToolbox(db, jobId) : null;
-    if (selected?.notes.length) messages[0] = { role: 'system', content: `${system}\n\nSome tool sources of this run are unavailable: ${selected.notes.join('; ')}` };
-    const tools = [
-      ...(actingTools as ChatCompletionTool[]),
-      ...(selected && input.toolsLeft! > 0 ? selected.toolbox.map(asTool) : []),
-      doneTool(request.structured_output, 'the current task'),
-    ];
-    return { messages, tools, current, temperature: profile.temperature };
-  }
-
   /**
    * Asks the model for its next tool calls, when the job's hold covers the worst case of the call
    * (see lib/billing/worst-case); otherwise the reason the run stops. The call's usage is recorded.
@@ -275,7 +209,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         const kept = await conversation.keepAnswer(jobId, seq, prompt.fresh, answer.message);
         return { kind: 'actions', actions: kept.calls, goal: kept.text, nextSeq: kept.nextSeq };
       }
-      const prompt = await stepPrompt(run, input);
+      const prompt = await steps.prompt(run, input);
       const answer = await ask(run, prompt, usage);
       if ('stop' in answer) return { kind: 'stop', reason: answer.stop };
       const calls = (answer.message?.tool_calls ?? []).filter((c) => c.type === 'function');
@@ -357,7 +291,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       if (run.memory === 'conversation') {
         const { request } = run;
         const answer = typeof input.args.answer === 'string' ? input.args.answer : null;
-        const reply = input.reply ?? { seq: 0, callId: '' };
+        const { reply } = input;
+        if (!reply) throw new Error('a conversation\'s final answer needs the position of its reply');
         let data: unknown = null;
         if (request.structured_output) {
           const problems = compileSchemaValidator(fieldListToJsonSchema(request.structured_output))(input.args.data);

@@ -1,7 +1,6 @@
 import type { Db } from '../../db/connect';
 import { getJob } from '../../db/repos/jobs';
 import type { Job } from '../../db/schema';
-import type { AgenticScraperRequestBody } from '../../lib/schemas/agentscraper';
 import type { CustomAgentBody } from '../../lib/schemas/custom-agents';
 import { loadJob } from '../jobs';
 
