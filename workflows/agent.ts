@@ -12,13 +12,13 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ActionOutcome, AgentBrainActivities, AgentToolbox, Decision, FinalAnswerVerdict, ModelAction } from '../activities/agent/brain';
-import type { ToolActivities } from '../activities/tools';
 import type { SessionActivities, SessionHandle, SessionOpenerActivities } from '../activities/agent/session';
 import type { SocialToolActivities } from '../activities/agent/social';
 import type { AgentOutcome, AgentTaskResult } from '../db/schema';
 import { describeFailure } from './failures';
 import { billing, deliverWebhook, jobs } from './job-lifecycle';
 import type { JobOutcome } from './scrape';
+import { mayHaveRun, toolCallActivities } from './tool-calls';
 
 export interface AgentWorkflowInput {
   jobId: string;
@@ -82,9 +82,6 @@ export interface AgentLoopState {
  */
 export const ONE_AGENT_LOOP = 'one-agent-loop';
 
-/** The type names of activities/tools (not imported: workflows stay free of activity code). */
-const TOOL_CALL_FAILED = 'ToolCallFailed';
-const TOOL_CALL_MAY_HAVE_RUN = 'ToolCallMayHaveRun';
 /** activities/agent/brain.ts UNKNOWN_TOOL_ERROR: the record of a call to a tool the run does not have. */
 const UNKNOWN_TOOL_ERROR = 'no such tool';
 /** Before ONE_AGENT_LOOP: what a step showed of one tool result at most (now the record activity decides). */
@@ -166,11 +163,6 @@ function isSessionLost(err: unknown): boolean {
   return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'SessionLost';
 }
 
-function failureType(err: unknown): string | undefined {
-  const cause = err instanceof ActivityFailure ? err.cause : undefined;
-  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
-}
-
 function isTimeout(err: unknown): boolean {
   return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
 }
@@ -210,12 +202,7 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 
-  const selectionTools = proxyActivities<ToolActivities>({
-    startToCloseTimeout: (input.toolCallTimeoutMs ?? 120_000) + 15_000,
-    heartbeatTimeout: '30s',
-    retry: { initialInterval: '1s', maximumAttempts: 3, nonRetryableErrorTypes: [TOOL_CALL_FAILED, TOOL_CALL_MAY_HAVE_RUN] },
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  });
+  const selectionTools = toolCallActivities(input.toolCallTimeoutMs);
   /** The job's MCP/OpenAPI tools, by model-facing name (null: a job without tool selections). */
   let toolbox: (AgentToolbox & { byName: Map<string, AgentToolbox['tools'][number]> }) | null = null;
   const toolsLeft = () => (toolbox ? Math.max(0, toolbox.maxToolCalls - (state.toolCallsSent ?? 0)) : undefined);
@@ -244,7 +231,7 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
       return recordToolCall({ ...record, status: output.isError ? 'error' : 'completed', durationMs: output.durationMs, costMicros: output.costMicros, error, output });
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return recordToolCall({ ...record, status: 'failed', durationMs: Date.now() - startedAt, error: describeFailure(err), mayHaveRun: failureType(err) === TOOL_CALL_MAY_HAVE_RUN });
+      return recordToolCall({ ...record, status: 'failed', durationMs: Date.now() - startedAt, error: describeFailure(err), mayHaveRun: mayHaveRun(err) });
     }
   };
 

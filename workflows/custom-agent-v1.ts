@@ -1,25 +1,22 @@
-import { ActivityCancellationType, ActivityFailure, ApplicationFailure, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { ActivityCancellationType, ApplicationFailure, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { AgentToolbox as ToolboxSummary } from '../activities/agent/brain';
 import type { LegacyCustomAgentActivities } from '../activities/agent/legacy-custom-agent';
 import type { CustomAgentRunActivities } from '../activities/automations/custom-agent-run';
-import type { ToolActivities } from '../activities/tools';
 import type { CustomAgentWorkflowInput } from './custom-agent';
 import { describeFailure } from './failures';
 import { billing, deliverWebhook, jobs } from './job-lifecycle';
 import type { JobOutcome } from './scrape';
+import { mayHaveRun as mayHaveRunAt, toolCallActivities } from './tool-calls';
 
 /*
- * customAgentWorkflow as it ran before the one agent loop, kept unchanged so that runs started then
- * replay: customAgentWorkflow runs this only when patched('one-agent-loop') is false, i.e. for a run
- * whose history began before the patch. It calls the old activity names (activities/agent/
+ * customAgentWorkflow as it ran before the one agent loop (only its callTool helpers now come from
+ * tool-calls.ts), kept so that runs begun then replay: customAgentWorkflow runs this only when
+ * patched('one-agent-loop') is false, i.e. for a run whose history began before the patch. It calls the old activity names (activities/agent/
  * legacy-custom-agent.ts). Remove both once no such run is open (docs/operations.md, "Workflow versions").
  */
 
 type CustomAgentActivities = LegacyCustomAgentActivities & CustomAgentRunActivities;
 
-/** The type names of activities/tools (not imported: workflows stay free of activity code). */
-const TOOL_CALL_FAILED = 'ToolCallFailed';
-const TOOL_CALL_MAY_HAVE_RUN = 'ToolCallMayHaveRun';
 
 const agent = proxyActivities<CustomAgentActivities>({
   startToCloseTimeout: '5m',
@@ -34,11 +31,6 @@ const bookkeeping = proxyLocalActivities<CustomAgentActivities>({
 });
 
 class AgentStop extends Error {}
-
-function failureType(err: unknown): string | undefined {
-  const cause = err instanceof ActivityFailure ? err.cause : undefined;
-  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
-}
 
 /**
  * A custom agent: the model decides → one callTool activity per tool call → … → done. The number of
@@ -65,12 +57,7 @@ export async function customAgentWorkflowV1(input: CustomAgentWorkflowInput): Pr
     }
   }
   const runJobId: string = jobId;
-  const tools = proxyActivities<ToolActivities>({
-    startToCloseTimeout: (input.toolCallTimeoutMs ?? 120_000) + 15_000,
-    heartbeatTimeout: '30s',
-    retry: { initialInterval: '1s', maximumAttempts: 3, nonRetryableErrorTypes: [TOOL_CALL_FAILED, TOOL_CALL_MAY_HAVE_RUN] },
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  });
+  const tools = toolCallActivities(input.toolCallTimeoutMs);
 
   /** Tool calls sent so far (and the index of the next record); durable: replayed from history. */
   let sent = 0;
@@ -141,7 +128,7 @@ export async function customAgentWorkflowV1(input: CustomAgentWorkflowInput): Pr
         } catch (err) {
           if (isCancellation(err)) throw err;
           const reason = describeFailure(err);
-          const mayHaveRun = failureType(err) === TOOL_CALL_MAY_HAVE_RUN;
+          const mayHaveRun = mayHaveRunAt(err);
           await bookkeeping.recordCustomAgentToolCall({
             jobId: runJobId, seq: here, callId: call.id, index, source: entry.source, tool: entry.tool, status: 'failed', startedAt, durationMs: Date.now() - startedAt,
             error: reason, text: `The tool call failed${mayHaveRun ? ' and was not sent again (it may have run)' : ''}: ${reason}`,
