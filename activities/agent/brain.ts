@@ -281,53 +281,35 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
     /**
      * Checks the done action: shaped by structured_output and validated. A step's answer is re-asked
-     * within the mode's bound; a conversation's once (its tool message at `reply` tells the model what
-     * is wrong, and holds the accepted answer the run's result is read from).
+     * within its mode's bound (speed mode takes it as it is); a conversation's once.
      */
     async acceptFinalAnswer(input: { jobId: string; taskIndex: number; args: Record<string, unknown>; attempt: number; reply?: ConversationReply }): Promise<FinalAnswerVerdict> {
       const run = await loadLoopJob(db, input.jobId, deps.masterKey);
-      const { job } = run;
-      const success = input.args.success !== false;
-      if (run.memory === 'conversation') {
-        const { request } = run;
-        const answer = typeof input.args.answer === 'string' ? input.args.answer : null;
-        const { reply } = input;
-        if (!reply) throw new Error('a conversation\'s final answer needs the position of its reply');
-        let data: unknown = null;
-        if (request.structured_output) {
-          const problems = compileSchemaValidator(fieldListToJsonSchema(request.structured_output))(input.args.data);
-          if (problems.length > 0) {
-            if (input.attempt >= 1) throw stopped(`the final structured output stayed invalid after 2 attempts: ${problems.join('; ')}`);
-            const message = `Your done data does not match structured_output: ${problems.join('; ')}. Call done again with corrected data.`;
-            await conversation.reply(job.id, reply, message, false);
-            await appendJobLog(db, job.id, 'the final answer did not match structured_output; asked again');
-            return { accepted: false, message };
-          }
-          data = input.args.data;
-        }
-        await appendJobLog(db, job.id, `final answer (${success ? 'success' : 'reported failure'})`);
-        await conversation.reply(job.id, reply, JSON.stringify({ success, answer, data }), false);
-        return { accepted: true, message: 'finished', result: { task: run.request.task, success, answer, data, steps: 0 } };
-      }
-      const { request } = run;
-      const masker = modelOutputMask(input.jobId, request);
+      const { job, request } = run;
+      const masker = run.memory === 'steps' ? modelOutputMask(job.id, run.request) : { text: (text: string) => text, value: <T>(value: T) => value };
       const mask = (value: unknown) => (value === undefined ? null : masker.value(value));
+      const success = input.args.success !== false;
       const answer = typeof input.args.answer === 'string' ? masker.text(input.args.answer) : null;
       // The task as stored, never a sealed one (an agent-market template is its provider's private text).
-      const base = { task: visibleTasks(job)[input.taskIndex], success, answer, steps: 0 };
-      if (!request.structured_output) {
-        return { accepted: true, message: 'task finished', result: { ...base, data: null } };
+      const base = { task: run.memory === 'conversation' ? run.request.task : visibleTasks(job)[input.taskIndex], success, answer, steps: 0 };
+      const verdict = ((): FinalAnswerVerdict => {
+        if (!request.structured_output) return { accepted: true, message: 'task finished', result: { ...base, data: null } };
+        const problems = compileSchemaValidator(fieldListToJsonSchema(request.structured_output))(input.args.data);
+        if (problems.length === 0) return { accepted: true, message: 'task finished with valid structured output', result: { ...base, data: mask(input.args.data), valid: true } };
+        if (run.memory === 'steps' && run.request.optimization_mode === 'speed') {
+          return { accepted: true, message: 'task finished (structured output not validated in speed mode)', result: { ...base, data: mask(input.args.data), valid: false } };
+        }
+        const allowed = run.memory === 'steps' ? OPTIMIZATION_PROFILES[run.request.optimization_mode].finalAnswerRetries : 1;
+        if (input.attempt < allowed) return { accepted: false, message: `Your done data does not match structured_output: ${problems.join('; ')}. Call done again with corrected data.` };
+        throw stopped(masker.text(`the final structured output stayed invalid after ${allowed + 1} attempts: ${problems.join('; ')}`));
+      })();
+      if (run.memory === 'conversation') {
+        // The done call's tool message: why it is asked again, or the accepted answer the run's result is read from.
+        if (!input.reply) throw new Error("a conversation's final answer needs the position of its reply");
+        await appendJobLog(db, job.id, verdict.accepted ? `final answer (${success ? 'success' : 'reported failure'})` : 'the final answer did not match structured_output; asked again');
+        await conversation.reply(job.id, input.reply, verdict.accepted ? JSON.stringify({ success, answer, data: verdict.result.data }) : verdict.message, false);
       }
-      const problems = compileSchemaValidator(fieldListToJsonSchema(request.structured_output))(input.args.data);
-      if (problems.length === 0) return { accepted: true, message: 'task finished with valid structured output', result: { ...base, data: mask(input.args.data), valid: true } };
-      const allowed = OPTIMIZATION_PROFILES[request.optimization_mode].finalAnswerRetries;
-      if (request.optimization_mode === 'speed') {
-        return { accepted: true, message: 'task finished (structured output not validated in speed mode)', result: { ...base, data: mask(input.args.data), valid: false } };
-      }
-      if (input.attempt < allowed) {
-        return { accepted: false, message: `Your done data does not match structured_output: ${problems.join('; ')}. Call done again with corrected data.` };
-      }
-      throw stopped(masker.text(`the final structured output stayed invalid after ${allowed + 1} attempts: ${problems.join('; ')}`));
+      return verdict;
     },
     /** Stores the step's outcomes and writes the progress line polling clients see. */
     async recordStep(input: { jobId: string; taskIndex: number; step: number; outcomes: AgentOutcome[]; goal: string | null }) {
