@@ -112,6 +112,51 @@ describe('long agent runs continue as new before their history grows too large',
     await assertSettledOnce(h, run.id);
   });
 
+  it('a custom agent continues as new and keeps its conversation, its tool-call count and one settlement', async function () {
+    this.timeout(180_000);
+    const mcp = await startMcpServer();
+    try {
+      const { apiKey } = await h.createUser({ creditUsd: 5 });
+      const since = h.llm.requests.length;
+      // Seven decisions of one echo each, max_tool_calls 6: the seventh call is not sent, then done.
+      h.llm.enqueue(...[1, 2, 3, 4, 5, 6, 7].map((i) => act('echo', { message: `call ${i}` })), act('done', { success: true, answer: 'echoed six times' }));
+      const accepted = await h.http('POST', `${base}/api/v1/agents/run`, {
+        apiKey,
+        body: { task: 'Echo seven times', llm_model: 'gpt-4o-mini', max_tool_calls: 6, custom_mcps: [{ type: 'remote_mcp', name: 'Echo', source_url: mcp.url, tool_names: ['echo'] }] },
+      });
+      assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+      const job = await h.waitForJob(apiKey, `${base}/api/v1/agents/runs/${accepted.body.jobId}`, undefined, 150_000);
+      assert.equal(job.status, 'completed', job.error);
+      assert.equal(job.result.answer, 'echoed six times');
+      assert.deepEqual(
+        job.toolCalls.map((c: any) => [c.index, c.status]),
+        [1, 2, 3, 4, 5, 6, 7].map((i) => [i, i <= 6 ? 'completed' : 'not_sent']),
+      );
+      assert.equal(mcp.toolRuns('echo'), 6, 'the seventh call never reached the server');
+
+      const workflowId = await workflowIdOf(h, job.id);
+      await h.client.workflow.getHandle(workflowId).result();
+      const chain = await runChain(h, workflowId);
+      assert.ok(chain.length >= 2, `continued as new at least once: ${JSON.stringify(chain)}`);
+      assert.ok(chain.slice(0, -1).every((run) => run.status === 'CONTINUED_AS_NEW'));
+      assert.equal(chain[chain.length - 1].status, 'COMPLETED');
+
+      // Every run went on with the same conversation: the last decision still holds the task and every earlier result.
+      const decisions = h.llm.requests.slice(since).filter((r) => r.kind === 'chat' && Array.isArray(r.body.tools));
+      assert.equal(decisions.length, 8);
+      const last = decisions[decisions.length - 1].body.messages ?? [];
+      assert.equal(last.filter((m) => m.role === 'system').length, 1);
+      assert.ok(last.some((m) => m.role === 'user' && m.content === 'Task: Echo seven times'));
+      const results = last.filter((m) => m.role === 'tool').map((m) => String(m.content));
+      assert.deepEqual(results.slice(0, 6), [1, 2, 3, 4, 5, 6].map((i) => `echo: call ${i}`));
+      assert.match(results[6], /^Not sent: .*max_tool_calls/);
+      assert.equal(job.logs.filter((l: string) => /^\S+ processing started$/.test(l)).length, 1);
+      await assertSettledOnce(h, job.id);
+    } finally {
+      await mcp.close();
+    }
+  });
+
   it('a social run with MCP tools carries its tool-call count across continue-as-new: call 21 is not sent', async function () {
     this.timeout(180_000);
     const mcp = await startMcpServer();

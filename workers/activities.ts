@@ -15,6 +15,8 @@ import { createSessionActivities, createSessionOpenerActivities } from '../activ
 import type { SessionRegistry } from '../activities/agent/session-registry';
 import { createSocialToolActivities } from '../activities/agent/social';
 import { createAutomationActivities } from '../activities/automations';
+import { createCustomAgentRunActivities } from '../activities/automations/custom-agent-run';
+import { createLegacyCustomAgentActivities } from '../activities/agent/legacy-custom-agent';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { createSkillsActivities } from '../activities/skills';
 import { createToolActivities } from '../activities/tools';
@@ -23,7 +25,6 @@ import { createMarketSelectionCaller } from '../activities/tools/market';
 import { createMarketRunActivities } from '../activities/market/runs';
 import type { Client } from '@temporalio/client';
 import { createMarketActivities } from '../activities/market';
-import { createCustomAgentActivities } from '../activities/custom-agent';
 import { runtimeDiscover } from '../lib/market/runtime-discover';
 
 export interface ActivityDeps {
@@ -40,6 +41,7 @@ export function platformActivities({ db, config, policy, temporal }: ActivityDep
   const llm = createLlmProviders({ service: config.openai, routerBaseURL: config.routerBaseURL, prices: config.modelPrices });
   const page = createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters });
   const extraction = createExtractionActivities({ db, llm, masterKey: config.masterKey });
+  const brain = createAgentBrainActivities({ db, llm, masterKey: config.masterKey, selections: { tools: { policy }, loadSelection: jobSelectionLoader(db, config.masterKey) } });
   return {
     ...createJobActivities({ db }),
     ...page,
@@ -47,7 +49,9 @@ export function platformActivities({ db, config, policy, temporal }: ActivityDep
     ...createFastPathActivities({ db, page, extraction }),
     ...createBillingActivities({ db, marketRunGraceMs: config.market.runIdleGraceMs }),
     ...createWebhookActivities({ db, masterKey: config.masterKey, policy }),
-    ...createAgentBrainActivities({ db, llm, masterKey: config.masterKey, selections: { tools: { policy }, loadSelection: jobSelectionLoader(db, config.masterKey) } }),
+    ...brain,
+    // Custom-agent runs begun before the one agent loop call these old names until they end (workflows/custom-agent-v1.ts).
+    ...createLegacyCustomAgentActivities(db, brain),
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
     ...createAutomationActivities({ db, masterKey: config.masterKey, holdMaxMicros: config.holds.automation, prices: config.modelPrices }),
     ...createSkillsActivities({ db, config }),
@@ -59,15 +63,7 @@ export function platformActivities({ db, config, policy, temporal }: ActivityDep
     }),
     ...createMarketRunActivities({ db }),
     ...createMarketActivities({ db, config, discover: runtimeDiscover({ policy }) }),
-    ...createCustomAgentActivities({
-      db,
-      llm,
-      masterKey: config.masterKey,
-      tools: { policy },
-      loadSelection: jobSelectionLoader(db, config.masterKey),
-      holdMaxMicros: config.holds['custom-agent'],
-      prices: config.modelPrices,
-    }),
+    ...createCustomAgentRunActivities({ db, masterKey: config.masterKey, holdMaxMicros: config.holds['custom-agent'], prices: config.modelPrices }),
   };
 }
 

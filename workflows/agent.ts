@@ -6,24 +6,30 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   TimeoutFailure,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { AgentBrainActivities, AgentToolbox, Decision, FinalAnswerVerdict } from '../activities/agent/brain';
-import type { ToolActivities } from '../activities/tools';
+import type { ActionOutcome, AgentBrainActivities, AgentToolbox, Decision, FinalAnswerVerdict, ModelAction } from '../activities/agent/brain';
 import type { SessionActivities, SessionHandle, SessionOpenerActivities } from '../activities/agent/session';
 import type { SocialToolActivities } from '../activities/agent/social';
-import type { AgentAction, AgentOutcome, AgentTaskResult } from '../db/schema';
+import type { AgentOutcome, AgentTaskResult } from '../db/schema';
 import { describeFailure } from './failures';
 import { billing, deliverWebhook, jobs } from './job-lifecycle';
 import type { JobOutcome } from './scrape';
+import { mayHaveRun, toolCallActivities } from './tool-calls';
 
 export interface AgentWorkflowInput {
   jobId: string;
-  /** Which tools act: a browser session on a browser worker, or the forum/microblog platform clients. */
-  toolbox?: 'browser' | 'social';
-  browserTaskQueue: string;
+  /**
+   * Which tools act: a browser session on a browser worker, the forum/microblog platform clients, or
+   * only the job's tool selections (a custom agent: its model keeps one conversation, see LoopJob in
+   * activities/agent/job.ts). Every toolbox may add the job's tool selections.
+   */
+  toolbox?: 'browser' | 'social' | 'tools';
+  /** Where browser sessions open (the browser toolbox). */
+  browserTaskQueue?: string;
   hasWebhook: boolean;
   taskCount: number;
   maxSteps: number;
@@ -63,13 +69,23 @@ export interface AgentLoopState {
   toolCallsSent?: number;
   /** Selection-tool calls recorded so far (sent or not): the index of the next agent_tool_calls row. */
   toolCallsRecorded?: number;
+  /** A tool-only run: the position of the next message of its conversation. */
+  seq?: number;
+  /** A tool-only run: the model was told that max_tool_calls is spent (a later answer without a tool call ends the run). */
+  toldToolsSpent?: boolean;
 }
 
-/** The type names of activities/tools (not imported: workflows stay free of activity code). */
-const TOOL_CALL_FAILED = 'ToolCallFailed';
-const TOOL_CALL_MAY_HAVE_RUN = 'ToolCallMayHaveRun';
-/** What the model reads of one tool result at most (the runtime already bounds it; the step history is kept small). */
-const TOOL_RESULT_CHARS = 8_000;
+/**
+ * The patch of the one agent loop: custom agents run it (before, customAgentWorkflow was a loop of
+ * its own, workflows/custom-agent-v1.ts), and a tool call's record says what the model reads of it.
+ * Runs begun before it replay what they recorded (see docs/operations.md, "Workflow versions").
+ */
+export const ONE_AGENT_LOOP = 'one-agent-loop';
+
+/** activities/agent/brain.ts UNKNOWN_TOOL_ERROR: the record of a call to a tool the run does not have. */
+const UNKNOWN_TOOL_ERROR = 'no such tool';
+/** Before ONE_AGENT_LOOP: what a step showed of one tool result at most (now the record activity decides). */
+const LEGACY_TOOL_RESULT_CHARS = 8_000;
 
 /** Same page state and same actions this many times: warn the model and skip; then give up. */
 export const LOOP_WARN_REPEATS = 2;
@@ -87,7 +103,7 @@ const MIN_OPEN_WAIT_MS = 60_000;
 const brain = proxyActivities<AgentBrainActivities>({
   startToCloseTimeout: '5m',
   heartbeatTimeout: '15s',
-  retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError'] },
+  retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError', 'ModelNotSupported'] },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 
@@ -103,14 +119,31 @@ interface LiveSession {
   keeper: CancellationScope;
 }
 
-function describeAction(action: AgentAction): string {
+type ToolCallRecord = Parameters<AgentBrainActivities['recordAgentToolCall']>[0];
+
+/** Runs begun before ONE_AGENT_LOOP: the step's outcome of a tool call as the loop composed it then (the record returned nothing). */
+function legacyToolCallOutcome(call: ToolCallRecord, max: number): ActionOutcome {
+  const text = call.output?.text ?? '';
+  const cut = text.length > LEGACY_TOOL_RESULT_CHARS ? `${text.slice(0, LEGACY_TOOL_RESULT_CHARS)}… (cut)` : text;
+  const message =
+    call.status === 'not_sent'
+      ? `not sent: this run may make at most ${max} tool call(s) (max_tool_calls) and has made them all`
+      : call.status === 'failed'
+        ? `the tool call failed${call.mayHaveRun ? ' and was not sent again (it may have run)' : ''}: ${call.error}`
+        : call.status === 'error'
+          ? `error from the tool: ${cut}`
+          : `result: ${cut}`;
+  return { ok: call.status === 'completed', navigated: false, message };
+}
+
+function describeAction(action: ModelAction): string {
   const args = Object.entries(action.args)
     .map(([k, v]) => `${k}=${typeof v === 'string' ? JSON.stringify(v.length > 80 ? v.slice(0, 80) + '…' : v) : JSON.stringify(v)}`)
     .join(', ');
   return `${action.name}(${args})`;
 }
 
-function describeActions(actions: AgentAction[]): string {
+function describeActions(actions: ModelAction[]): string {
   return actions.length ? actions.map(describeAction).join(', ') : 'no action';
 }
 
@@ -130,11 +163,6 @@ function isSessionLost(err: unknown): boolean {
   return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'SessionLost';
 }
 
-function failureType(err: unknown): string | undefined {
-  const cause = err instanceof ActivityFailure ? err.cause : undefined;
-  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
-}
-
 function isTimeout(err: unknown): boolean {
   return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
 }
@@ -149,13 +177,20 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<JobOutco
 }
 
 /**
- * The one agent loop: observe → the model decides up to N actions → tools execute them, until done or a bound stops it.
- * Past a history threshold the run continues as new through `continueAs` with its whole state (same session, same
- * counters); settlement, the job's end and the webhook happen once, in the last run, even when the run is cancelled.
+ * The one agent loop, for every agent run (browser, social, and tool-only custom agents): observe (a page or a feed;
+ * a tool-only run has nothing to observe) → the model decides up to N actions (one LLM activity) → each runs as its
+ * own activity, until done or a bound stops it. Decided here, for every toolbox: the step and deadline bounds, the
+ * loop guard, max_tool_calls (calls sent, counted in the job's state), the "may have run" rule of tool calls
+ * (callTool's failure types), continue-as-new past a history threshold through `continueAs` with the whole state
+ * (same session, same counters, same conversation position), and settlement: the charge, the job's end and the
+ * webhook happen once, in the last run, even when the run is cancelled.
  */
 export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next: AgentWorkflowInput) => Promise<never>): Promise<JobOutcome> {
   const { jobId } = input;
   const social = input.toolbox === 'social';
+  /** A tool-only run: its model keeps one conversation, so every call of an answer is answered, in order. */
+  const conversation = input.toolbox === 'tools';
+  const oneLoop = patched(ONE_AGENT_LOOP);
   const state = input.resume ?? freshState(input);
   const historyEventsLimit = input.historyEventsLimit ?? DEFAULT_HISTORY_EVENTS_LIMIT;
   let stepsThisRun = 0;
@@ -167,42 +202,47 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 
-  const selectionTools = proxyActivities<ToolActivities>({
-    startToCloseTimeout: (input.toolCallTimeoutMs ?? 120_000) + 15_000,
-    heartbeatTimeout: '30s',
-    retry: { initialInterval: '1s', maximumAttempts: 3, nonRetryableErrorTypes: [TOOL_CALL_FAILED, TOOL_CALL_MAY_HAVE_RUN] },
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  });
+  const selectionTools = toolCallActivities(input.toolCallTimeoutMs);
   /** The job's MCP/OpenAPI tools, by model-facing name (null: a job without tool selections). */
   let toolbox: (AgentToolbox & { byName: Map<string, AgentToolbox['tools'][number]> }) | null = null;
   const toolsLeft = () => (toolbox ? Math.max(0, toolbox.maxToolCalls - (state.toolCallsSent ?? 0)) : undefined);
 
   /**
    * One call of a selection tool: the callTool activity (it classifies retries; a call that may have
-   * run is never sent twice), its agent_tool_calls row, and the (size-capped) result as the outcome.
+   * run is never sent twice), then its agent_tool_calls row, whose activity says what the model reads
+   * of it. max_tool_calls counts the calls sent in the whole job: the call past it is recorded not_sent.
+   * A tool-only run also records a call of a tool it does not have (other toolboxes' tools answer those).
    */
-  const callSelectionTool = async (entry: AgentToolbox['tools'][number], action: AgentAction): Promise<{ ok: boolean; navigated: boolean; message: string }> => {
+  const callSelectionTool = async (entry: AgentToolbox['tools'][number] | undefined, action: ModelAction, reply: ToolCallRecord['reply']): Promise<ActionOutcome> => {
     const max = toolbox!.maxToolCalls;
     const startedAt = Date.now();
     const index = (state.toolCallsRecorded = (state.toolCallsRecorded ?? 0) + 1);
-    const record = { jobId, index, source: entry.source, tool: entry.tool, startedAt };
+    const record = { jobId, index, source: entry?.source ?? '-', tool: entry?.tool ?? action.name, startedAt, ...(reply && { reply }) };
+    if (!entry) return recordToolCall({ ...record, status: 'failed', durationMs: 0, error: UNKNOWN_TOOL_ERROR });
     if ((state.toolCallsSent ?? 0) >= max) {
-      await brain.recordAgentToolCall({ ...record, status: 'not_sent', durationMs: 0, error: `max_tool_calls (${max}) reached` });
-      return { ok: false, navigated: false, message: `not sent: this run may make at most ${max} tool call(s) (max_tool_calls) and has made them all` };
+      // A conversation's answer to the call tells the model the budget is spent.
+      if (conversation) state.toldToolsSpent = true;
+      return recordToolCall({ ...record, status: 'not_sent', durationMs: 0, error: `max_tool_calls (${max}) reached` });
     }
     state.toolCallsSent = (state.toolCallsSent ?? 0) + 1;
     try {
       const output = await selectionTools.callTool({ jobId, selection: entry.ref, tool: entry.tool, args: action.args, timeoutMs: input.toolCallTimeoutMs });
-      await brain.recordAgentToolCall({ ...record, status: output.isError ? 'error' : 'completed', durationMs: output.durationMs, costMicros: output.costMicros, error: output.isError ? output.text.slice(0, 500) : null });
-      const text = output.text.length > TOOL_RESULT_CHARS ? `${output.text.slice(0, TOOL_RESULT_CHARS)}… (cut)` : output.text;
-      return { ok: !output.isError, navigated: false, message: output.isError ? `error from the tool: ${text}` : `result: ${text}` };
+      const error = output.isError ? output.text.slice(0, 500) : null;
+      return recordToolCall({ ...record, status: output.isError ? 'error' : 'completed', durationMs: output.durationMs, costMicros: output.costMicros, error, output });
     } catch (err) {
       if (isCancellation(err)) throw err;
-      const reason = describeFailure(err);
-      const mayHaveRun = failureType(err) === TOOL_CALL_MAY_HAVE_RUN;
-      await brain.recordAgentToolCall({ ...record, status: 'failed', durationMs: Date.now() - startedAt, error: reason });
-      return { ok: false, navigated: false, message: `the tool call failed${mayHaveRun ? ' and was not sent again (it may have run)' : ''}: ${reason}` };
+      return recordToolCall({ ...record, status: 'failed', durationMs: Date.now() - startedAt, error: describeFailure(err), mayHaveRun: mayHaveRun(err) });
     }
+  };
+
+  /**
+   * The record is a regular activity, as the agent loop's always were (custom agents' were local): it
+   * turns the tool's answer into model input, which may outgrow a local activity's (an image result to
+   * store), and runs begun before ONE_AGENT_LOOP keep the history shape they recorded.
+   */
+  const recordToolCall = async (call: ToolCallRecord): Promise<ActionOutcome> => {
+    const told = await brain.recordAgentToolCall(call);
+    return oneLoop ? told : legacyToolCallOutcome(call, toolbox!.maxToolCalls);
   };
 
   const historyIsFull = () => {
@@ -245,7 +285,7 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
     // Waiting for a browser slot on a busy worker heartbeats; only the deadline bounds it.
     const wait = Math.max(state.deadline - Date.now(), MIN_OPEN_WAIT_MS);
     const opener = proxyActivities<SessionOpenerActivities>({
-      taskQueue: input.browserTaskQueue,
+      taskQueue: input.browserTaskQueue!,
       scheduleToCloseTimeout: wait,
       startToCloseTimeout: wait,
       heartbeatTimeout: '30s',
@@ -304,30 +344,59 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
     }
   };
 
-  type TaskEnd = { kind: 'done'; result: AgentTaskResult & { valid?: boolean } } | { kind: 'continue' };
+  /** How a task ends: its accepted final answer (null: a tool-only run that ended on max_tool_calls), or the run continues as new. */
+  type TaskEnd = { kind: 'done'; result: (AgentTaskResult & { valid?: boolean }) | null } | { kind: 'continue' };
+
+  /** A conversation's next position. */
+  const takeSeq = () => {
+    const at = state.seq ?? 0;
+    state.seq = at + 1;
+    return at;
+  };
 
   const runTask = async (taskIndex: number): Promise<TaskEnd> => {
     for (; ; state.step++) {
       if (stepsThisRun > 0 && historyIsFull()) return { kind: 'continue' };
-      if (state.stepsTaken >= input.maxSteps) throw new AgentStop(`stopped: reached the step bound of ${input.maxSteps} steps without finishing`);
+      if (state.stepsTaken >= input.maxSteps) {
+        throw new AgentStop(`stopped: reached the ${conversation ? `bound of ${input.maxSteps} model decisions` : `step bound of ${input.maxSteps} steps`} without finishing`);
+      }
       if (Date.now() > state.deadline) throw new AgentStop(`stopped: reached the deadline of ${Math.round(input.deadlineMs / 1000)}s`);
       const step = state.step;
       state.stepsTaken++;
       stepsThisRun++;
-      const observation = social
-        ? await socialTools.observeSocial({ jobId, taskIndex, step })
-        : await inSession((s, h) => s.observePage({ jobId, sessionId: h.sessionId, taskIndex, step }));
+      // What the acting tools show now (a tool-only run has no page or feed to observe).
+      const observation = conversation
+        ? null
+        : social
+          ? await socialTools.observeSocial({ jobId, taskIndex, step })
+          : await inSession((s, h) => s.observePage({ jobId, sessionId: h.sessionId, taskIndex, step }));
       const left = toolsLeft();
-      const decision: Decision = await brain.decideNextActions({ jobId, taskIndex, step, notes: state.notes, ...(left !== undefined && { toolsLeft: left }) });
+      const decision: Decision = await brain.decideNextActions({
+        jobId,
+        taskIndex,
+        step,
+        notes: state.notes,
+        ...(left !== undefined && { toolsLeft: left }),
+        ...(conversation && { seq: state.seq ?? 0 }),
+      });
       const notes: string[] = [];
       state.notes = notes;
       if (decision.kind === 'stop') throw new AgentStop(decision.reason);
+      if (conversation) state.seq = decision.nextSeq;
 
-      if (decision.actions.length === 0) notes.push('Your last answer called no tool. Every answer must call at least one tool; call done when finished.');
-      const signature = `${observation.stateHash}|${digest(JSON.stringify(decision.actions))}`;
-      const repeats = (state.seen[signature] ?? 0) + 1;
-      state.seen[signature] = repeats;
+      if (decision.actions.length === 0) {
+        // Told that max_tool_calls is spent, the model answered in words: the run finishes with what it has.
+        if (state.toldToolsSpent) {
+          stoppedBy = 'max_tool_calls';
+          return { kind: 'done', result: null };
+        }
+        notes.push(`Your last answer called no tool. ${conversation ? 'Call a tool, or done when finished.' : 'Every answer must call at least one tool; call done when finished.'}`);
+      }
       const outcomes: AgentOutcome[] = [];
+      // The loop guard: the same actions on an unchanged page or feed.
+      const signature = observation && `${observation.stateHash}|${digest(JSON.stringify(decision.actions))}`;
+      const repeats = signature ? (state.seen[signature] ?? 0) + 1 : 0;
+      if (signature) state.seen[signature] = repeats;
       if (repeats > LOOP_STOP_REPEATS) {
         throw new AgentStop(`stopped: repeated ${describeActions(decision.actions)} ${repeats} times on an unchanged page without progress`);
       }
@@ -339,39 +408,54 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
         outcomes.push({ action: 'loop-guard', ok: false, message: 'skipped: repeated actions without progress' });
       } else {
         for (const [actionIndex, action] of decision.actions.entries()) {
+          // A conversation answers each call of the answer at its own position.
+          const reply = conversation ? { seq: takeSeq(), callId: action.id ?? '' } : undefined;
           if (action.name === 'done') {
-            const verdict: FinalAnswerVerdict = await brain.acceptFinalAnswer({ jobId, taskIndex, args: action.args, attempt: state.finalAttempts++ });
+            const verdict: FinalAnswerVerdict = await brain.acceptFinalAnswer({ jobId, taskIndex, args: action.args, attempt: state.finalAttempts++, ...(reply && { reply }) });
             outcomes.push({ action: 'done', ok: verdict.accepted, message: verdict.message });
             if (verdict.accepted) {
-              await brain.recordStep({ jobId, taskIndex, step, outcomes, goal: decision.goal });
+              if (!conversation) await brain.recordStep({ jobId, taskIndex, step, outcomes, goal: decision.goal });
               return { kind: 'done', result: { ...verdict.result, steps: step } };
             }
+            // A conversation's answer to the call says why; the next calls are answered too.
+            if (conversation) continue;
             notes.push(verdict.message);
             break;
           }
           const selected = toolbox?.byName.get(action.name);
-          const result = selected
-            ? await callSelectionTool(selected, action)
-            : action.name === 'extract'
-              ? await brain.runExtractTool({ jobId, taskIndex, step, question: String(action.args.question ?? '') })
-              : social
-                ? await socialTools.executeSocialTool({ jobId, taskIndex, step, actionIndex, action })
-                : await inSession((s, h) => s.executeAction({ jobId, sessionId: h.sessionId, taskIndex, step, actionIndex, action }));
+          const result =
+            selected || conversation
+              ? await callSelectionTool(selected, action, reply)
+              : action.name === 'extract'
+                ? await brain.runExtractTool({ jobId, taskIndex, step, question: String(action.args.question ?? '') })
+                : social
+                  ? await socialTools.executeSocialTool({ jobId, taskIndex, step, actionIndex, action })
+                  : await inSession((s, h) => s.executeAction({ jobId, sessionId: h.sessionId, taskIndex, step, actionIndex, action }));
           outcomes.push({ action: describeAction(action), ok: result.ok, message: result.message });
-          if (!result.ok || result.navigated) {
+          // The rest was chosen for a page or feed that changed or an action that failed (a conversation's calls stand alone).
+          if (!conversation && (!result.ok || result.navigated)) {
             if (actionIndex < decision.actions.length - 1) notes.push('The remaining actions of your last step were not executed because the page changed or an action failed.');
             break;
           }
         }
       }
-      if (left !== undefined && left > 0 && toolsLeft() === 0) {
-        notes.push(`You have used all ${toolbox!.maxToolCalls} tool call(s) of your connected tool sources this run may make (max_tool_calls); those tools are no longer offered.`);
+      // The model is told once that max_tool_calls is spent; the selection tools are no longer offered.
+      if (left !== undefined && toolsLeft() === 0 && (conversation ? !state.toldToolsSpent : left > 0)) {
+        if (conversation) {
+          state.toldToolsSpent = true;
+          notes.push(`You have used all ${toolbox!.maxToolCalls} tool call(s) this run may make (max_tool_calls). Call done now with what you have.`);
+        } else {
+          notes.push(`You have used all ${toolbox!.maxToolCalls} tool call(s) of your connected tool sources this run may make (max_tool_calls); those tools are no longer offered.`);
+        }
       }
-      await brain.recordStep({ jobId, taskIndex, step, outcomes, goal: decision.goal });
+      // A step run keeps the step's outcomes; a conversation already holds each call's answer.
+      if (!conversation) await brain.recordStep({ jobId, taskIndex, step, outcomes, goal: decision.goal });
     }
   };
 
   let error: string | null = null;
+  /** Why a run without an accepted final answer completed anyway (a tool-only run past max_tool_calls). */
+  let stoppedBy: string | null = null;
   let cancellation: unknown = null;
   let continuing = false;
   try {
@@ -387,7 +471,7 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
         continuing = true;
         break;
       }
-      await brain.saveTaskResult({ jobId, taskIndex: state.taskIndex, result: end.result });
+      if (end.result && !conversation) await brain.saveTaskResult({ jobId, taskIndex: state.taskIndex, result: end.result });
       Object.assign(state, { step: 1, seen: {}, notes: [], finalAttempts: 0 });
     }
   } catch (err) {
@@ -418,7 +502,7 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
       }
     }
     await billing.settleJobUsage({ jobId, agentName: input.agentName, outcome: error === null ? 'completed' : 'failed' });
-    const finished = await brain.finishAgentJob({ jobId, error });
+    const finished = await brain.finishAgentJob({ jobId, error, ...(stoppedBy && { stoppedBy }) });
     await deliverWebhook(jobId, input.hasWebhook);
     return finished;
   });

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type OpenAI from 'openai';
-import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../../db/schema';
 import { appendJobLog, transitionJob } from '../../db/repos/jobs';
@@ -8,27 +8,37 @@ import { recordAgentToolCall, type AgentToolCallRow } from '../../db/repos/agent
 import { assertHoldCovers, holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
 import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } from '../../lib/billing/worst-case';
-import { compileSchemaValidator, fieldListToJsonSchema, type FieldSpec } from '../../lib/llm/structured-output';
-import { doneTool, parseToolArguments } from '../../lib/agent/model-tools';
+import { compileSchemaValidator, fieldListToJsonSchema } from '../../lib/llm/structured-output';
+import { parseToolArguments } from '../../lib/agent/model-tools';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
 import { maskSecrets, maskSecretsIn } from '../../lib/agent/sensitive-data';
 import { privateTextGuard, type PrivateTextGuard } from '../../lib/agent/private-text';
 import { BoundedCache } from '../../lib/bounded-cache';
 import type { RequestSecrets } from '../../lib/request-secrets';
-import { AGENT_LOOP_TOOLS, BROWSER_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
+import { BROWSER_TOOLS } from '../../lib/agent/browser-tools';
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
+import type { ToolRuntimeDeps } from '../../lib/tools/source';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { recordLlmUsage } from '../llm/usage';
-import { getJob } from '../../db/repos/jobs';
-import type { ToolRuntimeDeps } from '../../lib/tools/source';
-import { asTool, prepareToolbox, readToolbox } from '../custom-agent/toolbox';
-import type { SelectionLoader, ToolSelectionRef } from '../tools';
+import type { SelectionLoader, ToolCallOutput, ToolSelectionRef } from '../tools';
 import { readJobSelections } from '../tools/job-selections';
-import { loadAgentJob, OPTIMIZATION_PROFILES, visibleTasks } from './job';
-import { AGENT_SYSTEM_PROMPT, agentInstructions, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
+import { conversationMemory, type ConversationReply } from './conversation';
+import { loadAgentJob, loadLoopJob, OPTIMIZATION_PROFILES, visibleTasks, type LoopJob } from './job';
+import { stepMemory } from './steps';
+import { prepareToolbox } from './toolbox';
 
-export type Decision = { kind: 'actions'; actions: AgentAction[]; goal: string | null } | { kind: 'stop'; reason: string };
+/**
+ * The activities of the one agent loop (workflows/agent.ts), for every toolbox: browser and social
+ * runs remember by steps, tool-only runs (custom agents) by conversation (see LoopJob). Each activity
+ * reads which memory its job has; the workflow decides everything else (bounds, max_tool_calls, retries).
+ */
+
+/** An action the model chose; `id` is the model's id of the call (a conversation answers each call by it). */
+export type ModelAction = AgentAction & { id?: string };
+
+/** One LLM decision: the actions to take (`nextSeq`: a conversation's position after the answer), or why the run stops. */
+export type Decision = { kind: 'actions'; actions: ModelAction[]; goal: string | null; nextSeq?: number } | { kind: 'stop'; reason: string };
 
 export type FinalAnswerVerdict =
   | { accepted: true; message: string; result: AgentTaskResult & { valid?: boolean } }
@@ -54,25 +64,71 @@ export interface AgentToolbox {
   maxToolCalls: number;
 }
 
-export type AgentToolCallRecord = AgentToolCallRow;
+/** The record's error of a call to a tool the run does not have (a tool-only run records it; other toolboxes' tools answer it). */
+export const UNKNOWN_TOOL_ERROR = 'no such tool';
+
+/**
+ * One selection-tool call as the workflow saw it end: its agent_tool_calls row, and what the model
+ * is to read of it. The tool's answer is passed as callTool returned it.
+ */
+export interface AgentToolCallRecord extends AgentToolCallRow {
+  /** What the tool answered (status completed or error). */
+  output?: ToolCallOutput;
+  /** A failed call that may have reached the tool: it was not sent again. */
+  mayHaveRun?: boolean;
+  /** A conversation's run: where the call's answer goes. */
+  reply?: ConversationReply;
+}
+
+/** What the model is told of an action (a step's outcome; a conversation's tool message holds the same words). */
+export interface ActionOutcome {
+  ok: boolean;
+  navigated: boolean;
+  message: string;
+}
+
+/** What a step's history shows of one tool result at most (the runtime already bounds it; the step history is kept small). */
+const STEP_TOOL_RESULT_CHARS = 8_000;
+
+/**
+ * What the model reads of one selection-tool call: the one place a tool's answer becomes model input.
+ * A conversation reads a result whole (the runtime bounds it) as the call's tool message; a step's
+ * history shows it cut, as the call's outcome.
+ */
+function toolCallAnswer(call: AgentToolCallRecord, memory: LoopJob['memory'], maxToolCalls: number): string {
+  const conversation = memory === 'conversation';
+  const text = call.output?.text ?? '';
+  const shown = conversation || text.length <= STEP_TOOL_RESULT_CHARS ? text : `${text.slice(0, STEP_TOOL_RESULT_CHARS)}… (cut)`;
+  switch (call.status) {
+    case 'completed':
+      return conversation ? shown : `result: ${shown}`;
+    case 'error':
+      return `${conversation ? 'Error' : 'error'} from the tool: ${shown}`;
+    case 'not_sent':
+      return conversation
+        ? `Not sent: this run may make at most ${maxToolCalls} tool call(s) (max_tool_calls) and has made them all. Call done now with what you have.`
+        : `not sent: this run may make at most ${maxToolCalls} tool call(s) (max_tool_calls) and has made them all`;
+    case 'failed':
+      if (call.error === UNKNOWN_TOOL_ERROR) return `Error: there is no tool named "${call.tool}". Use one of the tools offered, or done.`;
+      return `${conversation ? 'The' : 'the'} tool call failed${call.mayHaveRun ? ' and was not sent again (it may have run)' : ''}: ${call.error}`;
+  }
+}
+
+function maxToolCallsOf(run: LoopJob): number {
+  return run.memory === 'conversation' ? run.request.max_tool_calls : ((run.request as { max_tool_calls?: number }).max_tool_calls ?? DEFAULT_AGENT_MAX_TOOL_CALLS);
+}
 
 function stopped(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, 'AgentStopped');
 }
 
-const EXTRACT_TOOL: ChatCompletionTool = {
-  type: 'function',
-  function: {
-    name: 'extract',
-    description: 'Answer a question from the current page content (reads the whole page text, not just the visible part).',
-    parameters: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'], additionalProperties: false },
-  },
-};
 
 export function createAgentBrainActivities(deps: BrainDeps) {
   const { db } = deps;
+  const conversation = conversationMemory(db);
+  const steps = stepMemory(db);
 
-  async function clientFor({ job, request }: Pick<Awaited<ReturnType<typeof loadAgentJob>>, 'job' | 'request'>) {
+  async function clientFor({ job, request }: Pick<LoopJob, 'job' | 'request'>) {
     try {
       return { ...(await deps.llm.resolve(request.llm_provider, () => getRouterApiKey(db, deps.masterKey, job.user_id))), model: request.llm_model };
     } catch (err) {
@@ -95,7 +151,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
    * How anything the model wrote is kept (stored, logged, sent to a page or a tool, handed to the
    * workflow): sensitive_data values become their placeholders, and an agent-market run's private
    * texts (its provider's system prompt and template, sealed in the job) are masked
-   * (lib/agent/private-text). `request` must be loaded with the master key.
+   * (lib/agent/private-text). `request` must be loaded with the master key. A conversation's run
+   * (a custom agent) has neither.
    */
   function modelOutputMask(jobId: string, request: object) {
     const { sensitive_data: secrets = [], agent_instructions, agent_template } = request as RequestSecrets;
@@ -115,95 +172,55 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     return db.selectFrom('agent_steps').selectAll().where('job_id', '=', jobId).where('task_index', '=', taskIndex).where('step', '=', step).executeTakeFirstOrThrow();
   }
 
+  /**
+   * Asks the model for its next tool calls, when the job's hold covers the worst case of the call
+   * (see lib/billing/worst-case); otherwise the reason the run stops. The call's usage is recorded.
+   */
+  async function ask(run: LoopJob, prompt: { messages: ChatCompletionMessageParam[]; tools: ChatCompletionTool[]; temperature?: number }, usage: string): Promise<{ stop: string } | { message: ChatCompletionMessage | undefined }> {
+    const jobId = run.job.id;
+    const { messages, tools, temperature } = prompt;
+    const { client, walletBilled, model } = await clientFor(run);
+    const worstCase = agentStepWorstCaseMicros({ prices: deps.llm.prices, model, walletBilled, messages, tools });
+    const hold = await holdStatus(db, jobId);
+    if (hold && hold.remainingMicros < worstCase) return { stop: holdExhaustedMessage(hold, worstCase) };
+    const completion = await withHeartbeat(() =>
+      client.chat.completions.create({ model, messages, tools, tool_choice: 'required', ...(temperature !== undefined && { temperature }) }),
+    );
+    await bill(jobId, usage, model, completion.usage, walletBilled);
+    return { message: completion.choices[0]?.message };
+  }
+
   return {
-    /** One LLM decision: the model sees task, history and the latest observation, and answers with tool calls. */
-    async decideNextActions(input: { jobId: string; taskIndex: number; step: number; notes: string[]; toolsLeft?: number }): Promise<Decision> {
+    /**
+     * One LLM decision over what the model remembers (LoopJob): it answers with tool calls. A step's
+     * answer is stored on the step (masked, at most max_actions_per_step actions); a conversation's is
+     * appended from `seq` on (a retry replaces what an earlier attempt wrote).
+     */
+    async decideNextActions(input: { jobId: string; taskIndex: number; step: number; notes: string[]; toolsLeft?: number; seq?: number }): Promise<Decision> {
       const { jobId, taskIndex, step } = input;
+      const usage = `decide-${taskIndex}-${step}`;
       // With the master key: masking needs the real sensitive values (without it they read "[redacted]").
-      const { job, request, tasks } = await loadAgentJob(db, jobId, deps.masterKey);
-      const profile = OPTIMIZATION_PROFILES[request.optimization_mode];
-      const steps = await db
-        .selectFrom('agent_steps')
-        .selectAll()
-        .where('job_id', '=', jobId)
-        .where('task_index', '=', taskIndex)
-        .where('step', '<=', step)
-        .orderBy('step')
-        .execute();
-      const current = steps[steps.length - 1];
-      const history = steps.slice(0, -1).slice(-profile.historySteps);
-      const earlier = await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', jobId).orderBy('task_index').execute();
-
-      const platform = (request as { platform?: 'forum' | 'microblog' }).platform;
-      const system = [
-        platform ? socialSystemPrompt(platform) : AGENT_SYSTEM_PROMPT,
-        modeInstruction(request),
-        secretsInstruction(request.sensitive_data ?? []),
-        skillsInstruction((request as { skills?: SkillsSelection }).skills),
-        agentInstructions((request as { agent_instructions?: string }).agent_instructions),
-      ]
-        .filter(Boolean)
-        .join('\n\n');
-      const context: string[] = [`Task: ${tasks[taskIndex]}`];
-      if (earlier.length) {
-        context.push('Earlier tasks in this same browser session:\n' + earlier.map((t) => `- ${t.result.task} → ${t.result.answer ?? JSON.stringify(t.result.data)}`).join('\n'));
+      const run = await loadLoopJob(db, jobId, deps.masterKey);
+      if (run.memory === 'conversation') {
+        const seq = input.seq ?? 0;
+        const prompt = await conversation.prompt(jobId, run.request, { seq, notes: input.notes, toolsLeft: input.toolsLeft ?? 0 });
+        const answer = await ask(run, prompt, usage);
+        if ('stop' in answer) return { kind: 'stop', reason: answer.stop };
+        const kept = await conversation.keepAnswer(jobId, seq, prompt.fresh, answer.message);
+        return { kind: 'actions', actions: kept.calls, goal: kept.text, nextSeq: kept.nextSeq };
       }
-      if (history.length) {
-        context.push(
-          'Your previous steps:\n' +
-            history
-              .map((s) => `Step ${s.step} at ${s.url}${s.goal ? ` — goal: ${s.goal}` : ''}\n` + s.outcomes.map((o: AgentOutcome) => `  ${o.action}: ${o.ok ? 'ok' : 'FAILED'} — ${o.message}`).join('\n'))
-              .join('\n'),
-        );
-      }
-      if (input.notes.length) context.push('Notes:\n' + input.notes.map((n) => `- ${n}`).join('\n'));
-      const observationParts: ChatCompletionContentPart[] = [{ type: 'text', text: `Current observation (step ${step}):\n${current.observation}` }];
-      if (current.screenshot) {
-        const detail = request.vision_detail_level === 'auto' ? 'auto' : request.vision_detail_level;
-        observationParts.push({ type: 'image_url', image_url: { url: current.screenshot, detail } });
-      }
-      const messages: ChatCompletionMessageParam[] = [
-        { role: 'system', content: system },
-        { role: 'user', content: context.join('\n\n') },
-        { role: 'user', content: observationParts },
-      ];
-      const actingTools = platform
-        ? platform === 'forum'
-          ? FORUM_TOOLS
-          : MICROBLOG_TOOLS
-        : [...toolsFor({ vision: request.vision_mode }).filter((t) => !AGENT_LOOP_TOOLS.has(t.function.name as BrowserToolName)), EXTRACT_TOOL];
-      const selected = input.toolsLeft !== undefined ? await readToolbox(db, jobId) : null;
-      if (selected?.notes.length) messages[0] = { role: 'system', content: `${system}\n\nSome tool sources of this run are unavailable: ${selected.notes.join('; ')}` };
-      const tools = [
-        ...(actingTools as ChatCompletionTool[]),
-        ...(selected && input.toolsLeft! > 0 ? selected.toolbox.map(asTool) : []),
-        doneTool(request.structured_output, 'the current task'),
-      ];
-
-      const { client, walletBilled, model } = await clientFor({ job, request });
-      // The wallet check: the job's hold must cover this step's worst case (see lib/billing/worst-case).
-      const worstCase = agentStepWorstCaseMicros({ prices: deps.llm.prices, model, walletBilled, messages, tools });
-      const hold = await holdStatus(db, jobId);
-      if (hold && hold.remainingMicros < worstCase) return { kind: 'stop', reason: holdExhaustedMessage(hold, worstCase) };
-      const completion = await withHeartbeat(() =>
-        client.chat.completions.create({
-          model,
-          messages,
-          tools,
-          tool_choice: 'required',
-          ...(profile.temperature !== undefined && { temperature: profile.temperature }),
-        }),
-      );
-      await bill(jobId, `decide-${taskIndex}-${step}`, model, completion.usage, walletBilled);
-      const message = completion.choices[0]?.message;
-      const calls = (message?.tool_calls ?? []).filter((c) => c.type === 'function');
+      const prompt = await steps.prompt(run, input);
+      const answer = await ask(run, prompt, usage);
+      if ('stop' in answer) return { kind: 'stop', reason: answer.stop };
+      const calls = (answer.message?.tool_calls ?? []).filter((c) => c.type === 'function');
       // A secret value or a stretch of the provider's private prompts the model echoes is masked before
       // anything is stored, logged, executed or returned to the workflow.
-      const mask = modelOutputMask(jobId, request);
+      const mask = modelOutputMask(jobId, run.request);
       const actions: AgentAction[] = calls.map((c) => ({ name: c.function.name, args: mask.value(parseToolArguments(c.function.arguments)) }));
-      const kept = actions.slice(0, request.max_actions_per_step);
-      const goal = message?.content?.trim() ? mask.text(message.content.trim()).slice(0, 500) : null;
-      await db.updateTable('agent_steps').set({ goal, actions: JSON.stringify(kept) }).where('id', '=', current.id).execute();
+      const kept = actions.slice(0, run.request.max_actions_per_step);
+      const content = answer.message?.content?.trim();
+      const goal = content ? mask.text(content).slice(0, 500) : null;
+      await db.updateTable('agent_steps').set({ goal, actions: JSON.stringify(kept) }).where('id', '=', prompt.current.id).execute();
       if (actions.length > kept.length) {
         await appendJobLog(db, jobId, `step ${step}: the model proposed ${actions.length} actions; only the first ${kept.length} (max_actions_per_step) are used`);
       }
@@ -211,37 +228,46 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     },
 
     /**
-     * The run's MCP/OpenAPI tools next to its browser/social tools: built once per job from its
-     * selections (the request's custom_mcps/market_mcps, or an agent-market run's sealed
-     * agent_selections) and kept; a tool named like one of the loop's own is offered under another name.
+     * The run's MCP/OpenAPI tools: built once per job from its selections (the request's
+     * custom_mcps/market_mcps, or an agent-market run's sealed agent_selections) and kept. Next to
+     * browser/social tools, a tool named like one of the loop's own is offered under another name.
      */
     async prepareAgentToolbox(input: { jobId: string }): Promise<AgentToolbox> {
-      const job = await getJob(db, input.jobId);
-      const maxToolCalls = (job.request as { max_tool_calls?: number }).max_tool_calls ?? DEFAULT_AGENT_MAX_TOOL_CALLS;
-      const selections = readJobSelections(deps.masterKey, job);
-      if (!deps.selections || selections.custom.length + selections.market.length === 0) return { tools: [], maxToolCalls };
+      const run = await loadLoopJob(db, input.jobId);
+      const maxToolCalls = maxToolCallsOf(run);
+      const selections = readJobSelections(deps.masterKey, run.job);
+      // A tool-only run keeps its (possibly empty) toolbox on record; other runs without selections have none.
+      if (!deps.selections || (run.memory === 'steps' && selections.custom.length + selections.market.length === 0)) return { tools: [], maxToolCalls };
       const stored = await prepareToolbox(
         { db, ...deps.selections },
         input.jobId,
         { custom: selections.custom.map((s) => s.stored), market: selections.market.map((s) => s.stored) },
-        LOOP_TOOL_NAMES,
+        run.memory === 'steps' ? LOOP_TOOL_NAMES : undefined,
       );
       return { tools: stored.toolbox.map(({ name, source, ref, tool }) => ({ name, source, ref, tool })), maxToolCalls };
     },
 
-    /** One selection-tool call of an agent run: its agent_tool_calls row (no arguments or results: they can hold secrets) and a log line. */
-    async recordAgentToolCall(input: AgentToolCallRecord): Promise<void> {
-      const { request } = await loadAgentJob(db, input.jobId, deps.masterKey);
-      await recordAgentToolCall(db, { ...input, error: input.error === null ? null : modelOutputMask(input.jobId, request).text(input.error) });
+    /**
+     * One selection-tool call of a run: its agent_tool_calls row (no arguments or results: they can
+     * hold secrets) and a log line; then what the model reads of it (toolCallAnswer), as the
+     * conversation's tool message or as the step's outcome the workflow stores with the step.
+     */
+    async recordAgentToolCall(input: AgentToolCallRecord): Promise<ActionOutcome> {
+      const { output: _output, mayHaveRun: _mayHaveRun, reply, ...row } = input;
+      const run = await loadLoopJob(db, input.jobId, deps.masterKey);
+      const error = row.error === null || run.memory === 'conversation' ? row.error : modelOutputMask(input.jobId, run.request).text(row.error);
+      await recordAgentToolCall(db, { ...row, error });
+      const message = toolCallAnswer(input, run.memory, maxToolCallsOf(run));
+      if (reply) await conversation.reply(input.jobId, reply, message, true);
+      return { ok: input.status === 'completed', navigated: false, message };
     },
 
     /** The extract tool: one LLM call over the latest observation's full text. */
     async runExtractTool(input: { jobId: string; taskIndex: number; step: number; question: string }) {
       const { jobId } = input;
-      const loaded = await loadAgentJob(db, jobId, deps.masterKey);
-      const { request } = loaded;
+      const run = await loadLoopJob(db, jobId, deps.masterKey);
       const current = await currentStep(jobId, input.taskIndex, input.step);
-      const { client, walletBilled, model } = await clientFor(loaded);
+      const { client, walletBilled, model } = await clientFor(run);
       const messages: ChatCompletionMessageParam[] = [
         { role: 'system', content: 'Answer the question using only the page content given. Be concise. Say "not found" when the page does not contain the answer.' },
         { role: 'user', content: `Question: ${input.question}\n\nPage:\n${current.observation}` },
@@ -249,34 +275,42 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       if (walletBilled) await assertHoldCovers(db, jobId, llmCallWorstCaseMicros(deps.llm.prices, model, promptTokenBound(messages)));
       const completion = await withHeartbeat(() => client.chat.completions.create({ model, messages }));
       await bill(jobId, `extract-${input.taskIndex}-${input.step}`, model, completion.usage, walletBilled);
-      const answer = modelOutputMask(jobId, request).text(completion.choices[0]?.message?.content ?? '');
+      const answer = modelOutputMask(jobId, run.request).text(completion.choices[0]?.message?.content ?? '');
       return { ok: true, navigated: false, message: `extracted: ${answer.slice(0, 2000)}` };
     },
 
-    /** Checks the done action: shaped by structured_output and validated, re-asked within the mode's bound. */
-    async acceptFinalAnswer(input: { jobId: string; taskIndex: number; args: Record<string, unknown>; attempt: number }): Promise<FinalAnswerVerdict> {
-      const { job, request } = await loadAgentJob(db, input.jobId, deps.masterKey);
-      const masker = modelOutputMask(input.jobId, request);
+    /**
+     * Checks the done action: shaped by structured_output and validated. A step's answer is re-asked
+     * within its mode's bound (speed mode takes it as it is); a conversation's once.
+     */
+    async acceptFinalAnswer(input: { jobId: string; taskIndex: number; args: Record<string, unknown>; attempt: number; reply?: ConversationReply }): Promise<FinalAnswerVerdict> {
+      const run = await loadLoopJob(db, input.jobId, deps.masterKey);
+      const { job, request } = run;
+      const masker = run.memory === 'steps' ? modelOutputMask(job.id, run.request) : { text: (text: string) => text, value: <T>(value: T) => value };
       const mask = (value: unknown) => (value === undefined ? null : masker.value(value));
-      const answer = typeof input.args.answer === 'string' ? masker.text(input.args.answer) : null;
       const success = input.args.success !== false;
+      const answer = typeof input.args.answer === 'string' ? masker.text(input.args.answer) : null;
       // The task as stored, never a sealed one (an agent-market template is its provider's private text).
-      const base = { task: visibleTasks(job)[input.taskIndex], success, answer, steps: 0 };
-      if (!request.structured_output) {
-        return { accepted: true, message: 'task finished', result: { ...base, data: null } };
+      const base = { task: run.memory === 'conversation' ? run.request.task : visibleTasks(job)[input.taskIndex], success, answer, steps: 0 };
+      const verdict = ((): FinalAnswerVerdict => {
+        if (!request.structured_output) return { accepted: true, message: 'task finished', result: { ...base, data: null } };
+        const problems = compileSchemaValidator(fieldListToJsonSchema(request.structured_output))(input.args.data);
+        if (problems.length === 0) return { accepted: true, message: 'task finished with valid structured output', result: { ...base, data: mask(input.args.data), valid: true } };
+        if (run.memory === 'steps' && run.request.optimization_mode === 'speed') {
+          return { accepted: true, message: 'task finished (structured output not validated in speed mode)', result: { ...base, data: mask(input.args.data), valid: false } };
+        }
+        const allowed = run.memory === 'steps' ? OPTIMIZATION_PROFILES[run.request.optimization_mode].finalAnswerRetries : 1;
+        if (input.attempt < allowed) return { accepted: false, message: `Your done data does not match structured_output: ${problems.join('; ')}. Call done again with corrected data.` };
+        throw stopped(masker.text(`the final structured output stayed invalid after ${allowed + 1} attempts: ${problems.join('; ')}`));
+      })();
+      if (run.memory === 'conversation') {
+        // The done call's tool message: why it is asked again, or the accepted answer the run's result is read from.
+        if (!input.reply) throw new Error("a conversation's final answer needs the position of its reply");
+        await appendJobLog(db, job.id, verdict.accepted ? `final answer (${success ? 'success' : 'reported failure'})` : 'the final answer did not match structured_output; asked again');
+        await conversation.reply(job.id, input.reply, verdict.accepted ? JSON.stringify({ success, answer, data: verdict.result.data }) : verdict.message, false);
       }
-      const problems = compileSchemaValidator(fieldListToJsonSchema(request.structured_output))(input.args.data);
-      if (problems.length === 0) return { accepted: true, message: 'task finished with valid structured output', result: { ...base, data: mask(input.args.data), valid: true } };
-      const allowed = OPTIMIZATION_PROFILES[request.optimization_mode].finalAnswerRetries;
-      if (request.optimization_mode === 'speed') {
-        return { accepted: true, message: 'task finished (structured output not validated in speed mode)', result: { ...base, data: mask(input.args.data), valid: false } };
-      }
-      if (input.attempt < allowed) {
-        return { accepted: false, message: `Your done data does not match structured_output: ${problems.join('; ')}. Call done again with corrected data.` };
-      }
-      throw stopped(masker.text(`the final structured output stayed invalid after ${allowed + 1} attempts: ${problems.join('; ')}`));
+      return verdict;
     },
-
     /** Stores the step's outcomes and writes the progress line polling clients see. */
     async recordStep(input: { jobId: string; taskIndex: number; step: number; outcomes: AgentOutcome[]; goal: string | null }) {
       const { request } = await loadAgentJob(db, input.jobId, deps.masterKey);
@@ -303,30 +337,43 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       await appendJobLog(db, input.jobId, `task ${input.taskIndex + 1} finished (${input.result.success ? 'success' : 'reported failure'}) after ${input.result.steps} step(s)`);
     },
 
-    /** Builds the result (final answer or structured output, per-task outcomes, step summary with totals) and ends the job. */
-    async finishAgentJob(input: { jobId: string; error: string | null }) {
-      const { job, request } = await loadAgentJob(db, input.jobId, deps.masterKey);
-      const error = input.error === null ? null : modelOutputMask(job.id, request).text(input.error);
-      const tasks = visibleTasks(job);
+    /**
+     * Builds the result and ends the job. A step run's: the final answer or structured output,
+     * per-task outcomes, the steps with a summary and totals. A conversation's: the accepted done call's
+     * answer (else the model's last words), `stoppedBy` when the run ended on max_tool_calls, and a summary.
+     */
+    async finishAgentJob(input: { jobId: string; error: string | null; stoppedBy?: string | null }) {
+      const run = await loadLoopJob(db, input.jobId, deps.masterKey);
+      const { job } = run;
       if (job.status === 'completed' || job.status === 'failed') return { jobId: job.id, status: job.status, error: job.error };
-      const taskResults = (await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', job.id).orderBy('task_index').execute()).map((r) => r.result);
-      const steps = await db.selectFrom('agent_steps').select(['task_index', 'step', 'url', 'goal', 'actions', 'outcomes']).where('job_id', '=', job.id).orderBy('id').execute();
+      const error = input.error === null || run.memory === 'conversation' ? input.error : modelOutputMask(job.id, run.request).text(input.error);
       const usage = await summarizeUsage(db, job.id);
-      const last = taskResults[taskResults.length - 1];
-      const result = {
-        answer: last?.answer ?? null,
-        data: last?.data ?? null,
-        tasks: tasks.map((task, i) => taskResults[i] ?? { task, success: false, answer: null, data: null, steps: steps.filter((s) => s.task_index === i).length }),
-        steps: steps.map((s) => ({ task: s.task_index + 1, step: s.step, url: s.url, goal: s.goal, actions: s.actions, outcomes: s.outcomes })),
-        summary: {
-          steps: steps.length,
-          llmCalls: usage.llm.reduce((n, e) => n + e.calls, 0),
-          promptTokens: usage.llm.reduce((n, e) => n + e.promptTokens, 0),
-          completionTokens: usage.llm.reduce((n, e) => n + e.completionTokens, 0),
-          browserSeconds: usage.browserSeconds,
-          costUsd: microsToUsd(usage.costMicros),
-        },
+      const totals = {
+        llmCalls: usage.llm.reduce((n, e) => n + e.calls, 0),
+        promptTokens: usage.llm.reduce((n, e) => n + e.promptTokens, 0),
+        completionTokens: usage.llm.reduce((n, e) => n + e.completionTokens, 0),
       };
+      let result: Record<string, unknown>;
+      if (run.memory === 'conversation') {
+        const calls = await db.selectFrom('agent_tool_calls').select(['status']).where('job_id', '=', job.id).execute();
+        result = {
+          ...(await conversation.finalAnswer(job.id)),
+          ...(input.stoppedBy && { stoppedBy: input.stoppedBy }),
+          summary: { toolCalls: calls.filter((c) => c.status !== 'not_sent').length, ...totals, costUsd: microsToUsd(usage.costMicros) },
+        };
+      } else {
+        const tasks = visibleTasks(job);
+        const taskResults = (await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', job.id).orderBy('task_index').execute()).map((r) => r.result);
+        const steps = await db.selectFrom('agent_steps').select(['task_index', 'step', 'url', 'goal', 'actions', 'outcomes']).where('job_id', '=', job.id).orderBy('id').execute();
+        const last = taskResults[taskResults.length - 1];
+        result = {
+          answer: last?.answer ?? null,
+          data: last?.data ?? null,
+          tasks: tasks.map((task, i) => taskResults[i] ?? { task, success: false, answer: null, data: null, steps: steps.filter((s) => s.task_index === i).length }),
+          steps: steps.map((s) => ({ task: s.task_index + 1, step: s.step, url: s.url, goal: s.goal, actions: s.actions, outcomes: s.outcomes })),
+          summary: { steps: steps.length, ...totals, browserSeconds: usage.browserSeconds, costUsd: microsToUsd(usage.costMicros) },
+        };
+      }
       const status = error === null ? 'completed' : 'failed';
       const event = error ? `failed: ${error}` : 'completed';
       await transitionJob(db, job.id, status, { result, error, log: event, systemLogEvent: event });

@@ -19,7 +19,7 @@ import { sealRequestSecrets } from '../../lib/request-secrets';
 import { CustomAgentRequest, CustomAgentUpdateRequest, type CustomAgentBody, type CustomAgentUpdateBody } from '../../lib/schemas/custom-agents';
 import type { CustomAgentWorkflowInput } from '../../workflows/custom-agent';
 import { checkSchedule, createScheduledAutomation, splitSecrets, updateScheduledAutomation } from '../services/automations';
-import { checkCustomAgent, mergeCustomAgent, scheduledRunInput, unsealedAgent } from '../services/custom-agents';
+import { agentRunBounds, checkCustomAgent, mergeCustomAgent, scheduledRunInput, unsealedAgent } from '../services/custom-agents';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { notFound } from '../errors';
 
@@ -92,7 +92,7 @@ export function agentRoutes(deps: ApiDeps): Router {
       sealSecrets: (jobId) =>
         sealRequestSecrets(deps.config.masterKey, jobId, { custom_mcps_params: body.custom_mcps.map((c) => c.params), market_mcps_params: body.market_mcps.map((m) => m.params) }),
       workflowType: 'customAgentWorkflow',
-      workflowArgs: (j) => [{ jobId: j.id, hasWebhook: !!body.webhook_url, maxSteps: deps.config.agent.maxSteps, deadlineMs: deps.config.agent.deadlineMs } satisfies CustomAgentWorkflowInput],
+      workflowArgs: (j) => [{ jobId: j.id, hasWebhook: !!body.webhook_url, ...agentRunBounds(deps) } satisfies CustomAgentWorkflowInput],
     });
     ctx.status = 202;
     ctx.body = { queued: true, jobId: job.id, status: 'pending' };

@@ -76,6 +76,11 @@ export function mergeCustomAgent(current: CustomAgentBody, patch: CustomAgentUpd
   return merged as unknown as CustomAgentBody;
 }
 
+/** The bounds of a custom-agent run (the agent loop's: AGENT_MAX_STEPS, AGENT_DEADLINE_MS, AGENT_HISTORY_EVENTS). */
+export function agentRunBounds(deps: ApiDeps): Pick<CustomAgentWorkflowInput, 'maxSteps' | 'deadlineMs' | 'historyEventsLimit'> {
+  return { maxSteps: deps.config.agent.maxSteps, deadlineMs: deps.config.agent.deadlineMs, historyEventsLimit: deps.config.agent.historyEventsLimit };
+}
+
 export function scheduledRunInput(deps: ApiDeps, automationId: string): CustomAgentWorkflowInput {
-  return { automationId, maxSteps: deps.config.agent.maxSteps, deadlineMs: deps.config.agent.deadlineMs };
+  return { automationId, ...agentRunBounds(deps) };
 }

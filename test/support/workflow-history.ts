@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 
 /**
  * Reads workflow histories the way a person with access to Temporal (UI, CLI, a history export) could: every
@@ -102,4 +104,25 @@ export async function workflowsHolding(client: Client, workflowIds: readonly str
     }
   }
   return holding;
+}
+
+/**
+ * A workflow history as a committed fixture (test/fixtures/workflow-histories/): the History message's
+ * protobuf JSON (protobufjs toJSON: 64-bit ids as strings, bytes as base64), read back by
+ * historyFromFixture. (The SDK's historyToJSON/historyFromJSON do not load with the protobufjs copies
+ * installed here: "type must be a Type".)
+ */
+export function historyToFixture(history: temporal.api.history.v1.IHistory): string {
+  return JSON.stringify(temporal.api.history.v1.History.fromObject(history).toJSON()) + '\n';
+}
+
+export function historyFromFixture(path: string): temporal.api.history.v1.History {
+  return temporal.api.history.v1.History.fromObject(JSON.parse(readFileSync(path, 'utf8')));
+}
+
+/** The activity type names a history scheduled, in order, with `marker` for each marker (a local activity, a patch). */
+export function commandsOf(history: temporal.api.history.v1.IHistory): string[] {
+  return (history.events ?? []).flatMap((event) =>
+    event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType?.name ?? '?'] : event.markerRecordedEventAttributes ? [`marker:${event.markerRecordedEventAttributes.markerName}`] : [],
+  );
 }

@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto';
+import type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { Db } from '../../db/connect';
+import type { SkillsBody } from '../../lib/schemas/custom-agents';
+import { doneTool, parseToolArguments } from '../../lib/agent/model-tools';
+import type { CustomAgentRunRequest } from './job';
+import { customAgentSystemPrompt, type SkillsSelection } from './prompts';
+import { asTool, readToolbox } from './toolbox';
+
+/**
+ * The conversation memory of tool-only runs (custom agents): the whole exchange with the model, in
+ * order (custom_agent_messages by seq). The workflow holds the next position: each decision rewrites
+ * the conversation from its position (a retried attempt replaces what an earlier one wrote), and each
+ * call of an answer gets its tool message at the position the workflow gave it.
+ */
+
+/** A call of the model's answer, with the model's id of it (its tool message answers that id). */
+export interface ConversationCall {
+  id: string;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+/** Where a call's answer goes in the conversation: its position and the model's id of the call. */
+export interface ConversationReply {
+  seq: number;
+  callId: string;
+}
+
+/** The contract's skills (an array of AgentSkillSelection) or a SkillsConfig, as the prompt helper reads it. */
+async function skillsOf(db: Db, skills: SkillsBody | undefined): Promise<SkillsSelection | undefined> {
+  const selected = Array.isArray(skills) ? skills : skills?.mode === 'selected' ? (skills.selected ?? []) : [];
+  if (selected.length === 0) return undefined;
+  const filled = await Promise.all(
+    selected.map(async (skill) => {
+      const ref = skill as { provider?: string; externalId?: string };
+      if (skill.skillMdContent || !ref.provider || !ref.externalId) return skill;
+      const copy = await db
+        .selectFrom('skills_directory')
+        .select('skill_md_content')
+        .where('provider', '=', ref.provider)
+        .where('external_id', '=', ref.externalId)
+        .executeTakeFirst();
+      return { ...skill, skillMdContent: copy?.skill_md_content ?? null };
+    }),
+  );
+  return { mode: 'selected', selected: filled };
+}
+
+export function conversationMemory(db: Db) {
+  return {
+    /**
+     * The next decision's prompt: the conversation before `seq`, then what this decision adds (the
+     * opening messages on the first one, the workflow's notes). With `toolsLeft` 0 only `done` is offered.
+     */
+    async prompt(jobId: string, request: CustomAgentRunRequest, input: { seq: number; notes: string[]; toolsLeft: number }) {
+      const stored = (await readToolbox(db, jobId)) ?? { toolbox: [], notes: [] };
+      await db.deleteFrom('custom_agent_messages').where('job_id', '=', jobId).where('seq', '>=', input.seq).execute();
+      const fresh: ChatCompletionMessageParam[] = [];
+      if (input.seq === 0) {
+        const system = customAgentSystemPrompt({
+          system_prompt: request.system_prompt,
+          expected_output: request.expected_output,
+          skills: await skillsOf(db, request.skills),
+          maxToolCalls: request.max_tool_calls,
+          sourceNotes: stored.notes,
+          structured: !!request.structured_output,
+        });
+        fresh.push({ role: 'system', content: system }, { role: 'user', content: `Task: ${request.task}` });
+      }
+      if (input.notes.length) fresh.push({ role: 'user', content: input.notes.join('\n') });
+      const earlier = await db.selectFrom('custom_agent_messages').select('message').where('job_id', '=', jobId).orderBy('seq').execute();
+      const messages = [...earlier.map((m) => m.message as unknown as ChatCompletionMessageParam), ...fresh];
+      const tools: ChatCompletionTool[] = [...(input.toolsLeft > 0 ? stored.toolbox.map(asTool) : []), doneTool(request.structured_output, 'the run')];
+      return { messages, tools, fresh };
+    },
+
+    /** Keeps the model's answer after what the decision added; returns its calls and the position after it. */
+    async keepAnswer(jobId: string, seq: number, fresh: ChatCompletionMessageParam[], answer: ChatCompletionMessage | undefined) {
+      const calls: ConversationCall[] = (answer?.tool_calls ?? [])
+        .filter((c) => c.type === 'function')
+        .map((c) => ({ id: c.id || randomUUID(), name: c.function.name, args: parseToolArguments(c.function.arguments) }));
+      const text = answer?.content?.trim() || null;
+      const assistant: ChatCompletionMessageParam = {
+        role: 'assistant',
+        content: text,
+        ...(calls.length > 0 && { tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.args) } })) }),
+      };
+      const toStore = [...fresh, assistant];
+      await db
+        .insertInto('custom_agent_messages')
+        .values(toStore.map((m, i) => ({ job_id: jobId, seq: seq + i, message: JSON.stringify(m) })))
+        .execute();
+      return { calls, text, nextSeq: seq + toStore.length };
+    },
+
+    /**
+     * The tool message answering one call. A tool call's record rewrites it (a retried record writes
+     * the same); an answer to `done` is kept as first written (the final answer is read from it).
+     */
+    async reply(jobId: string, at: ConversationReply, content: string, rewrite: boolean): Promise<void> {
+      const message = JSON.stringify({ role: 'tool', tool_call_id: at.callId, content });
+      await db
+        .insertInto('custom_agent_messages')
+        .values({ job_id: jobId, seq: at.seq, message })
+        .onConflict((oc) => (rewrite ? oc.columns(['job_id', 'seq']).doUpdateSet({ message }) : oc.columns(['job_id', 'seq']).doNothing()))
+        .execute();
+    },
+
+    /** The run's final answer: the accepted done call's, else the model's last words. */
+    async finalAnswer(jobId: string): Promise<{ success: boolean; answer: string | null; data: unknown }> {
+      const messages = (await db.selectFrom('custom_agent_messages').select('message').where('job_id', '=', jobId).orderBy('seq', 'desc').execute()).map(
+        (m) => m.message as unknown as { role: string; content: string | null; tool_calls?: { id: string; function: { name: string } }[]; tool_call_id?: string },
+      );
+      const doneCall = messages.find((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.function.name === 'done'));
+      const doneId = doneCall?.tool_calls?.find((c) => c.function.name === 'done')?.id;
+      const doneResult = messages.find((m) => m.role === 'tool' && m.tool_call_id === doneId);
+      let final: { success: boolean; answer: string | null; data: unknown } | null = null;
+      try {
+        final = doneResult?.content ? JSON.parse(doneResult.content) : null;
+        if (final && typeof final !== 'object') final = null;
+      } catch {
+        final = null;
+      }
+      const lastWords = messages.find((m) => m.role === 'assistant' && m.content)?.content ?? null;
+      return { success: final?.success ?? false, answer: final?.answer ?? lastWords, data: final?.data ?? null };
+    },
+  };
+}
