@@ -1,6 +1,6 @@
 # One image for both production processes: `npm run api` (default) and `npm run worker`.
 # They need external Postgres (DATABASE_URL) and Temporal (TEMPORAL_ADDRESS); see docker-compose.yml.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 
 # Debian's Chromium for rendering (playwright-core drives it; no Playwright browser download) and
 # Xvfb for headed browser sessions. Fonts so pages render text; CA certificates for HTTPS.
@@ -20,7 +20,7 @@ WORKDIR /app
 # Dependencies first, so source changes reuse this layer. The service runs TypeScript through
 # tsx, which is a regular dependency, so a production install is all it needs.
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --no-audit && npm cache clean --force
+RUN npm ci --omit=dev --no-audit && npm cache clean --force
 
 # Source stays owned by root (read-only for the service); tsx caches under /tmp.
 COPY . .

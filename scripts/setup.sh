@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the service and its tests need, idempotently; fast when everything is present.
-#   npm dependencies, Debian's Chromium (+ Xvfb for headed browsers), the Temporal CLI, and the MCP
-#   conformance suite's CLI with the Node 22 it runs on.
+#   the Node.js LTS when the machine's is older, npm dependencies (exactly the lockfile's), Debian's
+#   Chromium (+ Xvfb for headed browsers), the Temporal CLI, and the MCP conformance suite's CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,11 +13,14 @@ as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi
 }
 
-# 1. npm dependencies, reinstalled only when package-lock.json changed.
+# 0. The Node.js LTS (scripts/tool-pins.json) when the node on PATH is older; npm scripts run with it.
+bash scripts/setup-node.sh
+
+# 1. npm dependencies, exactly as package-lock.json pins them (`npm ci`), reinstalled only when it changed.
 lock_hash=$(sha256sum package-lock.json 2>/dev/null | cut -c1-16 || echo none)
 if [ ! -f node_modules/.setup-stamp ] || [ "$(cat node_modules/.setup-stamp)" != "$lock_hash" ]; then
   say "installing npm dependencies"
-  npm install --no-audit --no-fund >&2
+  npm ci --no-audit --no-fund >&2
   echo "$lock_hash" > node_modules/.setup-stamp
 fi
 
@@ -58,5 +61,5 @@ else
   exit 1
 fi
 
-# 4. The official MCP conformance CLI and Node 22 (test/mcp-conformance.test.ts), pinned, in the same cache.
+# 4. The official MCP conformance CLI (test/mcp-conformance*.test.ts), pinned, in the same cache.
 bash scripts/setup-conformance.sh

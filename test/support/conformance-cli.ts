@@ -3,12 +3,13 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pins from '../../scripts/conformance-tools.json';
+import pins from '../../scripts/tool-pins.json';
 
 /**
  * Runs the official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
- * scripts/conformance-tools.json) against a server as a child process, with the Node 22 it needs, both
- * installed outside the clone by scripts/setup-conformance.sh; and reads its per-scenario results.
+ * scripts/tool-pins.json, installed outside the clone by scripts/setup-conformance.sh) against a server as
+ * a child process on the Node the tests run on (the project's LTS; the CLI needs Node >= 22), and reads
+ * its per-scenario results.
  */
 
 /** The protocol revisions whose frozen requirement sets the CLI runs (`--requirements`). */
@@ -52,18 +53,18 @@ export interface ConformanceRun {
 }
 
 const CACHE_ROOT = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'scrape-platform');
-const NODE_ARCH = os.arch() === 'arm64' ? 'arm64' : 'x64';
 
-/** Where scripts/setup-conformance.sh installs the pinned Node 22 and the pinned CLI. */
+/** The pinned CLI where scripts/setup-conformance.sh installs it, and the Node to run it with. */
 export function conformanceTooling(): { node: string; cli: string; version: string } {
-  const node = path.join(CACHE_ROOT, `node-${pins.node}-linux-${NODE_ARCH}`, 'node_modules', `node-linux-${NODE_ARCH}`, 'bin', 'node');
-  const cli = path.join(CACHE_ROOT, `mcp-conformance-${pins.conformance}`, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
-  for (const [what, file] of [[`Node ${pins.node}`, node], [`the MCP conformance CLI ${pins.conformance}`, cli]]) {
-    if (!existsSync(file)) {
-      throw new Error(`${what} is not installed (expected ${file}). Run \`bash scripts/setup-conformance.sh\` (npm test runs it through scripts/setup.sh).`);
-    }
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major < 22) {
+    throw new Error(`The MCP conformance CLI needs Node >= 22; the tests run on ${process.version}. Run them through npm (scripts/with-node.sh).`);
   }
-  return { node, cli, version: pins.conformance };
+  const cli = path.join(CACHE_ROOT, `mcp-conformance-${pins.conformance}`, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+  if (!existsSync(cli)) {
+    throw new Error(`The MCP conformance CLI ${pins.conformance} is not installed (expected ${cli}). Run \`bash scripts/setup-conformance.sh\` (npm test runs it through scripts/setup.sh).`);
+  }
+  return { node: process.execPath, cli, version: pins.conformance };
 }
 
 function assertLoopback(url: string): void {
