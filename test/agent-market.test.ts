@@ -4,7 +4,6 @@ import https from 'node:https';
 import type { ChildProcess } from 'node:child_process';
 import { useHarness, type Harness } from './support/harness';
 import { act, isAgentDecision } from './support/agent-script';
-import { AGENT_GOLDEN_TICKET } from './support/fixture-site';
 import { admin, adminRaw, approvedEntry } from './support/market';
 import { capturedOutput } from './support/output-capture';
 import { workflowsHolding } from './support/workflow-history';

@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { useHarness, type Harness } from './support/harness';
 import { act, isAgentDecision, toolNames } from './support/agent-script';
 import { admin } from './support/market';
-import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
+import { startMarketProvider, type MarketProviderService } from './support/market-provider';
 import { completeVerification, storeValidation, approvedEntry } from './support/market';
 import { discoveredTools } from './support/market-provider';
 import { startMcpServer, type TestMcpServer } from './support/mcp-server';

@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import type { Config } from '../../lib/config';
 import { unseal } from '../../lib/crypto';
-import { DiscoveryError, normalisedDiscovery, type Discover, type Discovery, type DiscoveryRequest, type DiscoveryResult } from '../../lib/market/discovery';
+import { DiscoveryError, normalisedDiscovery, type Discover, type Discovery, type DiscoveryResult } from '../../lib/market/discovery';
 import type { SourceIdentity } from '../../lib/market/fingerprint';
 import { readOpenApiDocument, OpenApiDocumentError } from '../../lib/market/openapi-document';
 import { recordValidation, type StoredValidation } from '../../db/repos/market-validations';

@@ -2,7 +2,6 @@ import type { Db } from '../../db/connect';
 import { deleteMissingFromRepository, upsertItems } from '../../db/skills/catalogue';
 import type { Embedder } from '../../lib/skills/embeddings';
 import { listRepositorySkills, type GithubSourceOptions } from '../../lib/skills/github';
-import type { CatalogueItem } from '../../lib/skills/item';
 
 export interface RepositoryRefreshSummary {
   repo: string;

@@ -108,6 +108,7 @@ const ZERO_WIDTH_INSIDE_WORD = new RegExp(`[A-Za-z0-9][${ZERO_WIDTH}][A-Za-z0-9]
 const VARIATION_SELECTOR_RUN = /(?:[\uFE00-\uFE0F]|[\u{E0100}-\u{E01EF}]){2,}/u;
 /** C0 controls but tab, line feed and carriage return; DEL; C1 (ESC starts every terminal escape sequence). */
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
+// eslint-disable-next-line no-misleading-character-class -- it lists variation selectors on purpose: they are among what it removes
 const INVISIBLE = new RegExp(`[${ZERO_WIDTH}\\u202A-\\u202E\\u2066-\\u2069\\u200E\\u200F\\u061C\\uFE00-\\uFE0F\\u00AD]|[\\u{E0000}-\\u{E007F}\\u{E0100}-\\u{E01EF}]`, 'gu');
 /** Terminal escape sequences (CSI, OSC) and other controls: removed before matching, so "ESC[1Gignore ..." still reads "ignore ...". */
 const ESCAPE_SEQUENCES = /\u001B(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001B]*(?:\u0007|\u001B\\)?)?|[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/g;
@@ -168,7 +169,7 @@ const DIRECTIVE_RULES: { pattern: RegExp; message: string; addressing?: true }[]
 // ---------- secrets ----------
 
 const SECRET_FILES =
-  /(^|[\s"'`(=:])(~|\$home|%userprofile%|\/home\/[\w.-]+|\/root)?\/?\.ssh\b|\bid_(rsa|dsa|ecdsa|ed25519)\b|\.aws\/(credentials|config)\b|\.git-credentials\b|(^|[\s"'`(~\/])\.netrc\b|(^|[\s"'`(~\/])\.pgpass\b|\bmcp\.json\b|~\/\.cursor\b|\bclaude_desktop_config\.json\b|\/etc\/(passwd|shadow|sudoers)\b|\.docker\/config\.json\b|\.kube\/config\b|\bwallet\.dat\b|(^|[\s"'`(~\/])\.npmrc\b|(^|[\s"'`(~\/])\.pypirc\b|\.config\/gh\/hosts\.yml\b|\bkeychain\b.{0,20}\b(password|dump|export)/;
+  /(^|[\s"'`(=:])(~|\$home|%userprofile%|\/home\/[\w.-]+|\/root)?\/?\.ssh\b|\bid_(rsa|dsa|ecdsa|ed25519)\b|\.aws\/(credentials|config)\b|\.git-credentials\b|(^|[\s"'`(~/])\.netrc\b|(^|[\s"'`(~/])\.pgpass\b|\bmcp\.json\b|~\/\.cursor\b|\bclaude_desktop_config\.json\b|\/etc\/(passwd|shadow|sudoers)\b|\.docker\/config\.json\b|\.kube\/config\b|\bwallet\.dat\b|(^|[\s"'`(~/])\.npmrc\b|(^|[\s"'`(~/])\.pypirc\b|\.config\/gh\/hosts\.yml\b|\bkeychain\b.{0,20}\b(password|dump|export)/;
 /** A sentence that names a secret file only to say it is off limits ("~/.ssh ... are rejected"). */
 const REFUSED_PATH =
   /\b(rejected|refused|blocked|denied|disallowed|forbidden|prohibited|excluded|not (allowed|permitted|accessible)|never (read|access|open|touch|include|send)|do not (read|access|open|touch|include|send)|must not be (read|accessed|opened|sent))\b/;

@@ -72,7 +72,6 @@ export const CustomAgentRequest = {
   properties: customAgentFields,
 } as const;
 
-const nullable = <T extends { type: string | readonly string[] }>(schema: T) => ({ ...schema, type: [...(Array.isArray(schema.type) ? schema.type : [schema.type]), 'null'] });
 
 /** A field of PATCH: no default (an omitted field is kept, not reset), and null allowed when `clearable`. */
 function patchField(schema: Record<string, unknown>, clearable: boolean): Record<string, unknown> {

@@ -1,4 +1,3 @@
-import type { Embedder } from './embeddings';
 import { frontmatterString, parseFrontmatter, type YamlValue } from './frontmatter';
 import { MAX_SKILL_MD_CHARS, normalizeItem, normalizeTags, type CatalogueItem } from './item';
 
