@@ -23,7 +23,6 @@ import { createToolActivities } from '../activities/tools';
 import { jobSelectionLoader } from '../activities/tools/selections';
 import { createMarketSelectionCaller } from '../activities/tools/market';
 import { createMarketRunActivities } from '../activities/market/runs';
-import type { Client } from '@temporalio/client';
 import { createMarketActivities } from '../activities/market';
 import { runtimeDiscover } from '../lib/market/runtime-discover';
 
@@ -31,12 +30,10 @@ export interface ActivityDeps {
   db: Db;
   config: Config;
   policy: NetworkPolicy;
-  /** Starts market run workflows from activities (market tools of agents); absent: runs just expire. */
-  temporal?: Client;
 }
 
 /** Activities of the `platform` task queue: database, HTTP, LLM, billing, webhooks. */
-export function platformActivities({ db, config, policy, temporal }: ActivityDeps) {
+export function platformActivities({ db, config, policy }: ActivityDeps) {
   const adapters = { proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha };
   const llm = createLlmProviders({ service: config.openai, routerBaseURL: config.routerBaseURL, prices: config.modelPrices });
   const page = createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters });

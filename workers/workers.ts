@@ -44,7 +44,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
         interceptors: { activity: [waitOutDatabaseOutages] },
         taskQueue: config.taskQueues.platform,
         ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
-        activities: platformActivities({ ...options, temporal: new Client({ connection, namespace }) }),
+        activities: platformActivities(options),
         maxConcurrentActivityTaskExecutions: 50,
       }),
     );

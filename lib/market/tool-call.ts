@@ -205,7 +205,10 @@ export function createUpstreamSources(ttlMs: number, graceMs = 120_000, now: () 
         retire(hit.source);
       }
       if (sources.size > 1_000) {
-        for (const [k, v] of sources) retire(v.source), sources.delete(k);
+        for (const [k, v] of sources) {
+          retire(v.source);
+          sources.delete(k);
+        }
       }
       const source = opener();
       sources.set(key, { source, at: now() });
