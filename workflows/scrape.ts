@@ -1,4 +1,5 @@
 import { type ActivityOptions, ActivityCancellationType, CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import type { FinishOutcome } from '../activities/jobs';
 import type { PageActivities } from '../activities/page';
 import type { BrowserActivities } from '../activities/browser';
 import type { ExtractionActivities } from '../activities/llm';
@@ -13,11 +14,7 @@ export interface ScrapeWorkflowInput {
 }
 
 /** What the workflow returns: a reference to the job row, never the (possibly large) result itself. */
-export interface JobOutcome {
-  jobId: string;
-  status: 'completed' | 'failed';
-  error: string | null;
-}
+export type JobOutcome = FinishOutcome;
 
 /** A cancelled run waits for the activity in flight to stop (and record what it used) before it settles. */
 const page = proxyActivities<PageActivities>({

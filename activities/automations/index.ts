@@ -8,13 +8,13 @@ import { admitJob, transitionJob } from '../../db/repos/jobs';
 import { getWalletSummary } from '../../db/repos/ledger';
 import type { AccountRef, SocialRunRequest } from '../agent/social';
 import type { AutomationCreateBody, SavedSelection } from '../../lib/schemas/automations';
-import type { JobOutcome } from '../../workflows/scrape';
+import type { FinishOutcome } from '../jobs';
 import type { PriceTable } from '../../lib/billing/pricing';
 import type { SourceParamValues } from '../../lib/tools/types';
 
 export type AutomationRunStart =
   | { kind: 'ready'; jobId: string; taskCount: number; hasWebhook: boolean; agentName: string; selectionTools?: boolean }
-  | { kind: 'unusable'; jobId: string; hasWebhook: boolean; agentName: string; outcome: JobOutcome }
+  | { kind: 'unusable'; jobId: string; hasWebhook: boolean; agentName: string; outcome: FinishOutcome }
   /** Not run at all (no job, no LLM call, no charge): the account cannot pay for it now. */
   | { kind: 'skipped'; reason: string };
 
