@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP, type Socket } from 'node:net';
+import { isIP, type Socket } from 'node:net';
 import { Readable, Transform } from 'node:stream';
 import tls from 'node:tls';
 
 import { HOST_NOT_FOUND } from './dns';
-import { createGuardedLookup, normalizeHostname, resolveAllowedAddresses, SsrfBlockedError, resolverOf, type NetworkPolicy, type Resolver } from './ssrf';
+import { createGuardedLookup, resolveAllowedAddresses, SsrfBlockedError, resolverOf, type NetworkPolicy, type Resolver } from './ssrf';
+import { judgeUrlEntry } from './url-entry';
 
 /**
  * A WHATWG-`fetch`-shaped function over the SSRF guard, for libraries that take a custom `fetch`
@@ -109,28 +110,12 @@ const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 const ORIGIN_BOUND_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
 const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location'];
 
-/** Whether NETWORK_ALLOWLIST opens this host by name, or (for an IP literal) by address. */
-export function isAllowlistedHost(hostname: string, policy: NetworkPolicy): boolean {
-  const host = normalizeHostname(hostname);
-  if (policy.hostnames.has(host)) return true;
-  const family = isIP(host);
-  if (family === 0) return false;
-  const list = new BlockList();
-  for (const network of policy.networks) {
-    const [address, prefix] = network.cidr.split('/');
-    list.addSubnet(address, Number(prefix), network.family === 6 ? 'ipv6' : 'ipv4');
-  }
-  return list.check(host, family === 6 ? 'ipv6' : 'ipv4');
-}
-
-/** Throws unless the URL is http(s), and https when required (plain http only to allowlisted hosts). */
+/** Throws unless the URL is http(s), and https when required (plain http only to hosts NETWORK_ALLOWLIST opens): the entry check of lib/net/url-entry.ts. */
 export function assertFetchableUrl(url: URL, policy: NetworkPolicy, requireHttps: boolean): void {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new GuardedFetchError('bad_scheme', `Only http: and https: URLs can be fetched, got ${url.protocol}`, false);
-  }
-  if (requireHttps && url.protocol === 'http:' && !isAllowlistedHost(url.hostname, policy)) {
-    throw new GuardedFetchError('insecure', `${url.origin} uses plain http; only https is allowed (except for hosts in NETWORK_ALLOWLIST)`, false);
-  }
+  const refusal = judgeUrlEntry(url, policy, { requireHttps });
+  // A literal internal address is refused by the SSRF guard when the connection is made.
+  if (!refusal || refusal.code === 'blocked') return;
+  throw new GuardedFetchError(refusal.code === 'insecure' ? 'insecure' : 'bad_scheme', refusal.message, false);
 }
 
 export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
