@@ -5,7 +5,7 @@ import { preflightUrl } from '../api/services/url-preflight';
 import { ApiError } from '../api/errors';
 import { MarketRuleError } from '../lib/market/errors';
 import { requireSecureSourceUrl } from '../lib/market/source-url';
-import { assertFetchableUrl } from '../lib/net/guarded-fetch';
+import { assertFetchableUrl } from '../lib/net/transport';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import { isAllowlistedHost, judgeUrlEntry } from '../lib/net/url-entry';
 import { ToolSourceError } from '../lib/tools/errors';

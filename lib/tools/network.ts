@@ -1,4 +1,4 @@
-import { createGuardedFetch, type GuardedFetch } from '../net/guarded-fetch';
+import { createStreamingFetch, type StreamingFetch } from '../net/streaming-fetch';
 import type { NetworkPolicy, Resolver } from '../net/ssrf';
 import { judgeUrlEntry } from '../net/url-entry';
 import { ToolSourceError } from './errors';
@@ -23,10 +23,10 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 /**
  * The one fetch every tool-source request uses: SSRF guard on every hop, https except for allowlisted
  * hosts, size and time limits. Requests that carry a source's credentials (tool calls, an MCP session)
- * pass `crossOriginRedirects: false`: a redirect to another origin is not followed (see GuardedFetchOptions).
+ * pass `crossOriginRedirects: false`: a redirect to another origin is not followed (see StreamingFetchOptions).
  */
-export function toolFetch(deps: ToolNetworkDeps, onConnected?: (request: { url: URL; method: string }) => void, options: { crossOriginRedirects?: boolean } = {}): GuardedFetch {
-  return createGuardedFetch({
+export function toolFetch(deps: ToolNetworkDeps, onConnected?: (request: { url: URL; method: string }) => void, options: { crossOriginRedirects?: boolean } = {}): StreamingFetch {
+  return createStreamingFetch({
     policy: deps.policy,
     resolver: deps.resolver,
     extraCa: deps.extraCa,

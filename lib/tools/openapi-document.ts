@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { compileErrors, validate } from '@readme/openapi-parser';
 import { parse as parseYaml } from 'yaml';
-import type { GuardedFetch } from '../net/guarded-fetch';
+import type { StreamingFetch } from '../net/streaming-fetch';
 import { sourceErrorFromNetwork, ToolSourceError } from './errors';
 
 export type OpenApiVersion = 'swagger-2.0' | 'openapi-3.0' | 'openapi-3.1';
@@ -30,7 +30,7 @@ export interface OpenApiSource {
  * (a remote `$ref` would make the server fetch an attacker-chosen URL) and file access off. The
  * parser is only ever given an object, never a string (which it would read as a path or URL).
  */
-export async function loadOpenApiDocument(source: OpenApiSource, fetch: GuardedFetch, timeoutMs: number): Promise<OpenApiDocument> {
+export async function loadOpenApiDocument(source: OpenApiSource, fetch: StreamingFetch, timeoutMs: number): Promise<OpenApiDocument> {
   let doc: unknown;
   let location: URL | null = null;
   if (source.spec !== undefined) {
@@ -74,7 +74,7 @@ export function parseSpecText(text: string): unknown {
   }
 }
 
-async function fetchDocument(url: URL, fetch: GuardedFetch, timeoutMs: number): Promise<string> {
+async function fetchDocument(url: URL, fetch: StreamingFetch, timeoutMs: number): Promise<string> {
   try {
     const response = await fetch(url, {
       headers: { accept: 'application/json, application/yaml, application/x-yaml, text/yaml, text/plain;q=0.9, */*;q=0.5' },
