@@ -533,6 +533,76 @@ describe('fetchBuffered over TLS and through a proxy', () => {
   });
 });
 
+describe('fetchBuffered: a failing proxy is the proxy\'s failure, on every path', () => {
+  let target: TestServer;
+  let refusingProxy: Server;
+  let refusingPort: number;
+  let closedPort: number;
+  const refusals: string[] = [];
+
+  before(async () => {
+    target = await startHttpServer('127.0.0.1', (_request, response) => response.end('the page'));
+    // A proxy that wants other credentials: 407 to absolute-form requests and to CONNECT alike.
+    refusingProxy = http.createServer((request, response) => {
+      refusals.push(request.url ?? '');
+      response.writeHead(407, { 'proxy-authenticate': 'Basic realm="proxy"' }).end('proxy says no');
+    });
+    refusingProxy.on('connect', (request: IncomingMessage, socket: net.Socket) => {
+      refusals.push(`CONNECT ${request.url}`);
+      socket.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="proxy"\r\n\r\n');
+    });
+    await new Promise<void>((resolve) => refusingProxy.listen(0, '127.0.0.1', resolve));
+    refusingPort = (refusingProxy.address() as AddressInfo).port;
+    const closed = await startHttpServer('127.0.0.1', () => {});
+    closedPort = closed.port;
+    await closed.close();
+  });
+
+  after(async () => {
+    refusingProxy.closeAllConnections();
+    await new Promise<void>((resolve) => refusingProxy.close(() => resolve()));
+    await target.close();
+  });
+
+  beforeEach(() => (refusals.length = 0));
+
+  const via = (port: number) => proxyFromTemplate(`http://user:secret-pass@127.0.0.1:${port}`, 'DE');
+
+  function expectProxyFailure(pattern: RegExp) {
+    return (error: unknown) => {
+      assert.ok(error instanceof FetchError, `expected FetchError, got ${String(error)}`);
+      assert.equal(error.code, 'proxy', error.message);
+      assert.equal(error.reached, false);
+      assert.match(error.message, /proxy/i);
+      assert.match(error.message, pattern);
+      assert.doesNotMatch(error.message, /secret-pass/);
+      return true;
+    };
+  }
+
+  it('reports a 407 to a plain-http request as the proxy refusing it, not as the page answering 407', async () => {
+    await assert.rejects(fetchBuffered(`${target.origin}/page`, { policy, proxy: via(refusingPort) }), expectProxyFailure(/407/));
+    assert.deepEqual(refusals, [`${target.origin}/page`]);
+    assert.equal(target.requests.length, 0);
+  });
+
+  it('reports a 407 to CONNECT the same way', async () => {
+    await assert.rejects(fetchBuffered(`https://127.0.0.1:${target.port}/page`, { policy, proxy: via(refusingPort) }), expectProxyFailure(/407/));
+    assert.deepEqual(refusals, [`CONNECT 127.0.0.1:${target.port}`]);
+  });
+
+  for (const scheme of ['http', 'https'] as const) {
+    it(`reports a proxy that refuses connections as unreachable, for an ${scheme} target, not as the target refusing`, async () => {
+      await assert.rejects(fetchBuffered(`${scheme}://127.0.0.1:${target.port}/page`, { policy, proxy: via(closedPort) }), (error: unknown) => {
+        expectProxyFailure(/Could not reach the proxy/)(error);
+        assert.doesNotMatch((error as Error).message, new RegExp(String(target.port)));
+        return true;
+      });
+      assert.equal(target.requests.length, 0);
+    });
+  }
+});
+
 describe('fetchBuffered through a proxy pins the checked address', () => {
   // The worker's resolver and the proxy's own DNS disagree about each name (rebinding, split horizon): the guard
   // checks the worker's answer, so the proxy must be handed that address and never the name.

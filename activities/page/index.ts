@@ -4,7 +4,7 @@ import { recordUsage } from '../../db/repos/job-usage';
 import { PROXY_MICROS_PER_REQUEST } from '../../lib/billing/pricing';
 import { fetchBuffered } from '../../lib/net/buffered-fetch';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
-import { ssrfRefusal } from '../../lib/net/transport';
+import { findFetchError, ssrfRefusal } from '../../lib/net/transport';
 import { cookieHeaderFor, normalizeCookies } from '../../lib/page/cookies';
 import { htmlToPage, needsBrowser } from '../../lib/page/convert';
 import { loadJob } from '../jobs';
@@ -71,6 +71,8 @@ export function createPageActivities(deps: PageDeps) {
       } catch (err) {
         const refusal = ssrfRefusal(err);
         if (refusal) throw rejectScrape(`Blocked by the SSRF guard: ${refusal.message}`);
+        // The operator's proxy failed, not the site: no retry storm, the job says so at once.
+        if (findFetchError(err)?.code === 'proxy') throw rejectScrape((err as Error).message);
         throw err;
       } finally {
         if (proxy) await recordUsage(deps.db, { jobId, usageKey: attemptKey(jobId, 'proxy'), kind: 'proxy', quantity: 1, costMicros: PROXY_MICROS_PER_REQUEST });

@@ -3,7 +3,7 @@ import type { BrowserContext, BrowserContextOptions, Page, Request, Route } from
 import type { ProxyConfig } from '../net/proxy';
 import { createByteBudget, fetchBuffered, type ByteBudget, type BufferedResponse } from '../net/buffered-fetch';
 import type { NetworkPolicy, Resolver } from '../net/ssrf';
-import { findFetchError, ssrfRefusal } from '../net/transport';
+import { findFetchError, ssrfRefusal, type FetchError } from '../net/transport';
 
 /**
  * Options every guarded context must be created with. Service workers fetch outside page routing, so a page could
@@ -37,6 +37,8 @@ export type BlockedRequest = {
 export type ContextGuard = {
   readonly blocked: BlockedRequest[];
   mainFrameNavigationBlock(): BlockedRequest | undefined;
+  /** The latest main-frame navigation the operator's proxy failed (unreachable, or refused it), if any. */
+  mainFrameProxyFailure(): FetchError | undefined;
 };
 
 type RouteAbortCode = Parameters<Route['abort']>[0];
@@ -142,6 +144,7 @@ export async function guardContext(context: BrowserContext, options: GuardOption
   const blocked: BlockedRequest[] = [];
   const lifetime = new AbortController();
   let consecutiveNavigationRedirects = 0;
+  let proxyFailure: FetchError | undefined;
   context.once('close', () => lifetime.abort(new Error('Browser context closed')));
   const subresourceLimit = options.maxSubresourceBytesPerPage ?? DEFAULT_SUBRESOURCE_BYTES_PER_PAGE;
   const pageBudgets = new WeakMap<Page, ByteBudget>();
@@ -206,6 +209,8 @@ export async function guardContext(context: BrowserContext, options: GuardOption
       if (lifetime.signal.aborted) return;
       const refusal = ssrfRefusal(error);
       if (refusal) record(request, refusal.reason, refusal.host);
+      const failure = findFetchError(error);
+      if (mainFrameNavigation && failure?.code === 'proxy') proxyFailure = failure;
       await route.abort(abortCodeFor(error));
     }
   };
@@ -225,6 +230,7 @@ export async function guardContext(context: BrowserContext, options: GuardOption
   return {
     blocked,
     mainFrameNavigationBlock: () => [...blocked].reverse().find((entry) => entry.isMainFrameNavigation),
+    mainFrameProxyFailure: () => proxyFailure,
   };
 }
 
