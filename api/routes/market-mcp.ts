@@ -15,7 +15,7 @@ import type { Discovery, DiscoveryRequest } from '../../lib/market/discovery';
 import { ruleBroken } from '../../lib/market/errors';
 import type { MonetizationStrategy } from '../../lib/market/listing';
 import { prepareMcpSubmission, type McpSubmissionRequest, type PreparedMcpSubmission } from '../../lib/market/mcp-submission';
-import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/market/openapi-document';
+import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi-reader';
 import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
 import { transition } from '../../lib/market/review-state';
 import { requireSecureSourceUrl } from '../../lib/market/source-url';

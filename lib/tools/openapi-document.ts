@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { compileErrors, validate } from '@readme/openapi-parser';
-import { parse as parseYaml } from 'yaml';
 import type { StreamingFetch } from '../net/streaming-fetch';
 import { sourceErrorFromNetwork, ToolSourceError } from './errors';
+import { MAX_OPENAPI_BYTES, OpenApiDocumentError, readOpenApiDocument } from './openapi-reader';
 
 export type OpenApiVersion = 'swagger-2.0' | 'openapi-3.0' | 'openapi-3.1';
 
@@ -16,7 +16,7 @@ export interface OpenApiDocument {
   location: URL | null;
 }
 
-export const MAX_OPENAPI_BYTES = 5 * 1024 * 1024;
+export { MAX_OPENAPI_BYTES };
 
 export interface OpenApiSource {
   url?: string;
@@ -31,47 +31,34 @@ export interface OpenApiSource {
  * parser is only ever given an object, never a string (which it would read as a path or URL).
  */
 export async function loadOpenApiDocument(source: OpenApiSource, fetch: StreamingFetch, timeoutMs: number): Promise<OpenApiDocument> {
-  let doc: unknown;
   let location: URL | null = null;
-  if (source.spec !== undefined) {
-    const text = JSON.stringify(source.spec);
-    if (Buffer.byteLength(text) > MAX_OPENAPI_BYTES) throw tooLarge();
-    doc = JSON.parse(text);
-  } else if (source.specText !== undefined) {
-    doc = parseSpecText(source.specText);
-  } else if (source.url !== undefined) {
+  let input: { spec?: unknown; specText?: string };
+  if (source.spec !== undefined) input = { spec: source.spec };
+  else if (source.specText !== undefined) input = { specText: source.specText };
+  else if (source.url !== undefined) {
     location = new URL(source.url);
-    doc = parseSpecText(await fetchDocument(location, fetch, timeoutMs));
+    input = { specText: await fetchDocument(location, fetch, timeoutMs) };
   } else {
     throw new ToolSourceError('invalid_source', 'An OpenAPI source needs spec, specText or url');
   }
-  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new ToolSourceError('invalid_openapi', 'The OpenAPI document must be an object');
-  const record = doc as Record<string, any>;
+  const record = read(input) as Record<string, any>;
   const version = versionOf(record);
   await validateDocument(record);
   return { doc: record, version, label: version === 'swagger-2.0' ? 'Swagger 2.0' : `OpenAPI ${record.openapi}`, location };
 }
 
-function tooLarge(): ToolSourceError {
-  return new ToolSourceError('source_too_large', `The OpenAPI document exceeds ${MAX_OPENAPI_BYTES} bytes`);
+/** The one reader (openapi-reader.ts), its refusals as the tool runtime's. */
+function read(input: { spec?: unknown; specText?: string }): Record<string, unknown> {
+  try {
+    return readOpenApiDocument(input);
+  } catch (error) {
+    if (error instanceof OpenApiDocumentError) throw new ToolSourceError(error.reason === 'too_large' ? 'source_too_large' : 'invalid_openapi', error.message);
+    throw error;
+  }
 }
 
-export function parseSpecText(text: string): unknown {
-  if (Buffer.byteLength(text) > MAX_OPENAPI_BYTES) throw tooLarge();
-  const trimmed = text.trim();
-  if (trimmed === '') throw new ToolSourceError('invalid_openapi', 'The OpenAPI document is empty');
-  if (trimmed.startsWith('{')) {
-    try {
-      return JSON.parse(trimmed);
-    } catch (error) {
-      throw new ToolSourceError('invalid_openapi', `The OpenAPI document is not valid JSON: ${(error as Error).message}`);
-    }
-  }
-  try {
-    return parseYaml(trimmed, { maxAliasCount: 100, prettyErrors: false });
-  } catch (error) {
-    throw new ToolSourceError('invalid_openapi', `The OpenAPI document is neither JSON nor valid YAML: ${(error as Error).message.split('\n')[0]}`);
-  }
+function tooLarge(): ToolSourceError {
+  return new ToolSourceError('source_too_large', `The OpenAPI document exceeds ${MAX_OPENAPI_BYTES} bytes`);
 }
 
 async function fetchDocument(url: URL, fetch: StreamingFetch, timeoutMs: number): Promise<string> {
