@@ -41,6 +41,31 @@ export class ToolSourceError extends Error {
   }
 }
 
+/**
+ * The one HTTP answer for each tool-source error, wherever the API reports one (custom-agent and tool discovery,
+ * market discovery and validation): refusals and bad sources are the caller's (400), an upstream that cannot be
+ * used is a bad gateway (502), a silent one a timeout (504).
+ */
+const SOURCE_ERROR_STATUS: Record<ToolSourceErrorCode, 400 | 502 | 504> = {
+  invalid_source: 400,
+  ssrf_blocked: 400,
+  insecure_url: 400,
+  invalid_openapi: 400,
+  source_too_large: 400,
+  host_not_found: 400,
+  invalid_params: 400,
+  upstream_unreachable: 502,
+  upstream_error: 502,
+  tls_error: 502,
+  not_mcp_server: 502,
+  auth_required: 502,
+  upstream_timeout: 504,
+};
+
+export function sourceErrorStatus(code: ToolSourceErrorCode): 400 | 502 | 504 {
+  return SOURCE_ERROR_STATUS[code] ?? 502;
+}
+
 /** Why a tool call failed without a tool result. */
 export type ToolCallFailureKind =
   /** Connection refused, DNS failure, host unreachable: nothing was sent. */

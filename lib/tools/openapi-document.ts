@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { compileErrors, validate } from '@readme/openapi-parser';
+import { BoundedCache } from '../bounded-cache';
 import type { StreamingFetch } from '../net/streaming-fetch';
 import { sourceErrorFromNetwork, ToolSourceError } from './errors';
 import { MAX_OPENAPI_BYTES, OpenApiDocumentError, readOpenApiDocument } from './openapi-reader';
@@ -103,15 +104,13 @@ const LENIENT_RULES = {
  * Documents this process has already validated, by SHA-256 of their JSON: validation compiles the
  * specification's JSON Schema each time (~0.5 s), and every tool call opens its source again.
  */
-const validatedDocuments = new Set<string>();
-const MAX_REMEMBERED = 200;
+const validatedDocuments = new BoundedCache<true>({ maxEntries: 200 });
 
 async function validateDocument(doc: Record<string, any>): Promise<void> {
   const digest = createHash('sha256').update(JSON.stringify(doc)).digest('hex');
-  if (validatedDocuments.has(digest)) return;
+  if (validatedDocuments.get(digest)) return;
   await validateWithParser(doc);
-  if (validatedDocuments.size >= MAX_REMEMBERED) validatedDocuments.delete(validatedDocuments.values().next().value as string);
-  validatedDocuments.add(digest);
+  validatedDocuments.set(digest, true);
 }
 
 async function validateWithParser(doc: Record<string, any>): Promise<void> {
