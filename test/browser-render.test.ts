@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 import { guardContext } from '../lib/browser/guarded-routing';
 import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
 import { renderPage } from '../lib/browser/render';
+import { proxyFromTemplate } from '../lib/net/proxy';
 import { parseNetworkAllowlist, SsrfBlockedError } from '../lib/net/ssrf';
+import { findFetchError } from '../lib/net/transport';
 import { htmlToPage } from '../lib/page/convert';
 import { normalizeCookies } from '../lib/page/cookies';
 import { GATED_SECRET, SPA_SENTENCE, startFixtureSite, type FixtureSite } from './support/fixture-site';
@@ -143,6 +147,19 @@ describe('browser rendering behind the SSRF guard', function () {
     const rendered = await renderPage(pool, { url: `${site.url}/subresource-to-private`, policy });
     assert.equal(rendered.title, 'Leaky');
     assert.equal(site.privateHits(), 0);
+  });
+
+  it('fails a navigation the proxy cannot carry as the proxy\'s failure, not the page\'s', async () => {
+    const unused = http.createServer();
+    await new Promise<void>((resolve) => unused.listen(0, '127.0.0.1', resolve));
+    const closedPort = (unused.address() as AddressInfo).port;
+    await new Promise((resolve) => unused.close(resolve));
+    const proxy = proxyFromTemplate(`http://user:secret-pass@127.0.0.1:${closedPort}`, 'DE');
+    await assert.rejects(renderPage(pool, { url: `${site.url}/static`, policy, proxy }), (error: unknown) => {
+      assert.equal(findFetchError(error)?.code, 'proxy', String(error));
+      assert.match((error as Error).message, /Could not reach the proxy/);
+      return true;
+    });
   });
 
   it('gives up on pages slower than the timeout', async () => {

@@ -9,10 +9,10 @@ import path from 'node:path';
 
 import { loadConfig } from '../lib/config';
 import { dnsServersResolver, parseDnsServers } from '../lib/net/dns';
-import { createGuardedFetch, findGuardedFetchError } from '../lib/net/guarded-fetch';
+import { createStreamingFetch } from '../lib/net/streaming-fetch';
+import { findFetchError } from '../lib/net/transport';
 import { networkPolicyFromConfig } from '../lib/net/policy';
-import { safeFetch } from '../lib/net/safe-fetch';
-import { SsrfBlockedError } from '../lib/net/ssrf';
+import { fetchBuffered } from '../lib/net/buffered-fetch';
 import { startFakeDns, type FakeDns } from './support/fake-dns';
 import { useHarness, type Harness } from './support/harness';
 import { startInternalTarget, type InternalTarget } from './support/mcp-internal-target';
@@ -88,21 +88,21 @@ describe('DNS_SERVERS: the SSRF guard resolves names only through the configured
 
     it('connects to the address the configured servers gave, and refuses a name they map to an internal address', async function () {
       const policy = networkPolicyFromConfig({ networkAllowlist: '127.0.0.1', dnsServers: parseDnsServers(dns.server) });
-      const response = await safeFetch(`http://site.dns.test:${sitePort}/`, { policy });
+      const response = await fetchBuffered(`http://site.dns.test:${sitePort}/`, { policy });
       assert.equal(response.status, 200);
       assert.equal(response.body.toString(), `hello from site.dns.test:${sitePort}`);
-      await assert.rejects(safeFetch(`http://internal.dns.test:${internal.port}/`, { policy }), SsrfBlockedError);
-      const guarded = createGuardedFetch({ policy });
+      await assert.rejects(fetchBuffered(`http://internal.dns.test:${internal.port}/`, { policy }), (error) => findFetchError(error)?.code === 'blocked');
+      const guarded = createStreamingFetch({ policy });
       assert.equal(await (await guarded(`http://site.dns.test:${sitePort}/`)).text(), `hello from site.dns.test:${sitePort}`);
-      await assert.rejects(guarded(`http://internal.dns.test:${internal.port}/`), (error) => findGuardedFetchError(error)?.code === 'blocked');
+      await assert.rejects(guarded(`http://internal.dns.test:${internal.port}/`), (error) => findFetchError(error)?.code === 'blocked');
       assert.equal(internal.connections(), 0);
     });
 
     it('classifies a name the servers do not have as host_not_found, naming the host', async function () {
       const policy = networkPolicyFromConfig({ networkAllowlist: '127.0.0.1', dnsServers: parseDnsServers(dns.server) });
       const name = madeUpName();
-      await assert.rejects(createGuardedFetch({ policy })(`https://${name}/mcp`), (error) => {
-        const failure = findGuardedFetchError(error);
+      await assert.rejects(createStreamingFetch({ policy })(`https://${name}/mcp`), (error) => {
+        const failure = findFetchError(error);
         assert.equal(failure?.code, 'host_not_found');
         assert.match(failure.message, new RegExp(name.replace(/\./g, '\\.')));
         return true;

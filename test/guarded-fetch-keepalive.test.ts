@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createGuardedFetch, findGuardedFetchError, KEEP_ALIVE_IDLE_MS } from '../lib/net/guarded-fetch';
+import { createStreamingFetch, KEEP_ALIVE_IDLE_MS } from '../lib/net/streaming-fetch';
+import { findFetchError } from '../lib/net/transport';
 import { networkPolicyFromConfig } from '../lib/net/policy';
 import { startInternalTarget, type InternalTarget } from './support/mcp-internal-target';
 
@@ -39,7 +40,7 @@ describe('guarded fetch with keep-alive', function () {
   beforeEach(() => (connections = 0));
 
   it('closes an idle kept-alive connection after KEEP_ALIVE_IDLE_MS', async function () {
-    const fetch = createGuardedFetch({ policy, keepAlive: true });
+    const fetch = createStreamingFetch({ policy, keepAlive: true });
     assert.equal(open, 0);
     await (await fetch(`${base}/idle`)).text();
     assert.equal(open, 1, 'the connection stays open for the next request');
@@ -49,22 +50,22 @@ describe('guarded fetch with keep-alive', function () {
 
   it('sends a session of requests over one connection, and says each time that the request may have reached the upstream', async function () {
     const reached: string[] = [];
-    const fetch = createGuardedFetch({ policy, keepAlive: true, onConnected: ({ url }) => reached.push(url.pathname) });
+    const fetch = createStreamingFetch({ policy, keepAlive: true, onConnected: ({ url }) => reached.push(url.pathname) });
     for (const path of ['/a', '/b', '/c']) assert.equal(await (await fetch(`${base}${path}`, { method: 'POST', body: '{}' })).text(), `POST ${path}`);
     assert.equal(connections, 1);
     assert.deepEqual(reached, ['/a', '/b', '/c']);
   });
 
   it('opens a connection per request without keep-alive', async function () {
-    const fetch = createGuardedFetch({ policy });
+    const fetch = createStreamingFetch({ policy });
     for (const path of ['/a', '/b']) await (await fetch(`${base}${path}`)).text();
     assert.equal(connections, 2);
   });
 
   it('still refuses an internal address next to a kept-alive connection; nothing reaches it', async function () {
-    const fetch = createGuardedFetch({ policy, keepAlive: true });
+    const fetch = createStreamingFetch({ policy, keepAlive: true });
     await (await fetch(`${base}/warm`)).text();
-    await assert.rejects(fetch(internal.httpUrl('/')), (error) => findGuardedFetchError(error)?.code === 'blocked');
+    await assert.rejects(fetch(internal.httpUrl('/')), (error) => findFetchError(error)?.code === 'blocked');
     assert.equal(internal.connections(), 0);
   });
 });

@@ -10,8 +10,9 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 
 import { proxyForPlaywright, proxyFromTemplate } from '../lib/net/proxy';
-import { SafeFetchError, safeFetch, type SafeFetchOptions } from '../lib/net/safe-fetch';
-import { parseNetworkAllowlist, SsrfBlockedError, type Resolver } from '../lib/net/ssrf';
+import { fetchBuffered, type BufferedFetchOptions } from '../lib/net/buffered-fetch';
+import { parseNetworkAllowlist, type Resolver } from '../lib/net/ssrf';
+import { FetchError, ssrfRefusal } from '../lib/net/transport';
 import { startFakeProxy, type FakeProxy } from './support/fake-proxy';
 
 interface RecordedRequest {
@@ -65,9 +66,9 @@ function startHttpServer(host: string, handler: Handler): Promise<TestServer> {
   return listen(http.createServer(withBody(handler)), host, 'http');
 }
 
-function expectNetworkError(code: SafeFetchError['code']) {
+function expectNetworkError(code: FetchError['code']) {
   return (error: unknown) => {
-    assert.ok(error instanceof SafeFetchError, `expected SafeFetchError, got ${String(error)}`);
+    assert.ok(error instanceof FetchError, `expected FetchError, got ${String(error)}`);
     assert.equal(error.code, code);
     return true;
   };
@@ -89,13 +90,13 @@ const stubResolver: Resolver = async (hostname) => {
 const policy = parseNetworkAllowlist('127.0.0.1');
 const bomb = zlib.gzipSync(Buffer.alloc(50 * 1024 * 1024));
 
-describe('safeFetch', () => {
+describe('fetchBuffered', () => {
   let target: TestServer;
   let other: TestServer;
   let internal: TestServer;
 
-  const fetchFrom = (pathname: string, options: Partial<SafeFetchOptions> = {}) =>
-    safeFetch(`${target.origin}${pathname}`, { policy, resolver: stubResolver, ...options });
+  const fetchFrom = (pathname: string, options: Partial<BufferedFetchOptions> = {}) =>
+    fetchBuffered(`${target.origin}${pathname}`, { policy, resolver: stubResolver, ...options });
 
   before(async () => {
     internal = await startHttpServer('127.0.0.2', (_request, response) => response.end('internal secret'));
@@ -210,18 +211,18 @@ describe('safeFetch', () => {
   });
 
   it('refuses a loopback target that is not allowlisted, sending nothing', async () => {
-    await assert.rejects(safeFetch(`${target.origin}/hello`, { policy: parseNetworkAllowlist(undefined), resolver: stubResolver }), SsrfBlockedError);
-    await assert.rejects(safeFetch(`http://127.0.0.2:${internal.port}/`, { policy, resolver: stubResolver }), SsrfBlockedError);
+    await assert.rejects(fetchBuffered(`${target.origin}/hello`, { policy: parseNetworkAllowlist(undefined), resolver: stubResolver }), expectNetworkError('blocked'));
+    await assert.rejects(fetchBuffered(`http://127.0.0.2:${internal.port}/`, { policy, resolver: stubResolver }), expectNetworkError('blocked'));
     assert.equal(target.requests.length, 0);
   });
 
   it('connects by name through the guarded lookup', async () => {
-    const response = await safeFetch(`http://fixtures.test:${target.port}/echo`, { policy, resolver: stubResolver });
+    const response = await fetchBuffered(`http://fixtures.test:${target.port}/echo`, { policy, resolver: stubResolver });
     assert.equal(JSON.parse(response.body.toString()).headers.host, `fixtures.test:${target.port}`);
   });
 
   it('allows a hostname-allowlisted name to a non-allowlisted address', async () => {
-    const response = await safeFetch(`http://fixtures.test:${target.port}/hello`, {
+    const response = await fetchBuffered(`http://fixtures.test:${target.port}/hello`, {
       policy: parseNetworkAllowlist('fixtures.test'),
       resolver: stubResolver,
     });
@@ -229,29 +230,28 @@ describe('safeFetch', () => {
   });
 
   it('refuses a name whose addresses include a private one, sending nothing', async () => {
-    await assert.rejects(safeFetch(`http://multi.test:${target.port}/hello`, { policy, resolver: stubResolver }), (error: unknown) => {
-      assert.ok(error instanceof SsrfBlockedError);
-      assert.match(error.message, /multi\.test.*10\.0\.0\.5/);
+    await assert.rejects(fetchBuffered(`http://multi.test:${target.port}/hello`, { policy, resolver: stubResolver }), (error: unknown) => {
+      assert.ok(ssrfRefusal(error), String(error));
+      assert.match((error as Error).message, /multi\.test.*10\.0\.0\.5/);
       return true;
     });
     assert.equal(target.requests.length, 0);
   });
 
   it('refuses names resolving to a non-allowlisted loopback address, sending nothing', async () => {
-    await assert.rejects(safeFetch(`http://internal.example:${internal.port}/`, { policy, resolver: stubResolver }), SsrfBlockedError);
+    await assert.rejects(fetchBuffered(`http://internal.example:${internal.port}/`, { policy, resolver: stubResolver }), expectNetworkError('blocked'));
   });
 
   it('re-checks every redirect hop (IP literal)', async () => {
     await assert.rejects(fetchFrom('/redirect-internal'), (error: unknown) => {
-      assert.ok(error instanceof SsrfBlockedError);
-      assert.equal(error.host, '127.0.0.2');
+      assert.equal(ssrfRefusal(error)?.host, '127.0.0.2');
       return true;
     });
     assert.equal(target.requests.length, 1);
   });
 
   it('re-checks every redirect hop (name resolved by the guard)', async () => {
-    await assert.rejects(fetchFrom('/redirect-internal-name'), SsrfBlockedError);
+    await assert.rejects(fetchFrom('/redirect-internal-name'), expectNetworkError('blocked'));
   });
 
   it('refuses a redirect to the metadata address without DNS', async () => {
@@ -284,7 +284,7 @@ describe('safeFetch', () => {
   });
 
   it('refuses non-http schemes up front', async () => {
-    await assert.rejects(safeFetch('file:///etc/passwd', { policy }), expectNetworkError('bad_scheme'));
+    await assert.rejects(fetchBuffered('file:///etc/passwd', { policy }), expectNetworkError('bad_scheme'));
   });
 
   it('turns POST into GET on 303 and 302, dropping the body', async () => {
@@ -315,7 +315,7 @@ describe('safeFetch', () => {
   });
 
   it('sends URL credentials as basic auth and never reports them', async () => {
-    const response = await safeFetch(`http://user:p%40ss@127.0.0.1:${target.port}/echo#frag`, { policy });
+    const response = await fetchBuffered(`http://user:p%40ss@127.0.0.1:${target.port}/echo#frag`, { policy });
     assert.equal(JSON.parse(response.body.toString()).headers.authorization, `Basic ${Buffer.from('user:p@ss').toString('base64')}`);
     assert.equal(response.url, `${target.origin}/echo`);
   });
@@ -358,15 +358,15 @@ describe('safeFetch', () => {
 
   it('reports an undecodable body as a network error', async () => {
     await assert.rejects(fetchFrom('/gzip-corrupt'), (error: unknown) => {
-      assert.ok(error instanceof SafeFetchError);
+      assert.ok(error instanceof FetchError);
       assert.equal(error.code, 'network');
       assert.match(error.message, /decode the gzip body/);
       return true;
     });
   });
 
-  it('reports a truncated body as a network error', async () => {
-    await assert.rejects(fetchFrom('/truncated'), expectNetworkError('network'));
+  it('reports a truncated body as a connection closed mid-response', async () => {
+    await assert.rejects(fetchFrom('/truncated'), expectNetworkError('reset'));
   });
 
   it('times out the whole request, waiting for headers or for the body', async () => {
@@ -385,14 +385,18 @@ describe('safeFetch', () => {
     await assert.rejects(fetchFrom('/hello', { signal: AbortSignal.abort(reason) }), (error: unknown) => error === reason);
   });
 
-  it('reports connection failures as network errors', async () => {
+  it('reports a refused connection as such, naming the target', async () => {
     const closed = await startHttpServer('127.0.0.1', () => {});
     await closed.close();
-    await assert.rejects(safeFetch(`${closed.origin}/`, { policy }), expectNetworkError('network'));
+    await assert.rejects(fetchBuffered(`${closed.origin}/`, { policy }), (error: unknown) => {
+      expectNetworkError('refused')(error);
+      assert.match((error as Error).message, new RegExp(`${closed.origin} refused the connection`));
+      return true;
+    });
   });
 });
 
-describe('safeFetch over TLS and through a proxy', () => {
+describe('fetchBuffered over TLS and through a proxy', () => {
   let certDir: string;
   let cert: Buffer;
   let secure: TestServer;
@@ -479,16 +483,16 @@ describe('safeFetch over TLS and through a proxy', () => {
   const expectedProxyAuthorization = `Basic ${Buffer.from('user-DE:p@ss').toString('base64')}`;
 
   it('fetches https directly, verifying the certificate against the name', async () => {
-    const response = await safeFetch(`https://secure.test:${secure.port}/direct`, { policy, resolver: stubResolver, extraCa: cert });
+    const response = await fetchBuffered(`https://secure.test:${secure.port}/direct`, { policy, resolver: stubResolver, extraCa: cert });
     assert.equal(response.body.toString(), `secure GET /direct host=secure.test:${secure.port}`);
   });
 
   it('rejects an untrusted certificate', async () => {
-    await assert.rejects(safeFetch(`${secure.origin}/`, { policy }), expectNetworkError('network'));
+    await assert.rejects(fetchBuffered(`${secure.origin}/`, { policy }), expectNetworkError('tls'));
   });
 
   it('sends http targets to the proxy in absolute form with basic proxy auth', async () => {
-    const response = await safeFetch(`${plain.origin}/via-proxy?q=1`, { policy, proxy: proxyConfig() });
+    const response = await fetchBuffered(`${plain.origin}/via-proxy?q=1`, { policy, proxy: proxyConfig() });
     assert.equal(response.body.toString(), 'plain /via-proxy?q=1');
     assert.equal(proxy.requests.length, 1);
     assert.equal(proxy.requests[0].url, `${plain.origin}/via-proxy?q=1`);
@@ -497,7 +501,7 @@ describe('safeFetch over TLS and through a proxy', () => {
   });
 
   it('tunnels https targets through CONNECT, then verifies TLS end to end', async () => {
-    const response = await safeFetch(`https://secure.test:${secure.port}/tunnelled`, {
+    const response = await fetchBuffered(`https://secure.test:${secure.port}/tunnelled`, {
       policy,
       resolver: stubResolver,
       proxy: proxyConfig(),
@@ -510,26 +514,96 @@ describe('safeFetch over TLS and through a proxy', () => {
 
   it('checks the target before anything reaches the proxy', async () => {
     await assert.rejects(
-      safeFetch(`http://internal.example:${internal.port}/`, { policy, resolver: stubResolver, proxy: proxyConfig() }),
-      SsrfBlockedError,
+      fetchBuffered(`http://internal.example:${internal.port}/`, { policy, resolver: stubResolver, proxy: proxyConfig() }),
+      expectNetworkError('blocked'),
     );
-    await assert.rejects(safeFetch(`https://10.0.0.5/`, { policy, proxy: proxyConfig() }), SsrfBlockedError);
+    await assert.rejects(fetchBuffered(`https://10.0.0.5/`, { policy, proxy: proxyConfig() }), expectNetworkError('blocked'));
     assert.equal(proxy.requests.length, 0);
     assert.deepEqual(connectLines, []);
   });
 
-  it('reports a refused CONNECT as a network error', async () => {
+  it('reports a refused CONNECT as the proxy\'s failure', async () => {
     const anonymous = proxyFromTemplate(`http://127.0.0.1:${proxy.port}`, 'de');
-    await assert.rejects(safeFetch(`${secure.origin}/`, { policy, proxy: anonymous, extraCa: cert }), (error: unknown) => {
-      assert.ok(error instanceof SafeFetchError);
-      assert.equal(error.code, 'network');
+    await assert.rejects(fetchBuffered(`${secure.origin}/`, { policy, proxy: anonymous, extraCa: cert }), (error: unknown) => {
+      assert.ok(error instanceof FetchError);
+      assert.equal(error.code, 'proxy');
       assert.match(error.message, /407/);
       return true;
     });
   });
 });
 
-describe('safeFetch through a proxy pins the checked address', () => {
+describe('fetchBuffered: a failing proxy is the proxy\'s failure, on every path', () => {
+  let target: TestServer;
+  let refusingProxy: Server;
+  let refusingPort: number;
+  let closedPort: number;
+  const refusals: string[] = [];
+
+  before(async () => {
+    target = await startHttpServer('127.0.0.1', (_request, response) => response.end('the page'));
+    // A proxy that wants other credentials: 407 to absolute-form requests and to CONNECT alike.
+    refusingProxy = http.createServer((request, response) => {
+      refusals.push(request.url ?? '');
+      response.writeHead(407, { 'proxy-authenticate': 'Basic realm="proxy"' }).end('proxy says no');
+    });
+    refusingProxy.on('connect', (request: IncomingMessage, socket: net.Socket) => {
+      refusals.push(`CONNECT ${request.url}`);
+      socket.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="proxy"\r\n\r\n');
+    });
+    await new Promise<void>((resolve) => refusingProxy.listen(0, '127.0.0.1', resolve));
+    refusingPort = (refusingProxy.address() as AddressInfo).port;
+    const closed = await startHttpServer('127.0.0.1', () => {});
+    closedPort = closed.port;
+    await closed.close();
+  });
+
+  after(async () => {
+    refusingProxy.closeAllConnections();
+    await new Promise<void>((resolve) => refusingProxy.close(() => resolve()));
+    await target.close();
+  });
+
+  beforeEach(() => (refusals.length = 0));
+
+  const via = (port: number) => proxyFromTemplate(`http://user:secret-pass@127.0.0.1:${port}`, 'DE');
+
+  function expectProxyFailure(pattern: RegExp) {
+    return (error: unknown) => {
+      assert.ok(error instanceof FetchError, `expected FetchError, got ${String(error)}`);
+      assert.equal(error.code, 'proxy', error.message);
+      assert.equal(error.reached, false);
+      assert.match(error.message, /proxy/i);
+      assert.match(error.message, pattern);
+      assert.doesNotMatch(error.message, /secret-pass/);
+      return true;
+    };
+  }
+
+  it('reports a 407 to a plain-http request as the proxy refusing it, not as the page answering 407', async () => {
+    await assert.rejects(fetchBuffered(`${target.origin}/page`, { policy, proxy: via(refusingPort) }), expectProxyFailure(/407/));
+    assert.deepEqual(refusals, [`${target.origin}/page`]);
+    assert.equal(target.requests.length, 0);
+  });
+
+  it('reports a 407 to CONNECT the same way', async () => {
+    await assert.rejects(fetchBuffered(`https://127.0.0.1:${target.port}/page`, { policy, proxy: via(refusingPort) }), expectProxyFailure(/407/));
+    assert.deepEqual(refusals, [`CONNECT 127.0.0.1:${target.port}`]);
+  });
+
+  for (const scheme of ['http', 'https'] as const) {
+    it(`reports a proxy that refuses connections as unreachable, for an ${scheme} target, not as the target refusing`, async () => {
+      await assert.rejects(fetchBuffered(`${scheme}://127.0.0.1:${target.port}/page`, { policy, proxy: via(closedPort) }), (error: unknown) => {
+        expectProxyFailure(/Could not reach the proxy/)(error);
+        assert.doesNotMatch((error as Error).message, new RegExp(String(target.port)));
+        return true;
+      });
+      assert.equal(target.requests.length, 0);
+    });
+  }
+});
+
+describe('fetchBuffered through a proxy pins the checked address', () => {
   // The worker's resolver and the proxy's own DNS disagree about each name (rebinding, split horizon): the guard
   // checks the worker's answer, so the proxy must be handed that address and never the name.
   const workerView: Resolver = async (hostname) => {
@@ -581,7 +655,7 @@ describe('safeFetch through a proxy pins the checked address', () => {
   const viaProxy = () => proxyFromTemplate(proxy.urlTemplate, 'DE');
 
   it('sends plain http in absolute form to the checked IP, with the name only in the Host header', async () => {
-    const response = await safeFetch(`http://rebind.test:${plain.port}/page?q=1`, { policy, resolver: workerView, proxy: viaProxy() });
+    const response = await fetchBuffered(`http://rebind.test:${plain.port}/page?q=1`, { policy, resolver: workerView, proxy: viaProxy() });
     assert.equal(response.body.toString(), `plain /page?q=1 host=rebind.test:${plain.port}`);
     assert.deepEqual(proxy.requests.map((r) => r.target), [`http://127.0.0.1:${plain.port}/page?q=1`]);
     assert.equal(proxy.requests[0].host, `rebind.test:${plain.port}`);
@@ -589,15 +663,15 @@ describe('safeFetch through a proxy pins the checked address', () => {
   });
 
   it('tunnels https with CONNECT to the checked IP, SNI and certificate checked against the name', async () => {
-    const response = await safeFetch(`https://pinned.test:${secure.port}/tls`, { policy, resolver: workerView, proxy: viaProxy(), extraCa: cert });
+    const response = await fetchBuffered(`https://pinned.test:${secure.port}/tls`, { policy, resolver: workerView, proxy: viaProxy(), extraCa: cert });
     assert.equal(response.body.toString(), `secure /tls host=pinned.test:${secure.port}`);
     assert.deepEqual(proxy.requests.map((r) => r.target), [`CONNECT 127.0.0.1:${secure.port}`]);
   });
 
   it('still refuses a certificate that does not name the host, though the address is right', async () => {
     await assert.rejects(
-      safeFetch(`https://wrong-name.test:${secure.port}/`, { policy, resolver: workerView, proxy: viaProxy(), extraCa: cert }),
-      (error: unknown) => error instanceof SafeFetchError && error.code === 'network' && /wrong-name\.test/.test(String(error.cause ?? error.message)),
+      fetchBuffered(`https://wrong-name.test:${secure.port}/`, { policy, resolver: workerView, proxy: viaProxy(), extraCa: cert }),
+      (error: unknown) => error instanceof FetchError && error.code === 'tls' && /wrong-name\.test/.test(String(error.cause ?? error.message)),
     );
     assert.deepEqual(proxy.requests.map((r) => r.target), [`CONNECT 127.0.0.1:${secure.port}`]);
   });
@@ -607,7 +681,7 @@ describe('safeFetch through a proxy pins the checked address', () => {
       response.writeHead(302, { location: `http://rebind.test:${plain.port}/after` }).end();
     });
     try {
-      const response = await safeFetch(`http://127.0.0.1:${redirector.port}/start`, { policy, resolver: workerView, proxy: viaProxy() });
+      const response = await fetchBuffered(`http://127.0.0.1:${redirector.port}/start`, { policy, resolver: workerView, proxy: viaProxy() });
       assert.equal(response.body.toString(), `plain /after host=rebind.test:${plain.port}`);
       assert.deepEqual(proxy.requests.map((r) => r.target), [`http://127.0.0.1:${redirector.port}/start`, `http://127.0.0.1:${plain.port}/after`]);
     } finally {

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { useHarness, type Harness } from './support/harness';
 import { GATED_SECRET, SPA_SENTENCE } from './support/fixture-site';
+import { workflowIdOf } from './support/ledger-checks';
 
 describe('POST /scrape (async) and GET /scrape/status', function () {
   let h: Harness;
@@ -182,6 +185,45 @@ describe('scrape pipeline details', function () {
     assert.equal(job.result.renderedWith, 'browser');
     assert.ok(job.result.markdown.includes('hidden price list'), job.result.markdown);
     assert.ok(h.captchaSolver.tasks.some((t) => t.siteKey === 'fixture-site-key' && t.method === 'userrecaptcha'));
+  });
+
+  it('fails at once, naming the proxy, when the proxy refuses the request (407) or cannot be reached', async function () {
+    const asked: string[] = [];
+    const refusing = http.createServer((request, response) => {
+      asked.push(request.url ?? '');
+      response.writeHead(407, { 'proxy-authenticate': 'Basic realm="proxy"' }).end();
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    const unused = http.createServer();
+    await new Promise<void>((resolve) => unused.listen(0, '127.0.0.1', resolve));
+    const closedPort = (unused.address() as AddressInfo).port;
+    await new Promise((resolve) => unused.close(resolve));
+    try {
+      const cases = [
+        { name: 'refusing', port: (refusing.address() as AddressInfo).port, error: /proxy refused the request .*\(HTTP 407/i },
+        { name: 'closed', port: closedPort, error: /Could not reach the proxy/ },
+      ];
+      for (const { name, port, error } of cases) {
+        const stack = await h.startIsolatedStack({
+          taskQueues: { platform: `platform-proxy-${name}`, browser: `browser-proxy-${name}` },
+          overrides: { proxyUrlTemplate: `http://user-{country}:proxy-pass@127.0.0.1:${port}` },
+          queues: ['platform'],
+        });
+        const job = await run({ url: `${h.site.url}/static?proxy=${name}`, mobile_proxy_enabled: true, mobile_proxy_country: 'de' }, { base: stack.baseUrl });
+        assert.equal(job.status, 'failed', name);
+        assert.match(job.error, error, name);
+        assert.doesNotMatch(job.error, /page answered|ECONNREFUSED 127/, name);
+        assert.doesNotMatch(job.error, /proxy-pass/, name);
+        // One attempt: a proxy failure is not the site's and retrying the fetch would not help.
+        const history = await h.client.workflow.getHandle(await workflowIdOf(h, job.id)).fetchHistory();
+        const attempts = (history.events ?? []).flatMap((event) => (event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt] : []));
+        assert.ok(attempts.length > 0 && attempts.every((attempt) => attempt === 1), `${name}: attempts ${JSON.stringify(attempts)}`);
+      }
+      assert.deepEqual(asked, [`${h.site.url}/static?proxy=refusing`]);
+    } finally {
+      refusing.closeAllConnections();
+      await new Promise((resolve) => refusing.close(resolve));
+    }
   });
 
   it('fails clearly when the request asks for a proxy or captcha solver that is not configured', async function () {

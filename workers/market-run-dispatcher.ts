@@ -2,7 +2,8 @@ import type { Client } from '@temporalio/client';
 import type { Db } from '../db/connect';
 import { markRunWorkflowsStarted, runsOwedAWorkflow } from '../db/repos/market-runs';
 import type { Config } from '../lib/config';
-import { startMarketRunWorkflow, type OwedMarketRun } from '../lib/market/run-workflow';
+import { marketRunStart, type OwedMarketRun } from '../lib/market/run-workflow';
+import { startOnce } from '../lib/temporal/start';
 import { log } from '../lib/log';
 import { startPeriodicPass, type PeriodicPass } from './periodic-pass';
 
@@ -30,7 +31,7 @@ export function startMarketRunDispatcher(deps: { db: Db; client: Client; config:
     const refused: PromiseRejectedResult[] = [];
     for (let i = 0; i < owed.length && !stopped(); i += PARALLEL_STARTS) {
       const batch = owed.slice(i, i + PARALLEL_STARTS);
-      const outcomes = await Promise.allSettled(batch.map((run) => startMarketRunWorkflow(deps.client, taskQueue, run)));
+      const outcomes = await Promise.allSettled(batch.map((run) => startOnce(deps.client, marketRunStart(taskQueue, run))));
       outcomes.forEach((outcome, j) => (outcome.status === 'fulfilled' ? started.push(batch[j].id) : refused.push(outcome)));
     }
     await markRunWorkflowsStarted(deps.db, started);

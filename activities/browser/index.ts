@@ -8,6 +8,7 @@ import type { BrowserPool } from '../../lib/browser/pool';
 import { renderPage } from '../../lib/browser/render';
 import { CaptchaSolveError } from '../../lib/captcha';
 import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
+import { findFetchError } from '../../lib/net/transport';
 import { normalizeCookies } from '../../lib/page/cookies';
 import { htmlToPage } from '../../lib/page/convert';
 import { attemptKey, withHeartbeat } from '../heartbeat';
@@ -48,6 +49,8 @@ export function createBrowserActivities(deps: BrowserDeps) {
         if (rendered.status >= 400) throw rejectScrape(`The page answered HTTP ${rendered.status}`);
       } catch (err) {
         if (err instanceof SsrfBlockedError) throw rejectScrape(`Blocked by the SSRF guard: ${err.message}`);
+        // The operator's proxy failed the navigation, not the site: the job says so at once.
+        if (findFetchError(err)?.code === 'proxy') throw rejectScrape((err as Error).message);
         if (err instanceof CaptchaSolveError) throw rejectScrape(err.message);
         throw err;
       } finally {

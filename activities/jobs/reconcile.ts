@@ -2,7 +2,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Db } from '../../db/connect';
 import type { Job } from '../../db/schema';
 import { abandonJob, appendJobLog, listStalePendingJobs } from '../../db/repos/jobs';
-import { startJobWorkflow } from '../../lib/job-workflow-start';
+import { startOnce } from '../../lib/temporal/start';
 
 export interface PendingJobsReconciliation {
   /** Jobs whose workflow was missing and is now started. */
@@ -51,7 +51,7 @@ export async function reconcilePendingJobs(deps: { db: Db; client: Client }, opt
       continue;
     }
     try {
-      await startJobWorkflow(client, {
+      await startOnce(client, {
         workflowId: job.workflow_id,
         workflowType: job.workflow_type,
         taskQueue: job.workflow_task_queue,

@@ -4,7 +4,7 @@ import type { Config } from '../../lib/config';
 import { unseal } from '../../lib/crypto';
 import { DiscoveryError, normalisedDiscovery, type Discover, type Discovery, type DiscoveryResult } from '../../lib/market/discovery';
 import type { SourceIdentity } from '../../lib/market/fingerprint';
-import { readOpenApiDocument, OpenApiDocumentError } from '../../lib/market/openapi-document';
+import { readOpenApiDocument, OpenApiDocumentError } from '../../lib/tools/openapi-reader';
 import { recordValidation, type StoredValidation } from '../../db/repos/market-validations';
 import { DISCOVERY_PARAMS_AAD, type MarketSourceInput, type ValidateSourceInput, type ValidationView } from '../../lib/market/source-input';
 

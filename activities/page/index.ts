@@ -2,8 +2,9 @@ import type { Db } from '../../db/connect';
 import { appendJobLog } from '../../db/repos/jobs';
 import { recordUsage } from '../../db/repos/job-usage';
 import { PROXY_MICROS_PER_REQUEST } from '../../lib/billing/pricing';
-import { safeFetch } from '../../lib/net/safe-fetch';
-import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
+import { fetchBuffered } from '../../lib/net/buffered-fetch';
+import type { NetworkPolicy } from '../../lib/net/ssrf';
+import { findFetchError, ssrfRefusal } from '../../lib/net/transport';
 import { cookieHeaderFor, normalizeCookies } from '../../lib/page/cookies';
 import { htmlToPage, needsBrowser } from '../../lib/page/convert';
 import { loadJob } from '../jobs';
@@ -57,7 +58,7 @@ export function createPageActivities(deps: PageDeps) {
       let response;
       try {
         const cookie = cookieHeaderFor(cookies, request.url);
-        response = await safeFetch(request.url, {
+        response = await fetchBuffered(request.url, {
           policy: deps.policy,
           proxy,
           headers: {
@@ -68,7 +69,10 @@ export function createPageActivities(deps: PageDeps) {
           },
         });
       } catch (err) {
-        if (err instanceof SsrfBlockedError) throw rejectScrape(`Blocked by the SSRF guard: ${err.message}`);
+        const refusal = ssrfRefusal(err);
+        if (refusal) throw rejectScrape(`Blocked by the SSRF guard: ${refusal.message}`);
+        // The operator's proxy failed, not the site: no retry storm, the job says so at once.
+        if (findFetchError(err)?.code === 'proxy') throw rejectScrape((err as Error).message);
         throw err;
       } finally {
         if (proxy) await recordUsage(deps.db, { jobId, usageKey: attemptKey(jobId, 'proxy'), kind: 'proxy', quantity: 1, costMicros: PROXY_MICROS_PER_REQUEST });

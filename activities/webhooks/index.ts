@@ -4,8 +4,9 @@ import { appendJobLog, getJob } from '../../db/repos/jobs';
 import { getWebhookSecret } from '../../db/repos/users';
 import { signWebhook } from '../../lib/crypto';
 import { toJobRecord } from '../../db/job-record';
-import { safeFetch } from '../../lib/net/safe-fetch';
-import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
+import { fetchBuffered } from '../../lib/net/buffered-fetch';
+import type { NetworkPolicy } from '../../lib/net/ssrf';
+import { ssrfRefusal } from '../../lib/net/transport';
 import { jobLog } from '../../lib/log';
 import { webhookDeliveries } from '../../lib/metrics';
 
@@ -34,7 +35,7 @@ export function createWebhookActivities(deps: WebhookDeps) {
       const secret = await getWebhookSecret(deps.db, deps.masterKey, job.user_id);
       let response;
       try {
-        response = await safeFetch(job.webhook_url, {
+        response = await fetchBuffered(job.webhook_url, {
           policy: deps.policy,
           method: 'POST',
           maxRedirects: 0,
@@ -51,11 +52,12 @@ export function createWebhookActivities(deps: WebhookDeps) {
           },
         });
       } catch (err) {
-        if (err instanceof SsrfBlockedError) {
+        const refusal = ssrfRefusal(err);
+        if (refusal) {
           webhookDeliveries.labels('blocked').inc();
-          jobLog(jobId).warn({ reason: err.message }, 'webhook blocked by the SSRF guard');
-          await appendJobLog(deps.db, jobId, `webhook not sent: ${err.message}`);
-          throw ApplicationFailure.nonRetryable(`webhook blocked: ${err.message}`, 'WebhookRejected');
+          jobLog(jobId).warn({ reason: refusal.message }, 'webhook blocked by the SSRF guard');
+          await appendJobLog(deps.db, jobId, `webhook not sent: ${refusal.message}`);
+          throw ApplicationFailure.nonRetryable(`webhook blocked: ${refusal.message}`, 'WebhookRejected');
         }
         webhookDeliveries.labels('network_error').inc();
         jobLog(jobId).warn({ reason: (err as Error).message }, 'webhook attempt failed');

@@ -1,18 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { WorkflowFailedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import type { AuthenticatedUser } from '../../db/repos/users';
-import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal';
 import { McpDiscoveryRequest, type McpDiscoveryRequestBody } from '../../lib/schemas/tools';
 import { sealDiscoveryParams } from '../../lib/tools/discovery-request';
-import { ToolSourceError, type ToolSourceErrorCode } from '../../lib/tools/errors';
+import { sourceErrorStatus, ToolSourceError, type ToolSourceErrorCode } from '../../lib/tools/errors';
 import { parseSourceUrl, preflightSourceUrl } from '../../lib/tools/network';
 import type { DiscoverToolsInput, DiscoveryOutcome } from '../../workflows/tools-discovery';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
 import { parseBody, parseUuidParam } from '../validation';
-import { log } from '../../lib/log';
 import { agentRunExtras } from '../services/agent-run-record';
 import { addJobStatusRoute } from './job-status';
 import { sealRequestSecrets } from '../../lib/request-secrets';
@@ -21,6 +19,7 @@ import type { CustomAgentWorkflowInput } from '../../workflows/custom-agent';
 import { checkSchedule, createScheduledAutomation, splitSecrets, updateScheduledAutomation } from '../services/automations';
 import { agentRunBounds, checkCustomAgent, mergeCustomAgent, scheduledRunInput, unsealedAgent } from '../services/custom-agents';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
+import { startAndWait } from '../services/workflow-call';
 import { notFound } from '../errors';
 
 /** How long POST /agents/discover-mcp waits for its discovery workflow before answering 504. */
@@ -127,7 +126,7 @@ function discoveryInput(body: McpDiscoveryRequestBody, deps: ApiDeps, workflowId
     try {
       preflightSourceUrl(parseSourceUrl(value, field), deps.policy);
     } catch (error) {
-      if (error instanceof ToolSourceError) throw new ApiError(400, error.code, error.message, [{ path: `body/${field}`, message: error.message }]);
+      if (error instanceof ToolSourceError) throw new ApiError(sourceErrorStatus(error.code), error.code, error.message, [{ path: `body/${field}`, message: error.message }]);
       throw error;
     }
   }
@@ -143,55 +142,19 @@ function discoveryInput(body: McpDiscoveryRequestBody, deps: ApiDeps, workflowId
 }
 
 async function runDiscovery(deps: ApiDeps, user: AuthenticatedUser, workflowId: string, input: DiscoverToolsInput): Promise<DiscoveryOutcome> {
-  let handle;
-  try {
-    handle = await deps.temporal.workflow.start('discoverToolsWorkflow', {
-      taskQueue: deps.config.taskQueues.platform,
-      workflowId,
-      args: [input],
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      workflowExecutionTimeout: '5m',
-      typedSearchAttributes: [
-        { key: UserIdSearchAttribute, value: user.userId },
-        { key: JobKindSearchAttribute, value: 'tools-discovery' },
-      ],
-    });
-  } catch (error) {
-    log().error({ err: error, workflowId }, 'could not start the workflow');
-    throw new ApiError(503, 'service_unavailable', 'The workflow engine is unavailable; try again', undefined, { 'Retry-After': '5' });
-  }
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), DISCOVERY_WAIT_MS)));
-  try {
-    const result = await Promise.race([handle.result() as Promise<DiscoveryOutcome>, timedOut]);
-    if (result !== 'timeout') return result;
-  } catch (error) {
-    if (error instanceof WorkflowFailedError) throw new ApiError(502, 'discovery_failed', 'The discovery failed unexpectedly; try again');
-    throw error;
-  } finally {
-    clearTimeout(timer);
-  }
-  await handle.cancel().catch(() => {});
-  throw new ApiError(504, 'discovery_timeout', `The discovery did not finish within ${DISCOVERY_WAIT_MS / 1000} s`);
+  const outcome = await startAndWait<DiscoveryOutcome>(
+    deps.temporal,
+    { workflowType: 'discoverToolsWorkflow', workflowId, taskQueue: deps.config.taskQueues.platform, args: [input], executionTimeout: '5m', userId: user.userId, kind: 'tools-discovery' },
+    {
+      waitMs: DISCOVERY_WAIT_MS,
+      cancelOnTimeout: true,
+      failure: (error) => (error instanceof WorkflowFailedError ? new ApiError(502, 'discovery_failed', 'The discovery failed unexpectedly; try again') : undefined),
+    },
+  );
+  if (!outcome.finished) throw new ApiError(504, 'discovery_timeout', `The discovery did not finish within ${DISCOVERY_WAIT_MS / 1000} s`);
+  return outcome.result;
 }
 
-/** Refusals and bad input are the caller's (400); an upstream that cannot be used is a bad gateway (502), a silent one a timeout (504). */
-const STATUS_OF: Record<ToolSourceErrorCode, number> = {
-  invalid_source: 400,
-  ssrf_blocked: 400,
-  insecure_url: 400,
-  invalid_openapi: 400,
-  source_too_large: 400,
-  host_not_found: 400,
-  upstream_unreachable: 502,
-  upstream_error: 502,
-  tls_error: 502,
-  not_mcp_server: 502,
-  auth_required: 502,
-  upstream_timeout: 504,
-  invalid_params: 400,
-};
-
 function discoveryError(code: ToolSourceErrorCode, message: string): ApiError {
-  return new ApiError(STATUS_OF[code] ?? 502, code, message);
+  return new ApiError(sourceErrorStatus(code), code, message);
 }

@@ -28,7 +28,6 @@ import { commissionOf, ratePpm } from '../../lib/market/commission';
 import { MarketRuleError } from '../../lib/market/errors';
 import { maskValues } from '../../lib/market/listing';
 import { transition } from '../../lib/market/review-state';
-import { isAllowlistedHost } from '../../lib/market/source-url';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import { sealRequestSecrets } from '../../lib/request-secrets';
 import { AgentMarketListQuery, AgentMarketSubmissionRequest, MarketAgentRunRequest, type AgentMarketSubmissionBody, type MarketAgentRunBody } from '../../lib/schemas/agent-market';
@@ -236,13 +235,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
     }
     const llm = { llm_provider: body.llm_provider ?? agent.suggestedLlmProvider, llm_model: body.llm_model ?? agent.suggestedLlmModel };
     assertLlmModel(deps.config.modelPrices, llm);
-    if (body.webhook_url) {
-      const url = new URL(body.webhook_url);
-      if (url.protocol !== 'https:' && !isAllowlistedHost(url.hostname, deps.policy)) {
-        throw new ApiError(400, 'insecure_webhook_url', 'webhook_url must be an https:// URL', [{ path: 'body/webhook_url', message: 'must use https' }]);
-      }
-      preflightUrl('webhook_url', body.webhook_url, deps.policy);
-    }
+    if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy, { requireHttps: true }, 'insecure_webhook_url');
     await checkMarketSelections(agent.mcpSelections, approvedTools, 'mcpSelections', 409);
 
     const secrets = unsealAgentSecrets(deps.config.masterKey, agent);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { WorkflowFailedError, WorkflowIdReusePolicy } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { findValidation, findValidValidationByFingerprint } from '../../db/repos/market-validations';
 import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
@@ -15,11 +15,10 @@ import type { Discovery, DiscoveryRequest } from '../../lib/market/discovery';
 import { ruleBroken } from '../../lib/market/errors';
 import type { MonetizationStrategy } from '../../lib/market/listing';
 import { prepareMcpSubmission, type McpSubmissionRequest, type PreparedMcpSubmission } from '../../lib/market/mcp-submission';
-import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/market/openapi-document';
+import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi-reader';
 import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
 import { transition } from '../../lib/market/review-state';
 import { requireSecureSourceUrl } from '../../lib/market/source-url';
-import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal';
 import {
   MarketEventVerificationRequest,
   McpMarketDiscoveryRequest,
@@ -31,6 +30,7 @@ import { DISCOVERY_PARAMS_AAD, type MarketSourceInput, type ValidateSourceInput,
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound } from '../errors';
 import { preflightUrl } from '../services/url-preflight';
+import { startAndWait } from '../services/workflow-call';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import { addRevisionRoute, apiBaseUrl, iconUrlFor, marketErrors, ownerSubmissionView, publicEntryView, submissionCoreFields } from './market-common';
 
@@ -104,35 +104,27 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   /** Starts a discovery or validation workflow and waits (bounded) for its answer. */
   async function runSourceWorkflow<T>(ctx: Context, kind: 'discover' | 'validate', args: MarketSourceInput | ValidateSourceInput, workflowId: string): Promise<T> {
     const user = ctx.state.user as AuthenticatedUser;
-    let handle;
-    try {
-      handle = await deps.temporal.workflow.start(kind === 'discover' ? 'marketDiscoveryWorkflow' : 'marketValidationWorkflow', {
-        taskQueue: deps.config.taskQueues.platform,
-        workflowId,
-        args: [args],
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        typedSearchAttributes: [
-          { key: UserIdSearchAttribute, value: user.userId },
-          { key: JobKindSearchAttribute, value: kind === 'discover' ? 'market-discovery' : 'market-validation' },
-        ],
-      });
-    } catch (err) {
-      throw new ApiError(503, 'service_unavailable', `The workflow engine is unavailable: ${(err as Error).message}`, undefined, { 'Retry-After': '5' });
-    }
     const timeoutMs = deps.config.market.discoveryTimeoutMs;
-    const signal = AbortSignal.timeout(timeoutMs);
-    try {
-      return (await deps.temporal.withAbortSignal(signal, () => handle.result())) as T;
-    } catch (err) {
-      const refused = discoveryFailure(err);
-      if (refused) throw refused;
-      if (signal.aborted) {
-        await handle.cancel().catch(() => undefined);
-        throw new ApiError(504, 'discovery_timeout', `The source did not answer within ${Math.round(timeoutMs / 1000)}s`);
-      }
-      if (err instanceof WorkflowFailedError) throw new ApiError(502, 'discovery_failed', 'Discovering the source failed after retries; try again later');
-      throw err;
-    }
+    const outcome = await startAndWait<T>(
+      deps.temporal,
+      {
+        workflowType: kind === 'discover' ? 'marketDiscoveryWorkflow' : 'marketValidationWorkflow',
+        workflowId,
+        taskQueue: deps.config.taskQueues.platform,
+        args: [args],
+        userId: user.userId,
+        kind: kind === 'discover' ? 'market-discovery' : 'market-validation',
+      },
+      {
+        waitMs: timeoutMs,
+        cancelOnTimeout: true,
+        failure: (err: unknown) =>
+          discoveryFailure(err) ??
+          (err instanceof WorkflowFailedError ? new ApiError(502, 'discovery_failed', 'Discovering the source failed after retries; try again later') : undefined),
+      },
+    );
+    if (!outcome.finished) throw new ApiError(504, 'discovery_timeout', `The source did not answer within ${Math.round(timeoutMs / 1000)}s`);
+    return outcome.result;
   }
 
   const sourceInput = (body: DiscoveryBody): MarketSourceInput => {

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { getJob } from '../../db/repos/jobs';
+import { waitBounded } from '../../lib/temporal/start';
 import { normalizeCookies } from '../../lib/page/cookies';
 import type { ScrapeWorkflowInput } from '../../workflows/scrape';
 import type { ApiDeps } from '../deps';
@@ -54,12 +55,11 @@ export function scrapeRoutes(deps: ApiDeps): Router {
       ctx.body = { jobId: job.id, status: 'pending' };
       return;
     }
-    const finished = await deps.temporal
-      .withAbortSignal(AbortSignal.timeout(deps.config.syncScrapeTimeoutMs), () => deps.temporal.workflow.getHandle(job.workflow_id).result())
-      .then(
-        () => true,
-        () => false,
-      );
+    // The job's workflow was started once (startMeteredJob); the request waits for it within a bound.
+    const finished = await waitBounded(deps.temporal, job.workflow_id, deps.config.syncScrapeTimeoutMs).then(
+      (waited) => waited.finished,
+      () => false,
+    );
     const current = await getJob(deps.db, job.id);
     ctx.status = 200;
     if (current.status === 'completed' && current.result) {

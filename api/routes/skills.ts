@@ -1,6 +1,5 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { aiSearch } from '../services/skills-ai-search';
 import { embedderFromConfig, serviceLlmClient } from '../../lib/skills/embeddings';
@@ -11,6 +10,7 @@ import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { AdminSkillsImportRequest, AdminSkillsRefreshRequest, SkillsSearchQuery, type SkillsSearchParams } from '../../lib/schemas/skills';
 import { parseBody, parseQuery } from '../validation';
+import { startAndWait } from '../services/workflow-call';
 
 const REFRESH_WAIT_MS = 5 * 60_000;
 
@@ -58,33 +58,19 @@ export function registerSkillsAdminRoutes(router: Router, deps: ApiDeps): void {
     if (!body.repos && deps.config.skills.githubRepos.length === 0) {
       throw new ApiError(400, 'validation_failed', 'No repositories: set SKILLS_GITHUB_REPOS or pass "repos"');
     }
-    let handle;
-    try {
-      handle = await deps.temporal.workflow.start('skillsRefreshWorkflow', {
-        taskQueue: deps.config.taskQueues.platform,
-        workflowId: 'skills-directory-refresh-now',
-        args: [{ repos: body.repos } satisfies SkillsRefreshInput],
-        // A refresh already running is joined rather than doubled.
-        workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
-      });
-    } catch (err) {
-      throw new ApiError(503, 'service_unavailable', `The workflow engine is unavailable: ${(err as Error).message}`, undefined, { 'Retry-After': '5' });
-    }
-    const accepted = { workflowId: handle.workflowId, runId: handle.firstExecutionRunId };
-    // `wait` is bounded: with no worker polling, the refresh stays queued and the answer is 202 after all.
-    let timer: NodeJS.Timeout | undefined;
-    const result = body.wait
-      ? await Promise.race([
-          handle.result() as Promise<SkillsRefreshResult>,
-          new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), REFRESH_WAIT_MS))),
-        ]).finally(() => clearTimeout(timer))
-      : null;
-    if (!result) {
+    // A refresh already running is joined rather than doubled. `wait` is bounded: with no worker polling, the
+    // refresh stays queued and the answer is 202 after all.
+    const outcome = await startAndWait<SkillsRefreshResult>(
+      deps.temporal,
+      { workflowType: 'skillsRefreshWorkflow', workflowId: 'skills-directory-refresh-now', taskQueue: deps.config.taskQueues.platform, args: [{ repos: body.repos } satisfies SkillsRefreshInput] },
+      { waitMs: body.wait ? REFRESH_WAIT_MS : 0, join: true },
+    );
+    const accepted = { workflowId: outcome.workflowId, runId: outcome.runId };
+    if (!outcome.finished) {
       ctx.status = 202;
       ctx.body = accepted;
       return;
     }
-    ctx.body = { ...accepted, result };
+    ctx.body = { ...accepted, result: outcome.result };
   });
 }

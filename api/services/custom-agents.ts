@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { AutomationsTable } from '../../db/schema';
 import { unseal } from '../../lib/crypto';
-import { ToolSourceError } from '../../lib/tools/errors';
+import { sourceErrorStatus, ToolSourceError } from '../../lib/tools/errors';
 import { parseSourceUrl, preflightSourceUrl } from '../../lib/tools/network';
 import type { CustomAgentBody, CustomAgentUpdateBody } from '../../lib/schemas/custom-agents';
 import { DEFAULT_MAX_TOOL_CALLS } from '../../lib/schemas/custom-agents';
@@ -32,7 +32,7 @@ export async function checkCustomAgent(deps: ApiDeps, body: CustomAgentBody): Pr
       try {
         preflightSourceUrl(parseSourceUrl(custom.source_url, 'source_url'), deps.policy);
       } catch (error) {
-        if (error instanceof ToolSourceError) throw new ApiError(400, error.code, error.message, [{ path: `${at}/source_url`, message: error.message }]);
+        if (error instanceof ToolSourceError) throw new ApiError(sourceErrorStatus(error.code), error.code, error.message, [{ path: `${at}/source_url`, message: error.message }]);
         throw error;
       }
     }

@@ -1,6 +1,6 @@
 import type { Job, JobKind } from '../../db/schema';
 import { abandonJob, admitJob, getJob } from '../../db/repos/jobs';
-import { startJobWorkflow } from '../../lib/job-workflow-start';
+import { startOnce } from '../../lib/temporal/start';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { ApiError } from '../errors';
 import type { ApiDeps } from '../deps';
@@ -46,7 +46,7 @@ export async function startMeteredJob(deps: ApiDeps, input: StartJobInput): Prom
   const { job } = admission;
   if (job.status !== 'pending') return job;
   try {
-    await startJobWorkflow(deps.temporal, {
+    await startOnce(deps.temporal, {
       workflowId: job.workflow_id,
       // A job admitted before migration 0005 has no stored start; the request's is the same.
       workflowType: job.workflow_type ?? input.workflowType,

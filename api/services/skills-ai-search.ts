@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { BoundedCache } from '../../lib/bounded-cache';
 import type OpenAI from 'openai';
 import type { Db } from '../../db/connect';
 import { chargeUsage, getWalletSummary } from '../../db/repos/ledger';
@@ -97,32 +98,12 @@ const RERANK_INSTRUCTION = [
   'Leave out candidates that do not fit at all.',
 ].join(' ');
 
-class TtlCache<V> {
-  private readonly entries = new Map<string, { value: V; expires: number }>();
-  get(key: string): V | undefined {
-    const hit = this.entries.get(key);
-    if (!hit) return undefined;
-    if (hit.expires < Date.now()) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    this.entries.delete(key);
-    this.entries.set(key, hit);
-    return hit.value;
-  }
-  set(key: string, value: V): void {
-    this.entries.delete(key);
-    this.entries.set(key, { value, expires: Date.now() + CACHE_TTL_MS });
-    while (this.entries.size > CACHE_ENTRIES) this.entries.delete(this.entries.keys().next().value!);
-  }
-}
-
 /**
  * Plans (with the query vector) and reranks, so paging through one search neither re-asks nor
  * reorders. Keyed by user: a cached answer is only ever one the same account already paid for.
  */
-const planCache = new TtlCache<{ plan: SearchPlan; vector: number[] | null }>();
-const rerankCache = new TtlCache<number[]>();
+const planCache = new BoundedCache<{ plan: SearchPlan; vector: number[] | null }>({ maxEntries: CACHE_ENTRIES, ttlMs: CACHE_TTL_MS });
+const rerankCache = new BoundedCache<number[]>({ maxEntries: CACHE_ENTRIES, ttlMs: CACHE_TTL_MS });
 
 interface Usage {
   chat: { calls: number; promptTokens: number; completionTokens: number };

@@ -1,17 +1,17 @@
-import { isIP } from 'node:net';
-import { unbracketHost } from '../../lib/net/host';
-import { checkAddress, type NetworkPolicy } from '../../lib/net/ssrf';
-import { badRequest } from '../errors';
+import { judgeUrlEntry, type UrlEntryRules } from '../../lib/net/url-entry';
+import type { NetworkPolicy } from '../../lib/net/ssrf';
+import { ApiError, badRequest } from '../errors';
 
 /**
- * Refuses at the door what the SSRF guard would refuse anyway without DNS: literal internal
- * addresses and localhost names. Names are resolved and checked again at every connection.
+ * Refuses at the door what the network core would refuse anyway without DNS (lib/net/url-entry.ts): literal
+ * internal addresses and localhost names, and, with `requireHttps`, plain http to a host NETWORK_ALLOWLIST does
+ * not open (answered 400 `insecureCode`). Names are resolved and checked again at every connection.
  */
-export function preflightUrl(field: string, value: string, policy: NetworkPolicy): void {
-  const { hostname } = new URL(value);
-  const host = unbracketHost(hostname);
-  const literal = isIP(host) ? host : /^localhost\.?$|\.localhost\.?$/i.test(host) ? '127.0.0.1' : null;
-  if (literal === null) return;
-  const verdict = checkAddress(literal, host, policy);
-  if (!verdict.allowed) throw badRequest(`${field} points to an address this service will not connect to`, [{ path: `body/${field}`, message: verdict.reason }]);
+export function preflightUrl(field: string, value: string, policy: NetworkPolicy, rules: UrlEntryRules = {}, insecureCode = 'insecure_url'): void {
+  const refusal = judgeUrlEntry(value, policy, rules);
+  if (!refusal) return;
+  const path = `body/${field}`;
+  if (refusal.code === 'insecure') throw new ApiError(400, insecureCode, `${field} must be an https:// URL`, [{ path, message: 'must use https' }]);
+  if (refusal.code === 'blocked') throw badRequest(`${field} points to an address this service will not connect to`, [{ path, message: refusal.reason ?? refusal.message }]);
+  throw badRequest(`${field} ${refusal.code === 'bad_scheme' ? 'must be an http(s) URL' : refusal.message}`, [{ path, message: refusal.message }]);
 }

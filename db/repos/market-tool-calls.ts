@@ -11,7 +11,7 @@ import type { SourceParamValues } from '../../lib/tools/types';
 import type { MarketConfig } from '../../lib/config';
 import { findPublicMcpEntry, unsealStaticConfig } from './market-mcp';
 import { marketReviewsGeneration } from './market-submissions';
-import { createGenerationCache } from '../../lib/generation-cache';
+import { createGenerationCache } from '../../lib/bounded-cache';
 import { acquireMarketRun, closeMarketRun, endMarketCall, findMarketRun, intervalMs, runChargeToken, type MarketRun } from './market-runs';
 import { offsetOf, type PageRequest } from './pagination';
 import { writeSystemLog } from './system-logs';

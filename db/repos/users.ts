@@ -3,7 +3,7 @@ import type { Db } from '../connect';
 import type { SubscriptionStatus } from '../schema';
 import { generateApiKey, generateWebhookSecret, hashApiKey, seal, unseal } from '../../lib/crypto';
 import { creditWallet } from './ledger';
-import { createGenerationCache } from '../../lib/generation-cache';
+import { createGenerationCache } from '../../lib/bounded-cache';
 
 export interface NewUserInput {
   email: string;

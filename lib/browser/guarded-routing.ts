@@ -1,9 +1,9 @@
 import type { BrowserContext, BrowserContextOptions, Page, Request, Route } from 'playwright-core';
 
 import type { ProxyConfig } from '../net/proxy';
-import { createByteBudget, safeFetch, SafeFetchError, type ByteBudget, type SafeResponse } from '../net/safe-fetch';
-import { HOST_NOT_FOUND } from '../net/dns';
-import { SsrfBlockedError, type NetworkPolicy, type Resolver } from '../net/ssrf';
+import { createByteBudget, fetchBuffered, type ByteBudget, type BufferedResponse } from '../net/buffered-fetch';
+import type { NetworkPolicy, Resolver } from '../net/ssrf';
+import { findFetchError, ssrfRefusal, type FetchError } from '../net/transport';
 
 /**
  * Options every guarded context must be created with. Service workers fetch outside page routing, so a page could
@@ -37,6 +37,8 @@ export type BlockedRequest = {
 export type ContextGuard = {
   readonly blocked: BlockedRequest[];
   mainFrameNavigationBlock(): BlockedRequest | undefined;
+  /** The latest main-frame navigation the operator's proxy failed (unreachable, or refused it), if any. */
+  mainFrameProxyFailure(): FetchError | undefined;
 };
 
 type RouteAbortCode = Parameters<Route['abort']>[0];
@@ -71,7 +73,7 @@ function pageOf(request: Request): Page | null {
   }
 }
 
-function isRedirect(response: SafeResponse): boolean {
+function isRedirect(response: BufferedResponse): boolean {
   return response.status >= 300 && response.status < 400 && !!response.headers.location;
 }
 
@@ -83,7 +85,7 @@ function forwardedHeaders(headers: Record<string, string>): Record<string, strin
   return forwarded;
 }
 
-function fulfilledHeaders(response: SafeResponse): Record<string, string> {
+function fulfilledHeaders(response: BufferedResponse): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(response.headers)) {
     if (!STRIPPED_RESPONSE_HEADERS.has(name)) headers[name] = value;
@@ -103,7 +105,7 @@ function escapeAttribute(value: string): string {
  * instead: that navigation is a new request and comes back through the route, and the page ends up with the
  * right URL and origin.
  */
-function redirectInterstitial(response: SafeResponse, requestUrl: string): { status: number; headers: Record<string, string>; body: string } {
+function redirectInterstitial(response: BufferedResponse, requestUrl: string): { status: number; headers: Record<string, string>; body: string } {
   const target = new URL(response.headers.location, requestUrl);
   const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' };
   if (response.setCookies.length > 0) headers['set-cookie'] = response.setCookies.join('\n');
@@ -116,15 +118,18 @@ function redirectInterstitial(response: SafeResponse, requestUrl: string): { sta
 }
 
 function abortCodeFor(error: unknown): RouteAbortCode {
-  if (error instanceof SsrfBlockedError) return 'blockedbyclient';
-  // The guard's resolver (the policy's, DNS_SERVERS when set) found no such host: the page sees ERR_NAME_NOT_RESOLVED.
-  const cause = error instanceof Error ? (error.cause as NodeJS.ErrnoException | undefined) : undefined;
-  if (cause && HOST_NOT_FOUND.has(String(cause.code))) return 'namenotresolved';
-  if (error instanceof SafeFetchError) {
-    if (error.code === 'timeout') return 'timedout';
-    if (error.code === 'bad_scheme') return 'blockedbyclient';
+  switch (findFetchError(error)?.code) {
+    case 'blocked':
+    case 'bad_scheme':
+      return 'blockedbyclient';
+    // The guard's resolver (the policy's, DNS_SERVERS when set) found no such host: the page sees ERR_NAME_NOT_RESOLVED.
+    case 'host_not_found':
+      return 'namenotresolved';
+    case 'timeout':
+      return 'timedout';
+    default:
+      return 'failed';
   }
-  return 'failed';
 }
 
 function hostOf(url: string): string {
@@ -139,6 +144,7 @@ export async function guardContext(context: BrowserContext, options: GuardOption
   const blocked: BlockedRequest[] = [];
   const lifetime = new AbortController();
   let consecutiveNavigationRedirects = 0;
+  let proxyFailure: FetchError | undefined;
   context.once('close', () => lifetime.abort(new Error('Browser context closed')));
   const subresourceLimit = options.maxSubresourceBytesPerPage ?? DEFAULT_SUBRESOURCE_BYTES_PER_PAGE;
   const pageBudgets = new WeakMap<Page, ByteBudget>();
@@ -175,7 +181,7 @@ export async function guardContext(context: BrowserContext, options: GuardOption
     }
     const mainFrameNavigation = isMainFrameNavigation(request);
     try {
-      const response = await safeFetch(url, {
+      const response = await fetchBuffered(url, {
         policy: options.policy,
         proxy: options.proxy ?? null,
         resolver: options.resolver,
@@ -201,7 +207,10 @@ export async function guardContext(context: BrowserContext, options: GuardOption
       await route.fulfill({ status: response.status, headers: fulfilledHeaders(response), body: response.body });
     } catch (error) {
       if (lifetime.signal.aborted) return;
-      if (error instanceof SsrfBlockedError) record(request, error.reason, error.host);
+      const refusal = ssrfRefusal(error);
+      if (refusal) record(request, refusal.reason, refusal.host);
+      const failure = findFetchError(error);
+      if (mainFrameNavigation && failure?.code === 'proxy') proxyFailure = failure;
       await route.abort(abortCodeFor(error));
     }
   };
@@ -221,6 +230,7 @@ export async function guardContext(context: BrowserContext, options: GuardOption
   return {
     blocked,
     mainFrameNavigationBlock: () => [...blocked].reverse().find((entry) => entry.isMainFrameNavigation),
+    mainFrameProxyFailure: () => proxyFailure,
   };
 }
 

@@ -60,14 +60,14 @@ async function reachDocument(page: Page, guard: ContextGuard, requestedUrl: stri
     await navigate();
     await waitPastRedirectInterstitials(page, Math.max(1, deadline - Date.now()));
   } catch (error) {
-    throw blockedNavigationError(guard) ?? error;
+    throw blockedNavigationError(guard) ?? guard.mainFrameProxyFailure() ?? error;
   }
   assertNotErrorPage(page, guard, requestedUrl);
 }
 
 function assertNotErrorPage(page: Page, guard: ContextGuard, requestedUrl: string): void {
   if (!page.url().startsWith('chrome-error:')) return;
-  throw blockedNavigationError(guard) ?? new Error(`Navigation to ${requestedUrl} failed`);
+  throw blockedNavigationError(guard) ?? guard.mainFrameProxyFailure() ?? new Error(`Navigation to ${requestedUrl} failed`);
 }
 
 async function settle(page: Page, waitFor: 'load' | 'networkidle', deadline: number): Promise<void> {

@@ -1,30 +1,15 @@
 import { discoverToolsWithDocument } from '../tools/discovery';
-import { scrubSecrets, ToolSourceError, type ToolSourceErrorCode } from '../tools/errors';
+import { scrubSecrets, sourceErrorStatus, ToolSourceError, type ToolSourceErrorCode } from '../tools/errors';
 import type { ToolRuntimeDeps } from '../tools/source';
 import type { SourceParamValues, ToolSourceSpec } from '../tools/types';
 import { scrubbedValue } from './consumer-errors';
 import { DiscoveryError, type Discover, type DiscoveryResult } from './discovery';
 
 /**
- * What the API answers for each refusal or failure of the tool runtime: refusals and bad sources are
- * 400, an upstream that failed is 502, one that did not answer in time 504. The runtime's
- * `invalid_openapi` (the document is not valid OpenAPI) has the market's one name for a bad document.
+ * The market's names for the tool runtime's codes where they differ: `invalid_openapi` (the document is not valid
+ * OpenAPI) has the market's one name for a bad document. The status is the runtime's (sourceErrorStatus).
  */
-const ANSWER: Record<ToolSourceErrorCode, { code: string; status: 400 | 502 | 504 }> = {
-  invalid_source: { code: 'invalid_source', status: 400 },
-  ssrf_blocked: { code: 'ssrf_blocked', status: 400 },
-  insecure_url: { code: 'insecure_url', status: 400 },
-  invalid_openapi: { code: 'invalid_openapi_document', status: 400 },
-  source_too_large: { code: 'source_too_large', status: 400 },
-  host_not_found: { code: 'host_not_found', status: 400 },
-  upstream_unreachable: { code: 'upstream_unreachable', status: 502 },
-  upstream_error: { code: 'upstream_error', status: 502 },
-  tls_error: { code: 'tls_error', status: 502 },
-  not_mcp_server: { code: 'not_mcp_server', status: 502 },
-  auth_required: { code: 'auth_required', status: 502 },
-  upstream_timeout: { code: 'upstream_timeout', status: 504 },
-  invalid_params: { code: 'invalid_params', status: 400 },
-};
+const MARKET_CODE: Partial<Record<ToolSourceErrorCode, string>> = { invalid_openapi: 'invalid_openapi_document' };
 
 /**
  * The market's discovery over the tool runtime (lib/tools): remote MCP (Streamable HTTP, else legacy
@@ -69,8 +54,7 @@ export function runtimeDiscover(deps: ToolRuntimeDeps): Discover {
       return result;
     } catch (error) {
       if (!(error instanceof ToolSourceError)) throw error;
-      const answer = ANSWER[error.code] ?? { code: error.code, status: 502 };
-      throw new DiscoveryError(answer.code, error.message, answer.status, error.transient);
+      throw new DiscoveryError(MARKET_CODE[error.code] ?? error.code, error.message, sourceErrorStatus(error.code), error.transient);
     }
   };
 }

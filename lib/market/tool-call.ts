@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { BoundedCache } from '../bounded-cache';
 import { mcpHeaders } from '../tools/consumer-params';
 import { ToolCallError, ToolSourceError } from '../tools/errors';
 import { connectAndList, openToolSource, type CallRelay, type RelayedAnswer, type ToolRuntimeDeps, type ToolSource } from '../tools/source';
@@ -163,21 +164,10 @@ export interface UpstreamToolLists {
 }
 
 export function createUpstreamToolLists(ttlMs: number, now: () => number = Date.now): UpstreamToolLists {
-  const lists = new Map<string, { tools: ToolDefinition[]; at: number }>();
+  const lists = new BoundedCache<ToolDefinition[]>({ maxEntries: 10_000, ttlMs, now });
   return {
-    get(id) {
-      const hit = lists.get(id);
-      if (!hit) return null;
-      if (now() - hit.at > ttlMs) {
-        lists.delete(id);
-        return null;
-      }
-      return hit.tools;
-    },
-    set(id, tools) {
-      if (lists.size > 10_000) lists.clear();
-      lists.set(id, { tools, at: now() });
-    },
+    get: (id) => lists.get(id) ?? null,
+    set: (id, tools) => lists.set(id, tools),
   };
 }
 

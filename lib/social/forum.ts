@@ -1,6 +1,7 @@
 import type { ProxyConfig } from '../net/proxy';
-import { SafeFetchError, safeFetch, type SafeResponse } from '../net/safe-fetch';
-import { SsrfBlockedError, type NetworkPolicy } from '../net/ssrf';
+import { fetchBuffered, type BufferedResponse } from '../net/buffered-fetch';
+import type { NetworkPolicy } from '../net/ssrf';
+import { FetchError, ssrfRefusal } from '../net/transport';
 
 export interface ForumCredentials {
   forumClientId: string;
@@ -378,7 +379,7 @@ class ForumSession {
     return this.interpret(response, request);
   }
 
-  private async sendAuthorized(request: ApiRequest): Promise<SafeResponse> {
+  private async sendAuthorized(request: ApiRequest): Promise<BufferedResponse> {
     const token = await this.accessToken();
     await this.awaitRateLimit();
     const response = await this.send(`${this.apiBase}${request.path}${queryString(request.query)}`, {
@@ -442,7 +443,7 @@ class ForumSession {
     return { value, refreshAt: requestedAt + lifetimeMs - Math.min(MAX_TOKEN_REFRESH_MARGIN_MS, lifetimeMs / 10) };
   }
 
-  private interpret(response: SafeResponse, request: ApiRequest): unknown {
+  private interpret(response: BufferedResponse, request: ApiRequest): unknown {
     const { status } = response;
     const what = `${request.method} ${request.path}`;
     if (status >= 200 && status < 300) {
@@ -464,9 +465,9 @@ class ForumSession {
     throw this.error('upstream', `The forum failed on ${what} (HTTP ${status})${suffix}`, { status });
   }
 
-  private async send(url: string, init: { method: string; headers: Record<string, string>; body?: string }): Promise<SafeResponse> {
+  private async send(url: string, init: { method: string; headers: Record<string, string>; body?: string }): Promise<BufferedResponse> {
     try {
-      return await safeFetch(url, {
+      return await fetchBuffered(url, {
         ...init,
         policy: this.transport.policy,
         proxy: this.transport.proxy ?? null,
@@ -474,10 +475,10 @@ class ForumSession {
         maxRedirects: 0,
       });
     } catch (error) {
-      if (error instanceof SsrfBlockedError) {
-        throw this.error('upstream', `The network policy does not allow connecting to the forum: ${error.message}`, { cause: error });
+      if (ssrfRefusal(error)) {
+        throw this.error('upstream', `The network policy does not allow connecting to the forum: ${(error as Error).message}`, { cause: error });
       }
-      if (error instanceof SafeFetchError) throw this.error('upstream', `Could not reach the forum: ${error.message}`, { cause: error });
+      if (error instanceof FetchError) throw this.error('upstream', `Could not reach the forum: ${error.message}`, { cause: error });
       throw error;
     }
   }
@@ -513,7 +514,7 @@ class ForumSession {
     }
   }
 
-  private rateLimitedError(response: SafeResponse): ForumError {
+  private rateLimitedError(response: BufferedResponse): ForumError {
     const seconds = Number.parseFloat(response.headers['retry-after'] ?? response.headers['x-ratelimit-reset'] ?? '');
     const retryAfterSeconds = Number.isFinite(seconds) ? Math.max(0, Math.ceil(seconds)) : undefined;
     const when = retryAfterSeconds === undefined ? 'later' : `in ${retryAfterSeconds} s`;

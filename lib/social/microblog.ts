@@ -1,6 +1,7 @@
 import type { ProxyConfig } from '../net/proxy';
-import { safeFetch, SafeFetchError, type SafeResponse } from '../net/safe-fetch';
-import { SsrfBlockedError, type NetworkPolicy } from '../net/ssrf';
+import { fetchBuffered, type BufferedResponse } from '../net/buffered-fetch';
+import type { NetworkPolicy } from '../net/ssrf';
+import { FetchError, ssrfRefusal } from '../net/transport';
 import { isBase32Secret, totp } from './totp';
 
 export type MicroblogCredentials = {
@@ -197,7 +198,7 @@ class MicroblogConnection {
     this.jar = new CookieJar(cookies);
   }
 
-  async send(request: MicroblogRequest): Promise<SafeResponse> {
+  async send(request: MicroblogRequest): Promise<BufferedResponse> {
     for (let attempt = 0; ; attempt++) {
       const response = await this.sendOnce(request);
       if (response.status !== 429) return response;
@@ -209,13 +210,13 @@ class MicroblogConnection {
     }
   }
 
-  redirectTarget(response: SafeResponse): URL {
+  redirectTarget(response: BufferedResponse): URL {
     const location = response.headers.location;
     if (!location) throw new MicroblogError('upstream', `Microblog answered HTTP ${response.status} without a Location`);
     return this.sameOrigin(new URL(location, response.url));
   }
 
-  private async sendOnce(request: MicroblogRequest): Promise<SafeResponse> {
+  private async sendOnce(request: MicroblogRequest): Promise<BufferedResponse> {
     const url = typeof request.target === 'string' ? this.pathUrl(request.target) : this.sameOrigin(request.target);
     const headers: Record<string, string> = {
       'user-agent': USER_AGENT,
@@ -233,9 +234,9 @@ class MicroblogConnection {
       headers['content-type'] = 'application/json';
     }
     if (request.method === 'POST') headers.origin = this.base.origin;
-    let response: SafeResponse;
+    let response: BufferedResponse;
     try {
-      response = await safeFetch(url, {
+      response = await fetchBuffered(url, {
         policy: this.transport.policy,
         proxy: this.transport.proxy ?? null,
         timeoutMs: this.transport.timeoutMs ?? DEFAULT_TIMEOUT_MS,
@@ -299,10 +300,10 @@ function rateLimited(waitMs: number | undefined): MicroblogError {
 
 function networkFailure(error: unknown): MicroblogError {
   if (error instanceof MicroblogError) return error;
-  if (error instanceof SsrfBlockedError) {
-    return new MicroblogError('upstream', `Microblog is not reachable under the network policy: ${error.message}`, { cause: error });
+  if (ssrfRefusal(error)) {
+    return new MicroblogError('upstream', `Microblog is not reachable under the network policy: ${(error as Error).message}`, { cause: error });
   }
-  if (error instanceof SafeFetchError) {
+  if (error instanceof FetchError) {
     return new MicroblogError('upstream', `Could not reach Microblog: ${error.message}`, { cause: error });
   }
   return new MicroblogError('upstream', 'Could not reach Microblog', { cause: error });
@@ -414,7 +415,7 @@ function loginRejection(step: LoginStep, username: string): MicroblogError {
   return new MicroblogError('invalid_credentials', `Microblog rejected the username or password for @${username}`);
 }
 
-function loginFailure(response: SafeResponse, lastStep: LoginStep, username: string): MicroblogError {
+function loginFailure(response: BufferedResponse, lastStep: LoginStep, username: string): MicroblogError {
   const marker = pageErrorCode(response.body.toString('utf8'));
   if (response.status === 423 || marker === 'locked') {
     return new MicroblogError('locked', `Microblog account @${username} is locked; unlock it on the website`);
@@ -435,7 +436,7 @@ function pendingStep(forms: HtmlForm[]): { step: LoginStep; form: HtmlForm } | u
   return undefined;
 }
 
-function submitForm(connection: MicroblogConnection, page: SafeResponse, form: HtmlForm, answer: Record<string, string>): Promise<SafeResponse> {
+function submitForm(connection: MicroblogConnection, page: BufferedResponse, form: HtmlForm, answer: Record<string, string>): Promise<BufferedResponse> {
   return connection.send({ method: 'POST', target: new URL(form.action || page.url, page.url), form: { ...form.hidden, ...answer } });
 }
 
@@ -491,7 +492,7 @@ interface ApiErrorBody {
   message?: string;
 }
 
-function apiError(response: SafeResponse): ApiErrorBody {
+function apiError(response: BufferedResponse): ApiErrorBody {
   try {
     const parsed = JSON.parse(response.body.toString('utf8')) as { error?: unknown };
     const error = parsed?.error;
@@ -506,7 +507,7 @@ function apiError(response: SafeResponse): ApiErrorBody {
   return {};
 }
 
-function apiFailure(response: SafeResponse, action: string, username: string): MicroblogError {
+function apiFailure(response: BufferedResponse, action: string, username: string): MicroblogError {
   const { status } = response;
   const { code, message } = apiError(response);
   const detail = message ? `: ${message.slice(0, MAX_UPSTREAM_MESSAGE_LENGTH)}` : '';
@@ -520,7 +521,7 @@ function apiFailure(response: SafeResponse, action: string, username: string): M
   return new MicroblogError('upstream', `Microblog failed ${action} (HTTP ${status})${detail}`, options);
 }
 
-function parseJson(response: SafeResponse, action: string): Record<string, unknown> {
+function parseJson(response: BufferedResponse, action: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(response.body.toString('utf8'));
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;

@@ -1,4 +1,4 @@
-import { findGuardedFetchError, type GuardedFetchError } from '../net/guarded-fetch';
+import { findFetchError, type FetchError } from '../net/transport';
 
 /** Why a tool source could not be discovered or opened. */
 export type ToolSourceErrorCode =
@@ -39,6 +39,31 @@ export class ToolSourceError extends Error {
     super(message);
     this.name = 'ToolSourceError';
   }
+}
+
+/**
+ * The one HTTP answer for each tool-source error, wherever the API reports one (custom-agent and tool discovery,
+ * market discovery and validation): refusals and bad sources are the caller's (400), an upstream that cannot be
+ * used is a bad gateway (502), a silent one a timeout (504).
+ */
+const SOURCE_ERROR_STATUS: Record<ToolSourceErrorCode, 400 | 502 | 504> = {
+  invalid_source: 400,
+  ssrf_blocked: 400,
+  insecure_url: 400,
+  invalid_openapi: 400,
+  source_too_large: 400,
+  host_not_found: 400,
+  invalid_params: 400,
+  upstream_unreachable: 502,
+  upstream_error: 502,
+  tls_error: 502,
+  not_mcp_server: 502,
+  auth_required: 502,
+  upstream_timeout: 504,
+};
+
+export function sourceErrorStatus(code: ToolSourceErrorCode): 400 | 502 | 504 {
+  return SOURCE_ERROR_STATUS[code] ?? 502;
 }
 
 /** Why a tool call failed without a tool result. */
@@ -84,14 +109,14 @@ export class ToolCallError extends Error {
   }
 }
 
-/** The source-level meaning of a network failure (see GuardedFetchError), or undefined when it is not one. */
+/** The source-level meaning of a network failure (see FetchError), or undefined when it is not one. */
 export function sourceErrorFromNetwork(error: unknown): ToolSourceError | undefined {
-  const failure = findGuardedFetchError(error);
+  const failure = findFetchError(error);
   if (!failure) return undefined;
   return new ToolSourceError(SOURCE_CODE_OF[failure.code], failure.message, TRANSIENT_NETWORK.has(failure.code));
 }
 
-const SOURCE_CODE_OF: Record<GuardedFetchError['code'], ToolSourceErrorCode> = {
+const SOURCE_CODE_OF: Record<FetchError['code'], ToolSourceErrorCode> = {
   blocked: 'ssrf_blocked',
   bad_scheme: 'invalid_source',
   insecure: 'insecure_url',
@@ -100,6 +125,7 @@ const SOURCE_CODE_OF: Record<GuardedFetchError['code'], ToolSourceErrorCode> = {
   refused: 'upstream_unreachable',
   unreachable: 'upstream_unreachable',
   tls: 'tls_error',
+  proxy: 'upstream_unreachable',
   timeout: 'upstream_timeout',
   reset: 'upstream_error',
   too_large: 'source_too_large',
@@ -107,11 +133,11 @@ const SOURCE_CODE_OF: Record<GuardedFetchError['code'], ToolSourceErrorCode> = {
   network: 'upstream_error',
 };
 
-const TRANSIENT_NETWORK: ReadonlySet<GuardedFetchError['code']> = new Set(['dns', 'refused', 'unreachable', 'timeout', 'reset', 'network']);
+const TRANSIENT_NETWORK: ReadonlySet<FetchError['code']> = new Set(['dns', 'refused', 'unreachable', 'timeout', 'reset', 'network']);
 
 /** The call-level meaning of a network failure, or undefined when it is not one. */
 export function callErrorFromNetwork(error: unknown, safeToRepeat: boolean): ToolCallError | undefined {
-  const failure = findGuardedFetchError(error);
+  const failure = findFetchError(error);
   if (!failure) return undefined;
   const kind: ToolCallFailureKind = (() => {
     switch (failure.code) {
@@ -123,6 +149,7 @@ export function callErrorFromNetwork(error: unknown, safeToRepeat: boolean): Too
       case 'dns':
       case 'refused':
       case 'unreachable':
+      case 'proxy':
         return 'not_delivered';
       case 'tls':
         return 'source_unavailable';

@@ -1,6 +1,6 @@
 import { Client, ProtocolError, SdkError, SdkHttpError, SSEClientTransport, SseError, StreamableHTTPClientTransport, type ClientCapabilities, type Tool } from '@modelcontextprotocol/client';
 import { mcpOutputSchemaValidator } from '../json-schema/mcp-validator';
-import type { GuardedFetch } from '../net/guarded-fetch';
+import type { StreamingFetch } from '../net/streaming-fetch';
 import { sourceErrorFromNetwork, ToolSourceError } from './errors';
 import type { ToolAnnotations, ToolDefinition } from './types';
 
@@ -21,7 +21,7 @@ export interface McpConnectOptions {
   url: URL;
   /** Sent on every request (credentials from the source's params). */
   headers: Record<string, string>;
-  fetch: GuardedFetch;
+  fetch: StreamingFetch;
   timeoutMs: number;
   /**
    * Judges the target of a redirect the SDK did not follow (it never leaves the endpoint's origin):
@@ -50,7 +50,7 @@ const CLIENT_INFO = { name: 'scrape-platform-tools', version: '1.0.0' };
 const NOT_STREAMABLE_STATUSES = new Set([400, 404, 405, 406, 415]);
 
 /** Wraps a fetch so that the WWW-Authenticate challenge of a 401/403 answer, and where a redirect pointed, are kept for the caller. */
-export function recordingChallenges(fetch: GuardedFetch): { fetch: GuardedFetch; lastChallenge: () => string | null; lastRedirect: () => URL | null } {
+export function recordingChallenges(fetch: StreamingFetch): { fetch: StreamingFetch; lastChallenge: () => string | null; lastRedirect: () => URL | null } {
   let challenge: string | null = null;
   let redirect: URL | null = null;
   return {

@@ -1,6 +1,6 @@
-import { isIP } from 'node:net';
-import { assertFetchableUrl, createGuardedFetch, GuardedFetchError, type GuardedFetch } from '../net/guarded-fetch';
-import { checkAddress, type NetworkPolicy, type Resolver } from '../net/ssrf';
+import { createStreamingFetch, type StreamingFetch } from '../net/streaming-fetch';
+import type { NetworkPolicy, Resolver } from '../net/ssrf';
+import { judgeUrlEntry } from '../net/url-entry';
 import { ToolSourceError } from './errors';
 
 /** What the tool runtime needs to reach tool sources. */
@@ -23,10 +23,10 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
 /**
  * The one fetch every tool-source request uses: SSRF guard on every hop, https except for allowlisted
  * hosts, size and time limits. Requests that carry a source's credentials (tool calls, an MCP session)
- * pass `crossOriginRedirects: false`: a redirect to another origin is not followed (see GuardedFetchOptions).
+ * pass `crossOriginRedirects: false`: a redirect to another origin is not followed (see StreamingFetchOptions).
  */
-export function toolFetch(deps: ToolNetworkDeps, onConnected?: (request: { url: URL; method: string }) => void, options: { crossOriginRedirects?: boolean } = {}): GuardedFetch {
-  return createGuardedFetch({
+export function toolFetch(deps: ToolNetworkDeps, onConnected?: (request: { url: URL; method: string }) => void, options: { crossOriginRedirects?: boolean } = {}): StreamingFetch {
+  return createStreamingFetch({
     policy: deps.policy,
     resolver: deps.resolver,
     extraCa: deps.extraCa,
@@ -51,20 +51,13 @@ export function parseSourceUrl(value: string, what: string): URL {
 }
 
 /**
- * Refuses, without any DNS lookup or connection, what the guard would refuse anyway: plain http to a host
- * the allowlist does not open, literal internal addresses and localhost names. Names are resolved and
- * checked again at every connection.
+ * Refuses, without any DNS lookup or connection, what the transport would refuse anyway (lib/net/url-entry.ts, the
+ * same check it runs at every hop): plain http to a host the allowlist does not open, literal internal addresses
+ * and localhost names. Names are resolved and checked again at every connection.
  */
 export function preflightSourceUrl(url: URL, policy: NetworkPolicy): void {
-  try {
-    assertFetchableUrl(url, policy, true);
-  } catch (error) {
-    if (error instanceof GuardedFetchError) throw new ToolSourceError(error.code === 'insecure' ? 'insecure_url' : 'invalid_source', error.message);
-    throw error;
-  }
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  const literal = isIP(host) ? host : /^localhost\.?$|\.localhost\.?$/i.test(host) ? '127.0.0.1' : null;
-  if (literal === null) return;
-  const verdict = checkAddress(literal, host, policy);
-  if (!verdict.allowed) throw new ToolSourceError('ssrf_blocked', `Refused to connect to ${host}: ${verdict.reason}`);
+  const refusal = judgeUrlEntry(url, policy, { requireHttps: true });
+  if (!refusal) return;
+  const code = refusal.code === 'insecure' ? 'insecure_url' : refusal.code === 'blocked' ? 'ssrf_blocked' : 'invalid_source';
+  throw new ToolSourceError(code, refusal.message);
 }

@@ -1,4 +1,4 @@
-import type { GuardedFetch } from '../net/guarded-fetch';
+import type { StreamingFetch } from '../net/streaming-fetch';
 import { fillServerTemplate, isArgumentHeader, isDotSegment } from './consumer-params';
 import { callErrorFromNetwork, ToolCallError } from './errors';
 import type { OpenApiModel, OpenApiOperation, SecurityScheme } from './openapi-tools';
@@ -15,8 +15,8 @@ export interface OperationCallContext {
   params: SourceParamValues;
   /** A consumer's params (credentials the owner let them give), see ToolSourceSpec.consumerParams. */
   consumerParams?: SourceParamValues;
-  /** A guarded fetch; `reached()` says whether a connection to the upstream was up during the call. */
-  fetch: GuardedFetch;
+  /** A streaming fetch (lib/net/streaming-fetch.ts); `reached()` says whether a connection to the upstream was up during the call. */
+  fetch: StreamingFetch;
   reached: () => boolean;
   timeoutMs: number;
   maxResultBytes: number;

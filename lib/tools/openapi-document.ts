@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { compileErrors, validate } from '@readme/openapi-parser';
-import { parse as parseYaml } from 'yaml';
-import type { GuardedFetch } from '../net/guarded-fetch';
+import { BoundedCache } from '../bounded-cache';
+import type { StreamingFetch } from '../net/streaming-fetch';
 import { sourceErrorFromNetwork, ToolSourceError } from './errors';
+import { MAX_OPENAPI_BYTES, OpenApiDocumentError, readOpenApiDocument } from './openapi-reader';
 
 export type OpenApiVersion = 'swagger-2.0' | 'openapi-3.0' | 'openapi-3.1';
 
@@ -16,7 +17,7 @@ export interface OpenApiDocument {
   location: URL | null;
 }
 
-export const MAX_OPENAPI_BYTES = 5 * 1024 * 1024;
+export { MAX_OPENAPI_BYTES };
 
 export interface OpenApiSource {
   url?: string;
@@ -30,51 +31,38 @@ export interface OpenApiSource {
  * (a remote `$ref` would make the server fetch an attacker-chosen URL) and file access off. The
  * parser is only ever given an object, never a string (which it would read as a path or URL).
  */
-export async function loadOpenApiDocument(source: OpenApiSource, fetch: GuardedFetch, timeoutMs: number): Promise<OpenApiDocument> {
-  let doc: unknown;
+export async function loadOpenApiDocument(source: OpenApiSource, fetch: StreamingFetch, timeoutMs: number): Promise<OpenApiDocument> {
   let location: URL | null = null;
-  if (source.spec !== undefined) {
-    const text = JSON.stringify(source.spec);
-    if (Buffer.byteLength(text) > MAX_OPENAPI_BYTES) throw tooLarge();
-    doc = JSON.parse(text);
-  } else if (source.specText !== undefined) {
-    doc = parseSpecText(source.specText);
-  } else if (source.url !== undefined) {
+  let input: { spec?: unknown; specText?: string };
+  if (source.spec !== undefined) input = { spec: source.spec };
+  else if (source.specText !== undefined) input = { specText: source.specText };
+  else if (source.url !== undefined) {
     location = new URL(source.url);
-    doc = parseSpecText(await fetchDocument(location, fetch, timeoutMs));
+    input = { specText: await fetchDocument(location, fetch, timeoutMs) };
   } else {
     throw new ToolSourceError('invalid_source', 'An OpenAPI source needs spec, specText or url');
   }
-  if (!doc || typeof doc !== 'object' || Array.isArray(doc)) throw new ToolSourceError('invalid_openapi', 'The OpenAPI document must be an object');
-  const record = doc as Record<string, any>;
+  const record = read(input) as Record<string, any>;
   const version = versionOf(record);
   await validateDocument(record);
   return { doc: record, version, label: version === 'swagger-2.0' ? 'Swagger 2.0' : `OpenAPI ${record.openapi}`, location };
+}
+
+/** The one reader (openapi-reader.ts), its refusals as the tool runtime's. */
+function read(input: { spec?: unknown; specText?: string }): Record<string, unknown> {
+  try {
+    return readOpenApiDocument(input);
+  } catch (error) {
+    if (error instanceof OpenApiDocumentError) throw new ToolSourceError(error.reason === 'too_large' ? 'source_too_large' : 'invalid_openapi', error.message);
+    throw error;
+  }
 }
 
 function tooLarge(): ToolSourceError {
   return new ToolSourceError('source_too_large', `The OpenAPI document exceeds ${MAX_OPENAPI_BYTES} bytes`);
 }
 
-export function parseSpecText(text: string): unknown {
-  if (Buffer.byteLength(text) > MAX_OPENAPI_BYTES) throw tooLarge();
-  const trimmed = text.trim();
-  if (trimmed === '') throw new ToolSourceError('invalid_openapi', 'The OpenAPI document is empty');
-  if (trimmed.startsWith('{')) {
-    try {
-      return JSON.parse(trimmed);
-    } catch (error) {
-      throw new ToolSourceError('invalid_openapi', `The OpenAPI document is not valid JSON: ${(error as Error).message}`);
-    }
-  }
-  try {
-    return parseYaml(trimmed, { maxAliasCount: 100, prettyErrors: false });
-  } catch (error) {
-    throw new ToolSourceError('invalid_openapi', `The OpenAPI document is neither JSON nor valid YAML: ${(error as Error).message.split('\n')[0]}`);
-  }
-}
-
-async function fetchDocument(url: URL, fetch: GuardedFetch, timeoutMs: number): Promise<string> {
+async function fetchDocument(url: URL, fetch: StreamingFetch, timeoutMs: number): Promise<string> {
   try {
     const response = await fetch(url, {
       headers: { accept: 'application/json, application/yaml, application/x-yaml, text/yaml, text/plain;q=0.9, */*;q=0.5' },
@@ -116,15 +104,13 @@ const LENIENT_RULES = {
  * Documents this process has already validated, by SHA-256 of their JSON: validation compiles the
  * specification's JSON Schema each time (~0.5 s), and every tool call opens its source again.
  */
-const validatedDocuments = new Set<string>();
-const MAX_REMEMBERED = 200;
+const validatedDocuments = new BoundedCache<true>({ maxEntries: 200 });
 
 async function validateDocument(doc: Record<string, any>): Promise<void> {
   const digest = createHash('sha256').update(JSON.stringify(doc)).digest('hex');
-  if (validatedDocuments.has(digest)) return;
+  if (validatedDocuments.get(digest)) return;
   await validateWithParser(doc);
-  if (validatedDocuments.size >= MAX_REMEMBERED) validatedDocuments.delete(validatedDocuments.values().next().value as string);
-  validatedDocuments.add(digest);
+  validatedDocuments.set(digest, true);
 }
 
 async function validateWithParser(doc: Record<string, any>): Promise<void> {
