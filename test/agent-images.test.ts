@@ -19,20 +19,21 @@ import { workflowsHolding } from './support/workflow-history';
  */
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const JPEG_START = Buffer.from([0xff, 0xd8, 0xff, 0xe0]);
 /** AGENT_TOOL_IMAGE_MAX_KB's default, in bytes; AGENT_TOOL_IMAGES_PER_RESULT's default. */
 const IMAGE_MAX_BYTES = 1024 * 1024;
 const IMAGES_PER_RESULT = 4;
 
-/** Bytes of a made-up image of this size (a PNG signature, then random bytes: unique to this run). */
-function imageBytes(size: number): Buffer {
-  return Buffer.concat([PNG_SIGNATURE, randomBytes(size - PNG_SIGNATURE.length)]);
+/** Bytes of a made-up image of this size (a PNG signature, or another start, then random bytes: unique to this run). */
+function imageBytes(size: number, start = PNG_SIGNATURE): Buffer {
+  return Buffer.concat([start, randomBytes(size - start.length)]);
 }
 
 interface ImageMcpServer {
   url: string;
   /** The image `snapshot {name}` answers with. */
   images: Map<string, Buffer>;
-  /** The images `album` answers with: image blocks, the second an embedded JPEG resource. */
+  /** The images `album` answers with: PNG image blocks, the second an embedded JPEG resource. */
   album: Buffer[];
   close(): Promise<void>;
 }
@@ -40,16 +41,20 @@ interface ImageMcpServer {
 /** A real MCP server (SDK v2, stateless, loopback) whose tools answer with images. */
 async function startImageMcpServer(): Promise<ImageMcpServer> {
   const images = new Map<string, Buffer>();
-  const album = Array.from({ length: IMAGES_PER_RESULT + 1 }, (_, i) => imageBytes(300 + i));
+  const album = Array.from({ length: IMAGES_PER_RESULT + 1 }, (_, i) => imageBytes(300 + i, i === 1 ? JPEG_START : PNG_SIGNATURE));
   const build = () => {
     const server = new McpServer({ name: 'image-tools', version: '1.0.0' });
     server.registerTool(
       'snapshot',
-      { description: 'Takes a snapshot by name.', inputSchema: z.object({ name: z.string() }), annotations: { readOnlyHint: true } },
-      async ({ name }) => {
+      {
+        description: 'Takes a snapshot by name.',
+        inputSchema: z.object({ name: z.string(), mimeType: z.string().default('image/png') }),
+        annotations: { readOnlyHint: true },
+      },
+      async ({ name, mimeType }) => {
         const image = images.get(name);
         if (!image) return { isError: true, content: [{ type: 'text', text: `no snapshot named ${name}` }] };
-        return { content: [{ type: 'text', text: `snapshot ${name}` }, { type: 'image', mimeType: 'image/png', data: image.toString('base64') }] };
+        return { content: [{ type: 'text', text: `snapshot ${name}` }, { type: 'image', mimeType, data: image.toString('base64') }] };
       },
     );
     server.registerTool('album', { description: 'Returns an album of images.', inputSchema: z.object({}), annotations: { readOnlyHint: true } }, async () => ({
@@ -202,18 +207,29 @@ describe('agents see the images their tools return', function () {
     await assertNotInHistory(workflowId, image);
   });
 
-  it('describes an image over the byte cap and the images past the per-result count, and shows the rest', async function () {
+  it('describes an image over the byte cap, the images past the per-result count and images a model cannot read, and shows the rest', async function () {
     const big = imageBytes(IMAGE_MAX_BYTES + 1);
-    tools.images.set('big', big);
+    const fake = randomBytes(2_000);
+    const vector = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"/>');
+    tools.images.set('big', big).set('fake', fake).set('vector', vector);
     const since = h.llm.requests.length;
-    h.llm.enqueue(actMany([['album', {}], ['snapshot', { name: 'big' }]], 'Both'), act('done', { success: true, answer: 'seen what I could' }));
-    const { workflowId } = await runCustomAgent('gpt-4o-mini', 'Look at the album and the big snapshot');
+    h.llm.enqueue(
+      actMany(
+        [
+          ['album', {}],
+          ['snapshot', { name: 'big' }],
+          ['snapshot', { name: 'fake' }],
+          ['snapshot', { name: 'vector', mimeType: 'image/svg+xml' }],
+        ],
+        'All of them',
+      ),
+      act('done', { success: true, answer: 'seen what I could' }),
+    );
+    const { workflowId } = await runCustomAgent('gpt-4o-mini', 'Look at the album and the snapshots');
     const sent = h.llm.requests.slice(since).filter(isAgentDecision);
     assert.equal(sent.length, 2);
     const album = tools.album;
-    const [albumText, bigText] = toolMessages(sent[1]);
-    assert.equal(
-      albumText,
+    assert.deepEqual(toolMessages(sent[1]), [
       [
         `an album of ${album.length}`,
         described(album[0].length, 'album'),
@@ -222,16 +238,17 @@ describe('agents see the images their tools return', function () {
         described(album[3].length, 'album'),
         described(album[4].length, 'album', `only the first ${IMAGES_PER_RESULT} images of a result are shown`),
       ].join('\n'),
-    );
-    assert.equal(bigText, `snapshot big\n${described(big.length, 'snapshot', `larger than the ${IMAGE_MAX_BYTES}-byte limit for images shown to the model`)}`);
+      `snapshot big\n${described(big.length, 'snapshot', `larger than the ${IMAGE_MAX_BYTES}-byte limit for images shown to the model`)}`,
+      `snapshot fake\n${described(fake.length, 'snapshot', 'its bytes are not image/png')}`,
+      `snapshot vector\n${described(vector.length, 'snapshot', 'image/svg+xml is not an image type models take (PNG, JPEG, GIF, WebP)', 'image/svg+xml')}`,
+    ]);
     assert.deepEqual(imagesSent(sent[1].body.messages!), [
       ['image/png', album[0]],
       ['image/jpeg', album[1]],
       ['image/png', album[2]],
       ['image/png', album[3]],
     ]);
-    await assertNotInHistory(workflowId, big);
-    await assertNotInHistory(workflowId, album[4]);
+    for (const image of [big, fake, album[4]]) await assertNotInHistory(workflowId, image);
   });
 
   it("an agent-market run's model sees the image its owner's tool returned in its next step", async function () {

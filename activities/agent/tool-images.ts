@@ -3,7 +3,7 @@ import type { ChatCompletionContentPart, ChatCompletionUserMessageParam } from '
 import type { Db } from '../../db/connect';
 import { insertToolImages, type StoredToolImage } from '../../db/repos/agent-tool-images';
 import type { PriceTable } from '../../lib/billing/pricing';
-import type { KeptToolImage, ToolImage, ToolImageKeeper } from '../../lib/tools/images';
+import { modelImageProblem, type KeptToolImage, type ToolImage, type ToolImageKeeper } from '../../lib/tools/images';
 
 /**
  * Images agents' tools return, given to the run's model as image input when its price-table entry
@@ -32,27 +32,31 @@ export async function runSeesImages(db: Db, prices: PriceTable, jobId: string): 
 
 /**
  * Keeps the images of a tool answer for a run whose model sees images: the first `perResult` of
- * at most `maxBytes` each; any other image is described with why it is not shown, never dropped
- * unsaid. A run whose model does not see images keeps none (they are described).
+ * at most `maxBytes` each, of a type models take (modelImageProblem); any other image is described
+ * with why it is not shown, never dropped unsaid. A run whose model does not see images keeps none
+ * (they are described).
  */
 export function toolImageKeeper(deps: { db: Db; prices: PriceTable; limits?: ToolImageLimits }): ToolImageKeeper {
   const limits = deps.limits ?? DEFAULT_TOOL_IMAGE_LIMITS;
   return {
     async keep(jobId: string, tool: string, images: ToolImage[]): Promise<KeptToolImage[]> {
       if (!(await runSeesImages(deps.db, deps.prices, jobId))) return images.map(() => ({ notShown: null }));
-      const verdicts = images.map((image, n): { keep: true } | { notShown: string } =>
-        n >= limits.perResult
-          ? { notShown: `only the first ${limits.perResult} images of a result are shown` }
-          : image.bytes > limits.maxBytes
-            ? { notShown: `larger than the ${limits.maxBytes}-byte limit for images shown to the model` }
-            : { keep: true },
-      );
-      const kept = images.flatMap((image, n) => ('keep' in verdicts[n] ? [{ position: n, mimeType: image.mimeType, data: Buffer.from(image.data, 'base64') }] : []));
+      const verdicts = images.map((image, n): { keep: Buffer } | { notShown: string } => {
+        if (n >= limits.perResult) return { notShown: `only the first ${limits.perResult} images of a result are shown` };
+        if (image.bytes > limits.maxBytes) return { notShown: `larger than the ${limits.maxBytes}-byte limit for images shown to the model` };
+        const data = Buffer.from(image.data, 'base64');
+        const problem = modelImageProblem(image.mimeType, data);
+        return problem ? { notShown: problem } : { keep: data };
+      });
+      const kept = images.flatMap((image, n) => {
+        const verdict = verdicts[n];
+        return 'keep' in verdict ? [{ position: n, mimeType: image.mimeType.trim().toLowerCase(), data: verdict.keep }] : [];
+      });
       const ids = await insertToolImages(deps.db, jobId, tool, kept);
       const idOf = new Map(kept.map((image, i) => [image.position, ids[i]]));
       return images.map((image, n) => {
         const verdict = verdicts[n];
-        return 'keep' in verdict ? { ref: { id: idOf.get(n)!, mimeType: image.mimeType, bytes: image.bytes } } : verdict;
+        return 'keep' in verdict ? { ref: { id: idOf.get(n)!, mimeType: image.mimeType, bytes: image.bytes } } : { notShown: verdict.notShown };
       });
     },
   };

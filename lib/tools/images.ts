@@ -50,6 +50,26 @@ function imageOf(block: ToolContentBlock): { mimeType: string; data: string } | 
   return null;
 }
 
+/** The image types chat models take as input (OpenAI and Anthropic alike), with how their bytes begin. */
+const MODEL_IMAGE_TYPES: Record<string, (bytes: Buffer) => boolean> = {
+  'image/png': (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
+  'image/jpeg': (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff,
+  'image/gif': (b) => /^GIF8[79]a$/.test(b.subarray(0, 6).toString('latin1')),
+  'image/webp': (b) => b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
+};
+
+/**
+ * Why a model could not take this image as input (null: it can): a type other than PNG, JPEG, GIF
+ * or WebP, or bytes that do not begin as their type says (a model's API refuses the whole request
+ * for an image it cannot read).
+ */
+export function modelImageProblem(mimeType: string, bytes: Buffer): string | null {
+  const looksRight = MODEL_IMAGE_TYPES[mimeType.trim().toLowerCase()];
+  if (!looksRight) return `${mimeType || 'an unknown type'} is not an image type models take (PNG, JPEG, GIF, WebP)`;
+  if (!looksRight(bytes)) return `its bytes are not ${mimeType.trim().toLowerCase()}`;
+  return null;
+}
+
 /** What the model reads of one image: `[image: image/png, 12345 bytes, returned by tool snapshot]`, with why it is not shown when it could have been. */
 export function describeToolImage(image: Pick<ToolImage, 'mimeType' | 'bytes'>, tool: string, notShown: string | null = null): string {
   return `[image: ${image.mimeType || 'unknown type'}, ${image.bytes} bytes, returned by tool ${tool}${notShown ? `; not shown: ${notShown}` : ''}]`;
