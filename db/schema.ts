@@ -462,6 +462,23 @@ export interface AgentToolCallsTable {
   error: string | null;
 }
 
+/** An image a tool of an agent run returned, kept for the run's model (migration 0020). */
+export interface AgentToolImagesTable {
+  id: string;
+  job_id: string;
+  tool: string;
+  /** Its place among the images of the call's answer, from 0. */
+  position: number;
+  mime_type: string;
+  data: Buffer;
+  call_index: number | null;
+  reply_seq: number | null;
+  call_id: string | null;
+  task_index: number | null;
+  step: number | null;
+  created_at: Generated<Date>;
+}
+
 export interface AgentMarketDetailsTable {
   submission_id: string;
   price_micros: ColumnType<number, number, number>;
@@ -522,6 +539,7 @@ export interface Database {
   custom_agent_runs: CustomAgentRunsTable;
   custom_agent_messages: CustomAgentMessagesTable;
   agent_tool_calls: AgentToolCallsTable;
+  agent_tool_images: AgentToolImagesTable;
   agent_market_details: AgentMarketDetailsTable;
   agent_market_purchases: AgentMarketPurchasesTable;
   agent_market_runs: AgentMarketRunsTable;

@@ -47,6 +47,12 @@ export interface Config {
     historyEventsLimit?: number;
     /** AGENT_SOCIAL_TOOL_TIMEOUT_MS: how long one forum/microblog tool call may take before it is retried. */
     socialToolTimeoutMs?: number;
+    /**
+     * AGENT_TOOL_IMAGES_PER_RESULT (default 4, 0 to 16) and AGENT_TOOL_IMAGE_MAX_KB (default 1024, 1 to
+     * 20480): the images of one tool result an agent's model is given (when its price-table entry says
+     * `vision`), and the largest; the others are described to it as text.
+     */
+    toolImages?: { perResult: number; maxBytes: number };
   };
   /** The most a job of each kind may reserve of the wallet at admission (HOLD_MAX_USD_*), in micro-USD. */
   holds: HoldLimits;
@@ -375,7 +381,7 @@ function modelPrices(env: Env): PriceTable {
   try {
     return priceTableFromSetting(optional(env, 'LLM_MODEL_PRICES'));
   } catch (err) {
-    throw new ConfigError('LLM_MODEL_PRICES', `${(err as Error).message} (format: model=inputUsdPer1M:outputUsdPer1M,… or a JSON object; model=off withdraws a default model)`);
+    throw new ConfigError('LLM_MODEL_PRICES', `${(err as Error).message} (format: model=inputUsdPer1M:outputUsdPer1M[:vision|:text],… or a JSON object; model=off withdraws a default model)`);
   }
 }
 
@@ -457,6 +463,10 @@ export function loadConfig(env: Env = process.env): Config {
       deadlineMs: integer(env, 'AGENT_DEADLINE_MS', 15 * 60_000, 5_000, 24 * 3_600_000),
       historyEventsLimit: integer(env, 'AGENT_HISTORY_EVENTS', 5_000, 50, 40_000),
       socialToolTimeoutMs: integer(env, 'AGENT_SOCIAL_TOOL_TIMEOUT_MS', 120_000, 1_000, 900_000),
+      toolImages: {
+        perResult: integer(env, 'AGENT_TOOL_IMAGES_PER_RESULT', 4, 0, 16),
+        maxBytes: integer(env, 'AGENT_TOOL_IMAGE_MAX_KB', 1_024, 1, 20_480) * 1024,
+      },
     },
     holds: {
       scrape: usdAmount(env, 'HOLD_MAX_USD_SCRAPE', 0.5),

@@ -53,6 +53,11 @@ describe('configuration', function () {
     assert.ok(!existsSync(path.join(dataDir, 'master.key')));
   });
 
+  it("bounds the tool images an agent's model is given (AGENT_TOOL_IMAGES_PER_RESULT, AGENT_TOOL_IMAGE_MAX_KB)", function () {
+    assert.deepEqual(loadConfig({ DATA_DIR: dataDir }).agent.toolImages, { perResult: 4, maxBytes: 1024 * 1024 });
+    assert.deepEqual(loadConfig({ DATA_DIR: dataDir, AGENT_TOOL_IMAGES_PER_RESULT: '0', AGENT_TOOL_IMAGE_MAX_KB: '256' }).agent.toolImages, { perResult: 0, maxBytes: 256 * 1024 });
+  });
+
   it('never follows a planted symlink when creating a key file: it refuses, writing nothing', function () {
     const elsewhere = path.join(dataDir, 'elsewhere');
     symlinkSync(elsewhere, path.join(dataDir, 'master.key'));
@@ -98,6 +103,8 @@ describe('configuration', function () {
     ['CAPTCHA_SOLVER_URL', { CAPTCHA_SOLVER_URL: 'http://solver.example.com' }],
     ['PROXY_URL', { PROXY_URL: '::not a url::' }],
     ['AGENT_MAX_STEPS', { AGENT_MAX_STEPS: '0' }],
+    ['AGENT_TOOL_IMAGES_PER_RESULT', { AGENT_TOOL_IMAGES_PER_RESULT: '17' }],
+    ['AGENT_TOOL_IMAGE_MAX_KB', { AGENT_TOOL_IMAGE_MAX_KB: '0' }],
     ['MARKET_CALL_COMMIT', { MARKET_CALL_COMMIT: 'sometimes' }],
   ];
   for (const [variable, env] of invalid) {

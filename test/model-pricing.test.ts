@@ -20,8 +20,8 @@ describe('LLM price table', () => {
   const cost = DEFAULT_PRICE_TABLE.costMicros;
 
   it('prices known models in integer micro-USD per million tokens', () => {
-    assert.deepEqual(DEFAULT_PRICE_TABLE.priceOf('gpt-4o-mini'), { inputMicrosPerMillion: 150_000, outputMicrosPerMillion: 600_000 });
-    assert.deepEqual(DEFAULT_PRICE_TABLE.priceOf('gpt-4o'), { inputMicrosPerMillion: 2_500_000, outputMicrosPerMillion: 10_000_000 });
+    assert.deepEqual(DEFAULT_PRICE_TABLE.priceOf('gpt-4o-mini'), { inputMicrosPerMillion: 150_000, outputMicrosPerMillion: 600_000, vision: true });
+    assert.deepEqual(DEFAULT_PRICE_TABLE.priceOf('gpt-4o'), { inputMicrosPerMillion: 2_500_000, outputMicrosPerMillion: 10_000_000, vision: true });
     assert.equal(cost('gpt-4o-mini', 1_000_000, 1_000_000), 750_000);
     assert.equal(cost('gpt-4o', 1_000_000, 0), 2_500_000);
     assert.equal(cost('gpt-4o', 0, 1_000_000), 10_000_000);
@@ -56,17 +56,36 @@ describe('LLM price table', () => {
 
   it('is extended, overridden and narrowed by LLM_MODEL_PRICES in both spellings, exactly in micro-USD', () => {
     const listed = priceTableFromSetting('acme-large=2.5:10.125, gpt-4o-mini=0.2:0.8 ,gpt-4o=off');
-    assert.deepEqual(listed.priceOf('acme-large'), { inputMicrosPerMillion: 2_500_000, outputMicrosPerMillion: 10_125_000 });
-    assert.deepEqual(listed.priceOf('gpt-4o-mini'), { inputMicrosPerMillion: 200_000, outputMicrosPerMillion: 800_000 });
+    assert.deepEqual(listed.priceOf('acme-large'), { inputMicrosPerMillion: 2_500_000, outputMicrosPerMillion: 10_125_000, vision: false });
+    assert.deepEqual(listed.priceOf('gpt-4o-mini'), { inputMicrosPerMillion: 200_000, outputMicrosPerMillion: 800_000, vision: true }, 'a new price keeps the default vision flag');
     assert.equal(listed.accepts('gpt-4o'), false);
     assert.equal(listed.accepts('gpt-4.1'), true, 'the rest of the default table stays');
     assert.ok(listed.models.includes('acme-large') && !listed.models.includes('gpt-4o'));
     const json = priceTableFromSetting('{"Acme/Large": {"input": 0.000001, "output": 3}, "o3": [1, 4], "claude-opus-4": "off"}');
-    assert.deepEqual(json.priceOf('acme/large'), { inputMicrosPerMillion: 1, outputMicrosPerMillion: 3_000_000 });
-    assert.deepEqual(json.priceOf('o3'), { inputMicrosPerMillion: 1_000_000, outputMicrosPerMillion: 4_000_000 });
+    assert.deepEqual(json.priceOf('acme/large'), { inputMicrosPerMillion: 1, outputMicrosPerMillion: 3_000_000, vision: false });
+    assert.deepEqual(json.priceOf('o3'), { inputMicrosPerMillion: 1_000_000, outputMicrosPerMillion: 4_000_000, vision: true });
     assert.equal(json.accepts('claude-opus-4'), false);
     assert.equal(priceTableFromSetting(null), DEFAULT_PRICE_TABLE);
     assert.equal(createPriceTable({}).accepts('gpt-4o'), false);
+  });
+
+  it('says which models accept images, and LLM_MODEL_PRICES sets or keeps the vision flag in both spellings', () => {
+    for (const model of ['gpt-4o-mini', 'openai/gpt-4o-2024-08-06', 'gpt-4.1-nano', 'o4-mini', 'claude-sonnet-4-5', 'anthropic/claude-haiku-4-5']) {
+      assert.equal(DEFAULT_PRICE_TABLE.acceptsImages(model), true, model);
+    }
+    for (const model of ['o3-mini', 'claude-3-5-haiku', 'router/auto', 'some-new-model']) assert.equal(DEFAULT_PRICE_TABLE.acceptsImages(model), false, model);
+    const listed = priceTableFromSetting('acme-eye=1:2:vision, acme-text=1:2, gpt-4o=2.5:10:text, gpt-4o-mini=0.2:0.8, o3-mini=1.1:4.4:VISION');
+    assert.deepEqual(
+      ['acme-eye', 'acme-text', 'gpt-4o', 'gpt-4o-mini', 'o3-mini'].map((m) => listed.acceptsImages(m)),
+      [true, false, false, true, true],
+    );
+    const json = priceTableFromSetting('{"acme-eye": {"input": 1, "output": 2, "vision": true}, "gpt-4.1": {"input": 2, "output": 8, "vision": false}, "o3": [1, 4]}');
+    assert.deepEqual(
+      ['acme-eye', 'gpt-4.1', 'o3'].map((m) => json.acceptsImages(m)),
+      [true, false, true],
+    );
+    assert.throws(() => priceTableFromSetting('acme=1:2:colour'), /:vision or :text/);
+    assert.throws(() => priceTableFromSetting('{"acme": {"input": 1, "output": 2, "vision": "yes"}}'), /"acme" must be/);
   });
 
   it('lets only service models from the table through, naming the accepted ones; router models are free text', () => {

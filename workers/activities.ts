@@ -20,6 +20,7 @@ import { createLegacyCustomAgentActivities } from '../activities/agent/legacy-cu
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { createSkillsActivities } from '../activities/skills';
 import { createToolActivities } from '../activities/tools';
+import { toolImageKeeper } from '../activities/agent/tool-images';
 import { jobSelectionLoader } from '../activities/tools/selections';
 import { createMarketSelectionCaller } from '../activities/tools/market';
 import { createMarketRunActivities } from '../activities/market/runs';
@@ -57,6 +58,7 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
       masterKey: config.masterKey,
       loadSelection: jobSelectionLoader(db, config.masterKey),
       callMarketSelection: createMarketSelectionCaller({ db, config, policy }),
+      images: toolImageKeeper({ db, prices: config.modelPrices, limits: config.agent.toolImages }),
     }),
     ...createMarketRunActivities({ db }),
     ...createMarketActivities({ db, config, discover: runtimeDiscover({ policy }) }),

@@ -5,6 +5,7 @@ import type { Db } from '../../db/connect';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../../db/schema';
 import { appendJobLog, transitionJob } from '../../db/repos/jobs';
 import { recordAgentToolCall, type AgentToolCallRow } from '../../db/repos/agent-tool-calls';
+import { deleteToolImages, placeToolImages } from '../../db/repos/agent-tool-images';
 import { assertHoldCovers, holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
 import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } from '../../lib/billing/worst-case';
@@ -201,15 +202,17 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const usage = `decide-${taskIndex}-${step}`;
       // With the master key: masking needs the real sensitive values (without it they read "[redacted]").
       const run = await loadLoopJob(db, jobId, deps.masterKey);
+      // The model is shown the images of its latest tool results when it accepts images (tool-images.ts).
+      const images = deps.llm.prices.acceptsImages(run.request.llm_model);
       if (run.memory === 'conversation') {
         const seq = input.seq ?? 0;
-        const prompt = await conversation.prompt(jobId, run.request, { seq, notes: input.notes, toolsLeft: input.toolsLeft ?? 0 });
+        const prompt = await conversation.prompt(jobId, run.request, { seq, notes: input.notes, toolsLeft: input.toolsLeft ?? 0, images });
         const answer = await ask(run, prompt, usage);
         if ('stop' in answer) return { kind: 'stop', reason: answer.stop };
         const kept = await conversation.keepAnswer(jobId, seq, prompt.fresh, answer.message);
         return { kind: 'actions', actions: kept.calls, goal: kept.text, nextSeq: kept.nextSeq };
       }
-      const prompt = await steps.prompt(run, input);
+      const prompt = await steps.prompt(run, { ...input, images });
       const answer = await ask(run, prompt, usage);
       if ('stop' in answer) return { kind: 'stop', reason: answer.stop };
       const calls = (answer.message?.tool_calls ?? []).filter((c) => c.type === 'function');
@@ -250,13 +253,22 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     /**
      * One selection-tool call of a run: its agent_tool_calls row (no arguments or results: they can
      * hold secrets) and a log line; then what the model reads of it (toolCallAnswer), as the
-     * conversation's tool message or as the step's outcome the workflow stores with the step.
+     * conversation's tool message or as the step's outcome the workflow stores with the step. The
+     * images the answer's text describes and callTool kept are tied to that message or step: the
+     * next decision shows them to the model (tool-images.ts).
      */
     async recordAgentToolCall(input: AgentToolCallRecord): Promise<ActionOutcome> {
-      const { output: _output, mayHaveRun: _mayHaveRun, reply, ...row } = input;
+      const { output, mayHaveRun: _mayHaveRun, reply, ...row } = input;
       const run = await loadLoopJob(db, input.jobId, deps.masterKey);
       const error = row.error === null || run.memory === 'conversation' ? row.error : modelOutputMask(input.jobId, run.request).text(row.error);
       await recordAgentToolCall(db, { ...row, error });
+      const images = (output?.images ?? []).map((image) => image.id);
+      if (images.length > 0) {
+        // A step run's calls belong to its latest step (observed before the decision that made them).
+        const step = reply ? null : await db.selectFrom('agent_steps').select(['task_index', 'step']).where('job_id', '=', input.jobId).orderBy('id', 'desc').limit(1).executeTakeFirst();
+        if (reply) await placeToolImages(db, input.jobId, images, { callIndex: row.index, replySeq: reply.seq, callId: reply.callId });
+        else if (step) await placeToolImages(db, input.jobId, images, { callIndex: row.index, taskIndex: step.task_index, step: step.step });
+      }
       const message = toolCallAnswer(input, run.memory, maxToolCallsOf(run));
       if (reply) await conversation.reply(input.jobId, reply, message, true);
       return { ok: input.status === 'completed', navigated: false, message };
@@ -377,6 +389,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const status = error === null ? 'completed' : 'failed';
       const event = error ? `failed: ${error}` : 'completed';
       await transitionJob(db, job.id, status, { result, error, log: event, systemLogEvent: event });
+      // The images its tools returned were for its model only.
+      await deleteToolImages(db, job.id);
       return { jobId: job.id, status, error } as const;
     },
   };

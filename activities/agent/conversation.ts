@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
+import { toolImagesOfReplies } from '../../db/repos/agent-tool-images';
 import type { SkillsBody } from '../../lib/schemas/custom-agents';
 import { doneTool, parseToolArguments } from '../../lib/agent/model-tools';
 import type { CustomAgentRunRequest } from './job';
 import { customAgentSystemPrompt, type SkillsSelection } from './prompts';
+import { imagesMessage } from './tool-images';
 import { asTool, readToolbox } from './toolbox';
 
 /**
@@ -47,13 +49,38 @@ async function skillsOf(db: Db, skills: SkillsBody | undefined): Promise<SkillsS
   return { mode: 'selected', selected: filled };
 }
 
+/**
+ * The user message with the images of the latest tool results: those of the tool messages after
+ * the conversation's last assistant message (one message after them all: the chat API wants an
+ * answer's tool messages together, right after it).
+ */
+async function latestToolImages(db: Db, jobId: string, earlier: { seq: number; message: unknown }[]) {
+  const latest: { seq: number; callId: string }[] = [];
+  for (let i = earlier.length - 1; i >= 0; i--) {
+    const message = earlier[i].message as { role?: string; tool_call_id?: string };
+    if (message.role !== 'tool') break;
+    latest.unshift({ seq: earlier[i].seq, callId: message.tool_call_id ?? '' });
+  }
+  const images = await toolImagesOfReplies(db, jobId, latest.map((r) => r.seq));
+  return imagesMessage(
+    'The images your latest tool calls returned (their tool messages describe them):',
+    latest.map((reply) => {
+      const own = images.filter((image) => image.replySeq === reply.seq && image.callId === reply.callId);
+      return { label: `Tool call ${reply.callId} (${own[0]?.tool ?? ''}):`, images: own };
+    }),
+  );
+}
+
 export function conversationMemory(db: Db) {
   return {
     /**
      * The next decision's prompt: the conversation before `seq`, then what this decision adds (the
-     * opening messages on the first one, the workflow's notes). With `toolsLeft` 0 only `done` is offered.
+     * opening messages on the first one, the workflow's notes). With `toolsLeft` 0 only `done` is
+     * offered. With `images` (the model accepts them), the images of the latest tool results follow
+     * their tool messages in one user message; it is not kept, so older results keep only the
+     * descriptions in their tool messages.
      */
-    async prompt(jobId: string, request: CustomAgentRunRequest, input: { seq: number; notes: string[]; toolsLeft: number }) {
+    async prompt(jobId: string, request: CustomAgentRunRequest, input: { seq: number; notes: string[]; toolsLeft: number; images?: boolean }) {
       const stored = (await readToolbox(db, jobId)) ?? { toolbox: [], notes: [] };
       await db.deleteFrom('custom_agent_messages').where('job_id', '=', jobId).where('seq', '>=', input.seq).execute();
       const fresh: ChatCompletionMessageParam[] = [];
@@ -69,8 +96,11 @@ export function conversationMemory(db: Db) {
         fresh.push({ role: 'system', content: system }, { role: 'user', content: `Task: ${request.task}` });
       }
       if (input.notes.length) fresh.push({ role: 'user', content: input.notes.join('\n') });
-      const earlier = await db.selectFrom('custom_agent_messages').select('message').where('job_id', '=', jobId).orderBy('seq').execute();
-      const messages = [...earlier.map((m) => m.message as unknown as ChatCompletionMessageParam), ...fresh];
+      const earlier = await db.selectFrom('custom_agent_messages').select(['seq', 'message']).where('job_id', '=', jobId).orderBy('seq').execute();
+      const messages = earlier.map((m) => m.message as unknown as ChatCompletionMessageParam);
+      const shown = input.images ? await latestToolImages(db, jobId, earlier) : null;
+      if (shown) messages.push(shown);
+      messages.push(...fresh);
       const tools: ChatCompletionTool[] = [...(input.toolsLeft > 0 ? stored.toolbox.map(asTool) : []), doneTool(request.structured_output, 'the run')];
       return { messages, tools, fresh };
     },

@@ -1,11 +1,13 @@
 import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
+import { toolImagesOfStep } from '../../db/repos/agent-tool-images';
 import type { AgentOutcome } from '../../db/schema';
 import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
 import { doneTool } from '../../lib/agent/model-tools';
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
 import { OPTIMIZATION_PROFILES, type LoopJob } from './job';
 import { AGENT_SYSTEM_PROMPT, agentInstructions, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
+import { imagesMessage } from './tool-images';
 import { asTool, readToolbox } from './toolbox';
 
 /**
@@ -25,8 +27,12 @@ const EXTRACT_TOOL: ChatCompletionTool = {
 
 export function stepMemory(db: Db) {
   return {
-    /** A step's prompt: the task, earlier tasks, the latest steps with their outcomes, notes, and the current observation. */
-    async prompt(run: Extract<LoopJob, { memory: 'steps' }>, input: { taskIndex: number; step: number; notes: string[]; toolsLeft?: number }) {
+    /**
+     * A step's prompt: the task, earlier tasks, the latest steps with their outcomes, notes, and the
+     * current observation. With `images` (the model accepts them), the images the previous step's
+     * tool calls returned come before the observation (older steps' outcomes only describe theirs).
+     */
+    async prompt(run: Extract<LoopJob, { memory: 'steps' }>, input: { taskIndex: number; step: number; notes: string[]; toolsLeft?: number; images?: boolean }) {
       const { job, request, tasks } = run;
       const { taskIndex, step } = input;
       const jobId = job.id;
@@ -64,9 +70,20 @@ export function stepMemory(db: Db) {
         const detail = request.vision_detail_level === 'auto' ? 'auto' : request.vision_detail_level;
         observationParts.push({ type: 'image_url', image_url: { url: current.screenshot, detail } });
       }
+      const previous = step - 1;
+      const toolImages = input.images && previous >= 1 ? await toolImagesOfStep(db, jobId, taskIndex, previous) : [];
+      const callIndexes = [...new Set(toolImages.map((image) => image.callIndex))];
+      const shown = imagesMessage(
+        `The images your tool calls of step ${previous} returned (their outcomes describe them):`,
+        callIndexes.map((index) => {
+          const own = toolImages.filter((image) => image.callIndex === index);
+          return { label: `Tool call ${index} (${own[0].tool}):`, images: own };
+        }),
+      );
       const messages: ChatCompletionMessageParam[] = [
         { role: 'system', content: system },
         { role: 'user', content: context.join('\n\n') },
+        ...(shown ? [shown] : []),
         { role: 'user', content: observationParts },
       ];
       const actingTools = platform

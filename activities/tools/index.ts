@@ -2,8 +2,9 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { discoverTools } from '../../lib/tools/discovery';
 import { unsealDiscoveryParams, type DiscoverToolsInput, type DiscoveryOutcome } from '../../lib/tools/discovery-request';
 import { ToolCallError, ToolSourceError, type ToolCallFailureKind } from '../../lib/tools/errors';
+import { describeToolImage, imagesOf, textWithImagesDescribed, type ToolImageKeeper, type ToolImageRef } from '../../lib/tools/images';
 import { openToolSourceForCall, type ToolRuntimeDeps, type ToolSource } from '../../lib/tools/source';
-import type { ToolSelection } from '../../lib/tools/types';
+import type { ToolCallResult, ToolSelection } from '../../lib/tools/types';
 import type { MarketSelectionCaller } from './market';
 
 /** Which selection of a run a tool belongs to: the n-th of its `custom_mcps` or `market_mcps`. */
@@ -22,6 +23,8 @@ export interface ToolActivityDeps extends ToolRuntimeDeps {
   loadSelection: SelectionLoader;
   /** Calls a tool of a `market_mcps` selection through the market's in-process path (activities/tools/market.ts). */
   callMarketSelection?: MarketSelectionCaller;
+  /** Keeps the images of answers for the run's model (activities/agent/tool-images.ts); without it they are described only. */
+  images?: ToolImageKeeper;
 }
 
 export interface ToolCallInput {
@@ -35,11 +38,14 @@ export interface ToolCallInput {
 
 export interface ToolCallOutput {
   isError: boolean;
+  /** The answer as text for the model: each image described (`[image: image/png, 12345 bytes, returned by tool x]`). */
   text: string;
   truncated: boolean;
   durationMs: number;
   /** What the call charged the run's owner (a fixed-price market tool); absent for free tools. Provider-event charges arrive later, on the market run. */
   costMicros?: number;
+  /** The answer's images kept for the run's model (their bytes are in Postgres, never in the workflow's history). */
+  images?: ToolImageRef[];
 }
 
 /** What an attempt leaves behind for the next one (Temporal keeps the last heartbeat details across attempts). */
@@ -108,8 +114,7 @@ export function createToolActivities(deps: ToolActivityDeps) {
         const beat = setInterval(() => context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress), HEARTBEAT_EVERY_MS);
         try {
           const result = await source.call(input.tool, input.args, { signal: context.cancellationSignal, timeoutMs: input.timeoutMs });
-          // The answer as text (what the workflow gives the model); its blocks stay out of the workflow's history.
-          return { isError: result.isError, text: result.text, truncated: result.truncated, durationMs: Date.now() - started };
+          return await modelAnswer(deps, input, result, { durationMs: Date.now() - started });
         } finally {
           clearInterval(beat);
         }
@@ -144,8 +149,23 @@ async function marketToolCall(deps: ToolActivityDeps, input: ToolCallInput, cont
   }
   context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress);
   const outcome = await deps.callMarketSelection({ jobId: input.jobId, index: input.selection.index, tool: input.tool, args: input.args, signal: context.cancellationSignal });
-  if (outcome.status === 'answered') return { isError: outcome.result.isError, text: outcome.result.text, truncated: outcome.result.truncated, durationMs: outcome.durationMs, costMicros: outcome.costMicros };
+  if (outcome.status === 'answered') return modelAnswer(deps, input, outcome.result, { durationMs: outcome.durationMs, costMicros: outcome.costMicros });
   throw ApplicationFailure.nonRetryable(outcome.message, TOOL_CALL_FAILED, { kind: outcome.code, reached: outcome.status === 'failed' });
+}
+
+/**
+ * A tool's answer as the workflow gets it: its text for the model, with each image described, and
+ * references to the images kept for the model (deps.images). The answer's blocks, and image bytes,
+ * stay out of the workflow's history.
+ */
+async function modelAnswer(deps: ToolActivityDeps, input: ToolCallInput, result: ToolCallResult, call: Pick<ToolCallOutput, 'durationMs' | 'costMicros'>): Promise<ToolCallOutput> {
+  const answer = { isError: result.isError, ...call };
+  const images = imagesOf(result);
+  if (images.length === 0) return { ...answer, text: result.text, truncated: result.truncated };
+  const kept = deps.images ? await deps.images.keep(input.jobId, input.tool, images) : images.map(() => ({ notShown: null }));
+  const { text, truncated } = textWithImagesDescribed(result, (image, n) => describeToolImage(image, input.tool, 'notShown' in kept[n] ? kept[n].notShown : null), deps.maxResultBytes);
+  const refs = kept.flatMap((image) => ('ref' in image ? [image.ref] : []));
+  return { ...answer, text, truncated, ...(refs.length > 0 && { images: refs }) };
 }
 
 function failureDetails(kind: ToolCallFailureKind, reached: boolean) {

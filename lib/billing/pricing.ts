@@ -3,39 +3,48 @@ export interface ModelPrice {
   readonly inputMicrosPerMillion: number;
   /** Integer micro-USD per 1M completion tokens. */
   readonly outputMicrosPerMillion: number;
+  /**
+   * The model accepts images as input: agents give it the images their tools return (see
+   * activities/agent/tool-images.ts); a model without it reads them described as text.
+   */
+  readonly vision: boolean;
 }
 
 const TOKENS_PER_PRICE_UNIT = 1_000_000n;
 
-function price(inputMicrosPerMillion: number, outputMicrosPerMillion: number): ModelPrice {
-  return Object.freeze({ inputMicrosPerMillion, outputMicrosPerMillion });
+/** The `vision` flag of a table entry: the model accepts images as input. */
+const VISION = true;
+
+function price(inputMicrosPerMillion: number, outputMicrosPerMillion: number, vision = false): ModelPrice {
+  return Object.freeze({ inputMicrosPerMillion, outputMicrosPerMillion, vision });
 }
 
 /**
  * The built-in price table. Keys are lower-case model ids without provider prefix or snapshot
- * date. It is also the allowlist of the `service` provider: a model that is not in the table (as
+ * date; `VISION` marks the models that accept images as input (OpenAI's GPT-4o, 4.1, 5, o3 and
+ * o4-mini; Claude from 3.5 Sonnet on, except 3.5 Haiku). It is also the allowlist of the `service` provider: a model that is not in the table (as
  * extended or overridden by LLM_MODEL_PRICES, see lib/config.ts) is refused, never guessed at.
  */
 export const DEFAULT_MODEL_PRICES: Readonly<Record<string, ModelPrice>> = Object.freeze({
-  'gpt-4o-mini': price(150_000, 600_000),
-  'gpt-4o': price(2_500_000, 10_000_000),
-  'gpt-4.1': price(2_000_000, 8_000_000),
-  'gpt-4.1-mini': price(400_000, 1_600_000),
-  'gpt-4.1-nano': price(100_000, 400_000),
-  'gpt-5': price(1_250_000, 10_000_000),
-  'gpt-5-mini': price(250_000, 2_000_000),
-  'gpt-5-nano': price(50_000, 400_000),
-  'o3': price(2_000_000, 8_000_000),
+  'gpt-4o-mini': price(150_000, 600_000, VISION),
+  'gpt-4o': price(2_500_000, 10_000_000, VISION),
+  'gpt-4.1': price(2_000_000, 8_000_000, VISION),
+  'gpt-4.1-mini': price(400_000, 1_600_000, VISION),
+  'gpt-4.1-nano': price(100_000, 400_000, VISION),
+  'gpt-5': price(1_250_000, 10_000_000, VISION),
+  'gpt-5-mini': price(250_000, 2_000_000, VISION),
+  'gpt-5-nano': price(50_000, 400_000, VISION),
+  'o3': price(2_000_000, 8_000_000, VISION),
   'o3-mini': price(1_100_000, 4_400_000),
-  'o4-mini': price(1_100_000, 4_400_000),
+  'o4-mini': price(1_100_000, 4_400_000, VISION),
   'claude-3-5-haiku': price(800_000, 4_000_000),
-  'claude-haiku-4-5': price(1_000_000, 5_000_000),
-  'claude-3-5-sonnet': price(3_000_000, 15_000_000),
-  'claude-3-7-sonnet': price(3_000_000, 15_000_000),
-  'claude-sonnet-4': price(3_000_000, 15_000_000),
-  'claude-sonnet-4-5': price(3_000_000, 15_000_000),
-  'claude-opus-4': price(15_000_000, 75_000_000),
-  'claude-opus-4-1': price(15_000_000, 75_000_000),
+  'claude-haiku-4-5': price(1_000_000, 5_000_000, VISION),
+  'claude-3-5-sonnet': price(3_000_000, 15_000_000, VISION),
+  'claude-3-7-sonnet': price(3_000_000, 15_000_000, VISION),
+  'claude-sonnet-4': price(3_000_000, 15_000_000, VISION),
+  'claude-sonnet-4-5': price(3_000_000, 15_000_000, VISION),
+  'claude-opus-4': price(15_000_000, 75_000_000, VISION),
+  'claude-opus-4-1': price(15_000_000, 75_000_000, VISION),
   /** Flat rate for the platform router, whatever model it picks. */
   'router/auto': price(1_000_000, 4_000_000),
 });
@@ -67,13 +76,15 @@ export interface PriceTable {
   readonly models: readonly string[];
   priceOf(model: string): ModelPrice | null;
   accepts(model: string): boolean;
+  /** The model is in the table with `vision`: it is given images as input (a model the table does not list is not). */
+  acceptsImages(model: string): boolean;
   /** Integer micro-USD for one or more calls, rounded up to the next micro; throws ModelNotPricedError for an unlisted model. */
   costMicros(model: string, promptTokens: number, completionTokens: number): number;
 }
 
 export function createPriceTable(prices: Readonly<Record<string, ModelPrice>>): PriceTable {
   const table = new Map<string, ModelPrice>();
-  for (const [model, entry] of Object.entries(prices)) table.set(model.trim().toLowerCase(), price(entry.inputMicrosPerMillion, entry.outputMicrosPerMillion));
+  for (const [model, entry] of Object.entries(prices)) table.set(model.trim().toLowerCase(), price(entry.inputMicrosPerMillion, entry.outputMicrosPerMillion, entry.vision === true));
   const priceOf = (model: string): ModelPrice | null => {
     for (const key of priceTableKeys(model)) {
       const found = table.get(key);
@@ -85,6 +96,7 @@ export function createPriceTable(prices: Readonly<Record<string, ModelPrice>>): 
     models: Object.freeze([...table.keys()].sort()),
     priceOf,
     accepts: (model: string) => priceOf(model) !== null,
+    acceptsImages: (model: string) => priceOf(model)?.vision === true,
     costMicros(model: string, promptTokens: number, completionTokens: number): number {
       const found = priceOf(model);
       if (!found) throw new ModelNotPricedError(model);
@@ -119,28 +131,33 @@ function usdToMicros(text: string): number | null {
 
 const MODEL_ID = /^[A-Za-z0-9][\w.:/@-]{0,199}$/;
 
+/** An LLM_MODEL_PRICES entry: its prices, and its `vision` flag when the entry sets it (else the default table's, or off). */
+export type ModelPriceOverride = Omit<ModelPrice, 'vision'> & { readonly vision?: boolean };
+
 /**
  * Reads the LLM_MODEL_PRICES setting: entries that add to or replace entries of the default table,
- * in USD per 1M tokens (input, output), or `off` to withdraw a default model. Two spellings:
- *   model=in:out,model2=in:out,gpt-4o=off
- *   {"model": {"input": 0.15, "output": 0.6}, "model2": [1, 4], "gpt-4o": "off"}
+ * in USD per 1M tokens (input, output), or `off` to withdraw a default model. An entry may say
+ * whether the model accepts images (`vision`); without it, a model of the default table keeps its
+ * flag and any other model has none. Two spellings:
+ *   model=in:out,model2=in:out:vision,gpt-4o=2.5:10:text,gpt-4o-mini=off
+ *   {"model": {"input": 0.15, "output": 0.6, "vision": true}, "model2": [1, 4], "gpt-4o": "off"}
  * Throws an Error whose message says what is wrong (lib/config.ts turns it into a ConfigError).
  */
-export function parseModelPriceOverrides(raw: string): Map<string, ModelPrice | 'off'> {
-  const overrides = new Map<string, ModelPrice | 'off'>();
-  const add = (model: string, value: ModelPrice | 'off') => {
+export function parseModelPriceOverrides(raw: string): Map<string, ModelPriceOverride | 'off'> {
+  const overrides = new Map<string, ModelPriceOverride | 'off'>();
+  const add = (model: string, value: ModelPriceOverride | 'off') => {
     const key = model.trim().toLowerCase();
     if (!MODEL_ID.test(key)) throw new Error(`"${model}" is not a model id`);
     if (overrides.has(key)) throw new Error(`"${key}" is given twice`);
     overrides.set(key, value);
   };
-  const amounts = (model: string, input: unknown, output: unknown): ModelPrice => {
+  const amounts = (model: string, input: unknown, output: unknown, vision?: boolean): ModelPriceOverride => {
     const inMicros = usdToMicros(String(input));
     const outMicros = usdToMicros(String(output));
     if (inMicros === null || outMicros === null) {
       throw new Error(`"${model}" needs two USD amounts per 1M tokens (input and output, at most 6 decimals), got ${JSON.stringify(input)} and ${JSON.stringify(output)}`);
     }
-    return price(inMicros, outMicros);
+    return Object.freeze({ inputMicrosPerMillion: inMicros, outputMicrosPerMillion: outMicros, ...(vision !== undefined && { vision }) });
   };
   const trimmed = raw.trim();
   if (trimmed.startsWith('{')) {
@@ -154,15 +171,15 @@ export function parseModelPriceOverrides(raw: string): Map<string, ModelPrice | 
     for (const [model, value] of Object.entries(parsed as Record<string, unknown>)) {
       if (value === 'off') add(model, 'off');
       else if (Array.isArray(value) && value.length === 2) add(model, amounts(model, value[0], value[1]));
-      else if (value && typeof value === 'object' && 'input' in value && 'output' in value && Object.keys(value).length === 2) {
-        add(model, amounts(model, (value as { input: unknown }).input, (value as { output: unknown }).output));
-      } else throw new Error(`"${model}" must be {"input": USD, "output": USD}, [input, output] or "off"`);
+      else if (isPriceObject(value)) add(model, amounts(model, value.input, value.output, value.vision));
+      else throw new Error(`"${model}" must be {"input": USD, "output": USD} (with "vision": true or false if you like), [input, output] or "off"`);
     }
     return overrides;
   }
   for (const entry of trimmed.split(',').map((e) => e.trim()).filter(Boolean)) {
     const equals = entry.lastIndexOf('=');
-    if (equals <= 0) throw new Error(`"${entry}" must be model=input:output (USD per 1M tokens) or model=off`);
+    const form = `"${entry}" must be model=input:output (USD per 1M tokens, then :vision or :text if you like) or model=off`;
+    if (equals <= 0) throw new Error(form);
     const model = entry.slice(0, equals);
     const value = entry.slice(equals + 1).trim();
     if (value.toLowerCase() === 'off') {
@@ -170,10 +187,18 @@ export function parseModelPriceOverrides(raw: string): Map<string, ModelPrice | 
       continue;
     }
     const parts = value.split(':');
-    if (parts.length !== 2) throw new Error(`"${entry}" must be model=input:output (USD per 1M tokens) or model=off`);
-    add(model, amounts(model, parts[0], parts[1]));
+    const flag = parts[2]?.trim().toLowerCase();
+    if (parts.length < 2 || parts.length > 3 || (flag !== undefined && flag !== 'vision' && flag !== 'text')) throw new Error(form);
+    add(model, amounts(model, parts[0], parts[1], flag === undefined ? undefined : flag === 'vision'));
   }
   return overrides;
+}
+
+function isPriceObject(value: unknown): value is { input: unknown; output: unknown; vision?: boolean } {
+  if (!value || typeof value !== 'object' || Array.isArray(value) || !('input' in value) || !('output' in value)) return false;
+  const keys = Object.keys(value);
+  if (!keys.every((key) => key === 'input' || key === 'output' || key === 'vision')) return false;
+  return !('vision' in value) || typeof value.vision === 'boolean';
 }
 
 /** The default table with LLM_MODEL_PRICES applied (unset or blank: the default table). */
@@ -181,7 +206,7 @@ export function priceTableFromSetting(raw: string | null): PriceTable {
   if (raw === null || !raw.trim()) return DEFAULT_PRICE_TABLE;
   const prices: Record<string, ModelPrice> = { ...DEFAULT_MODEL_PRICES };
   for (const [model, value] of parseModelPriceOverrides(raw)) {
-    if (value !== 'off') prices[model] = value;
+    if (value !== 'off') prices[model] = { ...value, vision: value.vision ?? (Object.hasOwn(prices, model) && prices[model].vision) };
     else if (Object.hasOwn(prices, model)) delete prices[model];
     else throw new Error(`"${model}=off" withdraws a model the default table does not have`);
   }
