@@ -15,6 +15,7 @@ import * as usageCharge from './0014_usage_charge';
 import * as marketCallPath from './0015_market_call_path';
 import * as marketRunLeases from './0016_market_run_leases';
 import * as marketCallContinuations from './0019_market_call_continuations';
+import * as webSessions from './0021_web_sessions';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -33,6 +34,7 @@ const migrations: Record<string, Migration> = {
   '0015_market_call_path': marketCallPath,
   '0016_market_run_leases': marketRunLeases,
   '0019_market_call_continuations': marketCallContinuations,
+  '0021_web_sessions': webSessions,
 };
 
 export const migrationProvider: MigrationProvider = {
