@@ -595,7 +595,7 @@ const CASES: EndpointCase[] = [
   },
   {
     name: 'pages: the market finds the listed entry and shows its tools; the console signs in with the key and shows the balance and a run',
-    covers: ['GET /', 'GET /market', 'GET /market/tools/{id}', 'GET /console/sign-in', 'POST /console/sign-in', 'GET /console', 'GET /console/runs/{id}'],
+    covers: ['GET /', 'GET /market', 'GET /market/tools/{id}', 'GET /console/sign-in', 'POST /console/sign-in', 'GET /console', 'GET /console/runs/{id}', 'GET /console/usage'],
     async run(ctx) {
       const user = userOf(ctx);
       const page = async (path: string, init: RequestInit = {}) => {
@@ -631,6 +631,10 @@ const CASES: EndpointCase[] = [
       const run = await page(`/console/runs/${runId}`, { headers: { cookie: session } });
       assert.equal(run.status, 200);
       assert.match(run.html, /<ol id="run-logs"><li>/);
+      const usage = await page('/console/usage', { headers: { cookie: session } });
+      assert.equal(usage.status, 200, usage.html);
+      assert.equal((usage.html.match(/<rect [^>]*class="bar"/g) ?? []).length, 30, 'a bar per day of spend (PGlite date grouping)');
+      assert.match(usage.html, /<table id="transactions">/);
     },
   },
   {

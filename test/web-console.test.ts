@@ -3,7 +3,9 @@ import { createHash } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { findApiKeyOwner } from '../db/repos/market-tool-calls';
 import { createSession, findLiveSession } from '../db/repos/sessions';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { useHarness, type Harness } from './support/harness';
+import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
 import { startFixtureSite, type FixtureSite } from './support/fixture-site';
 import { assertAccessible, launchBrowser, screenshot, watchedContext, type WatchedContext } from './support/web-browser';
 
@@ -18,6 +20,7 @@ describe('web pages: the console', function () {
   let bob: { userId: string; apiKey: string };
   /** The scrape target holds its answer until the test opens the gate: the run is still going when its page is opened. */
   let openGate: () => void = () => undefined;
+  let openSecondGate: () => void = () => undefined;
   let gateHits = 0;
   let aliceRun: { id: string; logs: string[] } | null = null;
   const contexts: WatchedContext[] = [];
@@ -26,12 +29,18 @@ describe('web pages: the console', function () {
     this.timeout(180_000);
     h = await useHarness();
     const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const secondGate = new Promise<void>((resolve) => (openSecondGate = resolve));
     site = await startFixtureSite({
       '/gate': async (_req, res) => {
         gateHits++;
         await gate;
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
         res.end('<!doctype html><html><head><title>Harbour gate</title></head><body><h1>Harbour gate</h1><p>The gate opened at dawn.</p></body></html>');
+      },
+      '/second-gate': async (_req, res) => {
+        await secondGate;
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end('<!doctype html><html><head><title>Second gate</title></head><body><p>Open.</p></body></html>');
       },
     });
     browser = await launchBrowser();
@@ -41,6 +50,7 @@ describe('web pages: the console', function () {
 
   after(async function () {
     openGate();
+    openSecondGate();
     await browser?.close();
     await site?.close();
   });
@@ -163,6 +173,73 @@ describe('web pages: the console', function () {
     assert.equal(new URL(page.url()).pathname, `/console/runs/${aliceRun.id}`, 'sign-in returns to the page asked for');
     assert.deepEqual(await page.locator('#run-logs li').allInnerTexts(), aliceRun.logs);
     assert.equal(await page.locator('#run-status').innerText(), 'completed');
+  });
+
+  it('shows usage and money: spend per day as a chart with a table beside, per kind, per market listing, the transactions and what is held', async function () {
+    const service: MarketProviderService = await startMarketProvider();
+    try {
+      const provider = await h.createUser({ creditUsd: 0 });
+      const entry = await approvedServiceEntry(h, provider, service.url, {
+        name: `Harbour pilot ${Date.now()}`,
+        monetizationStrategy: 'tool_call_fixed',
+        tools: [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: 0.0125 }],
+      });
+      const client = new Client({ name: 'usage-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${entry.entryId}`), { requestInit: { headers: { authorization: `Bearer ${alice.apiKey}` } } }));
+      try {
+        const called = await client.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } });
+        assert.equal(called.isError, false);
+      } finally {
+        await client.close();
+      }
+
+      const transactions = (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: alice.apiKey })).body.transactions as { agentName: string; cost: number; executedAt: string; jobId: string | null }[];
+      const today = new Date().toISOString().slice(0, 10);
+      const micros = (usd: number) => Math.round(usd * 1e6);
+      const money = (m: number) => `$${(m / 1e6).toFixed(Math.min(6, Math.max(2, (String(m / 1e6).split('.')[1] ?? '').length)))}`;
+      const spentToday = transactions.filter((t) => t.executedAt.startsWith(today)).reduce((sum, t) => sum + micros(t.cost), 0);
+      const marketSpent = transactions.filter((t) => t.agentName === `market:${entry.slug}`).reduce((sum, t) => sum + micros(t.cost), 0);
+      assert.equal(marketSpent, 12_500, 'the call was charged its price');
+
+      const context = await newContext();
+      const home = await signIn(context, alice.apiKey);
+      await home.getByRole('link', { name: 'Usage and money' }).first().click();
+      await home.waitForURL(`${h.baseUrl}/console/usage`);
+      const page = home;
+      const dayRows = await page.locator('#spend-per-day tbody tr').allInnerTexts();
+      assert.equal(dayRows.length, 30);
+      assert.equal(dayRows.at(-1), `${today}\t${money(spentToday)}`, "today's spend is the sum of today's transactions");
+      assert.equal(await page.locator('#spend-chart rect.bar').count(), 30, 'one bar per day');
+      assert.equal(await page.locator('#spend-chart rect.bar').last().locator('title').textContent(), `${today}: ${money(spentToday)}`);
+      const kinds = await page.locator('#spend-per-kind tbody tr').allInnerTexts();
+      assert.ok(kinds.includes(`Market tool calls\t1\t${money(12_500)}`), kinds.join(' | '));
+      assert.ok(kinds.some((row) => row.startsWith('Scrape\t')), kinds.join(' | '));
+      const listing = page.locator('#spend-per-listing tbody tr', { hasText: entry.slug });
+      assert.equal(await listing.innerText(), `${entry.slug}\t1\t${money(12_500)}`);
+      assert.equal(await listing.getByRole('link').getAttribute('href'), `/market/tools/${entry.entryId}`);
+      const newest = await page.locator('#transactions tbody tr').first().locator('th, td').allInnerTexts();
+      assert.deepEqual(newest.slice(1), [`market:${entry.slug}`, '—', money(12_500)], 'the newest transaction is the call, with no run');
+      const account = (await h.http('GET', '/api/v1/account', { apiKey: alice.apiKey })).body;
+      assert.equal(await page.locator('#balance').innerText(), money(micros(account.balanceUsd)));
+      assert.equal(account.heldUsd, 0);
+      assert.match(await page.locator('section[aria-labelledby="holds-heading"]').innerText(), /Nothing is held/);
+      await assertAccessible(page, 'usage page');
+      await screenshot(page, 'usage');
+
+      // A run that is going on holds money: the page lists its hold, the amount GET /account calls held.
+      const going = await h.http('POST', '/api/v1/scrape', { apiKey: alice.apiKey, body: { url: `${site.url}/second-gate` } });
+      assert.equal(going.status, 202, JSON.stringify(going.body));
+      const held = (await h.http('GET', '/api/v1/account', { apiKey: alice.apiKey })).body.heldUsd;
+      assert.ok(held > 0);
+      await page.reload();
+      assert.deepEqual((await page.locator('#holds tbody tr').allInnerTexts()).map((row) => [row.split('\t')[0], row.split('\t')[2]]), [[`Scrape ${going.body.jobId.slice(0, 8)}`, money(micros(held))]]);
+      assert.equal(await page.locator('#held').innerText(), money(micros(held)));
+      await assertAccessible(page, 'usage page with a hold');
+      openSecondGate();
+      await h.waitForJob(alice.apiKey, `/api/v1/scrape/status/${going.body.jobId}`);
+    } finally {
+      await service.close();
+    }
   });
 
   it("shows a run only to its account: another account's run id is a 404 page, its events too", async function () {

@@ -30,28 +30,59 @@ export function StatusBadge(props: { status: Job['status']; id?: string }) {
   );
 }
 
+/** The console's own sections. */
+export function ConsoleNav(props: { current: 'home' | 'usage' }) {
+  return (
+    <nav class="console-nav" aria-label="Console">
+      <ul>
+        <li>
+          <a href="/console" aria-current={props.current === 'home' ? 'page' : undefined}>
+            Runs
+          </a>
+        </li>
+        <li>
+          <a href="/console/usage" aria-current={props.current === 'usage' ? 'page' : undefined}>
+            Usage and money
+          </a>
+        </li>
+      </ul>
+    </nav>
+  );
+}
+
+/** Balance, held and available, as GET /account gives them. */
+export function MoneySummary(props: { balanceUsd: number; heldUsd: number; availableUsd: number }) {
+  return (
+    <dl class="money">
+      <div>
+        <dt>Balance</dt>
+        <dd id="balance">{usd(props.balanceUsd)}</dd>
+      </div>
+      <div>
+        <dt>Held for running work</dt>
+        <dd id="held">{usd(props.heldUsd)}</dd>
+      </div>
+      <div>
+        <dt>Available</dt>
+        <dd id="available">{usd(props.availableUsd)}</dd>
+      </div>
+    </dl>
+  );
+}
+
 export function ConsoleHomePage(props: { account: ConsoleAccount; jobs: Job[]; csrfToken: string; liveSessions: number; sessionEndsAt: Date }) {
   const { account } = props;
   return (
     <Layout title="Console" section="console" signedInAs={account.email}>
       <h1>Console</h1>
+      <ConsoleNav current="home" />
       <section aria-labelledby="money-heading">
         <h2 id="money-heading">Money</h2>
-        <dl class="money">
-          <div>
-            <dt>Balance</dt>
-            <dd id="balance">{usd(account.balanceUsd)}</dd>
-          </div>
-          <div>
-            <dt>Held for running work</dt>
-            <dd id="held">{usd(account.heldUsd)}</dd>
-          </div>
-          <div>
-            <dt>Available</dt>
-            <dd id="available">{usd(account.availableUsd)}</dd>
-          </div>
-        </dl>
+        <MoneySummary balanceUsd={account.balanceUsd} heldUsd={account.heldUsd} availableUsd={account.availableUsd} />
         <p class="meta">{`Plan ${account.planId}: ${account.operations} of ${account.monthlyOperationLimit} operations used in ${account.period}.`}</p>
+        <p>
+          <a href="/console/usage">Spending per day, per kind and per listing, your transactions and what is held now</a>
+        </p>
       </section>
       <section aria-labelledby="runs-heading">
         <h2 id="runs-heading">Recent runs</h2>

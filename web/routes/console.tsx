@@ -3,7 +3,10 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { accountSummary } from '../../api/services/account';
 import { findOwnJob, listRecentJobs } from '../../db/repos/jobs';
+import { listAgentTransactions } from '../../db/repos/agent-transactions';
 import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
+import { listOpenHolds, spendPerCategory, spendPerDay, spendPerListing } from '../../db/repos/spending';
+import { microsToUsd } from '../../lib/money';
 import { countLiveSessions, createSession, revokeSession, revokeUserSessions, type WebSession } from '../../db/repos/sessions';
 import { requireFormToken, requireSameOrigin } from '../csrf';
 import type { WebDeps } from '../deps';
@@ -12,12 +15,16 @@ import { pageNotFound, sendPage } from '../page';
 import { ConsoleHomePage } from '../pages/console-home';
 import { RunPage } from '../pages/run';
 import { SignInPage } from '../pages/sign-in';
+import { UsagePage } from '../pages/usage';
 import { streamRunEvents } from '../run-events';
 import { clearCookie, currentSession, readCookie, sessionLifetimes, setCookie, SESSION_COOKIE, SIGN_IN_COOKIE } from '../session';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SIGN_IN_FORM_SECONDS = 3_600;
 const RECENT_RUNS = 25;
+/** The usage page's window (days, today included) and its transactions per page. */
+const USAGE_DAYS = 30;
+const TRANSACTIONS_PAGE_SIZE = 20;
 
 /** Where to go after signing in: a console address only (never another site). */
 function safeNext(raw: unknown): string | null {
@@ -120,6 +127,44 @@ export function consoleRoutes(deps: WebDeps): Router {
       seeOther(ctx, '/console/sign-in');
     });
   }
+
+  router.get('/usage', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    const userId = session.user.userId;
+    const now = new Date();
+    const since = new Date(`${new Date(now.getTime() - (USAGE_DAYS - 1) * 86_400_000).toISOString().slice(0, 10)}T00:00:00.000Z`);
+    const pageNumber = Number(ctx.query.page ?? '1');
+    const page = { page: Number.isInteger(pageNumber) && pageNumber >= 1 && pageNumber <= 100_000 ? pageNumber : 1, pageSize: TRANSACTIONS_PAGE_SIZE };
+    const [account, perDay, perCategory, perListing, holds, transactions] = await Promise.all([
+      accountSummary(deps.db, session.user),
+      spendPerDay(deps.db, userId, { from: since, to: now }),
+      spendPerCategory(deps.db, userId, since),
+      spendPerListing(deps.db, userId, since),
+      listOpenHolds(deps.db, userId),
+      listAgentTransactions(deps.db, userId, page),
+    ]);
+    await sendPage(
+      ctx,
+      <UsagePage
+        view={{
+          email: account.email,
+          money: { balanceUsd: account.balanceUsd, heldUsd: account.heldUsd, availableUsd: account.availableUsd },
+          days: USAGE_DAYS,
+          perDay: perDay.map((d) => ({ day: d.day, usd: microsToUsd(d.micros) })),
+          perCategory: perCategory.map((c) => ({ ...c, usd: microsToUsd(c.micros) })),
+          perListing: perListing.map((l) => ({ ...l, usd: microsToUsd(l.micros) })),
+          holds: { ...holds, jobsUsd: holds.jobs.map((j) => microsToUsd(j.micros)), marketRunsUsd: holds.marketRuns.map((r) => microsToUsd(r.micros)) },
+          transactions: {
+            rows: transactions.transactions.map((t) => ({ ...t, costUsd: microsToUsd(t.cost_micros) })),
+            page: page.page,
+            totalPages: transactions.meta.totalPages,
+          },
+        }}
+      />,
+      { private: true },
+    );
+  });
 
   const ownRun = async (ctx: Context, session: WebSession) => {
     const id = String(ctx.params.id);
