@@ -27,6 +27,10 @@ const zones = Object.entries(MAY_IMPORT).map(([room, allowed]) => ({
 }));
 // web/ may reach into api/services but no other part of api/.
 zones.push({ target: './web', from: './api', except: ['./services'], message: 'web/ may import api/services only.' });
+// The pages are served by the API's Koa process: api/app.ts (its composition) mounts web/, and nothing else in api/ imports it.
+const apiZone = zones.find((zone) => zone.target === './api');
+apiZone.from = apiZone.from.filter((from) => from !== './web');
+zones.push({ target: './api/**/!(app).ts', from: './web', message: 'Only api/app.ts (the HTTP composition) mounts web/.' });
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
 

@@ -29,6 +29,7 @@ import { marketIconRoutes, publicMarketIconRoutes } from './routes/market-icons'
 import { providerRoutes } from './routes/provider';
 import { metricsRoutes } from './routes/metrics';
 import { marketConsumerRoutes } from './routes/market-consumer';
+import { webPages } from '../web/app';
 
 export function createApp(deps: ApiDeps): Koa {
   // X-Forwarded-* are believed only from the proxies the operator says are there (TRUST_PROXY).
@@ -36,6 +37,8 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(requestId());
   app.use(requestLog());
   app.use(errorHandler());
+  // The pages (web/): /, /market…, /console…, /assets…; every other path is the API's.
+  app.use(webPages(deps));
   const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
   app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
   app.use(mcpEndpoint(marketMcpEndpoint(deps)));

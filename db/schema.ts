@@ -36,6 +36,19 @@ export interface ApiKeysTable {
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
+/** A console sign-in session (migration 0021): the cookie's token only as its SHA-256. */
+export interface SessionsTable {
+  id: string;
+  user_id: string;
+  api_key_id: string;
+  token_hash: string;
+  csrf_token: string;
+  created_at: Timestamp;
+  last_seen_at: Timestamp;
+  expires_at: Timestamp;
+  revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
 export interface SubscriptionsTable {
   user_id: string;
   plan_id: string;
@@ -564,6 +577,7 @@ export interface Database {
   plans: PlansTable;
   users: UsersTable;
   api_keys: ApiKeysTable;
+  sessions: SessionsTable;
   subscriptions: SubscriptionsTable;
   wallets: WalletsTable;
   ledger_entries: LedgerEntriesTable;

@@ -69,6 +69,15 @@ export interface Config {
   /** LLM_MODEL_PRICES applied to the built-in table: what the `service` provider accepts and how it is billed. */
   modelPrices: PriceTable;
   automations: AutomationsConfig;
+  web: WebConfig;
+}
+
+/** The console's sign-in sessions (web/, docs/console.md "Sessions"). */
+export interface WebConfig {
+  /** WEB_SESSION_IDLE_MINUTES, default 120 (1 to 10080): a session without a request for this long has ended. */
+  sessionIdleMs: number;
+  /** WEB_SESSION_MAX_HOURS, default 24 (1 to 720): a session ends this long after sign-in, however busy. */
+  sessionMaxMs: number;
 }
 
 /** The tool and agent markets. */
@@ -495,6 +504,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
     modelPrices: modelPrices(env),
     automations: automationsConfig(env),
+    web: {
+      sessionIdleMs: integer(env, 'WEB_SESSION_IDLE_MINUTES', 120, 1, 7 * 24 * 60) * 60_000,
+      sessionMaxMs: integer(env, 'WEB_SESSION_MAX_HOURS', 24, 1, 720) * 3_600_000,
+    },
   };
   if (config.metrics.token !== null && config.metrics.token.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters');
   if (!config.modelPrices.accepts(config.skills.aiModel)) {

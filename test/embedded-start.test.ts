@@ -594,6 +594,50 @@ const CASES: EndpointCase[] = [
     },
   },
   {
+    name: 'pages: the market finds the listed entry and shows its tools; the console signs in with the key and shows the balance and a run',
+    covers: ['GET /', 'GET /market', 'GET /market/tools/{id}', 'GET /console/sign-in', 'POST /console/sign-in', 'GET /console', 'GET /console/runs/{id}', 'GET /console/usage'],
+    async run(ctx) {
+      const user = userOf(ctx);
+      const page = async (path: string, init: RequestInit = {}) => {
+        const response = await fetch(`${ctx.baseUrl}${path}`, { redirect: 'manual', ...init });
+        return { status: response.status, headers: response.headers, html: await response.text() };
+      };
+      const root = await page('/');
+      assert.deepEqual([root.status, root.headers.get('location')], [302, '/market']);
+      const market = await page('/market?q=lighthouse&market=tools&pricing=per_event&min=0.001&sort=price_asc');
+      assert.equal(market.status, 200);
+      assert.match(market.headers.get('content-security-policy') ?? '', /^default-src 'self'; script-src 'self'; style-src 'self'/);
+      const id = /href="\/market\/tools\/([0-9a-f-]{36})">Embedded Lighthouse Tools</.exec(market.html)?.[1];
+      assert.ok(id, 'the catalogue page finds the approved entry (PGlite full text and price filter)');
+      const listing = await page(`/market/tools/${id}`);
+      assert.equal(listing.status, 200);
+      assert.ok(listing.html.includes('Add numbers') && listing.html.includes(`${ctx.baseUrl}/mcp/${id}`), 'the listing shows its tools and its endpoint');
+
+      const form = await page('/console/sign-in');
+      const pairing = form.headers.getSetCookie().map((c) => c.split(';')[0]);
+      const token = /name="csrf" value="([^"]+)"/.exec(form.html)?.[1] ?? '';
+      const signedIn = await page('/console/sign-in', {
+        method: 'POST',
+        headers: { origin: ctx.baseUrl, cookie: pairing.join('; '), 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ csrf: token, api_key: user.apiKey }).toString(),
+      });
+      assert.deepEqual([signedIn.status, signedIn.headers.get('location')], [303, '/console'], signedIn.html);
+      const session = signedIn.headers.getSetCookie().find((c) => c.startsWith('__Host-console-session='))!.split(';')[0];
+      const home = await page('/console', { headers: { cookie: session } });
+      assert.equal(home.status, 200);
+      assert.match(home.html, /<dd id="balance">\$\d+\.\d{2,6}<\/dd>/);
+      const runId = /href="\/console\/runs\/([0-9a-f-]{36})"/.exec(home.html)?.[1];
+      assert.ok(runId, 'the home page lists the runs of the earlier cases');
+      const run = await page(`/console/runs/${runId}`, { headers: { cookie: session } });
+      assert.equal(run.status, 200);
+      assert.match(run.html, /<ol id="run-logs"><li>/);
+      const usage = await page('/console/usage', { headers: { cookie: session } });
+      assert.equal(usage.status, 200, usage.html);
+      assert.equal((usage.html.match(/<rect [^>]*class="bar"/g) ?? []).length, 30, 'a bar per day of spend (PGlite date grouping)');
+      assert.match(usage.html, /<table id="transactions">/);
+    },
+  },
+  {
     name: 'custom agents: discovers the tools of the loopback MCP server; a host that does not resolve is 400 host_not_found',
     covers: ['POST /api/v1/agents/discover-mcp'],
     async run(ctx) {

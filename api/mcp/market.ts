@@ -33,6 +33,7 @@ import type { SourceParamValues } from '../../lib/tools/types';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import type { McpEndpointOptions } from './endpoint';
+import { marketMcpUrl as mcpUrlOf } from '../services/public-urls';
 
 /** The hosted market endpoint: `/mcp/{entryId}` on the API origin (or under MCP_PUBLIC_URL). */
 export const MARKET_MCP_PATH = /^\/mcp\/([^/]+)\/?$/;
@@ -64,7 +65,7 @@ export function needsParams(schema: Record<string, unknown>): boolean {
 
 /** The advertised address of an entry's endpoint. */
 export function marketMcpUrl(deps: Pick<ApiDeps, 'config'>, apiOrigin: string, entryId: string): string {
-  return `${(deps.config.market.mcpPublicUrl ?? apiOrigin).replace(/\/+$/, '')}/mcp/${entryId}`;
+  return mcpUrlOf(deps.config, apiOrigin, entryId);
 }
 
 function challenge(message: string, error = 'invalid_token'): ApiError {

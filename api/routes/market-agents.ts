@@ -10,18 +10,16 @@ import {
   findAgentSubmission,
   findAgentSubmissions,
   findPublicAgent,
-  findPurchase,
   listingStats,
   purchaseAgent,
   recordAgentRun,
-  searchPublicAgents,
   unsealAgentSecrets,
   type AgentPurchase,
   type AgentSubmission,
 } from '../../db/repos/market-agents';
 import { paginationMeta } from '../../db/repos/pagination';
 import { agentRunExtras } from '../services/agent-run-record';
-import { marketToolsViewer, type MarketToolView } from '../services/agent-market-tools';
+import { marketToolsViewer } from '../services/agent-market-tools';
 import { addJobStatusRoute } from './job-status';
 import { checkMarketSelections, checkRunInputs, fillTemplate, prepareAgentSubmission, type PreparedAgentSubmission } from '../../lib/market/agent-submission';
 import { commissionOf, ratePpm } from '../../lib/market/commission';
@@ -38,30 +36,14 @@ import { ApiError, notFound } from '../errors';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { assertLlmModel } from '../services/llm-model';
 import { preflightUrl } from '../services/url-preflight';
+import { agentEntryView, mayRunAgent, searchAgentMarket } from '../services/market-catalog';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import { addDeleteRoute, addRevisionRoute, iconUrlFor, marketErrors, submissionCoreFields } from './market-common';
 
 const iconOf = (sub: AgentSubmission, iconUrl: (key: string) => string) => (sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl);
 
-/** AgentMarketPublicEntry: what any caller sees of a live approved agent (no prompts, selection params, provider or review data). */
-export function publicAgentView(sub: AgentSubmission, iconUrl: (key: string) => string, purchased: boolean, marketTools: MarketToolView[]) {
-  return {
-    id: sub.listingId,
-    slug: sub.slug,
-    name: sub.name,
-    description: sub.description,
-    iconUrl: iconOf(sub, iconUrl),
-    priceUsd: microsToUsd(sub.priceMicros),
-    suggestedLlmProvider: sub.suggestedLlmProvider,
-    suggestedLlmModel: sub.suggestedLlmModel,
-    runMode: sub.runMode,
-    allowTaskOverride: sub.allowTaskOverride,
-    inputSchema: sub.inputSchema,
-    structuredOutput: sub.structuredOutput,
-    purchased,
-    marketTools,
-  };
-}
+/** AgentMarketPublicEntry: what any caller sees of a live approved agent. */
+export const publicAgentView = agentEntryView;
 
 const purchaseView = (p: AgentPurchase) => ({ purchaseId: p.id, priceUsd: microsToUsd(Number(p.price_micros)), agentId: p.listing_id, createdAt: new Date(p.created_at).toISOString() });
 
@@ -169,8 +151,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   addDeleteRoute(router, deps, 'agent');
 
   /** Whether the caller may run the agent: their own, free, or bought. */
-  const mayRun = async (agent: AgentSubmission, userId: string) =>
-    agent.ownerId === userId || agent.priceMicros === 0 || (await findPurchase(deps.db, agent.listingId, userId)) !== undefined;
+  const mayRun = (agent: AgentSubmission, userId: string) => mayRunAgent(deps.db, agent, userId);
 
   const liveAgent = async (ctx: Context) => {
     const agent = await findPublicAgent(deps.db, parseUuidParam('agentId', ctx.params.agentId));
@@ -181,7 +162,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   router.get('/agents', async (ctx) => {
     const user = ctx.state.user as AuthenticatedUser;
     const query = parseQuery<{ q?: string; page: number; pageSize: number }>(AgentMarketListQuery, ctx.query);
-    const { rows, total } = await searchPublicAgents(deps.db, { q: query.q }, query);
+    const { rows, total } = await searchAgentMarket(deps.db, { q: query.q }, query);
     const iconUrl = iconUrlFor(ctx, deps);
     const marketTools = marketToolsViewer(deps.db);
     const agents = [];

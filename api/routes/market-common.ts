@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { MarketRuleError } from '../../lib/market/errors';
-import { maskValues, ownerToolDefinition, pricingEventDefinition, toolDefinition } from '../../lib/market/listing';
+import { maskValues, ownerToolDefinition, pricingEventDefinition } from '../../lib/market/listing';
 import { unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
 import { createRevision, deleteSubmission, type CoreFields, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
 import type { AuthenticatedUser } from '../../db/repos/users';
@@ -9,6 +9,8 @@ import type { Market } from '../../lib/market/review-state';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { parseUuidParam } from '../validation';
+import { toolEntryView } from '../services/market-catalog';
+import { publicOrigin as originOf } from '../services/public-urls';
 
 /** Market rule violations (MarketRuleError) become the API's error body with the rule's status and code. */
 export function marketErrors() {
@@ -23,10 +25,7 @@ export function marketErrors() {
 }
 
 /** The origin clients reach the API at: PUBLIC_API_URL, else the request's own (X-Forwarded-Host/-Proto only with TRUST_PROXY). */
-export function publicOrigin(ctx: Context, deps: ApiDeps): string {
-  // Not ctx.origin: in Koa 3 that is the request's Origin header.
-  return deps.config.market.publicApiUrl ?? `${ctx.protocol}://${ctx.host}`;
-}
+export const publicOrigin = (ctx: Context, deps: ApiDeps): string => originOf(ctx, deps.config);
 
 export const apiBaseUrl = (ctx: Context, deps: ApiDeps) => `${publicOrigin(ctx, deps)}/api/v1`;
 
@@ -67,21 +66,7 @@ function iconUrlOf(sub: SubmissionCore, iconUrl: (key: string) => string): strin
 }
 
 /** McpMarketPublicEntry: what anyone with an API key sees of a live approved entry. */
-export function publicEntryView(sub: McpSubmission, iconUrl: (key: string) => string) {
-  const tools = (sub.approvedTools ?? sub.tools).filter((tool) => tool.isEnabled);
-  return {
-    id: sub.listingId,
-    slug: sub.slug,
-    type: sub.type,
-    name: sub.name,
-    description: sub.description,
-    iconUrl: iconUrlOf(sub, iconUrl),
-    monetizationStrategy: sub.monetizationStrategy,
-    requiredUserParamsSchema: sub.requiredUserParamsSchema,
-    pricingEvents: sub.pricingEvents.map(pricingEventDefinition),
-    tools: tools.map(toolDefinition),
-  };
-}
+export const publicEntryView = toolEntryView;
 
 /** McpMarketSubmission: the owner's view (staticConfig masked). */
 export function ownerSubmissionView(sub: McpSubmission, deps: ApiDeps, iconUrl: (key: string) => string) {

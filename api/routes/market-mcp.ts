@@ -7,7 +7,7 @@ import { findValidation, findValidValidationByFingerprint } from '../../db/repos
 import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
 import { iconBelongsTo } from '../../db/repos/market-icons';
 import { createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
-import { findMcpSubmission, findMcpSubmissions, findPublicMcpEntry, mcpDetailsWriter, mcpMarketHooks, searchPublicMcpEntries, type McpSubmission } from '../../db/repos/market-mcp';
+import { findMcpSubmission, findMcpSubmissions, findPublicMcpEntry, mcpDetailsWriter, mcpMarketHooks, type McpSubmission } from '../../db/repos/market-mcp';
 import { paginationMeta } from '../../db/repos/pagination';
 import { seal } from '../../lib/crypto';
 import { signChargeToken } from '../../lib/market/charge-token';
@@ -31,6 +31,7 @@ import type { ApiDeps } from '../deps';
 import { ApiError, notFound } from '../errors';
 import { preflightUrl } from '../services/url-preflight';
 import { startAndWait } from '../services/workflow-call';
+import { searchToolMarket } from '../services/market-catalog';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import { addRevisionRoute, apiBaseUrl, iconUrlFor, marketErrors, ownerSubmissionView, publicEntryView, submissionCoreFields } from './market-common';
 
@@ -254,7 +255,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
 
   router.get('/mcps', async (ctx) => {
     const query = parseQuery<{ q?: string; monetizationStrategy?: MonetizationStrategy; page: number; pageSize: number }>(McpMarketListQuery, ctx.query);
-    const { rows, total } = await searchPublicMcpEntries(deps.db, { q: query.q, monetizationStrategy: query.monetizationStrategy }, query);
+    const { rows, total } = await searchToolMarket(deps.db, { q: query.q, monetizationStrategy: query.monetizationStrategy }, query);
     const iconUrl = iconUrlFor(ctx, deps);
     ctx.body = { mcps: rows.map((row) => publicEntryView(row, iconUrl)), meta: paginationMeta(query, total) };
   });

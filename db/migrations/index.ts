@@ -16,6 +16,7 @@ import * as marketCallPath from './0015_market_call_path';
 import * as marketRunLeases from './0016_market_run_leases';
 import * as marketCallContinuations from './0019_market_call_continuations';
 import * as agentToolImages from './0020_agent_tool_images';
+import * as webSessions from './0021_web_sessions';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '0016_market_run_leases': marketRunLeases,
   '0019_market_call_continuations': marketCallContinuations,
   '0020_agent_tool_images': agentToolImages,
+  '0021_web_sessions': webSessions,
 };
 
 export const migrationProvider: MigrationProvider = {

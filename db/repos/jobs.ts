@@ -167,6 +167,18 @@ export function findJob(db: Db, scope: { userId: string; kind: JobKind; jobId: s
     .executeTakeFirst();
 }
 
+/** The caller's own job of any kind (the console's run page); undefined for another account's id. */
+export function findOwnJob(db: Db, userId: string, jobId: string): Promise<Job | undefined> {
+  return db.selectFrom('jobs').selectAll().where('id', '=', jobId).where('user_id', '=', userId).executeTakeFirst();
+}
+
+/** The account's most recent jobs of every kind (or of one), newest first. */
+export function listRecentJobs(db: Db, userId: string, options: { limit: number; kind?: JobKind }): Promise<Job[]> {
+  let query = db.selectFrom('jobs').selectAll().where('user_id', '=', userId);
+  if (options.kind) query = query.where('kind', '=', options.kind);
+  return query.orderBy('created_at', 'desc').orderBy('id').limit(options.limit).execute();
+}
+
 export function getJob(db: Db, jobId: string): Promise<Job> {
   return db.selectFrom('jobs').selectAll().where('id', '=', jobId).executeTakeFirstOrThrow();
 }

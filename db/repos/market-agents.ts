@@ -7,7 +7,7 @@ import type { FieldSpec } from '../../lib/llm/structured-output';
 import type { AgentCustomToolSelection, AgentMarketToolSelection, AgentSelectionParams, ApprovedListing, ApprovedToolLookup, PreparedAgentSubmission } from '../../lib/market/agent-submission';
 import { lockWallets, postAgentPurchase } from './ledger';
 import { findPublicMcpEntry } from './market-mcp';
-import { submissionReads } from './market-listings';
+import { catalogueOrder, submissionReads, type CatalogueFilter } from './market-listings';
 import { toCore, type MarketDetailsHooks, type SubmissionCore } from './market-submissions';
 import type { PageRequest } from './pagination';
 
@@ -165,9 +165,28 @@ export const findAgentSubmissions: (db: Db, ids: readonly string[]) => Promise<M
 /** The live, approved agent of a listing (its public id, the agentId), or null. */
 export const findPublicAgent: (db: Db, listingId: string) => Promise<AgentSubmission | null> = reads.findPublic;
 
-/** The public catalogue: live approved agents; with `q`, full text over name and description, ranked. */
-export async function searchPublicAgents(db: Db, filter: { q?: string }, page: PageRequest): Promise<{ rows: AgentSubmission[]; total: number }> {
-  return reads.searchPublic(db, filter.q, page);
+const priceMicros = sql<number>`d.price_micros`;
+
+/**
+ * The public catalogue: live approved agents; with `q`, full text over name and description, ranked.
+ * The catalogue pages also bound the price (`paid`: only agents with a price, false: only free ones)
+ * and sort (price, name or approval; agents have no quality score).
+ */
+export async function searchPublicAgents(db: Db, filter: CatalogueFilter & { paid?: boolean }, page: PageRequest): Promise<{ rows: AgentSubmission[]; total: number }> {
+  const { minPriceMicros: min, maxPriceMicros: max, paid } = filter;
+  return reads.searchPublic(
+    db,
+    filter.q,
+    page,
+    (query) => {
+      let narrowed = query;
+      if (paid !== undefined) narrowed = narrowed.where(sql<boolean>`${priceMicros} ${sql.raw(paid ? '>' : '=')} 0`);
+      if (min !== undefined) narrowed = narrowed.where(sql<boolean>`${priceMicros} >= ${min}`);
+      if (max !== undefined) narrowed = narrowed.where(sql<boolean>`${priceMicros} <= ${max}`);
+      return narrowed;
+    },
+    catalogueOrder(filter.sort, priceMicros, null),
+  );
 }
 
 /** The enabled tools and declared parameters of each live approved tool-market listing among `mcpIds` (absent: not approved). */

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Db } from '../connect';
 import type { MarketSubmissionsTable, McpMarketDetailsTable } from '../schema';
 import { seal, unseal } from '../../lib/crypto';
@@ -6,7 +6,7 @@ import type { Discovery, MarketSourceType } from '../../lib/market/discovery';
 import { toolListHash } from '../../lib/market/fingerprint';
 import type { MonetizationStrategy, StoredMarketTool, StoredPricingEvent } from '../../lib/market/listing';
 import type { PreparedMcpSubmission } from '../../lib/market/mcp-submission';
-import { submissionReads } from './market-listings';
+import { catalogueOrder, submissionReads, type CatalogueFilter } from './market-listings';
 import { toCore, type MarketDetailsHooks, type SubmissionCore } from './market-submissions';
 import type { PageRequest } from './pagination';
 
@@ -167,15 +167,39 @@ export const findMcpSubmissions: (db: Db, ids: readonly string[]) => Promise<Map
 export const findPublicMcpEntry: (db: Db, listingId: string) => Promise<McpSubmission | null> = reads.findPublic;
 
 /**
+ * An entry's "from" price in micro-USD: 0 when free, its cheapest enabled tool under
+ * tool_call_fixed, its cheapest pricing event under provider_event.
+ */
+const fromPriceMicros = sql<number>`case d.monetization_strategy
+  when 'free' then 0
+  when 'tool_call_fixed' then (select min((t ->> 'clientPriceMicros')::bigint) from jsonb_array_elements(coalesce(d.approved_tools, d.tools)) t where (t ->> 'isEnabled')::boolean)
+  else (select min((e ->> 'unitPriceMicros')::bigint) from jsonb_array_elements(d.pricing_events) e) end`;
+
+/** The quality score (0–100) of the validation the entry was listed with. */
+const qualityScore = sql<number>`(select (v.report ->> 'qualityScore')::int from market_validations v where v.id = d.validation_id)`;
+
+/**
  * The public catalogue: live approved entries, of one monetization strategy if given. With `q`, full
  * text over name (A), description (B) and tool names (C): every term must match, the last one as a
- * prefix, ranked by ts_rank; otherwise newest approval first.
+ * prefix, ranked by ts_rank; otherwise newest approval first. The catalogue pages also bound the
+ * "from" price and sort (by price, name, quality score or approval).
  */
 export async function searchPublicMcpEntries(
   db: Db,
-  filter: { q?: string; monetizationStrategy?: MonetizationStrategy },
+  filter: CatalogueFilter & { monetizationStrategy?: MonetizationStrategy },
   page: PageRequest,
 ): Promise<{ rows: McpSubmission[]; total: number }> {
-  const strategy = filter.monetizationStrategy;
-  return reads.searchPublic(db, filter.q, page, (query) => (strategy ? query.where('d.monetization_strategy', '=', strategy) : query));
+  const { monetizationStrategy: strategy, minPriceMicros: min, maxPriceMicros: max } = filter;
+  return reads.searchPublic(
+    db,
+    filter.q,
+    page,
+    (query) => {
+      let narrowed = strategy ? query.where('d.monetization_strategy', '=', strategy) : query;
+      if (min !== undefined) narrowed = narrowed.where(sql<boolean>`${fromPriceMicros} >= ${min}`);
+      if (max !== undefined) narrowed = narrowed.where(sql<boolean>`${fromPriceMicros} <= ${max}`);
+      return narrowed;
+    },
+    catalogueOrder(filter.sort, fromPriceMicros, qualityScore),
+  );
 }

@@ -83,3 +83,13 @@ export async function findValidValidationByFingerprint(db: Db, ownerId: string, 
     .executeTakeFirst();
   return row ? findValidation(db, ownerId, row.id) : null;
 }
+
+/**
+ * The report and status of validations by id, whoever owns them: for the public listing page of an
+ * approved entry (its quality score and scan result describe the tools anyone can list).
+ */
+export async function findValidationReports(db: Db, ids: readonly string[]): Promise<Map<string, { status: ValidationStatus; report: ValidationReport }>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('market_validations').select(['id', 'status', 'report']).where('id', 'in', ids).execute();
+  return new Map(rows.map((row) => [row.id, { status: row.status as ValidationStatus, report: row.report as unknown as ValidationReport }]));
+}

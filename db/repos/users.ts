@@ -176,3 +176,10 @@ export async function getRouterApiKey(db: Db, masterKey: Buffer, userId: string)
   const row = await db.selectFrom('users').select('router_api_key_sealed').where('id', '=', userId).executeTakeFirst();
   return row?.router_api_key_sealed ? unseal(masterKey, row.router_api_key_sealed, `router:${userId}`) : null;
 }
+
+/** The email addresses of accounts by id (the catalogue names a listing's provider by its domain). */
+export async function findEmails(db: Db, userIds: readonly string[]): Promise<Map<string, string>> {
+  if (userIds.length === 0) return new Map();
+  const rows = await db.selectFrom('users').select(['id', 'email']).where('id', 'in', [...new Set(userIds)]).execute();
+  return new Map(rows.map((row) => [row.id, row.email]));
+}

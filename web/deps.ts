@@ -1,0 +1,8 @@
+import type { Db } from '../db/connect';
+import type { Config } from '../lib/config';
+
+/** What the pages need from the rest of the system (the API's dependencies satisfy it). */
+export interface WebDeps {
+  db: Db;
+  config: Config;
+}

@@ -1,0 +1,141 @@
+import type { Job } from '../../db/schema';
+import { CsrfField } from '../components/csrf';
+import { usd, utc, shortId } from '../format';
+import { Layout } from '../layout';
+
+export interface ConsoleAccount {
+  email: string;
+  planId: string;
+  balanceUsd: number;
+  heldUsd: number;
+  availableUsd: number;
+  operations: number;
+  period: string;
+  monthlyOperationLimit: number;
+}
+
+export const KIND_NAMES: Record<Job['kind'], string> = {
+  scrape: 'Scrape',
+  agentic: 'Browser agent',
+  automation: 'Automation run',
+  'custom-agent': 'Custom agent run',
+  'agent-market': 'Agent-market run',
+};
+
+export function StatusBadge(props: { status: Job['status']; id?: string }) {
+  return (
+    <span id={props.id} class={`badge status-${props.status}`}>
+      {props.status}
+    </span>
+  );
+}
+
+/** The console's own sections. */
+export function ConsoleNav(props: { current: 'home' | 'usage' }) {
+  return (
+    <nav class="console-nav" aria-label="Console">
+      <ul>
+        <li>
+          <a href="/console" aria-current={props.current === 'home' ? 'page' : undefined}>
+            Runs
+          </a>
+        </li>
+        <li>
+          <a href="/console/usage" aria-current={props.current === 'usage' ? 'page' : undefined}>
+            Usage and money
+          </a>
+        </li>
+      </ul>
+    </nav>
+  );
+}
+
+/** Balance, held and available, as GET /account gives them. */
+export function MoneySummary(props: { balanceUsd: number; heldUsd: number; availableUsd: number }) {
+  return (
+    <dl class="money">
+      <div>
+        <dt>Balance</dt>
+        <dd id="balance">{usd(props.balanceUsd)}</dd>
+      </div>
+      <div>
+        <dt>Held for running work</dt>
+        <dd id="held">{usd(props.heldUsd)}</dd>
+      </div>
+      <div>
+        <dt>Available</dt>
+        <dd id="available">{usd(props.availableUsd)}</dd>
+      </div>
+    </dl>
+  );
+}
+
+export function ConsoleHomePage(props: { account: ConsoleAccount; jobs: Job[]; csrfToken: string; liveSessions: number; sessionEndsAt: Date }) {
+  const { account } = props;
+  return (
+    <Layout title="Console" section="console" signedInAs={account.email}>
+      <h1>Console</h1>
+      <ConsoleNav current="home" />
+      <section aria-labelledby="money-heading">
+        <h2 id="money-heading">Money</h2>
+        <MoneySummary balanceUsd={account.balanceUsd} heldUsd={account.heldUsd} availableUsd={account.availableUsd} />
+        <p class="meta">{`Plan ${account.planId}: ${account.operations} of ${account.monthlyOperationLimit} operations used in ${account.period}.`}</p>
+        <p>
+          <a href="/console/usage">Spending per day, per kind and per listing, your transactions and what is held now</a>
+        </p>
+      </section>
+      <section aria-labelledby="runs-heading">
+        <h2 id="runs-heading">Recent runs</h2>
+        {props.jobs.length === 0 ? (
+          <p>No runs yet. Start one through the API (<a href="/api/v1/docs/guides/getting-started">Getting started</a>) and it shows here.</p>
+        ) : (
+          <table>
+            <caption>Your {props.jobs.length} most recent runs, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Run</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Status</th>
+                <th scope="col">Started</th>
+                <th scope="col">Last change</th>
+              </tr>
+            </thead>
+            <tbody>
+              {props.jobs.map((job) => (
+                <tr>
+                  <th scope="row">
+                    <a href={`/console/runs/${job.id}`}>
+                      <code>{shortId(job.id)}</code>
+                    </a>
+                  </th>
+                  <td>{KIND_NAMES[job.kind]}</td>
+                  <td>
+                    <StatusBadge status={job.status} />
+                  </td>
+                  <td>{utc(job.created_at)}</td>
+                  <td>{utc(job.updated_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+      <section aria-labelledby="session-heading">
+        <h2 id="session-heading">Session</h2>
+        <p>{`This session ends by ${utc(props.sessionEndsAt)} at the latest. You are signed in on ${props.liveSessions} ${props.liveSessions === 1 ? 'browser' : 'browsers'}.`}</p>
+        <div class="actions">
+          <form class="inline-form" method="post" action="/console/sign-out">
+            <CsrfField token={props.csrfToken} />
+            <button type="submit">Sign out</button>
+          </form>
+          <form class="inline-form" method="post" action="/console/sign-out-everywhere">
+            <CsrfField token={props.csrfToken} />
+            <button type="submit" class="secondary">
+              Sign out everywhere
+            </button>
+          </form>
+        </div>
+      </section>
+    </Layout>
+  );
+}

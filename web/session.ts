@@ -1,0 +1,41 @@
+import type { Context } from 'koa';
+import { findLiveSession, type SessionLifetimes, type WebSession } from '../db/repos/sessions';
+import type { Config } from '../lib/config';
+import type { WebDeps } from './deps';
+
+/**
+ * The console's cookies. `__Host-` binds them to this origin (Secure, Path=/, no Domain); browsers
+ * accept Secure cookies from http://localhost and 127.0.0.1, so `npm start` works without TLS.
+ */
+export const SESSION_COOKIE = '__Host-console-session';
+/** Pairs the sign-in form with the browser that loaded it (there is no session yet to hold a token). */
+export const SIGN_IN_COOKIE = '__Host-console-sign-in';
+
+export const sessionLifetimes = (config: Pick<Config, 'web'>): SessionLifetimes => ({ idleMs: config.web.sessionIdleMs, maxMs: config.web.sessionMaxMs });
+
+export function readCookie(ctx: Context, name: string): string | null {
+  const header = ctx.get('cookie');
+  for (const part of header.split(';')) {
+    const at = part.indexOf('=');
+    if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim();
+  }
+  return null;
+}
+
+/** Sets an HttpOnly, Secure, SameSite=Lax cookie (written by hand: Koa refuses Secure cookies on plain-HTTP requests). */
+export function setCookie(ctx: Context, name: string, value: string, maxAgeSeconds: number): void {
+  ctx.append('Set-Cookie', `${name}=${value}; Path=/; Max-Age=${Math.max(0, Math.floor(maxAgeSeconds))}; HttpOnly; Secure; SameSite=Lax`);
+}
+
+export const clearCookie = (ctx: Context, name: string) => setCookie(ctx, name, '', 0);
+
+/** The request's live session, or null (read once per request). */
+export async function currentSession(ctx: Context, deps: WebDeps): Promise<WebSession | null> {
+  if (ctx.state.webSession !== undefined) return ctx.state.webSession as WebSession | null;
+  const token = readCookie(ctx, SESSION_COOKIE);
+  const session = token ? await findLiveSession(deps.db, token, sessionLifetimes(deps.config)) : null;
+  ctx.state.webSession = session;
+  // The access log names the account, as it does for API-key requests.
+  if (session) ctx.state.user = session.user;
+  return session;
+}

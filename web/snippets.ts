@@ -1,0 +1,68 @@
+/**
+ * Connect snippets of a tool-market entry, each built from the entry's hosted MCP address and the
+ * placeholder the reader replaces with their credential (or API key, for an entry without
+ * parameters). The market tests parse them back from the page and connect a real client.
+ */
+
+export const CREDENTIAL_PLACEHOLDER = '<credential>';
+
+export interface ConnectTarget {
+  /** The server's name in the client: the entry's slug. */
+  name: string;
+  /** The hosted endpoint: {MCP_PUBLIC_URL or the API origin}/mcp/{entryId}. */
+  url: string;
+}
+
+const authorization = (credential: string) => `Bearer ${credential}`;
+
+/** Claude Code: `claude mcp add --transport http <name> <url> --header "Authorization: Bearer <credential>"`. */
+export function claudeCodeCommand(target: ConnectTarget): string {
+  return `claude mcp add --transport http ${target.name} ${target.url} --header "Authorization: ${authorization(CREDENTIAL_PLACEHOLDER)}"`;
+}
+
+/** VS Code's .vscode/mcp.json: the server, and a password prompt for the credential (never written into the file). */
+export function vsCodeConfig(target: ConnectTarget): string {
+  const inputId = `${target.name}-credential`;
+  return JSON.stringify(
+    {
+      inputs: [{ type: 'promptString', id: inputId, description: `Credential (or API key) for ${target.name}`, password: true }],
+      servers: { [target.name]: { type: 'http', url: target.url, headers: { Authorization: authorization(`\${input:${inputId}}`) } } },
+    },
+    null,
+    2,
+  );
+}
+
+/** Cursor's configuration of the server (what its install link carries, base64-encoded). */
+export function cursorServerConfig(target: ConnectTarget): { url: string; headers: Record<string, string> } {
+  return { url: target.url, headers: { Authorization: authorization(CREDENTIAL_PLACEHOLDER) } };
+}
+
+/** Cursor's one-click install link: cursor://anysphere.cursor-deeplink/mcp/install?name=…&config=<base64 JSON>. */
+export function cursorInstallLink(target: ConnectTarget): string {
+  const config = Buffer.from(JSON.stringify(cursorServerConfig(target)), 'utf8').toString('base64');
+  return `cursor://anysphere.cursor-deeplink/mcp/install?name=${encodeURIComponent(target.name)}&config=${encodeURIComponent(config)}`;
+}
+
+/** For clients that only start stdio servers: mcp-remote bridges stdio to the hosted endpoint. */
+export function mcpRemoteCommand(target: ConnectTarget): string {
+  return `npx mcp-remote ${target.url} --header "Authorization: ${authorization(CREDENTIAL_PLACEHOLDER)}"`;
+}
+
+/** The first request any MCP client sends, by hand: an initialize on the 2025-06-18 revision. */
+export const CURL_INITIALIZE_BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'curl', version: '1.0.0' } },
+});
+
+export function curlCommand(target: ConnectTarget): string {
+  return [
+    `curl -sS ${target.url} \\`,
+    `  -H "Authorization: ${authorization(CREDENTIAL_PLACEHOLDER)}" \\`,
+    `  -H "Content-Type: application/json" \\`,
+    `  -H "Accept: application/json, text/event-stream" \\`,
+    `  -d '${CURL_INITIALIZE_BODY}'`,
+  ].join('\n');
+}
