@@ -40,6 +40,7 @@ export function agentMarketPaths() {
   return {
     '/agent-market/submissions': {
       post: {
+        operationId: 'createAgentSubmission',
         summary: 'Submit an agent (a draft): prompts and selection params sealed at rest',
         tags,
         requestBody: body('AgentMarketSubmissionRequest'),
@@ -51,6 +52,7 @@ export function agentMarketPaths() {
         },
       },
       get: {
+        operationId: 'listAgentSubmissions',
         summary: 'The caller\'s agent submissions, newest first',
         tags,
         parameters: optionalQuery(SubmissionsQuery as never),
@@ -59,12 +61,14 @@ export function agentMarketPaths() {
     },
     '/agent-market/submissions/{id}': {
       get: {
+        operationId: 'getAgentSubmission',
         summary: 'One of the caller\'s submissions, prompts decrypted for the owner, with aggregate stats of its listing',
         tags,
         parameters: [uuidPath('id')],
         responses: { 200: json(ref('AgentMarketSubmission'), 'Owner view'), 401: unauthorized, 404: error('No such submission of this account') },
       },
       put: {
+        operationId: 'replaceAgentSubmission',
         summary: 'Replace a draft or rejected submission (full replacement; back to draft)',
         tags,
         parameters: [uuidPath('id')],
@@ -78,6 +82,7 @@ export function agentMarketPaths() {
         },
       },
       delete: {
+        operationId: 'deleteAgentSubmission',
         summary: 'Delete a draft or rejected submission (extension): its slug is released unless another submission of the listing uses it',
         description:
           `Drafts do not hold their slug forever: deleting one releases it at once, and otherwise ${SLUG_RELEASE}. ` +
@@ -89,6 +94,7 @@ export function agentMarketPaths() {
     },
     '/agent-market/submissions/{id}/submit': {
       post: {
+        operationId: 'submitAgentSubmission',
         summary: 'Send a draft to review (pending_review); its market tool selections are checked again',
         tags,
         parameters: [uuidPath('id')],
@@ -103,6 +109,7 @@ export function agentMarketPaths() {
     },
     '/agent-market/submissions/{id}/revisions': {
       post: {
+        operationId: 'createAgentSubmissionRevision',
         summary: 'Start a revision of the live approved agent: a draft copy (prompts included) that replaces it under the same public id once approved',
         tags,
         parameters: [uuidPath('id')],
@@ -111,6 +118,7 @@ export function agentMarketPaths() {
     },
     '/agent-market/agents': {
       get: {
+        operationId: 'listMarketAgents',
         summary: 'The catalogue of approved agents (full text with q)',
         tags,
         parameters: optionalQuery(AgentMarketListQuery as never),
@@ -119,6 +127,7 @@ export function agentMarketPaths() {
     },
     '/agent-market/agents/{agentId}': {
       get: {
+        operationId: 'getMarketAgent',
         summary: 'One approved agent',
         tags,
         parameters: [uuidPath('agentId')],
@@ -127,6 +136,7 @@ export function agentMarketPaths() {
     },
     '/agent-market/agents/{agentId}/purchase': {
       post: {
+        operationId: 'purchaseMarketAgent',
         summary: 'Buy an agent once (idempotent per consumer and agent); the provider is credited the price less MARKET_COMMISSION_RATE',
         tags,
         parameters: [uuidPath('agentId')],
@@ -142,6 +152,7 @@ export function agentMarketPaths() {
     },
     '/agent-market/agents/{agentId}/run': {
       post: {
+        operationId: 'runMarketAgent',
         summary: 'Run an agent on the shared agent runtime (browser headed under a virtual display unless headless); poll GET /agent-market/runs/{jobId}',
         description:
           "The agent's market tools (marketTools of the agent view) are billed to the caller's wallet like direct calls: a fixed-price call holds its price while it runs; a provider_event " +
@@ -165,6 +176,7 @@ export function agentMarketPaths() {
     },
     '/agent-market/runs/{jobId}': {
       get: {
+        operationId: 'getMarketAgentRun',
         summary: 'Poll a run of the caller: the job record plus agentId, toolCalls and usage (never prompts)',
         tags,
         parameters: [uuidPath('jobId'), longPollWait],

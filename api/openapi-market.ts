@@ -1,5 +1,4 @@
 import {
-  AdminMarketReviewRequest,
   MarketEventVerification,
   MarketEventVerificationRequest,
   MarketIconUploadRequest,
@@ -7,8 +6,8 @@ import {
   MarketIdResponse,
   MarketPricingEvent,
   MarketToolDefinition,
-  McpDiscoveryResponse,
   McpMarketDiscoveryRequest,
+  McpMarketDiscoveryResponse,
   McpMarketListQuery,
   McpMarketListResponse,
   McpMarketPublicEntry,
@@ -29,7 +28,7 @@ export const MARKET_COMPONENTS = [
   MarketToolDefinition,
   MarketPricingEvent,
   McpMarketDiscoveryRequest,
-  McpDiscoveryResponse,
+  McpMarketDiscoveryResponse,
   ValidationReport,
   McpMarketValidationResponse,
   MarketEventVerificationRequest,
@@ -44,7 +43,6 @@ export const MARKET_COMPONENTS = [
   MarketIdResponse,
   ProviderEventChargeRequest,
   ProviderEventChargeResult,
-  AdminMarketReviewRequest,
   McpCredentialRequest,
   McpCredentialResponse,
   ProviderRevenueRun,
@@ -63,11 +61,12 @@ export function marketPaths() {
   return {
     '/mcp-market/discover': {
       post: {
+        operationId: 'discoverMarketSource',
         summary: 'Discover a remote MCP server or OpenAPI source: tools, parameters, source metadata (nothing stored)',
         tags,
         requestBody: body('McpMarketDiscoveryRequest'),
         responses: {
-          200: json(ref('McpDiscoveryResponse'), 'The discovery'),
+          200: json(ref('McpMarketDiscoveryResponse'), 'The discovery'),
           400: error('Invalid body; source_required, source_conflict, credentials_in_url, insecure_url (plain http), ssrf_blocked (internal address or unsafe redirect), invalid_openapi_document, source_too_large, invalid_source; host_not_found (DNS has no address for the URL\'s host; the message names it)'),
           401: unauthorized,
           502: error('The source failed (after retries for transient failures): upstream_unreachable (connection refused, unreachable, DNS did not answer), upstream_error, tls_error, not_mcp_server, auth_required; discovery_failed: discovery failed unexpectedly'),
@@ -78,6 +77,7 @@ export function marketPaths() {
     },
     '/mcp-market/validate': {
       post: {
+        operationId: 'validateMarketSource',
         summary: 'Discover, fingerprint and validate a source (quality score, tool-poisoning scan); stored for the caller for 24 h',
         tags,
         requestBody: body('McpMarketDiscoveryRequest'),
@@ -93,6 +93,7 @@ export function marketPaths() {
     },
     '/mcp-market/event-verifications': {
       post: {
+        operationId: 'createEventVerification',
         summary: 'Start an event verification: a run id and a short-lived charge token to prove each event with POST /provider/runs/{runId}/charge',
         tags,
         requestBody: body('MarketEventVerificationRequest'),
@@ -105,6 +106,7 @@ export function marketPaths() {
     },
     '/mcp-market/event-verifications/{id}': {
       get: {
+        operationId: 'getEventVerification',
         summary: 'An event verification of the caller (no token)',
         tags,
         parameters: [uuidPath('id')],
@@ -113,6 +115,7 @@ export function marketPaths() {
     },
     '/market/icons': {
       post: {
+        operationId: 'uploadMarketIcon',
         summary: 'Upload a PNG icon (signature and full decode checked; at most 256 KiB, 16–1024 px per side)',
         tags,
         requestBody: body('MarketIconUploadRequest'),
@@ -125,8 +128,7 @@ export function marketPaths() {
     },
     '/market/icons/{key}.png': {
       get: {
-        // Derived ids read path segments; "{key}.png" is not one, so this operation names its own.
-        operationId: 'getMarketIconsByKey',
+        operationId: 'getMarketIcon',
         summary: 'An uploaded icon (public: no API key needed); Content-Type image/png, X-Content-Type-Options nosniff',
         tags,
         security: [],
@@ -136,6 +138,7 @@ export function marketPaths() {
     },
     '/mcp-market/submissions': {
       post: {
+        operationId: 'createToolSubmission',
         summary: 'Create a tool-market submission (draft)',
         description: SUBMISSION_RULES,
         tags,
@@ -143,6 +146,7 @@ export function marketPaths() {
         responses: { 201: json(ref('McpMarketSubmission'), 'The draft'), 400: error('A rule is broken (code names it)'), 401: unauthorized, 409: error('slug_taken') },
       },
       get: {
+        operationId: 'listToolSubmissions',
         summary: 'The caller\'s submissions, revisions included, newest first',
         tags,
         parameters: optionalQuery(SubmissionsQuery as never),
@@ -151,12 +155,14 @@ export function marketPaths() {
     },
     '/mcp-market/submissions/{id}': {
       get: {
+        operationId: 'getToolSubmission',
         summary: 'One of the caller\'s submissions',
         tags,
         parameters: [uuidPath('id')],
         responses: { 200: json(ref('McpMarketSubmission'), 'The submission'), 401: unauthorized, 404: error('No such submission for this account') },
       },
       put: {
+        operationId: 'replaceToolSubmission',
         summary: 'Replace a draft or rejected submission in full (omitted fields are not kept); it becomes a draft',
         description: SUBMISSION_RULES,
         tags,
@@ -173,6 +179,7 @@ export function marketPaths() {
     },
     '/mcp-market/submissions/{id}/submit': {
       post: {
+        operationId: 'submitToolSubmission',
         summary: 'Submit a draft for review (draft → pending_review)',
         tags,
         parameters: [uuidPath('id')],
@@ -181,6 +188,7 @@ export function marketPaths() {
     },
     '/mcp-market/submissions/{id}/revisions': {
       post: {
+        operationId: 'createToolSubmissionRevision',
         summary: 'Start a revision of the live approved entry: a new draft copying it, with parentEntryId; approving it replaces the live listing under the same public id',
         tags,
         parameters: [uuidPath('id')],
@@ -189,6 +197,7 @@ export function marketPaths() {
     },
     '/mcp-market/mcps': {
       get: {
+        operationId: 'listMarketTools',
         summary: 'The public catalogue: approved entries, searchable',
         tags,
         parameters: optionalQuery(McpMarketListQuery as never),
@@ -197,6 +206,7 @@ export function marketPaths() {
     },
     '/mcp-market/mcps/{id}': {
       get: {
+        operationId: 'getMarketTool',
         summary: 'One approved entry by its public id',
         tags,
         parameters: [uuidPath('id')],
@@ -205,6 +215,7 @@ export function marketPaths() {
     },
     '/mcp-market/mcps/{id}/credentials': {
       post: {
+        operationId: 'createMarketToolCredential',
         summary: 'Create an MCP client credential for the hosted MCP endpoint of an approved entry',
         description:
           'The hosted MCP endpoint of an entry is `{mcp_url}/mcp/{id}` (mcpUrl in the answer; {mcp_url} is MCP_PUBLIC_URL, by default the API origin, outside /api/v1): an MCP server ' +
@@ -243,6 +254,7 @@ export function marketPaths() {
     },
     '/provider/revenue': {
       get: {
+        operationId: 'getProviderRevenue',
         summary: "The provider's market revenue: runs of its entries (newest first) with their charges per event and the amounts",
         description: 'Fixed-price calls appear as the event `tool_call` with their toolName. totals cover every run of the provider; commissionUsd is the platform\'s share (MARKET_COMMISSION_RATE).',
         tags: ['Provider event charge'],
@@ -252,6 +264,7 @@ export function marketPaths() {
     },
     '/provider/runs/{runId}/charge': {
       post: {
+        operationId: 'chargeProviderEvent',
         summary: 'Report a provider event of a run: production runs debit the consumer and credit the provider; verification runs move no money',
         description:
           'Send the provider\'s own X-API-Key, x-service-charge-token and an idempotency-key stable per logical event (reuse it on retries after network errors, 429 and 5xx). ' +

@@ -16,6 +16,10 @@ import { error, json, ref, uuidPath } from './openapi-fragments';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
+/** Subschemas that the ajv schemas embed (they have no `$id`), documented once as components and referenced where they appear. */
+const SHARED_SUBSCHEMAS: Record<string, object> = { ForumCredentials, MicroblogCredentials };
+const sharedName = new Map(Object.entries(SHARED_SUBSCHEMAS).map(([name, schema]) => [schema, name]));
+
 const COMPONENTS: Schema[] = [
   ErrorResponse,
   PaginationMeta,
@@ -33,8 +37,7 @@ const COMPONENTS: Schema[] = [
   SocialAccount,
   SocialAccountCreateRequest,
   SocialAccountUpdateRequest,
-  { $id: 'ForumCredentials', ...ForumCredentials },
-  { $id: 'MicroblogCredentials', ...MicroblogCredentials },
+  ...Object.entries(SHARED_SUBSCHEMAS).map(([name, schema]) => ({ $id: name, ...schema })),
   Automation,
   AutomationCreateRequest,
   SkillsDirectoryItemSchema,
@@ -49,10 +52,12 @@ const COMPONENTS: Schema[] = [
   AccountSummary,
 ];
 
-/** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` pointed at components. */
+/** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` and shared subschemas pointed at components. */
 function toOpenApi(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(toOpenApi);
   if (value === null || typeof value !== 'object') return value;
+  const shared = sharedName.get(value);
+  if (shared) return { $ref: `#/components/schemas/${shared}` };
   const out: Record<string, unknown> = {};
   for (const [key, inner] of Object.entries(value)) {
     if (key === '$id') continue;
@@ -87,9 +92,13 @@ Every operation needs \`X-API-Key\`. Errors always have the body \`{"error": {"c
 
 **Market params.** Wherever a consumer gives values for a tool-market entry (a credential's \`params\`, a \`market_mcps\` item's \`params\` in POST /agents, /agents/run, PATCH /agents/{id} and POST /automations, an agent-market listing's \`mcpSelections\`), only the parameter names the entry's \`requiredUserParamsSchema\` declares are accepted, with values that schema allows; an entry without parameters accepts none. Anything else is 400 \`invalid_params\`, with one detail per offending key (e.g. \`body/market_mcps/0/params/X-Service-Charge-Token\`).`;
 
+/** A JobRecord whose `result` is the given schema (or null until the job has one). */
+const jobRecordOf = (result: string) => ({ allOf: [ref('JobRecord'), { properties: { result: { anyOf: [ref(result), { type: 'null' }] } } }] });
+
 export function buildOpenApiDocument(serverUrl = '/api/v1') {
-  const paginated = (name: string, summary: string) => ({
+  const paginated = (operationId: string, name: string, summary: string) => ({
     get: {
+      operationId,
       summary,
       tags: ['Logs and transactions'],
       parameters: queryParameters(PaginationQuery as never),
@@ -98,7 +107,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
   });
   return {
     openapi: '3.1.0',
-    info: { title: 'Scrape platform API', version: '1.0.0', description: DESCRIPTION },
+    info: { title: 'Scrape platform API', version: '1.0.0', description: DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
     servers: [{ url: serverUrl }],
     security: [{ ApiKeyAuth: [] }],
     paths: {
@@ -106,6 +115,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       ...agentMarketPaths(),
       '/scrape': {
         post: {
+          operationId: 'createScrapeJob',
           summary: 'Scrape a URL with the LLM pipeline',
           tags: ['One-off scrape'],
           parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } }],
@@ -124,15 +134,17 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/scrape/status/{jobId}': {
         get: {
+          operationId: 'getScrapeJob',
           summary: 'Poll a scrape job (optionally long-polling with ?wait=N)',
           tags: ['One-off scrape'],
           parameters: [uuidPath('jobId'), longPollWait],
           'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
-          responses: { 200: json(ref('JobRecord'), 'The job record'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+          responses: { 200: json(jobRecordOf('ScrapeResult'), 'The job record; result is the ScrapeResult once completed'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
         },
       },
       '/agentscraper': {
         post: {
+          operationId: 'createBrowserAgentJob',
           summary: 'Run a one-off autonomous browser agent',
           tags: ['One-off browser agent'],
           parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } }],
@@ -150,21 +162,24 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/agentscraper/status/{jobId}': {
         get: {
+          operationId: 'getBrowserAgentJob',
           summary: 'Poll a browser-agent job (result: AgentResult; optionally long-polling with ?wait=N)',
           tags: ['One-off browser agent'],
           parameters: [uuidPath('jobId'), longPollWait],
           'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
-          responses: { 200: json(ref('JobRecord'), 'The job record; logs show each step as it happens'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+          responses: { 200: json(jobRecordOf('AgentResult'), 'The job record; logs show each step as it happens'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
         },
       },
       '/social-accounts': {
         get: {
+          operationId: 'listSocialAccounts',
           summary: 'List saved social accounts (credentials are never returned)',
           tags: ['Social accounts'],
           parameters: [{ name: 'platform', in: 'query', required: false, schema: { type: 'string', enum: ['forum', 'microblog'] } }],
           responses: { 200: json({ type: 'object', properties: { accounts: { type: 'array', items: ref('SocialAccount') } } }, 'The accounts'), 400: error('Unknown platform'), 401: error('Missing or invalid API key') },
         },
         post: {
+          operationId: 'createSocialAccount',
           summary: 'Save an account after validating its credentials with the platform',
           tags: ['Social accounts'],
           requestBody: { required: true, content: { 'application/json': { schema: ref('SocialAccountCreateRequest') } } },
@@ -177,6 +192,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/social-accounts/{id}': {
         patch: {
+          operationId: 'updateSocialAccount',
           summary: 'Rename, (de)activate or replace credentials (validated again); the platform never changes',
           tags: ['Social accounts'],
           parameters: [uuidPath('id')],
@@ -184,6 +200,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           responses: { 200: json({ type: 'object', properties: { account: ref('SocialAccount') } }, 'Updated'), 400: error('Nothing to change, platform given, or credentials refused'), 401: error('Missing or invalid API key'), 404: error('No such account for this user') },
         },
         delete: {
+          operationId: 'deleteSocialAccount',
           summary: 'Delete an account (a microblog session is also logged out upstream)',
           tags: ['Social accounts'],
           parameters: [uuidPath('id')],
@@ -192,12 +209,14 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/automations': {
         get: {
+          operationId: 'listAutomations',
           summary: 'List automations; status and isPaused are read from each Temporal Schedule',
           tags: ['Automations'],
           parameters: queryParameters(PaginationQuery as never),
           responses: { 200: json({ type: 'object', properties: { automations: { type: 'array', items: ref('Automation') }, meta: ref('PaginationMeta') } }, 'One page, newest first'), 400: error('Invalid page or pageSize'), 401: error('Missing or invalid API key') },
         },
         post: {
+          operationId: 'createAutomation',
           summary: 'Create a scheduled forum or microblog agent; the first execution is queued at once',
           tags: ['Automations'],
           requestBody: { required: true, content: { 'application/json': { schema: ref('AutomationCreateRequest') } } },
@@ -213,6 +232,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/skills/directory/search': {
         get: {
+          operationId: 'searchSkills',
           summary: 'Search the skills directory (weighted full text, last term as a prefix, typo-tolerant names)',
           tags: ['Skills directory'],
           parameters: queryParameters(SkillsSearchQuery as never),
@@ -221,6 +241,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/skills/directory/ai-search': {
         get: {
+          operationId: 'searchSkillsWithAi',
           summary: 'Natural-language search: an LLM plan, full text and embeddings fused by reciprocal rank, optional LLM rerank; charged as usage (plans cached per user for 10 minutes)',
           tags: ['Skills directory'],
           parameters: queryParameters(SkillsSearchQuery as never),
@@ -233,6 +254,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/agents': {
         post: {
+          operationId: 'createCustomAgent',
           summary: 'Create a stored custom agent with its schedule (an automation of type custom-agent); the first execution is queued at once',
           description:
             'The agent, its automation record (same id, listed by GET /automations) and its Temporal Schedule are created together. Each execution runs the task with the selected tools (custom_mcps: remote MCP servers and OpenAPI APIs; market_mcps: approved tool-market entries) until the model calls done or max_tool_calls is spent. Every params value is sealed at rest and shown as "[redacted]".',
@@ -250,6 +272,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/agents/{id}': {
         patch: {
+          operationId: 'updateCustomAgent',
           summary: 'Change a stored custom agent: given fields replace the stored ones (a list replaces the whole list, params included), null clears a nullable field; a changed cron or timezone updates the Schedule',
           tags: ['Custom agents'],
           parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
@@ -265,6 +288,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/agents/run': {
         post: {
+          operationId: 'runCustomAgent',
           summary: 'Queue exactly one execution of a custom agent (no automation record, no schedule; cron is ignored)',
           tags: ['Custom agents'],
           parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 }, description: 'A retry with the same key returns the same run' }],
@@ -283,6 +307,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/agents/runs/{jobId}': {
         get: {
+          operationId: 'getCustomAgentRun',
           summary: 'A custom-agent run (one-off or scheduled): the job record, its tool calls and its usage; poll until completed or failed',
           tags: ['Custom agents'],
           parameters: [uuidPath('jobId'), longPollWait],
@@ -297,6 +322,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/agents/discover-mcp': {
         post: {
+          operationId: 'discoverToolSource',
           summary: 'Discover the tools of a remote MCP server or an OpenAPI document, and the params it needs',
           description:
             'Runs as a Temporal workflow (`tools-discovery-<uuid>`) that the request waits for, at most 60 s. Remote MCP: Streamable HTTP (current stateless revision or the 2025 revisions), falling back to the legacy HTTP+SSE transport. OpenAPI: Swagger 2.0, OpenAPI 3.0/3.1, JSON or YAML, inline or by URL, with external $refs never resolved. HTTPS is required except for hosts opened by NETWORK_ALLOWLIST; every connection and redirect passes the SSRF guard. `params` values are used for this request only (sealed in the workflow history) and never returned or logged. An MCP server that answers 401/403 yields `tools: []`, `source.authRequired: true` and the credential it wants in `params`.',
@@ -312,10 +338,11 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           },
         },
       },
-      '/logs': paginated('LogsResponse', 'System log lines of this account'),
-      '/transactions': paginated('TransactionsResponse', 'Usage charges (agent transactions) of this account'),
+      '/logs': paginated('listLogs', 'LogsResponse', 'System log lines of this account'),
+      '/transactions': paginated('listTransactions', 'TransactionsResponse', 'Usage charges (agent transactions) of this account'),
       '/account': {
         get: {
+          operationId: 'getAccount',
           summary: 'This account: plan, limits, balance, held and available amounts, and this month\'s operations (not in the 1.0.0 contract)',
           tags: ['Account'],
           responses: { 200: json(ref('AccountSummary'), 'Account summary'), 401: error('Missing or invalid API key') },
@@ -323,6 +350,7 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       },
       '/account/webhook-secret': {
         get: {
+          operationId: 'getWebhookSecret',
           summary: 'The secret that signs this account\'s webhooks (not in the 1.0.0 contract)',
           tags: ['Account'],
           responses: { 200: json({ type: 'object', properties: { webhookSecret: { type: 'string' } } }, 'The secret'), 401: error('Missing or invalid API key') },

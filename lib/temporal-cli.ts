@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -17,14 +17,37 @@ export function findTemporalCli(): string {
   }
 }
 
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
+/** A port the dev server was asked to listen on is already taken (by anything: another dev server, any program). */
+export class PortInUseError extends Error {
+  constructor(
+    readonly port: number,
+    readonly role: 'frontend' | 'ui',
+  ) {
+    super(`port ${port} on 127.0.0.1 (the Temporal dev server's ${role === 'frontend' ? 'frontend' : 'Web UI'}) is already in use`);
+  }
+}
+
+/** True when something accepts connections on 127.0.0.1:port, or holds it so that it cannot be bound. */
+export async function portInUse(port: number): Promise<boolean> {
+  const accepts = await new Promise<boolean>((resolve) => {
     const socket = connect({ host: '127.0.0.1', port }, () => {
       socket.destroy();
       resolve(true);
     });
     socket.on('error', () => resolve(false));
   });
+  if (accepts) return true;
+  return new Promise<boolean>((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(true));
+    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolve(false)));
+  });
+}
+
+/** Throws PortInUseError for the first of the dev server's ports that is taken. */
+export async function assertDevServerPortsFree(options: { port: number; uiPort: number | null }): Promise<void> {
+  if (await portInUse(options.port)) throw new PortInUseError(options.port, 'frontend');
+  if (options.uiPort !== null && (await portInUse(options.uiPort))) throw new PortInUseError(options.uiPort, 'ui');
 }
 
 export interface DevServer {
@@ -34,8 +57,13 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-/** Starts `temporal server start-dev`, persisting to a SQLite file when `dbFile` is given, and waits for its port. */
+/**
+ * Starts `temporal server start-dev`, persisting to a SQLite file when `dbFile` is given. Ready when this
+ * child says it serves (its `Server: host:port` line), never because something else answers on the port:
+ * a taken port is a PortInUseError before the start, and a child that cannot bind exits with its reason.
+ */
 export async function startTemporalDevServer(options: { port: number; uiPort: number | null; dbFile?: string; namespace?: string }): Promise<DevServer> {
+  await assertDevServerPortsFree(options);
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'error', '--namespace', options.namespace ?? 'default'];
   // Eager activity execution (off by default in the server): an activity a workflow task schedules on
   // its own task queue comes back in the task's completion response, skipping a trip through matching.
@@ -46,17 +74,20 @@ export async function startTemporalDevServer(options: { port: number; uiPort: nu
     mkdirSync(path.dirname(options.dbFile), { recursive: true });
     args.push('--db-filename', options.dbFile);
   }
-  const child = spawn(findTemporalCli(), args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(findTemporalCli(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
   let stderr = '';
+  child.stdout!.on('data', (chunk) => (stdout = (stdout + chunk).slice(-4000)));
   child.stderr!.on('data', (chunk) => (stderr = (stderr + chunk).slice(-4000)));
+  const serving = new RegExp(`^Server:\\s+\\S+:${options.port}\\s*$`, 'm');
   const deadline = Date.now() + 60_000;
-  while (!(await portOpen(options.port))) {
-    if (child.exitCode !== null) throw new Error(`temporal server start-dev exited (${child.exitCode}): ${stderr}`);
+  while (!serving.test(stdout)) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`temporal server start-dev exited (${child.exitCode ?? child.signalCode}): ${stderr.trim() || stdout.trim()}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`temporal server start-dev did not open port ${options.port} within 60s: ${stderr}`);
+      throw new Error(`temporal server start-dev did not serve on port ${options.port} within 60s: ${stderr.trim() || stdout.trim()}`);
     }
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 100));
   }
   return {
     address: `127.0.0.1:${options.port}`,
@@ -64,7 +95,7 @@ export async function startTemporalDevServer(options: { port: number; uiPort: nu
     process: child,
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
         setTimeout(() => child.kill('SIGKILL'), 5000).unref();

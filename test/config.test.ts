@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -117,9 +117,52 @@ describe('configuration', function () {
   }
 });
 
+type ComposeService = {
+  image?: string;
+  environment?: Record<string, string>;
+  configs?: { source: string; target: string }[];
+  depends_on?: Record<string, { condition: string }>;
+  entrypoint?: string[];
+  ports?: string[];
+  healthcheck?: unknown;
+};
+type Compose = { services: Record<string, ComposeService>; configs: Record<string, { content: string }> };
+
+const readCompose = () => parseYaml(readFileSync(path.join(__dirname, '..', 'docker-compose.yml'), 'utf8'), { merge: true }) as Compose;
+
+/** Compose interpolates config content and commands: `$$` is a literal `$`. */
+const interpolated = (text: string) => {
+  assert.doesNotMatch(text.replace(/\$\$/g, ''), /\$/, 'a `$` compose would interpolate');
+  return text.replace(/\$\$/g, '$');
+};
+
+/**
+ * Runs a one-shot container's entrypoint here: the config files it mounts placed under a scratch directory
+ * (`files`: target → content), and fake Temporal tools (`fakes`: name → shell body) that log their arguments.
+ */
+function runEntrypoint(entrypoint: string[], files: Record<string, string>, fakes: Record<string, string>) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'compose-entrypoint-'));
+  try {
+    const bin = path.join(dir, 'bin');
+    mkdirSync(bin);
+    for (const [name, body] of Object.entries(fakes)) writeFileSync(path.join(bin, name), `#!/bin/sh\necho "${name} $*" >> "${dir}/calls"\n${body}\n`, { mode: 0o755 });
+    const local = (target: string) => path.join(dir, 'mounted', target);
+    for (const [target, content] of Object.entries(files)) {
+      mkdirSync(path.dirname(local(target)), { recursive: true });
+      writeFileSync(local(target), interpolated(content));
+    }
+    const [command, ...args] = entrypoint.map((arg) => (arg in files ? local(arg) : interpolated(arg)));
+    const result = spawnSync(command!, args, { env: { PATH: `${bin}:/usr/bin:/bin` }, encoding: 'utf8' });
+    const calls = existsSync(path.join(dir, 'calls')) ? readFileSync(path.join(dir, 'calls'), 'utf8').trim().split('\n') : [];
+    return { status: result.status, calls };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('docker-compose.yml', function () {
   it('publishes nothing but the API beyond this host (the Temporal UI and frontend have no login of their own)', function () {
-    const compose = parseYaml(readFileSync(path.join(__dirname, '..', 'docker-compose.yml'), 'utf8')) as { services: Record<string, { ports?: string[] }> };
+    const compose = readCompose();
     const published = Object.entries(compose.services).flatMap(([service, definition]) => (definition.ports ?? []).map((port) => ({ service, port: String(port) })));
     assert.ok(published.some(({ service }) => service === 'temporal-ui'), 'the Temporal UI is published for the operator on this host');
     for (const { service, port } of published) {
@@ -129,15 +172,74 @@ describe('docker-compose.yml', function () {
   });
 
   it('runs Temporal with eager activity execution, like the embedded dev server', function () {
-    type Service = { environment?: Record<string, string>; configs?: { source: string; target: string }[] };
-    const compose = parseYaml(readFileSync(path.join(__dirname, '..', 'docker-compose.yml'), 'utf8')) as {
-      services: Record<string, Service>;
-      configs: Record<string, { content: string }>;
-    };
+    const compose = readCompose();
     const temporal = compose.services.temporal!;
     const mounted = temporal.configs?.find((c) => `/etc/temporal/${temporal.environment?.DYNAMIC_CONFIG_FILE_PATH}` === c.target);
     assert.ok(mounted, 'DYNAMIC_CONFIG_FILE_PATH names the mounted dynamic config');
     const dynamicConfig = parseYaml(compose.configs[mounted.source]!.content) as Record<string, { value: unknown }[]>;
     assert.deepEqual(dynamicConfig['system.enableActivityEagerExecution'], [{ value: true }]);
+  });
+
+  it('uses maintained Temporal images: the server image, admin-tools for schema and namespace, one pinned release', function () {
+    const { services } = readCompose();
+    const images = Object.values(services).flatMap((s) => (s.image?.startsWith('temporalio/') ? [s.image] : []));
+    for (const image of images) {
+      assert.doesNotMatch(image, /^temporalio\/(auto-setup|web)[:@]/, `${image} is deprecated and no longer patched`);
+      assert.match(image, /:\d+\.\d+\.\d+$/, `${image} is not pinned to a release`);
+    }
+    const tag = (image: string | undefined) => image?.split(':')[1];
+    assert.match(services.temporal!.image!, /^temporalio\/server:/);
+    for (const oneShot of ['temporal-schema', 'temporal-namespace']) {
+      assert.match(services[oneShot]!.image!, /^temporalio\/admin-tools:/, oneShot);
+      assert.equal(tag(services[oneShot]!.image), tag(services.temporal!.image), `${oneShot} runs the server's release`);
+    }
+    assert.equal(services.temporal!.depends_on?.['temporal-schema']?.condition, 'service_completed_successfully', 'the server starts on a set-up schema');
+    for (const service of ['api', 'worker']) {
+      assert.equal(services[service]!.depends_on?.['temporal-namespace']?.condition, 'service_completed_successfully', `${service} waits for the namespace`);
+    }
+    assert.equal(services['temporal-namespace']!.depends_on?.temporal?.condition, 'service_healthy');
+    assert.ok(services.temporal!.healthcheck, 'the server has a health check to wait on');
+  });
+
+  it('sets up both Temporal databases on the Postgres the server uses, again at every start without harm', function () {
+    const compose = readCompose();
+    const schema = compose.services['temporal-schema']!;
+    const server = compose.services.temporal!.environment!;
+    const files = Object.fromEntries((schema.configs ?? []).map((c) => [c.target, compose.configs[c.source]!.content]));
+    assert.equal(schema.environment?.SQL_PASSWORD, server.POSTGRES_PWD, 'the password the server connects with');
+    const { status, calls } = runEntrypoint(schema.entrypoint!, files, { 'temporal-sql-tool': 'exit 0' });
+    assert.equal(status, 0);
+    const connection = `--plugin ${server.DB} --ep ${server.POSTGRES_SEEDS} -p ${server.DB_PORT} -u ${server.POSTGRES_USER}`;
+    assert.deepEqual(calls, [
+      `temporal-sql-tool ${connection} --db temporal create`,
+      `temporal-sql-tool ${connection} --db temporal setup-schema -v 0.0`,
+      `temporal-sql-tool ${connection} --db temporal update-schema -d /etc/temporal/schema/postgresql/v12/temporal/versioned`,
+      `temporal-sql-tool ${connection} --db temporal_visibility create`,
+      `temporal-sql-tool ${connection} --db temporal_visibility setup-schema -v 0.0`,
+      `temporal-sql-tool ${connection} --db temporal_visibility update-schema -d /etc/temporal/schema/postgresql/v12/visibility/versioned`,
+    ]);
+    const failing = runEntrypoint(schema.entrypoint!, files, { 'temporal-sql-tool': 'exit 1' });
+    assert.notEqual(failing.status, 0, 'a failed step fails the container, so the server does not start');
+    assert.equal(failing.calls.length, 1);
+  });
+
+  it('creates the namespace the service uses once, and leaves it alone when it exists', function () {
+    const compose = readCompose();
+    const namespace = compose.services['temporal-namespace']!;
+    const serviceNamespace = compose.services.api!.environment!.TEMPORAL_NAMESPACE;
+    assert.equal(serviceNamespace, compose.services.worker!.environment!.TEMPORAL_NAMESPACE);
+    assert.equal(namespace.environment?.TEMPORAL_ADDRESS, compose.services.api!.environment!.TEMPORAL_ADDRESS);
+    const absent = runEntrypoint(namespace.entrypoint!, {}, { temporal: 'case "$*" in *describe*) exit 1;; esac; exit 0' });
+    assert.equal(absent.status, 0);
+    assert.deepEqual(absent.calls, [
+      'temporal operator cluster health',
+      `temporal operator namespace describe -n ${serviceNamespace}`,
+      `temporal operator namespace create -n ${serviceNamespace} --retention 24h`,
+    ]);
+    const present = runEntrypoint(namespace.entrypoint!, {}, { temporal: 'exit 0' });
+    assert.equal(present.status, 0);
+    assert.deepEqual(present.calls, ['temporal operator cluster health', `temporal operator namespace describe -n ${serviceNamespace}`]);
+    const down = runEntrypoint(namespace.entrypoint!, {}, { temporal: 'exit 1' });
+    assert.notEqual(down.status, 0, 'a server that is not healthy yet fails the container, which restarts');
   });
 });

@@ -92,7 +92,7 @@ describe('docs-search MCP endpoint', function () {
     it('finds API operations as well as guide sections', async function () {
       const result = await client.callTool({ name: 'search_docs', arguments: { query: 'list saved social accounts' } });
       const hits = (result.structuredContent as { hits: any[] }).hits;
-      assert.ok(hits.some((h) => h.kind === 'operation' && h.path === 'openapi.json' && h.anchor === 'operation/getSocialAccounts'), JSON.stringify(hits));
+      assert.ok(hits.some((h) => h.kind === 'operation' && h.path === 'openapi.json' && h.anchor === 'operation/listSocialAccounts'), JSON.stringify(hits));
     });
 
     it('refuses an empty query or a limit out of range as a tool error', async function () {
@@ -120,7 +120,7 @@ describe('docs-search MCP endpoint', function () {
     });
 
     it('reads an operation in Markdown through openapi.json', async function () {
-      const result = await client.callTool({ name: 'read_doc', arguments: { path: 'openapi.json', anchor: 'operation/postAutomations' } });
+      const result = await client.callTool({ name: 'read_doc', arguments: { path: 'openapi.json', anchor: 'operation/createAutomation' } });
       assert.match((result.structuredContent as any).markdown, /^## POST \/api\/v1\/automations/);
     });
 
@@ -145,14 +145,14 @@ describe('docs-search MCP endpoint', function () {
       const expected = Object.entries(served.paths).flatMap(([path, item]: [string, any]) => Object.values(item).map((op: any) => `${op.operationId} ${path}`));
       assert.deepEqual(all.operations.map((op: any) => `${op.operationId} ${op.path}`).sort(), expected.sort(), 'the ids are those of the served document');
       const skills = (await client.callTool({ name: 'list_operations', arguments: { tag: 'skills directory' } })).structuredContent as any;
-      assert.deepEqual(skills.operations.map((op: any) => op.operationId), ['getSkillsDirectorySearch', 'getSkillsDirectoryAiSearch']);
+      assert.deepEqual(skills.operations.map((op: any) => op.operationId), ['searchSkills', 'searchSkillsWithAi']);
       const unknown = await client.callTool({ name: 'list_operations', arguments: { tag: 'Billing' } });
       assert.equal(unknown.isError, true);
       assert.match(textOf(unknown), /One-off scrape/);
     });
 
     it('returns one operation with its schemas resolved inline, by id or by method and path', async function () {
-      const byId = (await client.callTool({ name: 'get_operation', arguments: { operationId: 'postAgentscraper' } })).structuredContent as any;
+      const byId = (await client.callTool({ name: 'get_operation', arguments: { operationId: 'createBrowserAgentJob' } })).structuredContent as any;
       assert.equal(byId.version, '1.0.0');
       assert.equal(byId.operation.method, 'POST');
       assert.equal(byId.operation.serverUrl, '/api/v1');
@@ -160,7 +160,7 @@ describe('docs-search MCP endpoint', function () {
       const request = byId.operation.requestBody.content['application/json'].schema;
       assert.ok(request.properties.sensitive_data.items.properties.domain_pattern);
       const byPath = (await client.callTool({ name: 'get_operation', arguments: { method: 'patch', path: '/api/v1/social-accounts/{id}' } })).structuredContent as any;
-      assert.equal(byPath.operation.operationId, 'patchSocialAccountsById');
+      assert.equal(byPath.operation.operationId, 'updateSocialAccount');
       assert.equal(byPath.operation.responses['404'].content['application/json'].schema.title, 'ErrorResponse');
     });
 
@@ -168,7 +168,7 @@ describe('docs-search MCP endpoint', function () {
       for (const args of [{ operationId: 'deleteEverything' }, { method: 'PUT', path: '/scrape' }, { method: 'GET' }, {}]) {
         const result = await client.callTool({ name: 'get_operation', arguments: args });
         assert.equal(result.isError, true, JSON.stringify(args));
-        assert.match(textOf(result), /operationId|postScrape/);
+        assert.match(textOf(result), /operationId|createScrapeJob/);
       }
     });
   });

@@ -60,7 +60,7 @@ describe('docs page', function () {
     }
     const start = (await h.http('GET', '/api/v1/docs/guides/getting-started')).body;
     assert.match(start, /<a href="\/api\/v1\/docs\/guides\/jobs-and-polling">Jobs and polling<\/a>/);
-    assert.match(start, /<a href="\/api\/v1\/docs#operation\/postScrape">POST \/scrape<\/a>/);
+    assert.match(start, /<a href="\/api\/v1\/docs#operation\/createScrapeJob">POST \/scrape<\/a>/);
     assert.match(start, /<pre><code class="language-sh">curl -sS &quot;\$BASE_URL\/health&quot;<\/code><\/pre>/);
     const webhooks = (await h.http('GET', '/api/v1/docs/guides/webhooks')).body;
     assert.match(webhooks, /<h2 id="verifying-the-signature">/);

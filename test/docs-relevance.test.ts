@@ -32,7 +32,7 @@ const QUESTIONS: [question: string, answer: string][] = [
   ['how do I find skills by describing what I need', 'docs/skills-directory.md#describe-what-you-need-ai-search'],
   ['how do I start the service locally', 'docs/getting-started.md#the-two-commands'],
   ['how do I connect my IDE to the docs', 'docs/docs-search.md#connect-a-client'],
-  ['which endpoint lists my saved social accounts', 'openapi.json#operation/getSocialAccounts'],
+  ['which endpoint lists my saved social accounts', 'openapi.json#operation/listSocialAccounts'],
   ['what does a failed run cost', 'docs/billing.md#what-a-failed-or-cancelled-run-costs'],
   ['why is my available balance lower than my balance', 'docs/billing.md#holds-why-the-available-balance-is-lower-than-the-balance'],
   ['how much does browser time cost', 'docs/billing.md#prices-models-browser-time-captchas-and-proxies'],

@@ -165,7 +165,7 @@ describe('docs: guides, Markdown rendering and the index', function () {
       assert.match(section.markdown, /^## Verifying the signature/);
       assert.match(section.markdown, /### In Python/, 'a section includes its subsections');
       assert.doesNotMatch(section.markdown, /## Delivery and retries/);
-      const op = site.readDoc('openapi.json', 'operation/postScrape');
+      const op = site.readDoc('openapi.json', 'operation/createScrapeJob');
       assert.ok(op.ok && /POST \/api\/v1\/scrape/.test(op.markdown) && /structured_output/.test(op.markdown));
       const missing = site.readDoc('docs/nope.md');
       assert.ok(!missing.ok && /docs\/webhooks\.md/.test(missing.message));
@@ -174,14 +174,14 @@ describe('docs: guides, Markdown rendering and the index', function () {
     });
 
     it('resolves every schema of an operation inline, found by id or by method and path', function () {
-      const op = site.getOperation({ operationId: 'postScrape' })!;
+      const op = site.getOperation({ operationId: 'createScrapeJob' })!;
       assert.doesNotMatch(JSON.stringify(op), /"\$ref"/);
       const body = (op.requestBody as any).content['application/json'].schema;
       assert.equal(body.title, 'ScrapeRequest');
       assert.ok(body.properties.url && body.properties.structured_output);
       assert.equal((op.responses['400'] as any).content['application/json'].schema.title, 'ErrorResponse');
       for (const path of ['/scrape/status/{jobId}', '/api/v1/scrape/status/{id}', 'http://localhost:3000/api/v1/scrape/status/0c9f2a64-3f0e-4a7c-9d51-6f3c2b1a0e99?x=1']) {
-        assert.equal(site.getOperation({ method: 'get', path })?.operationId, 'getScrapeStatusByJobId', path);
+        assert.equal(site.getOperation({ method: 'get', path })?.operationId, 'getScrapeJob', path);
       }
       assert.equal(site.getOperation({ method: 'DELETE', path: '/scrape' }), null);
     });

@@ -5,13 +5,17 @@ import { migrateToLatest, openDatabase } from '../db/connect';
 import { networkPolicyFromConfig } from '../lib/net/policy';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { connectClient } from '../lib/temporal';
-import { startTemporalDevServer, type DevServer } from '../lib/temporal-cli';
+import type { DevServer } from '../lib/temporal-cli';
+import { prepareEmbeddedTemporal } from './embedded-temporal';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
 import { ApiError } from '../api/errors';
 import { createWorkers, type WorkerSet } from './workers';
 import { configureLogging, log } from '../lib/log';
 import { installWorkerRuntime } from './telemetry';
+
+/** Started by this process; stopped on every way out, so it never outlives the process that owns it. */
+let devServer: DevServer | null = null;
 
 /**
  * `npm start`: everything in one process with embedded defaults. The Temporal dev server (SQLite
@@ -23,7 +27,8 @@ async function main() {
   configureLogging({ level: config.log.level, format: config.log.format ?? 'pretty' });
   installWorkerRuntime(config);
   const policy = networkPolicyFromConfig(config);
-  let devServer: DevServer | null = null;
+  // First, so a taken Temporal port or a DATA_DIR in use stops the start at once, before anything opens.
+  const embeddedTemporal = config.temporalAddress ? null : await prepareEmbeddedTemporal(config);
   let workers: WorkerSet | null = null;
   const db = await openDatabase(config);
   await migrateToLatest(db);
@@ -50,17 +55,12 @@ async function main() {
   );
   log().info(`API listening on http://localhost:${config.port} (docs: /api/v1/docs, health: /health, metrics: /metrics)`);
 
-  let address = config.temporalAddress;
-  if (!address) {
-    devServer = await startTemporalDevServer({
-      port: config.temporalDevPorts.frontend,
-      uiPort: config.temporalDevPorts.ui,
-      dbFile: path.join(config.dataDir, 'temporal.db'),
-      namespace: config.temporalNamespace,
-    });
+  let address: string;
+  if (embeddedTemporal) {
+    devServer = await embeddedTemporal.start();
     address = devServer.address;
     log().info(`Temporal dev server on ${address}; Web UI ${devServer.uiUrl}`);
-  }
+  } else address = config.temporalAddress!;
   temporalClient = await connectClient(address, config.temporalNamespace);
   const connection = await NativeConnection.connect({ address });
   workers = await createWorkers({ db, config, policy, connection, namespace: config.temporalNamespace });
@@ -68,7 +68,7 @@ async function main() {
   log().info('workers running; ready');
 
   let stopping = false;
-  const stop = async () => {
+  const stop = async (exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     // Nothing else may hold the event loop open once the workers are gone (Temporal's own signal
@@ -87,8 +87,17 @@ async function main() {
         .catch((err) => console.error(`stopping ${what} failed:`, err instanceof Error ? err.message : err));
     }
     await db.destroy();
-    process.exit(0);
+    process.exit(exitCode);
   };
+  // Without its own dev server this process stops too: its workers would otherwise reconnect to whatever
+  // listens on the port next, perhaps another instance's server. Exit code 0: it was stopped (a Ctrl-C
+  // reaches it directly too), anything else: it failed.
+  devServer?.process.once('exit', (code, signal) => {
+    if (stopping) return;
+    if (code === 0) log().info('the Temporal dev server stopped; stopping');
+    else log().fatal(`the Temporal dev server exited (${code ?? signal}); stopping`);
+    void stop(code === 0 ? 0 : 1);
+  });
   // `on`, not `once`: a terminal's Ctrl-C or a group kill reaches this process twice (directly and
   // relayed by npm). `npm start` runs `node --import tsx`, not the tsx CLI: the CLI relays a signal and
   // SIGKILLs its child unless the child acknowledges it within 30 ms, which a loaded machine misses
@@ -97,11 +106,12 @@ async function main() {
   process.on('SIGTERM', () => void stop());
   await running.catch(async (err) => {
     log().error({ err }, 'workers stopped');
-    await stop();
+    await stop(1);
   });
 }
 
-main().catch((err) => {
+main().catch(async (err) => {
   log().fatal({ err }, err instanceof Error ? err.message : String(err));
+  await devServer?.stop().catch(() => undefined);
   process.exit(1);
 });

@@ -154,7 +154,9 @@ function schemaName(schema: unknown): string {
   if (!schema || typeof schema !== 'object') return 'any';
   const s = schema as Json;
   if (typeof s.title === 'string') return s.title;
-  if (Array.isArray(s.oneOf)) return s.oneOf.map(schemaName).join(' | ');
+  for (const union of [s.oneOf, s.anyOf]) if (Array.isArray(union)) return union.map(schemaName).join(' | ');
+  // A named schema refined in place (e.g. a JobRecord whose result is an AgentResult) is shown by its name.
+  if (Array.isArray(s.allOf)) return s.allOf.map(schemaName).filter((name) => name !== 'object').join(' & ') || 'object';
   if (Array.isArray(s.type)) return s.type.join(' | ');
   if (s.type === 'array') return `${schemaName(s.items)}[]`;
   return typeof s.type === 'string' ? s.type : 'object';

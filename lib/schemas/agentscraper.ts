@@ -1,5 +1,5 @@
 import type { FieldSpec } from '../llm/structured-output';
-import { httpUrl } from './common';
+import { httpUrl, proxyCountry, proxyCountryWhenEnabled } from './common';
 import { LLM_MODEL_DESCRIPTION, LLM_PROVIDER_DESCRIPTION } from './llm';
 
 export const AgentStructuredOutputField = {
@@ -54,10 +54,9 @@ export const AgenticScraperRequest = {
     webhook_url: httpUrl,
     captcha_solver_enabled: { type: 'boolean', default: false },
     proxy_enabled: { type: 'boolean', default: false },
-    proxy_country: { type: 'string', pattern: '^[A-Za-z]{2}$' },
+    proxy_country: proxyCountry,
   },
-  if: { properties: { proxy_enabled: { const: true } }, required: ['proxy_enabled'] },
-  then: { required: ['proxy_country'] },
+  ...proxyCountryWhenEnabled,
 } as const;
 
 export interface SensitiveItem {

@@ -1,4 +1,4 @@
-import { httpUrl } from './common';
+import { httpUrl, proxyCountry, proxyCountryWhenEnabled } from './common';
 import { AgentStructuredOutputField } from './agentscraper';
 import { ForumCredentials } from './social';
 import { LLM_MODEL_DESCRIPTION, LLM_PROVIDER_DESCRIPTION } from './llm';
@@ -107,7 +107,7 @@ export const AutomationCreateRequest = {
     structured_output: { type: 'array', minItems: 1, maxItems: 100, items: AgentStructuredOutputField },
     captcha_solver_enabled: { type: 'boolean', default: false },
     proxy_enabled: { type: 'boolean', default: false },
-    proxy_country: { type: 'string', pattern: '^[A-Za-z]{2}$' },
+    proxy_country: proxyCountry,
     forum: { oneOf: [SavedSocialSelection, ForumInlineSelection] },
     microblog: SavedSocialSelection,
     skills: SkillsConfig,
@@ -120,8 +120,7 @@ export const AutomationCreateRequest = {
     },
     custom_mcps: { type: 'array', maxItems: 50, items: CustomMcpSelectionRequest, default: [] },
   },
-  if: { properties: { proxy_enabled: { const: true } }, required: ['proxy_enabled'] },
-  then: { required: ['proxy_country'] },
+  ...proxyCountryWhenEnabled,
 } as const;
 
 export const Automation = {

@@ -75,3 +75,14 @@ export function paginationQuery(defaultPageSize: number) {
 export const PaginationQuery = paginationQuery(10);
 
 export const httpUrl = { type: 'string', format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', maxLength: 2048 } as const;
+
+export const proxyCountry = { type: 'string', pattern: '^[A-Za-z]{2}$' } as const;
+
+/**
+ * `proxy_country` is required once `proxy_enabled` is true (spread into a request schema that has both).
+ * `then` defines the property it requires, so readers of the OpenAPI document (and its linter) find it there.
+ */
+export const proxyCountryWhenEnabled = {
+  if: { properties: { proxy_enabled: { const: true } }, required: ['proxy_enabled'] },
+  then: { properties: { proxy_country: proxyCountry }, required: ['proxy_country'] },
+} as const;

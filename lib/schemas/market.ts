@@ -117,8 +117,8 @@ const discoveryParam = {
   },
 } as const;
 
-export const McpDiscoveryResponse = {
-  $id: 'McpDiscoveryResponse',
+export const McpMarketDiscoveryResponse = {
+  $id: 'McpMarketDiscoveryResponse',
   type: 'object',
   required: ['tools', 'params'],
   properties: {
@@ -176,7 +176,7 @@ export const McpMarketValidationResponse = {
     parametersRequired: { type: 'boolean' },
     requiredParameters: { type: 'array', items: discoveryParam, description: 'With needs_parameters: the parameters to give in params' },
     report: { $ref: 'MarketValidationReport' },
-    discovery: { $ref: 'McpDiscoveryResponse' },
+    discovery: { $ref: 'McpMarketDiscoveryResponse' },
     expiresAt: { type: 'string', format: 'date-time', description: 'Validations are owned by the caller and expire (24 h by default)' },
   },
 } as const;
