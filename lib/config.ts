@@ -124,7 +124,7 @@ export interface MarketConfig {
    * fixed-price call waits for Postgres to flush its WAL before the call is answered. Either way the
    * debit, the provider's revenue and the call's records are one atomic statement; `fast` means a
    * crash of the Postgres server itself may forget the last fraction of a second of such calls (they
-   * become free: never doubled, never half-written). README "Using market tools".
+   * become free: never doubled, never half-written). docs/using-market-tools.md "How a call is handled inside".
    */
   callCommit: 'fast' | 'durable';
   /** MARKET_TOOL_RESULT_MAX_KB, default 50: the text of a market tool's answer is cut to this many bytes (with a note). */
@@ -156,7 +156,7 @@ export interface DocsMcpConfig {
   rateLimitPerMinute: number;
 }
 
-/** Who may read GET /metrics, and where worker processes export theirs (README "Operations"). */
+/** Who may read GET /metrics, and where worker processes export theirs (docs/operations.md "Metrics"). */
 export interface MetricsConfig {
   /** METRICS_TOKEN: the bearer token GET /metrics accepts; unset means the admin token. */
   token: string | null;

@@ -49,6 +49,13 @@ const QUESTIONS: [question: string, answer: string][] = [
   ['how do I verify the events I will charge for', 'docs/selling-tools.md#verify-your-billable-events'],
   ['does the hosted MCP endpoint pass images and progress through', 'docs/mcp-conformance.md#how-the-hosted-endpoint-passes-them'],
   ['how do I run the MCP conformance suite', 'docs/mcp-conformance.md#running-it-yourself'],
+  ['how do I configure the service', 'docs/configuration.md#'],
+  ['how do I add a model to the price table', 'docs/configuration.md#llm-models-and-prices'],
+  ['how are secrets encrypted at rest', 'docs/security.md#secrets-at-rest-and-masking'],
+  ['does the service resolve DNS names itself', 'docs/security.md#name-resolution'],
+  ['how do I put the Temporal UI behind a login', 'docs/security.md#the-temporal-ui'],
+  ['how do I replay a failing fuzz case', 'docs/testing.md#the-reliability-suite'],
+  ['how fast are hosted MCP tool calls', 'docs/benchmarks.md#hosted-mcp-tool-calls-benchmcp'],
 ];
 
 describe('docs search relevance', function () {

@@ -9,8 +9,9 @@ import type { FakeReply, RecordedRequest } from './support/fake-openai';
 import { startWebhookReceiver } from './support/webhook-receiver';
 import { startMcpServer, type TestMcpServer } from './support/mcp-server';
 import { loadDocSources, REPO_ROOT } from '../lib/docs/load';
-import { codeBlocks, type Block } from '../lib/docs/markdown';
+import { codeBlocks } from '../lib/docs/markdown';
 import { parseGuide, type Guide } from '../lib/docs/guides';
+import { checkExpectation, runnableSamples, runShellSamples, sampleLocation, WALKTHROUGH_TESTS, type CodeBlock } from './support/guide-samples';
 import { signWebhook } from '../lib/crypto';
 import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
 
@@ -20,15 +21,16 @@ import { approvedServiceEntry, startMarketProvider, type MarketProviderService }
  * by one block are there for the next); each `ts exec` block runs on its own with tsx. The readers'
  * placeholders come from the environment (BASE_URL, API_KEY, WEBHOOK_URL, METRICS_TOKEN, the social
  * credentials), `https://example.com` stands for a page of the loopback fixture site and
- * `https://mcp.example.com/mcp` for a provider's MCP server (a real one on loopback).
+ * `https://mcp.example.com/mcp` for a provider's MCP server (a real one on loopback). The shell samples of
+ * the guides in WALKTHROUGH_TESTS are followed by tests of their own (they need the admin CLI and two
+ * accounts); their TypeScript samples run here.
  */
 
 const run = promisify(execFile);
-type CodeBlock = Extract<Block, { type: 'code' }>;
 type Json = Record<string, any>;
 
 const guides = loadDocSources().guides.map(parseGuide);
-const runnable = (guide: Guide) => codeBlocks(guide.parsed.blocks).filter((b) => b.attrs.exec);
+const runnable = (guide: Guide): CodeBlock[] => runnableSamples(guide).filter((b) => !(b.lang === 'sh' && guide.path in WALKTHROUGH_TESTS));
 
 /** A value of the schema's shape, like the one a model would answer with. */
 function exampleOf(schema: Json | undefined): unknown {
@@ -140,39 +142,15 @@ describe('docs samples run against the service', function () {
     }
   }
 
-  function checkExpectation(block: CodeBlock, output: string, where: string): void {
-    const expected = block.attrs.expect;
-    if (typeof expected === 'string' && !output.includes(expected)) {
-      assert.fail(`${where}: the output does not contain ${expected}\n--- output ---\n${output.slice(0, 3000)}`);
-    }
-  }
-
   async function runShellBlocks(guide: Guide, blocks: CodeBlock[]): Promise<void> {
-    const script = ['set -euo pipefail', ...blocks.flatMap((block, i) => [`printf '\\n@@docs-sample %s\\n' ${i}`, forSite(block.code, h.site.url, mcp.url)]), "printf '\\n@@docs-sample end\\n'"].join('\n');
-    let stdout = '';
-    let failure: Error | null = null;
-    try {
-      ({ stdout } = await run('bash', ['-c', script], { env, cwd: workDir, timeout: 240_000, maxBuffer: 32 * 1024 * 1024 }));
-    } catch (err) {
-      failure = err as Error;
-      stdout = (err as { stdout?: string }).stdout ?? '';
-    }
-    const parts = stdout.split(/\n@@docs-sample (\S+)\n/);
-    const outputs = new Map<string, string>();
-    for (let k = 1; k < parts.length; k += 2) outputs.set(parts[k], parts[k + 1] ?? '');
-    if (failure) {
-      const started = [...outputs.keys()].filter((k) => k !== 'end').pop() ?? '0';
-      const block = blocks[Number(started)];
-      assert.fail(`${guide.path}, sample at line ${block.line + guide.bodyLineOffset + 1} failed: ${failure.message.split('\n')[0]}\n${block.code}\n--- output ---\n${outputs.get(started)}\n--- stderr ---\n${(failure as { stderr?: string }).stderr ?? ''}`);
-    }
-    assert.ok(outputs.has('end'), `${guide.path}: the samples did not run to the end`);
-    blocks.forEach((block, i) => checkExpectation(block, outputs.get(String(i)) ?? '', `${guide.path}, sample at line ${block.line + guide.bodyLineOffset + 1}`));
+    if (blocks.length === 0) return;
+    await runShellSamples(guide, blocks, { env, cwd: workDir, rewrite: (code) => forSite(code, h.site.url, mcp.url) });
   }
 
   async function runTypeScriptBlock(guide: Guide, block: CodeBlock, index: number): Promise<void> {
     const file = path.join(workDir, `${guide.slug}-${index}.mts`);
     writeFileSync(file, forSite(block.code, h.site.url, mcp.url));
-    const where = `${guide.path}, sample at line ${block.line + guide.bodyLineOffset + 1}`;
+    const where = sampleLocation(guide, block);
     try {
       const { stdout } = await run(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), [file], { env, cwd: workDir, timeout: 120_000, maxBuffer: 8 * 1024 * 1024 });
       checkExpectation(block, stdout, where);

@@ -1,65 +1,61 @@
 // Network rule: every packet in this file goes to 127.0.0.0/8.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { REPO_ROOT } from '../lib/docs/load';
-import { codeBlocks, parseMarkdown } from '../lib/docs/markdown';
+import { codeBlocks } from '../lib/docs/markdown';
 import { openMarketRun } from '../db/repos/market-runs';
 import { getWalletSummary } from '../db/repos/ledger';
 import { useHarness, type Harness } from './support/harness';
 import { startMcpServer, type TestMcpServer } from './support/mcp-server';
+import { loadGuide, runShellSamples } from './support/guide-samples';
 
-const run = promisify(execFile);
+const GUIDE = 'docs/selling-tools.md';
 
-/** The README's "Selling tools" section and its shell samples. */
-function sellingSection() {
-  const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## Selling tools\n');
-  assert.ok(start >= 0, 'the README has a "Selling tools" section');
-  const end = readme.indexOf('\n## ', start + 1);
-  const blocks = codeBlocks(parseMarkdown(readme.slice(start, end)).blocks).filter((b) => b.lang === 'sh');
-  return { runnable: blocks.filter((b) => b.attrs.exec), reference: blocks.filter((b) => !b.attrs.exec) };
+/** The guide's shell samples: the runnable walkthrough, and the reference samples (the production charge). */
+function sellingSamples() {
+  const guide = loadGuide(GUIDE);
+  const blocks = codeBlocks(guide.parsed.blocks).filter((b) => b.lang === 'sh');
+  return { guide, runnable: blocks.filter((b) => b.attrs.exec), reference: blocks.filter((b) => !b.attrs.exec) };
 }
 
 /**
- * A provider follows the README's "Selling tools" section word for word: its runnable samples go,
- * in order, in one shell (curl, jq and the admin CLI) from a URL to an approved public listing and a
- * revision of it; then the charge sample runs against a market run opened for a consumer.
+ * A provider follows docs/selling-tools.md word for word: its runnable shell samples go, in order, in
+ * one shell (curl, jq and the admin CLI) from a URL to an approved public listing and a revision of it;
+ * then the guide's charge sample runs against a market run opened for a consumer.
  */
-describe('the README\'s "Selling tools" section, followed as written', function () {
+describe('docs/selling-tools.md, followed as written', function () {
   this.timeout(240_000);
   let h: Harness;
   let mcp: TestMcpServer;
+  let workDir: string;
 
   before(async function () {
     h = await useHarness();
     mcp = await startMcpServer();
+    workDir = mkdtempSync(path.join(os.tmpdir(), 'selling-guide-'));
   });
-  after(async () => mcp?.close());
-
-  const shell = async (script: string, env: Record<string, string>) => {
-    try {
-      const { stdout } = await run('bash', ['-c', `set -euo pipefail\n${script}`], { cwd: REPO_ROOT, env: { ...process.env, ...h.env, ...env }, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
-      return stdout;
-    } catch (err) {
-      const { stdout = '', stderr = '' } = err as { stdout?: string; stderr?: string };
-      assert.fail(`the samples failed: ${(err as Error).message.split('\n')[0]}\n--- stdout ---\n${stdout.slice(-4000)}\n--- stderr ---\n${stderr.slice(-4000)}`);
-    }
-  };
+  after(async () => {
+    await mcp?.close();
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
 
   it('takes a provider from an MCP URL to an approved public listing, a revision under the same public id, and a paid event', async function () {
-    const { runnable, reference } = sellingSection();
+    const { guide, runnable, reference } = sellingSamples();
     assert.ok(runnable.length >= 7, `${runnable.length} runnable samples`);
     const provider = await h.createUser({ creditUsd: 0 });
     const forReader = (code: string) => code.replaceAll('https://mcp.example.com/mcp', mcp.url);
-    const markers = runnable.map((block, i) => `printf '\\n@@sample %s\\n' ${i}\n${forReader(block.code)}`);
-    const script = [...markers, 'printf "\\n@@ids %s %s %s\\n" "$SUBMISSION_ID" "$REVISION_ID" "$PUBLIC_ID"'].join('\n');
-    const output = await shell(script, { BASE_URL: h.baseUrl, API_KEY: provider.apiKey, ADMIN_URL: h.baseUrl });
+    const { outputs, epilogue } = await runShellSamples(guide, runnable, {
+      env: { ...process.env, ...h.env, BASE_URL: h.baseUrl, API_KEY: provider.apiKey, ADMIN_URL: h.baseUrl },
+      cwd: workDir,
+      rewrite: forReader,
+      epilogue: 'printf "@@ids %s %s %s\\n" "$SUBMISSION_ID" "$REVISION_ID" "$PUBLIC_ID"',
+      timeoutMs: 180_000,
+    });
+    const output = outputs.join('\n');
 
-    const [, submissionId, revisionId, publicId] = /@@ids (\S+) (\S+) (\S+)/.exec(output) ?? [];
-    assert.ok(submissionId && revisionId && publicId, output);
+    const [, submissionId, revisionId, publicId] = /@@ids (\S+) (\S+) (\S+)/.exec(epilogue) ?? [];
+    assert.ok(submissionId && revisionId && publicId, epilogue);
     assert.equal(publicId, submissionId, 'the public id is the first submission\'s id');
     const listing = await h.http('GET', `/api/v1/mcp-market/mcps/${publicId}`, { apiKey: provider.apiKey });
     assert.equal(listing.status, 200);
@@ -75,12 +71,12 @@ describe('the README\'s "Selling tools" section, followed as written', function 
       ].sort(),
     );
     assert.match(output, /"status": "valid"/);
-    assert.match(output, /"complete": true/);
+    assert.match(output, /"complete":true/);
     assert.match(output, /"status": "pending_review"/);
 
     // Getting paid: the charge sample, as the provider's server sends it for a consumer's run.
     const charge = reference.find((b) => b.code.includes('/charge'));
-    assert.ok(charge, 'the section shows the production charge call');
+    assert.ok(charge, 'the guide shows the production charge call');
     const consumer = await h.createUser({ creditUsd: 5 });
     const opened = await openMarketRun(h.db, {
       consumerId: consumer.userId,
@@ -92,8 +88,9 @@ describe('the README\'s "Selling tools" section, followed as written', function 
     });
     assert.equal(opened.outcome, 'opened');
     if (opened.outcome !== 'opened') return;
-    const env = { BASE_URL: h.baseUrl, API_KEY: provider.apiKey, RUN_ID: opened.run.id, CHARGE_TOKEN: opened.chargeToken };
-    const results = [await shell(charge.code, env), await shell(charge.code, env)].map((text) => JSON.parse(text));
+    const env = { ...process.env, ...h.env, BASE_URL: h.baseUrl, API_KEY: provider.apiKey, RUN_ID: opened.run.id, CHARGE_TOKEN: opened.chargeToken };
+    const chargeOnce = async () => JSON.parse((await runShellSamples(guide, [charge], { env, cwd: workDir })).outputs[0]);
+    const results = [await chargeOnce(), await chargeOnce()];
     const { chargeId, meterEventId, ...rest } = results[0];
     assert.deepEqual(rest, {
       eventName: 'page.scraped',

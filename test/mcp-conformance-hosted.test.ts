@@ -10,7 +10,7 @@ import { useHarness, type Harness } from './support/harness';
  * with a consumer's API key through a loopback relay): every scenario the fixture passes directly — each
  * tool scenario, and the transport scenarios of a tool server (sessions, resumable and concurrent streams,
  * stateless serving, SEP-2243 headers, DNS-rebinding protection) — must pass through the hosted endpoint
- * too. docs/mcp-conformance.md and the README have the table. CONFORMANCE_TABLE=1 prints it.
+ * too. docs/mcp-conformance.md has the table. CONFORMANCE_TABLE=1 prints it.
  */
 
 describe('MCP conformance through the hosted market endpoint', function () {

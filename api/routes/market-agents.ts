@@ -48,7 +48,7 @@ export const publicAgentView = agentEntryView;
 const purchaseView = (p: AgentPurchase) => ({ purchaseId: p.id, priceUsd: microsToUsd(Number(p.price_micros)), agentId: p.listing_id, createdAt: new Date(p.created_at).toISOString() });
 
 /**
- * The agent market (README "Agent market"): providers' submissions (the shared review machinery of
+ * The agent market (docs/agent-market.md): providers' submissions (the shared review machinery of
  * market-submissions), the public catalogue, purchases and runs on the shared browser-agent runtime.
  */
 export function marketAgentRoutes(deps: ApiDeps): Router {

@@ -96,7 +96,7 @@ function verificationView(v: EventVerificationRecord, base: string) {
   };
 }
 
-/** The tool market's provider side and public catalogue (issue table in README "Selling tools"). */
+/** The tool market's provider side and public catalogue (docs/selling-tools.md). */
 export function marketMcpRoutes(deps: ApiDeps): Router {
   const router = new Router({ prefix: '/mcp-market' });
   router.use(marketErrors());

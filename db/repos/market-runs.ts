@@ -11,7 +11,7 @@ import { lockWallets, postMarketCharge } from './ledger';
 
 /**
  * Market runs: a consumer's run against a market entry, the money it may spend on provider charges
- * (its hold), and the production charges against it. See migration 0008 and README "Selling tools".
+ * (its hold), and the production charges against it. See migration 0008 and docs/selling-tools.md.
  */
 export interface MarketRun {
   id: string;

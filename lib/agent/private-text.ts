@@ -4,7 +4,7 @@
  * arguments, extract answers — is masked before it is stored, logged, sent anywhere or handed to the
  * workflow: every stretch that repeats a private text is replaced with PRIVATE_TEXT_PLACEHOLDER.
  *
- * What counts as repeating (README "Agent market", docs/agent-market.md "Private prompts"):
+ * What counts as repeating (docs/agent-market.md "How private the prompts are"):
  * - a run of PRIVATE_RUN_WORDS consecutive words of a private text, compared word by word: case,
  *   punctuation, spacing and line breaks between the words do not matter, nor URL (%20, +), HTML
  *   (&amp;) or JSON (\n) escapes between them. A word is a run of letters, digits and combining

@@ -31,7 +31,7 @@ export interface SearchHit {
   score: number;
 }
 
-/** Guides are the user documentation; the README repeats much of it for operators. */
+/** Guides are the documentation; the README is the front page that points at them. */
 const KIND_BOOST: Record<IndexEntry['kind'], number> = { guide: 1, operation: 0.9, readme: 0.6 };
 const SNIPPET_CHARS = 240;
 
