@@ -52,7 +52,8 @@ export function streamRunEvents(ctx: Context, deps: WebDeps, userId: string, fir
   ctx.body = stream;
 
   const gone = new AbortController();
-  ctx.req.once('close', () => gone.abort());
+  // The response's close, not the request's: a request emits 'close' once its (empty) body is read.
+  ctx.res.once('close', () => gone.abort());
   let sent = Math.min(cursorOf(ctx), first.logs.length);
   let shown: { status: string; updated: number } | null = null;
   let lastWrite = Date.now();
