@@ -4,8 +4,8 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { REPO_ROOT } from '../lib/docs/load';
-import { codeBlocks, parseMarkdown } from '../lib/docs/markdown';
+import { REPO_ROOT } from '../api/docs/load';
+import { codeBlocks, parseMarkdown } from '../api/docs/markdown';
 import { useHarness, type Harness } from './support/harness';
 import { act } from './support/agent-script';
 

@@ -8,9 +8,9 @@ import { useHarness, type Harness } from './support/harness';
 import type { FakeReply, RecordedRequest } from './support/fake-openai';
 import { startWebhookReceiver } from './support/webhook-receiver';
 import { startMcpServer, type TestMcpServer } from './support/mcp-server';
-import { loadDocSources, REPO_ROOT } from '../lib/docs/load';
-import { codeBlocks, type Block } from '../lib/docs/markdown';
-import { parseGuide, type Guide } from '../lib/docs/guides';
+import { loadDocSources, REPO_ROOT } from '../api/docs/load';
+import { codeBlocks, type Block } from '../api/docs/markdown';
+import { parseGuide, type Guide } from '../api/docs/guides';
 import { signWebhook } from '../lib/crypto';
 import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
 

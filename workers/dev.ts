@@ -5,7 +5,7 @@ import { migrateToLatest, openDatabase } from '../db/connect';
 import { networkPolicyFromConfig } from '../lib/net/policy';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { connectClient } from '../lib/temporal';
-import { startTemporalDevServer, type DevServer } from '../lib/temporal-cli';
+import { startTemporalDevServer, type DevServer } from './temporal-cli';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
 import { ApiError } from '../api/errors';

@@ -10,15 +10,15 @@ import { assertHoldCovers, holdExhaustedMessage, holdStatus, summarizeUsage } fr
 import { getRouterApiKey } from '../../db/repos/users';
 import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } from '../../lib/billing/worst-case';
 import { compileSchemaValidator, fieldListToJsonSchema } from '../../lib/llm/structured-output';
-import { parseToolArguments } from '../../lib/agent/model-tools';
+import { parseToolArguments } from './model-tools';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
-import { maskSecrets, maskSecretsIn } from '../../lib/agent/sensitive-data';
-import { privateTextGuard, type PrivateTextGuard } from '../../lib/agent/private-text';
+import { maskSecrets, maskSecretsIn } from './sensitive-data';
+import { privateTextGuard, type PrivateTextGuard } from './private-text';
 import { BoundedCache } from '../../lib/bounded-cache';
 import type { RequestSecrets } from '../../lib/request-secrets';
-import { BROWSER_TOOLS } from '../../lib/agent/browser-tools';
-import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
+import { BROWSER_TOOLS } from './browser/tools';
+import { FORUM_TOOLS, MICROBLOG_TOOLS } from './social-tools';
 import type { ToolRuntimeDeps } from '../../lib/tools/source';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { recordLlmUsage } from '../llm/usage';
@@ -152,7 +152,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
    * How anything the model wrote is kept (stored, logged, sent to a page or a tool, handed to the
    * workflow): sensitive_data values become their placeholders, and an agent-market run's private
    * texts (its provider's system prompt and template, sealed in the job) are masked
-   * (lib/agent/private-text). `request` must be loaded with the master key. A conversation's run
+   * (activities/agent/private-text). `request` must be loaded with the master key. A conversation's run
    * (a custom agent) has neither.
    */
   function modelOutputMask(jobId: string, request: object) {

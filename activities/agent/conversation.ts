@@ -3,7 +3,7 @@ import type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionT
 import type { Db } from '../../db/connect';
 import { toolImagesOfReplies } from '../../db/repos/agent-tool-images';
 import type { SkillsBody } from '../../lib/schemas/custom-agents';
-import { doneTool, parseToolArguments } from '../../lib/agent/model-tools';
+import { doneTool, parseToolArguments } from './model-tools';
 import type { CustomAgentRunRequest } from './job';
 import { customAgentSystemPrompt, type SkillsSelection } from './prompts';
 import { imagesMessage } from './tool-images';

@@ -2,9 +2,9 @@ import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatComplet
 import type { Db } from '../../db/connect';
 import { toolImagesOfStep } from '../../db/repos/agent-tool-images';
 import type { AgentOutcome } from '../../db/schema';
-import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
-import { doneTool } from '../../lib/agent/model-tools';
-import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
+import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from './browser/tools';
+import { doneTool } from './model-tools';
+import { FORUM_TOOLS, MICROBLOG_TOOLS } from './social-tools';
 import { OPTIMIZATION_PROFILES, type LoopJob } from './job';
 import { AGENT_SYSTEM_PROMPT, agentInstructions, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
 import { imagesMessage } from './tool-images';

@@ -1,9 +1,9 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Config } from '../../lib/config';
-import { escapeHtml, parseMarkdown, renderBlocks } from '../../lib/docs/markdown';
-import type { Guide } from '../../lib/docs/guides';
-import { DOCS_PAGE_PATH, guidePageUrl, operationAnchor, type DocsSite } from '../../lib/docs/site';
+import { escapeHtml, parseMarkdown, renderBlocks } from '../docs/markdown';
+import type { Guide } from '../docs/guides';
+import { DOCS_PAGE_PATH, guidePageUrl, operationAnchor, type DocsSite } from '../docs/site';
 import { advertisedDocsMcpUrl } from '../mcp/docs';
 import { notFound } from '../errors';
 
