@@ -9,7 +9,7 @@ import type { FakeReply, RecordedRequest } from './support/fake-openai';
 import { startWebhookReceiver } from './support/webhook-receiver';
 import { startMcpServer, type TestMcpServer } from './support/mcp-server';
 import { loadDocSources, REPO_ROOT } from '../api/docs/load';
-import { codeBlocks, type Block } from '../api/docs/markdown';
+import { codeBlocks, type Block } from '../api/docs/markdown-to-html';
 import { parseGuide, type Guide } from '../api/docs/guides';
 import { signWebhook } from '../lib/crypto';
 import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { buildOpenApiDocument } from '../api/openapi';
 import { loadDocSources } from '../api/docs/load';
-import { codeBlocks, isSafeHref, linkTargets, parseInfoString, parseMarkdown, renderBlocks } from '../api/docs/markdown';
+import { codeBlocks, isSafeHref, linkTargets, parseInfoString, parseMarkdown, renderBlocks } from '../api/docs/markdown-to-html';
 import { deriveOperationId, withOperationIds, type OpenApiDocument } from '../api/docs/openapi';
 import { buildDocsSite, DOCS_PAGE_PATH, type DocsSite } from '../api/docs/site';
 import { searchTerms, stem } from '../api/docs/text';

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../api/docs/load';
-import { codeBlocks, parseMarkdown } from '../api/docs/markdown';
+import { codeBlocks, parseMarkdown } from '../api/docs/markdown-to-html';
 import { openMarketRun } from '../db/repos/market-runs';
 import { getWalletSummary } from '../db/repos/ledger';
 import { useHarness, type Harness } from './support/harness';

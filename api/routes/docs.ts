@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Config } from '../../lib/config';
-import { escapeHtml, parseMarkdown, renderBlocks } from '../docs/markdown';
+import { escapeHtml, parseMarkdown, renderBlocks } from '../docs/markdown-to-html';
 import type { Guide } from '../docs/guides';
 import { DOCS_PAGE_PATH, guidePageUrl, operationAnchor, type DocsSite } from '../docs/site';
 import { advertisedDocsMcpUrl } from '../mcp/docs';
