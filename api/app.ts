@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import Router from '@koa/router';
+import type { AppState, UserState } from './context';
 import type { ApiDeps } from './deps';
 import { errorHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
@@ -40,7 +41,7 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
   app.use(mcpEndpoint(marketMcpEndpoint(deps)));
 
-  const root = new Router();
+  const root = new Router<AppState>();
   const health = healthRoutes(deps);
   root.use(health.routes());
   const admin = adminRoutes(deps);
@@ -53,7 +54,7 @@ export function createApp(deps: ApiDeps): Koa {
   root.use(icons.routes(), icons.allowedMethods());
 
   // Bodies are read only after the caller is authenticated (the admin routes do the same with their token).
-  const v1 = new Router({ prefix: '/api/v1' });
+  const v1 = new Router<UserState>({ prefix: '/api/v1' });
   v1.use(requireApiKey(deps.db), jsonBody());
   for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps), marketMcpRoutes(deps), marketAgentRoutes(deps), marketIconRoutes(deps), providerRoutes(deps), marketConsumerRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());

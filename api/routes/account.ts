@@ -1,17 +1,17 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import { billingPeriod } from '../../db/repos/jobs';
 import { getWalletSummary } from '../../db/repos/ledger';
-import { getWebhookSecret, type AuthenticatedUser } from '../../db/repos/users';
+import { getWebhookSecret } from '../../db/repos/users';
 import { microsToUsd } from '../../lib/money';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 
 /** Not in the contract: what a client needs to see its own plan and verify webhooks. */
-export function accountRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function accountRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
 
-  router.get('/account', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.get('/account', async (ctx) => {
+    const user = ctx.state.user;
     const period = billingPeriod();
     const usage = await deps.db
       .selectFrom('monthly_usage')
@@ -31,8 +31,8 @@ export function accountRoutes(deps: ApiDeps): Router {
     };
   });
 
-  router.get('/account/webhook-secret', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.get('/account/webhook-secret', async (ctx) => {
+    const user = ctx.state.user;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { webhookSecret: await getWebhookSecret(deps.db, deps.config.masterKey, user.userId) };
   });

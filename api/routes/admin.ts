@@ -1,8 +1,8 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import { creditWallet, InvalidAmountError } from '../../db/repos/ledger';
 import { createUser, DuplicateEmailError, rotateApiKey, setRouterApiKey, UnknownPlanError, updateSubscription, userExists } from '../../db/repos/users';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
+import type { AppRouteContext, AppState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound } from '../errors';
 import { requireAdminToken } from '../middleware/auth';
@@ -13,11 +13,11 @@ import { registerSkillsAdminRoutes } from './skills';
 import { registerMarketAdminRoutes } from './admin-market';
 
 /** Operator API, guarded by ADMIN_TOKEN; the `npm run admin` CLI is its client. */
-export function adminRoutes(deps: ApiDeps): Router {
-  const router = new Router({ prefix: '/admin' });
+export function adminRoutes(deps: ApiDeps): Router<AppState> {
+  const router = new Router<AppState>({ prefix: '/admin' });
   router.use(requireAdminToken(deps.config.adminToken), jsonBody());
 
-  const existingUser = async (ctx: Context) => {
+  const existingUser = async (ctx: AppRouteContext) => {
     const userId = parseUuidParam('userId', ctx.params.userId);
     if (!(await userExists(deps.db, userId))) throw notFound('User');
     return userId;

@@ -1,9 +1,8 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import type { Selectable } from 'kysely';
 import type { AutomationsTable } from '../../db/schema';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { offsetOf, paginationMeta, type PageRequest } from '../../db/repos/pagination';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
 import { PaginationQuery } from '../../lib/schemas/common';
@@ -30,11 +29,11 @@ function toAutomation(row: Selectable<AutomationsTable>, state: { isPaused: bool
   };
 }
 
-export function automationRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function automationRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
 
-  router.get('/automations', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.get('/automations', async (ctx) => {
+    const user = ctx.state.user;
     const page = parseQuery<PageRequest>(PaginationQuery, ctx.query);
     const [rows, count] = await Promise.all([
       deps.db.selectFrom('automations').selectAll().where('user_id', '=', user.userId).orderBy('created_at', 'desc').orderBy('id').limit(page.pageSize).offset(offsetOf(page)).execute(),
@@ -44,8 +43,8 @@ export function automationRoutes(deps: ApiDeps): Router {
     ctx.body = { automations: rows.map((row, i) => toAutomation(row, states[i])), meta: paginationMeta(page, Number(count.n)) };
   });
 
-  router.post('/automations', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.post('/automations', async (ctx) => {
+    const user = ctx.state.user;
     const body = parseBody<AutomationCreateBody>(AutomationCreateRequest, ctx.state.body);
     if (body.automation_type === 'microblog-agent' && body.forum) {
       throw badRequest('A microblog-agent automation takes a "microblog" selection, not "forum"', [{ path: 'body/forum', message: 'not allowed here' }]);

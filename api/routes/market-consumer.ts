@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { findApiKeyOwner, listProviderRevenue, loadCallEntry } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
@@ -7,6 +6,7 @@ import { checkUserParams } from '../../lib/market/user-params-schema';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import { McpCredentialRequest, ProviderRevenueQuery } from '../../lib/schemas/market-hosted';
 import type { SourceParamValues } from '../../lib/tools/types';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound, unauthorized } from '../errors';
 import { marketMcpUrl } from '../mcp/market';
@@ -33,12 +33,12 @@ function credentialCapMicros(body: { maxTotalUsdPerRun?: number; maxRunChargeUsd
  * The consumer side of the tool market: MCP client credentials for the hosted endpoint; and the
  * provider's revenue view.
  */
-export function marketConsumerRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function marketConsumerRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
   router.use(marketErrors());
 
   router.post('/mcp-market/mcps/:id/credentials', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const entryId = parseUuidParam('id', ctx.params.id);
     const body = parseBody<{ params: SourceParamValues; maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }>(McpCredentialRequest, ctx.state.body);
     const entry = await loadCallEntry(deps.db, deps.config.masterKey, entryId);
@@ -68,7 +68,7 @@ export function marketConsumerRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/provider/revenue', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const page = parseQuery<{ page: number; pageSize: number }>(ProviderRevenueQuery, ctx.query);
     const { totals, runs, total } = await listProviderRevenue(deps.db, user.userId, page);
     ctx.body = { totals, runs, meta: paginationMeta(page, total) };

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import { WorkflowFailedError } from '@temporalio/client';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { findValidation, findValidValidationByFingerprint } from '../../db/repos/market-validations';
 import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
 import { iconBelongsTo } from '../../db/repos/market-icons';
@@ -27,6 +25,7 @@ import {
   SubmissionsQuery,
 } from '../../lib/schemas/market';
 import { DISCOVERY_PARAMS_AAD, type MarketSourceInput, type ValidateSourceInput, type ValidationView } from '../../lib/market/source-input';
+import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound } from '../errors';
 import { preflightUrl } from '../services/url-preflight';
@@ -96,14 +95,14 @@ function verificationView(v: EventVerificationRecord, base: string) {
 }
 
 /** The tool market's provider side and public catalogue (issue table in README "Selling tools"). */
-export function marketMcpRoutes(deps: ApiDeps): Router {
-  const router = new Router({ prefix: '/mcp-market' });
+export function marketMcpRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>({ prefix: '/mcp-market' });
   router.use(marketErrors());
   const hooks = mcpMarketHooks(deps.config.masterKey);
 
   /** Starts a discovery or validation workflow and waits (bounded) for its answer. */
-  async function runSourceWorkflow<T>(ctx: Context, kind: 'discover' | 'validate', args: MarketSourceInput | ValidateSourceInput, workflowId: string): Promise<T> {
-    const user = ctx.state.user as AuthenticatedUser;
+  async function runSourceWorkflow<T>(ctx: UserContext, kind: 'discover' | 'validate', args: MarketSourceInput | ValidateSourceInput, workflowId: string): Promise<T> {
+    const user = ctx.state.user;
     const timeoutMs = deps.config.market.discoveryTimeoutMs;
     const outcome = await startAndWait<T>(
       deps.temporal,
@@ -139,7 +138,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.post('/validate', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const body = parseBody<DiscoveryBody>(McpMarketDiscoveryRequest, ctx.state.body);
     checkDiscoveryRequest(body, deps);
     const validationId = randomUUID();
@@ -148,7 +147,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.post('/event-verifications', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const body = parseBody<{ sourceFingerprint: string; eventNames: string[] }>(MarketEventVerificationRequest, ctx.state.body);
     const validation = await findValidValidationByFingerprint(deps.db, user.userId, body.sourceFingerprint);
     if (!validation) throw ruleBroken('validation_required', 'No valid, unexpired validation of this account has that sourceFingerprint; validate the source first', 'body/sourceFingerprint');
@@ -170,15 +169,15 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/event-verifications/:id', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const verification = await findEventVerification(deps.db, user.userId, parseUuidParam('id', ctx.params.id));
     if (!verification) throw notFound('Event verification');
     ctx.body = verificationView(verification, apiBaseUrl(ctx, deps));
   });
 
   /** Loads what the rules read (only the caller's records) and checks the submission. */
-  async function prepare(ctx: Context, body: McpSubmissionRequest): Promise<PreparedMcpSubmission> {
-    const user = ctx.state.user as AuthenticatedUser;
+  async function prepare(ctx: UserContext, body: McpSubmissionRequest): Promise<PreparedMcpSubmission> {
+    const user = ctx.state.user;
     const [validation, verification, iconOwned] = await Promise.all([
       findValidation(deps.db, user.userId, body.validationId),
       body.eventVerificationId ? findEventVerification(deps.db, user.userId, body.eventVerificationId) : null,
@@ -187,15 +186,15 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
     return prepareMcpSubmission(body, { validation, verification, iconOwned, policy: deps.policy, now: new Date() }, iconUrlFor(ctx, deps));
   }
 
-  const ownView = async (ctx: Context, id: string) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  const ownView = async (ctx: UserContext, id: string) => {
+    const user = ctx.state.user;
     const submission = await findMcpSubmission(deps.db, id, user.userId);
     if (!submission) throw notFound('Submission');
     return ownerSubmissionView(submission, deps, iconUrlFor(ctx, deps));
   };
 
   router.post('/submissions', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const body = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, ctx.state.body);
     const prepared = await prepare(ctx, body);
     const id = await createSubmission(deps.db, {
@@ -210,7 +209,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/submissions', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const page = parseQuery<{ page: number; pageSize: number }>(SubmissionsQuery, ctx.query);
     const { rows, total } = await listOwnSubmissions(deps.db, 'mcp', user.userId, page);
     const details = await findMcpSubmissions(deps.db, rows.map((r) => r.id));
@@ -226,7 +225,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.put('/submissions/:id', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     const current = await getOwnSubmission(deps.db, 'mcp', user.userId, id);
     transition('update', current.status);
@@ -244,7 +243,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.post('/submissions/:id/submit', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     await submitForReview(deps.db, 'mcp', user.userId, id, { draftSlugTtlMs: deps.config.market.draftSlugTtlMs });
     ctx.body = await ownView(ctx, id);

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { findEventVerificationByRun, recordVerificationCharge } from '../../db/repos/market-event-verifications';
 import { chargeMarketRun, type ProductionChargeResult } from '../../db/repos/market-runs';
 import { canonicalJson } from '../../lib/market/canonical-json';
 import { verifyChargeToken, type ChargeTokenClaims } from '../../lib/market/charge-token';
 import { sha256Hex } from '../../lib/market/fingerprint';
 import { ProviderEventChargeRequest } from '../../lib/schemas/market';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { parseBody, parseUuidParam } from '../validation';
@@ -99,11 +99,11 @@ async function productionCharge(
 }
 
 /** Provider event charges: verification runs (no money) and market runs (production). */
-export function providerRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function providerRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
 
   router.post('/provider/runs/:runId/charge', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const runId = parseUuidParam('runId', ctx.params.runId);
     const idempotencyKey = ctx.get('idempotency-key');
     if (!idempotencyKey) throw CHARGE_STATUSES.idempotencyKeyRequired();

@@ -1,11 +1,10 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { aiSearch } from '../services/skills-ai-search';
 import { embedderFromConfig, serviceLlmClient } from '../../lib/skills/embeddings';
 import { importJsonLines } from '../../db/skills/import';
 import { plainSearch } from '../../db/skills/search';
 import type { SkillsRefreshInput, SkillsRefreshResult } from '../../workflows/skills-refresh';
+import type { AppState, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { AdminSkillsImportRequest, AdminSkillsRefreshRequest, SkillsSearchQuery, type SkillsSearchParams } from '../../lib/schemas/skills';
@@ -15,8 +14,8 @@ import { startAndWait } from '../services/workflow-call';
 const REFRESH_WAIT_MS = 5 * 60_000;
 
 /** The skills directory: plain full-text search and AI search (see lib/skills). */
-export function skillsRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function skillsRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
   const ai = {
     db: deps.db,
     llm: serviceLlmClient(deps.config, 30_000),
@@ -26,16 +25,16 @@ export function skillsRoutes(deps: ApiDeps): Router {
     rerank: deps.config.skills.rerank,
   };
 
-  router.get('/skills/directory/search', async (ctx: Context) => {
+  router.get('/skills/directory/search', async (ctx) => {
     const { q, page, pageSize } = parseQuery<SkillsSearchParams>(SkillsSearchQuery, ctx.query);
     const { items, total } = await plainSearch(deps.db, q, { page, pageSize });
     ctx.body = { items, meta: { page, pageSize, total } };
   });
 
-  router.get('/skills/directory/ai-search', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.get('/skills/directory/ai-search', async (ctx) => {
+    const user = ctx.state.user;
     const { q, page, pageSize } = parseQuery<SkillsSearchParams>(SkillsSearchQuery, ctx.query);
-    ctx.body = await aiSearch(ai, { userId: user.userId, q, page, pageSize, requestId: String(ctx.state.requestId) });
+    ctx.body = await aiSearch(ai, { userId: user.userId, q, page, pageSize, requestId: ctx.state.requestId });
   });
 
   return router;
@@ -45,7 +44,7 @@ export function skillsRoutes(deps: ApiDeps): Router {
  * Operator routes, registered on the admin router (prefix /admin, ADMIN_TOKEN): JSON Lines import
  * (the CLI sends a file in chunks under the body limit) and an immediate GitHub refresh.
  */
-export function registerSkillsAdminRoutes(router: Router, deps: ApiDeps): void {
+export function registerSkillsAdminRoutes(router: Router<AppState>, deps: ApiDeps): void {
   const embedder = embedderFromConfig(deps.config);
 
   router.post('/skills/import', async (ctx) => {
