@@ -15,7 +15,7 @@ import { attemptKey, withHeartbeat } from '../heartbeat';
 import { loadJob } from '../jobs';
 import { rejectScrape } from '../rejections';
 import { assertCaptchaAvailable, requestedProxy, type AdapterConfig } from '../page/adapters';
-import { saveSnapshot } from '../page/snapshot';
+import { saveSnapshot } from '../../db/repos/page-snapshots';
 import { solvePageCaptcha } from './captcha';
 
 export interface BrowserDeps extends AdapterConfig {

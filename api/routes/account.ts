@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { billingPeriod } from '../../db/repos/jobs';
+import { billingPeriod, monthlyOperations } from '../../db/repos/jobs';
 import { getWalletSummary } from '../../db/repos/ledger';
 import { getWebhookSecret } from '../../db/repos/users';
 import { microsToUsd } from '../../lib/money';
@@ -13,12 +13,7 @@ export function accountRoutes(deps: ApiDeps): Router<UserState> {
   router.get('/account', async (ctx) => {
     const user = ctx.state.user;
     const period = billingPeriod();
-    const usage = await deps.db
-      .selectFrom('monthly_usage')
-      .select('operations')
-      .where('user_id', '=', user.userId)
-      .where('period', '=', period)
-      .executeTakeFirst();
+    const operations = await monthlyOperations(deps.db, user.userId, period);
     const wallet = await getWalletSummary(deps.db, user.userId);
     ctx.body = {
       userId: user.userId,
@@ -27,7 +22,7 @@ export function accountRoutes(deps: ApiDeps): Router<UserState> {
       balanceUsd: microsToUsd(wallet.balanceMicros),
       heldUsd: microsToUsd(wallet.heldMicros),
       availableUsd: microsToUsd(wallet.availableMicros),
-      usage: { period, operations: usage?.operations ?? 0 },
+      usage: { period, operations },
     };
   });
 

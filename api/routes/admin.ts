@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { creditWallet, InvalidAmountError } from '../../db/repos/ledger';
-import { createUser, DuplicateEmailError, rotateApiKey, setRouterApiKey, UnknownPlanError, updateSubscription, userExists } from '../../db/repos/users';
+import { createUser, DuplicateEmailError, getSubscription, rotateApiKey, setRouterApiKey, UnknownPlanError, updateSubscription, userExists } from '../../db/repos/users';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import type { AppRouteContext, AppState } from '../context';
 import type { ApiDeps } from '../deps';
@@ -86,7 +86,7 @@ export function adminRoutes(deps: ApiDeps): Router<AppState> {
       if ((err as { code?: string }).code === '23503') throw new ApiError(400, 'validation_failed', `Unknown plan "${body.plan}"`);
       throw err;
     }
-    const row = await deps.db.selectFrom('subscriptions').selectAll().where('user_id', '=', userId).executeTakeFirstOrThrow();
+    const row = await getSubscription(deps.db, userId);
     ctx.body = {
       userId,
       plan: row.plan_id,

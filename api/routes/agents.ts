@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import { WorkflowFailedError } from '@temporalio/client';
+import { findUserAutomation } from '../../db/repos/automations';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { McpDiscoveryRequest, type McpDiscoveryRequestBody } from '../../lib/schemas/tools';
 import { sealDiscoveryParams } from '../../lib/tools/discovery-request';
@@ -65,7 +66,7 @@ export function agentRoutes(deps: ApiDeps): Router<UserState> {
     const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     const patch = parseBody<CustomAgentUpdateBody>(CustomAgentUpdateRequest, ctx.state.body);
-    const row = await deps.db.selectFrom('automations').selectAll().where('id', '=', id).where('user_id', '=', user.userId).where('automation_type', '=', 'custom-agent').executeTakeFirst();
+    const row = await findUserAutomation(deps.db, { userId: user.userId, id, type: 'custom-agent' });
     if (!row) throw notFound('Custom agent');
     const merged = parseBody<CustomAgentBody>(CustomAgentRequest, mergeCustomAgent(unsealedAgent(deps, row), patch));
     const schedule = requireCron(merged);

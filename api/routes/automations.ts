@@ -1,7 +1,8 @@
 import Router from '@koa/router';
 import type { Selectable } from 'kysely';
 import type { AutomationsTable } from '../../db/schema';
-import { offsetOf, paginationMeta, type PageRequest } from '../../db/repos/pagination';
+import { listAutomations } from '../../db/repos/automations';
+import { paginationMeta, type PageRequest } from '../../db/repos/pagination';
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
@@ -35,12 +36,9 @@ export function automationRoutes(deps: ApiDeps): Router<UserState> {
   router.get('/automations', async (ctx) => {
     const user = ctx.state.user;
     const page = parseQuery<PageRequest>(PaginationQuery, ctx.query);
-    const [rows, count] = await Promise.all([
-      deps.db.selectFrom('automations').selectAll().where('user_id', '=', user.userId).orderBy('created_at', 'desc').orderBy('id').limit(page.pageSize).offset(offsetOf(page)).execute(),
-      deps.db.selectFrom('automations').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', user.userId).executeTakeFirstOrThrow(),
-    ]);
+    const { rows, total } = await listAutomations(deps.db, user.userId, page);
     const states = await Promise.all(rows.map((row) => scheduleState(deps, row.schedule_id)));
-    ctx.body = { automations: rows.map((row, i) => toAutomation(row, states[i])), meta: paginationMeta(page, Number(count.n)) };
+    ctx.body = { automations: rows.map((row, i) => toAutomation(row, states[i])), meta: paginationMeta(page, total) };
   });
 
   router.post('/automations', async (ctx) => {

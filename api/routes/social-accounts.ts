@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Updateable } from 'kysely';
 import type { SocialAccountsTable, SocialPlatform } from '../../db/schema';
 import {
+  deleteAccount,
   findAccount,
   insertValidatedAccount,
   listAccounts,
@@ -10,6 +11,7 @@ import {
   toSocialAccount,
   unsealCredentials,
   unsealSession,
+  updateAccount,
 } from '../../db/repos/social-accounts';
 import { writeSystemLog } from '../../db/repos/system-logs';
 import type { PlatformCredentials } from '../../lib/social/platforms';
@@ -82,7 +84,7 @@ export function socialAccountRoutes(deps: ApiDeps): Router<UserState> {
         last_validated_at: new Date(),
       });
     }
-    const updated = await db.updateTable('social_accounts').set(changes).where('id', '=', id).where('user_id', '=', user.userId).returningAll().executeTakeFirstOrThrow();
+    const updated = await updateAccount(db, user.userId, id, changes);
     ctx.body = { account: toSocialAccount(updated) };
   });
 
@@ -91,7 +93,7 @@ export function socialAccountRoutes(deps: ApiDeps): Router<UserState> {
     const id = parseUuidParam('id', ctx.params.id);
     const account = await findAccount(db, user.userId, id);
     if (!account) throw notFound('Social account');
-    await db.deleteFrom('social_accounts').where('id', '=', id).where('user_id', '=', user.userId).execute();
+    await deleteAccount(db, user.userId, id);
     if (account.platform === 'microblog') {
       const session = unsealSession<MicroblogSession>(masterKey, account);
       const disconnected = session ? await deps.social.disconnectMicroblog(unsealCredentials<MicroblogCredentials>(masterKey, account), session) : false;
