@@ -23,9 +23,9 @@ import { marketMcpEndpoint } from './mcp/market';
 import { buildOpenApiDocument } from './openapi';
 import { buildDocsSite } from './docs/site';
 import { loadDocSources } from './docs/load';
-import { agentRoutes } from './routes/agents';
-import { marketMcpRoutes } from './routes/market-mcp';
-import { marketAgentRoutes } from './routes/market-agents';
+import { customAgentRoutes } from './routes/custom-agents';
+import { mcpMarketRoutes } from './routes/mcp-market';
+import { agentMarketRoutes } from './routes/agent-market';
 import { marketIconRoutes, publicMarketIconRoutes } from './routes/market-icons';
 import { providerRoutes } from './routes/provider';
 import { metricsRoutes } from './routes/metrics';
@@ -56,7 +56,7 @@ export function createApp(deps: ApiDeps): Koa {
   // Bodies are read only after the caller is authenticated (the admin routes do the same with their token).
   const v1 = new Router<UserState>({ prefix: '/api/v1' });
   v1.use(requireApiKey(deps.db), jsonBody());
-  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps), marketMcpRoutes(deps), marketAgentRoutes(deps), marketIconRoutes(deps), providerRoutes(deps), marketConsumerRoutes(deps)]) {
+  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), customAgentRoutes(deps), mcpMarketRoutes(deps), agentMarketRoutes(deps), marketIconRoutes(deps), providerRoutes(deps), marketConsumerRoutes(deps)]) {
     v1.use(routes.routes(), routes.allowedMethods());
   }
   root.use(v1.routes(), v1.allowedMethods());

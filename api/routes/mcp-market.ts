@@ -95,7 +95,7 @@ function verificationView(v: EventVerificationRecord, base: string) {
 }
 
 /** The tool market's provider side and public catalogue (issue table in README "Selling tools"). */
-export function marketMcpRoutes(deps: ApiDeps): Router<UserState> {
+export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   const router = new Router<UserState>({ prefix: '/mcp-market' });
   router.use(marketErrors());
   const hooks = mcpMarketHooks(deps.config.masterKey);

@@ -36,7 +36,7 @@ function requireCron(body: CustomAgentBody): { cron: string; timezone?: string }
 }
 
 /** Custom agents (contract, "Custom agents"): stored (scheduled) agents, single runs, their records, and discovery of tool sources. */
-export function agentRoutes(deps: ApiDeps): Router<UserState> {
+export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
   const router = new Router<UserState>();
 
   router.post('/agents', async (ctx) => {

@@ -68,7 +68,7 @@ const purchaseView = (p: AgentPurchase) => ({ purchaseId: p.id, priceUsd: micros
  * The agent market (README "Agent market"): providers' submissions (the shared review machinery of
  * market-submissions), the public catalogue, purchases and runs on the shared browser-agent runtime.
  */
-export function marketAgentRoutes(deps: ApiDeps): Router<UserState> {
+export function agentMarketRoutes(deps: ApiDeps): Router<UserState> {
   const router = new Router<UserState>({ prefix: '/agent-market' });
   router.use(marketErrors());
   const hooks = agentMarketHooks(deps.config.masterKey);
