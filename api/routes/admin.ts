@@ -9,7 +9,7 @@ import { requireAdminToken } from '../middleware/auth';
 import { jsonBody } from '../middleware/json-body';
 import { CreateUserRequest, CreditRequest, RouterKeyRequest, SubscriptionChangeRequest } from '../../lib/schemas/admin';
 import { parseBody, parseUuidParam } from '../validation';
-import { registerSkillsAdminRoutes } from './skills';
+import { registerSkillsAdminRoutes } from './admin-skills';
 import { registerMarketAdminRoutes } from './admin-market';
 
 /** Operator API, guarded by ADMIN_TOKEN; the `npm run admin` CLI is its client. */

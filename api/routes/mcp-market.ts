@@ -6,9 +6,11 @@ import { createEventVerification, findEventVerification } from '../../db/repos/m
 import { iconBelongsTo } from '../../db/repos/market-icons';
 import { createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
 import { findMcpSubmission, findMcpSubmissions, findPublicMcpEntry, mcpDetailsWriter, mcpMarketHooks, searchPublicMcpEntries, type McpSubmission } from '../../db/repos/market-mcp';
+import { findApiKeyOwner, loadCallEntry } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
 import { seal } from '../../lib/crypto';
 import { signChargeToken } from '../../lib/market/charge-token';
+import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import type { Discovery, DiscoveryRequest } from '../../lib/market/discovery';
 import { ruleBroken } from '../../lib/market/errors';
 import type { MonetizationStrategy } from '../../lib/market/listing';
@@ -17,6 +19,10 @@ import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/opena
 import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
 import { transition } from '../../lib/market/review-state';
 import { requireSecureSourceUrl } from '../../lib/market/source-url';
+import { checkUserParams } from '../../lib/market/user-params-schema';
+import { microsToUsd, usdToWholeMicros } from '../../lib/money';
+import { McpCredentialRequest } from '../../lib/schemas/market-hosted';
+import type { SourceParamValues } from '../../lib/tools/types';
 import {
   MarketEventVerificationRequest,
   McpMarketDiscoveryRequest,
@@ -27,11 +33,12 @@ import {
 import { DISCOVERY_PARAMS_AAD, type MarketSourceInput, type ValidateSourceInput, type ValidationView } from '../../lib/market/source-input';
 import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
-import { ApiError, notFound } from '../errors';
+import { ApiError, notFound, unauthorized } from '../errors';
+import { marketMcpUrl } from '../mcp/market';
 import { preflightUrl } from '../services/url-preflight';
 import { startAndWait } from '../services/workflow-call';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
-import { addRevisionRoute, apiBaseUrl, iconUrlFor, marketErrors, ownerSubmissionView, publicEntryView, submissionCoreFields } from './market-common';
+import { addRevisionRoute, apiBaseUrl, iconUrlFor, marketErrors, ownerSubmissionView, publicEntryView, publicOrigin, submissionCoreFields } from './market-common';
 
 type DiscoveryBody = Omit<DiscoveryRequest, 'params'> & { params: Record<string, unknown> };
 
@@ -94,7 +101,23 @@ function verificationView(v: EventVerificationRecord, base: string) {
   };
 }
 
-/** The tool market's provider side and public catalogue (issue table in README "Selling tools"). */
+/** The credential's cap per run (maxTotalUsdPerRun, or its deprecated alias maxRunChargeUsd) in whole micro-USD, or null. */
+function credentialCapMicros(body: { maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }): number | null {
+  const { maxTotalUsdPerRun: cap, maxRunChargeUsd: alias } = body;
+  if (cap !== undefined && alias !== undefined && cap !== alias) {
+    throw new ApiError(400, 'validation_failed', 'maxRunChargeUsd is a deprecated alias of maxTotalUsdPerRun: send one of them', [{ path: 'body/maxRunChargeUsd', message: 'differs from maxTotalUsdPerRun' }]);
+  }
+  const usd = cap ?? alias;
+  if (usd === undefined) return null;
+  const micros = usdToWholeMicros(usd);
+  if (micros === null || micros <= 0) {
+    const name = cap !== undefined ? 'maxTotalUsdPerRun' : 'maxRunChargeUsd';
+    throw new ApiError(400, 'validation_failed', `${name} must be a positive amount in whole micro-USD`, [{ path: `body/${name}`, message: 'is not a whole number of micro-USD' }]);
+  }
+  return micros;
+}
+
+/** /mcp-market: the tool market's provider side, its public catalogue and consumers' MCP client credentials (issue table in README "Selling tools"). */
 export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   const router = new Router<UserState>({ prefix: '/mcp-market' });
   router.use(marketErrors());
@@ -262,6 +285,37 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
     const entry = await findPublicMcpEntry(deps.db, parseUuidParam('id', ctx.params.id));
     if (!entry) throw notFound('Market entry');
     ctx.body = publicEntryView(entry, iconUrlFor(ctx, deps));
+  });
+
+  /** MCP client credentials for the hosted endpoint of a live entry (the consumer side). */
+  router.post('/mcps/:id/credentials', async (ctx) => {
+    const user = ctx.state.user;
+    const entryId = parseUuidParam('id', ctx.params.id);
+    const body = parseBody<{ params: SourceParamValues; maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }>(McpCredentialRequest, ctx.state.body);
+    const entry = await loadCallEntry(deps.db, deps.config.masterKey, entryId);
+    if (!entry) throw notFound('Market entry');
+    checkUserParams(entry.requiredUserParamsSchema, body.params, 'body/params');
+    const capMicros = credentialCapMicros(body);
+    const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
+    if (!key || key.userId !== user.userId) throw unauthorized();
+    const { token, claims } = issueMcpCredential(deps.config.masterKey, {
+      entryId: entry.entryId,
+      userId: user.userId,
+      apiKeyId: key.apiKeyId,
+      params: body.params,
+      paramsSchemaHash: paramsSchemaHash(entry.requiredUserParamsSchema),
+      capMicros,
+    });
+    ctx.status = 201;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = {
+      credential: token,
+      mcpUrl: marketMcpUrl(deps, publicOrigin(ctx, deps), entry.entryId),
+      credentialId: claims.id,
+      entryId: entry.entryId,
+      maxTotalUsdPerRun: capMicros === null ? null : microsToUsd(capMicros),
+      maxRunChargeUsd: capMicros === null ? null : microsToUsd(capMicros),
+    };
   });
 
   return router;
