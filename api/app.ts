@@ -1,34 +1,34 @@
 import Koa from 'koa';
 import Router from '@koa/router';
+import type { AppState, UserState } from './context';
 import type { ApiDeps } from './deps';
 import { errorHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
 import { requestLog } from './middleware/request-log';
 import { jsonBody } from './middleware/json-body';
 import { requireApiKey } from './middleware/auth';
-import { scrapeRoutes } from './routes/scrape';
-import { agentScraperRoutes } from './routes/agentscraper';
-import { socialAccountRoutes } from './routes/social-accounts';
-import { automationRoutes } from './routes/automations';
-import { logRoutes } from './routes/logs';
-import { accountRoutes } from './routes/account';
-import { adminRoutes } from './routes/admin';
-import { docsRoutes } from './routes/docs';
-import { healthRoutes } from './routes/health';
-import { skillsRoutes } from './routes/skills';
 import { mcpEndpoint } from './mcp/endpoint';
 import { docsMcpEndpoint } from './mcp/docs';
 import { marketMcpEndpoint } from './mcp/market';
 import { buildOpenApiDocument } from './openapi';
-import { buildDocsSite } from '../lib/docs/site';
-import { loadDocSources } from '../lib/docs/load';
-import { agentRoutes } from './routes/agents';
-import { marketMcpRoutes } from './routes/market-mcp';
-import { marketAgentRoutes } from './routes/market-agents';
+import { buildDocsSite } from './docs/site';
+import { loadDocSources } from './docs/load';
+import { accountRoutes } from './routes/account';
+import { adminRoutes } from './routes/admin';
+import { agentMarketRoutes } from './routes/agent-market';
+import { agentScraperRoutes } from './routes/agentscraper';
+import { automationRoutes } from './routes/automations';
+import { customAgentRoutes } from './routes/custom-agents';
+import { docsRoutes } from './routes/docs';
+import { healthRoutes } from './routes/health';
+import { logRoutes } from './routes/logs';
 import { marketIconRoutes, publicMarketIconRoutes } from './routes/market-icons';
-import { providerRoutes } from './routes/provider';
+import { mcpMarketRoutes } from './routes/mcp-market';
 import { metricsRoutes } from './routes/metrics';
-import { marketConsumerRoutes } from './routes/market-consumer';
+import { providerRoutes } from './routes/provider';
+import { scrapeRoutes } from './routes/scrape';
+import { skillsRoutes } from './routes/skills';
+import { socialAccountRoutes } from './routes/social-accounts';
 import { webPages } from '../web/app';
 
 export function createApp(deps: ApiDeps): Koa {
@@ -43,24 +43,37 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
   app.use(mcpEndpoint(marketMcpEndpoint(deps)));
 
-  const root = new Router();
-  const health = healthRoutes(deps);
+  // Without an API key: health, the operator's routes, metrics, the docs and the market's icons.
+  const root = new Router<AppState>();
+  const health = healthRoutes(deps); //                  /health
   root.use(health.routes());
-  const admin = adminRoutes(deps);
+  const admin = adminRoutes(deps); //                    /admin (ADMIN_TOKEN), with /admin/skills and /admin/market
   root.use(admin.routes(), admin.allowedMethods());
-  root.use(metricsRoutes(deps).routes());
-
-  const docs = docsRoutes(docsSite, deps.config);
+  root.use(metricsRoutes(deps).routes()); //             /metrics
+  const docs = docsRoutes(docsSite, deps.config); //     /api/v1/openapi.json, /api/v1/docs
   root.use('/api/v1', docs.routes());
-  const icons = publicMarketIconRoutes(deps);
+  const icons = publicMarketIconRoutes(deps); //         /api/v1/market/icons/:key.png
   root.use(icons.routes(), icons.allowedMethods());
 
   // Bodies are read only after the caller is authenticated (the admin routes do the same with their token).
-  const v1 = new Router({ prefix: '/api/v1' });
+  const v1 = new Router<UserState>({ prefix: '/api/v1' });
   v1.use(requireApiKey(deps.db), jsonBody());
-  for (const routes of [scrapeRoutes(deps), agentScraperRoutes(deps), socialAccountRoutes(deps), automationRoutes(deps), logRoutes(deps), accountRoutes(deps), skillsRoutes(deps), agentRoutes(deps), marketMcpRoutes(deps), marketAgentRoutes(deps), marketIconRoutes(deps), providerRoutes(deps), marketConsumerRoutes(deps)]) {
-    v1.use(routes.routes(), routes.allowedMethods());
-  }
+  // One router per URL prefix (api/routes/<prefix>.ts), in the order they are tried.
+  const userRouters = [
+    scrapeRoutes(deps), //          /scrape, /scrape/status
+    agentScraperRoutes(deps), //    /agentscraper
+    socialAccountRoutes(deps), //   /social-accounts
+    automationRoutes(deps), //      /automations
+    logRoutes(deps), //             /logs, /transactions
+    accountRoutes(deps), //         /account
+    skillsRoutes(deps), //          /skills/directory
+    customAgentRoutes(deps), //     /agents
+    mcpMarketRoutes(deps), //       /mcp-market
+    agentMarketRoutes(deps), //     /agent-market
+    marketIconRoutes(deps), //      /market/icons
+    providerRoutes(deps), //        /provider
+  ];
+  for (const routes of userRouters) v1.use(routes.routes(), routes.allowedMethods());
   root.use(v1.routes(), v1.allowedMethods());
 
   app.use(root.routes());

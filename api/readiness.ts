@@ -1,12 +1,11 @@
-import { sql } from 'kysely';
 import type { Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import type { Db } from '../db/connect';
+import { pingDatabase, type Db } from '../db/connect';
 import type { Readiness } from './deps';
 
 async function databaseReady(db: Db): Promise<boolean> {
   try {
-    await sql`select 1`.execute(db);
+    await pingDatabase(db);
     return true;
   } catch {
     return false;

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { mkdirSync } from 'node:fs';
-import { Kysely, Migrator, PostgresDialect, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema';
 import { migrationProvider } from './migrations';
@@ -88,6 +88,11 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   // What the server itself says while it shuts down or restarts.
   const { code, severity } = err as { code?: unknown; severity?: unknown };
   return severity !== undefined && typeof code === 'string' && (code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code));
+}
+
+/** A round trip to the database (the readiness probe's); rejects when it does not answer. */
+export async function pingDatabase(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
 }
 
 export async function migrateToLatest(db: Db): Promise<void> {

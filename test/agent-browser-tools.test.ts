@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 
 import type { BrowserContext, BrowserContextOptions } from 'playwright-core';
 
-import { BrowserSession, contextOptionsFromCheckpoint, type SessionCheckpoint } from '../lib/agent/browser-session';
-import { BROWSER_TOOLS, executeAction, toolsFor, type ActionResult } from '../lib/agent/browser-tools';
-import { observe, renderObservation, type Observation } from '../lib/agent/observation';
-import { hostMatchesDomainPattern, maskSecrets, resolvePlaceholders, type SensitiveItem } from '../lib/agent/sensitive-data';
-import { guardContext, type ContextGuard } from '../lib/browser/guarded-routing';
-import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
+import { BrowserSession, contextOptionsFromCheckpoint, type SessionCheckpoint } from '../activities/agent/browser/session';
+import { BROWSER_TOOLS, executeAction, toolsFor, type ActionResult } from '../activities/agent/browser/tools';
+import { observe, renderObservation, type Observation } from '../activities/agent/browser/observation';
+import { hostMatchesDomainPattern, maskSecrets, resolvePlaceholders, type SensitiveItem } from '../activities/agent/sensitive-data';
+import { guardContext, type ContextGuard } from '../activities/browser/guarded-routing';
+import { createBrowserPool, type BrowserPool } from '../activities/browser/pool';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import {
   AGENT_GOLDEN_TICKET,

@@ -6,7 +6,7 @@ import type { FakeReply, RecordedRequest } from './support/fake-openai';
 import { admin } from './support/market';
 import { startWebhookReceiver } from './support/webhook-receiver';
 import { decodedHistories } from './support/workflow-history';
-import { PRIVATE_TEXT_PLACEHOLDER as MASK, privateTextGuard } from '../lib/agent/private-text';
+import { PRIVATE_TEXT_PLACEHOLDER as MASK, privateTextGuard } from '../activities/agent/private-text';
 
 const API = '/api/v1/agent-market';
 const INSTRUCTIONS_HEADER = 'Instructions of this agent (follow them for this task):\n';
@@ -165,7 +165,7 @@ describe('agent market: a provider\'s prompts stay private even when the model r
   });
 });
 
-describe('private prompts: what counts as repeating them (lib/agent/private-text)', function () {
+describe('private prompts: what counts as repeating them (activities/agent/private-text)', function () {
   const system = 'Always open the list page first, then scan every row for the golden marker. Escalate refunds to https://desk.example.com/refunds/queue please.';
   const template = 'Open {{page}} and report where the golden ticket is {{when}}. Use the code QX7-ALPHA-93817-ZEBRA-55210-OMEGA-44-KILO-17 when asked.';
   const guard = privateTextGuard([system, template]);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
-import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
+import { createBrowserPool, type BrowserPool } from '../activities/browser/pool';
 import { createSessionRegistry, type OpenSessionOptions, type SessionRegistry } from '../activities/agent/session-registry';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import { useHarness, type Harness } from './support/harness';

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-import { guardContext } from '../lib/browser/guarded-routing';
-import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
-import { renderPage } from '../lib/browser/render';
+import { guardContext } from '../activities/browser/guarded-routing';
+import { createBrowserPool, type BrowserPool } from '../activities/browser/pool';
+import { renderPage } from '../activities/browser/render';
 import { proxyFromTemplate } from '../lib/net/proxy';
 import { parseNetworkAllowlist, SsrfBlockedError } from '../lib/net/ssrf';
 import { findFetchError } from '../lib/net/transport';

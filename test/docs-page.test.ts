@@ -5,9 +5,9 @@ import Router from '@koa/router';
 import { useHarness, type Harness } from './support/harness';
 import { docsRoutes } from '../api/routes/docs';
 import { buildOpenApiDocument } from '../api/openapi';
-import { buildDocsSite } from '../lib/docs/site';
-import type { OpenApiDocument } from '../lib/docs/openapi';
-import { loadDocSources } from '../lib/docs/load';
+import { buildDocsSite } from '../api/docs/site';
+import type { OpenApiDocument } from '../api/docs/openapi';
+import { loadDocSources } from '../api/docs/load';
 
 const guides = loadDocSources().guides;
 const titleOf = (text: string) => /^# (.+)$/m.exec(text)![1];

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { buildOpenApiDocument } from '../api/openapi';
-import { loadDocSources } from '../lib/docs/load';
-import { codeBlocks, isSafeHref, linkTargets, parseInfoString, parseMarkdown, renderBlocks } from '../lib/docs/markdown';
-import { deriveOperationId, withOperationIds, type OpenApiDocument } from '../lib/docs/openapi';
-import { buildDocsSite, DOCS_PAGE_PATH, type DocsSite } from '../lib/docs/site';
-import { searchTerms, stem } from '../lib/docs/text';
+import { loadDocSources } from '../api/docs/load';
+import { codeBlocks, isSafeHref, linkTargets, parseInfoString, parseMarkdown, renderBlocks } from '../api/docs/markdown-to-html';
+import { deriveOperationId, withOperationIds, type OpenApiDocument } from '../api/docs/openapi';
+import { buildDocsSite, DOCS_PAGE_PATH, type DocsSite } from '../api/docs/site';
+import { searchTerms, stem } from '../api/docs/text';
 
 const ALLOWED_TAG = /<\/?(p|h[1-6]|a|code|pre|ul|ol|li|em|strong|table|thead|tbody|tr|th|td|blockquote|hr)((?: [a-z]+="[^"<>]*")*)>/g;
 

@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { startTemporalDevServer, type DevServer } from '../lib/temporal-cli';
+import { startTemporalDevServer, type DevServer } from '../workers/temporal-cli';
 import { freePort } from './support/ports';
 
 const ROOT = path.resolve(__dirname, '..');

@@ -17,7 +17,7 @@ import { openDatabase, type Db } from '../db/connect';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { connectClient } from '../lib/temporal';
-import { startTemporalDevServer, type DevServer } from '../lib/temporal-cli';
+import { startTemporalDevServer, type DevServer } from '../workers/temporal-cli';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
 import { createWorkers, type WorkerSet } from '../workers/workers';

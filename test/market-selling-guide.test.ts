@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { codeBlocks } from '../lib/docs/markdown';
+import { codeBlocks } from '../api/docs/markdown-to-html';
 import { openMarketRun } from '../db/repos/market-runs';
 import { getWalletSummary } from '../db/repos/ledger';
 import { useHarness, type Harness } from './support/harness';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { maskSecretsIn, resolvePlaceholders } from '../lib/agent/sensitive-data';
+import { maskSecretsIn, resolvePlaceholders } from '../activities/agent/sensitive-data';
 import { seal, unseal } from '../lib/crypto';
 import { act } from './support/agent-script';
 import { useHarness, type Harness } from './support/harness';

@@ -4,8 +4,8 @@ import http, { type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import { createSessionRegistry } from '../activities/agent/session-registry';
-import { GUARDED_CONTEXT_OPTIONS, guardContext } from '../lib/browser/guarded-routing';
-import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
+import { GUARDED_CONTEXT_OPTIONS, guardContext } from '../activities/browser/guarded-routing';
+import { createBrowserPool, type BrowserPool } from '../activities/browser/pool';
 import { proxyFromTemplate } from '../lib/net/proxy';
 
 import {

@@ -1,7 +1,7 @@
 import type { Db } from '../db/connect';
 import type { Config } from '../lib/config';
 import type { NetworkPolicy } from '../lib/net/ssrf';
-import type { BrowserPool } from '../lib/browser/pool';
+import type { BrowserPool } from '../activities/browser/pool';
 import { createLlmProviders } from '../lib/llm/providers';
 import { createJobActivities } from '../activities/jobs';
 import { createPageActivities } from '../activities/page';

@@ -5,7 +5,7 @@ import { migrateToLatest, openDatabase } from '../db/connect';
 import { networkPolicyFromConfig } from '../lib/net/policy';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { connectClient } from '../lib/temporal';
-import type { DevServer } from '../lib/temporal-cli';
+import type { DevServer } from './temporal-cli';
 import { prepareEmbeddedTemporal } from './embedded-temporal';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';

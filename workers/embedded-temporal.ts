@@ -3,7 +3,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../lib/config';
 import { log } from '../lib/log';
-import { assertDevServerPortsFree, PortInUseError, startTemporalDevServer, type DevServer } from '../lib/temporal-cli';
+import { assertDevServerPortsFree, PortInUseError, startTemporalDevServer, type DevServer } from './temporal-cli';
 
 /**
  * The Temporal dev server of `npm start`: state in DATA_DIR/temporal.db, ports TEMPORAL_DEV_PORT and

@@ -1,9 +1,9 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
-import { createBrowserPool, type BrowserPool } from '../lib/browser/pool';
+import { createBrowserPool, type BrowserPool } from '../activities/browser/pool';
 import { browserActivities, platformActivities, sessionActivities, type ActivityDeps } from './activities';
 import { createSessionRegistry, type SessionRegistry } from '../activities/agent/session-registry';
-import { ensureDisplay } from '../lib/browser/virtual-display';
+import { ensureDisplay } from './virtual-display';
 import { ensureSkillsRefreshSchedule } from './schedules';
 import { startPendingJobReconciler } from './pending-job-reconciler';
 import { startMarketRunDispatcher } from './market-run-dispatcher';

@@ -4,21 +4,22 @@ import type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionT
 import type { Db } from '../../db/connect';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../../db/schema';
 import { appendJobLog, transitionJob } from '../../db/repos/jobs';
-import { recordAgentToolCall, type AgentToolCallRow } from '../../db/repos/agent-tool-calls';
+import { listToolCallStatuses, recordAgentToolCall, type AgentToolCallRow } from '../../db/repos/agent-tool-calls';
+import { findLatestStep, getStep, listStepSummaries, listTaskResults, setStepDecision, setStepOutcomes, storeTaskResult } from '../../db/repos/agent-steps';
 import { deleteToolImages, placeToolImages } from '../../db/repos/agent-tool-images';
 import { assertHoldCovers, holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
 import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } from '../../lib/billing/worst-case';
 import { compileSchemaValidator, fieldListToJsonSchema } from '../../lib/llm/structured-output';
-import { parseToolArguments } from '../../lib/agent/model-tools';
+import { parseToolArguments } from './model-tools';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { microsToUsd } from '../../lib/money';
-import { maskSecrets, maskSecretsIn } from '../../lib/agent/sensitive-data';
-import { privateTextGuard, type PrivateTextGuard } from '../../lib/agent/private-text';
+import { maskSecrets, maskSecretsIn } from './sensitive-data';
+import { privateTextGuard, type PrivateTextGuard } from './private-text';
 import { BoundedCache } from '../../lib/bounded-cache';
 import type { RequestSecrets } from '../../lib/request-secrets';
-import { BROWSER_TOOLS } from '../../lib/agent/browser-tools';
-import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
+import { BROWSER_TOOLS } from './browser/tools';
+import { FORUM_TOOLS, MICROBLOG_TOOLS } from './social-tools';
 import type { ToolRuntimeDeps } from '../../lib/tools/source';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { recordLlmUsage } from '../llm/usage';
@@ -152,7 +153,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
    * How anything the model wrote is kept (stored, logged, sent to a page or a tool, handed to the
    * workflow): sensitive_data values become their placeholders, and an agent-market run's private
    * texts (its provider's system prompt and template, sealed in the job) are masked
-   * (lib/agent/private-text). `request` must be loaded with the master key. A conversation's run
+   * (activities/agent/private-text). `request` must be loaded with the master key. A conversation's run
    * (a custom agent) has neither.
    */
   function modelOutputMask(jobId: string, request: object) {
@@ -170,7 +171,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
   }
 
   async function currentStep(jobId: string, taskIndex: number, step: number) {
-    return db.selectFrom('agent_steps').selectAll().where('job_id', '=', jobId).where('task_index', '=', taskIndex).where('step', '=', step).executeTakeFirstOrThrow();
+    return getStep(db, { jobId, taskIndex, step });
   }
 
   /**
@@ -223,7 +224,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const kept = actions.slice(0, run.request.max_actions_per_step);
       const content = answer.message?.content?.trim();
       const goal = content ? mask.text(content).slice(0, 500) : null;
-      await db.updateTable('agent_steps').set({ goal, actions: JSON.stringify(kept) }).where('id', '=', prompt.current.id).execute();
+      await setStepDecision(db, prompt.current.id, { goal, actions: JSON.stringify(kept) });
       if (actions.length > kept.length) {
         await appendJobLog(db, jobId, `step ${step}: the model proposed ${actions.length} actions; only the first ${kept.length} (max_actions_per_step) are used`);
       }
@@ -265,7 +266,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const images = (output?.images ?? []).map((image) => image.id);
       if (images.length > 0) {
         // A step run's calls belong to its latest step (observed before the decision that made them).
-        const step = reply ? null : await db.selectFrom('agent_steps').select(['task_index', 'step']).where('job_id', '=', input.jobId).orderBy('id', 'desc').limit(1).executeTakeFirst();
+        const step = reply ? null : await findLatestStep(db, input.jobId);
         if (reply) await placeToolImages(db, input.jobId, images, { callIndex: row.index, replySeq: reply.seq, callId: reply.callId });
         else if (step) await placeToolImages(db, input.jobId, images, { callIndex: row.index, taskIndex: step.task_index, step: step.step });
       }
@@ -329,23 +330,13 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const mask = modelOutputMask(input.jobId, request);
       const outcomes = mask.value(input.outcomes);
       const goal = input.goal === null ? null : mask.text(input.goal);
-      await db
-        .updateTable('agent_steps')
-        .set({ outcomes: JSON.stringify(outcomes) })
-        .where('job_id', '=', input.jobId)
-        .where('task_index', '=', input.taskIndex)
-        .where('step', '=', input.step)
-        .execute();
+      await setStepOutcomes(db, input, JSON.stringify(outcomes));
       const actions = outcomes.map((o) => `${o.action} → ${o.ok ? '' : 'FAILED: '}${o.message}`).join('; ') || 'no action';
       await appendJobLog(db, input.jobId, `task ${input.taskIndex + 1} step ${input.step}: goal: ${goal ?? '(none stated)'} | ${actions}`);
     },
 
     async saveTaskResult(input: { jobId: string; taskIndex: number; result: AgentTaskResult }) {
-      await db
-        .insertInto('agent_task_results')
-        .values({ job_id: input.jobId, task_index: input.taskIndex, result: JSON.stringify(input.result) })
-        .onConflict((oc) => oc.columns(['job_id', 'task_index']).doUpdateSet({ result: JSON.stringify(input.result) }))
-        .execute();
+      await storeTaskResult(db, input.jobId, input.taskIndex, input.result);
       await appendJobLog(db, input.jobId, `task ${input.taskIndex + 1} finished (${input.result.success ? 'success' : 'reported failure'}) after ${input.result.steps} step(s)`);
     },
 
@@ -367,7 +358,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       };
       let result: Record<string, unknown>;
       if (run.memory === 'conversation') {
-        const calls = await db.selectFrom('agent_tool_calls').select(['status']).where('job_id', '=', job.id).execute();
+        const calls = await listToolCallStatuses(db, job.id);
         result = {
           ...(await conversation.finalAnswer(job.id)),
           ...(input.stoppedBy && { stoppedBy: input.stoppedBy }),
@@ -375,8 +366,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         };
       } else {
         const tasks = visibleTasks(job);
-        const taskResults = (await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', job.id).orderBy('task_index').execute()).map((r) => r.result);
-        const steps = await db.selectFrom('agent_steps').select(['task_index', 'step', 'url', 'goal', 'actions', 'outcomes']).where('job_id', '=', job.id).orderBy('id').execute();
+        const taskResults = (await listTaskResults(db, job.id)).map((r) => r.result);
+        const steps = await listStepSummaries(db, job.id);
         const last = taskResults[taskResults.length - 1];
         result = {
           answer: last?.answer ?? null,

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
+import { appendConversation, listConversation, listConversationNewestFirst, putConversationMessage, truncateConversation } from '../../db/repos/custom-agent-runs';
+import { findSkillMdContent } from '../../db/skills/catalogue';
 import { toolImagesOfReplies } from '../../db/repos/agent-tool-images';
 import type { SkillsBody } from '../../lib/schemas/custom-agents';
-import { doneTool, parseToolArguments } from '../../lib/agent/model-tools';
+import { doneTool, parseToolArguments } from './model-tools';
 import type { CustomAgentRunRequest } from './job';
 import { customAgentSystemPrompt, type SkillsSelection } from './prompts';
 import { imagesMessage } from './tool-images';
@@ -37,13 +39,7 @@ async function skillsOf(db: Db, skills: SkillsBody | undefined): Promise<SkillsS
     selected.map(async (skill) => {
       const ref = skill as { provider?: string; externalId?: string };
       if (skill.skillMdContent || !ref.provider || !ref.externalId) return skill;
-      const copy = await db
-        .selectFrom('skills_directory')
-        .select('skill_md_content')
-        .where('provider', '=', ref.provider)
-        .where('external_id', '=', ref.externalId)
-        .executeTakeFirst();
-      return { ...skill, skillMdContent: copy?.skill_md_content ?? null };
+      return { ...skill, skillMdContent: await findSkillMdContent(db, { provider: ref.provider, externalId: ref.externalId }) };
     }),
   );
   return { mode: 'selected', selected: filled };
@@ -82,7 +78,7 @@ export function conversationMemory(db: Db) {
      */
     async prompt(jobId: string, request: CustomAgentRunRequest, input: { seq: number; notes: string[]; toolsLeft: number; images?: boolean }) {
       const stored = (await readToolbox(db, jobId)) ?? { toolbox: [], notes: [] };
-      await db.deleteFrom('custom_agent_messages').where('job_id', '=', jobId).where('seq', '>=', input.seq).execute();
+      await truncateConversation(db, jobId, input.seq);
       const fresh: ChatCompletionMessageParam[] = [];
       if (input.seq === 0) {
         const system = customAgentSystemPrompt({
@@ -96,7 +92,7 @@ export function conversationMemory(db: Db) {
         fresh.push({ role: 'system', content: system }, { role: 'user', content: `Task: ${request.task}` });
       }
       if (input.notes.length) fresh.push({ role: 'user', content: input.notes.join('\n') });
-      const earlier = await db.selectFrom('custom_agent_messages').select(['seq', 'message']).where('job_id', '=', jobId).orderBy('seq').execute();
+      const earlier = await listConversation(db, jobId);
       const messages = earlier.map((m) => m.message as unknown as ChatCompletionMessageParam);
       const shown = input.images ? await latestToolImages(db, jobId, earlier) : null;
       if (shown) messages.push(shown);
@@ -117,10 +113,7 @@ export function conversationMemory(db: Db) {
         ...(calls.length > 0 && { tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.args) } })) }),
       };
       const toStore = [...fresh, assistant];
-      await db
-        .insertInto('custom_agent_messages')
-        .values(toStore.map((m, i) => ({ job_id: jobId, seq: seq + i, message: JSON.stringify(m) })))
-        .execute();
+      await appendConversation(db, jobId, seq, toStore.map((m) => JSON.stringify(m)));
       return { calls, text, nextSeq: seq + toStore.length };
     },
 
@@ -130,16 +123,12 @@ export function conversationMemory(db: Db) {
      */
     async reply(jobId: string, at: ConversationReply, content: string, rewrite: boolean): Promise<void> {
       const message = JSON.stringify({ role: 'tool', tool_call_id: at.callId, content });
-      await db
-        .insertInto('custom_agent_messages')
-        .values({ job_id: jobId, seq: at.seq, message })
-        .onConflict((oc) => (rewrite ? oc.columns(['job_id', 'seq']).doUpdateSet({ message }) : oc.columns(['job_id', 'seq']).doNothing()))
-        .execute();
+      await putConversationMessage(db, jobId, at.seq, message, rewrite);
     },
 
     /** The run's final answer: the accepted done call's, else the model's last words. */
     async finalAnswer(jobId: string): Promise<{ success: boolean; answer: string | null; data: unknown }> {
-      const messages = (await db.selectFrom('custom_agent_messages').select('message').where('job_id', '=', jobId).orderBy('seq', 'desc').execute()).map(
+      const messages = (await listConversationNewestFirst(db, jobId)).map(
         (m) => m.message as unknown as { role: string; content: string | null; tool_calls?: { id: string; function: { name: string } }[]; tool_call_id?: string },
       );
       const doneCall = messages.find((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.function.name === 'done'));

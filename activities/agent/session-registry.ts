@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import type { BrowserContextOptions } from 'playwright-core';
-import { abortReason, type BrowserPool } from '../../lib/browser/pool';
-import { GUARDED_CONTEXT_OPTIONS, guardContext } from '../../lib/browser/guarded-routing';
-import { BrowserSession, contextOptionsFromCheckpoint, type SessionCheckpoint } from '../../lib/agent/browser-session';
-import type { SensitiveItem } from '../../lib/agent/sensitive-data';
+import { abortReason, type BrowserPool } from '../browser/pool';
+import { GUARDED_CONTEXT_OPTIONS, guardContext } from '../browser/guarded-routing';
+import { BrowserSession, contextOptionsFromCheckpoint, type SessionCheckpoint } from './browser/session';
+import type { SensitiveItem } from './sensitive-data';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import type { ProxyConfig } from '../../lib/net/proxy';
 import type { PageCookie } from '../../lib/page/cookies';

@@ -3,18 +3,20 @@ import type { Page } from 'playwright-core';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import type { AgentAction } from '../../db/schema';
+import { findSealedCheckpoint, saveSealedCheckpoint } from '../../db/repos/agent-checkpoints';
+import { saveObservedStep } from '../../db/repos/agent-steps';
 import { recordUsage } from '../../db/repos/job-usage';
 import { appendJobLog } from '../../db/repos/jobs';
 import { BROWSER_MICROS_PER_SECOND, PROXY_MICROS_PER_REQUEST } from '../../lib/billing/pricing';
 import { seal, unseal } from '../../lib/crypto';
-import { executeAction as runBrowserAction } from '../../lib/agent/browser-tools';
-import { observe } from '../../lib/agent/observation';
-import type { SessionCheckpoint } from '../../lib/agent/browser-session';
+import { executeAction as runBrowserAction } from './browser/tools';
+import { observe } from './browser/observation';
+import type { SessionCheckpoint } from './browser/session';
 import { normalizeCookies } from '../../lib/page/cookies';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { assertCaptchaAvailable, requestedProxy, type AdapterConfig } from '../page/adapters';
-import { CaptchaSolveError } from '../../lib/captcha';
+import { CaptchaSolveError } from '../browser/captcha-solver';
 import { solvePageCaptcha } from '../browser/captcha';
 import { loadAgentJob, OPTIMIZATION_PROFILES } from './job';
 import type { SessionRegistry } from './session-registry';
@@ -50,8 +52,8 @@ export function createSessionOpenerActivities(deps: SessionDeps) {
       const { request } = await loadAgentJob(deps.db, jobId, deps.masterKey);
       assertCaptchaAvailable(deps, request);
       const proxy = requestedProxy(deps, { enabled: request.proxy_enabled, country: request.proxy_country, field: 'proxy_enabled' });
-      const stored = await deps.db.selectFrom('agent_checkpoints').select('sealed_state').where('job_id', '=', jobId).executeTakeFirst();
-      const checkpoint = stored ? (JSON.parse(unseal(deps.masterKey, stored.sealed_state, `checkpoint:${jobId}`)) as SessionCheckpoint) : null;
+      const stored = await findSealedCheckpoint(deps.db, jobId);
+      const checkpoint = stored ? (JSON.parse(unseal(deps.masterKey, stored, `checkpoint:${jobId}`)) as SessionCheckpoint) : null;
       // Waiting for a browser slot heartbeats (busy, not gone) and ends when the run gives up on this call.
       const sessionId = await withHeartbeat(() =>
         deps.registry.open(
@@ -114,11 +116,7 @@ export function createSessionActivities(deps: SessionDeps) {
         const rendered = live.session.mask(observation.rendered);
         const screenshot = observation.screenshot ? `data:${observation.screenshot.mimeType};base64,${observation.screenshot.base64}` : null;
         const values = { url: live.session.mask(observation.url), observation: rendered, screenshot, goal: null, actions: '[]', outcomes: '[]' };
-        await db
-          .insertInto('agent_steps')
-          .values({ job_id: input.jobId, task_index: input.taskIndex, step: input.step, ...values })
-          .onConflict((oc) => oc.columns(['job_id', 'task_index', 'step']).doUpdateSet(values))
-          .execute();
+        await saveObservedStep(db, input, values);
         return {
           url: values.url,
           stateHash: createHash('sha256').update(rendered).digest('hex').slice(0, 16),
@@ -148,11 +146,7 @@ export function createSessionActivities(deps: SessionDeps) {
         if (result.screenshotRequested) live.screenshotRequested = true;
         const checkpoint = await live.session.checkpoint();
         const sealed = seal(deps.masterKey, JSON.stringify(checkpoint), `checkpoint:${input.jobId}`);
-        await db
-          .insertInto('agent_checkpoints')
-          .values({ job_id: input.jobId, sealed_state: sealed })
-          .onConflict((oc) => oc.column('job_id').doUpdateSet({ sealed_state: sealed, updated_at: new Date() }))
-          .execute();
+        await saveSealedCheckpoint(db, input.jobId, sealed);
         return { ok: result.ok, navigated: result.navigated, message: live.session.mask(result.message) };
       } finally {
         await chargeBrowserTime(input.jobId, `act-${input.taskIndex}-${input.step}-${input.actionIndex}`, startedAt);

@@ -3,7 +3,8 @@ import { Context } from '@temporalio/activity';
 import { BoundedCache } from '../../lib/bounded-cache';
 import type { Db } from '../../db/connect';
 import type { AgentAction, SocialPlatform } from '../../db/schema';
-import { unsealCredentials, unsealSession, sealSession } from '../../db/repos/social-accounts';
+import { saveObservedStep, findStepOutcomes } from '../../db/repos/agent-steps';
+import { getAccount, saveAccountSession, unsealCredentials, unsealSession, sealSession } from '../../db/repos/social-accounts';
 import { createForumClient, ForumError, type ForumClient, type ForumCredentials } from '../../lib/social/forum';
 import { createMicroblogClient, loginMicroblog, MicroblogError, type MicroblogClient, type MicroblogCredentials, type MicroblogSession } from '../../lib/social/microblog';
 import type { SocialPlatforms } from '../../lib/social/platforms';
@@ -99,7 +100,7 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
     let unsealCurrent: () => ForumCredentials;
     let key: string;
     if (ref.kind === 'saved') {
-      const row = await db.selectFrom('social_accounts').selectAll().where('id', '=', ref.accountId).where('user_id', '=', userId).executeTakeFirstOrThrow();
+      const row = await getAccount(db, userId, ref.accountId);
       key = clientKey(row.credentials_sealed, proxyKey);
       unsealCurrent = () => unsealCredentials<ForumCredentials>(masterKey, row);
     } else {
@@ -117,7 +118,7 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
 
   async function microblogClient(ref: AccountRef, userId: string, request: SocialRunRequest): Promise<MicroblogClient> {
     if (ref.kind !== 'saved') throw new Error('The microblog agent acts with saved accounts only');
-    const row = await db.selectFrom('social_accounts').selectAll().where('id', '=', ref.accountId).where('user_id', '=', userId).executeTakeFirstOrThrow();
+    const row = await getAccount(db, userId, ref.accountId);
     const key = clientKey(row.credentials_sealed, request.proxy_enabled ? `proxy:${request.proxy_country}` : 'direct');
     let client = microblogClients.get(key);
     if (client) return client;
@@ -128,7 +129,7 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
     const base = platforms.microblogBase;
     const relogin = async (): Promise<MicroblogSession> => {
       const session = await loginMicroblog(base, credentials, transport);
-      await db.updateTable('social_accounts').set({ session_sealed: sealSession(masterKey, row.id, session), updated_at: new Date() }).where('id', '=', row.id).execute();
+      await saveAccountSession(db, row.id, sealSession(masterKey, row.id, session));
       return session;
     };
     const session = unsealSession<MicroblogSession>(masterKey, row) ?? (await relogin());
@@ -260,21 +261,11 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
     /** The social agent's observation: who it acts as, and the full results of its previous step. */
     async observeSocial(input: { jobId: string; taskIndex: number; step: number }): Promise<ObservationSummary> {
       const { request, ref } = await accountFor(input.jobId, input.taskIndex);
-      const previous = await db
-        .selectFrom('agent_steps')
-        .select('outcomes')
-        .where('job_id', '=', input.jobId)
-        .where('task_index', '=', input.taskIndex)
-        .where('step', '=', input.step - 1)
-        .executeTakeFirst();
+      const previous = await findStepOutcomes(db, { ...input, step: input.step - 1 });
       const results = previous?.outcomes.length ? previous.outcomes.map((o) => `${o.action}: ${o.ok ? 'ok' : 'FAILED'}\n${o.message}`).join('\n\n') : '(nothing yet)';
       const observation = `Platform: ${request.platform}\nActing as account: ${ref.label}\nResults of your previous step:\n${results}`;
       const values = { url: `${request.platform}:`, observation, screenshot: null, goal: null, actions: '[]', outcomes: '[]' };
-      await db
-        .insertInto('agent_steps')
-        .values({ job_id: input.jobId, task_index: input.taskIndex, step: input.step, ...values })
-        .onConflict((oc) => oc.columns(['job_id', 'task_index', 'step']).doUpdateSet(values))
-        .execute();
+      await saveObservedStep(db, input, values);
       return { url: values.url, stateHash: createHash('sha256').update(results).digest('hex').slice(0, 16), readable: true, screenshot: false };
     },
 

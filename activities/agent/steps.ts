@@ -1,10 +1,11 @@
 import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
+import { listTaskResults, stepsThrough } from '../../db/repos/agent-steps';
 import { toolImagesOfStep } from '../../db/repos/agent-tool-images';
 import type { AgentOutcome } from '../../db/schema';
-import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from '../../lib/agent/browser-tools';
-import { doneTool } from '../../lib/agent/model-tools';
-import { FORUM_TOOLS, MICROBLOG_TOOLS } from '../../lib/agent/social-tools';
+import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from './browser/tools';
+import { doneTool } from './model-tools';
+import { FORUM_TOOLS, MICROBLOG_TOOLS } from './social-tools';
 import { OPTIMIZATION_PROFILES, type LoopJob } from './job';
 import { AGENT_SYSTEM_PROMPT, agentInstructions, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
 import { imagesMessage } from './tool-images';
@@ -37,10 +38,10 @@ export function stepMemory(db: Db) {
       const { taskIndex, step } = input;
       const jobId = job.id;
       const profile = OPTIMIZATION_PROFILES[request.optimization_mode];
-      const steps = await db.selectFrom('agent_steps').selectAll().where('job_id', '=', jobId).where('task_index', '=', taskIndex).where('step', '<=', step).orderBy('step').execute();
+      const steps = await stepsThrough(db, { jobId, taskIndex, step });
       const current = steps[steps.length - 1];
       const history = steps.slice(0, -1).slice(-profile.historySteps);
-      const earlier = await db.selectFrom('agent_task_results').selectAll().where('job_id', '=', jobId).orderBy('task_index').execute();
+      const earlier = await listTaskResults(db, jobId);
 
       const platform = (request as { platform?: 'forum' | 'microblog' }).platform;
       const system = [

@@ -1,7 +1,7 @@
-import { sql } from 'kysely';
 import type { ChatCompletionContentPart, ChatCompletionUserMessageParam } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import { insertToolImages, type StoredToolImage } from '../../db/repos/agent-tool-images';
+import { findJobLlmModel } from '../../db/repos/jobs';
 import type { PriceTable } from '../../lib/billing/pricing';
 import { modelImageProblem, type KeptToolImage, type ToolImage, type ToolImageKeeper } from '../../lib/tools/images';
 
@@ -26,8 +26,8 @@ export const DEFAULT_TOOL_IMAGE_LIMITS: ToolImageLimits = { perResult: 4, maxByt
 
 /** Whether the run's model is given images (its price-table entry says `vision`). */
 export async function runSeesImages(db: Db, prices: PriceTable, jobId: string): Promise<boolean> {
-  const row = await db.selectFrom('jobs').select(sql<string | null>`request->>'llm_model'`.as('model')).where('id', '=', jobId).executeTakeFirst();
-  return typeof row?.model === 'string' && prices.acceptsImages(row.model);
+  const model = await findJobLlmModel(db, jobId);
+  return typeof model === 'string' && prices.acceptsImages(model);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
+import { findCustomAgentRun, insertCustomAgentRun } from '../../db/repos/custom-agent-runs';
 import { appendJobLog } from '../../db/repos/jobs';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import { describedAs } from '../../lib/market/listing';
@@ -76,7 +77,7 @@ function sourceLabel(kind: 'custom_mcps' | 'market_mcps', index: number, name: s
 }
 
 export async function readToolbox(db: Db, jobId: string): Promise<StoredToolbox | null> {
-  const row = await db.selectFrom('custom_agent_runs').selectAll().where('job_id', '=', jobId).executeTakeFirst();
+  const row = await findCustomAgentRun(db, jobId);
   return row ? { toolbox: row.toolbox as unknown as ToolboxEntry[], notes: row.notes } : null;
 }
 
@@ -128,11 +129,7 @@ export async function prepareToolbox(deps: ToolboxDeps, jobId: string, selection
     for (const tool of wanted) found.push({ source, ref, tool: tool.toolName, description: describedAs(tool), inputSchema: tool.inputSchema });
   }
   const toolbox = nameToolbox(found, reserved ? new Set([...RESERVED, ...reserved]) : RESERVED);
-  await db
-    .insertInto('custom_agent_runs')
-    .values({ job_id: jobId, toolbox: JSON.stringify(toolbox), notes: JSON.stringify(notes) })
-    .onConflict((oc) => oc.column('job_id').doNothing())
-    .execute();
+  await insertCustomAgentRun(db, jobId, { toolbox: JSON.stringify(toolbox), notes: JSON.stringify(notes) });
   const stored = (await readToolbox(db, jobId))!;
   await appendJobLog(db, jobId, `toolbox: ${stored.toolbox.length} tool(s)${stored.notes.length ? `; unavailable: ${stored.notes.join('; ')}` : ''}`);
   return stored;

@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
-import { admitJob } from '../../db/repos/jobs';
+import { findAutomation } from '../../db/repos/automations';
+import { admitJob, findJobByIdempotencyKey } from '../../db/repos/jobs';
 import { writeSystemLog } from '../../db/repos/system-logs';
 import type { PriceTable } from '../../lib/billing/pricing';
 import { unseal } from '../../lib/crypto';
@@ -30,11 +31,11 @@ export function createCustomAgentRunActivities(deps: CustomAgentRunDeps) {
      * agent's params sealed to the job), or skips it when the account cannot pay for it now.
      */
     async startCustomAgentRun(input: { automationId: string; runId: string }): Promise<CustomAgentRunStart> {
-      const automation = await db.selectFrom('automations').selectAll().where('id', '=', input.automationId).executeTakeFirst();
+      const automation = await findAutomation(db, input.automationId);
       if (!automation) throw ApplicationFailure.nonRetryable(`custom agent ${input.automationId} no longer exists`, 'AutomationGone');
       const payload = automation.payload as unknown as CustomAgentBody;
       const hasWebhook = !!payload.webhook_url;
-      const existing = await db.selectFrom('jobs').selectAll().where('user_id', '=', automation.user_id).where('kind', '=', 'custom-agent').where('idempotency_key', '=', input.runId).executeTakeFirst();
+      const existing = await findJobByIdempotencyKey(db, { userId: automation.user_id, kind: 'custom-agent', idempotencyKey: input.runId });
       if (existing) {
         if (existing.status === 'completed' || existing.status === 'failed') return { kind: 'unusable', jobId: existing.id, hasWebhook, error: existing.error ?? existing.status };
         return { kind: 'ready', jobId: existing.id, hasWebhook, maxToolCalls: payload.max_tool_calls };

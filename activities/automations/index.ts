@@ -1,10 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import { unseal } from '../../lib/crypto';
 import { sealRequestSecrets } from '../../lib/request-secrets';
 import { writeSystemLog } from '../../db/repos/system-logs';
-import { admitJob, transitionJob } from '../../db/repos/jobs';
+import { findAutomation } from '../../db/repos/automations';
+import { admitJob, findJobByIdempotencyKey, recordSkippedRun, transitionJob } from '../../db/repos/jobs';
+import { listAccountsOf } from '../../db/repos/social-accounts';
+import { findSubscriptionStatus } from '../../db/repos/users';
 import { getWalletSummary } from '../../db/repos/ledger';
 import type { AccountRef, SocialRunRequest } from '../agent/social';
 import type { AutomationCreateBody, SavedSelection } from '../../lib/schemas/automations';
@@ -18,32 +20,9 @@ export type AutomationRunStart =
   /** Not run at all (no job, no LLM call, no charge): the account cannot pay for it now. */
   | { kind: 'skipped'; reason: string };
 
-/** A scheduled run that could not be admitted: a failed job row without a hold, so the run is still visible and reported. */
-async function recordSkippedRun(db: Db, input: { userId: string; runId: string; request: Record<string, unknown>; webhookUrl: string | null; error: string }) {
-  const inserted = await db
-    .insertInto('jobs')
-    .values({
-      id: randomUUID(),
-      user_id: input.userId,
-      kind: 'automation',
-      status: 'failed',
-      request: JSON.stringify(input.request),
-      webhook_url: input.webhookUrl,
-      workflow_id: input.runId,
-      idempotency_key: input.runId,
-      error: input.error,
-      logs: [`${new Date().toISOString()} ${input.error}`],
-    })
-    .onConflict((oc) => oc.column('workflow_id').doNothing())
-    .returningAll()
-    .executeTakeFirst();
-  return inserted ?? (await db.selectFrom('jobs').selectAll().where('workflow_id', '=', input.runId).executeTakeFirstOrThrow());
-}
-
 /** Why the account of an automation may not run it now, or null when it may. */
 export async function accountCannotRun(db: Db, userId: string): Promise<string | null> {
-  const subscription = await db.selectFrom('subscriptions').select('status').where('user_id', '=', userId).executeTakeFirst();
-  if (subscription?.status !== 'active') return 'the subscription is not active';
+  if ((await findSubscriptionStatus(db, userId)) !== 'active') return 'the subscription is not active';
   if ((await getWalletSummary(db, userId)).availableMicros <= 0) return 'the wallet has no available balance';
   return null;
 }
@@ -57,9 +36,9 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
      * subscription is inactive or whose wallet has no available balance is skipped: a system log line, no job.
      */
     async startAutomationRun(input: { automationId: string; runId: string }): Promise<AutomationRunStart> {
-      const automation = await db.selectFrom('automations').selectAll().where('id', '=', input.automationId).executeTakeFirst();
+      const automation = await findAutomation(db, input.automationId);
       if (!automation) throw ApplicationFailure.nonRetryable(`automation ${input.automationId} no longer exists`, 'AutomationGone');
-      const existing = await db.selectFrom('jobs').selectAll().where('user_id', '=', automation.user_id).where('kind', '=', 'automation').where('idempotency_key', '=', input.runId).executeTakeFirst();
+      const existing = await findJobByIdempotencyKey(db, { userId: automation.user_id, kind: 'automation', idempotencyKey: input.runId });
       const payload = automation.payload as unknown as AutomationCreateBody;
       if (!existing) {
         const refusal =
@@ -90,9 +69,7 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
       if (selection?.mode === 'inline') {
         accounts = [{ kind: 'inline', label: 'inline forum credentials' }];
       } else if (selection) {
-        let query = db.selectFrom('social_accounts').selectAll().where('user_id', '=', automation.user_id).where('platform', '=', platform);
-        if (!selection.useAll) query = query.where('id', 'in', selection.accountIds ?? []);
-        const rows = await query.orderBy('created_at').execute();
+        const rows = await listAccountsOf(db, automation.user_id, platform, selection.useAll ? 'all' : (selection.accountIds ?? []));
         const ordered = selection.useAll ? rows : (selection.accountIds ?? []).map((id) => rows.find((r) => r.id === id)).filter((r) => r !== undefined);
         const usable = ordered.filter((r) => r.is_active && r.validation_status !== 'invalid');
         skipped = ordered.filter((r) => !usable.includes(r)).map((r) => `"${r.name}" (${r.is_active ? 'invalid credentials' : 'inactive'})`);

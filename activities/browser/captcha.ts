@@ -3,8 +3,8 @@ import type { Db } from '../../db/connect';
 import { recordUsage } from '../../db/repos/job-usage';
 import { appendJobLog } from '../../db/repos/jobs';
 import { CAPTCHA_MICROS_PER_SOLVE } from '../../lib/billing/pricing';
-import { applyCaptchaToken, detectCaptcha } from '../../lib/browser/captcha-page';
-import { solveCaptcha, type CaptchaSolverConfig } from '../../lib/captcha';
+import { applyCaptchaToken, detectCaptcha } from './captcha-page';
+import { solveCaptcha, type CaptchaSolverConfig } from './captcha-solver';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 
 /**

@@ -4,9 +4,9 @@ import type { Db } from '../../db/connect';
 import { appendJobLog } from '../../db/repos/jobs';
 import { recordUsage } from '../../db/repos/job-usage';
 import { BROWSER_MICROS_PER_SECOND, PROXY_MICROS_PER_REQUEST } from '../../lib/billing/pricing';
-import type { BrowserPool } from '../../lib/browser/pool';
-import { renderPage } from '../../lib/browser/render';
-import { CaptchaSolveError } from '../../lib/captcha';
+import type { BrowserPool } from './pool';
+import { renderPage } from './render';
+import { CaptchaSolveError } from './captcha-solver';
 import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
 import { findFetchError } from '../../lib/net/transport';
 import { normalizeCookies } from '../../lib/page/cookies';
@@ -15,7 +15,7 @@ import { attemptKey, withHeartbeat } from '../heartbeat';
 import { loadJob } from '../jobs';
 import { rejectScrape } from '../rejections';
 import { assertCaptchaAvailable, requestedProxy, type AdapterConfig } from '../page/adapters';
-import { saveSnapshot } from '../page/snapshot';
+import { saveSnapshot } from '../../db/repos/page-snapshots';
 import { solvePageCaptcha } from './captcha';
 
 export interface BrowserDeps extends AdapterConfig {

@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import { appendJobLog, getJob, transitionJob } from '../../db/repos/jobs';
 import { summarizeUsage } from '../../db/repos/job-usage';
+import { getPageSnapshot } from '../../db/repos/page-snapshots';
 import { microsToUsd } from '../../lib/money';
 import type { Job, JobKind } from '../../db/schema';
 import type { AgenticScraperRequestBody } from '../../lib/schemas/agentscraper';
@@ -68,7 +69,7 @@ export function createJobActivities({ db }: { db: Db }) {
         await transitionJob(db, jobId, 'failed', { error, result: null, log: `failed: ${error}`, systemLogEvent: `failed: ${error}` });
         return { jobId, status: 'failed', error };
       }
-      const snapshot = await db.selectFrom('page_snapshots').selectAll().where('job_id', '=', jobId).executeTakeFirstOrThrow();
+      const snapshot = await getPageSnapshot(db, jobId);
       const result = {
         url: request.url,
         finalUrl: snapshot.final_url,

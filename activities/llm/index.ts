@@ -7,7 +7,7 @@ import { jsonSchemaForRequest } from '../../lib/llm/structured-output';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { loadJob } from '../jobs';
-import { saveExtractedData } from '../page/snapshot';
+import { getPageSnapshot, saveExtractedData } from '../../db/repos/page-snapshots';
 import { rejectScrape } from '../rejections';
 import { DEFAULT_MAX_INPUT_CHARS, ExtractionError, extractStructured, truncateForModel } from './extract';
 import { recordLlmUsage } from './usage';
@@ -27,7 +27,7 @@ export function createExtractionActivities(deps: ExtractionDeps) {
     /** Extracts the requested data from the stored page snapshot with the job's model; re-asks once on invalid output. */
     async extractPageData(jobId: string): Promise<void> {
       const { job, request } = await loadJob(db, jobId, 'scrape');
-      const snapshot = await db.selectFrom('page_snapshots').selectAll().where('job_id', '=', jobId).executeTakeFirstOrThrow();
+      const snapshot = await getPageSnapshot(db, jobId);
       let provider;
       try {
         provider = await deps.llm.resolve(request.llm_provider, () => getRouterApiKey(db, deps.masterKey, job.user_id));

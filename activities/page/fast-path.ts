@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
+import { hasHttpSnapshot } from '../../db/repos/page-snapshots';
 import type { ExtractionActivities } from '../llm';
 import { withHeartbeat } from '../heartbeat';
 import type { FetchOutcome, PageActivities } from './index';
@@ -19,9 +20,7 @@ export interface FastPathOutcome extends FetchOutcome {
 export function createFastPathActivities(deps: { db: Db; page: PageActivities; extraction: ExtractionActivities }) {
   return {
     async fetchAndExtractPage(jobId: string): Promise<FastPathOutcome> {
-      const alreadyConverted =
-        Context.current().info.attempt > 1 &&
-        !!(await deps.db.selectFrom('page_snapshots').select('job_id').where('job_id', '=', jobId).where('rendered_with', '=', 'http').executeTakeFirst());
+      const alreadyConverted = Context.current().info.attempt > 1 && (await hasHttpSnapshot(deps.db, jobId));
       if (!alreadyConverted) {
         const fetched = await withHeartbeat(() => deps.page.fetchPage(jobId));
         if (fetched.needsBrowser) return { ...fetched, extracted: false };

@@ -11,7 +11,7 @@ import { loadJob } from '../jobs';
 import { attemptKey } from '../heartbeat';
 import { rejectScrape } from '../rejections';
 import { assertCaptchaAvailable, requestedProxy, type AdapterConfig } from './adapters';
-import { saveSnapshot } from './snapshot';
+import { saveSnapshot } from '../../db/repos/page-snapshots';
 
 export const DESKTOP_USER_AGENT =
   'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36';

@@ -1,7 +1,7 @@
 import { McpServer, type CallToolResult } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import type { Config } from '../../lib/config';
-import type { DocsSite } from '../../lib/docs/site';
+import type { DocsSite } from '../docs/site';
 import type { McpEndpointOptions } from './endpoint';
 
 /** Where the docs-search MCP endpoint is served on the API origin. */

@@ -1,11 +1,12 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { AppContext } from '../context';
 import type { Db } from '../../db/connect';
 import { findUserByApiKeyCached } from '../../db/repos/users';
 import { ApiError, unauthorized } from '../errors';
 import { constantTimeEquals } from '../../lib/crypto';
 
 export function requireApiKey(db: Db) {
-  return async (ctx: Context, next: Next) => {
+  return async (ctx: AppContext, next: Next) => {
     const apiKey = ctx.get('x-api-key');
     if (!apiKey) throw unauthorized();
     const user = apiKey.length <= 256 ? await findUserByApiKeyCached(db, apiKey) : null;
@@ -16,7 +17,7 @@ export function requireApiKey(db: Db) {
 }
 
 export function requireAdminToken(adminToken: string) {
-  return async (ctx: Context, next: Next) => {
+  return async (ctx: AppContext, next: Next) => {
     const header = ctx.get('authorization');
     const token = header.startsWith('Bearer ') ? header.slice(7) : '';
     if (!token || !constantTimeEquals(token, adminToken)) {

@@ -1,22 +1,23 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { AppContext } from '../context';
 import { ApiError } from '../errors';
-import { log, type Logger } from '../../lib/log';
+import { log } from '../../lib/log';
 import { isDatabaseUnavailable } from '../../db/connect';
 
-export function errorBody(ctx: Context, err: ApiError) {
+export function errorBody(ctx: AppContext, err: ApiError) {
   return {
     error: {
       code: err.code,
       message: err.message,
       ...(err.details?.length ? { details: err.details } : {}),
-      requestId: ctx.state.requestId as string,
+      requestId: ctx.state.requestId,
     },
   };
 }
 
 /** Turns every failure into the one JSON error body; unexpected errors become 500 without internals. */
 export function errorHandler() {
-  return async (ctx: Context, next: Next) => {
+  return async (ctx: AppContext, next: Next) => {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
@@ -34,7 +35,7 @@ export function errorHandler() {
             ? new ApiError(503, 'service_unavailable', 'The database is unavailable; retry in a few seconds', undefined, { 'Retry-After': '5' })
             : new ApiError(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the server log');
       if (!(err instanceof ApiError)) {
-        const logger = (ctx.state.log as Logger | undefined) ?? log();
+        const logger = ctx.state.log ?? log();
         if (apiError.status === 503) logger.warn({ err, requestId: ctx.state.requestId, method: ctx.method }, 'request failed: the database is unavailable');
         else logger.error({ err, requestId: ctx.state.requestId, method: ctx.method }, 'request failed with an unexpected error');
       }

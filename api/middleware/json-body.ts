@@ -1,4 +1,5 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { AppContext } from '../context';
 import { ApiError } from '../errors';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -11,7 +12,7 @@ export const MAX_JSON_DEPTH = 64;
  * a body read and parsed.
  */
 export function jsonBody(limitBytes = BODY_LIMIT_BYTES) {
-  return async (ctx: Context, next: Next) => {
+  return async (ctx: AppContext, next: Next) => {
     if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
     const declared = Number(ctx.get('content-length') || 0);
     if (declared > limitBytes) throw new ApiError(413, 'payload_too_large', `The body exceeds ${limitBytes} bytes`);

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { AppContext } from '../context';
 
 export function requestId() {
-  return async (ctx: Context, next: Next) => {
+  return async (ctx: AppContext, next: Next) => {
     const given = ctx.get('x-request-id');
     ctx.state.requestId = /^[\w.-]{8,128}$/.test(given) ? given : randomUUID();
     ctx.set('X-Request-Id', ctx.state.requestId);

@@ -10,6 +10,7 @@ import { paginationMeta } from '../../db/repos/pagination';
 import { MarketRuleError } from '../../lib/market/errors';
 import { MARKETS, type Market, type ReviewAction, type SubmissionStatus } from '../../lib/market/review-state';
 import { AdminMarketReviewRequest, AdminMarketSubmissionsQuery } from '../../lib/schemas/market';
+import type { AppState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { marketToolsViewer, type MarketToolView } from '../services/agent-market-tools';
@@ -107,7 +108,7 @@ function marketParam(ctx: Context): Market {
  * GET  /admin/market/{mcp|agent}/submissions?status=&page=&pageSize=
  * POST /admin/market/{mcp|agent}/submissions/{id}/review  {action: approve|reject|disable, reason?}
  */
-export function registerMarketAdminRoutes(router: Router, deps: ApiDeps): void {
+export function registerMarketAdminRoutes(router: Router<AppState>, deps: ApiDeps): void {
   const plugins = marketPlugins(deps);
   router.use('/market', marketErrors());
 

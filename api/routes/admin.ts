@@ -1,23 +1,23 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import { creditWallet, InvalidAmountError } from '../../db/repos/ledger';
-import { createUser, DuplicateEmailError, rotateApiKey, setRouterApiKey, UnknownPlanError, updateSubscription, userExists } from '../../db/repos/users';
+import { createUser, DuplicateEmailError, getSubscription, rotateApiKey, setRouterApiKey, UnknownPlanError, updateSubscription, userExists } from '../../db/repos/users';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
+import type { AppRouteContext, AppState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound } from '../errors';
 import { requireAdminToken } from '../middleware/auth';
 import { jsonBody } from '../middleware/json-body';
 import { CreateUserRequest, CreditRequest, RouterKeyRequest, SubscriptionChangeRequest } from '../../lib/schemas/admin';
 import { parseBody, parseUuidParam } from '../validation';
-import { registerSkillsAdminRoutes } from './skills';
+import { registerSkillsAdminRoutes } from './admin-skills';
 import { registerMarketAdminRoutes } from './admin-market';
 
 /** Operator API, guarded by ADMIN_TOKEN; the `npm run admin` CLI is its client. */
-export function adminRoutes(deps: ApiDeps): Router {
-  const router = new Router({ prefix: '/admin' });
+export function adminRoutes(deps: ApiDeps): Router<AppState> {
+  const router = new Router<AppState>({ prefix: '/admin' });
   router.use(requireAdminToken(deps.config.adminToken), jsonBody());
 
-  const existingUser = async (ctx: Context) => {
+  const existingUser = async (ctx: AppRouteContext) => {
     const userId = parseUuidParam('userId', ctx.params.userId);
     if (!(await userExists(deps.db, userId))) throw notFound('User');
     return userId;
@@ -86,7 +86,7 @@ export function adminRoutes(deps: ApiDeps): Router {
       if ((err as { code?: string }).code === '23503') throw new ApiError(400, 'validation_failed', `Unknown plan "${body.plan}"`);
       throw err;
     }
-    const row = await deps.db.selectFrom('subscriptions').selectAll().where('user_id', '=', userId).executeTakeFirstOrThrow();
+    const row = await getSubscription(deps.db, userId);
     ctx.body = {
       userId,
       plan: row.plan_id,

@@ -1,8 +1,7 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { maskCookies, maskSensitiveData, sealRequestSecrets } from '../../lib/request-secrets';
 import type { AgentWorkflowInput } from '../../workflows/agent';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
 import { AgenticScraperRequest, type AgenticScraperRequestBody } from '../../lib/schemas/agentscraper';
@@ -23,11 +22,11 @@ function checkAgentSemantics(body: AgenticScraperRequestBody, deps: ApiDeps): vo
   if (body.proxy_country) body.proxy_country = body.proxy_country.toUpperCase();
 }
 
-export function agentScraperRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function agentScraperRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
 
-  router.post('/agentscraper', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.post('/agentscraper', async (ctx) => {
+    const user = ctx.state.user;
     const body = parseBody<AgenticScraperRequestBody>(AgenticScraperRequest, ctx.state.body);
     checkAgentSemantics(body, deps);
     const hasSecrets = body.cookies !== undefined || (body.sensitive_data?.length ?? 0) > 0;

@@ -1,9 +1,9 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import type { Selectable } from 'kysely';
 import type { AutomationsTable } from '../../db/schema';
-import type { AuthenticatedUser } from '../../db/repos/users';
-import { offsetOf, paginationMeta, type PageRequest } from '../../db/repos/pagination';
+import { listAutomations } from '../../db/repos/automations';
+import { paginationMeta, type PageRequest } from '../../db/repos/pagination';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
 import { PaginationQuery } from '../../lib/schemas/common';
@@ -30,22 +30,19 @@ function toAutomation(row: Selectable<AutomationsTable>, state: { isPaused: bool
   };
 }
 
-export function automationRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function automationRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
 
-  router.get('/automations', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.get('/automations', async (ctx) => {
+    const user = ctx.state.user;
     const page = parseQuery<PageRequest>(PaginationQuery, ctx.query);
-    const [rows, count] = await Promise.all([
-      deps.db.selectFrom('automations').selectAll().where('user_id', '=', user.userId).orderBy('created_at', 'desc').orderBy('id').limit(page.pageSize).offset(offsetOf(page)).execute(),
-      deps.db.selectFrom('automations').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', user.userId).executeTakeFirstOrThrow(),
-    ]);
+    const { rows, total } = await listAutomations(deps.db, user.userId, page);
     const states = await Promise.all(rows.map((row) => scheduleState(deps, row.schedule_id)));
-    ctx.body = { automations: rows.map((row, i) => toAutomation(row, states[i])), meta: paginationMeta(page, Number(count.n)) };
+    ctx.body = { automations: rows.map((row, i) => toAutomation(row, states[i])), meta: paginationMeta(page, total) };
   });
 
-  router.post('/automations', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.post('/automations', async (ctx) => {
+    const user = ctx.state.user;
     const body = parseBody<AutomationCreateBody>(AutomationCreateRequest, ctx.state.body);
     if (body.automation_type === 'microblog-agent' && body.forum) {
       throw badRequest('A microblog-agent automation takes a "microblog" selection, not "forum"', [{ path: 'body/forum', message: 'not allowed here' }]);

@@ -1,11 +1,12 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Config } from '../../lib/config';
-import { escapeHtml, parseMarkdown, renderBlocks } from '../../lib/docs/markdown';
-import type { Guide } from '../../lib/docs/guides';
-import { DOCS_PAGE_PATH, guidePageUrl, operationAnchor, type DocsSite } from '../../lib/docs/site';
+import { escapeHtml, parseMarkdown, renderBlocks } from '../docs/markdown-to-html';
+import type { Guide } from '../docs/guides';
+import { DOCS_PAGE_PATH, guidePageUrl, operationAnchor, type DocsSite } from '../docs/site';
 import { advertisedDocsMcpUrl } from '../mcp/docs';
 import { notFound } from '../errors';
+import type { AppState } from '../context';
 
 /**
  * The human documentation, rendered on the server: the guides (Markdown → HTML, every piece of text
@@ -136,8 +137,8 @@ function sendHtml(ctx: Context, html: string) {
   ctx.body = html;
 }
 
-export function docsRoutes(site: DocsSite, config: Pick<Config, 'docsMcp'>): Router {
-  const router = new Router();
+export function docsRoutes(site: DocsSite, config: Pick<Config, 'docsMcp'>): Router<AppState> {
+  const router = new Router<AppState>();
   router.get('/openapi.json', (ctx) => {
     ctx.body = site.openapi;
   });

@@ -1,8 +1,9 @@
 import Router from '@koa/router';
+import type { AppState } from '../context';
 import type { ApiDeps } from '../deps';
 
-export function healthRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function healthRoutes(deps: ApiDeps): Router<AppState> {
+  const router = new Router<AppState>();
   router.get('/health', async (ctx) => {
     const checks = await deps.readiness();
     const ready = checks.database && checks.temporal && checks.workers;

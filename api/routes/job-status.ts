@@ -1,11 +1,10 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
 import type { Db } from '../../db/connect';
 import type { Job, JobKind } from '../../db/schema';
 import { findJob } from '../../db/repos/jobs';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { toJobRecord } from '../../db/job-record';
 import { JobWaiters } from '../../db/job-waiters';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { badRequest, notFound } from '../errors';
 import { parseUuidParam } from '../validation';
@@ -41,9 +40,9 @@ const isTerminal = (status: string) => status === 'completed' || status === 'fai
  * a 404. With `?wait=N` a job not yet terminal is held up to N seconds until it is (long polling);
  * the answer is then the same record a plain read gives at that moment.
  */
-export function addJobStatusRoute(router: Router, deps: ApiDeps, path: string, kind: JobKind, label: string, extend?: RecordExtension): void {
-  router.get(`${path}/:jobId`, async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+export function addJobStatusRoute(router: Router<UserState>, deps: ApiDeps, path: string, kind: JobKind, label: string, extend?: RecordExtension): void {
+  router.get(`${path}/:jobId`, async (ctx) => {
+    const user = ctx.state.user;
     const jobId = parseUuidParam('jobId', ctx.params.jobId);
     const waitSeconds = parseWaitSeconds(ctx.query.wait);
     const scope = { userId: user.userId, kind, jobId };

@@ -1,19 +1,18 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import { listAgentTransactions } from '../../db/repos/agent-transactions';
 import { listSystemLogs } from '../../db/repos/system-logs';
 import type { PageRequest } from '../../db/repos/pagination';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { microsToUsd } from '../../lib/money';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { PaginationQuery } from '../../lib/schemas/common';
 import { parseQuery } from '../validation';
 
-export function logRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function logRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
 
-  router.get('/logs', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.get('/logs', async (ctx) => {
+    const user = ctx.state.user;
     const page = parseQuery<PageRequest>(PaginationQuery, ctx.query);
     const { logs, meta } = await listSystemLogs(deps.db, user.userId, page);
     ctx.body = {
@@ -22,8 +21,8 @@ export function logRoutes(deps: ApiDeps): Router {
     };
   });
 
-  router.get('/transactions', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.get('/transactions', async (ctx) => {
+    const user = ctx.state.user;
     const page = parseQuery<PageRequest>(PaginationQuery, ctx.query);
     const { transactions, meta } = await listAgentTransactions(deps.db, user.userId, page);
     ctx.body = {

@@ -4,8 +4,8 @@ import { MarketRuleError } from '../../lib/market/errors';
 import { maskValues, ownerToolDefinition, pricingEventDefinition } from '../../lib/market/listing';
 import { unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
 import { createRevision, deleteSubmission, type CoreFields, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import type { Market } from '../../lib/market/review-state';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { parseUuidParam } from '../validation';
@@ -43,9 +43,9 @@ export const submissionCoreFields = (prepared: CoreFields): CoreFields => ({
 });
 
 /** POST /submissions/:id/revisions of a market's router: a revision of the caller's live approved submission (201, its id). */
-export function addRevisionRoute(router: Router, deps: ApiDeps, market: Market, hooks: MarketDetailsHooks): void {
+export function addRevisionRoute(router: Router<UserState>, deps: ApiDeps, market: Market, hooks: MarketDetailsHooks): void {
   router.post('/submissions/:id/revisions', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     ctx.status = 201;
     ctx.body = { id: await createRevision(deps.db, market, user.userId, id, hooks) };
@@ -53,9 +53,9 @@ export function addRevisionRoute(router: Router, deps: ApiDeps, market: Market, 
 }
 
 /** DELETE /submissions/:id of a market's router: the caller deletes a draft or rejected submission (204), releasing its slug. */
-export function addDeleteRoute(router: Router, deps: ApiDeps, market: Market): void {
+export function addDeleteRoute(router: Router<UserState>, deps: ApiDeps, market: Market): void {
   router.delete('/submissions/:id', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     await deleteSubmission(deps.db, market, user.userId, parseUuidParam('id', ctx.params.id));
     ctx.status = 204;
   });

@@ -1,10 +1,9 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { insertIcon, readIcon } from '../../db/repos/market-icons';
 import { ruleBroken } from '../../lib/market/errors';
 import { checkPngIcon } from '../../lib/market/png-icon';
 import { MarketIconUploadRequest } from '../../lib/schemas/market';
+import type { AppState, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { notFound } from '../errors';
 import { parseBody } from '../validation';
@@ -13,11 +12,11 @@ import { iconUrlFor, marketErrors } from './market-common';
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2,3})?$/;
 
 /** POST /market/icons: a PNG checked in full (lib/market/png-icon.ts) and stored under the caller. */
-export function marketIconRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function marketIconRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
   router.use(marketErrors());
-  router.post('/market/icons', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.post('/market/icons', async (ctx) => {
+    const user = ctx.state.user;
     const body = parseBody<{ fileName: string; contentType: 'image/png'; base64: string }>(MarketIconUploadRequest, ctx.state.body);
     const text = body.base64.replace(/\s+/g, '');
     if (!BASE64.test(text)) throw ruleBroken('invalid_base64', 'base64 is not valid base64', 'body/base64');
@@ -34,9 +33,9 @@ export function marketIconRoutes(deps: ApiDeps): Router {
  * GET /api/v1/market/icons/{key}.png, outside API-key auth: icons are public once uploaded (their
  * keys are random). Served as image/png with nosniff and a sandboxing CSP; content never changes.
  */
-export function publicMarketIconRoutes(deps: ApiDeps): Router {
-  const router = new Router();
-  router.get('/api/v1/market/icons/:key.png', async (ctx: Context) => {
+export function publicMarketIconRoutes(deps: ApiDeps): Router<AppState> {
+  const router = new Router<AppState>();
+  router.get('/api/v1/market/icons/:key.png', async (ctx) => {
     const key = String(ctx.params.key);
     const icon = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(key) ? await readIcon(deps.db, key) : null;
     if (!icon) throw notFound('Icon');

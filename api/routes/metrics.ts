@@ -3,8 +3,9 @@ import type { Context, Next } from 'koa';
 import { readPlatformState, type PlatformState } from '../../db/repos/platform-state';
 import type { JobKind, JobStatus } from '../../db/schema';
 import { constantTimeEquals } from '../../lib/crypto';
-import { log, type Logger } from '../../lib/log';
+import { log } from '../../lib/log';
 import { processMetrics } from '../../lib/metrics';
+import type { AppState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 
@@ -77,13 +78,13 @@ function platformStateFamilies(state: PlatformState | null): Family[] {
 }
 
 /** GET /metrics: Prometheus text format; this process's series plus the platform state from Postgres. */
-export function metricsRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function metricsRoutes(deps: ApiDeps): Router<AppState> {
+  const router = new Router<AppState>();
   router.get('/metrics', requireMetricsToken(deps.config.metrics.token ?? deps.config.adminToken), async (ctx) => {
     const [own, state] = await Promise.all([
       processMetrics.metrics(),
       readPlatformState(deps.db).catch((err) => {
-        ((ctx.state.log as Logger | undefined) ?? log()).warn({ err }, 'metrics: could not read the platform state from the database');
+        (ctx.state.log ?? log()).warn({ err }, 'metrics: could not read the platform state from the database');
         return null;
       }),
     ]);

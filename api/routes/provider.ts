@@ -1,16 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { findEventVerificationByRun, recordVerificationCharge } from '../../db/repos/market-event-verifications';
 import { chargeMarketRun, type ProductionChargeResult } from '../../db/repos/market-runs';
+import { listProviderRevenue } from '../../db/repos/market-tool-calls';
+import { paginationMeta } from '../../db/repos/pagination';
 import { canonicalJson } from '../../lib/market/canonical-json';
 import { verifyChargeToken, type ChargeTokenClaims } from '../../lib/market/charge-token';
 import { sha256Hex } from '../../lib/market/fingerprint';
 import { ProviderEventChargeRequest } from '../../lib/schemas/market';
+import { ProviderRevenueQuery } from '../../lib/schemas/market-hosted';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
-import { parseBody, parseUuidParam } from '../validation';
+import { parseBody, parseQuery, parseUuidParam } from '../validation';
 
 interface ChargeRequest {
   eventName: string;
@@ -98,12 +101,12 @@ async function productionCharge(
   }
 }
 
-/** Provider event charges: verification runs (no money) and market runs (production). */
-export function providerRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+/** /provider: event charges (verification runs, no money, and market runs, production) and the provider's revenue. */
+export function providerRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
 
   router.post('/provider/runs/:runId/charge', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const runId = parseUuidParam('runId', ctx.params.runId);
     const idempotencyKey = ctx.get('idempotency-key');
     if (!idempotencyKey) throw CHARGE_STATUSES.idempotencyKeyRequired();
@@ -161,6 +164,14 @@ export function providerRoutes(deps: ApiDeps): Router {
       case 'unknown_event':
         throw CHARGE_STATUSES.unknownEvent(body.eventName);
     }
+  });
+
+  /** The provider's revenue from its market runs. */
+  router.get('/provider/revenue', async (ctx) => {
+    const user = ctx.state.user;
+    const page = parseQuery<{ page: number; pageSize: number }>(ProviderRevenueQuery, ctx.query);
+    const { totals, runs, total } = await listProviderRevenue(deps.db, user.userId, page);
+    ctx.body = { totals, runs, meta: paginationMeta(page, total) };
   });
 
   return router;

@@ -1,9 +1,9 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import { getJob } from '../../db/repos/jobs';
 import { waitBounded } from '../../lib/temporal/start';
 import { normalizeCookies } from '../../lib/page/cookies';
 import type { ScrapeWorkflowInput } from '../../workflows/scrape';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
 import { ScrapeRequest, type ScrapeRequestBody } from '../../lib/schemas/scrape';
@@ -13,7 +13,6 @@ import { assertStructuredOutput } from '../services/structured-output';
 import { assertLlmModel } from '../services/llm-model';
 import { parseBody } from '../validation';
 import { addJobStatusRoute } from './job-status';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { maskCookies, sealRequestSecrets } from '../../lib/request-secrets';
 
 function checkScrapeSemantics(body: ScrapeRequestBody, deps: ApiDeps): void {
@@ -31,11 +30,11 @@ function checkScrapeSemantics(body: ScrapeRequestBody, deps: ApiDeps): void {
   body.mobile_proxy_country = body.mobile_proxy_country.toUpperCase();
 }
 
-export function scrapeRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function scrapeRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
 
-  router.post('/scrape', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.post('/scrape', async (ctx) => {
+    const user = ctx.state.user;
     const body = parseBody<ScrapeRequestBody>(ScrapeRequest, ctx.state.body);
     checkScrapeSemantics(body, deps);
     const job = await startMeteredJob(deps, {

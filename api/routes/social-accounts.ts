@@ -1,9 +1,8 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import type { Updateable } from 'kysely';
 import type { SocialAccountsTable, SocialPlatform } from '../../db/schema';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import {
+  deleteAccount,
   findAccount,
   insertValidatedAccount,
   listAccounts,
@@ -12,10 +11,12 @@ import {
   toSocialAccount,
   unsealCredentials,
   unsealSession,
+  updateAccount,
 } from '../../db/repos/social-accounts';
 import { writeSystemLog } from '../../db/repos/system-logs';
 import type { PlatformCredentials } from '../../lib/social/platforms';
 import type { MicroblogCredentials, MicroblogSession } from '../../lib/social/microblog';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest, notFound } from '../errors';
 import { ForumCredentials, MicroblogCredentials as MicroblogCredentialsSchema, SocialAccountCreateRequest, SocialAccountsQuery, SocialAccountUpdateRequest } from '../../lib/schemas/social';
@@ -27,19 +28,19 @@ function validationFailed(message: string): ApiError {
   return new ApiError(400, 'credentials_invalid', `The credentials were refused by the platform: ${message}`, [{ path: 'body/credentials', message }]);
 }
 
-export function socialAccountRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function socialAccountRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
   const { db } = deps;
   const masterKey = deps.config.masterKey;
 
-  router.get('/social-accounts', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.get('/social-accounts', async (ctx) => {
+    const user = ctx.state.user;
     const query = parseQuery<{ platform?: SocialPlatform }>(SocialAccountsQuery, ctx.query);
     ctx.body = { accounts: (await listAccounts(db, user.userId, query.platform)).map(toSocialAccount) };
   });
 
-  router.post('/social-accounts', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.post('/social-accounts', async (ctx) => {
+    const user = ctx.state.user;
     const body = parseBody<{ platform: SocialPlatform; name: string; isActive?: boolean; credentials: PlatformCredentials }>(SocialAccountCreateRequest, ctx.state.body);
     const check = await deps.social.validate(body.platform, body.credentials);
     if (!check.ok) throw validationFailed(check.message);
@@ -57,10 +58,10 @@ export function socialAccountRoutes(deps: ApiDeps): Router {
     ctx.body = { account: toSocialAccount(row) };
   });
 
-  router.patch('/social-accounts/:id', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.patch('/social-accounts/:id', async (ctx) => {
+    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
-    const raw = ctx.state.body as Record<string, unknown> | undefined;
+    const raw = ctx.state.body;
     if (raw && typeof raw === 'object' && 'platform' in raw) {
       throw badRequest('The platform of an account cannot be changed', [{ path: 'body/platform', message: 'cannot be changed' }]);
     }
@@ -83,16 +84,16 @@ export function socialAccountRoutes(deps: ApiDeps): Router {
         last_validated_at: new Date(),
       });
     }
-    const updated = await db.updateTable('social_accounts').set(changes).where('id', '=', id).where('user_id', '=', user.userId).returningAll().executeTakeFirstOrThrow();
+    const updated = await updateAccount(db, user.userId, id, changes);
     ctx.body = { account: toSocialAccount(updated) };
   });
 
-  router.delete('/social-accounts/:id', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.delete('/social-accounts/:id', async (ctx) => {
+    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     const account = await findAccount(db, user.userId, id);
     if (!account) throw notFound('Social account');
-    await db.deleteFrom('social_accounts').where('id', '=', id).where('user_id', '=', user.userId).execute();
+    await deleteAccount(db, user.userId, id);
     if (account.platform === 'microblog') {
       const session = unsealSession<MicroblogSession>(masterKey, account);
       const disconnected = session ? await deps.social.disconnectMicroblog(unsealCredentials<MicroblogCredentials>(masterKey, account), session) : false;

@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
 import type { Db } from '../../db/connect';
+import { listToolCalls } from '../../db/repos/agent-tool-calls';
 import { summarizeUsage } from '../../db/repos/job-usage';
+import { chargedMicrosOfJob } from '../../db/repos/market-runs';
 import type { Job } from '../../db/schema';
 import { microsToUsd } from '../../lib/money';
 
@@ -10,13 +11,8 @@ import { microsToUsd } from '../../lib/money';
  * market tool charges included.
  */
 export async function agentRunExtras(db: Db, job: Pick<Job, 'id'>) {
-  const [calls, usage, market] = await Promise.all([
-    db.selectFrom('agent_tool_calls').selectAll().where('job_id', '=', job.id).orderBy('call_index').execute(),
-    summarizeUsage(db, job.id),
-    db.selectFrom('market_runs').select(sql<string>`coalesce(sum(charged_micros), 0)::text`.as('charged')).where('job_id', '=', job.id).executeTakeFirstOrThrow(),
-  ]);
   // Market tools are charged on the run's market runs (fixed prices per call, provider events whenever the provider reports them).
-  const marketMicros = Number(market.charged);
+  const [calls, usage, marketMicros] = await Promise.all([listToolCalls(db, job.id), summarizeUsage(db, job.id), chargedMicrosOfJob(db, job.id)]);
   const promptTokens = usage.llm.reduce((n, e) => n + e.promptTokens, 0);
   const completionTokens = usage.llm.reduce((n, e) => n + e.completionTokens, 0);
   return {

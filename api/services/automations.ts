@@ -6,7 +6,10 @@ import { seal } from '../../lib/crypto';
 import { redactFields } from '../../lib/request-secrets';
 import { assertCronInterval, CronError, CronTooFrequentError, isValidTimezone, toTemporalCron } from '../../lib/cron';
 import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal';
-import type { AuthenticatedUser } from '../../db/repos/users';
+import { countAutomations, insertAutomation, updateAutomation } from '../../db/repos/automations';
+import { listAccountIds } from '../../db/repos/social-accounts';
+import { writeSystemLog } from '../../db/repos/system-logs';
+import { lockAutomationLimit, type AuthenticatedUser } from '../../db/repos/users';
 import type { AutomationRunInput } from '../../workflows/automation-run';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
@@ -56,7 +59,7 @@ export async function checkAccountSelection(deps: ApiDeps, user: AuthenticatedUs
   if (!saved.useAll && !saved.accountIds?.length) {
     throw badRequest('A saved selection needs accountIds or useAll: true', [{ path: `body/${platform}`, message: 'give accountIds or useAll' }]);
   }
-  const owned = await deps.db.selectFrom('social_accounts').select(['id', 'platform']).where('user_id', '=', user.userId).where('platform', '=', platform).execute();
+  const owned = await listAccountIds(deps.db, user.userId, platform);
   if (saved.useAll && owned.length === 0) {
     throw badRequest(`useAll selects every saved ${platform} account, and there is none`, [{ path: `body/${platform}/useAll`, message: `no saved ${platform} account` }]);
   }
@@ -139,26 +142,22 @@ export async function createScheduledAutomation(deps: ApiDeps, user: Authenticat
   let scheduleCreated = false;
   try {
     return await deps.db.transaction().execute(async (trx) => {
-      const subscription = await trx.selectFrom('subscriptions').select('automation_limit').where('user_id', '=', user.userId).forUpdate().executeTakeFirstOrThrow();
-      const { n } = await trx.selectFrom('automations').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', user.userId).executeTakeFirstOrThrow();
-      if (Number(n) >= subscription.automation_limit) {
-        throw new ApiError(403, 'automation_limit_reached', `The plan allows ${subscription.automation_limit} automation(s); this account has ${n}`);
+      const automationLimit = await lockAutomationLimit(trx, user.userId);
+      const n = await countAutomations(trx, user.userId);
+      if (n >= automationLimit) {
+        throw new ApiError(403, 'automation_limit_reached', `The plan allows ${automationLimit} automation(s); this account has ${n}`);
       }
-      const row = await trx
-        .insertInto('automations')
-        .values({
-          id,
-          user_id: user.userId,
-          name: spec.name,
-          cron: spec.cron,
-          timezone: spec.timezone,
-          automation_type: spec.automationType,
-          payload: JSON.stringify(spec.payload),
-          secrets_sealed: seal(deps.config.masterKey, JSON.stringify(spec.secrets), `automation:${id}`),
-          schedule_id: scheduleId,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const row = await insertAutomation(trx, {
+        id,
+        user_id: user.userId,
+        name: spec.name,
+        cron: spec.cron,
+        timezone: spec.timezone,
+        automation_type: spec.automationType,
+        payload: JSON.stringify(spec.payload),
+        secrets_sealed: seal(deps.config.masterKey, JSON.stringify(spec.secrets), `automation:${id}`),
+        schedule_id: scheduleId,
+      });
       try {
         await deps.temporal.schedule.create({
           scheduleId,
@@ -180,7 +179,7 @@ export async function createScheduledAutomation(deps: ApiDeps, user: Authenticat
       } catch (err) {
         throw scheduleFailure(err);
       }
-      await trx.insertInto('system_logs').values({ user_id: user.userId, log_message: `automation "${spec.name}" (${id}) created; first run queued` }).execute();
+      await writeSystemLog(trx, { userId: user.userId, message: `automation "${spec.name}" (${id}) created; first run queued` });
       return row;
     });
   } catch (err) {
@@ -204,19 +203,14 @@ export async function updateScheduledAutomation(
   let previousSpec: { cronExpressions: string[]; timezone: string } | null = null;
   try {
     return await deps.db.transaction().execute(async (trx) => {
-      const updated = await trx
-        .updateTable('automations')
-        .set({
-          name: change.name,
-          cron: change.cron,
-          timezone: change.timezone,
-          payload: JSON.stringify(change.payload),
-          secrets_sealed: seal(deps.config.masterKey, JSON.stringify(change.secrets), `automation:${row.id}`),
-          updated_at: new Date(),
-        })
-        .where('id', '=', row.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const updated = await updateAutomation(trx, row.id, {
+        name: change.name,
+        cron: change.cron,
+        timezone: change.timezone,
+        payload: JSON.stringify(change.payload),
+        secrets_sealed: seal(deps.config.masterKey, JSON.stringify(change.secrets), `automation:${row.id}`),
+        updated_at: new Date(),
+      });
       if (scheduleChanged) {
         try {
           await handle.update((previous) => {

@@ -36,3 +36,13 @@ export async function recordAgentToolCall(db: Db, call: AgentToolCallRow): Promi
   const outcome = call.status === 'completed' ? 'ok' : call.status === 'error' ? 'the tool reported an error' : call.status === 'not_sent' ? 'not sent (max_tool_calls reached)' : `failed: ${call.error}`;
   await appendJobLog(db, call.jobId, `tool call ${call.index}: ${call.source} / ${call.tool} → ${outcome} (${Math.round(call.durationMs)} ms)`);
 }
+
+/** The run's tool calls in call order (the run record shows them). */
+export function listToolCalls(db: Db, jobId: string) {
+  return db.selectFrom('agent_tool_calls').selectAll().where('job_id', '=', jobId).orderBy('call_index').execute();
+}
+
+/** The status of each of the run's tool calls (for its summary). */
+export function listToolCallStatuses(db: Db, jobId: string) {
+  return db.selectFrom('agent_tool_calls').select(['status']).where('job_id', '=', jobId).execute();
+}

@@ -271,3 +271,42 @@ export async function transitionJob(
   }
   return true;
 }
+
+/** The model a job's request names (`request.llm_model`), when it names one. */
+export async function findJobLlmModel(db: Db, jobId: string): Promise<string | null | undefined> {
+  const row = await db.selectFrom('jobs').select(sql<string | null>`request->>'llm_model'`.as('model')).where('id', '=', jobId).executeTakeFirst();
+  return row?.model;
+}
+
+/** The user's job of this kind recorded under an idempotency key (a scheduled run's run id). */
+export function findJobByIdempotencyKey(db: Db, key: { userId: string; kind: JobKind; idempotencyKey: string }): Promise<Job | undefined> {
+  return db.selectFrom('jobs').selectAll().where('user_id', '=', key.userId).where('kind', '=', key.kind).where('idempotency_key', '=', key.idempotencyKey).executeTakeFirst();
+}
+
+/** A scheduled run that could not be admitted: a failed job row without a hold, so the run is still visible and reported. */
+export async function recordSkippedRun(db: Db, input: { userId: string; runId: string; request: Record<string, unknown>; webhookUrl: string | null; error: string }): Promise<Job> {
+  const inserted = await db
+    .insertInto('jobs')
+    .values({
+      id: randomUUID(),
+      user_id: input.userId,
+      kind: 'automation',
+      status: 'failed',
+      request: JSON.stringify(input.request),
+      webhook_url: input.webhookUrl,
+      workflow_id: input.runId,
+      idempotency_key: input.runId,
+      error: input.error,
+      logs: [`${new Date().toISOString()} ${input.error}`],
+    })
+    .onConflict((oc) => oc.column('workflow_id').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  return inserted ?? (await db.selectFrom('jobs').selectAll().where('workflow_id', '=', input.runId).executeTakeFirstOrThrow());
+}
+
+/** How many operations the user's plan has counted in a billing period (0 before the first). */
+export async function monthlyOperations(db: Db, userId: string, period: string): Promise<number> {
+  const usage = await db.selectFrom('monthly_usage').select('operations').where('user_id', '=', userId).where('period', '=', period).executeTakeFirst();
+  return usage?.operations ?? 0;
+}

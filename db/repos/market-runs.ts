@@ -388,3 +388,9 @@ export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promis
     return { kind: 'recorded', result };
   });
 }
+
+/** What the job's market runs have charged so far, in micro-USD. */
+export async function chargedMicrosOfJob(db: Db, jobId: string): Promise<number> {
+  const market = await db.selectFrom('market_runs').select(sql<string>`coalesce(sum(charged_micros), 0)::text`.as('charged')).where('job_id', '=', jobId).executeTakeFirstOrThrow();
+  return Number(market.charged);
+}

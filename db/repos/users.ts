@@ -159,6 +159,23 @@ export async function updateSubscription(
   return result.numUpdatedRows > 0n;
 }
 
+/** The user's subscription row. */
+export function getSubscription(db: Db, userId: string) {
+  return db.selectFrom('subscriptions').selectAll().where('user_id', '=', userId).executeTakeFirstOrThrow();
+}
+
+/** The subscription's status, when the user has a subscription. */
+export async function findSubscriptionStatus(db: Db, userId: string): Promise<SubscriptionStatus | undefined> {
+  const subscription = await db.selectFrom('subscriptions').select('status').where('user_id', '=', userId).executeTakeFirst();
+  return subscription?.status;
+}
+
+/** The plan's automation limit, read under a lock on the subscription (held to the end of `trx`). */
+export async function lockAutomationLimit(trx: Db, userId: string): Promise<number> {
+  const subscription = await trx.selectFrom('subscriptions').select('automation_limit').where('user_id', '=', userId).forUpdate().executeTakeFirstOrThrow();
+  return subscription.automation_limit;
+}
+
 export async function getWebhookSecret(db: Db, masterKey: Buffer, userId: string): Promise<string> {
   const row = await db.selectFrom('users').select('webhook_secret_sealed').where('id', '=', userId).executeTakeFirstOrThrow();
   return unseal(masterKey, row.webhook_secret_sealed, `webhook:${userId}`);

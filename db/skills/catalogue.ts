@@ -198,3 +198,14 @@ export async function deleteMissingFromRepository(db: Db, owner: string, repo: s
   const result = await query.executeTakeFirst();
   return Number(result.numDeletedRows ?? 0);
 }
+
+/** The SKILL.md text of a directory skill, or null when the directory has no such skill (or no text for it). */
+export async function findSkillMdContent(db: Db, key: { provider: string; externalId: string }): Promise<string | null> {
+  const copy = await db
+    .selectFrom('skills_directory')
+    .select('skill_md_content')
+    .where('provider', '=', key.provider)
+    .where('external_id', '=', key.externalId)
+    .executeTakeFirst();
+  return copy?.skill_md_content ?? null;
+}

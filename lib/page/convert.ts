@@ -1,5 +1,5 @@
 import { descendants, elementsIn, findElement, parseHtmlTree, textOf, type HtmlElement } from './html-tree';
-import { htmlToMarkdown } from './markdown';
+import { htmlToMarkdown } from './html-to-markdown';
 
 export type PageLink = { url: string; text: string };
 
@@ -15,7 +15,7 @@ export type ConvertedPage = { markdown: string; metadata: PageMetadata };
 export type BrowserNeed = { needed: boolean; reason: string };
 
 /*
- * Every step here is linear in the page (see html-tree.ts and markdown.ts): a page is hostile input, and a regular
+ * Every step here is linear in the page (see html-tree.ts and html-to-markdown.ts): a page is hostile input, and a regular
  * expression that backtracks over it, or a walk repeated per nesting level, would let one page stall the worker.
  */
 const MAX_LINKS = 500;

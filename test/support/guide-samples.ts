@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { loadDocSources, REPO_ROOT } from '../../lib/docs/load';
-import { codeBlocks, type Block } from '../../lib/docs/markdown';
-import { parseGuide, type Guide } from '../../lib/docs/guides';
+import { loadDocSources, REPO_ROOT } from '../../api/docs/load';
+import { codeBlocks, type Block } from '../../api/docs/markdown-to-html';
+import { parseGuide, type Guide } from '../../api/docs/guides';
 
 const run = promisify(execFile);
 

@@ -11,7 +11,7 @@ import { migrateToLatest, openDatabase, type Db } from '../../db/connect';
 import { networkPolicyFromConfig } from '../../lib/net/policy';
 import { socialPlatformsFromConfig } from '../../lib/social/platforms';
 import { connectClient } from '../../lib/temporal';
-import { startTemporalDevServer, type DevServer } from '../../lib/temporal-cli';
+import { startTemporalDevServer, type DevServer } from '../../workers/temporal-cli';
 import { listen } from '../../api/server';
 import { readinessProbe } from '../../api/readiness';
 import type { ApiDeps } from '../../api/deps';

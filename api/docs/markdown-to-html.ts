@@ -140,7 +140,10 @@ function parseBlocks(lines: string[], lineOffset: number, uniqueId: (text: strin
     if (QUOTE.test(line)) {
       const inner: string[] = [];
       const start = i;
-      while (i < lines.length && QUOTE.test(lines[i])) inner.push(QUOTE.exec(lines[i])![1]), i++;
+      while (i < lines.length && QUOTE.test(lines[i])) {
+        inner.push(QUOTE.exec(lines[i])![1]);
+        i++;
+      }
       blocks.push({ type: 'blockquote', children: parseBlocks(inner, lineOffset + start, uniqueId) });
       continue;
     }

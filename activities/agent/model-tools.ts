@@ -1,5 +1,5 @@
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
-import { fieldListToJsonSchema, type FieldSpec } from '../llm/structured-output';
+import { fieldListToJsonSchema, type FieldSpec } from '../../lib/llm/structured-output';
 
 /** The `done` tool every agent loop offers: the final answer, and the structured data when the run asks for it. */
 export function doneTool(structuredOutput: FieldSpec[] | undefined, finishes: 'the run' | 'the current task'): ChatCompletionTool {

@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import { WorkflowFailedError } from '@temporalio/client';
+import { findUserAutomation } from '../../db/repos/automations';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { McpDiscoveryRequest, type McpDiscoveryRequestBody } from '../../lib/schemas/tools';
 import { sealDiscoveryParams } from '../../lib/tools/discovery-request';
 import { sourceErrorStatus, ToolSourceError, type ToolSourceErrorCode } from '../../lib/tools/errors';
 import { parseSourceUrl, preflightSourceUrl } from '../../lib/tools/network';
 import type { DiscoverToolsInput, DiscoveryOutcome } from '../../workflows/tools-discovery';
+import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
 import { parseBody, parseUuidParam } from '../validation';
@@ -35,11 +36,11 @@ function requireCron(body: CustomAgentBody): { cron: string; timezone?: string }
 }
 
 /** Custom agents (contract, "Custom agents"): stored (scheduled) agents, single runs, their records, and discovery of tool sources. */
-export function agentRoutes(deps: ApiDeps): Router {
-  const router = new Router();
+export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>();
 
-  router.post('/agents', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.post('/agents', async (ctx) => {
+    const user = ctx.state.user;
     const body = parseBody<CustomAgentBody>(CustomAgentRequest, ctx.state.body);
     const schedule = requireCron(body);
     const temporalCron = checkSchedule(schedule, deps.config.automations.minIntervalMinutes);
@@ -61,11 +62,11 @@ export function agentRoutes(deps: ApiDeps): Router {
     ctx.body = { agent: { id: row.id, name: row.name, payload: row.payload } };
   });
 
-  router.patch('/agents/:id', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.patch('/agents/:id', async (ctx) => {
+    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     const patch = parseBody<CustomAgentUpdateBody>(CustomAgentUpdateRequest, ctx.state.body);
-    const row = await deps.db.selectFrom('automations').selectAll().where('id', '=', id).where('user_id', '=', user.userId).where('automation_type', '=', 'custom-agent').executeTakeFirst();
+    const row = await findUserAutomation(deps.db, { userId: user.userId, id, type: 'custom-agent' });
     if (!row) throw notFound('Custom agent');
     const merged = parseBody<CustomAgentBody>(CustomAgentRequest, mergeCustomAgent(unsealedAgent(deps, row), patch));
     const schedule = requireCron(merged);
@@ -76,8 +77,8 @@ export function agentRoutes(deps: ApiDeps): Router {
     ctx.body = { agent: { id: updated.id, name: updated.name, payload: updated.payload } };
   });
 
-  router.post('/agents/run', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.post('/agents/run', async (ctx) => {
+    const user = ctx.state.user;
     const body = parseBody<CustomAgentBody>(CustomAgentRequest, ctx.state.body);
     await checkCustomAgent(deps, body);
     const { cron: _cron, timezone: _timezone, ...runBody } = body;
@@ -99,8 +100,8 @@ export function agentRoutes(deps: ApiDeps): Router {
 
   addJobStatusRoute(router, deps, '/agents/runs', 'custom-agent', 'Custom agent run', (job) => agentRunExtras(deps.db, job));
 
-  router.post('/agents/discover-mcp', async (ctx: Context) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  router.post('/agents/discover-mcp', async (ctx) => {
+    const user = ctx.state.user;
     const body = parseBody<McpDiscoveryRequestBody>(McpDiscoveryRequest, ctx.state.body);
     const workflowId = `tools-discovery-${randomUUID()}`;
     const input = discoveryInput(body, deps, workflowId);

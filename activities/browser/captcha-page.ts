@@ -1,5 +1,5 @@
 import type { Page } from 'playwright-core';
-import type { CaptchaChallenge, CaptchaKind } from '../captcha';
+import type { CaptchaChallenge, CaptchaKind } from './captcha-solver';
 
 const WIDGETS: { kind: CaptchaKind; selector: string; field: string }[] = [
   { kind: 'recaptcha', selector: '.g-recaptcha[data-sitekey]', field: 'g-recaptcha-response' },

@@ -1,5 +1,5 @@
 import { parse as parseYaml } from 'yaml';
-import { codeBlocks, parseMarkdown, plainInline, plainText, type Block, type ParsedMarkdown } from './markdown';
+import { codeBlocks, parseMarkdown, plainInline, plainText, type Block, type ParsedMarkdown } from './markdown-to-html';
 
 /** A Markdown file as read from disk: its path relative to the repository root and its text. */
 export interface DocSource {

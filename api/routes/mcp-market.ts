@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
-import type { Context } from 'koa';
 import { WorkflowFailedError } from '@temporalio/client';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { findValidation, findValidValidationByFingerprint } from '../../db/repos/market-validations';
 import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
 import { iconBelongsTo } from '../../db/repos/market-icons';
 import { createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
 import { findMcpSubmission, findMcpSubmissions, findPublicMcpEntry, mcpDetailsWriter, mcpMarketHooks, type McpSubmission } from '../../db/repos/market-mcp';
+import { findApiKeyOwner, loadCallEntry } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
 import { seal } from '../../lib/crypto';
 import { signChargeToken } from '../../lib/market/charge-token';
+import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import type { Discovery, DiscoveryRequest } from '../../lib/market/discovery';
 import { ruleBroken } from '../../lib/market/errors';
 import type { MonetizationStrategy } from '../../lib/market/listing';
@@ -19,6 +19,10 @@ import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/opena
 import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
 import { transition } from '../../lib/market/review-state';
 import { requireSecureSourceUrl } from '../../lib/market/source-url';
+import { checkUserParams } from '../../lib/market/user-params-schema';
+import { microsToUsd, usdToWholeMicros } from '../../lib/money';
+import { McpCredentialRequest } from '../../lib/schemas/market-hosted';
+import type { SourceParamValues } from '../../lib/tools/types';
 import {
   MarketEventVerificationRequest,
   McpMarketDiscoveryRequest,
@@ -27,13 +31,15 @@ import {
   SubmissionsQuery,
 } from '../../lib/schemas/market';
 import { DISCOVERY_PARAMS_AAD, type MarketSourceInput, type ValidateSourceInput, type ValidationView } from '../../lib/market/source-input';
+import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
-import { ApiError, notFound } from '../errors';
+import { ApiError, notFound, unauthorized } from '../errors';
+import { marketMcpUrl } from '../mcp/market';
 import { preflightUrl } from '../services/url-preflight';
 import { startAndWait } from '../services/workflow-call';
 import { searchToolMarket } from '../services/market-catalog';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
-import { addRevisionRoute, apiBaseUrl, iconUrlFor, marketErrors, ownerSubmissionView, publicEntryView, submissionCoreFields } from './market-common';
+import { addRevisionRoute, apiBaseUrl, iconUrlFor, marketErrors, ownerSubmissionView, publicEntryView, publicOrigin, submissionCoreFields } from './market-common';
 
 type DiscoveryBody = Omit<DiscoveryRequest, 'params'> & { params: Record<string, unknown> };
 
@@ -96,15 +102,31 @@ function verificationView(v: EventVerificationRecord, base: string) {
   };
 }
 
-/** The tool market's provider side and public catalogue (docs/selling-tools.md). */
-export function marketMcpRoutes(deps: ApiDeps): Router {
-  const router = new Router({ prefix: '/mcp-market' });
+/** The credential's cap per run (maxTotalUsdPerRun, or its deprecated alias maxRunChargeUsd) in whole micro-USD, or null. */
+function credentialCapMicros(body: { maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }): number | null {
+  const { maxTotalUsdPerRun: cap, maxRunChargeUsd: alias } = body;
+  if (cap !== undefined && alias !== undefined && cap !== alias) {
+    throw new ApiError(400, 'validation_failed', 'maxRunChargeUsd is a deprecated alias of maxTotalUsdPerRun: send one of them', [{ path: 'body/maxRunChargeUsd', message: 'differs from maxTotalUsdPerRun' }]);
+  }
+  const usd = cap ?? alias;
+  if (usd === undefined) return null;
+  const micros = usdToWholeMicros(usd);
+  if (micros === null || micros <= 0) {
+    const name = cap !== undefined ? 'maxTotalUsdPerRun' : 'maxRunChargeUsd';
+    throw new ApiError(400, 'validation_failed', `${name} must be a positive amount in whole micro-USD`, [{ path: `body/${name}`, message: 'is not a whole number of micro-USD' }]);
+  }
+  return micros;
+}
+
+/** /mcp-market: the tool market's provider side, its public catalogue and consumers' MCP client credentials (issue table in README "Selling tools"). */
+export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>({ prefix: '/mcp-market' });
   router.use(marketErrors());
   const hooks = mcpMarketHooks(deps.config.masterKey);
 
   /** Starts a discovery or validation workflow and waits (bounded) for its answer. */
-  async function runSourceWorkflow<T>(ctx: Context, kind: 'discover' | 'validate', args: MarketSourceInput | ValidateSourceInput, workflowId: string): Promise<T> {
-    const user = ctx.state.user as AuthenticatedUser;
+  async function runSourceWorkflow<T>(ctx: UserContext, kind: 'discover' | 'validate', args: MarketSourceInput | ValidateSourceInput, workflowId: string): Promise<T> {
+    const user = ctx.state.user;
     const timeoutMs = deps.config.market.discoveryTimeoutMs;
     const outcome = await startAndWait<T>(
       deps.temporal,
@@ -140,7 +162,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.post('/validate', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const body = parseBody<DiscoveryBody>(McpMarketDiscoveryRequest, ctx.state.body);
     checkDiscoveryRequest(body, deps);
     const validationId = randomUUID();
@@ -149,7 +171,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.post('/event-verifications', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const body = parseBody<{ sourceFingerprint: string; eventNames: string[] }>(MarketEventVerificationRequest, ctx.state.body);
     const validation = await findValidValidationByFingerprint(deps.db, user.userId, body.sourceFingerprint);
     if (!validation) throw ruleBroken('validation_required', 'No valid, unexpired validation of this account has that sourceFingerprint; validate the source first', 'body/sourceFingerprint');
@@ -171,15 +193,15 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/event-verifications/:id', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const verification = await findEventVerification(deps.db, user.userId, parseUuidParam('id', ctx.params.id));
     if (!verification) throw notFound('Event verification');
     ctx.body = verificationView(verification, apiBaseUrl(ctx, deps));
   });
 
   /** Loads what the rules read (only the caller's records) and checks the submission. */
-  async function prepare(ctx: Context, body: McpSubmissionRequest): Promise<PreparedMcpSubmission> {
-    const user = ctx.state.user as AuthenticatedUser;
+  async function prepare(ctx: UserContext, body: McpSubmissionRequest): Promise<PreparedMcpSubmission> {
+    const user = ctx.state.user;
     const [validation, verification, iconOwned] = await Promise.all([
       findValidation(deps.db, user.userId, body.validationId),
       body.eventVerificationId ? findEventVerification(deps.db, user.userId, body.eventVerificationId) : null,
@@ -188,15 +210,15 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
     return prepareMcpSubmission(body, { validation, verification, iconOwned, policy: deps.policy, now: new Date() }, iconUrlFor(ctx, deps));
   }
 
-  const ownView = async (ctx: Context, id: string) => {
-    const user = ctx.state.user as AuthenticatedUser;
+  const ownView = async (ctx: UserContext, id: string) => {
+    const user = ctx.state.user;
     const submission = await findMcpSubmission(deps.db, id, user.userId);
     if (!submission) throw notFound('Submission');
     return ownerSubmissionView(submission, deps, iconUrlFor(ctx, deps));
   };
 
   router.post('/submissions', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const body = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, ctx.state.body);
     const prepared = await prepare(ctx, body);
     const id = await createSubmission(deps.db, {
@@ -211,7 +233,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/submissions', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const page = parseQuery<{ page: number; pageSize: number }>(SubmissionsQuery, ctx.query);
     const { rows, total } = await listOwnSubmissions(deps.db, 'mcp', user.userId, page);
     const details = await findMcpSubmissions(deps.db, rows.map((r) => r.id));
@@ -227,7 +249,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.put('/submissions/:id', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     const current = await getOwnSubmission(deps.db, 'mcp', user.userId, id);
     transition('update', current.status);
@@ -245,7 +267,7 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
   });
 
   router.post('/submissions/:id/submit', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     await submitForReview(deps.db, 'mcp', user.userId, id, { draftSlugTtlMs: deps.config.market.draftSlugTtlMs });
     ctx.body = await ownView(ctx, id);
@@ -264,6 +286,37 @@ export function marketMcpRoutes(deps: ApiDeps): Router {
     const entry = await findPublicMcpEntry(deps.db, parseUuidParam('id', ctx.params.id));
     if (!entry) throw notFound('Market entry');
     ctx.body = publicEntryView(entry, iconUrlFor(ctx, deps));
+  });
+
+  /** MCP client credentials for the hosted endpoint of a live entry (the consumer side). */
+  router.post('/mcps/:id/credentials', async (ctx) => {
+    const user = ctx.state.user;
+    const entryId = parseUuidParam('id', ctx.params.id);
+    const body = parseBody<{ params: SourceParamValues; maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }>(McpCredentialRequest, ctx.state.body);
+    const entry = await loadCallEntry(deps.db, deps.config.masterKey, entryId);
+    if (!entry) throw notFound('Market entry');
+    checkUserParams(entry.requiredUserParamsSchema, body.params, 'body/params');
+    const capMicros = credentialCapMicros(body);
+    const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
+    if (!key || key.userId !== user.userId) throw unauthorized();
+    const { token, claims } = issueMcpCredential(deps.config.masterKey, {
+      entryId: entry.entryId,
+      userId: user.userId,
+      apiKeyId: key.apiKeyId,
+      params: body.params,
+      paramsSchemaHash: paramsSchemaHash(entry.requiredUserParamsSchema),
+      capMicros,
+    });
+    ctx.status = 201;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = {
+      credential: token,
+      mcpUrl: marketMcpUrl(deps, publicOrigin(ctx, deps), entry.entryId),
+      credentialId: claims.id,
+      entryId: entry.entryId,
+      maxTotalUsdPerRun: capMicros === null ? null : microsToUsd(capMicros),
+      maxRunChargeUsd: capMicros === null ? null : microsToUsd(capMicros),
+    };
   });
 
   return router;

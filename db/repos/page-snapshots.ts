@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import type { Db } from '../../db/connect';
-import { logsWith } from '../../db/repos/jobs';
-import type { RenderedWith } from '../../db/schema';
+import type { Db } from '../connect';
+import { logsWith } from './jobs';
+import type { RenderedWith } from '../schema';
 import type { ConvertedPage } from '../../lib/page/convert';
 
 /** Saves the converted page; `jobLog` lines are appended to the job's log by the same statement. */
@@ -42,4 +42,14 @@ export async function saveExtractedData(db: Db, jobId: string, data: unknown, jo
     .set({ logs: logsWith([jobLog], now), updated_at: now })
     .where('id', '=', jobId)
     .execute();
+}
+
+/** The job's stored page (converted, and extracted once extraction ran). */
+export function getPageSnapshot(db: Db, jobId: string) {
+  return db.selectFrom('page_snapshots').selectAll().where('job_id', '=', jobId).executeTakeFirstOrThrow();
+}
+
+/** Whether the job's page was already fetched and converted without a browser. */
+export async function hasHttpSnapshot(db: Db, jobId: string): Promise<boolean> {
+  return !!(await db.selectFrom('page_snapshots').select('job_id').where('job_id', '=', jobId).where('rendered_with', '=', 'http').executeTakeFirst());
 }

@@ -7,8 +7,8 @@ import {
   settlePage,
   type BrowserSession,
   type TabInfo,
-} from './browser-session';
-import { secretPlaceholder } from './sensitive-data';
+} from './session';
+import { secretPlaceholder } from '../sensitive-data';
 
 export type ObservationDetail = 'low' | 'high' | 'auto';
 

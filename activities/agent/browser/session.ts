@@ -1,7 +1,7 @@
 import type { BrowserContext, BrowserContextOptions, Dialog, ElementHandle, Page } from 'playwright-core';
 
-import { waitPastRedirectInterstitials, type ContextGuard } from '../browser/guarded-routing';
-import { maskSecrets, validateSensitiveItems, type SensitiveItem } from './sensitive-data';
+import { waitPastRedirectInterstitials, type ContextGuard } from '../../browser/guarded-routing';
+import { maskSecrets, validateSensitiveItems, type SensitiveItem } from '../sensitive-data';
 
 export type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>;
 

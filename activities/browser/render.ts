@@ -1,8 +1,8 @@
 import type { Page, Request, Response } from 'playwright-core';
 
-import type { ProxyConfig } from '../net/proxy';
-import { SsrfBlockedError, type NetworkPolicy } from '../net/ssrf';
-import type { PageCookie } from '../page/cookies';
+import type { ProxyConfig } from '../../lib/net/proxy';
+import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
+import type { PageCookie } from '../../lib/page/cookies';
 import { GUARDED_CONTEXT_OPTIONS, guardContext, waitPastRedirectInterstitials, type ContextGuard } from './guarded-routing';
 import type { BrowserPool } from './pool';
 

@@ -1,6 +1,4 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
-import type { AuthenticatedUser } from '../../db/repos/users';
 import { iconBelongsTo } from '../../db/repos/market-icons';
 import { createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
 import {
@@ -31,6 +29,7 @@ import { sealRequestSecrets } from '../../lib/request-secrets';
 import { AgentMarketListQuery, AgentMarketSubmissionRequest, MarketAgentRunRequest, type AgentMarketSubmissionBody, type MarketAgentRunBody } from '../../lib/schemas/agent-market';
 import { SubmissionsQuery } from '../../lib/schemas/market';
 import type { AgentWorkflowInput } from '../../workflows/agent';
+import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound } from '../errors';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
@@ -51,8 +50,8 @@ const purchaseView = (p: AgentPurchase) => ({ purchaseId: p.id, priceUsd: micros
  * The agent market (docs/agent-market.md): providers' submissions (the shared review machinery of
  * market-submissions), the public catalogue, purchases and runs on the shared browser-agent runtime.
  */
-export function marketAgentRoutes(deps: ApiDeps): Router {
-  const router = new Router({ prefix: '/agent-market' });
+export function agentMarketRoutes(deps: ApiDeps): Router<UserState> {
+  const router = new Router<UserState>({ prefix: '/agent-market' });
   router.use(marketErrors());
   const hooks = agentMarketHooks(deps.config.masterKey);
   const approvedTools = approvedToolLookup(deps.db);
@@ -60,8 +59,8 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   const { draftSlugTtlMs } = deps.config.market;
 
   /** AgentMarketSubmission: the owner's view, prompts unsealed for the owner only, selection params masked. */
-  async function ownView(ctx: Context, id: string) {
-    const user = ctx.state.user as AuthenticatedUser;
+  async function ownView(ctx: UserContext, id: string) {
+    const user = ctx.state.user;
     const sub = await findAgentSubmission(deps.db, id, user.userId);
     if (!sub) throw notFound('Submission');
     const secrets = unsealAgentSecrets(deps.config.masterKey, sub);
@@ -98,15 +97,15 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
     };
   }
 
-  async function prepare(ctx: Context): Promise<PreparedAgentSubmission> {
-    const user = ctx.state.user as AuthenticatedUser;
+  async function prepare(ctx: UserContext): Promise<PreparedAgentSubmission> {
+    const user = ctx.state.user;
     const body = parseBody<AgentMarketSubmissionBody>(AgentMarketSubmissionRequest, ctx.state.body);
     const iconOwned = body.iconObjectKey ? await iconBelongsTo(deps.db, user.userId, body.iconObjectKey) : false;
     return prepareAgentSubmission(body, { iconOwned, prices: deps.config.modelPrices, policy: deps.policy, approvedTools });
   }
 
   router.post('/submissions', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const prepared = await prepare(ctx);
     const id = await createSubmission(deps.db, { market: 'agent', ownerId: user.userId, fields: submissionCoreFields(prepared), writeDetails: agentDetailsWriter(deps.config.masterKey, prepared), draftSlugTtlMs });
     ctx.status = 201;
@@ -114,7 +113,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/submissions', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const page = parseQuery<{ page: number; pageSize: number }>(SubmissionsQuery, ctx.query);
     const { rows, total } = await listOwnSubmissions(deps.db, 'agent', user.userId, page);
     const found = await findAgentSubmissions(deps.db, rows.map((r) => r.id));
@@ -128,7 +127,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   });
 
   router.put('/submissions/:id', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     transition('update', (await getOwnSubmission(deps.db, 'agent', user.userId, id)).status);
     const prepared = await prepare(ctx);
@@ -137,7 +136,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   });
 
   router.post('/submissions/:id/submit', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     const sub = await findAgentSubmission(deps.db, id, user.userId);
     if (!sub) throw notFound('Submission');
@@ -153,14 +152,14 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   /** Whether the caller may run the agent: their own, free, or bought. */
   const mayRun = (agent: AgentSubmission, userId: string) => mayRunAgent(deps.db, agent, userId);
 
-  const liveAgent = async (ctx: Context) => {
+  const liveAgent = async (ctx: UserContext) => {
     const agent = await findPublicAgent(deps.db, parseUuidParam('agentId', ctx.params.agentId));
     if (!agent) throw notFound('Agent');
     return agent;
   };
 
   router.get('/agents', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const query = parseQuery<{ q?: string; page: number; pageSize: number }>(AgentMarketListQuery, ctx.query);
     const { rows, total } = await searchAgentMarket(deps.db, { q: query.q }, query);
     const iconUrl = iconUrlFor(ctx, deps);
@@ -171,13 +170,13 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   });
 
   router.get('/agents/:agentId', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const agent = await liveAgent(ctx);
     ctx.body = publicAgentView(agent, iconUrlFor(ctx, deps), await mayRun(agent, user.userId), await marketToolsViewer(deps.db)(agent.mcpSelections));
   });
 
   router.post('/agents/:agentId/purchase', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const agent = await liveAgent(ctx);
     if (agent.ownerId === user.userId) throw new MarketRuleError(409, 'own_agent', 'This is your own agent: you run it without buying it');
     if (agent.priceMicros === 0) throw new MarketRuleError(409, 'free_agent', 'This agent is free: run it without buying it');
@@ -195,7 +194,7 @@ export function marketAgentRoutes(deps: ApiDeps): Router {
   });
 
   router.post('/agents/:agentId/run', async (ctx) => {
-    const user = ctx.state.user as AuthenticatedUser;
+    const user = ctx.state.user;
     const agent = await liveAgent(ctx);
     const body = parseBody<MarketAgentRunBody>(MarketAgentRunRequest, ctx.state.body);
     if (!(await mayRun(agent, user.userId))) {

@@ -1,9 +1,9 @@
 import type { BrowserContext, BrowserContextOptions, Page, Request, Route } from 'playwright-core';
 
-import type { ProxyConfig } from '../net/proxy';
-import { createByteBudget, fetchBuffered, type ByteBudget, type BufferedResponse } from '../net/buffered-fetch';
-import type { NetworkPolicy, Resolver } from '../net/ssrf';
-import { findFetchError, ssrfRefusal, type FetchError } from '../net/transport';
+import type { ProxyConfig } from '../../lib/net/proxy';
+import { createByteBudget, fetchBuffered, type ByteBudget, type BufferedResponse } from '../../lib/net/buffered-fetch';
+import type { NetworkPolicy, Resolver } from '../../lib/net/ssrf';
+import { findFetchError, ssrfRefusal, type FetchError } from '../../lib/net/transport';
 
 /**
  * Options every guarded context must be created with. Service workers fetch outside page routing, so a page could

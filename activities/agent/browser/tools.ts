@@ -1,7 +1,7 @@
 import type { ElementHandle, Frame, Page, Request } from 'playwright-core';
 
-import { DETACHED_RETRY_SETTLE_MS, ELEMENT_INDEX_ATTRIBUTE, inPage, isDetachedDuringSwap, isWebUrl, settlePage, type BrowserSession } from './browser-session';
-import { resolvePlaceholders } from './sensitive-data';
+import { DETACHED_RETRY_SETTLE_MS, ELEMENT_INDEX_ATTRIBUTE, inPage, isDetachedDuringSwap, isWebUrl, settlePage, type BrowserSession } from './session';
+import { resolvePlaceholders } from '../sensitive-data';
 
 export type BrowserToolName =
   | 'navigate' | 'click' | 'type' | 'select_option' | 'press_key' | 'scroll' | 'go_back' | 'wait'

@@ -1,4 +1,4 @@
-import type { ToolDefinition } from './browser-tools';
+import type { ToolDefinition } from './browser/tools';
 
 function tool(name: string, description: string, properties: Record<string, unknown>, required: string[]): ToolDefinition {
   return { type: 'function', function: { name, description, parameters: { type: 'object', properties, required, additionalProperties: false } } } as ToolDefinition;

@@ -1,4 +1,4 @@
-import { normalizeHostname } from '../net/ssrf';
+import { normalizeHostname } from '../../lib/net/ssrf';
 
 export type SensitiveItem = {
   id: string;
