@@ -355,7 +355,7 @@ describe('agent browser tools', function () {
     await withSession(async (opened) => {
       session = opened;
     });
-    await assert.rejects(executeAction(session!, { name: 'navigate', args: { url: `${site.url}/agent/list` } }));
+    await assert.rejects(executeAction(session!, { name: 'navigate', args: { url: `${site.url}/agent/list` } }), /has been closed/);
   });
 });
 

@@ -148,7 +148,7 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     assert.equal(job.status, 'completed', job.error);
     assert.deepEqual(job.result.data, { plan: 'pro', confirmed: true });
     const decisions = decisionsSince(seen);
-    assert.ok(decisions.every((d) => d.body.temperature === 0));
+    assert.ok(decisions.length > 0 && decisions.every((d) => d.body.temperature === 0));
     const done = (decisions[0].body.tools as any[]).find((t) => t.function.name === 'done');
     assert.deepEqual(Object.keys(done.function.parameters.properties.data.properties), ['plan', 'confirmed']);
     assert.ok(job.result.steps.some((s: any) => s.outcomes.some((o: any) => o.action === 'done' && !o.ok && /does not match structured_output/.test(o.message))));
@@ -179,7 +179,7 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     const visual = await runAgent({ task: 'Look at the form', vision_mode: 'visual', vision_detail_level: 'low' });
     assert.equal(visual.status, 'completed', visual.error);
     const decisions = decisionsSince(seen);
-    assert.ok(decisions.every((d) => JSON.stringify(d.body.messages).includes('"detail":"low"')));
+    assert.ok(decisions.length > 0 && decisions.every((d) => JSON.stringify(d.body.messages).includes('"detail":"low"')));
     seen = h.llm.requests.length;
     h.llm.enqueue(act('navigate', { url: `${h.site.url}/agent/form` }), act('screenshot'), act('done', { success: true, answer: 'ok' }));
     const auto = await runAgent({ task: 'Look at the form' });

@@ -44,13 +44,8 @@ describe('API key lookups (short-lived cache)', function () {
     } finally {
       await other.end();
     }
-    const revokedAt = Date.now();
-    let status = 200;
-    while (status === 200 && Date.now() - revokedAt < API_KEY_CACHE_TTL_MS + 2_000) {
-      status = (await h.http('GET', '/api/v1/account', { apiKey })).status;
-      if (status === 200) await new Promise((r) => setTimeout(r, 200));
-    }
-    assert.equal(status, 401, `the revoked key still worked ${Date.now() - revokedAt} ms later`);
-    assert.ok(Date.now() - revokedAt <= API_KEY_CACHE_TTL_MS + 1_000);
+    // The key was cached by the request before the revocation: once a cache lifetime has passed, it is refused.
+    await new Promise((r) => setTimeout(r, API_KEY_CACHE_TTL_MS));
+    assert.equal((await h.http('GET', '/api/v1/account', { apiKey })).status, 401, 'the revoked key still works a cache lifetime later');
   });
 });

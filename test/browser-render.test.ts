@@ -163,7 +163,7 @@ describe('browser rendering behind the SSRF guard', function () {
   });
 
   it('gives up on pages slower than the timeout', async () => {
-    await assert.rejects(renderPage(pool, { url: `${site.url}/slow`, policy, timeoutMs: 500 }));
+    await assert.rejects(renderPage(pool, { url: `${site.url}/slow`, policy, timeoutMs: 500 }), { name: 'TimeoutError' });
     const rendered = await renderPage(pool, { url: `${site.url}/slow`, policy, timeoutMs: 10_000 });
     assert.ok(rendered.html.includes('Finally here.'));
   });

@@ -330,7 +330,7 @@ describe('fake OpenAI server', () => {
     const pending = client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, { signal: abort.signal });
     const reached = await held.reached;
     abort.abort();
-    await assert.rejects(pending);
+    await assert.rejects(pending, OpenAI.APIUserAbortError);
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(reached.clientAborted, true);
     held.release();

@@ -95,7 +95,7 @@ describe('market holds of agents', function () {
 
     // The job settles: its runs take no more calls; what they did not charge is released once the grace of their last calls is over.
     await createBillingActivities({ db: h.db, marketRunGraceMs: graceMs }).settleJobUsage({ jobId, agentName: 'agentic', outcome: 'completed' });
-    assert.ok((await runsOf(jobId)).every((r) => !r.accepts_calls));
+    assert.deepEqual((await runsOf(jobId)).map((r) => [r.id, r.accepts_calls]), [[firstDone.runId, false], [second.runId, false]]);
     await new Promise((resolve) => setTimeout(resolve, graceMs + 500));
     assert.deepEqual(await wallet(consumer.userId), { balanceMicros: 4_970_000, heldMicros: 0, availableMicros: 4_970_000 });
     const late = await provider.chargeLater(provider.calls().at(-1)!, `late-${jobId}`);

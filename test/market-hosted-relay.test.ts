@@ -222,7 +222,7 @@ describe('hosted market MCP endpoint: what it relays', function () {
       const call = client.callTool({ name: 'wait_until_cancelled', arguments: {} }, { signal: abort.signal });
       await until('the tool runs', () => provider.started() === startedBefore + 1);
       abort.abort();
-      await assert.rejects(call);
+      await assert.rejects(call, { name: 'SdkError', message: /abort/i });
       await until('the tool sees its cancellation', () => provider.cancelled() === cancelledBefore + 1);
       await until('the call gives its run back', async () => (await wallet(buyer.userId)).heldMicros === before.heldMicros);
       assert.equal((await wallet(buyer.userId)).balanceMicros, before.balanceMicros, 'a cancelled call is not charged');

@@ -411,7 +411,7 @@ describe('hosted market MCP endpoint', function () {
     await review(h, first.submissionId, 'disable');
     const refused = await rawInitialize(first.entryId, (await h.createUser()).apiKey);
     assert.equal(refused.status, 404);
-    await assert.rejects(client.callTool({ name: 'lookup_city', arguments: { city: 'Nice' } }));
+    await assert.rejects(client.callTool({ name: 'lookup_city', arguments: { city: 'Nice' } }), { name: 'SdkHttpError', message: /Market entry not found/ });
 
     // Disabled by another process (here: straight in the database) while this API still remembers the
     // entry: opening the call's run re-checks it, so the call is refused and nothing is charged.

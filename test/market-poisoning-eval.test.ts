@@ -101,15 +101,3 @@ describe('input schema property names are read as words', function () {
     }
   });
 });
-
-describe('scan cost', function () {
-  it('stays linear on long adversarial text (a provider or upstream controls every character)', function () {
-    for (const unit of ['full whole complete ', 'the ', 'do not instead of using ', 'read the ']) {
-      const text = unit.repeat(Math.ceil(120_000 / unit.length));
-      const started = Date.now();
-      scanTool({ name: 'x', description: text });
-      scanInstructions(text, 'source/description');
-      assert.ok(Date.now() - started < 2_000, `${JSON.stringify(unit)} × ${text.length} chars took ${Date.now() - started} ms`);
-    }
-  });
-});

@@ -212,7 +212,7 @@ describe('market trust: consumer input never opens a door the provider did not',
       }
       nothingStolen();
       assert.equal(inventory.requests.length, before, 'nothing was sent anywhere');
-      assert.ok(records.every((r) => r.costMicros === 0));
+      assert.deepEqual(records.map((r) => [r.outcome, r.costMicros]), [['refused', 0], ['refused', 0]], 'each refusal is recorded, at no cost');
     });
 
     it('refuses a value outside the enum, a variable without an enum, and one the provider did not declare', async function () {
@@ -284,7 +284,7 @@ describe('market trust: consumer input never opens a door the provider did not',
       }
       assert.equal(provider.toolCallHeaders().length, calls, 'no call reached the provider');
       assert.ok(!JSON.stringify(provider.requests).includes('forged-by-consumer'));
-      assert.ok(records.every((r) => r.costMicros === 0 && r.outcome === 'refused'));
+      assert.deepEqual(records.map((r) => [r.outcome, r.costMicros]), attempts.map(() => ['refused', 0]), 'each refusal is recorded, at no cost');
 
       // An auth header the provider declared is the consumer's to set (e.g. their own account's token).
       const own = await call(deps, { ...marketEntry, requiredUserParamsSchema: declaring('Authorization') }, 'lookup_city', { city: 'Porto' }, { Authorization: 'consumer-own-token' });

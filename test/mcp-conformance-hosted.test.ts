@@ -45,7 +45,7 @@ describe('MCP conformance through the hosted market endpoint', function () {
       const table = rows.map((row) => `${row.scenario}: direct ${row.direct ? 'pass' : 'fail'}, hosted ${row.through ? 'pass' : 'fail'}`).join('\n');
       if (process.env.CONFORMANCE_TABLE) console.log(`${revision}\n${table}`);
       // The fixture passes every scenario it implements (test/mcp-conformance.test.ts holds it to that).
-      assert.ok(rows.every((row) => row.direct), `the fixture itself failed:\n${table}`);
+      assert.ok(rows.length > 0 && rows.every((row) => row.direct), `the fixture itself failed:\n${table}`);
       assert.deepEqual(
         regressions.map((row) => `${row.scenario}: ${row.problems.join('; ')}`),
         [],

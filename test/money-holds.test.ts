@@ -287,7 +287,7 @@ describe('money: holds, settlement and the ledger', function () {
         const wallet = await h.db.selectFrom('wallets').selectAll().where('user_id', '=', userId).executeTakeFirstOrThrow();
         assert.ok(wallet.balance_micros >= 0);
         const entries = await h.db.selectFrom('ledger_entries').selectAll().where('user_id', '=', userId).orderBy('id').execute();
-        assert.ok(entries.every((e) => e.balance_after_micros >= 0));
+        assert.ok(entries.length > 0 && entries.every((e) => e.balance_after_micros >= 0));
         const debits = entries.filter((e) => e.kind === 'usage');
         assert.equal(debits.length, 10);
         const debited = -debits.reduce((sum, e) => sum + e.amount_micros, 0);
@@ -365,6 +365,7 @@ describe('money: holds, settlement and the ledger', function () {
         assert.match(failed.error, /accepted but never started/);
 
         const holds = await h.db.selectFrom('job_holds').selectAll().where('user_id', '=', userId).orderBy('created_at').execute();
+        assert.ok(holds.length > 0, 'the jobs held money');
         assert.ok(holds.every((hold) => hold.released_at !== null));
         assert.equal(holds.find((hold) => hold.job_id === unstartable.job.id)!.settled_micros, null);
         const debits = await h.db.selectFrom('ledger_entries').selectAll().where('user_id', '=', userId).where('kind', '=', 'usage').execute();

@@ -371,9 +371,7 @@ describe('fetchBuffered', () => {
 
   it('times out the whole request, waiting for headers or for the body', async () => {
     for (const pathname of ['/hang', '/slow-body']) {
-      const started = Date.now();
-      await assert.rejects(fetchFrom(pathname, { timeoutMs: 200 }), expectNetworkError('timeout'));
-      assert.ok(Date.now() - started < 2000, pathname);
+      await assert.rejects(fetchFrom(pathname, { timeoutMs: 200 }), expectNetworkError('timeout'), pathname);
     }
   });
 

@@ -100,6 +100,7 @@ describe('social accounts', function () {
     const all = await h.http('GET', '/api/v1/social-accounts', { apiKey });
     assert.ok(all.body.accounts.length >= 3);
     const forums = await h.http('GET', '/api/v1/social-accounts?platform=forum', { apiKey });
+    assert.ok(forums.body.accounts.some((a: any) => a.id === forum.id), 'the forum account is listed');
     assert.ok(forums.body.accounts.every((a: any) => a.platform === 'forum'));
     assert.equal((await h.http('GET', '/api/v1/social-accounts?platform=myspace', { apiKey })).status, 400);
 

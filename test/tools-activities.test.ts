@@ -141,7 +141,7 @@ describe('tool activities: discoverTools', () => {
       assert.equal(found.ok && found.discovery.tools.length, 6);
 
       const otherWorkflow = mockEnv({ workflowExecution: { workflowId: 'another-workflow', runId: 'run-2' } });
-      await assert.rejects(runIn(otherWorkflow, activities.discoverTools, { type: 'remote_mcp' as const, url: server.url, sealedParams }), 'sealed params are bound to one workflow');
+      await assert.rejects(runIn(otherWorkflow, activities.discoverTools, { type: 'remote_mcp' as const, url: server.url, sealedParams }), /unable to authenticate data/, 'sealed params are bound to one workflow');
 
       const refused = await runIn(env, activities.discoverTools, { type: 'remote_mcp' as const, url: internal.httpsUrl('/mcp') });
       assert.deepEqual(refused.ok ? null : refused.code, 'ssrf_blocked');

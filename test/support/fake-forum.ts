@@ -116,6 +116,8 @@ export interface FakeForum {
   /** Carries out the next matching request but answers late, as when the answer is lost to a timeout. */
   delayAnswers(delay: FakeForumDelay): void;
   setRateLimit(limit: { remaining: number; resetSeconds: number }): void;
+  /** Refuses (429) a write (submit, comment, vote) arriving less than `ms` after the previous one, as the site does. Off until set. */
+  setWriteSpacing(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -167,6 +169,8 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
   const quota = options.rateLimitQuota ?? DEFAULT_RATE_LIMIT_QUOTA;
   let tokenLifetimeSeconds = options.tokenLifetimeSeconds ?? DEFAULT_TOKEN_LIFETIME_SECONDS;
   let rateWindow: RateWindow = { remaining: quota, endsAt: Date.now() + RATE_LIMIT_WINDOW_SECONDS * 1000 };
+  let writeSpacingMs = 0;
+  let lastWriteAt: number | null = null;
   let nextThingId = FIRST_THING_ID;
   let webOrigin = '';
 
@@ -276,6 +280,16 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
     return false;
   }
 
+  /** A write too soon after the previous one is refused, as Reddit's "you are doing that too much". */
+  function tooSoonAfterLastWrite(exchange: Exchange): boolean {
+    const { method, path, receivedAt } = exchange.request;
+    if (method !== 'POST' || !['/api/submit', '/api/comment', '/api/vote'].includes(path)) return false;
+    const tooSoon = lastWriteAt !== null && receivedAt - lastWriteAt < writeSpacingMs;
+    lastWriteAt = receivedAt;
+    if (tooSoon) exchange.respond(429, { message: 'Too Many Requests', error: 429, reason: 'writes too close together' }, { 'retry-after': '1' });
+    return tooSoon;
+  }
+
   function takeFailure(exchange: Exchange): boolean {
     const index = failures.findIndex((failure) => failure.path === undefined || failure.path === exchange.request.path);
     if (index === -1) return false;
@@ -357,7 +371,7 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
 
   function handleApi(exchange: Exchange): void {
     const { method, path, query, form } = exchange.request;
-    if (!takeRateLimit(exchange)) return;
+    if (!takeRateLimit(exchange) || tooSoonAfterLastWrite(exchange)) return;
     const token = authenticate(exchange);
     if (!token) return;
     const respond = (status: number, body: unknown) => exchange.respond(status, body);
@@ -572,6 +586,9 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
     },
     setRateLimit({ remaining, resetSeconds }) {
       rateWindow = { remaining, endsAt: Date.now() + resetSeconds * 1000 };
+    },
+    setWriteSpacing(ms) {
+      writeSpacingMs = ms;
     },
     close: () => Promise.all([stop(apiServer), stop(authServer)]).then(() => undefined),
   };

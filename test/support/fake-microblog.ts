@@ -60,6 +60,11 @@ export interface FakeMicroblog {
   failNext(failure: FakeMicroblogFailure): void;
   /** Carries out the next matching request but answers late, as when the answer is lost to a timeout. */
   delayAnswers(delay: FakeMicroblogDelay): void;
+  /**
+   * Refuses (429, Retry-After: 1) an API write arriving less than `ms` after the previous one, as the site does to
+   * clients that write too fast. Off until set.
+   */
+  setWriteSpacing(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -175,6 +180,10 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
   const requests: FakeMicroblogRequest[] = [];
   const failures: Array<FakeMicroblogFailure & { times: number }> = [];
   const delays: Array<FakeMicroblogDelay & { times: number }> = [];
+  /** When each path is open again after a 429 with Retry-After: earlier requests are refused again, as the site does. */
+  const retryAfterEnds = new Map<string, number>();
+  let writeSpacingMs = 0;
+  let lastWriteAt: number | null = null;
   let nextPostNumber = 1n;
   let base = '';
 
@@ -220,7 +229,8 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     setTimeout(send, delay.ms);
   };
 
-  const sendApiError = (incoming: Incoming, status: number, code: string, message: string) => sendJson(incoming, status, { error: { code, message } });
+  const sendApiError = (incoming: Incoming, status: number, code: string, message: string, headers: Record<string, string> = {}) =>
+    sendJson(incoming, status, { error: { code, message } }, headers);
 
   const redirect = (incoming: Incoming, location: string, cookies: string[] = []) => {
     incoming.response.writeHead(302, { location, 'set-cookie': cookies }).end();
@@ -398,12 +408,29 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     const failure = failures[index];
     if (--failure.times <= 0) failures.splice(index, 1);
     const headers: Record<string, string> = failure.retryAfterSeconds === undefined ? {} : { 'retry-after': String(failure.retryAfterSeconds) };
+    if (failure.status === 429 && failure.retryAfterSeconds !== undefined) retryAfterEnds.set(incoming.url.pathname, Date.now() + failure.retryAfterSeconds * 1000);
     sendJson(incoming, failure.status, { error: { code: 'injected', message: `Injected HTTP ${failure.status}` } }, headers);
     return true;
   };
 
+  /** Too early: inside a Retry-After the site announced for this path (50 ms allowed for timer granularity), or a write too soon after the last. */
+  const refusedAsTooEarly = (incoming: Incoming): boolean => {
+    const now = Date.now();
+    const path = incoming.url.pathname;
+    const reopensAt = retryAfterEnds.get(path);
+    if (reopensAt !== undefined && now < reopensAt - 50) {
+      sendApiError(incoming, 429, 'rate_limited', 'Retry-After not waited out', { 'retry-after': String(Math.ceil((reopensAt - now) / 1000)) });
+      return true;
+    }
+    if (incoming.request.method !== 'POST' || !path.startsWith('/api/')) return false;
+    const tooSoon = lastWriteAt !== null && now - lastWriteAt < writeSpacingMs;
+    lastWriteAt = now;
+    if (tooSoon) sendApiError(incoming, 429, 'rate_limited', `Writes must be at least ${writeSpacingMs} ms apart`, { 'retry-after': '1' });
+    return tooSoon;
+  };
+
   const route = (incoming: Incoming) => {
-    if (injectedFailure(incoming)) return;
+    if (refusedAsTooEarly(incoming) || injectedFailure(incoming)) return;
     const { method } = incoming.request;
     const path = incoming.url.pathname;
     if (path.startsWith('/api/')) return handleApi(incoming);
@@ -468,6 +495,7 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     loggedOut: () => [...loggedOut],
     requests,
     expireSessions: () => sessions.clear(),
+    setWriteSpacing: (ms) => void (writeSpacingMs = ms),
     failNext: (failure) => failures.push({ ...failure, times: failure.times ?? 1 }),
     delayAnswers: (delay) => delays.push({ ...delay, times: delay.times ?? 1 }),
     close: () =>
