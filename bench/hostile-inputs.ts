@@ -16,7 +16,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { resolvePlaceholders } from '../lib/agent/sensitive-data';
+import { resolvePlaceholders } from '../activities/agent/sensitive-data';
 import { scanInstructions, scanTool } from '../lib/market/poisoning';
 import type { PathologicalResult } from '../test/support/pathological-pages';
 import { log, round } from './load';
