@@ -1,5 +1,5 @@
 import type { Db } from '../../db/connect';
-import { billingPeriod } from '../../db/repos/jobs';
+import { billingPeriod, monthlyOperations } from '../../db/repos/jobs';
 import { getWalletSummary } from '../../db/repos/ledger';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { microsToUsd } from '../../lib/money';
@@ -7,10 +7,7 @@ import { microsToUsd } from '../../lib/money';
 /** The account as GET /account shows it (and the console's home page): plan, wallet and this period's usage. */
 export async function accountSummary(db: Db, user: AuthenticatedUser) {
   const period = billingPeriod();
-  const [usage, wallet] = await Promise.all([
-    db.selectFrom('monthly_usage').select('operations').where('user_id', '=', user.userId).where('period', '=', period).executeTakeFirst(),
-    getWalletSummary(db, user.userId),
-  ]);
+  const [operations, wallet] = await Promise.all([monthlyOperations(db, user.userId, period), getWalletSummary(db, user.userId)]);
   return {
     userId: user.userId,
     email: user.email,
@@ -18,6 +15,6 @@ export async function accountSummary(db: Db, user: AuthenticatedUser) {
     balanceUsd: microsToUsd(wallet.balanceMicros),
     heldUsd: microsToUsd(wallet.heldMicros),
     availableUsd: microsToUsd(wallet.availableMicros),
-    usage: { period, operations: usage?.operations ?? 0 },
+    usage: { period, operations },
   };
 }
