@@ -22,7 +22,9 @@ const MAY_IMPORT = {
 
 const zones = Object.entries(MAY_IMPORT).map(([room, allowed]) => ({
   target: `./${room}`,
-  from: ROOMS.filter((other) => !allowed.includes(other) && other !== room && !allowed.some((a) => a.startsWith(`${other}/`))).map((other) => `./${other}`),
+  from: ROOMS.filter(
+    (other) => !allowed.includes(other) && other !== room && !allowed.some((a) => a.startsWith(`${other}/`)),
+  ).map((other) => `./${other}`),
   message: `${room}/ may import only from ${allowed.join(', ')} (DESIGN.md: imports point one way).`,
 }));
 // web/ may reach into api/services but no other part of api/.
@@ -30,7 +32,11 @@ zones.push({ target: './web', from: './api', except: ['./services'], message: 'w
 // The pages are served by the API's Koa process: api/app.ts (its composition) mounts web/, and nothing else in api/ imports it.
 const apiZone = zones.find((zone) => zone.target === './api');
 apiZone.from = apiZone.from.filter((from) => from !== './web');
-zones.push({ target: './api/**/!(app).ts', from: './web', message: 'Only api/app.ts (the HTTP composition) mounts web/.' });
+zones.push({
+  target: './api/**/!(app).ts',
+  from: './web',
+  message: 'Only api/app.ts (the HTTP composition) mounts web/.',
+});
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
 
@@ -47,7 +53,10 @@ export default tseslint.config(
       'import/no-restricted-paths': ['error', { zones }],
       '@typescript-eslint/no-floating-promises': 'error',
       // Project conventions the recommended sets disagree with:
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
+      ],
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-require-imports': 'off',
       'no-empty': ['error', { allowEmptyCatch: true }],
@@ -64,16 +73,33 @@ export default tseslint.config(
         'error',
         {
           paths: [
-            ...nodeBuiltins.map((name) => ({ name, message: 'Workflow code cannot use Node built-ins (the sandbox is deterministic); do it in an activity.' })),
-            ...['@temporalio/client', '@temporalio/worker', '@temporalio/activity', '@temporalio/testing'].map((name) => ({
+            ...nodeBuiltins.map((name) => ({
               name,
-              message: 'Workflow code imports @temporalio/workflow only.',
+              message: 'Workflow code cannot use Node built-ins (the sandbox is deterministic); do it in an activity.',
             })),
+            ...['@temporalio/client', '@temporalio/worker', '@temporalio/activity', '@temporalio/testing'].map(
+              (name) => ({
+                name,
+                message: 'Workflow code imports @temporalio/workflow only.',
+              }),
+            ),
           ],
           patterns: [
-            { group: ['../activities', '../activities/**'], allowTypeImports: true, message: 'Workflows reach activities through proxyActivities: import their types only (import type).' },
-            { group: ['../db', '../db/**'], allowTypeImports: true, message: 'Workflows do no I/O: import database types only (import type).' },
-            { group: ['../lib', '../lib/**'], allowTypeImports: true, message: 'Workflow code is its own: import types only from lib/ (import type).' },
+            {
+              group: ['../activities', '../activities/**'],
+              allowTypeImports: true,
+              message: 'Workflows reach activities through proxyActivities: import their types only (import type).',
+            },
+            {
+              group: ['../db', '../db/**'],
+              allowTypeImports: true,
+              message: 'Workflows do no I/O: import database types only (import type).',
+            },
+            {
+              group: ['../lib', '../lib/**'],
+              allowTypeImports: true,
+              message: 'Workflow code is its own: import types only from lib/ (import type).',
+            },
           ],
         },
       ],
@@ -84,7 +110,21 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['../workflows', '../workflows/**', '../../workflows', '../../workflows/**', '../../../workflows/**'], allowTypeImports: true, message: 'The API starts workflows by name: import their input and result types only (import type).' }] },
+        {
+          patterns: [
+            {
+              group: [
+                '../workflows',
+                '../workflows/**',
+                '../../workflows',
+                '../../workflows/**',
+                '../../../workflows/**',
+              ],
+              allowTypeImports: true,
+              message: 'The API starts workflows by name: import their input and result types only (import type).',
+            },
+          ],
+        },
       ],
     },
   },

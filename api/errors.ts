@@ -17,6 +17,8 @@ export class ApiError extends Error {
   }
 }
 
-export const badRequest = (message: string, details?: ErrorDetail[]) => new ApiError(400, 'validation_failed', message, details);
-export const unauthorized = (message = 'Missing or invalid API key (send it in the X-API-Key header)') => new ApiError(401, 'unauthorized', message);
+export const badRequest = (message: string, details?: ErrorDetail[]) =>
+  new ApiError(400, 'validation_failed', message, details);
+export const unauthorized = (message = 'Missing or invalid API key (send it in the X-API-Key header)') =>
+  new ApiError(401, 'unauthorized', message);
 export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);

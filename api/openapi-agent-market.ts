@@ -53,19 +53,28 @@ export function agentMarketPaths() {
       },
       get: {
         operationId: 'listAgentSubmissions',
-        summary: 'The caller\'s agent submissions, newest first',
+        summary: "The caller's agent submissions, newest first",
         tags,
         parameters: optionalQuery(SubmissionsQuery as never),
-        responses: { 200: json(ref('AgentMarketSubmissionsResponse'), 'One page'), 400: error('Invalid page or pageSize'), 401: unauthorized },
+        responses: {
+          200: json(ref('AgentMarketSubmissionsResponse'), 'One page'),
+          400: error('Invalid page or pageSize'),
+          401: unauthorized,
+        },
       },
     },
     '/agent-market/submissions/{id}': {
       get: {
         operationId: 'getAgentSubmission',
-        summary: 'One of the caller\'s submissions, prompts decrypted for the owner, with aggregate stats of its listing',
+        summary:
+          "One of the caller's submissions, prompts decrypted for the owner, with aggregate stats of its listing",
         tags,
         parameters: [uuidPath('id')],
-        responses: { 200: json(ref('AgentMarketSubmission'), 'Owner view'), 401: unauthorized, 404: error('No such submission of this account') },
+        responses: {
+          200: json(ref('AgentMarketSubmission'), 'Owner view'),
+          401: unauthorized,
+          404: error('No such submission of this account'),
+        },
       },
       put: {
         operationId: 'replaceAgentSubmission',
@@ -78,18 +87,26 @@ export function agentMarketPaths() {
           400: error(`Invalid body, or a broken rule: ${RULES}`),
           401: unauthorized,
           404: error('No such submission of this account'),
-          409: error('invalid_state (pending_review, approved or disabled: an approved agent changes only through a revision); slug_taken'),
+          409: error(
+            'invalid_state (pending_review, approved or disabled: an approved agent changes only through a revision); slug_taken',
+          ),
         },
       },
       delete: {
         operationId: 'deleteAgentSubmission',
-        summary: 'Delete a draft or rejected submission (extension): its slug is released unless another submission of the listing uses it',
+        summary:
+          'Delete a draft or rejected submission (extension): its slug is released unless another submission of the listing uses it',
         description:
           `Drafts do not hold their slug forever: deleting one releases it at once, and otherwise ${SLUG_RELEASE}. ` +
           'A revision draft is deleted alone; the live agent of its listing stays, with its slug.',
         tags,
         parameters: [uuidPath('id')],
-        responses: { 204: { description: 'Deleted' }, 401: unauthorized, 404: error('No such submission of this account'), 409: error('invalid_state: pending_review, approved or disabled') },
+        responses: {
+          204: { description: 'Deleted' },
+          401: unauthorized,
+          404: error('No such submission of this account'),
+          409: error('invalid_state: pending_review, approved or disabled'),
+        },
       },
     },
     '/agent-market/submissions/{id}/submit': {
@@ -103,17 +120,25 @@ export function agentMarketPaths() {
           400: error('unknown_market_tool'),
           401: unauthorized,
           404: error('No such submission'),
-          409: error('invalid_state; slug_taken: the draft was left unchanged for MARKET_DRAFT_SLUG_DAYS and another listing took its slug (choose another with PUT)'),
+          409: error(
+            'invalid_state; slug_taken: the draft was left unchanged for MARKET_DRAFT_SLUG_DAYS and another listing took its slug (choose another with PUT)',
+          ),
         },
       },
     },
     '/agent-market/submissions/{id}/revisions': {
       post: {
         operationId: 'createAgentSubmissionRevision',
-        summary: 'Start a revision of the live approved agent: a draft copy (prompts included) that replaces it under the same public id once approved',
+        summary:
+          'Start a revision of the live approved agent: a draft copy (prompts included) that replaces it under the same public id once approved',
         tags,
         parameters: [uuidPath('id')],
-        responses: { 201: json(ref('MarketIdResponse'), 'The revision\'s submission id'), 401: unauthorized, 404: error('No such submission'), 409: error('invalid_state: not approved, or not the live entry') },
+        responses: {
+          201: json(ref('MarketIdResponse'), "The revision's submission id"),
+          401: unauthorized,
+          404: error('No such submission'),
+          409: error('invalid_state: not approved, or not the live entry'),
+        },
       },
     },
     '/agent-market/agents': {
@@ -122,7 +147,11 @@ export function agentMarketPaths() {
         summary: 'The catalogue of approved agents (full text with q)',
         tags,
         parameters: optionalQuery(AgentMarketListQuery as never),
-        responses: { 200: json(ref('AgentMarketListResponse'), 'One page; newest approval first, or by relevance with q'), 400: error('Invalid query'), 401: unauthorized },
+        responses: {
+          200: json(ref('AgentMarketListResponse'), 'One page; newest approval first, or by relevance with q'),
+          400: error('Invalid query'),
+          401: unauthorized,
+        },
       },
     },
     '/agent-market/agents/{agentId}': {
@@ -131,13 +160,18 @@ export function agentMarketPaths() {
         summary: 'One approved agent',
         tags,
         parameters: [uuidPath('agentId')],
-        responses: { 200: json(ref('AgentMarketPublicEntry'), 'The agent'), 401: unauthorized, 404: error('No approved agent with this id') },
+        responses: {
+          200: json(ref('AgentMarketPublicEntry'), 'The agent'),
+          401: unauthorized,
+          404: error('No approved agent with this id'),
+        },
       },
     },
     '/agent-market/agents/{agentId}/purchase': {
       post: {
         operationId: 'purchaseMarketAgent',
-        summary: 'Buy an agent once (idempotent per consumer and agent); the provider is credited the price less MARKET_COMMISSION_RATE',
+        summary:
+          'Buy an agent once (idempotent per consumer and agent); the provider is credited the price less MARKET_COMMISSION_RATE',
         tags,
         parameters: [uuidPath('agentId')],
         responses: {
@@ -153,22 +187,32 @@ export function agentMarketPaths() {
     '/agent-market/agents/{agentId}/run': {
       post: {
         operationId: 'runMarketAgent',
-        summary: 'Run an agent on the shared agent runtime (browser headed under a virtual display unless headless); poll GET /agent-market/runs/{jobId}',
+        summary:
+          'Run an agent on the shared agent runtime (browser headed under a virtual display unless headless); poll GET /agent-market/runs/{jobId}',
         description:
           "The agent's market tools (marketTools of the agent view) are billed to the caller's wallet like direct calls: a fixed-price call holds its price while it runs; a provider_event " +
-          'tool holds min(available balance, max_total_usd, the agent\'s cap, MARKET_RUN_CHARGE_LIMIT_USD) while the agent uses it. When the run settles its market runs take no more calls ' +
-          'and release what they hold (a provider_event run after the grace for its provider\'s last charges, MARKET_RUN_IDLE_GRACE_SECONDS).',
+          "tool holds min(available balance, max_total_usd, the agent's cap, MARKET_RUN_CHARGE_LIMIT_USD) while the agent uses it. When the run settles its market runs take no more calls " +
+          "and release what they hold (a provider_event run after the grace for its provider's last charges, MARKET_RUN_IDLE_GRACE_SECONDS).",
         tags,
-        parameters: [uuidPath('agentId'), { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } }],
+        parameters: [
+          uuidPath('agentId'),
+          { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } },
+        ],
         requestBody: { required: false, content: { 'application/json': { schema: ref('MarketAgentRunRequest') } } },
         responses: {
           202: json(ref('MarketAgentRunResponse'), 'Accepted'),
-          400: error('Invalid body (max_total_usd not in whole micro-USD included); unknown_input, invalid_inputs (against inputSchema), task_required (task agents), task_not_allowed (template agents without allowTaskOverride), model_not_supported, insecure_webhook_url, webhook_url to an internal address'),
+          400: error(
+            'Invalid body (max_total_usd not in whole micro-USD included); unknown_input, invalid_inputs (against inputSchema), task_required (task agents), task_not_allowed (template agents without allowTaskOverride), model_not_supported, insecure_webhook_url, webhook_url to an internal address',
+          ),
           401: unauthorized,
-          402: error('purchase_required (a paid agent not bought yet); insufficient_funds (no available balance for the run\'s hold)'),
+          402: error(
+            "purchase_required (a paid agent not bought yet); insufficient_funds (no available balance for the run's hold)",
+          ),
           403: error('Subscription not active'),
           404: error('No approved agent with this id'),
-          409: error('market_tool_unavailable: a tool-market listing the agent uses is no longer approved; invalid_input_schema: the agent\'s inputSchema can no longer be used (its owner must revise it)'),
+          409: error(
+            "market_tool_unavailable: a tool-market listing the agent uses is no longer approved; invalid_input_schema: the agent's inputSchema can no longer be used (its owner must revise it)",
+          ),
           429: error('Monthly operation limit reached'),
           503: error('Workflow engine unavailable; nothing was started or counted'),
         },
@@ -181,7 +225,12 @@ export function agentMarketPaths() {
         tags,
         parameters: [uuidPath('jobId'), longPollWait],
         'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
-        responses: { 200: json(ref('MarketAgentRunRecord'), 'The run record'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: unauthorized, 404: error('No such run of this account') },
+        responses: {
+          200: json(ref('MarketAgentRunRecord'), 'The run record'),
+          400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'),
+          401: unauthorized,
+          404: error('No such run of this account'),
+        },
       },
     },
   };

@@ -9,7 +9,8 @@ export const longPollWait = {
   'x-long-polling': {
     maxSeconds: 30,
     answersWhen: 'the job reaches a terminal status (completed or failed) or the wait elapses, whichever is first',
-    response: 'the same job record a plain read gives at that moment (status may still be pending or processing after a timeout)',
+    response:
+      'the same job record a plain read gives at that moment (status may still be pending or processing after a timeout)',
     note: 'A server may answer early when too many requests already wait in one process; clients simply poll again.',
   },
 };

@@ -3,7 +3,13 @@ import { ErrorResponse, PaginationMeta, PaginationQuery } from '../lib/schemas/c
 import { JobAccepted, JobFallback, JobRecord } from '../lib/schemas/jobs';
 import { ScrapeRequest, ScrapeResult } from '../lib/schemas/scrape';
 import { AgenticScraperRequest, AgentResult } from '../lib/schemas/agentscraper';
-import { ForumCredentials, MicroblogCredentials, SocialAccount, SocialAccountCreateRequest, SocialAccountUpdateRequest } from '../lib/schemas/social';
+import {
+  ForumCredentials,
+  MicroblogCredentials,
+  SocialAccount,
+  SocialAccountCreateRequest,
+  SocialAccountUpdateRequest,
+} from '../lib/schemas/social';
 import { Automation, AutomationCreateRequest } from '../lib/schemas/automations';
 import { AccountSummary } from '../lib/schemas/account';
 import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
@@ -61,13 +67,25 @@ function toOpenApi(value: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [key, inner] of Object.entries(value)) {
     if (key === '$id') continue;
-    out[key] = key === '$ref' && typeof inner === 'string' && !inner.startsWith('#') ? `#/components/schemas/${inner}` : toOpenApi(inner);
+    out[key] =
+      key === '$ref' && typeof inner === 'string' && !inner.startsWith('#')
+        ? `#/components/schemas/${inner}`
+        : toOpenApi(inner);
   }
   return out;
 }
 
-function queryParameters(schema: { properties: Record<string, Record<string, unknown>>; required?: readonly string[] }) {
-  return Object.entries(schema.properties).map(([name, s]) => ({ name, in: 'query', required: schema.required?.includes(name) ?? false, schema: toOpenApi(s), description: s.description }));
+function queryParameters(schema: {
+  properties: Record<string, Record<string, unknown>>;
+  required?: readonly string[];
+}) {
+  return Object.entries(schema.properties).map(([name, s]) => ({
+    name,
+    in: 'query',
+    required: schema.required?.includes(name) ?? false,
+    schema: toOpenApi(s),
+    description: s.description,
+  }));
 }
 
 const DESCRIPTION = `Scraping, browser-agent and marketplace platform, interface version 1.0.0.
@@ -93,7 +111,9 @@ Every operation needs \`X-API-Key\`. Errors always have the body \`{"error": {"c
 **Market params.** Wherever a consumer gives values for a tool-market entry (a credential's \`params\`, a \`market_mcps\` item's \`params\` in POST /agents, /agents/run, PATCH /agents/{id} and POST /automations, an agent-market listing's \`mcpSelections\`), only the parameter names the entry's \`requiredUserParamsSchema\` declares are accepted, with values that schema allows; an entry without parameters accepts none. Anything else is 400 \`invalid_params\`, with one detail per offending key (e.g. \`body/market_mcps/0/params/X-Service-Charge-Token\`).`;
 
 /** A JobRecord whose `result` is the given schema (or null until the job has one). */
-const jobRecordOf = (result: string) => ({ allOf: [ref('JobRecord'), { properties: { result: { anyOf: [ref(result), { type: 'null' }] } } }] });
+const jobRecordOf = (result: string) => ({
+  allOf: [ref('JobRecord'), { properties: { result: { anyOf: [ref(result), { type: 'null' }] } } }],
+});
 
 export function buildOpenApiDocument(serverUrl = '/api/v1') {
   const paginated = (operationId: string, name: string, summary: string) => ({
@@ -102,12 +122,21 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       summary,
       tags: ['Logs and transactions'],
       parameters: queryParameters(PaginationQuery as never),
-      responses: { 200: json(ref(name), 'One page, newest first'), 400: error('Invalid page or pageSize'), 401: error('Missing or invalid API key') },
+      responses: {
+        200: json(ref(name), 'One page, newest first'),
+        400: error('Invalid page or pageSize'),
+        401: error('Missing or invalid API key'),
+      },
     },
   });
   return {
     openapi: '3.1.0',
-    info: { title: 'Scrape platform API', version: '1.0.0', description: DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+    info: {
+      title: 'Scrape platform API',
+      version: '1.0.0',
+      description: DESCRIPTION,
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+    },
     servers: [{ url: serverUrl }],
     security: [{ ApiKeyAuth: [] }],
     paths: {
@@ -118,12 +147,19 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           operationId: 'createScrapeJob',
           summary: 'Scrape a URL with the LLM pipeline',
           tags: ['One-off scrape'],
-          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } }],
+          parameters: [
+            { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } },
+          ],
           requestBody: { required: true, content: { 'application/json': { schema: ref('ScrapeRequest') } } },
           responses: {
             202: json(ref('JobAccepted'), 'Accepted (async true, the default)'),
-            200: json({ oneOf: [ref('ScrapeResult'), ref('JobFallback')] }, 'Synchronous result (async false), or the fallback when the run failed or did not finish in time'),
-            400: error('Invalid parameters, or model_not_supported: llm_model is not in the price table (llm_provider "service")'),
+            200: json(
+              { oneOf: [ref('ScrapeResult'), ref('JobFallback')] },
+              'Synchronous result (async false), or the fallback when the run failed or did not finish in time',
+            ),
+            400: error(
+              'Invalid parameters, or model_not_supported: llm_model is not in the price table (llm_provider "service")',
+            ),
             401: error('Missing or invalid API key'),
             402: error('No available balance (balance minus holds of running jobs)'),
             403: error('Subscription not active'),
@@ -139,7 +175,12 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           tags: ['One-off scrape'],
           parameters: [uuidPath('jobId'), longPollWait],
           'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
-          responses: { 200: json(jobRecordOf('ScrapeResult'), 'The job record; result is the ScrapeResult once completed'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+          responses: {
+            200: json(jobRecordOf('ScrapeResult'), 'The job record; result is the ScrapeResult once completed'),
+            400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'),
+            401: error('Missing or invalid API key'),
+            404: error('No such job for this account'),
+          },
         },
       },
       '/agentscraper': {
@@ -147,11 +188,15 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           operationId: 'createBrowserAgentJob',
           summary: 'Run a one-off autonomous browser agent',
           tags: ['One-off browser agent'],
-          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } }],
+          parameters: [
+            { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 } },
+          ],
           requestBody: { required: true, content: { 'application/json': { schema: ref('AgenticScraperRequest') } } },
           responses: {
             202: json(ref('JobAccepted'), 'Accepted'),
-            400: error('Invalid parameters, or model_not_supported: llm_model is not in the price table (llm_provider "service")'),
+            400: error(
+              'Invalid parameters, or model_not_supported: llm_model is not in the price table (llm_provider "service")',
+            ),
             401: error('Missing or invalid API key'),
             402: error('No available balance (balance minus holds of running jobs)'),
             403: error('Subscription not active'),
@@ -167,7 +212,12 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           tags: ['One-off browser agent'],
           parameters: [uuidPath('jobId'), longPollWait],
           'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
-          responses: { 200: json(jobRecordOf('AgentResult'), 'The job record; logs show each step as it happens'), 400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'), 401: error('Missing or invalid API key'), 404: error('No such job for this account') },
+          responses: {
+            200: json(jobRecordOf('AgentResult'), 'The job record; logs show each step as it happens'),
+            400: error('jobId is not a UUID, or wait is not an integer from 0 to 30'),
+            401: error('Missing or invalid API key'),
+            404: error('No such job for this account'),
+          },
         },
       },
       '/social-accounts': {
@@ -175,16 +225,36 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           operationId: 'listSocialAccounts',
           summary: 'List saved social accounts (credentials are never returned)',
           tags: ['Social accounts'],
-          parameters: [{ name: 'platform', in: 'query', required: false, schema: { type: 'string', enum: ['forum', 'microblog'] } }],
-          responses: { 200: json({ type: 'object', properties: { accounts: { type: 'array', items: ref('SocialAccount') } } }, 'The accounts'), 400: error('Unknown platform'), 401: error('Missing or invalid API key') },
+          parameters: [
+            {
+              name: 'platform',
+              in: 'query',
+              required: false,
+              schema: { type: 'string', enum: ['forum', 'microblog'] },
+            },
+          ],
+          responses: {
+            200: json(
+              { type: 'object', properties: { accounts: { type: 'array', items: ref('SocialAccount') } } },
+              'The accounts',
+            ),
+            400: error('Unknown platform'),
+            401: error('Missing or invalid API key'),
+          },
         },
         post: {
           operationId: 'createSocialAccount',
           summary: 'Save an account after validating its credentials with the platform',
           tags: ['Social accounts'],
-          requestBody: { required: true, content: { 'application/json': { schema: ref('SocialAccountCreateRequest') } } },
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: ref('SocialAccountCreateRequest') } },
+          },
           responses: {
-            201: json({ type: 'object', properties: { account: ref('SocialAccount') } }, 'Saved; credentials encrypted at rest'),
+            201: json(
+              { type: 'object', properties: { account: ref('SocialAccount') } },
+              'Saved; credentials encrypted at rest',
+            ),
             400: error('Invalid body, or credentials_invalid: the platform refused them (nothing saved)'),
             401: error('Missing or invalid API key'),
           },
@@ -196,15 +266,27 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           summary: 'Rename, (de)activate or replace credentials (validated again); the platform never changes',
           tags: ['Social accounts'],
           parameters: [uuidPath('id')],
-          requestBody: { required: true, content: { 'application/json': { schema: ref('SocialAccountUpdateRequest') } } },
-          responses: { 200: json({ type: 'object', properties: { account: ref('SocialAccount') } }, 'Updated'), 400: error('Nothing to change, platform given, or credentials refused'), 401: error('Missing or invalid API key'), 404: error('No such account for this user') },
+          requestBody: {
+            required: true,
+            content: { 'application/json': { schema: ref('SocialAccountUpdateRequest') } },
+          },
+          responses: {
+            200: json({ type: 'object', properties: { account: ref('SocialAccount') } }, 'Updated'),
+            400: error('Nothing to change, platform given, or credentials refused'),
+            401: error('Missing or invalid API key'),
+            404: error('No such account for this user'),
+          },
         },
         delete: {
           operationId: 'deleteSocialAccount',
           summary: 'Delete an account (a microblog session is also logged out upstream)',
           tags: ['Social accounts'],
           parameters: [uuidPath('id')],
-          responses: { 204: { description: 'Deleted' }, 401: error('Missing or invalid API key'), 404: error('No such account for this user') },
+          responses: {
+            204: { description: 'Deleted' },
+            401: error('Missing or invalid API key'),
+            404: error('No such account for this user'),
+          },
         },
       },
       '/automations': {
@@ -213,7 +295,17 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           summary: 'List automations; status and isPaused are read from each Temporal Schedule',
           tags: ['Automations'],
           parameters: queryParameters(PaginationQuery as never),
-          responses: { 200: json({ type: 'object', properties: { automations: { type: 'array', items: ref('Automation') }, meta: ref('PaginationMeta') } }, 'One page, newest first'), 400: error('Invalid page or pageSize'), 401: error('Missing or invalid API key') },
+          responses: {
+            200: json(
+              {
+                type: 'object',
+                properties: { automations: { type: 'array', items: ref('Automation') }, meta: ref('PaginationMeta') },
+              },
+              'One page, newest first',
+            ),
+            400: error('Invalid page or pageSize'),
+            401: error('Missing or invalid API key'),
+          },
         },
         post: {
           operationId: 'createAutomation',
@@ -221,9 +313,16 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           tags: ['Automations'],
           requestBody: { required: true, content: { 'application/json': { schema: ref('AutomationCreateRequest') } } },
           responses: {
-            201: json({ type: 'object', properties: { automation: ref('Automation') } }, 'Stored together with its Schedule'),
-            400: error('Invalid body, cron or time zone; cron_too_frequent (fires more often than the minimum interval); model_not_supported; unknown, foreign or missing accounts; inline microblog credentials; refused inline forum credentials; market_entry_not_found, market_tool_not_found, invalid_params (market_mcps, as in POST /agents)'),
-            409: error('invalid_params_schema: a selected entry\'s parameter schema can no longer be used (its provider must revise it)'),
+            201: json(
+              { type: 'object', properties: { automation: ref('Automation') } },
+              'Stored together with its Schedule',
+            ),
+            400: error(
+              'Invalid body, cron or time zone; cron_too_frequent (fires more often than the minimum interval); model_not_supported; unknown, foreign or missing accounts; inline microblog credentials; refused inline forum credentials; market_entry_not_found, market_tool_not_found, invalid_params (market_mcps, as in POST /agents)',
+            ),
+            409: error(
+              "invalid_params_schema: a selected entry's parameter schema can no longer be used (its provider must revise it)",
+            ),
             401: error('Missing or invalid API key'),
             403: error('automation_limit_reached: the plan automation limit'),
             503: error('The scheduler is unavailable; nothing was stored'),
@@ -236,17 +335,25 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           summary: 'Search the skills directory (weighted full text, last term as a prefix, typo-tolerant names)',
           tags: ['Skills directory'],
           parameters: queryParameters(SkillsSearchQuery as never),
-          responses: { 200: json(ref('SkillsSearchResponse'), 'Ranked items; each is usable as an AgentSkillSelection'), 400: error('q missing or blank, page or pageSize out of range'), 401: error('Missing or invalid API key') },
+          responses: {
+            200: json(ref('SkillsSearchResponse'), 'Ranked items; each is usable as an AgentSkillSelection'),
+            400: error('q missing or blank, page or pageSize out of range'),
+            401: error('Missing or invalid API key'),
+          },
         },
       },
       '/skills/directory/ai-search': {
         get: {
           operationId: 'searchSkillsWithAi',
-          summary: 'Natural-language search: an LLM plan, full text and embeddings fused by reciprocal rank, optional LLM rerank; charged as usage (plans cached per user for 10 minutes)',
+          summary:
+            'Natural-language search: an LLM plan, full text and embeddings fused by reciprocal rank, optional LLM rerank; charged as usage (plans cached per user for 10 minutes)',
           tags: ['Skills directory'],
           parameters: queryParameters(SkillsSearchQuery as never),
           responses: {
-            200: json(ref('SkillsSearchResponse'), 'Ranked items; meta.mode is "ai", or "plain" with meta.fallbackReason when no LLM or embeddings are configured'),
+            200: json(
+              ref('SkillsSearchResponse'),
+              'Ranked items; meta.mode is "ai", or "plain" with meta.fallbackReason when no LLM or embeddings are configured',
+            ),
             400: error('q missing or blank, page or pageSize out of range'),
             401: error('Missing or invalid API key'),
           },
@@ -255,17 +362,24 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       '/agents': {
         post: {
           operationId: 'createCustomAgent',
-          summary: 'Create a stored custom agent with its schedule (an automation of type custom-agent); the first execution is queued at once',
+          summary:
+            'Create a stored custom agent with its schedule (an automation of type custom-agent); the first execution is queued at once',
           description:
             'The agent, its automation record (same id, listed by GET /automations) and its Temporal Schedule are created together. Each execution runs the task with the selected tools (custom_mcps: remote MCP servers and OpenAPI APIs; market_mcps: approved tool-market entries) until the model calls done or max_tool_calls is spent. Every params value is sealed at rest and shown as "[redacted]".',
           tags: ['Custom agents'],
           requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentRequest') } } },
           responses: {
             201: json(ref('CustomAgentResponse'), 'Stored together with its Schedule'),
-            400: error('validation_failed (invalid body, cron missing), cron_too_frequent, model_not_supported, ssrf_blocked / insecure_url / invalid_source (a source_url), market_entry_not_found, market_tool_not_found, invalid_params (a market_mcps params key the entry does not declare, or a value its requiredUserParamsSchema refuses; the details name the key)'),
-            409: error('invalid_params_schema: a selected entry\'s parameter schema can no longer be used (its provider must revise it)'),
+            400: error(
+              'validation_failed (invalid body, cron missing), cron_too_frequent, model_not_supported, ssrf_blocked / insecure_url / invalid_source (a source_url), market_entry_not_found, market_tool_not_found, invalid_params (a market_mcps params key the entry does not declare, or a value its requiredUserParamsSchema refuses; the details name the key)',
+            ),
+            409: error(
+              "invalid_params_schema: a selected entry's parameter schema can no longer be used (its provider must revise it)",
+            ),
             401: error('Missing or invalid API key'),
-            403: error('automation_limit_reached: the plan automation limit (stored custom agents count as automations)'),
+            403: error(
+              'automation_limit_reached: the plan automation limit (stored custom agents count as automations)',
+            ),
             503: error('The scheduler is unavailable; nothing was stored'),
           },
         },
@@ -273,16 +387,19 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       '/agents/{id}': {
         patch: {
           operationId: 'updateCustomAgent',
-          summary: 'Change a stored custom agent: given fields replace the stored ones (a list replaces the whole list, params included), null clears a nullable field; a changed cron or timezone updates the Schedule',
+          summary:
+            'Change a stored custom agent: given fields replace the stored ones (a list replaces the whole list, params included), null clears a nullable field; a changed cron or timezone updates the Schedule',
           tags: ['Custom agents'],
           parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
           requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentUpdateRequest') } } },
           responses: {
             200: json(ref('CustomAgentResponse'), 'The agent as stored now'),
-            400: error('Empty or invalid body, and every rule of POST /agents (invalid_params for market_mcps params, stored ones included)'),
+            400: error(
+              'Empty or invalid body, and every rule of POST /agents (invalid_params for market_mcps params, stored ones included)',
+            ),
             401: error('Missing or invalid API key'),
             404: error('No custom agent of this account has this id'),
-            409: error('invalid_params_schema: a selected entry\'s parameter schema can no longer be used'),
+            409: error("invalid_params_schema: a selected entry's parameter schema can no longer be used"),
           },
         },
       },
@@ -291,14 +408,24 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           operationId: 'runCustomAgent',
           summary: 'Queue exactly one execution of a custom agent (no automation record, no schedule; cron is ignored)',
           tags: ['Custom agents'],
-          parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 200 }, description: 'A retry with the same key returns the same run' }],
+          parameters: [
+            {
+              name: 'Idempotency-Key',
+              in: 'header',
+              required: false,
+              schema: { type: 'string', maxLength: 200 },
+              description: 'A retry with the same key returns the same run',
+            },
+          ],
           requestBody: { required: true, content: { 'application/json': { schema: ref('CustomAgentRequest') } } },
           responses: {
             202: json(ref('CustomAgentRunResponse'), 'Queued'),
-            400: error('Invalid body; every rule of POST /agents except the schedule (invalid_params for market_mcps params)'),
+            400: error(
+              'Invalid body; every rule of POST /agents except the schedule (invalid_params for market_mcps params)',
+            ),
             401: error('Missing or invalid API key'),
             402: error('insufficient_funds: no available balance'),
-            409: error('invalid_params_schema: a selected entry\'s parameter schema can no longer be used'),
+            409: error("invalid_params_schema: a selected entry's parameter schema can no longer be used"),
             403: error('subscription_inactive'),
             429: error('monthly_limit_reached'),
             503: error('Workflow engine unavailable; nothing was started'),
@@ -308,7 +435,8 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       '/agents/runs/{jobId}': {
         get: {
           operationId: 'getCustomAgentRun',
-          summary: 'A custom-agent run (one-off or scheduled): the job record, its tool calls and its usage; poll until completed or failed',
+          summary:
+            'A custom-agent run (one-off or scheduled): the job record, its tool calls and its usage; poll until completed or failed',
           tags: ['Custom agents'],
           parameters: [uuidPath('jobId'), longPollWait],
           'x-long-polling': { parameter: 'wait', maxSeconds: 30 },
@@ -330,20 +458,29 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           requestBody: { required: true, content: { 'application/json': { schema: ref('McpDiscoveryRequest') } } },
           responses: {
             200: json(ref('McpDiscoveryResponse'), 'The tools and what the source needs'),
-            400: error('validation_failed (body), invalid_source, ssrf_blocked (localhost, loopback, private, metadata addresses or a redirect there), insecure_url (plain http), invalid_openapi, source_too_large, host_not_found (DNS has no address for the URL\'s host; the message names it)'),
+            400: error(
+              "validation_failed (body), invalid_source, ssrf_blocked (localhost, loopback, private, metadata addresses or a redirect there), insecure_url (plain http), invalid_openapi, source_too_large, host_not_found (DNS has no address for the URL's host; the message names it)",
+            ),
             401: error('Missing or invalid API key'),
-            502: error('upstream_unreachable (connection refused, host unreachable, DNS did not answer), upstream_error, tls_error, not_mcp_server, discovery_failed'),
+            502: error(
+              'upstream_unreachable (connection refused, host unreachable, DNS did not answer), upstream_error, tls_error, not_mcp_server, discovery_failed',
+            ),
             503: error('Workflow engine unavailable'),
             504: error('upstream_timeout, discovery_timeout'),
           },
         },
       },
       '/logs': paginated('listLogs', 'LogsResponse', 'System log lines of this account'),
-      '/transactions': paginated('listTransactions', 'TransactionsResponse', 'Usage charges (agent transactions) of this account'),
+      '/transactions': paginated(
+        'listTransactions',
+        'TransactionsResponse',
+        'Usage charges (agent transactions) of this account',
+      ),
       '/account': {
         get: {
           operationId: 'getAccount',
-          summary: 'This account: plan, limits, balance, held and available amounts, and this month\'s operations (not in the 1.0.0 contract)',
+          summary:
+            "This account: plan, limits, balance, held and available amounts, and this month's operations (not in the 1.0.0 contract)",
           tags: ['Account'],
           responses: { 200: json(ref('AccountSummary'), 'Account summary'), 401: error('Missing or invalid API key') },
         },
@@ -351,9 +488,12 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
       '/account/webhook-secret': {
         get: {
           operationId: 'getWebhookSecret',
-          summary: 'The secret that signs this account\'s webhooks (not in the 1.0.0 contract)',
+          summary: "The secret that signs this account's webhooks (not in the 1.0.0 contract)",
           tags: ['Account'],
-          responses: { 200: json({ type: 'object', properties: { webhookSecret: { type: 'string' } } }, 'The secret'), 401: error('Missing or invalid API key') },
+          responses: {
+            200: json({ type: 'object', properties: { webhookSecret: { type: 'string' } } }, 'The secret'),
+            401: error('Missing or invalid API key'),
+          },
         },
       },
     },

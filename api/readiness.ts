@@ -27,10 +27,19 @@ export function remoteWorkersReady(client: Client, namespace: string, queues: st
     try {
       const found = await Promise.all(
         queues.map(async (name, i) => {
-          const kind = i === 0 ? temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW : temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY;
-          const { pollers } = await client.workflowService.describeTaskQueue({ namespace, taskQueue: { name }, taskQueueType: kind });
+          const kind =
+            i === 0
+              ? temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+              : temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY;
+          const { pollers } = await client.workflowService.describeTaskQueue({
+            namespace,
+            taskQueue: { name },
+            taskQueueType: kind,
+          });
           const cutoff = Date.now() - 60_000;
-          return (pollers ?? []).some((p) => p.lastAccessTime?.seconds && Number(p.lastAccessTime.seconds) * 1000 > cutoff);
+          return (pollers ?? []).some(
+            (p) => p.lastAccessTime?.seconds && Number(p.lastAccessTime.seconds) * 1000 > cutoff,
+          );
         }),
       );
       return found.every(Boolean);
@@ -40,7 +49,11 @@ export function remoteWorkersReady(client: Client, namespace: string, queues: st
   };
 }
 
-export function readinessProbe(db: Db, client: Client, workersReady: () => Promise<boolean> | boolean): () => Promise<Readiness> {
+export function readinessProbe(
+  db: Db,
+  client: Client,
+  workersReady: () => Promise<boolean> | boolean,
+): () => Promise<Readiness> {
   return async () => {
     const [database, temporalOk] = await Promise.all([databaseReady(db), temporalReady(client)]);
     return { database, temporal: temporalOk, workers: temporalOk && (await workersReady()) };

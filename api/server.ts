@@ -19,10 +19,16 @@ export function listen(deps: ApiDeps, port: number, host = '0.0.0.0'): Promise<S
     server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
       if (!socket.writable) return socket.destroy();
       const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-      const [status, reason, message] = tooLarge ? [431, 'Request Header Fields Too Large', 'The request line and headers are too large'] : [400, 'Bad Request', 'The request is malformed'];
+      const [status, reason, message] = tooLarge
+        ? [431, 'Request Header Fields Too Large', 'The request line and headers are too large']
+        : [400, 'Bad Request', 'The request is malformed'];
       const requestId = randomUUID();
-      const body = JSON.stringify({ error: { code: tooLarge ? 'request_too_large' : 'bad_request', message, requestId } });
-      socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      const body = JSON.stringify({
+        error: { code: tooLarge ? 'request_too_large' : 'bad_request', message, requestId },
+      });
+      socket.end(
+        `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nX-Request-Id: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
     });
   });
 }
@@ -37,8 +43,21 @@ async function main() {
   const db = await openDatabase(config);
   await migrateToLatest(db);
   const temporal = await connectClient(config.temporalAddress, config.temporalNamespace);
-  const workersReady = remoteWorkersReady(temporal, config.temporalNamespace, [config.taskQueues.platform, config.taskQueues.browser]);
-  const server = await listen({ db, temporal, config, policy: networkPolicyFromConfig(config), social: socialPlatformsFromConfig(config), readiness: readinessProbe(db, temporal, workersReady) }, config.port);
+  const workersReady = remoteWorkersReady(temporal, config.temporalNamespace, [
+    config.taskQueues.platform,
+    config.taskQueues.browser,
+  ]);
+  const server = await listen(
+    {
+      db,
+      temporal,
+      config,
+      policy: networkPolicyFromConfig(config),
+      social: socialPlatformsFromConfig(config),
+      readiness: readinessProbe(db, temporal, workersReady),
+    },
+    config.port,
+  );
   log().info({ port: config.port }, `API listening on :${config.port}`);
   const stop = () => server.close(() => void db.destroy().then(() => process.exit(0)));
   process.once('SIGINT', stop);

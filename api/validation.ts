@@ -20,7 +20,10 @@ function describe(error: ErrorObject, prefix: string): ErrorDetail {
     case 'additionalProperties':
       return { path: `${prefix}${at}/${error.params.additionalProperty}`, message: 'is not a known field' };
     case 'enum':
-      return { path: `${prefix}${at}`, message: `must be one of: ${(error.params.allowedValues as unknown[]).join(', ')}` };
+      return {
+        path: `${prefix}${at}`,
+        message: `must be one of: ${(error.params.allowedValues as unknown[]).join(', ')}`,
+      };
     default:
       return { path: `${prefix}${at}`, message: error.message ?? 'is invalid' };
   }
@@ -47,7 +50,8 @@ function compiled(schema: object, coerce: boolean): ValidateFunction {
 export function parseBody<T>(schema: object, body: unknown): T {
   if (body === undefined) throw new ApiError(400, 'validation_failed', 'A JSON request body is required');
   const validate = compiled(schema, false);
-  if (!validate(body)) throw new ApiError(400, 'validation_failed', 'The request body is invalid', toDetails(validate.errors, 'body'));
+  if (!validate(body))
+    throw new ApiError(400, 'validation_failed', 'The request body is invalid', toDetails(validate.errors, 'body'));
   return body as T;
 }
 
@@ -56,17 +60,24 @@ export function parseQuery<T>(schema: object, query: Record<string, string | str
   const copy: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(query)) {
     if (Array.isArray(value)) {
-      throw new ApiError(400, 'validation_failed', 'Invalid query parameters', [{ path: `query.${key}`, message: 'must be given once' }]);
+      throw new ApiError(400, 'validation_failed', 'Invalid query parameters', [
+        { path: `query.${key}`, message: 'must be given once' },
+      ]);
     }
     // Postgres text cannot hold U+0000: refused here, like NUL in JSON bodies.
     if (key.includes('\u0000') || value?.includes('\u0000')) {
-      throw new ApiError(400, 'validation_failed', 'Invalid query parameters', [{ path: `query.${key.replace(/\u0000/g, '\\u0000')}`, message: 'must not contain NUL (\\u0000) characters' }]);
+      throw new ApiError(400, 'validation_failed', 'Invalid query parameters', [
+        { path: `query.${key.replace(/\u0000/g, '\\u0000')}`, message: 'must not contain NUL (\\u0000) characters' },
+      ]);
     }
     copy[key] = value;
   }
   const validate = compiled(schema, true);
   if (!validate(copy)) {
-    const details = toDetails(validate.errors, 'query').map((d) => ({ ...d, path: d.path.replace(/^query\//, 'query.') }));
+    const details = toDetails(validate.errors, 'query').map((d) => ({
+      ...d,
+      path: d.path.replace(/^query\//, 'query.'),
+    }));
     throw new ApiError(400, 'validation_failed', 'Invalid query parameters', details);
   }
   return copy as T;
@@ -76,7 +87,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function parseUuidParam(name: string, value: string | undefined): string {
   if (!value || !UUID.test(value)) {
-    throw new ApiError(400, 'validation_failed', `Path parameter ${name} must be a UUID`, [{ path: `path.${name}`, message: 'must be a UUID' }]);
+    throw new ApiError(400, 'validation_failed', `Path parameter ${name} must be a UUID`, [
+      { path: `path.${name}`, message: 'must be a UUID' },
+    ]);
   }
   return value.toLowerCase();
 }

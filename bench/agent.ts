@@ -37,13 +37,13 @@ const JOB_TIMEOUT_MS = 90_000;
 const WATCHDOG_MS = 270_000;
 const OPTIMIZATION_MODE = 'balanced' as const;
 
-
 type ScriptedAction = { name: string; args: Record<string, unknown> };
 
 /** The action of `step` (1-based), decided from the observation the model (or the bare loop) sees. */
 function scriptedAction(siteUrl: string, step: number, observation: string): ScriptedAction {
   if (step === STEPS) return { name: 'done', args: { success: true, answer: `finished after ${STEPS} steps` } };
-  if ((step - 1) % 3 === 0) return { name: 'navigate', args: { url: `${siteUrl}/agent/list?page=1&bench_step=${step}` } };
+  if ((step - 1) % 3 === 0)
+    return { name: 'navigate', args: { url: `${siteUrl}/agent/list?page=1&bench_step=${step}` } };
   return { name: 'click', args: { index: elementIndex(observation, /Next page/), bench_step: step } };
 }
 
@@ -57,7 +57,9 @@ function expectedUrls(siteUrl: string): string[] {
   const urls = ['about:blank'];
   for (let step = 1; step < STEPS; step++) {
     const position = (step - 1) % 3;
-    urls.push(position === 0 ? `${siteUrl}/agent/list?page=1&bench_step=${step}` : `${siteUrl}/agent/list?page=${position + 1}`);
+    urls.push(
+      position === 0 ? `${siteUrl}/agent/list?page=1&bench_step=${step}` : `${siteUrl}/agent/list?page=${position + 1}`,
+    );
   }
   return urls;
 }
@@ -83,7 +85,9 @@ interface PlatformRun {
 async function runPlatform(h: Harness, base: string, apiKey: string, label: string): Promise<PlatformRun> {
   h.llm.reset();
   h.llm.setLatency(0);
-  const replies: FakeReply[] = Array.from({ length: STEPS }, (_, i) => onPage((o) => toReply(scriptedAction(h.site.url, i + 1, o), i + 1)));
+  const replies: FakeReply[] = Array.from({ length: STEPS }, (_, i) =>
+    onPage((o) => toReply(scriptedAction(h.site.url, i + 1, o), i + 1)),
+  );
   h.llm.enqueue(...replies);
 
   const started = performance.now();
@@ -97,7 +101,8 @@ async function runPlatform(h: Harness, base: string, apiKey: string, label: stri
       optimization_mode: OPTIMIZATION_MODE,
     },
   });
-  if (accepted.status !== 202) throw new Error(`POST /agentscraper answered ${accepted.status}: ${JSON.stringify(accepted.body)}`);
+  if (accepted.status !== 202)
+    throw new Error(`POST /agentscraper answered ${accepted.status}: ${JSON.stringify(accepted.body)}`);
   const jobId: string = accepted.body.jobId;
   let job: any;
   const deadline = Date.now() + JOB_TIMEOUT_MS;
@@ -105,11 +110,13 @@ async function runPlatform(h: Harness, base: string, apiKey: string, label: stri
     const response = await h.http('GET', `${base}/api/v1/agentscraper/status/${jobId}`, { apiKey });
     job = response.body;
     if (job?.status === 'completed' || job?.status === 'failed') break;
-    if (Date.now() > deadline) throw new Error(`agent job ${jobId} did not finish within ${JOB_TIMEOUT_MS}ms (status ${job?.status})`);
+    if (Date.now() > deadline)
+      throw new Error(`agent job ${jobId} did not finish within ${JOB_TIMEOUT_MS}ms (status ${job?.status})`);
     await sleep(STATUS_POLL_INTERVAL_MS);
   }
   const wallMs = performance.now() - started;
-  if (job.status !== 'completed') throw new Error(`agent job ${jobId} failed: ${job.error}\n${(job.logs ?? []).slice(-8).join('\n')}`);
+  if (job.status !== 'completed')
+    throw new Error(`agent job ${jobId} failed: ${job.error}\n${(job.logs ?? []).slice(-8).join('\n')}`);
   if (h.llm.pendingReplies() !== 0) throw new Error(`${h.llm.pendingReplies()} scripted replies were not used`);
 
   const rows = await h.db
@@ -119,8 +126,13 @@ async function runPlatform(h: Harness, base: string, apiKey: string, label: stri
     .orderBy('step')
     .execute();
   if (rows.length !== STEPS) throw new Error(`expected ${STEPS} agent_steps rows, found ${rows.length}`);
-  const failed = rows.filter((row) => (row.outcomes as { ok: boolean }[]).some((o) => !o.ok) || (row.outcomes as unknown[]).length !== 1);
-  if (failed.length) throw new Error(`steps without exactly one successful outcome: ${failed.map((r) => `${r.step}: ${JSON.stringify(r.outcomes)}`).join('; ')}`);
+  const failed = rows.filter(
+    (row) => (row.outcomes as { ok: boolean }[]).some((o) => !o.ok) || (row.outcomes as unknown[]).length !== 1,
+  );
+  if (failed.length)
+    throw new Error(
+      `steps without exactly one successful outcome: ${failed.map((r) => `${r.step}: ${JSON.stringify(r.outcomes)}`).join('; ')}`,
+    );
 
   const times = rows.map((row) => new Date(row.created_at as unknown as string).getTime());
   return {
@@ -149,7 +161,11 @@ interface BareRun {
 
 async function runBare(h: Harness, pool: ReturnType<typeof createBrowserPool>): Promise<BareRun> {
   const policy = networkPolicyFromConfig(h.config);
-  const options = { maxChars: OPTIMIZATION_PROFILES[OPTIMIZATION_MODE].observationChars, includeScreenshot: false, detail: 'auto' as const };
+  const options = {
+    maxChars: OPTIMIZATION_PROFILES[OPTIMIZATION_MODE].observationChars,
+    includeScreenshot: false,
+    detail: 'auto' as const,
+  };
   const observedAt: number[] = [];
   const urls: string[] = [];
   const probeRounds = 10;
@@ -174,7 +190,8 @@ async function runBare(h: Harness, pool: ReturnType<typeof createBrowserPool>): 
       }
       // Not part of the loop (and kept out of its wall time): what the checkpoint after each platform action costs.
       probeStarted = performance.now();
-      for (let i = 0; i < probeRounds; i++) seal(h.config.masterKey, JSON.stringify(await session.checkpoint()), 'checkpoint:bench');
+      for (let i = 0; i < probeRounds; i++)
+        seal(h.config.masterKey, JSON.stringify(await session.checkpoint()), 'checkpoint:bench');
       checkpointMs = (performance.now() - probeStarted) / probeRounds;
     } finally {
       closeStarted = performance.now();
@@ -200,7 +217,12 @@ function sameUrls(label: string, actual: string[], expected: string[]): void {
   }
 }
 
-function printReport(p: { warmup: PlatformRun; measured: PlatformRun }, b: { warmup: BareRun; measured: BareRun }, loadAverages: number[], maxSteps: number): void {
+function printReport(
+  p: { warmup: PlatformRun; measured: PlatformRun },
+  b: { warmup: BareRun; measured: BareRun },
+  loadAverages: number[],
+  maxSteps: number,
+): void {
   const P = p.measured;
   const B = b.measured;
   const p50 = (values: number[]) => round(percentile(values, 50), 1);
@@ -219,9 +241,24 @@ function printReport(p: { warmup: PlatformRun; measured: PlatformRun }, b: { war
       `${p50(B.stepDeltasMs)} [${p50(b.warmup.stepDeltasMs)}]`,
       `${round(percentile(P.stepDeltasMs, 50) / percentile(B.stepDeltasMs, 50), 2)}`,
     ],
-    ['p90 step latency (ms, obs→obs)', `${p90(P.stepDeltasMs)}`, `${p90(B.stepDeltasMs)}`, `${round(percentile(P.stepDeltasMs, 90) / percentile(B.stepDeltasMs, 90), 2)}`],
-    ['mean step cycle, step 1→30 (ms)', `${round(P.meanCycleMs, 1)}`, `${round(B.meanCycleMs, 1)}`, `${round(P.meanCycleMs / B.meanCycleMs, 2)}`],
-    [`wall for ${STEPS} steps (ms)`, `${Math.round(P.wallMs)}`, `${Math.round(B.wallMs)}`, `${round(P.wallMs / B.wallMs, 2)}`],
+    [
+      'p90 step latency (ms, obs→obs)',
+      `${p90(P.stepDeltasMs)}`,
+      `${p90(B.stepDeltasMs)}`,
+      `${round(percentile(P.stepDeltasMs, 90) / percentile(B.stepDeltasMs, 90), 2)}`,
+    ],
+    [
+      'mean step cycle, step 1→30 (ms)',
+      `${round(P.meanCycleMs, 1)}`,
+      `${round(B.meanCycleMs, 1)}`,
+      `${round(P.meanCycleMs / B.meanCycleMs, 2)}`,
+    ],
+    [
+      `wall for ${STEPS} steps (ms)`,
+      `${Math.round(P.wallMs)}`,
+      `${Math.round(B.wallMs)}`,
+      `${round(P.wallMs / B.wallMs, 2)}`,
+    ],
   ];
   const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
   const line = (row: string[]) => row.map((cell, column) => cell.padEnd(widths[column])).join(' | ');
@@ -231,12 +268,24 @@ function printReport(p: { warmup: PlatformRun; measured: PlatformRun }, b: { war
   console.log(widths.map((w) => '-'.repeat(w)).join('-|-'));
   for (const row of rows.slice(1)) console.log(line(row));
   console.log('');
-  console.log(`platform overhead per step (wall/${STEPS}, platform − bare): ${round(overheadPerStep, 1)} ms; p50 step latency difference ${round(percentile(P.stepDeltasMs, 50) - percentile(B.stepDeltasMs, 50), 1)} ms`);
-  console.log(`platform time inside session activities (billed browser seconds / ${STEPS}): ${round((P.browserSecondsBilled * 1000) / STEPS, 1)} ms per step; LLM calls ${P.llmCalls} (fake, 0 ms latency)`);
-  console.log(`checkpoint the platform writes after each action (storageState + seal), measured in the bare context: ${round(B.checkpointMs, 2)} ms per call`);
-  console.log(`script: ${STEPS - 1} steps cycling navigate page 1 → click Next → click Next (10 navigations, 19 clicks), then done; headless, text_only, ${OPTIMIZATION_MODE}, max_actions_per_step 1; step bound ${maxSteps}`);
-  console.log(`status poll interval ${STATUS_POLL_INTERVAL_MS} ms (adds ≤ ${round(STATUS_POLL_INTERVAL_MS / STEPS, 1)} ms to platform per-step wall)`);
-  console.log(`machine: ${os.cpus().length} CPUs, 1-min load average at start/end ${loadAverages.map((l) => round(l, 1)).join(' / ')} (other processes share it)`);
+  console.log(
+    `platform overhead per step (wall/${STEPS}, platform − bare): ${round(overheadPerStep, 1)} ms; p50 step latency difference ${round(percentile(P.stepDeltasMs, 50) - percentile(B.stepDeltasMs, 50), 1)} ms`,
+  );
+  console.log(
+    `platform time inside session activities (billed browser seconds / ${STEPS}): ${round((P.browserSecondsBilled * 1000) / STEPS, 1)} ms per step; LLM calls ${P.llmCalls} (fake, 0 ms latency)`,
+  );
+  console.log(
+    `checkpoint the platform writes after each action (storageState + seal), measured in the bare context: ${round(B.checkpointMs, 2)} ms per call`,
+  );
+  console.log(
+    `script: ${STEPS - 1} steps cycling navigate page 1 → click Next → click Next (10 navigations, 19 clicks), then done; headless, text_only, ${OPTIMIZATION_MODE}, max_actions_per_step 1; step bound ${maxSteps}`,
+  );
+  console.log(
+    `status poll interval ${STATUS_POLL_INTERVAL_MS} ms (adds ≤ ${round(STATUS_POLL_INTERVAL_MS / STEPS, 1)} ms to platform per-step wall)`,
+  );
+  console.log(
+    `machine: ${os.cpus().length} CPUs, 1-min load average at start/end ${loadAverages.map((l) => round(l, 1)).join(' / ')} (other processes share it)`,
+  );
   console.log('');
 
   const platformJson = (run: PlatformRun) => ({
@@ -264,7 +313,11 @@ function printReport(p: { warmup: PlatformRun; measured: PlatformRun }, b: { war
       ratio_platform_over_bare: round(P.perStepMs / B.perStepMs, 3),
       ratio_p50_platform_over_bare: round(percentile(P.stepDeltasMs, 50) / percentile(B.stepDeltasMs, 50), 3),
       overhead_per_step_ms: round(overheadPerStep, 1),
-      warmup: { platform: platformJson(p.warmup), bare: bareJson(b.warmup), ratio_platform_over_bare: round(p.warmup.perStepMs / b.warmup.perStepMs, 3) },
+      warmup: {
+        platform: platformJson(p.warmup),
+        bare: bareJson(b.warmup),
+        ratio_platform_over_bare: round(p.warmup.perStepMs / b.warmup.perStepMs, 3),
+      },
       status_poll_interval_ms: STATUS_POLL_INTERVAL_MS,
       cpus: os.cpus().length,
       load_average_1m: loadAverages.map((l) => round(l, 2)),
@@ -304,7 +357,13 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h, onStop) => {
     ['platform measured', platformMeasured.urls],
     ['bare warm-up', bareWarmup.urls],
     ['bare measured', bareMeasured.urls],
-  ] as const) sameUrls(label, urls, expected);
+  ] as const)
+    sameUrls(label, urls, expected);
 
-  printReport({ warmup: platformWarmup, measured: platformMeasured }, { warmup: bareWarmup, measured: bareMeasured }, [loadAtStart, os.loadavg()[0]], maxSteps);
+  printReport(
+    { warmup: platformWarmup, measured: platformMeasured },
+    { warmup: bareWarmup, measured: bareMeasured },
+    [loadAtStart, os.loadavg()[0]],
+    maxSteps,
+  );
 });

@@ -63,7 +63,15 @@ async function setUp(h: Harness): Promise<Lane[]> {
       chargeTokenKey: h.config.market.chargeTokenKey,
     });
     if (opened.outcome !== 'opened') throw new Error(`run not opened: ${opened.outcome}`);
-    lanes.push({ providerId: provider.userId, entryId: entry.entryId, providerKey: provider.apiKey, runId: opened.run.id, token: opened.chargeToken, keys: [], httpKeys: [] });
+    lanes.push({
+      providerId: provider.userId,
+      entryId: entry.entryId,
+      providerKey: provider.apiKey,
+      runId: opened.run.id,
+      token: opened.chargeToken,
+      keys: [],
+      httpKeys: [],
+    });
   }
   return lanes;
 }
@@ -71,13 +79,20 @@ async function setUp(h: Harness): Promise<Lane[]> {
 async function charge(h: Harness, lane: Lane, key: string, expectReplay: boolean): Promise<boolean> {
   const response = await fetch(`${h.baseUrl}/api/v1/provider/runs/${lane.runId}/charge`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': lane.providerKey, 'x-service-charge-token': lane.token, 'idempotency-key': key },
+    headers: {
+      'content-type': 'application/json',
+      'x-api-key': lane.providerKey,
+      'x-service-charge-token': lane.token,
+      'idempotency-key': key,
+    },
     body: JSON.stringify({ eventName: 'row.extracted', count: 1 }),
     signal: AbortSignal.timeout(30_000),
   });
   const body = (await response.json()) as { replayed?: boolean; chargedCount?: number; error?: unknown };
-  if (response.status !== 200) throw new Error(`charge answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
-  if (body.replayed !== expectReplay || body.chargedCount !== 1) throw new Error(`unexpected charge result: ${JSON.stringify(body)}`);
+  if (response.status !== 200)
+    throw new Error(`charge answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
+  if (body.replayed !== expectReplay || body.chargedCount !== 1)
+    throw new Error(`unexpected charge result: ${JSON.stringify(body)}`);
   return true;
 }
 
@@ -94,12 +109,17 @@ async function chargeInProcess(h: Harness, lane: Lane, key: string): Promise<boo
     toolName: null,
     commissionRate: h.config.market.commissionRate,
   });
-  if (outcome.kind !== 'recorded' || outcome.result.chargedCount !== 1) throw new Error(`unexpected in-process charge: ${JSON.stringify(outcome)}`);
+  if (outcome.kind !== 'recorded' || outcome.result.chargedCount !== 1)
+    throw new Error(`unexpected in-process charge: ${JSON.stringify(outcome)}`);
   return true;
 }
 
 /** One client per provider: each lane runs `task(lane, n)` back to back until the phase ends (or `limit` tasks per lane). */
-async function perLane(lanes: Lane[], task: (lane: Lane, n: number) => Promise<boolean>, limit = MAX_PER_PHASE): Promise<LoadResult> {
+async function perLane(
+  lanes: Lane[],
+  task: (lane: Lane, n: number) => Promise<boolean>,
+  limit = MAX_PER_PHASE,
+): Promise<LoadResult> {
   const result: LoadResult = { attempted: 0, succeeded: 0, failed: 0, elapsedMs: 0, latenciesMs: [], firstError: null };
   const started = performance.now();
   const deadline = started + PHASE_MS;
@@ -126,7 +146,9 @@ async function perLane(lanes: Lane[], task: (lane: Lane, n: number) => Promise<b
 
 async function baseline(h: Harness): Promise<LoadResult> {
   await sql`create table if not exists bench_single_row (id int primary key, value bigint not null)`.execute(h.db);
-  await sql`insert into bench_single_row select g, 0 from generate_series(1, ${PROVIDERS}::int) g on conflict do nothing`.execute(h.db);
+  await sql`insert into bench_single_row select g, 0 from generate_series(1, ${PROVIDERS}::int) g on conflict do nothing`.execute(
+    h.db,
+  );
   const pool = new pg.Pool({ connectionString: h.databaseUrl, max: PROVIDERS });
   try {
     const run = async (i: number) => {
@@ -161,13 +183,23 @@ interface Books {
 async function checkBooks(h: Harness, lanes: Lane[]): Promise<Books> {
   const runIds = lanes.map((l) => l.runId);
   const accepted = lanes.reduce((n, l) => n + l.keys.length, 0);
-  const rows = await h.db.selectFrom('market_run_charges').select(['run_id', 'idempotency_key']).where('run_id', 'in', runIds).execute();
+  const rows = await h.db
+    .selectFrom('market_run_charges')
+    .select(['run_id', 'idempotency_key'])
+    .where('run_id', 'in', runIds)
+    .execute();
   const distinct = new Set(rows.map((r) => `${r.run_id} ${r.idempotency_key}`));
-  const entries = await h.db.selectFrom('ledger_entries').select(['kind']).where('market_run_id', 'in', runIds).execute();
+  const entries = await h.db
+    .selectFrom('ledger_entries')
+    .select(['kind'])
+    .where('market_run_id', 'in', runIds)
+    .execute();
   const runsOff = await sql<{ id: string }>`
     select r.id from market_runs r
     where r.id in (${sql.join(runIds.map((id) => sql`${id}::uuid`))})
-      and r.charged_micros <> (select coalesce(sum(c.total_micros), 0) from market_run_charges c where c.run_id = r.id)`.execute(h.db);
+      and r.charged_micros <> (select coalesce(sum(c.total_micros), 0) from market_run_charges c where c.run_id = r.id)`.execute(
+    h.db,
+  );
   return {
     accepted,
     chargeRows: rows.length,
@@ -179,15 +211,57 @@ async function checkBooks(h: Harness, lanes: Lane[]): Promise<Books> {
   };
 }
 
-function printReport(figures: { baseline: LoadResult; charges: LoadResult; inProcess: LoadResult; replays: LoadResult; books: Books; loadAverages: number[] }): void {
+function printReport(figures: {
+  baseline: LoadResult;
+  charges: LoadResult;
+  inProcess: LoadResult;
+  replays: LoadResult;
+  books: Books;
+  loadAverages: number[];
+}): void {
   const { baseline: base, charges, inProcess, replays, books } = figures;
   const p = (r: LoadResult, q: number) => round(percentile(r.latenciesMs, q), 1);
   const rows = [
-    [`at ${PROVIDERS} concurrent clients, ${PHASE_MS / 1000}s each`, 'ok', 'per second', 'ratio to baseline', 'p50 ms', 'p99 ms'],
-    ['raw single-row Postgres transactions (baseline)', String(base.succeeded), String(round(perSecond(base), 1)), '1', String(p(base, 50)), String(p(base, 99))],
-    ['production charges (new idempotency key each)', String(charges.succeeded), String(round(perSecond(charges), 1)), String(round(perSecond(charges) / perSecond(base), 3)), String(p(charges, 50)), String(p(charges, 99))],
-    ['the same transaction in-process (no HTTP)', String(inProcess.succeeded), String(round(perSecond(inProcess), 1)), String(round(perSecond(inProcess) / perSecond(base), 3)), String(p(inProcess, 50)), String(p(inProcess, 99))],
-    ['replayed charges (same key and body again)', String(replays.succeeded), String(round(perSecond(replays), 1)), String(round(perSecond(replays) / perSecond(base), 3)), String(p(replays, 50)), String(p(replays, 99))],
+    [
+      `at ${PROVIDERS} concurrent clients, ${PHASE_MS / 1000}s each`,
+      'ok',
+      'per second',
+      'ratio to baseline',
+      'p50 ms',
+      'p99 ms',
+    ],
+    [
+      'raw single-row Postgres transactions (baseline)',
+      String(base.succeeded),
+      String(round(perSecond(base), 1)),
+      '1',
+      String(p(base, 50)),
+      String(p(base, 99)),
+    ],
+    [
+      'production charges (new idempotency key each)',
+      String(charges.succeeded),
+      String(round(perSecond(charges), 1)),
+      String(round(perSecond(charges) / perSecond(base), 3)),
+      String(p(charges, 50)),
+      String(p(charges, 99)),
+    ],
+    [
+      'the same transaction in-process (no HTTP)',
+      String(inProcess.succeeded),
+      String(round(perSecond(inProcess), 1)),
+      String(round(perSecond(inProcess) / perSecond(base), 3)),
+      String(p(inProcess, 50)),
+      String(p(inProcess, 99)),
+    ],
+    [
+      'replayed charges (same key and body again)',
+      String(replays.succeeded),
+      String(round(perSecond(replays), 1)),
+      String(round(perSecond(replays) / perSecond(base), 3)),
+      String(p(replays, 50)),
+      String(p(replays, 99)),
+    ],
   ];
   const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
   const line = (row: string[]) => row.map((cell, c) => cell.padEnd(widths[c])).join(' | ');
@@ -195,15 +269,24 @@ function printReport(figures: { baseline: LoadResult; charges: LoadResult; inPro
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('-|-'));
   for (const row of rows.slice(1)) console.log(line(row));
-  for (const [name, r] of Object.entries({ baseline: base, charges, inProcess, replays })) if (r.failed) console.log(`${name}: ${r.failed} failed; first error: ${r.firstError}`);
+  for (const [name, r] of Object.entries({ baseline: base, charges, inProcess, replays }))
+    if (r.failed) console.log(`${name}: ${r.failed} failed; first error: ${r.firstError}`);
   console.log('');
   console.log(
     `books: ${books.accepted} accepted charges, ${books.chargeRows} charge rows, ${books.duplicateKeys} duplicate keys, ${books.debits} consumer debits, ` +
       `${books.revenueCredits} provider revenue credits, ${books.runsOff} runs whose total differs from their charges; ledger problems: ${books.ledgerProblems.length ? books.ledgerProblems.join('; ') : 'none'}`,
   );
-  console.log(`machine: ${os.cpus().length} CPUs, 1-min load average at start/end ${figures.loadAverages.map((l) => round(l, 1)).join(' / ')}`);
+  console.log(
+    `machine: ${os.cpus().length} CPUs, 1-min load average at start/end ${figures.loadAverages.map((l) => round(l, 1)).join(' / ')}`,
+  );
   console.log('');
-  const figure = (r: LoadResult) => ({ ok: r.succeeded, failed: r.failed, per_second: round(perSecond(r), 1), p50_ms: p(r, 50), p99_ms: p(r, 99) });
+  const figure = (r: LoadResult) => ({
+    ok: r.succeeded,
+    failed: r.failed,
+    per_second: round(perSecond(r), 1),
+    p50_ms: p(r, 50),
+    p99_ms: p(r, 99),
+  });
   console.log(
     JSON.stringify({
       clients: PROVIDERS,
@@ -225,12 +308,16 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h) => {
   const baseResult = await baseline(h);
 
   log('warming up the charge endpoint');
-  await perLane(lanes, async (lane, n) => {
-    const key = `warmup-${n}`;
-    await charge(h, lane, key, false);
-    lane.keys.push(key);
-    return true;
-  }, WARMUP / PROVIDERS);
+  await perLane(
+    lanes,
+    async (lane, n) => {
+      const key = `warmup-${n}`;
+      await charge(h, lane, key, false);
+      lane.keys.push(key);
+      return true;
+    },
+    WARMUP / PROVIDERS,
+  );
   log(`production charges at ${PROVIDERS} concurrent providers for ${PHASE_MS / 1000}s`);
   const charges = await perLane(lanes, async (lane, n) => {
     const key = `event-${n}`;
@@ -250,8 +337,20 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h) => {
   const replays = await perLane(lanes, (lane, n) => charge(h, lane, lane.httpKeys[n % lane.httpKeys.length], true));
 
   const books = await checkBooks(h, lanes);
-  printReport({ baseline: baseResult, charges, inProcess, replays, books, loadAverages: [loadAtStart, os.loadavg()[0]] });
-  const double = books.chargeRows !== books.accepted || books.duplicateKeys !== 0 || books.debits !== books.accepted || books.revenueCredits !== books.accepted || books.runsOff !== 0;
+  printReport({
+    baseline: baseResult,
+    charges,
+    inProcess,
+    replays,
+    books,
+    loadAverages: [loadAtStart, os.loadavg()[0]],
+  });
+  const double =
+    books.chargeRows !== books.accepted ||
+    books.duplicateKeys !== 0 ||
+    books.debits !== books.accepted ||
+    books.revenueCredits !== books.accepted ||
+    books.runsOff !== 0;
   if (double) throw new Error('double (or missing) charges found: see "books" above');
   if (books.ledgerProblems.length) throw new Error(`the ledger does not reconcile: ${books.ledgerProblems.join('; ')}`);
   if (charges.failed || inProcess.failed || replays.failed) throw new Error('some charges failed: see above');

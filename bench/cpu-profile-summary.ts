@@ -55,8 +55,16 @@ export function summarize(profile: CpuProfile, top = 15) {
   }
   const busyUs = totalUs - idleUs;
   const rank = (m: Map<string, number>) =>
-    [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, top).map(([name, us]) => ({ name, ms: Math.round(us / 1000), share: Math.round((us / busyUs) * 1000) / 10 }));
-  return { busyMs: Math.round(busyUs / 1000), idleMs: Math.round(idleUs / 1000), byOwner: rank(byOwner), byFunction: rank(byFunction) };
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([name, us]) => ({ name, ms: Math.round(us / 1000), share: Math.round((us / busyUs) * 1000) / 10 }));
+  return {
+    busyMs: Math.round(busyUs / 1000),
+    idleMs: Math.round(idleUs / 1000),
+    byOwner: rank(byOwner),
+    byFunction: rank(byFunction),
+  };
 }
 
 if (require.main === module) {
@@ -65,8 +73,10 @@ if (require.main === module) {
     const summary = summarize(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile, top);
     console.log(`\n${file}: busy ${summary.busyMs} ms (idle ${summary.idleMs} ms)`);
     console.log('  by package / folder (self time):');
-    for (const row of summary.byOwner) console.log(`    ${String(row.share).padStart(5)}%  ${String(row.ms).padStart(6)} ms  ${row.name}`);
+    for (const row of summary.byOwner)
+      console.log(`    ${String(row.share).padStart(5)}%  ${String(row.ms).padStart(6)} ms  ${row.name}`);
     console.log('  functions (self time):');
-    for (const row of summary.byFunction) console.log(`    ${String(row.share).padStart(5)}%  ${String(row.ms).padStart(6)} ms  ${row.name}`);
+    for (const row of summary.byFunction)
+      console.log(`    ${String(row.share).padStart(5)}%  ${String(row.ms).padStart(6)} ms  ${row.name}`);
   }
 }

@@ -38,7 +38,9 @@ function cpuSeconds(run: () => void): number {
 
 async function pageConversion(): Promise<Row[]> {
   const script = path.join(__dirname, '..', 'test', 'support', 'pathological-pages.ts');
-  const { stdout } = await promisify(execFile)(process.execPath, ['-r', 'tsx/cjs', script], { maxBuffer: 16 * 1024 * 1024 });
+  const { stdout } = await promisify(execFile)(process.execPath, ['-r', 'tsx/cjs', script], {
+    maxBuffer: 16 * 1024 * 1024,
+  });
   const results = JSON.parse(stdout) as Record<string, PathologicalResult>;
   return Object.entries(results).flatMap(([name, result]) => {
     if (result.error) throw new Error(`${name}: ${result.error}`);
@@ -53,7 +55,11 @@ function placeholders(): Row[] {
   const items = [{ id: 'pw', value: 'hunter2', domain_pattern: '127.0.0.1' }];
   return [5_000, 50_000].map((spaces) => {
     const text = `<secret>${' '.repeat(spaces)}x`.repeat(3);
-    return { input: `3 unclosed placeholders, ${spaces} spaces each`, what: 'resolvePlaceholders', cpuSeconds: cpuSeconds(() => resolvePlaceholders(text, items, 'http://127.0.0.1/')) };
+    return {
+      input: `3 unclosed placeholders, ${spaces} spaces each`,
+      what: 'resolvePlaceholders',
+      cpuSeconds: cpuSeconds(() => resolvePlaceholders(text, items, 'http://127.0.0.1/')),
+    };
   });
 }
 
@@ -64,7 +70,11 @@ function poisoningScan(): Row[] {
       scanTool({ name: 'x', description: text });
       scanInstructions(text, 'source/description');
     });
-    return { input: `${JSON.stringify(unit)} × ${text.length} chars`, what: 'scanTool + scanInstructions', cpuSeconds: seconds };
+    return {
+      input: `${JSON.stringify(unit)} × ${text.length} chars`,
+      what: 'scanTool + scanInstructions',
+      cpuSeconds: seconds,
+    };
   });
 }
 
@@ -74,17 +84,35 @@ async function main(): Promise<void> {
   log('sensitive-data placeholders and the tool-poisoning scan');
   rows.push(...placeholders(), ...poisoningScan());
 
-  const table = [['input', 'function', 'CPU ms', ''], ...rows.map((r) => [r.input, r.what, round(r.cpuSeconds * 1000, 1).toFixed(1), r.cpuSeconds > BOUND_SECONDS ? `over ${BOUND_SECONDS} s` : ''])];
+  const table = [
+    ['input', 'function', 'CPU ms', ''],
+    ...rows.map((r) => [
+      r.input,
+      r.what,
+      round(r.cpuSeconds * 1000, 1).toFixed(1),
+      r.cpuSeconds > BOUND_SECONDS ? `over ${BOUND_SECONDS} s` : '',
+    ]),
+  ];
   const widths = table[0].map((_, i) => Math.max(...table.map((row) => row[i].length)));
-  const line = (row: string[]) => row.map((cell, i) => (i === 2 ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join(' | ');
+  const line = (row: string[]) =>
+    row.map((cell, i) => (i === 2 ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join(' | ');
   console.log('');
   console.log(line(table[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('-|-'));
   for (const row of table.slice(1)) console.log(line(row));
   console.log('');
   const over = rows.filter((r) => r.cpuSeconds > BOUND_SECONDS);
-  console.log(over.length ? `${over.length} input(s) above ${BOUND_SECONDS} s of CPU` : `every input below ${BOUND_SECONDS} s of CPU`);
-  console.log(JSON.stringify({ bound_seconds: BOUND_SECONDS, rows: rows.map((r) => ({ input: r.input, function: r.what, cpu_ms: round(r.cpuSeconds * 1000, 1) })) }));
+  console.log(
+    over.length
+      ? `${over.length} input(s) above ${BOUND_SECONDS} s of CPU`
+      : `every input below ${BOUND_SECONDS} s of CPU`,
+  );
+  console.log(
+    JSON.stringify({
+      bound_seconds: BOUND_SECONDS,
+      rows: rows.map((r) => ({ input: r.input, function: r.what, cpu_ms: round(r.cpuSeconds * 1000, 1) })),
+    }),
+  );
 }
 
 main().catch((err) => {

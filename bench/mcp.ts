@@ -71,7 +71,9 @@ async function phase(clients: Client[], what: string, meter: ReturnType<typeof c
     return true;
   });
   const seconds = await running.stop();
-  const cpuMsPerCall = Object.fromEntries(Object.entries(seconds).map(([group, s]) => [group, round((s * 1000) / Math.max(1, result.succeeded), 2)]));
+  const cpuMsPerCall = Object.fromEntries(
+    Object.entries(seconds).map(([group, s]) => [group, round((s * 1000) / Math.max(1, result.succeeded), 2)]),
+  );
   return { result, cpuMsPerCall };
 }
 
@@ -88,127 +90,188 @@ const summary = ({ result: r, cpuMsPerCall }: Measured) => ({
 void runHarnessBenchmark(
   WATCHDOG_MS,
   async (h: Harness, onStop) => {
-  const service = await startMarketProvider();
-  onStop(() => service.close());
-  // As deployed (docker-compose: api and worker services): the market-run workflows run in a worker
-  // process of their own, not in the API's event loop.
-  const suffix = Date.now().toString(36);
-  const taskQueues = { platform: `bench-mcp-platform-${suffix}`, browser: `bench-mcp-browser-${suffix}` };
-  // The floor of any MCP proxy in this stack: the same two SDK hops and nothing else (bench/sdk-proxy-process.ts).
-  const { child: proxy, match: proxyReady } = await spawnNode('bench/sdk-proxy-process.ts', { UPSTREAM_URL: service.url }, /SDK proxy listening on (\S+)\n/, 'SDK proxy', nodeArgs);
-  onStop(() => stopChild(proxy));
-  const proxyUrl = proxyReady[1];
-  const worker = await startWorkerProcess({ ...h.env, PLATFORM_TASK_QUEUE: taskQueues.platform, BROWSER_TASK_QUEUE: taskQueues.browser });
-  onStop(async () => {
-    worker.kill('SIGTERM');
-    await new Promise((resolve) => (worker.exitCode === null ? worker.once('exit', resolve) : resolve(null)));
-  });
-  // The API too (docker-compose's api service): the consumer's client and the provider's server,
-  // here in the benchmark's process, never share the API's event loop.
-  const stackFor = async (callCommit: 'fast' | 'durable') => {
-    const api = await startApiProcess({
+    const service = await startMarketProvider();
+    onStop(() => service.close());
+    // As deployed (docker-compose: api and worker services): the market-run workflows run in a worker
+    // process of their own, not in the API's event loop.
+    const suffix = Date.now().toString(36);
+    const taskQueues = { platform: `bench-mcp-platform-${suffix}`, browser: `bench-mcp-browser-${suffix}` };
+    // The floor of any MCP proxy in this stack: the same two SDK hops and nothing else (bench/sdk-proxy-process.ts).
+    const { child: proxy, match: proxyReady } = await spawnNode(
+      'bench/sdk-proxy-process.ts',
+      { UPSTREAM_URL: service.url },
+      /SDK proxy listening on (\S+)\n/,
+      'SDK proxy',
+      nodeArgs,
+    );
+    onStop(() => stopChild(proxy));
+    const proxyUrl = proxyReady[1];
+    const worker = await startWorkerProcess({
       ...h.env,
       PLATFORM_TASK_QUEUE: taskQueues.platform,
       BROWSER_TASK_QUEUE: taskQueues.browser,
-      MARKET_MCP_RATE_LIMIT: '1000000',
-      MARKET_CALL_COMMIT: callCommit,
-    }, nodeArgs);
-    onStop(api.stop);
-    return api;
-  };
-  const api = await stackFor('fast');
-  const durableApi = await stackFor('durable');
-  const provider = await h.createUser({ creditUsd: 0 });
-  const consumer = await h.createUser({ creditUsd: 100 });
-  const entry = await approvedServiceEntry(h, provider, service.url, {
-    name: `Bench city facts ${Date.now()}`,
-    monetizationStrategy: 'tool_call_fixed',
-    tools: [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: PRICE_MICROS / 1_000_000 }],
-  });
-  const issued = await fetch(`${api.baseUrl}/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': consumer.apiKey },
-    body: '{}',
-  }).then((r) => r.json() as Promise<{ credential: string }>);
-  const hostedUrl = `${api.baseUrl}/mcp/${entry.entryId}`;
-  const durableUrl = `${durableApi.baseUrl}/mcp/${entry.entryId}`;
-  const auth = { authorization: `Bearer ${issued.credential}` };
-  // CPU per call of each process on the machine's two cores, per phase (the call path's work and what competes with it).
-  const meter = cpuMeter([
-    { name: 'bench process (clients + provider server)', pids: () => [process.pid] },
-    { name: 'API process', pids: () => [api.child.pid!, durableApi.child.pid!] },
-    { name: 'SDK proxy process', pids: () => [proxy.pid!] },
-    { name: 'Postgres backends', pids: async () => (await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(h.db)).rows.map((r) => r.pid) },
-    { name: 'Temporal server', pids: () => (h.temporalServerPid ? [h.temporalServerPid] : []) },
-    { name: 'worker process', pids: () => [worker.pid!] },
-  ]);
-  const loadAtStart = os.loadavg()[0];
-  const balanceBefore = (await getWalletSummary(h.db, consumer.userId)).balanceMicros;
+    });
+    onStop(async () => {
+      worker.kill('SIGTERM');
+      await new Promise((resolve) => (worker.exitCode === null ? worker.once('exit', resolve) : resolve(null)));
+    });
+    // The API too (docker-compose's api service): the consumer's client and the provider's server,
+    // here in the benchmark's process, never share the API's event loop.
+    const stackFor = async (callCommit: 'fast' | 'durable') => {
+      const api = await startApiProcess(
+        {
+          ...h.env,
+          PLATFORM_TASK_QUEUE: taskQueues.platform,
+          BROWSER_TASK_QUEUE: taskQueues.browser,
+          MARKET_MCP_RATE_LIMIT: '1000000',
+          MARKET_CALL_COMMIT: callCommit,
+        },
+        nodeArgs,
+      );
+      onStop(api.stop);
+      return api;
+    };
+    const api = await stackFor('fast');
+    const durableApi = await stackFor('durable');
+    const provider = await h.createUser({ creditUsd: 0 });
+    const consumer = await h.createUser({ creditUsd: 100 });
+    const entry = await approvedServiceEntry(h, provider, service.url, {
+      name: `Bench city facts ${Date.now()}`,
+      monetizationStrategy: 'tool_call_fixed',
+      tools: [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: PRICE_MICROS / 1_000_000 }],
+    });
+    const issued = await fetch(`${api.baseUrl}/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': consumer.apiKey },
+      body: '{}',
+    }).then((r) => r.json() as Promise<{ credential: string }>);
+    const hostedUrl = `${api.baseUrl}/mcp/${entry.entryId}`;
+    const durableUrl = `${durableApi.baseUrl}/mcp/${entry.entryId}`;
+    const auth = { authorization: `Bearer ${issued.credential}` };
+    // CPU per call of each process on the machine's two cores, per phase (the call path's work and what competes with it).
+    const meter = cpuMeter([
+      { name: 'bench process (clients + provider server)', pids: () => [process.pid] },
+      { name: 'API process', pids: () => [api.child.pid!, durableApi.child.pid!] },
+      { name: 'SDK proxy process', pids: () => [proxy.pid!] },
+      {
+        name: 'Postgres backends',
+        pids: async () =>
+          (
+            await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(
+              h.db,
+            )
+          ).rows.map((r) => r.pid),
+      },
+      { name: 'Temporal server', pids: () => (h.temporalServerPid ? [h.temporalServerPid] : []) },
+      { name: 'worker process', pids: () => [worker.pid!] },
+    ]);
+    const loadAtStart = os.loadavg()[0];
+    const balanceBefore = (await getWalletSummary(h.db, consumer.userId)).balanceMicros;
 
-  const results: Record<string, ReturnType<typeof summary>> = {};
-  let hostedCalls = 0;
-  for (const concurrency of CONCURRENCIES) {
-    const direct = await connectClients(concurrency, service.url, {});
-    const bare = await connectClients(concurrency, proxyUrl, {});
-    const hosted = await connectClients(concurrency, hostedUrl, auth);
-    log(`warming up (${WARMUP} calls each)`);
-    await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await direct[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError);
-    await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await bare[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError);
-    const warm = await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await hosted[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError);
-    hostedCalls += warm.succeeded;
-    results[`direct_c${concurrency}`] = summary(await phase(direct, 'direct to the upstream', meter));
-    results[`bare_sdk_proxy_c${concurrency}`] = summary(await phase(bare, 'through a bare SDK proxy (the same two hops, nothing else)', meter));
-    const through = await phase(hosted, 'through the hosted endpoint', meter);
-    hostedCalls += through.result.succeeded;
-    results[`hosted_c${concurrency}`] = summary(through);
-    let durable: Client[] = [];
-    if (concurrency === 1) {
-      // The same call with MARKET_CALL_COMMIT=durable: the settlement waits for Postgres's WAL flush.
-      durable = await connectClients(concurrency, durableUrl, auth);
-      hostedCalls += (await runClosedLoop(WARMUP, concurrency, 60_000, async (i) => !(await durable[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError)).succeeded;
-      const slow = await phase(durable, 'through the hosted endpoint, MARKET_CALL_COMMIT=durable', meter);
-      hostedCalls += slow.result.succeeded;
-      results[`hosted_durable_c${concurrency}`] = summary(slow);
+    const results: Record<string, ReturnType<typeof summary>> = {};
+    let hostedCalls = 0;
+    for (const concurrency of CONCURRENCIES) {
+      const direct = await connectClients(concurrency, service.url, {});
+      const bare = await connectClients(concurrency, proxyUrl, {});
+      const hosted = await connectClients(concurrency, hostedUrl, auth);
+      log(`warming up (${WARMUP} calls each)`);
+      await runClosedLoop(
+        WARMUP,
+        concurrency,
+        60_000,
+        async (i) =>
+          !(await direct[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError,
+      );
+      await runClosedLoop(
+        WARMUP,
+        concurrency,
+        60_000,
+        async (i) => !(await bare[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError,
+      );
+      const warm = await runClosedLoop(
+        WARMUP,
+        concurrency,
+        60_000,
+        async (i) =>
+          !(await hosted[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError,
+      );
+      hostedCalls += warm.succeeded;
+      results[`direct_c${concurrency}`] = summary(await phase(direct, 'direct to the upstream', meter));
+      results[`bare_sdk_proxy_c${concurrency}`] = summary(
+        await phase(bare, 'through a bare SDK proxy (the same two hops, nothing else)', meter),
+      );
+      const through = await phase(hosted, 'through the hosted endpoint', meter);
+      hostedCalls += through.result.succeeded;
+      results[`hosted_c${concurrency}`] = summary(through);
+      let durable: Client[] = [];
+      if (concurrency === 1) {
+        // The same call with MARKET_CALL_COMMIT=durable: the settlement waits for Postgres's WAL flush.
+        durable = await connectClients(concurrency, durableUrl, auth);
+        hostedCalls += (
+          await runClosedLoop(
+            WARMUP,
+            concurrency,
+            60_000,
+            async (i) =>
+              !(await durable[i % concurrency].callTool({ name: 'lookup_city', arguments: { city: 'w' } })).isError,
+          )
+        ).succeeded;
+        const slow = await phase(durable, 'through the hosted endpoint, MARKET_CALL_COMMIT=durable', meter);
+        hostedCalls += slow.result.succeeded;
+        results[`hosted_durable_c${concurrency}`] = summary(slow);
+      }
+      await Promise.all([...direct, ...bare, ...hosted, ...durable].map((c) => c.close().catch(() => {})));
     }
-    await Promise.all([...direct, ...bare, ...hosted, ...durable].map((c) => c.close().catch(() => {})));
-  }
 
-  const debited = balanceBefore - (await getWalletSummary(h.db, consumer.userId)).balanceMicros;
-  const ledgerProblems = (await findLedgerProblems(h.db)).map((p) => p.check);
-  const added = (hosted: string, direct: string) =>
-    results[hosted] && results[direct] ? { p50: round(results[hosted].p50Ms - results[direct].p50Ms, 2), p99: round(results[hosted].p99Ms - results[direct].p99Ms, 2) } : null;
-  const report = {
-    results,
-    addedLatencyMs: {
-      c1: added('hosted_c1', 'direct_c1'),
-      c1Durable: added('hosted_durable_c1', 'direct_c1'),
-      c16: added('hosted_c16', 'direct_c16'),
-      bareSdkProxyC1: added('bare_sdk_proxy_c1', 'direct_c1'),
-      bareSdkProxyC16: added('bare_sdk_proxy_c16', 'direct_c16'),
-      beyondBareSdkProxyC1: added('hosted_c1', 'bare_sdk_proxy_c1'),
-    },
-    hostedCalls,
-    debitedMicros: debited,
-    ledgerProblems,
-    loadAverages: [round(loadAtStart, 2), round(os.loadavg()[0], 2)],
-    cpus: os.cpus().length,
-  };
-  console.log('\n| tools/call | calls/s | p50 | p99 |');
-  console.log('|---|---|---|---|');
-  for (const [name, r] of Object.entries(results)) console.log(`| ${name} | ${r.perSecond} | ${r.p50Ms} ms | ${r.p99Ms} ms |`);
-  const groups = Object.keys(Object.values(results)[0]?.cpuMsPerCall ?? {});
-  console.log(`\nCPU ms per call | ${groups.join(' | ')} |`);
-  console.log(`|---|${groups.map(() => '---|').join('')}`);
-  for (const [name, r] of Object.entries(results)) console.log(`| ${name} | ${groups.map((g) => r.cpuMsPerCall[g]).join(' | ')} |`);
-  const { c1, c1Durable, c16, bareSdkProxyC1, beyondBareSdkProxyC1 } = report.addedLatencyMs;
-  const show = (a: { p50: number; p99: number } | null) => (a ? `p50 +${a.p50} ms, p99 +${a.p99} ms` : 'not measured');
-  console.log(`\nadded by the hosted endpoint: c=1 ${show(c1)} (durable commit: ${show(c1Durable)}); c=16 ${show(c16)}`);
-  console.log(`added by a bare SDK proxy (the floor of a second MCP hop here): c=1 ${show(bareSdkProxyC1)}; the hosted endpoint beyond it: c=1 ${show(beyondBareSdkProxyC1)}`);
-  if (c1) console.log(`goal at c=1 (≤ +3 ms p50, ≤ +15 ms p99): ${c1.p50 <= 3 && c1.p99 <= 15 ? 'met' : 'not met'}`);
-  console.log(JSON.stringify(report));
-  if (debited !== hostedCalls * PRICE_MICROS) throw new Error(`debited ${debited} micro-USD for ${hostedCalls} calls of ${PRICE_MICROS}`);
-  if (ledgerProblems.length) throw new Error(`the ledger does not reconcile: ${ledgerProblems.join('; ')}`);
-  if (Object.values(results).some((r) => r.failed)) throw new Error('some calls failed: see above');
+    const debited = balanceBefore - (await getWalletSummary(h.db, consumer.userId)).balanceMicros;
+    const ledgerProblems = (await findLedgerProblems(h.db)).map((p) => p.check);
+    const added = (hosted: string, direct: string) =>
+      results[hosted] && results[direct]
+        ? {
+            p50: round(results[hosted].p50Ms - results[direct].p50Ms, 2),
+            p99: round(results[hosted].p99Ms - results[direct].p99Ms, 2),
+          }
+        : null;
+    const report = {
+      results,
+      addedLatencyMs: {
+        c1: added('hosted_c1', 'direct_c1'),
+        c1Durable: added('hosted_durable_c1', 'direct_c1'),
+        c16: added('hosted_c16', 'direct_c16'),
+        bareSdkProxyC1: added('bare_sdk_proxy_c1', 'direct_c1'),
+        bareSdkProxyC16: added('bare_sdk_proxy_c16', 'direct_c16'),
+        beyondBareSdkProxyC1: added('hosted_c1', 'bare_sdk_proxy_c1'),
+      },
+      hostedCalls,
+      debitedMicros: debited,
+      ledgerProblems,
+      loadAverages: [round(loadAtStart, 2), round(os.loadavg()[0], 2)],
+      cpus: os.cpus().length,
+    };
+    console.log('\n| tools/call | calls/s | p50 | p99 |');
+    console.log('|---|---|---|---|');
+    for (const [name, r] of Object.entries(results))
+      console.log(`| ${name} | ${r.perSecond} | ${r.p50Ms} ms | ${r.p99Ms} ms |`);
+    const groups = Object.keys(Object.values(results)[0]?.cpuMsPerCall ?? {});
+    console.log(`\nCPU ms per call | ${groups.join(' | ')} |`);
+    console.log(`|---|${groups.map(() => '---|').join('')}`);
+    for (const [name, r] of Object.entries(results))
+      console.log(`| ${name} | ${groups.map((g) => r.cpuMsPerCall[g]).join(' | ')} |`);
+    const { c1, c1Durable, c16, bareSdkProxyC1, beyondBareSdkProxyC1 } = report.addedLatencyMs;
+    const show = (a: { p50: number; p99: number } | null) =>
+      a ? `p50 +${a.p50} ms, p99 +${a.p99} ms` : 'not measured';
+    console.log(
+      `\nadded by the hosted endpoint: c=1 ${show(c1)} (durable commit: ${show(c1Durable)}); c=16 ${show(c16)}`,
+    );
+    console.log(
+      `added by a bare SDK proxy (the floor of a second MCP hop here): c=1 ${show(bareSdkProxyC1)}; the hosted endpoint beyond it: c=1 ${show(beyondBareSdkProxyC1)}`,
+    );
+    if (c1) console.log(`goal at c=1 (≤ +3 ms p50, ≤ +15 ms p99): ${c1.p50 <= 3 && c1.p99 <= 15 ? 'met' : 'not met'}`);
+    console.log(JSON.stringify(report));
+    if (debited !== hostedCalls * PRICE_MICROS)
+      throw new Error(`debited ${debited} micro-USD for ${hostedCalls} calls of ${PRICE_MICROS}`);
+    if (ledgerProblems.length) throw new Error(`the ledger does not reconcile: ${ledgerProblems.join('; ')}`);
+    if (Object.values(results).some((r) => r.failed)) throw new Error('some calls failed: see above');
   },
   // Nothing of the platform in the benchmark's process: its API and worker are processes of their own.
   { workerQueues: [] },

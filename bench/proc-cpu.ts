@@ -17,7 +17,11 @@ function readStat(pid: number): ProcStat | null {
     // The command name (field 2) may contain spaces and parentheses: split after its last ')'.
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
     // fields[0] is field 3 (state): ppid is field 4, utime 14, stime 15, cutime 16, cstime 17.
-    return { ppid: Number(fields[1]), ticks: Number(fields[11]) + Number(fields[12]), childTicks: Number(fields[13]) + Number(fields[14]) };
+    return {
+      ppid: Number(fields[1]),
+      ticks: Number(fields[11]) + Number(fields[12]),
+      childTicks: Number(fields[13]) + Number(fields[14]),
+    };
   } catch {
     return null; // gone
   }

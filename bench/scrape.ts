@@ -68,7 +68,6 @@ const UNPOLLED_QUEUES = { platform: 'bench-unpolled-platform', browser: 'bench-u
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const LLM_MODEL = 'gpt-4o-mini';
 
-
 // ---------- 1. accept rate ----------
 
 /** A second API on the harness's database and Temporal client, starting its workflows on queues nobody polls. */
@@ -84,10 +83,11 @@ async function startApiOnUnpolledQueues(h: Harness): Promise<{ baseUrl: string; 
   const server = await listen(deps, 0, '127.0.0.1');
   return {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -109,7 +109,8 @@ async function measureAcceptRate(h: Harness, apiKey: string, userId: string): Pr
       signal: AbortSignal.timeout(30_000),
     });
     const body = (await response.json()) as { jobId?: string };
-    if (response.status !== 202 || !body.jobId) throw new Error(`POST /scrape answered ${response.status}: ${JSON.stringify(body)}`);
+    if (response.status !== 202 || !body.jobId)
+      throw new Error(`POST /scrape answered ${response.status}: ${JSON.stringify(body)}`);
     startedWorkflowIds.push(`scrape-${body.jobId}`);
     return true;
   };
@@ -120,7 +121,13 @@ async function measureAcceptRate(h: Harness, apiKey: string, userId: string): Pr
     await h.client.workflow.start('scrapeWorkflow', {
       taskQueue: UNPOLLED_QUEUES.platform,
       workflowId,
-      args: [{ jobId: randomUUID(), browserTaskQueue: UNPOLLED_QUEUES.browser, hasWebhook: false } satisfies ScrapeWorkflowInput],
+      args: [
+        {
+          jobId: randomUUID(),
+          browserTaskQueue: UNPOLLED_QUEUES.browser,
+          hasWebhook: false,
+        } satisfies ScrapeWorkflowInput,
+      ],
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
       typedSearchAttributes: [
@@ -139,9 +146,15 @@ async function measureAcceptRate(h: Harness, apiKey: string, userId: string): Pr
     await runClosedLoop(ACCEPT_WARMUP_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, (i) => startRaw(1_000_000 + i));
     for (let round = 0; round < ROUNDS; round++) {
       const offset = round * ACCEPT_REQUESTS;
-      log(`accept round ${round + 1}/${ROUNDS}: ${ACCEPT_REQUESTS} POST /api/v1/scrape, then ${ACCEPT_REQUESTS} raw workflow.start, at ${ACCEPT_CLIENTS} clients`);
-      const api = await runClosedLoop(ACCEPT_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, (i) => postScrape(offset + i));
-      const raw = await runClosedLoop(ACCEPT_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, (i) => startRaw(offset + i));
+      log(
+        `accept round ${round + 1}/${ROUNDS}: ${ACCEPT_REQUESTS} POST /api/v1/scrape, then ${ACCEPT_REQUESTS} raw workflow.start, at ${ACCEPT_CLIENTS} clients`,
+      );
+      const api = await runClosedLoop(ACCEPT_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, (i) =>
+        postScrape(offset + i),
+      );
+      const raw = await runClosedLoop(ACCEPT_REQUESTS, ACCEPT_CLIENTS, PHASE_TIME_LIMIT_MS, (i) =>
+        startRaw(offset + i),
+      );
       rounds.push({ api, raw });
     }
   } finally {
@@ -163,7 +176,6 @@ async function terminateAll(h: Harness, workflowIds: string[]): Promise<number> 
   return result.succeeded;
 }
 
-
 // ---------- 2. the platform as separate processes ----------
 
 interface BenchStack {
@@ -174,7 +186,12 @@ interface BenchStack {
 
 /** Fake LLM, worker and API each in their own process, on their own task queues, over the harness's database and Temporal. */
 async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>) => void): Promise<BenchStack> {
-  const { child: llm, match } = await spawnNode('bench/fake-llm-process.ts', {}, /fake LLM listening on (\S+)\n/, 'fake LLM');
+  const { child: llm, match } = await spawnNode(
+    'bench/fake-llm-process.ts',
+    {},
+    /fake LLM listening on (\S+)\n/,
+    'fake LLM',
+  );
   onStop(() => stopChild(llm));
   const llmUrl = match[1];
   const profileDir = process.env.BENCH_CPU_PROF;
@@ -189,10 +206,22 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
     LOG_LEVEL: 'warn',
   };
   // "worker polling" and "API listening" are logged at info.
-  const { child: worker } = await spawnNode('workers/worker.ts', { ...env, LOG_LEVEL: 'info' }, /worker polling/, 'worker', nodeArgs);
+  const { child: worker } = await spawnNode(
+    'workers/worker.ts',
+    { ...env, LOG_LEVEL: 'info' },
+    /worker polling/,
+    'worker',
+    nodeArgs,
+  );
   onStop(() => stopChild(worker));
   const port = await freePort();
-  const { child: api } = await spawnNode('api/server.ts', { ...env, PORT: String(port), LOG_LEVEL: 'info' }, /API listening/, 'API', nodeArgs);
+  const { child: api } = await spawnNode(
+    'api/server.ts',
+    { ...env, PORT: String(port), LOG_LEVEL: 'info' },
+    /API listening/,
+    'API',
+    nodeArgs,
+  );
   onStop(() => stopChild(api));
   return { apiUrl: `http://127.0.0.1:${port}`, llmUrl, pids: { api: api.pid!, worker: worker.pid!, llm: llm.pid! } };
 }
@@ -201,9 +230,17 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
 
 type StatusMode = 'poll' | 'wait';
 
-async function scrapeThroughPlatform(h: Harness, stack: BenchStack, apiKey: string, url: string, expectedRenderer: 'http' | 'browser', mode: StatusMode): Promise<boolean> {
+async function scrapeThroughPlatform(
+  h: Harness,
+  stack: BenchStack,
+  apiKey: string,
+  url: string,
+  expectedRenderer: 'http' | 'browser',
+  mode: StatusMode,
+): Promise<boolean> {
   const accepted = await h.http('POST', `${stack.apiUrl}/api/v1/scrape`, { apiKey, body: { url, async: true } });
-  if (accepted.status !== 202) throw new Error(`POST /scrape answered ${accepted.status}: ${JSON.stringify(accepted.body)}`);
+  if (accepted.status !== 202)
+    throw new Error(`POST /scrape answered ${accepted.status}: ${JSON.stringify(accepted.body)}`);
   const statusUrl = `${stack.apiUrl}/api/v1/scrape/status/${accepted.body.jobId}${mode === 'wait' ? `?wait=${STATUS_WAIT_SECONDS}` : ''}`;
   const deadline = Date.now() + JOB_TIMEOUT_MS;
   while (Date.now() < deadline) {
@@ -211,7 +248,8 @@ async function scrapeThroughPlatform(h: Harness, stack: BenchStack, apiKey: stri
     const { status, body: job } = await h.http('GET', statusUrl, { apiKey });
     if (status !== 200) throw new Error(`GET status answered ${status}: ${JSON.stringify(job)}`);
     if (job.status === 'completed') {
-      if (job.result?.renderedWith !== expectedRenderer) throw new Error(`${url} was rendered with ${job.result?.renderedWith}`);
+      if (job.result?.renderedWith !== expectedRenderer)
+        throw new Error(`${url} was rendered with ${job.result?.renderedWith}`);
       return true;
     }
     if (job.status === 'failed') throw new Error(`${url} failed: ${job.error}`);
@@ -237,19 +275,27 @@ async function scrapeStaticBare(extract: ReturnType<typeof bareExtractor>, url: 
 }
 
 /** What a user would write without us: a Playwright page per URL, then the same conversion and extraction. */
-async function scrapeWithPlaywright(browser: Browser, extract: ReturnType<typeof bareExtractor>, url: string, waitUntil: 'load' | 'networkidle', mustContain?: string): Promise<boolean> {
+async function scrapeWithPlaywright(
+  browser: Browser,
+  extract: ReturnType<typeof bareExtractor>,
+  url: string,
+  waitUntil: 'load' | 'networkidle',
+  mustContain?: string,
+): Promise<boolean> {
   const page = await browser.newPage();
   try {
     await page.goto(url, { waitUntil, timeout: JOB_TIMEOUT_MS });
     const converted = await extract(await page.content(), page.url());
-    if (mustContain && !converted.markdown.includes(mustContain)) throw new Error(`${url}: the script-rendered text is missing`);
+    if (mustContain && !converted.markdown.includes(mustContain))
+      throw new Error(`${url}: the script-rendered text is missing`);
     return true;
   } finally {
     await page.close();
   }
 }
 
-type RunName = 'platform, 1 s polling' | 'platform, ?wait=30' | 'bare fetch+convert+extract' | 'bare Playwright+convert+extract';
+type RunName =
+  'platform, 1 s polling' | 'platform, ?wait=30' | 'bare fetch+convert+extract' | 'bare Playwright+convert+extract';
 
 interface MeasuredRun {
   result: LoadResult;
@@ -274,25 +320,43 @@ async function measureEndToEnd(h: Harness, stack: BenchStack, apiKey: string): P
   const spaClients = h.config.browserConcurrency;
   const browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: ['--no-sandbox'] });
   // The benchmark's own children other than the platform's processes: its Chromium for the bare loops.
-  const platformPids = new Set([stack.pids.api, stack.pids.worker, stack.pids.llm, ...(h.temporalServerPid ? [h.temporalServerPid] : [])]);
+  const platformPids = new Set([
+    stack.pids.api,
+    stack.pids.worker,
+    stack.pids.llm,
+    ...(h.temporalServerPid ? [h.temporalServerPid] : []),
+  ]);
   const groups: CpuGroup[] = [
     { name: 'Temporal server', pids: () => (h.temporalServerPid ? [h.temporalServerPid] : []) },
     {
       name: 'Postgres backends',
-      pids: async () => (await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(h.db)).rows.map((r) => r.pid),
+      pids: async () =>
+        (
+          await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(h.db)
+        ).rows.map((r) => r.pid),
     },
     { name: 'API process', pids: () => [stack.pids.api] },
     { name: 'worker process (+ its Chromium)', pids: () => [stack.pids.worker], tree: true },
     { name: 'fake LLM process', pids: () => [stack.pids.llm] },
-    { name: 'bench process (clients, fixture site, bare loops + their Chromium)', pids: () => [process.pid, ...descendantsOf(process.pid, platformPids)] },
+    {
+      name: 'bench process (clients, fixture site, bare loops + their Chromium)',
+      pids: () => [process.pid, ...descendantsOf(process.pid, platformPids)],
+    },
   ];
   const meter = cpuMeter(groups);
-  const measure = async (label: string, count: number, concurrency: number, task: (i: number) => Promise<boolean>): Promise<MeasuredRun> => {
+  const measure = async (
+    label: string,
+    count: number,
+    concurrency: number,
+    task: (i: number) => Promise<boolean>,
+  ): Promise<MeasuredRun> => {
     log(`  ${label}: ${count} pages at ${concurrency} clients`);
     const running = await meter.start();
     const result = await runClosedLoop(count, concurrency, PHASE_TIME_LIMIT_MS, task);
     const cpuSeconds = await running.stop();
-    log(`    ${round(perSecond(result), 1)}/s (${result.succeeded}/${count} ok${result.firstError ? `; ${result.firstError}` : ''})`);
+    log(
+      `    ${round(perSecond(result), 1)}/s (${result.succeeded}/${count} ok${result.firstError ? `; ${result.firstError}` : ''})`,
+    );
     return { result, cpuSeconds };
   };
 
@@ -310,20 +374,37 @@ async function measureEndToEnd(h: Harness, stack: BenchStack, apiKey: string): P
       log(`end-to-end round ${r + 1}/${ROUNDS}: ${STATIC_PAGES} static pages each way`);
       const staticRuns = {} as Record<RunName, MeasuredRun>;
       // A and B alternate; the order flips every round so neither always runs on a warmer machine.
-      const order: RunName[] = ['platform, ?wait=30', 'bare fetch+convert+extract', 'platform, 1 s polling', 'bare Playwright+convert+extract'];
+      const order: RunName[] = [
+        'platform, ?wait=30',
+        'bare fetch+convert+extract',
+        'platform, 1 s polling',
+        'bare Playwright+convert+extract',
+      ];
       for (const name of r % 2 ? [...order].reverse() : order) {
         const task = {
-          'platform, 1 s polling': (i: number) => scrapeThroughPlatform(h, stack, apiKey, staticUrl(tag(i)), 'http', 'poll'),
-          'platform, ?wait=30': (i: number) => scrapeThroughPlatform(h, stack, apiKey, staticUrl(tag(i)), 'http', 'wait'),
+          'platform, 1 s polling': (i: number) =>
+            scrapeThroughPlatform(h, stack, apiKey, staticUrl(tag(i)), 'http', 'poll'),
+          'platform, ?wait=30': (i: number) =>
+            scrapeThroughPlatform(h, stack, apiKey, staticUrl(tag(i)), 'http', 'wait'),
           'bare fetch+convert+extract': (i: number) => scrapeStaticBare(extract, staticUrl(tag(i))),
-          'bare Playwright+convert+extract': (i: number) => scrapeWithPlaywright(browser, extract, staticUrl(tag(i)), 'load'),
+          'bare Playwright+convert+extract': (i: number) =>
+            scrapeWithPlaywright(browser, extract, staticUrl(tag(i)), 'load'),
         }[name];
         staticRuns[name] = await measure(name, STATIC_PAGES, STATIC_CLIENTS, task);
       }
       log(`end-to-end round ${r + 1}/${ROUNDS}: ${SPA_PAGES} script-rendered pages each way`);
-      const spaPlatform = () => measure('platform (SPA), ?wait=30', SPA_PAGES, spaClients, (i) => scrapeThroughPlatform(h, stack, apiKey, spaUrl(tag(i)), 'browser', 'wait'));
-      const spaBare = () => measure('bare Playwright+extract (SPA)', SPA_PAGES, spaClients, (i) => scrapeWithPlaywright(browser, extract, spaUrl(tag(i)), 'networkidle', SPA_SENTENCE));
-      const spa = r % 2 ? { bare: await spaBare(), platform: await spaPlatform() } : { platform: await spaPlatform(), bare: await spaBare() };
+      const spaPlatform = () =>
+        measure('platform (SPA), ?wait=30', SPA_PAGES, spaClients, (i) =>
+          scrapeThroughPlatform(h, stack, apiKey, spaUrl(tag(i)), 'browser', 'wait'),
+        );
+      const spaBare = () =>
+        measure('bare Playwright+extract (SPA)', SPA_PAGES, spaClients, (i) =>
+          scrapeWithPlaywright(browser, extract, spaUrl(tag(i)), 'networkidle', SPA_SENTENCE),
+        );
+      const spa =
+        r % 2
+          ? { bare: await spaBare(), platform: await spaPlatform() }
+          : { platform: await spaPlatform(), bare: await spaBare() };
       rounds.push({ staticRuns, spa });
     }
     return { rounds, groups: groups.map((g) => g.name), spaClients };
@@ -359,9 +440,13 @@ function printTable(rows: string[][]): void {
 function printReport(accept: AcceptFigures[], e2e: EndToEnd, loadAverages: number[]): void {
   const ratios = (pairs: [LoadResult, LoadResult][]) => pairs.map(([a, b]) => perSecond(a) / perSecond(b));
   const medianRatio = (pairs: [LoadResult, LoadResult][]) => round(median(ratios(pairs)), 3);
-  const perRound = (pairs: [LoadResult, LoadResult][]) => ratios(pairs).map((r) => round(r, 3)).join(', ');
+  const perRound = (pairs: [LoadResult, LoadResult][]) =>
+    ratios(pairs)
+      .map((r) => round(r, 3))
+      .join(', ');
   const staticOf = (name: RunName) => e2e.rounds.map((r) => r.staticRuns[name].result);
-  const pairOf = (a: RunName, b: RunName) => e2e.rounds.map((r): [LoadResult, LoadResult] => [r.staticRuns[a].result, r.staticRuns[b].result]);
+  const pairOf = (a: RunName, b: RunName) =>
+    e2e.rounds.map((r): [LoadResult, LoadResult] => [r.staticRuns[a].result, r.staticRuns[b].result]);
   const spaPairs = e2e.rounds.map((r): [LoadResult, LoadResult] => [r.spa.platform.result, r.spa.bare.result]);
   const acceptPairs = accept.map((r): [LoadResult, LoadResult] => [r.api, r.raw]);
   const p99 = (results: LoadResult[]) => median(results.map((r) => percentile(r.latenciesMs, 99)));
@@ -373,8 +458,14 @@ function printReport(accept: AcceptFigures[], e2e: EndToEnd, loadAverages: numbe
     ['measure', 'platform', 'baseline', 'ratio (per round)', 'goal'],
     [
       `accepted POST /scrape vs raw workflow.start (${ACCEPT_REQUESTS} each, ${ACCEPT_CLIENTS} clients)`,
-      describeRuns(accept.map((r) => r.api), ACCEPT_REQUESTS),
-      describeRuns(accept.map((r) => r.raw), ACCEPT_REQUESTS),
+      describeRuns(
+        accept.map((r) => r.api),
+        ACCEPT_REQUESTS,
+      ),
+      describeRuns(
+        accept.map((r) => r.raw),
+        ACCEPT_REQUESTS,
+      ),
       `${medianRatio(acceptPairs)} (${perRound(acceptPairs)}); p99 ${Math.round(acceptP99.api)} vs ${Math.round(acceptP99.raw)} ms = ${round(acceptP99.api / acceptP99.raw, 2)}x`,
       '>= 0.8, p99 <= 1.5x raw',
     ],
@@ -401,8 +492,14 @@ function printReport(accept: AcceptFigures[], e2e: EndToEnd, loadAverages: numbe
     ],
     [
       `completed script-rendered pages, ?wait=30 vs bare Playwright + extract (${SPA_PAGES}, ${e2e.spaClients} clients)`,
-      describeRuns(e2e.rounds.map((r) => r.spa.platform.result), SPA_PAGES),
-      describeRuns(e2e.rounds.map((r) => r.spa.bare.result), SPA_PAGES),
+      describeRuns(
+        e2e.rounds.map((r) => r.spa.platform.result),
+        SPA_PAGES,
+      ),
+      describeRuns(
+        e2e.rounds.map((r) => r.spa.bare.result),
+        SPA_PAGES,
+      ),
       `${medianRatio(spaPairs)} (${perRound(spaPairs)})`,
       '>= 0.9',
     ],
@@ -410,10 +507,19 @@ function printReport(accept: AcceptFigures[], e2e: EndToEnd, loadAverages: numbe
 
   const cpuPerJob = (runs: MeasuredRun[]) => {
     const done = runs.reduce((n, r) => n + r.result.succeeded, 0);
-    return Object.fromEntries(e2e.groups.map((g) => [g, done ? (runs.reduce((s, r) => s + r.cpuSeconds[g], 0) / done) * 1000 : NaN]));
+    return Object.fromEntries(
+      e2e.groups.map((g) => [g, done ? (runs.reduce((s, r) => s + r.cpuSeconds[g], 0) / done) * 1000 : NaN]),
+    );
   };
-  const runNames: RunName[] = ['platform, ?wait=30', 'platform, 1 s polling', 'bare fetch+convert+extract', 'bare Playwright+convert+extract'];
-  const cpu: Record<string, Record<string, number>> = Object.fromEntries(runNames.map((n) => [n, cpuPerJob(e2e.rounds.map((r) => r.staticRuns[n]))]));
+  const runNames: RunName[] = [
+    'platform, ?wait=30',
+    'platform, 1 s polling',
+    'bare fetch+convert+extract',
+    'bare Playwright+convert+extract',
+  ];
+  const cpu: Record<string, Record<string, number>> = Object.fromEntries(
+    runNames.map((n) => [n, cpuPerJob(e2e.rounds.map((r) => r.staticRuns[n]))]),
+  );
   cpu['platform (SPA), ?wait=30'] = cpuPerJob(e2e.rounds.map((r) => r.spa.platform));
   cpu['bare Playwright+extract (SPA)'] = cpuPerJob(e2e.rounds.map((r) => r.spa.bare));
   console.log('');
@@ -425,12 +531,22 @@ function printReport(accept: AcceptFigures[], e2e: EndToEnd, loadAverages: numbe
     ['total', ...columns.map((c) => String(Math.round(Object.values(cpu[c]).reduce((a, b) => a + b, 0))))],
   ]);
   console.log('');
-  console.log(`raw workflow.start latency at ${ACCEPT_CLIENTS} clients: p99 ${Math.round(acceptP99.raw)} ms (median over rounds)`);
-  console.log(`status: 1 s polling vs ?wait=${STATUS_WAIT_SECONDS} long polling; browser concurrency ${e2e.spaClients}`);
-  console.log(`machine: ${os.cpus().length} CPUs, 1-min load average at start/end ${loadAverages.map((l) => round(l, 1)).join(' / ')} (other processes share it)`);
+  console.log(
+    `raw workflow.start latency at ${ACCEPT_CLIENTS} clients: p99 ${Math.round(acceptP99.raw)} ms (median over rounds)`,
+  );
+  console.log(
+    `status: 1 s polling vs ?wait=${STATUS_WAIT_SECONDS} long polling; browser concurrency ${e2e.spaClients}`,
+  );
+  console.log(
+    `machine: ${os.cpus().length} CPUs, 1-min load average at start/end ${loadAverages.map((l) => round(l, 1)).join(' / ')} (other processes share it)`,
+  );
   console.log('');
 
-  const summary = (results: LoadResult[]) => ({ per_s: results.map((r) => round(perSecond(r))), ok: results.map((r) => r.succeeded), p50_ms: results.map((r) => round(percentile(r.latenciesMs, 50), 1)) });
+  const summary = (results: LoadResult[]) => ({
+    per_s: results.map((r) => round(perSecond(r))),
+    ok: results.map((r) => r.succeeded),
+    p50_ms: results.map((r) => round(percentile(r.latenciesMs, 50), 1)),
+  });
   console.log(
     JSON.stringify({
       rounds: ROUNDS,
@@ -449,10 +565,22 @@ function printReport(accept: AcceptFigures[], e2e: EndToEnd, loadAverages: numbe
         runs: Object.fromEntries(runNames.map((n) => [n, summary(staticOf(n))])),
         ratio_wait_over_bare_fetch_median: medianRatio(pairOf('platform, ?wait=30', 'bare fetch+convert+extract')),
         ratio_poll_over_bare_fetch_median: medianRatio(pairOf('platform, 1 s polling', 'bare fetch+convert+extract')),
-        ratio_wait_over_bare_playwright_median: medianRatio(pairOf('platform, ?wait=30', 'bare Playwright+convert+extract')),
+        ratio_wait_over_bare_playwright_median: medianRatio(
+          pairOf('platform, ?wait=30', 'bare Playwright+convert+extract'),
+        ),
       },
-      spa: { pages: SPA_PAGES, platform: summary(e2e.rounds.map((r) => r.spa.platform.result)), bare: summary(e2e.rounds.map((r) => r.spa.bare.result)), ratio_median: medianRatio(spaPairs) },
-      cpu_ms_per_job: Object.fromEntries(Object.entries(cpu).map(([run, groups]) => [run, Object.fromEntries(Object.entries(groups).map(([g, v]) => [g, round(v, 1)]))])),
+      spa: {
+        pages: SPA_PAGES,
+        platform: summary(e2e.rounds.map((r) => r.spa.platform.result)),
+        bare: summary(e2e.rounds.map((r) => r.spa.bare.result)),
+        ratio_median: medianRatio(spaPairs),
+      },
+      cpu_ms_per_job: Object.fromEntries(
+        Object.entries(cpu).map(([run, groups]) => [
+          run,
+          Object.fromEntries(Object.entries(groups).map(([g, v]) => [g, round(v, 1)])),
+        ]),
+      ),
       cpus: os.cpus().length,
       load_average_1m: loadAverages.map((l) => round(l, 2)),
     }),

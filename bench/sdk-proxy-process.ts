@@ -18,7 +18,11 @@ async function main() {
     createMcpHandler(() => {
       const server = new Server({ name: 'bench-sdk-proxy', version: '1.0.0' }, { capabilities: { tools: {} } });
       server.setRequestHandler('tools/list', async () => upstream.listTools());
-      server.setRequestHandler('tools/call', async (request) => upstream.callTool({ name: request.params.name, arguments: request.params.arguments ?? {} }) as never);
+      server.setRequestHandler(
+        'tools/call',
+        async (request) =>
+          upstream.callTool({ name: request.params.name, arguments: request.params.arguments ?? {} }) as never,
+      );
       return server;
     }),
   );

@@ -15,7 +15,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { Harness } from '../test/support/harness';
-import { PREFIX_QUERIES, SKILLS_QUERIES, SKILLS_SAMPLE_PATH, TYPO_QUERIES, type SkillsQuery } from '../scripts/skills-sample-queries';
+import {
+  PREFIX_QUERIES,
+  SKILLS_QUERIES,
+  SKILLS_SAMPLE_PATH,
+  TYPO_QUERIES,
+  type SkillsQuery,
+} from '../scripts/skills-sample-queries';
 import { importJsonLines } from '../db/skills/import';
 import { embedderFromConfig } from '../lib/skills/embeddings';
 import { embeddingStorage } from '../db/skills/catalogue';
@@ -29,7 +35,6 @@ const WARMUP = 64;
 const PHASE_TIME_LIMIT_MS = 60_000;
 const WATCHDOG_MS = 300_000;
 const PAGE_SIZE = 20;
-
 
 interface RecallFigures {
   queries: number;
@@ -46,7 +51,9 @@ async function recallAt5(h: Harness, apiKey: string, queries: SkillsQuery[]): Pr
   let passed = 0;
   const misses: string[] = [];
   for (const { q, mustInTop5 } of queries) {
-    const response = await h.http('GET', `/api/v1/skills/directory/search?q=${encodeURIComponent(q)}&pageSize=5`, { apiKey });
+    const response = await h.http('GET', `/api/v1/skills/directory/search?q=${encodeURIComponent(q)}&pageSize=5`, {
+      apiKey,
+    });
     if (response.status !== 200) throw new Error(`search "${q}" answered ${response.status}`);
     const ids: string[] = response.body.items.map((i: { externalId: string }) => i.externalId);
     const hits = mustInTop5.filter((id) => ids.includes(id));
@@ -55,7 +62,14 @@ async function recallAt5(h: Harness, apiKey: string, queries: SkillsQuery[]): Pr
     if (hits.length === mustInTop5.length) passed++;
     else misses.push(q);
   }
-  return { queries: queries.length, expected, found, recallAt5: round(found / expected, 3), queriesFullyPassed: passed, misses };
+  return {
+    queries: queries.length,
+    expected,
+    found,
+    recallAt5: round(found / expected, 3),
+    queriesFullyPassed: passed,
+    misses,
+  };
 }
 
 const ALL_QUERIES = [...SKILLS_QUERIES, ...PREFIX_QUERIES, ...TYPO_QUERIES].map((s) => s.q);
@@ -63,7 +77,8 @@ const ALL_QUERIES = [...SKILLS_QUERIES, ...PREFIX_QUERIES, ...TYPO_QUERIES].map(
 async function getOk(url: string, apiKey: string, check?: (body: any) => void): Promise<boolean> {
   const response = await fetch(url, { headers: { 'x-api-key': apiKey }, signal: AbortSignal.timeout(30_000) });
   const body = await response.json();
-  if (response.status !== 200) throw new Error(`${url} answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
+  if (response.status !== 200)
+    throw new Error(`${url} answered ${response.status}: ${JSON.stringify(body).slice(0, 300)}`);
   check?.(body);
   return true;
 }
@@ -75,7 +90,8 @@ interface LatencyFigures {
 }
 
 async function measureLatency(h: Harness, apiKey: string): Promise<LatencyFigures> {
-  const searchUrl = (i: number) => `${h.baseUrl}/api/v1/skills/directory/search?q=${encodeURIComponent(ALL_QUERIES[i % ALL_QUERIES.length])}&pageSize=${PAGE_SIZE}`;
+  const searchUrl = (i: number) =>
+    `${h.baseUrl}/api/v1/skills/directory/search?q=${encodeURIComponent(ALL_QUERIES[i % ALL_QUERIES.length])}&pageSize=${PAGE_SIZE}`;
   // A fresh query per request (an extra nonce word that matches nothing), so no cached plan is reused.
   const aiUrl = (i: number) =>
     `${h.baseUrl}/api/v1/skills/directory/ai-search?q=${encodeURIComponent(`${ALL_QUERIES[i % ALL_QUERIES.length]} q${i}x${Date.now()}`)}&pageSize=${PAGE_SIZE}`;
@@ -97,42 +113,97 @@ async function measureLatency(h: Harness, apiKey: string): Promise<LatencyFigure
   log(`GET /skills/directory/search: ${REQUESTS} requests at ${CLIENTS} clients`);
   const searchResult = await runClosedLoop(REQUESTS, CLIENTS, PHASE_TIME_LIMIT_MS, (i) => getOk(searchUrl(i), apiKey));
   log(`GET /skills/directory/ai-search: ${AI_REQUESTS} requests at ${CLIENTS} clients`);
-  const aiResult = await runClosedLoop(AI_REQUESTS, CLIENTS, PHASE_TIME_LIMIT_MS, (i) => getOk(aiUrl(i), apiKey, expectAi));
+  const aiResult = await runClosedLoop(AI_REQUESTS, CLIENTS, PHASE_TIME_LIMIT_MS, (i) =>
+    getOk(aiUrl(i), apiKey, expectAi),
+  );
   return { search: searchResult, aiSearch: aiResult, bare: bareResult };
 }
 
-function printReport(recall: Record<string, RecallFigures>, latency: LatencyFigures, storage: string, loadAverages: number[]): void {
+function printReport(
+  recall: Record<string, RecallFigures>,
+  latency: LatencyFigures,
+  storage: string,
+  loadAverages: number[],
+): void {
   const p = (r: LoadResult, q: number) => round(percentile(r.latenciesMs, q), 2);
-  const ratio = (a: LoadResult, b: LoadResult, q: number) => round(percentile(a.latenciesMs, q) / percentile(b.latenciesMs, q), 2);
+  const ratio = (a: LoadResult, b: LoadResult, q: number) =>
+    round(percentile(a.latenciesMs, q) / percentile(b.latenciesMs, q), 2);
   console.log('');
   for (const [name, r] of Object.entries(recall)) {
-    console.log(`recall@5 ${name.padEnd(8)} ${r.recallAt5} (${r.found}/${r.expected} expected skills; ${r.queriesFullyPassed}/${r.queries} queries fully passed)${r.misses.length ? `; misses: ${r.misses.join(' | ')}` : ''}`);
+    console.log(
+      `recall@5 ${name.padEnd(8)} ${r.recallAt5} (${r.found}/${r.expected} expected skills; ${r.queriesFullyPassed}/${r.queries} queries fully passed)${r.misses.length ? `; misses: ${r.misses.join(' | ')}` : ''}`,
+    );
   }
   console.log('');
   const rows = [
     ['at 16 clients', 'ok', 'p50 ms', 'p99 ms', 'p50 / bare', 'p99 / bare'],
-    ['bare SQL (plainSearch in-process)', `${latency.bare.succeeded}/${latency.bare.attempted}`, String(p(latency.bare, 50)), String(p(latency.bare, 99)), '1', '1'],
-    ['GET /skills/directory/search', `${latency.search.succeeded}/${latency.search.attempted}`, String(p(latency.search, 50)), String(p(latency.search, 99)), String(ratio(latency.search, latency.bare, 50)), String(ratio(latency.search, latency.bare, 99))],
-    ['GET /skills/directory/ai-search', `${latency.aiSearch.succeeded}/${latency.aiSearch.attempted}`, String(p(latency.aiSearch, 50)), String(p(latency.aiSearch, 99)), String(ratio(latency.aiSearch, latency.bare, 50)), String(ratio(latency.aiSearch, latency.bare, 99))],
+    [
+      'bare SQL (plainSearch in-process)',
+      `${latency.bare.succeeded}/${latency.bare.attempted}`,
+      String(p(latency.bare, 50)),
+      String(p(latency.bare, 99)),
+      '1',
+      '1',
+    ],
+    [
+      'GET /skills/directory/search',
+      `${latency.search.succeeded}/${latency.search.attempted}`,
+      String(p(latency.search, 50)),
+      String(p(latency.search, 99)),
+      String(ratio(latency.search, latency.bare, 50)),
+      String(ratio(latency.search, latency.bare, 99)),
+    ],
+    [
+      'GET /skills/directory/ai-search',
+      `${latency.aiSearch.succeeded}/${latency.aiSearch.attempted}`,
+      String(p(latency.aiSearch, 50)),
+      String(p(latency.aiSearch, 99)),
+      String(ratio(latency.aiSearch, latency.bare, 50)),
+      String(ratio(latency.aiSearch, latency.bare, 99)),
+    ],
   ];
   const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
   const line = (row: string[]) => row.map((cell, c) => cell.padEnd(widths[c])).join(' | ');
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('-|-'));
   for (const row of rows.slice(1)) console.log(line(row));
-  for (const [name, r] of Object.entries(latency)) if (r.firstError) console.log(`${name}: first error: ${r.firstError}`);
+  for (const [name, r] of Object.entries(latency))
+    if (r.firstError) console.log(`${name}: first error: ${r.firstError}`);
   console.log('');
-  console.log(`embeddings stored as ${storage}; fake LLM and embeddings answer at once (ai-search = 2 chat calls + 1 embedding call + SQL + charge)`);
-  console.log(`machine: ${os.cpus().length} CPUs, 1-min load average at start/end ${loadAverages.map((l) => round(l, 1)).join(' / ')}`);
+  console.log(
+    `embeddings stored as ${storage}; fake LLM and embeddings answer at once (ai-search = 2 chat calls + 1 embedding call + SQL + charge)`,
+  );
+  console.log(
+    `machine: ${os.cpus().length} CPUs, 1-min load average at start/end ${loadAverages.map((l) => round(l, 1)).join(' / ')}`,
+  );
   console.log('');
   const figures = (r: LoadResult) => ({ ok: r.succeeded, attempted: r.attempted, p50_ms: p(r, 50), p99_ms: p(r, 99) });
   console.log(
     JSON.stringify({
-      recall_at_5: Object.fromEntries(Object.entries(recall).map(([k, r]) => [k, { recall: r.recallAt5, found: r.found, expected: r.expected, queries: r.queries, passed: r.queriesFullyPassed }])),
+      recall_at_5: Object.fromEntries(
+        Object.entries(recall).map(([k, r]) => [
+          k,
+          {
+            recall: r.recallAt5,
+            found: r.found,
+            expected: r.expected,
+            queries: r.queries,
+            passed: r.queriesFullyPassed,
+          },
+        ]),
+      ),
       clients: CLIENTS,
       bare_sql: figures(latency.bare),
-      search: { ...figures(latency.search), p50_ratio_over_bare: ratio(latency.search, latency.bare, 50), p99_ratio_over_bare: ratio(latency.search, latency.bare, 99) },
-      ai_search: { ...figures(latency.aiSearch), p50_ratio_over_bare: ratio(latency.aiSearch, latency.bare, 50), p99_ratio_over_bare: ratio(latency.aiSearch, latency.bare, 99) },
+      search: {
+        ...figures(latency.search),
+        p50_ratio_over_bare: ratio(latency.search, latency.bare, 50),
+        p99_ratio_over_bare: ratio(latency.search, latency.bare, 99),
+      },
+      ai_search: {
+        ...figures(latency.aiSearch),
+        p50_ratio_over_bare: ratio(latency.aiSearch, latency.bare, 50),
+        p99_ratio_over_bare: ratio(latency.aiSearch, latency.bare, 99),
+      },
       embedding_storage: storage,
       cpus: os.cpus().length,
       load_average_1m: loadAverages.map((l) => round(l, 2)),
@@ -141,14 +212,18 @@ function printReport(recall: Record<string, RecallFigures>, latency: LatencyFigu
 }
 
 if (!existsSync(SKILLS_SAMPLE_PATH)) {
-  console.error(`bench:skills needs the real skills sample at ${SKILLS_SAMPLE_PATH} (../shared/data/skills/skills.jsonl beside the clone); it is not there.`);
+  console.error(
+    `bench:skills needs the real skills sample at ${SKILLS_SAMPLE_PATH} (../shared/data/skills/skills.jsonl beside the clone); it is not there.`,
+  );
   process.exit(1);
 }
 
 void runHarnessBenchmark(WATCHDOG_MS, async (h) => {
   const { apiKey } = await h.createUser({ creditUsd: 1000 });
   log(`importing ${SKILLS_SAMPLE_PATH}`);
-  const imported = await importJsonLines(h.db, readFileSync(SKILLS_SAMPLE_PATH, 'utf8'), { embedder: embedderFromConfig(h.config) });
+  const imported = await importJsonLines(h.db, readFileSync(SKILLS_SAMPLE_PATH, 'utf8'), {
+    embedder: embedderFromConfig(h.config),
+  });
   log(`imported: ${JSON.stringify({ ...imported, errors: imported.errors.length })}`);
   const loadAtStart = os.loadavg()[0];
   const recall = {

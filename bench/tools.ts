@@ -42,13 +42,19 @@ async function runPlatform(h: Harness, base: string, apiKey: string, mcp: TestMc
   const started = performance.now();
   const accepted = await h.http('POST', `${base}/api/v1/agents/run`, {
     apiKey,
-    body: { task: 'Echo N times', llm_model: 'gpt-4o-mini', max_tool_calls: CALLS, custom_mcps: [{ type: 'remote_mcp', source_url: mcp.url }] },
+    body: {
+      task: 'Echo N times',
+      llm_model: 'gpt-4o-mini',
+      max_tool_calls: CALLS,
+      custom_mcps: [{ type: 'remote_mcp', source_url: mcp.url }],
+    },
   });
   if (accepted.status !== 202) throw new Error(`run refused: ${JSON.stringify(accepted.body)}`);
   for (;;) {
     const run = await h.http('GET', `${base}/api/v1/agents/runs/${accepted.body.jobId}`, { apiKey });
     if (run.body.status === 'completed') {
-      if (run.body.usage.toolCalls !== CALLS) throw new Error(`expected ${CALLS} tool calls, got ${run.body.usage.toolCalls}`);
+      if (run.body.usage.toolCalls !== CALLS)
+        throw new Error(`expected ${CALLS} tool calls, got ${run.body.usage.toolCalls}`);
       break;
     }
     if (run.body.status === 'failed') throw new Error(`run failed: ${run.body.error}`);
@@ -60,7 +66,10 @@ async function runPlatform(h: Harness, base: string, apiKey: string, mcp: TestMc
 
 async function runBare(mcp: TestMcpServer): Promise<Measured> {
   const started = performance.now();
-  const source = await openToolSource({ type: 'remote_mcp', url: mcp.url }, { policy: parseNetworkAllowlist('127.0.0.1') });
+  const source = await openToolSource(
+    { type: 'remote_mcp', url: mcp.url },
+    { policy: parseNetworkAllowlist('127.0.0.1') },
+  );
   const perCallMs: number[] = [];
   try {
     for (let i = 0; i < CALLS; i++) {
@@ -76,7 +85,12 @@ async function runBare(mcp: TestMcpServer): Promise<Measured> {
 }
 
 function stats(m: Measured) {
-  return { p50: round(percentile(m.perCallMs, 50)), p99: round(percentile(m.perCallMs, 99)), mean: round(m.perCallMs.reduce((a, b) => a + b, 0) / m.perCallMs.length), totalMs: round(m.totalMs) };
+  return {
+    p50: round(percentile(m.perCallMs, 50)),
+    p99: round(percentile(m.perCallMs, 99)),
+    mean: round(m.perCallMs.reduce((a, b) => a + b, 0) / m.perCallMs.length),
+    totalMs: round(m.totalMs),
+  };
 }
 
 void runHarnessBenchmark(WATCHDOG_MS, async (h, onStop) => {
@@ -104,9 +118,26 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h, onStop) => {
   const ratio = { p50: round(platform.p50 / bare.p50), p99: round(platform.p99 / bare.p99) };
   console.log(`\nTool calls: ${CALLS} per run, fake model at 0 ms, loopback MCP server (SDK v2, Streamable HTTP)`);
   console.log('                      p50 ms    p99 ms   mean ms   total ms');
-  for (const [label, s] of [['agent runtime (cycle)', platform], ['bare SDK loop', bare]] as const) {
-    console.log(`${label.padEnd(22)}${String(s.p50).padStart(7)}${String(s.p99).padStart(10)}${String(s.mean).padStart(10)}${String(s.totalMs).padStart(11)}`);
+  for (const [label, s] of [
+    ['agent runtime (cycle)', platform],
+    ['bare SDK loop', bare],
+  ] as const) {
+    console.log(
+      `${label.padEnd(22)}${String(s.p50).padStart(7)}${String(s.p99).padStart(10)}${String(s.mean).padStart(10)}${String(s.totalMs).padStart(11)}`,
+    );
   }
-  console.log(`ratio (runtime / bare): p50 ${ratio.p50}x, p99 ${ratio.p99}x; load average ${round(loadAtStart)} → ${round(os.loadavg()[0])} on ${os.cpus().length} cores`);
-  console.log(JSON.stringify({ bench: 'tools', calls: CALLS, platform, bare, ratio, loadAverage: [round(loadAtStart), round(os.loadavg()[0])], cores: os.cpus().length }));
+  console.log(
+    `ratio (runtime / bare): p50 ${ratio.p50}x, p99 ${ratio.p99}x; load average ${round(loadAtStart)} → ${round(os.loadavg()[0])} on ${os.cpus().length} cores`,
+  );
+  console.log(
+    JSON.stringify({
+      bench: 'tools',
+      calls: CALLS,
+      platform,
+      bare,
+      ratio,
+      loadAverage: [round(loadAtStart), round(os.loadavg()[0])],
+      cores: os.cpus().length,
+    }),
+  );
 });

@@ -1,6 +1,14 @@
 import path from 'node:path';
 import { mkdirSync } from 'node:fs';
-import { Kysely, Migrator, PostgresDialect, sql, type Dialect, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  sql,
+  type Dialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+} from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema';
 import { migrationProvider } from './migrations';
@@ -28,23 +36,40 @@ export async function openDatabase(target: DatabaseTarget): Promise<Db> {
     // connections only, so every connection gets its own listener. A broken connection is dropped
     // and replaced on next use; the failed query surfaces to its caller (503, activity retry).
     pool.on('error', () => undefined); // an idle connection's failure: logged by its own listener below
-    pool.on('connect', (client) => client.on('error', (err) => log().warn({ err }, 'a database connection failed; it will be replaced')));
+    pool.on('connect', (client) =>
+      client.on('error', (err) => log().warn({ err }, 'a database connection failed; it will be replaced')),
+    );
     dialect = new PostgresDialect({ pool: markingConnectionFailures(pool) });
   } else {
     const { PGlite, types } = await import('@electric-sql/pglite');
     // pg_trgm backs the skills directory's typo-tolerant name search (migration 0004). The subpath
     // export resolves at run time; moduleResolution "node" cannot type it, hence the annotation.
-    const { pg_trgm } = (await import('@electric-sql/pglite/contrib/pg_trgm' as string)) as { pg_trgm: import('@electric-sql/pglite').Extension };
+    const { pg_trgm } = (await import('@electric-sql/pglite/contrib/pg_trgm' as string)) as {
+      pg_trgm: import('@electric-sql/pglite').Extension;
+    };
     const dir = path.join(target.dataDir, 'pglite');
     mkdirSync(dir, { recursive: true });
-    const pglite = await PGlite.create(dir, { parsers: { [types.INT8]: (value: string) => Number(value) }, extensions: { pg_trgm } });
+    const pglite = await PGlite.create(dir, {
+      parsers: { [types.INT8]: (value: string) => Number(value) },
+      extensions: { pg_trgm },
+    });
     dialect = new PGliteDialect(pglite);
   }
   return new Kysely<Database>({ dialect });
 }
 
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-const CONNECTION_ERROR_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/i;
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+const CONNECTION_ERROR_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/i;
 const unreachable = new WeakSet<object>();
 
 /** Marks errors that mean "Postgres could not be reached or dropped the connection", as they leave the pool. */
@@ -53,7 +78,10 @@ function markingConnectionFailures(pool: pg.Pool): PostgresPool {
     if (err && typeof err === 'object') {
       const { code, message } = err as { code?: unknown; message?: unknown };
       const severity = (err as { severity?: unknown }).severity;
-      const connectionLevel = severity === undefined && ((typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) || (typeof message === 'string' && CONNECTION_ERROR_MESSAGES.test(message)));
+      const connectionLevel =
+        severity === undefined &&
+        ((typeof code === 'string' && CONNECTION_ERROR_CODES.has(code)) ||
+          (typeof message === 'string' && CONNECTION_ERROR_MESSAGES.test(message)));
       if (connectionLevel) unreachable.add(err);
     }
     return err;
@@ -62,7 +90,8 @@ function markingConnectionFailures(pool: pg.Pool): PostgresPool {
     async connect() {
       const client = await pool.connect().catch((err) => {
         // Whatever stops a new connection (refused, timed out, authentication) is the database being unreachable.
-        if (err && typeof err === 'object' && (err as { severity?: unknown }).severity === undefined) unreachable.add(err);
+        if (err && typeof err === 'object' && (err as { severity?: unknown }).severity === undefined)
+          unreachable.add(err);
         throw err;
       });
       return {
@@ -87,7 +116,11 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (unreachable.has(err)) return true;
   // What the server itself says while it shuts down or restarts.
   const { code, severity } = err as { code?: unknown; severity?: unknown };
-  return severity !== undefined && typeof code === 'string' && (code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code));
+  return (
+    severity !== undefined &&
+    typeof code === 'string' &&
+    (code.startsWith('08') || ['57P01', '57P02', '57P03'].includes(code))
+  );
 }
 
 /** A round trip to the database (the readiness probe's); rejects when it does not answer. */
@@ -99,6 +132,8 @@ export async function migrateToLatest(db: Db): Promise<void> {
   const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
-    throw new Error(`Migration ${failed?.migrationName ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(
+      `Migration ${failed?.migrationName ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }

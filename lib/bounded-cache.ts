@@ -74,7 +74,10 @@ export class BoundedCache<V> {
  * setup run several in one process).
  */
 export function createGenerationCache<V>(options: { ttlMs: number; maxEntries: number; generation: () => number }) {
-  const entries = new BoundedCache<{ scope: unknown; value: V; generation: number }>({ maxEntries: options.maxEntries, ttlMs: options.ttlMs });
+  const entries = new BoundedCache<{ scope: unknown; value: V; generation: number }>({
+    maxEntries: options.maxEntries,
+    ttlMs: options.ttlMs,
+  });
   return async (scope: unknown, key: string, load: () => Promise<V | null>, now = Date.now()): Promise<V | null> => {
     const generation = options.generation();
     const hit = entries.get(key, now);

@@ -225,7 +225,8 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
 function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
   const raw = optional(env, name);
   if (raw === null) return fallback;
-  if (!(values as readonly string[]).includes(raw)) throw new ConfigError(name, `must be one of ${values.join(', ')}, got "${raw}"`);
+  if (!(values as readonly string[]).includes(raw))
+    throw new ConfigError(name, `must be one of ${values.join(', ')}, got "${raw}"`);
   return raw as T;
 }
 
@@ -247,7 +248,10 @@ function usdAmount(env: Env, name: string, fallbackUsd: number): number {
   if (raw === null) return usdToWholeMicros(fallbackUsd)!;
   const micros = /^\d+(\.\d+)?$/.test(raw) ? usdToWholeMicros(Number(raw)) : null;
   if (micros === null || micros <= 0 || micros > 1_000_000_000_000) {
-    throw new ConfigError(name, `must be a positive USD amount of at most 1000000 with at most 6 decimals, got "${raw}"`);
+    throw new ConfigError(
+      name,
+      `must be a positive USD amount of at most 1000000 with at most 6 decimals, got "${raw}"`,
+    );
   }
   return micros;
 }
@@ -289,10 +293,14 @@ function readWrittenSecret(name: string, target: string): string {
     try {
       content = readFileSync(target, 'utf8');
     } catch (err) {
-      throw new ConfigError(name, `comes from ${target}, which exists but cannot be read (${(err as NodeJS.ErrnoException).code}); remove that file or set ${name}`);
+      throw new ConfigError(
+        name,
+        `comes from ${target}, which exists but cannot be read (${(err as NodeJS.ErrnoException).code}); remove that file or set ${name}`,
+      );
     }
     if (content.trim() !== '') return content.trim();
-    if (Date.now() > deadline) throw new ConfigError(name, `comes from ${target}, which is empty; remove that file or set ${name}`);
+    if (Date.now() > deadline)
+      throw new ConfigError(name, `comes from ${target}, which is empty; remove that file or set ${name}`);
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
   }
 }
@@ -308,7 +316,11 @@ function trustProxyHops(env: Env): number {
   const raw = optional(env, 'TRUST_PROXY')?.toLowerCase() ?? null;
   if (raw === null || raw === 'false') return 0;
   if (raw === 'true') return 1;
-  if (!/^\d+$/.test(raw) || Number(raw) > 10) throw new ConfigError('TRUST_PROXY', `must be true, false or the number of proxies in front of the API (0-10), got "${raw}"`);
+  if (!/^\d+$/.test(raw) || Number(raw) > 10)
+    throw new ConfigError(
+      'TRUST_PROXY',
+      `must be true, false or the number of proxies in front of the API (0-10), got "${raw}"`,
+    );
   return Number(raw);
 }
 
@@ -316,7 +328,8 @@ function fraction(env: Env, name: string, fallback: number): number {
   const raw = optional(env, name);
   if (raw === null) return fallback;
   const value = Number(raw);
-  if (!/^\d*\.?\d+$/.test(raw) || value < 0 || value > 1) throw new ConfigError(name, `must be a number between 0 and 1, got "${raw}"`);
+  if (!/^\d*\.?\d+$/.test(raw) || value < 0 || value > 1)
+    throw new ConfigError(name, `must be a number between 0 and 1, got "${raw}"`);
   return value;
 }
 
@@ -324,13 +337,22 @@ function fraction(env: Env, name: string, fallback: number): number {
 export const DEFAULT_DRAFT_SLUG_DAYS = 30;
 
 function marketConfig(env: Env, dataDir: string): MarketConfig {
-  const rawKey = secretOrLocalFile(env, 'MARKET_CHARGE_TOKEN_KEY', dataDir, 'charge-token.key', () => randomBytes(32).toString('hex'));
-  const chargeTokenKey = /^[0-9a-fA-F]+$/.test(rawKey) && rawKey.length % 2 === 0 ? Buffer.from(rawKey, 'hex') : Buffer.from(rawKey, 'base64');
-  if (chargeTokenKey.length < 32) throw new ConfigError('MARKET_CHARGE_TOKEN_KEY', 'must be at least 32 bytes, as hex or base64');
+  const rawKey = secretOrLocalFile(env, 'MARKET_CHARGE_TOKEN_KEY', dataDir, 'charge-token.key', () =>
+    randomBytes(32).toString('hex'),
+  );
+  const chargeTokenKey =
+    /^[0-9a-fA-F]+$/.test(rawKey) && rawKey.length % 2 === 0
+      ? Buffer.from(rawKey, 'hex')
+      : Buffer.from(rawKey, 'base64');
+  if (chargeTokenKey.length < 32)
+    throw new ConfigError('MARKET_CHARGE_TOKEN_KEY', 'must be at least 32 bytes, as hex or base64');
   const runTtlMs = integer(env, 'MARKET_RUN_TTL_MINUTES', 15, 1, 24 * 60) * 60_000;
   const runIdleGraceMs = integer(env, 'MARKET_RUN_IDLE_GRACE_SECONDS', 60, 0, 3_600) * 1_000;
   if (runIdleGraceMs >= runTtlMs) {
-    throw new ConfigError('MARKET_RUN_IDLE_GRACE_SECONDS', `must be shorter than a market run's lifetime (MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}), got ${runIdleGraceMs / 1_000}`);
+    throw new ConfigError(
+      'MARKET_RUN_IDLE_GRACE_SECONDS',
+      `must be shorter than a market run's lifetime (MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}), got ${runIdleGraceMs / 1_000}`,
+    );
   }
   return {
     chargeTokenKey,
@@ -359,19 +381,25 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
 }
 
 function skillsConfig(env: Env): SkillsConfig {
-  const repos = (optional(env, 'SKILLS_GITHUB_REPOS') ?? '').split(',').map((r) => r.trim()).filter(Boolean);
+  const repos = (optional(env, 'SKILLS_GITHUB_REPOS') ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
   for (const repo of repos) {
-    if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new ConfigError('SKILLS_GITHUB_REPOS', `must be a comma-separated list of owner/repo, got "${repo}"`);
+    if (!/^[\w.-]+\/[\w.-]+$/.test(repo))
+      throw new ConfigError('SKILLS_GITHUB_REPOS', `must be a comma-separated list of owner/repo, got "${repo}"`);
   }
   const embeddingsModel = optional(env, 'EMBEDDINGS_MODEL') ?? 'text-embedding-3-small';
   const rerank = (optional(env, 'SKILLS_AI_RERANK') ?? 'true').toLowerCase();
-  if (!['true', 'false', '1', '0'].includes(rerank)) throw new ConfigError('SKILLS_AI_RERANK', `must be true or false, got "${rerank}"`);
+  if (!['true', 'false', '1', '0'].includes(rerank))
+    throw new ConfigError('SKILLS_AI_RERANK', `must be true or false, got "${rerank}"`);
   return {
     githubApiBase: url(env, 'GITHUB_API_BASE') ?? 'https://api.github.com',
     githubRepos: [...new Set(repos)],
     githubToken: optional(env, 'GITHUB_TOKEN'),
     embeddingsModel: ['none', 'off'].includes(embeddingsModel.toLowerCase()) ? null : embeddingsModel,
-    embeddingsDimensions: optional(env, 'EMBEDDINGS_DIMENSIONS') === null ? null : integer(env, 'EMBEDDINGS_DIMENSIONS', 0, 16, 8192),
+    embeddingsDimensions:
+      optional(env, 'EMBEDDINGS_DIMENSIONS') === null ? null : integer(env, 'EMBEDDINGS_DIMENSIONS', 0, 16, 8192),
     aiModel: optional(env, 'SKILLS_AI_MODEL') ?? 'gpt-4o-mini',
     rerank: rerank === 'true' || rerank === '1',
     refreshIntervalMinutes: integer(env, 'SKILLS_REFRESH_INTERVAL_MINUTES', 360, 5, 7 * 24 * 60),
@@ -380,9 +408,11 @@ function skillsConfig(env: Env): SkillsConfig {
 
 function logConfig(env: Env): Config['log'] {
   const level = (optional(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
-  if (!LOG_LEVELS.includes(level as LogLevel)) throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+  if (!LOG_LEVELS.includes(level as LogLevel))
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
   const format = optional(env, 'LOG_FORMAT')?.toLowerCase() ?? null;
-  if (format !== null && format !== 'json' && format !== 'pretty') throw new ConfigError('LOG_FORMAT', `must be json or pretty, got "${format}"`);
+  if (format !== null && format !== 'json' && format !== 'pretty')
+    throw new ConfigError('LOG_FORMAT', `must be json or pretty, got "${format}"`);
   return { level: level as LogLevel, format };
 }
 
@@ -390,16 +420,24 @@ function modelPrices(env: Env): PriceTable {
   try {
     return priceTableFromSetting(optional(env, 'LLM_MODEL_PRICES'));
   } catch (err) {
-    throw new ConfigError('LLM_MODEL_PRICES', `${(err as Error).message} (format: model=inputUsdPer1M:outputUsdPer1M[:vision|:text],… or a JSON object; model=off withdraws a default model)`);
+    throw new ConfigError(
+      'LLM_MODEL_PRICES',
+      `${(err as Error).message} (format: model=inputUsdPer1M:outputUsdPer1M[:vision|:text],… or a JSON object; model=off withdraws a default model)`,
+    );
   }
 }
 
 function automationsConfig(env: Env): AutomationsConfig {
   const raw = optional(env, 'AUTOMATION_MIN_INTERVAL_MINUTES');
   if (raw === null) return { minIntervalMinutes: 5 };
-  if (!/^\d+(\.\d+)?$/.test(raw)) throw new ConfigError('AUTOMATION_MIN_INTERVAL_MINUTES', `must be a number of minutes, got "${raw}"`);
+  if (!/^\d+(\.\d+)?$/.test(raw))
+    throw new ConfigError('AUTOMATION_MIN_INTERVAL_MINUTES', `must be a number of minutes, got "${raw}"`);
   const minutes = Number(raw);
-  if (minutes < 1 / 60 || minutes > 7 * 24 * 60) throw new ConfigError('AUTOMATION_MIN_INTERVAL_MINUTES', `must be between one second (0.0167) and a week (10080), got ${raw}`);
+  if (minutes < 1 / 60 || minutes > 7 * 24 * 60)
+    throw new ConfigError(
+      'AUTOMATION_MIN_INTERVAL_MINUTES',
+      `must be between one second (0.0167) and a week (10080), got ${raw}`,
+    );
   return { minIntervalMinutes: minutes };
 }
 
@@ -451,7 +489,9 @@ export function loadConfig(env: Env = process.env): Config {
     },
     openai: { baseURL: url(env, 'OPENAI_BASE_URL'), apiKey: optional(env, 'OPENAI_API_KEY') },
     routerBaseURL: url(env, 'ROUTER_BASE_URL'),
-    adminToken: secretOrLocalFile(env, 'ADMIN_TOKEN', dataDir, 'admin-token', () => randomBytes(24).toString('base64url')),
+    adminToken: secretOrLocalFile(env, 'ADMIN_TOKEN', dataDir, 'admin-token', () =>
+      randomBytes(24).toString('base64url'),
+    ),
     masterKey: parseMasterKey(
       secretOrLocalFile(env, 'MASTER_KEY', dataDir, 'master.key', () => randomBytes(32).toString('hex')),
     ),
@@ -493,14 +533,19 @@ export function loadConfig(env: Env = process.env): Config {
       browser: optional(env, 'BROWSER_TASK_QUEUE') ?? 'browser',
     },
     skills: skillsConfig(env),
-    docsMcp: { url: url(env, 'DOCS_MCP_URL'), rateLimitPerMinute: integer(env, 'DOCS_MCP_RATE_LIMIT', 120, 1, 1_000_000) },
+    docsMcp: {
+      url: url(env, 'DOCS_MCP_URL'),
+      rateLimitPerMinute: integer(env, 'DOCS_MCP_RATE_LIMIT', 120, 1, 1_000_000),
+    },
     market: marketConfig(env, dataDir),
     log: logConfig(env),
     metrics: {
       token: optional(env, 'METRICS_TOKEN'),
       workerHost: optional(env, 'WORKER_METRICS_HOST') ?? '127.0.0.1',
-      workerPort: optional(env, 'WORKER_METRICS_PORT') === null ? null : integer(env, 'WORKER_METRICS_PORT', 0, 1, 65535),
-      workerAppPort: optional(env, 'WORKER_APP_METRICS_PORT') === null ? null : integer(env, 'WORKER_APP_METRICS_PORT', 0, 1, 65535),
+      workerPort:
+        optional(env, 'WORKER_METRICS_PORT') === null ? null : integer(env, 'WORKER_METRICS_PORT', 0, 1, 65535),
+      workerAppPort:
+        optional(env, 'WORKER_APP_METRICS_PORT') === null ? null : integer(env, 'WORKER_APP_METRICS_PORT', 0, 1, 65535),
     },
     modelPrices: modelPrices(env),
     automations: automationsConfig(env),
@@ -509,9 +554,13 @@ export function loadConfig(env: Env = process.env): Config {
       sessionMaxMs: integer(env, 'WEB_SESSION_MAX_HOURS', 24, 1, 720) * 3_600_000,
     },
   };
-  if (config.metrics.token !== null && config.metrics.token.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters');
+  if (config.metrics.token !== null && config.metrics.token.length < 16)
+    throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters');
   if (!config.modelPrices.accepts(config.skills.aiModel)) {
-    throw new ConfigError('SKILLS_AI_MODEL', `"${config.skills.aiModel}" is not in the LLM price table (add it with LLM_MODEL_PRICES)`);
+    throw new ConfigError(
+      'SKILLS_AI_MODEL',
+      `"${config.skills.aiModel}" is not in the LLM price table (add it with LLM_MODEL_PRICES)`,
+    );
   }
   if (config.adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must be at least 16 characters');
   return config;

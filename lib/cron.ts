@@ -33,10 +33,13 @@ export function toTemporalCron(expression: string): string {
   const trimmed = normalized(expression);
   if (DESCRIPTOR.test(trimmed) || EVERY.test(trimmed)) return trimmed;
   const fields = trimmed.split(' ');
-  if (!fields.every((f) => FIELD.test(f))) throw new CronError(`"${expression}" has characters a cron field cannot contain`);
+  if (!fields.every((f) => FIELD.test(f)))
+    throw new CronError(`"${expression}" has characters a cron field cannot contain`);
   if (fields.length === 5 || fields.length === 7) return trimmed;
   if (fields.length === 6) return `${trimmed} *`;
-  throw new CronError(`"${expression}" must have 5 fields (or 6/7 with seconds), or be a descriptor such as @daily or @every 10m`);
+  throw new CronError(
+    `"${expression}" must have 5 fields (or 6/7 with seconds), or be a descriptor such as @daily or @every 10m`,
+  );
 }
 
 export function isValidTimezone(timezone: string): boolean {
@@ -62,8 +65,18 @@ const SECOND: FieldRange = { name: 'second', min: 0, max: 59 };
 const MINUTE: FieldRange = { name: 'minute', min: 0, max: 59 };
 const HOUR: FieldRange = { name: 'hour', min: 0, max: 23 };
 const DAY_OF_MONTH: FieldRange = { name: 'day-of-month', min: 1, max: 31 };
-const MONTH: FieldRange = { name: 'month', min: 1, max: 12, names: ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'] };
-const DAY_OF_WEEK: FieldRange = { name: 'day-of-week', min: 0, max: 7, names: ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'] };
+const MONTH: FieldRange = {
+  name: 'month',
+  min: 1,
+  max: 12,
+  names: ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'],
+};
+const DAY_OF_WEEK: FieldRange = {
+  name: 'day-of-week',
+  min: 0,
+  max: 7,
+  names: ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'],
+};
 const YEAR: FieldRange = { name: 'year', min: 1970, max: 2199 };
 
 const DESCRIPTOR_CRON: Record<string, string> = {
@@ -88,7 +101,10 @@ function fieldValue(text: string, range: FieldRange, expression: string): number
   const byName = range.names?.indexOf(text.toUpperCase()) ?? -1;
   const value = byName >= 0 ? byName + (range === MONTH ? 1 : 0) : /^\d+$/.test(text) ? Number(text) : NaN;
   if (!Number.isInteger(value)) throw new CronError(`"${expression}": "${text}" is not a valid ${range.name} value`);
-  if (value < range.min || value > range.max) throw new CronError(`"${expression}": ${value} is out of range for the ${range.name} field (${range.min}-${range.max})`);
+  if (value < range.min || value > range.max)
+    throw new CronError(
+      `"${expression}": ${value} is out of range for the ${range.name} field (${range.min}-${range.max})`,
+    );
   return value;
 }
 
@@ -101,18 +117,28 @@ function parseField(text: string, range: FieldRange, expression: string): FieldV
   if (text === '*' || text === '?') return { values: all(), restricted: false };
   // Quartz day rules (last day, nearest weekday, nth weekday): read as "every day", which can only make the gap shorter.
   const isDayRule = (part: string) =>
-    range === DAY_OF_MONTH ? /^(L(-\d+)?|LW|\d+W)$/i.test(part) : range === DAY_OF_WEEK && /^((\d|[A-Za-z]{3})#\d|(\d|[A-Za-z]{3})?L)$/i.test(part);
+    range === DAY_OF_MONTH
+      ? /^(L(-\d+)?|LW|\d+W)$/i.test(part)
+      : range === DAY_OF_WEEK && /^((\d|[A-Za-z]{3})#\d|(\d|[A-Za-z]{3})?L)$/i.test(part);
   if (text.split(',').some(isDayRule)) return { values: all(), restricted: false };
   const values = new Set<number>();
   for (const part of text.split(',')) {
     const match = /^(\*|[0-9A-Za-z]+)(?:-([0-9A-Za-z]+))?(?:\/(\d+))?$/.exec(part);
     if (!match) throw new CronError(`"${expression}": "${part}" is not a valid ${range.name} field`);
     const [, start, end, stepText] = match;
-    if (start === '*' && end !== undefined) throw new CronError(`"${expression}": "${part}" is not a valid ${range.name} field`);
+    if (start === '*' && end !== undefined)
+      throw new CronError(`"${expression}": "${part}" is not a valid ${range.name} field`);
     const step = stepText === undefined ? 1 : Number(stepText);
     if (step < 1) throw new CronError(`"${expression}": the step in "${part}" must be at least 1`);
     const from = start === '*' ? range.min : fieldValue(start, range, expression);
-    const to = start === '*' ? range.max : end !== undefined ? fieldValue(end, range, expression) : stepText !== undefined ? range.max : from;
+    const to =
+      start === '*'
+        ? range.max
+        : end !== undefined
+          ? fieldValue(end, range, expression)
+          : stepText !== undefined
+            ? range.max
+            : from;
     if (to < from) throw new CronError(`"${expression}": the range "${part}" runs backwards`);
     for (let v = from; v <= to; v += step) values.add(v);
   }
@@ -129,7 +155,9 @@ function cronFields(expression: string): string[] {
   const fields = normalized(expression).split(' ');
   if (fields.length === 5) return ['0', ...fields];
   if (fields.length === 6 || fields.length === 7) return fields;
-  throw new CronError(`"${expression}" must have 5 fields (or 6/7 with seconds), or be a descriptor such as @daily or @every 10m`);
+  throw new CronError(
+    `"${expression}" must have 5 fields (or 6/7 with seconds), or be a descriptor such as @daily or @every 10m`,
+  );
 }
 
 /**
@@ -145,12 +173,15 @@ export function minimumIntervalSeconds(expression: string): number {
   if (descriptor) return minimumIntervalSeconds(DESCRIPTOR_CRON[descriptor[1].toLowerCase()]);
   if (EVERY.test(trimmed)) {
     let seconds = 0;
-    for (const [, amount, unit] of trimmed.slice('@every'.length).matchAll(/(\d+)(ms|s|m|h|d)/gi)) seconds += Number(amount) * UNIT_SECONDS[unit.toLowerCase()];
+    for (const [, amount, unit] of trimmed.slice('@every'.length).matchAll(/(\d+)(ms|s|m|h|d)/gi))
+      seconds += Number(amount) * UNIT_SECONDS[unit.toLowerCase()];
     if (seconds <= 0) throw new CronError(`"${expression}": @every needs a positive duration`);
     return seconds;
   }
   const fields = cronFields(trimmed);
-  const [seconds, minutes, hours] = [SECOND, MINUTE, HOUR].map((range, i) => parseField(fields[i], range, expression).values);
+  const [seconds, minutes, hours] = [SECOND, MINUTE, HOUR].map(
+    (range, i) => parseField(fields[i], range, expression).values,
+  );
   const dom = parseField(fields[3], DAY_OF_MONTH, expression);
   const months = parseField(fields[4], MONTH, expression).values;
   const dow = parseField(fields[5], DAY_OF_WEEK, expression);
@@ -158,7 +189,8 @@ export function minimumIntervalSeconds(expression: string): number {
 
   const times: number[] = [];
   for (const h of [...hours].sort((a, b) => a - b)) {
-    for (const m of [...minutes].sort((a, b) => a - b)) for (const s of [...seconds].sort((a, b) => a - b)) times.push(h * 3600 + m * 60 + s);
+    for (const m of [...minutes].sort((a, b) => a - b))
+      for (const s of [...seconds].sort((a, b) => a - b)) times.push(h * 3600 + m * 60 + s);
   }
   let shortest = Infinity;
   for (let i = 1; i < times.length; i++) shortest = Math.min(shortest, times[i] - times[i - 1]);
@@ -176,7 +208,8 @@ export function minimumIntervalSeconds(expression: string): number {
   let previousDay: number | null = null;
   for (let day = 0; day < CALENDAR_CYCLE_DAYS; day++) {
     if (!dayMatches(new Date(CYCLE_START + day * DAY_SECONDS * 1000))) continue;
-    if (previousDay !== null) shortest = Math.min(shortest, (day - previousDay) * DAY_SECONDS - times[times.length - 1] + times[0]);
+    if (previousDay !== null)
+      shortest = Math.min(shortest, (day - previousDay) * DAY_SECONDS - times[times.length - 1] + times[0]);
     previousDay = day;
   }
   // No matching day at all (say 30 February): it never fires.

@@ -10,7 +10,9 @@ export function seal(masterKey: Buffer, plaintext: string, associatedData = ''):
   const cipher = createCipheriv('aes-256-gcm', masterKey, nonce, GCM_OPTIONS);
   cipher.setAAD(Buffer.from(associatedData));
   const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-  return [SEALED_PREFIX, nonce, cipher.getAuthTag(), body].map((p) => (typeof p === 'string' ? p : p.toString('base64url'))).join('.');
+  return [SEALED_PREFIX, nonce, cipher.getAuthTag(), body]
+    .map((p) => (typeof p === 'string' ? p : p.toString('base64url')))
+    .join('.');
 }
 
 export function unseal(masterKey: Buffer, sealed: string, associatedData = ''): string {
@@ -43,7 +45,13 @@ export function signWebhook(secret: string, rawBody: string, timestampSeconds: n
   return `t=${timestampSeconds},v1=${mac}`;
 }
 
-export function verifyWebhookSignature(secret: string, rawBody: string, header: string, toleranceSeconds = 300, now = Date.now()): boolean {
+export function verifyWebhookSignature(
+  secret: string,
+  rawBody: string,
+  header: string,
+  toleranceSeconds = 300,
+  now = Date.now(),
+): boolean {
   const parts = Object.fromEntries(header.split(',').map((kv) => kv.split('=', 2) as [string, string]));
   const t = Number(parts.t);
   if (!Number.isInteger(t) || !parts.v1 || Math.abs(now / 1000 - t) > toleranceSeconds) return false;

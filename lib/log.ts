@@ -58,7 +58,14 @@ export function createLogger(options: LogOptions = {}): Logger {
   const destination = options.destination ?? process.stdout;
   const stream =
     options.format === 'pretty'
-      ? pretty({ sync: true, colorize: destination === process.stdout && process.stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', singleLine: true, ignore: 'pid,hostname', destination })
+      ? pretty({
+          sync: true,
+          colorize: destination === process.stdout && process.stdout.isTTY === true,
+          translateTime: 'SYS:HH:MM:ss.l',
+          singleLine: true,
+          ignore: 'pid,hostname',
+          destination,
+        })
       : destination;
   return pino(
     {

@@ -33,4 +33,5 @@ export const webhookDeliveries = new Counter({
   labelNames: ['outcome'] as const,
   registers: [processMetrics],
 });
-for (const outcome of ['delivered', 'http_error', 'network_error', 'blocked'] satisfies WebhookOutcome[]) webhookDeliveries.labels(outcome).inc(0);
+for (const outcome of ['delivered', 'http_error', 'network_error', 'blocked'] satisfies WebhookOutcome[])
+  webhookDeliveries.labels(outcome).inc(0);

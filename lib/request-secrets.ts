@@ -5,7 +5,9 @@ export const REDACTED = '[redacted]';
 
 /** The record with the values of `fields` (every field when omitted) replaced by REDACTED; the names stay visible. */
 export function redactFields<T extends Record<string, unknown>>(record: T, fields?: readonly string[]): T {
-  return Object.fromEntries(Object.entries(record).map(([name, value]) => [name, !fields || fields.includes(name) ? REDACTED : value])) as T;
+  return Object.fromEntries(
+    Object.entries(record).map(([name, value]) => [name, !fields || fields.includes(name) ? REDACTED : value]),
+  ) as T;
 }
 
 /** Cookie values are session secrets: the stored and echoed request keeps only their names. */
@@ -18,7 +20,8 @@ export function maskCookies(cookies: unknown): unknown {
       .map((part) => `${part.split('=')[0]}=${REDACTED}`)
       .join('; ');
   }
-  if (Array.isArray(cookies)) return cookies.map((c) => (c && typeof c === 'object' ? { ...c, value: REDACTED } : REDACTED));
+  if (Array.isArray(cookies))
+    return cookies.map((c) => (c && typeof c === 'object' ? { ...c, value: REDACTED } : REDACTED));
   if (cookies && typeof cookies === 'object') return redactFields(cookies as Record<string, unknown>);
   return cookies;
 }

@@ -46,7 +46,9 @@ async function call(method: string, path: string, body?: unknown): Promise<unkno
   } catch {
     throw new Error(`cannot reach the service at ${base} (is it running? set ADMIN_URL if it listens elsewhere)`);
   }
-  const payload = (await response.json().catch(() => null)) as { error?: { message?: string; details?: unknown } } | null;
+  const payload = (await response.json().catch(() => null)) as {
+    error?: { message?: string; details?: unknown };
+  } | null;
   if (!response.ok) {
     const details = payload?.error?.details ? ` ${JSON.stringify(payload.error.details)}` : '';
     throw new Error(`${response.status}: ${payload?.error?.message ?? response.statusText}${details}`);
@@ -77,7 +79,10 @@ async function importSkills(file: string): Promise<unknown> {
   let lineNumber = 0;
   const flush = async () => {
     if (chunk.length === 0) return;
-    const part = (await call('POST', '/admin/skills/import', { jsonl: chunk.join('\n') + '\n', firstLine })) as ImportCounts;
+    const part = (await call('POST', '/admin/skills/import', {
+      jsonl: chunk.join('\n') + '\n',
+      firstLine,
+    })) as ImportCounts;
     total.inserted += part.inserted;
     total.updated += part.updated;
     total.unchanged += part.unchanged;
@@ -142,7 +147,8 @@ async function main(argv: string[]): Promise<unknown> {
       reason: { type: 'string' },
     },
   });
-  if (positionals.length > (command === 'import-skills' ? 1 : 0)) throw new UsageError(`unexpected argument "${positionals.at(-1)}"`);
+  if (positionals.length > (command === 'import-skills' ? 1 : 0))
+    throw new UsageError(`unexpected argument "${positionals.at(-1)}"`);
   const user = () => {
     if (!values.user) throw new UsageError('--user is required');
     return encodeURIComponent(values.user);
@@ -186,9 +192,15 @@ async function main(argv: string[]): Promise<unknown> {
       if (!positionals[0]) throw new UsageError('import-skills needs a FILE');
       return importSkills(positionals[0]);
     case 'refresh-skills':
-      return call('POST', '/admin/skills/refresh', { wait: true, ...(values.repo?.length ? { repos: values.repo } : {}) });
+      return call('POST', '/admin/skills/refresh', {
+        wait: true,
+        ...(values.repo?.length ? { repos: values.repo } : {}),
+      });
     case 'submissions': {
-      const query = new URLSearchParams({ pageSize: '100', page: String(numberOption(values.page, 'page', true) ?? 1) });
+      const query = new URLSearchParams({
+        pageSize: '100',
+        page: String(numberOption(values.page, 'page', true) ?? 1),
+      });
       if (values.status) query.set('status', values.status);
       return call('GET', `/admin/market/${market(values.market)}/submissions?${query}`);
     }
@@ -197,10 +209,14 @@ async function main(argv: string[]): Promise<unknown> {
       const chosen = (['approve', 'reject', 'disable'] as const).filter((action) => values[action]);
       if (chosen.length !== 1) throw new UsageError('give exactly one of --approve, --reject --reason R, --disable');
       if (chosen[0] === 'reject' && !values.reason) throw new UsageError('--reject needs --reason R');
-      return call('POST', `/admin/market/${market(values.market)}/submissions/${encodeURIComponent(values.submission)}/review`, {
-        action: chosen[0],
-        ...(values.reason !== undefined && { reason: values.reason }),
-      });
+      return call(
+        'POST',
+        `/admin/market/${market(values.market)}/submissions/${encodeURIComponent(values.submission)}/review`,
+        {
+          action: chosen[0],
+          ...(values.reason !== undefined && { reason: values.reason }),
+        },
+      );
     }
     default:
       throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');

@@ -45,7 +45,10 @@ export const SERVERS: ServerSpec[] = [
   { package: '@modelcontextprotocol/server-memory', env: { MEMORY_FILE_PATH: path.join(SCRATCH, 'memory.json') } },
   { package: '@modelcontextprotocol/server-sequential-thinking' },
   { package: '@modelcontextprotocol/server-github', env: { GITHUB_PERSONAL_ACCESS_TOKEN: DUMMY } },
-  { package: '@modelcontextprotocol/server-gitlab', env: { GITLAB_PERSONAL_ACCESS_TOKEN: DUMMY, GITLAB_API_URL: 'http://127.0.0.1:9/api/v4' } },
+  {
+    package: '@modelcontextprotocol/server-gitlab',
+    env: { GITLAB_PERSONAL_ACCESS_TOKEN: DUMMY, GITLAB_API_URL: 'http://127.0.0.1:9/api/v4' },
+  },
   { package: '@modelcontextprotocol/server-slack', env: { SLACK_BOT_TOKEN: DUMMY, SLACK_TEAM_ID: 'T00000000' } },
   { package: '@modelcontextprotocol/server-postgres', args: ['postgresql://127.0.0.1:9/none'] },
   { package: '@modelcontextprotocol/server-puppeteer' },
@@ -58,7 +61,10 @@ export const SERVERS: ServerSpec[] = [
   { package: '@notionhq/notion-mcp-server', env: { NOTION_TOKEN: 'ntn_dummy' } },
   { package: '@heroku/mcp-server', env: { HEROKU_API_KEY: DUMMY } },
   // Every feature group but `docs`, whose tool schema is fetched from Supabase's content API at start.
-  { package: '@supabase/mcp-server-supabase', args: ['--access-token', DUMMY, '--features', 'account,database,debugging,development,functions,branching,storage'] },
+  {
+    package: '@supabase/mcp-server-supabase',
+    args: ['--access-token', DUMMY, '--features', 'account,database,debugging,development,functions,branching,storage'],
+  },
   { package: 'mcp-server-kubernetes' },
   { package: '@browsermcp/mcp' },
   { package: 'tavily-mcp', env: { TAVILY_API_KEY: 'tvly-dummy' } },
@@ -68,15 +74,25 @@ export const SERVERS: ServerSpec[] = [
   {
     package: '@cloudflare/mcp-server-cloudflare',
     args: ['run', '00000000000000000000000000000000'],
-    files: { '.config/.wrangler/config/default.toml': `oauth_token = "${DUMMY}"\nexpiration_time = "2099-01-01T00:00:00.000Z"\n` },
+    files: {
+      '.config/.wrangler/config/default.toml': `oauth_token = "${DUMMY}"\nexpiration_time = "2099-01-01T00:00:00.000Z"\n`,
+    },
   },
   // Second batch: captured after the rules of lib/market/poisoning.ts were first written against the servers above.
   { package: '@wonderwhy-er/desktop-commander', bin: 'desktop-commander', secondBatch: true },
   { package: 'chrome-devtools-mcp', bin: 'chrome-devtools-mcp', args: ['--headless'], secondBatch: true },
   { package: '@neondatabase/mcp-server-neon', args: ['start', DUMMY], secondBatch: true },
   { package: '@circleci/mcp-server-circleci', env: { CIRCLECI_TOKEN: DUMMY }, secondBatch: true },
-  { package: '@elastic/mcp-server-elasticsearch', env: { ES_URL: 'http://127.0.0.1:9', ES_API_KEY: DUMMY }, secondBatch: true },
-  { package: '@modelcontextprotocol/server-aws-kb-retrieval', env: { AWS_ACCESS_KEY_ID: DUMMY, AWS_SECRET_ACCESS_KEY: DUMMY, AWS_REGION: 'us-east-1' }, secondBatch: true },
+  {
+    package: '@elastic/mcp-server-elasticsearch',
+    env: { ES_URL: 'http://127.0.0.1:9', ES_API_KEY: DUMMY },
+    secondBatch: true,
+  },
+  {
+    package: '@modelcontextprotocol/server-aws-kb-retrieval',
+    env: { AWS_ACCESS_KEY_ID: DUMMY, AWS_SECRET_ACCESS_KEY: DUMMY, AWS_REGION: 'us-east-1' },
+    secondBatch: true,
+  },
   { package: '@shopify/dev-mcp', secondBatch: true },
   { package: 'mongodb-mcp-server', env: { MDB_MCP_TELEMETRY: 'disabled' }, secondBatch: true },
 ];
@@ -92,14 +108,23 @@ export interface CapturedServer {
   command: { bin: string; args: string[]; env: string[] };
   server: { name: string; version: string; title?: string } | null;
   instructions: string | null;
-  tools: { name: string; title?: string; description?: string; inputSchema: Record<string, unknown>; annotations?: Record<string, unknown> }[];
+  tools: {
+    name: string;
+    title?: string;
+    description?: string;
+    inputSchema: Record<string, unknown>;
+    annotations?: Record<string, unknown>;
+  }[];
 }
 
 const fileNameOf = (pkg: string) => `${pkg.replace(/^@/, '').replace(/\//g, '__')}.json`;
 
 async function capture(dir: string, spec: ServerSpec): Promise<CapturedServer> {
   const packageDir = path.join(dir, 'node_modules', spec.package);
-  const manifest = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as { version: string; bin?: string | Record<string, string> };
+  const manifest = JSON.parse(readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as {
+    version: string;
+    bin?: string | Record<string, string>;
+  };
   const bins = typeof manifest.bin === 'string' ? { [spec.package]: manifest.bin } : (manifest.bin ?? {});
   const binName = spec.bin ?? Object.keys(bins)[0];
   if (!binName || !bins[binName]) throw new Error(`${spec.package} has no bin ${spec.bin ?? ''}`);
@@ -139,8 +164,14 @@ async function capture(dir: string, spec: ServerSpec): Promise<CapturedServer> {
       version: manifest.version,
       ...(spec.secondBatch && { secondBatch: true as const }),
       capturedAt: new Date().toISOString().slice(0, 10),
-      command: { bin: binName, args: args.map((a) => a.replace(DUMMY, '<dummy>').replace(SCRATCH, '<scratch>')), env: Object.keys(spec.env ?? {}) },
-      server: server ? { name: server.name, version: server.version, ...(server.title && { title: server.title }) } : null,
+      command: {
+        bin: binName,
+        args: args.map((a) => a.replace(DUMMY, '<dummy>').replace(SCRATCH, '<scratch>')),
+        env: Object.keys(spec.env ?? {}),
+      },
+      server: server
+        ? { name: server.name, version: server.version, ...(server.title && { title: server.title }) }
+        : null,
       instructions: client.getInstructions() ?? null,
       tools,
     };
@@ -152,7 +183,9 @@ async function capture(dir: string, spec: ServerSpec): Promise<CapturedServer> {
 async function main(): Promise<number> {
   const [dir, ...only] = process.argv.slice(2);
   if (!dir || !existsSync(path.join(dir, 'node_modules'))) {
-    console.error('usage: tsx scripts/capture-mcp-servers.ts DIR [PACKAGE...]  (DIR: where the servers are npm-installed)');
+    console.error(
+      'usage: tsx scripts/capture-mcp-servers.ts DIR [PACKAGE...]  (DIR: where the servers are npm-installed)',
+    );
     return 1;
   }
   mkdirSync(SCRATCH, { recursive: true });
@@ -162,7 +195,9 @@ async function main(): Promise<number> {
     try {
       const captured = await capture(path.resolve(dir), spec);
       writeFileSync(path.join(FIXTURE_DIR, fileNameOf(spec.package)), `${JSON.stringify(captured, null, 2)}\n`);
-      console.log(`${spec.package}@${captured.version}: ${captured.tools.length} tools, instructions ${captured.instructions ? `${captured.instructions.length} chars` : 'none'}`);
+      console.log(
+        `${spec.package}@${captured.version}: ${captured.tools.length} tools, instructions ${captured.instructions ? `${captured.instructions.length} chars` : 'none'}`,
+      );
     } catch (error) {
       failed++;
       console.log(`${spec.package}: FAILED ${(error as Error).message}`);

@@ -26,7 +26,13 @@ export interface BenignServer {
   version: string;
   server: { name: string; version: string; title?: string } | null;
   instructions: string | null;
-  tools: { name: string; title?: string; description?: string; inputSchema: Record<string, unknown>; annotations?: Record<string, unknown> }[];
+  tools: {
+    name: string;
+    title?: string;
+    description?: string;
+    inputSchema: Record<string, unknown>;
+    annotations?: Record<string, unknown>;
+  }[];
 }
 
 export interface PublishedAttack {
@@ -54,7 +60,8 @@ export function loadBenignServers(): BenignServer[] {
 }
 
 export function loadAttacks(): PublishedAttack[] {
-  return (JSON.parse(readFileSync(path.join(EVAL_DIR, 'attacks.json'), 'utf8')) as { attacks: PublishedAttack[] }).attacks;
+  return (JSON.parse(readFileSync(path.join(EVAL_DIR, 'attacks.json'), 'utf8')) as { attacks: PublishedAttack[] })
+    .attacks;
 }
 
 /** A captured server as discovery sees it: title from serverInfo, description = the server instructions. */
@@ -62,14 +69,14 @@ export function benignDiscovery(server: BenignServer): Discovery {
   return {
     title: server.server?.title ?? server.server?.name ?? null,
     description: server.instructions,
-    tools: server.tools.map(
-      (tool): DiscoveredTool => ({
-        name: tool.name,
-        description: tool.description ?? null,
-        inputSchema: tool.inputSchema ?? null,
-        ...((tool.annotations || tool.title) && { annotations: { ...tool.annotations, ...(tool.title && !tool.annotations?.title ? { title: tool.title } : {}) } }),
+    tools: server.tools.map((tool): DiscoveredTool => ({
+      name: tool.name,
+      description: tool.description ?? null,
+      inputSchema: tool.inputSchema ?? null,
+      ...((tool.annotations || tool.title) && {
+        annotations: { ...tool.annotations, ...(tool.title && !tool.annotations?.title ? { title: tool.title } : {}) },
       }),
-    ),
+    })),
     params: [],
   };
 }
@@ -78,12 +85,19 @@ export function attackDiscovery(attack: PublishedAttack): Discovery {
   return {
     title: null,
     description: attack.instructions ?? null,
-    tools: [{ name: attack.tool.name, description: attack.tool.description, inputSchema: attack.tool.inputSchema ?? { type: 'object', properties: {} } }],
+    tools: [
+      {
+        name: attack.tool.name,
+        description: attack.tool.description,
+        inputSchema: attack.tool.inputSchema ?? { type: 'object', properties: {} },
+      },
+    ],
     params: [],
   };
 }
 
-const errorsOf = (discovery: Discovery): ValidationIssue[] => buildValidationReport(discovery).report.issues.filter((issue) => issue.severity === 'error');
+const errorsOf = (discovery: Discovery): ValidationIssue[] =>
+  buildValidationReport(discovery).report.issues.filter((issue) => issue.severity === 'error');
 
 export interface PoisoningEvaluation {
   benign: number;
@@ -130,9 +144,12 @@ function main(): number {
     for (const e of fp.errors) console.log(`    ${e.code} ${e.tool ?? ''} ${e.field ?? ''}: ${e.message}`);
   }
   console.log(`published attacks: ${result.attacks}, caught: ${result.caught}, missed: ${result.misses.length}`);
-  for (const miss of result.misses) console.log(`  missed ${miss.id}${miss.heldOut ? ' [held out]' : ''} (${miss.source})`);
+  for (const miss of result.misses)
+    console.log(`  missed ${miss.id}${miss.heldOut ? ' [held out]' : ''} (${miss.source})`);
   console.log(`precision ${result.precision.toFixed(3)}  recall ${result.recall.toFixed(3)}`);
-  console.log(`held-out attacks (not used to write the rules): ${result.heldOut.caught}/${result.heldOut.attacks} caught, recall ${result.heldOut.recall.toFixed(3)}`);
+  console.log(
+    `held-out attacks (not used to write the rules): ${result.heldOut.caught}/${result.heldOut.attacks} caught, recall ${result.heldOut.recall.toFixed(3)}`,
+  );
   console.log(
     JSON.stringify({
       benign: result.benign,

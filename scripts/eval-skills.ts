@@ -12,7 +12,13 @@ import path from 'node:path';
 import { migrateToLatest, openDatabase, type Db } from '../db/connect';
 import { importJsonLines } from '../db/skills/import';
 import { plainSearch } from '../db/skills/search';
-import { PREFIX_QUERIES, SKILLS_QUERIES, SKILLS_SAMPLE_PATH, TYPO_QUERIES, type SkillsQuery } from './skills-sample-queries';
+import {
+  PREFIX_QUERIES,
+  SKILLS_QUERIES,
+  SKILLS_SAMPLE_PATH,
+  TYPO_QUERIES,
+  type SkillsQuery,
+} from './skills-sample-queries';
 
 export interface RecallFigures {
   queries: number;
@@ -33,13 +39,21 @@ export async function recallAt5(db: Db, queries: readonly SkillsQuery[]): Promis
     found += mustInTop5.length - missing.length;
     if (missing.length) misses.push({ q, missing, top5 });
   }
-  return { queries: queries.length, expected, found, recallAt5: expected ? Math.round((found / expected) * 1000) / 1000 : 0, misses };
+  return {
+    queries: queries.length,
+    expected,
+    found,
+    recallAt5: expected ? Math.round((found / expected) * 1000) / 1000 : 0,
+    misses,
+  };
 }
 
 async function main(): Promise<number> {
   const file = process.argv[2] ? path.resolve(process.argv[2]) : SKILLS_SAMPLE_PATH;
   if (!existsSync(file)) {
-    console.error(`eval:skills: ${file} does not exist. Pass a JSON Lines catalogue: npm run eval:skills -- path/to/skills.jsonl`);
+    console.error(
+      `eval:skills: ${file} does not exist. Pass a JSON Lines catalogue: npm run eval:skills -- path/to/skills.jsonl`,
+    );
     console.error('(the default is the 385-skill sample at ../shared/data/skills/skills.jsonl beside the clone)');
     return 1;
   }
@@ -61,17 +75,28 @@ async function main(): Promise<number> {
     const results: Record<string, RecallFigures> = {};
     for (const [name, queries] of Object.entries(sets)) {
       const r = (results[name] = await recallAt5(db, queries));
-      console.log(`recall@5 ${name.padEnd(8)} ${r.recallAt5.toFixed(3)}  (${r.found}/${r.expected} expected skills over ${r.queries} queries)`);
-      for (const miss of r.misses) console.log(`  miss "${miss.q}": ${miss.missing.join(', ')} not in top 5 [${miss.top5.join(', ')}]`);
+      console.log(
+        `recall@5 ${name.padEnd(8)} ${r.recallAt5.toFixed(3)}  (${r.found}/${r.expected} expected skills over ${r.queries} queries)`,
+      );
+      for (const miss of r.misses)
+        console.log(`  miss "${miss.q}": ${miss.missing.join(', ')} not in top 5 [${miss.top5.join(', ')}]`);
     }
-    const all = Object.values(results).reduce((sum, r) => ({ found: sum.found + r.found, expected: sum.expected + r.expected }), { found: 0, expected: 0 });
+    const all = Object.values(results).reduce(
+      (sum, r) => ({ found: sum.found + r.found, expected: sum.expected + r.expected }),
+      { found: 0, expected: 0 },
+    );
     const overall = all.expected ? Math.round((all.found / all.expected) * 1000) / 1000 : 0;
     console.log(`recall@5 overall  ${overall.toFixed(3)}  (${all.found}/${all.expected})`);
     console.log(
       JSON.stringify({
         file,
         imported: imported.inserted,
-        recall_at_5: Object.fromEntries(Object.entries(results).map(([k, r]) => [k, { recall: r.recallAt5, found: r.found, expected: r.expected, queries: r.queries }])),
+        recall_at_5: Object.fromEntries(
+          Object.entries(results).map(([k, r]) => [
+            k,
+            { recall: r.recallAt5, found: r.found, expected: r.expected, queries: r.queries },
+          ]),
+        ),
         overall,
       }),
     );

@@ -41,7 +41,9 @@ interface ImageMcpServer {
 /** A real MCP server (SDK v2, stateless, loopback) whose tools answer with images. */
 async function startImageMcpServer(): Promise<ImageMcpServer> {
   const images = new Map<string, Buffer>();
-  const album = Array.from({ length: IMAGES_PER_RESULT + 1 }, (_, i) => imageBytes(300 + i, i === 1 ? JPEG_START : PNG_SIGNATURE));
+  const album = Array.from({ length: IMAGES_PER_RESULT + 1 }, (_, i) =>
+    imageBytes(300 + i, i === 1 ? JPEG_START : PNG_SIGNATURE),
+  );
   const build = () => {
     const server = new McpServer({ name: 'image-tools', version: '1.0.0' });
     server.registerTool(
@@ -54,19 +56,31 @@ async function startImageMcpServer(): Promise<ImageMcpServer> {
       async ({ name, mimeType }) => {
         const image = images.get(name);
         if (!image) return { isError: true, content: [{ type: 'text', text: `no snapshot named ${name}` }] };
-        return { content: [{ type: 'text', text: `snapshot ${name}` }, { type: 'image', mimeType, data: image.toString('base64') }] };
+        return {
+          content: [
+            { type: 'text', text: `snapshot ${name}` },
+            { type: 'image', mimeType, data: image.toString('base64') },
+          ],
+        };
       },
     );
-    server.registerTool('album', { description: 'Returns an album of images.', inputSchema: z.object({}), annotations: { readOnlyHint: true } }, async () => ({
-      content: [
-        { type: 'text', text: `an album of ${album.length}` },
-        ...album.map((image, i) =>
-          i === 1
-            ? { type: 'resource' as const, resource: { uri: 'album://2.jpg', mimeType: 'image/jpeg', blob: image.toString('base64') } }
-            : { type: 'image' as const, mimeType: 'image/png', data: image.toString('base64') },
-        ),
-      ],
-    }));
+    server.registerTool(
+      'album',
+      { description: 'Returns an album of images.', inputSchema: z.object({}), annotations: { readOnlyHint: true } },
+      async () => ({
+        content: [
+          { type: 'text', text: `an album of ${album.length}` },
+          ...album.map((image, i) =>
+            i === 1
+              ? {
+                  type: 'resource' as const,
+                  resource: { uri: 'album://2.jpg', mimeType: 'image/jpeg', blob: image.toString('base64') },
+                }
+              : { type: 'image' as const, mimeType: 'image/png', data: image.toString('base64') },
+          ),
+        ],
+      }),
+    );
     return server;
   };
   const handler = toNodeHandler(createMcpHandler(build));
@@ -111,11 +125,14 @@ function toolMessages(request: RecordedRequest): string[] {
 }
 
 /** What the model reads of an image: its description. */
-const described = (bytes: number, tool: string, notShown?: string, mimeType = 'image/png') => `[image: ${mimeType}, ${bytes} bytes, returned by tool ${tool}${notShown ? `; not shown: ${notShown}` : ''}]`;
+const described = (bytes: number, tool: string, notShown?: string, mimeType = 'image/png') =>
+  `[image: ${mimeType}, ${bytes} bytes, returned by tool ${tool}${notShown ? `; not shown: ${notShown}` : ''}]`;
 
 /** Every text of a request's messages. */
 function textsOf(messages: RecordedMessage[]): string[] {
-  return messages.flatMap((m) => (Array.isArray(m.content) ? m.content.map((p) => String(p.text ?? '')) : [String(m.content ?? '')]));
+  return messages.flatMap((m) =>
+    Array.isArray(m.content) ? m.content.map((p) => String(p.text ?? '')) : [String(m.content ?? '')],
+  );
 }
 
 describe('agents see the images their tools return', function () {
@@ -137,7 +154,10 @@ describe('agents see the images their tools return', function () {
   const source = () => [{ type: 'remote_mcp', name: 'Camera', source_url: tools.url }];
 
   async function runCustomAgent(model: string, task: string) {
-    const accepted = await h.http('POST', '/api/v1/agents/run', { apiKey, body: { task, llm_model: model, custom_mcps: source() } });
+    const accepted = await h.http('POST', '/api/v1/agents/run', {
+      apiKey,
+      body: { task, llm_model: model, custom_mcps: source() },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const run = await h.waitForJob(apiKey, `/api/v1/agents/runs/${accepted.body.jobId}`);
     assert.equal(run.status, 'completed', run.error);
@@ -150,7 +170,11 @@ describe('agents see the images their tools return', function () {
     const base64 = image.toString('base64');
     const middle = Math.floor(base64.length / 2);
     for (const needle of [base64.slice(0, 64), base64.slice(middle, middle + 64), base64.slice(-64)]) {
-      assert.deepEqual(await workflowsHolding(h.client, [workflowId], needle), [], 'image bytes in the workflow history');
+      assert.deepEqual(
+        await workflowsHolding(h.client, [workflowId], needle),
+        [],
+        'image bytes in the workflow history',
+      );
     }
   }
 
@@ -158,10 +182,20 @@ describe('agents see the images their tools return', function () {
     const [first, second] = [imageBytes(5_000), imageBytes(7_000)];
     tools.images.set('first', first).set('second', second);
     const since = h.llm.requests.length;
-    h.llm.enqueue(act('snapshot', { name: 'first' }, 'Look'), act('snapshot', { name: 'second' }, 'Look again'), act('done', { success: true, answer: 'two snapshots seen' }));
+    h.llm.enqueue(
+      act('snapshot', { name: 'first' }, 'Look'),
+      act('snapshot', { name: 'second' }, 'Look again'),
+      act('done', { success: true, answer: 'two snapshots seen' }),
+    );
     const { run, workflowId } = await runCustomAgent('gpt-4o-mini', 'Take two snapshots and describe them');
     assert.equal(run.result.answer, 'two snapshots seen');
-    assert.deepEqual(run.toolCalls.map((c: any) => [c.tool, c.status]), [['snapshot', 'completed'], ['snapshot', 'completed']]);
+    assert.deepEqual(
+      run.toolCalls.map((c: any) => [c.tool, c.status]),
+      [
+        ['snapshot', 'completed'],
+        ['snapshot', 'completed'],
+      ],
+    );
 
     const sent = h.llm.requests.slice(since).filter(isAgentDecision);
     assert.equal(sent.length, 3);
@@ -175,12 +209,19 @@ describe('agents see the images their tools return', function () {
     const callId = String(messages[toolAt].tool_call_id);
     assert.deepEqual(
       parts.map((p) => (p.type === 'text' ? p.text : p.image_url?.url)),
-      ['The images your latest tool calls returned (their tool messages describe them):', `Tool call ${callId} (snapshot):`, dataUrl('image/png', first)],
+      [
+        'The images your latest tool calls returned (their tool messages describe them):',
+        `Tool call ${callId} (snapshot):`,
+        dataUrl('image/png', first),
+      ],
     );
     assert.deepEqual(imagesSent(messages), [['image/png', first]]);
 
     // The next decision shows the latest result's image only; the first stays described.
-    assert.deepEqual(toolMessages(sent[2]), [`snapshot first\n${described(first.length, 'snapshot')}`, `snapshot second\n${described(second.length, 'snapshot')}`]);
+    assert.deepEqual(toolMessages(sent[2]), [
+      `snapshot first\n${described(first.length, 'snapshot')}`,
+      `snapshot second\n${described(second.length, 'snapshot')}`,
+    ]);
     assert.deepEqual(imagesSent(sent[2].body.messages!), [['image/png', second]]);
     assert.equal(sent[2].body.messages!.at(-1)?.role, 'user');
 
@@ -203,7 +244,10 @@ describe('agents see the images their tools return', function () {
     assert.deepEqual(toolMessages(sent[1]), [`snapshot plain\n${described(image.length, 'snapshot')}`]);
     for (const request of sent) assert.deepEqual(imagesSent(request.body.messages!), []);
     assert.ok(!JSON.stringify(sent.map((r) => r.body)).includes(image.toString('base64').slice(0, 64)));
-    assert.deepEqual(await h.db.selectFrom('agent_tool_images').select('id').where('job_id', '=', run.id).execute(), []);
+    assert.deepEqual(
+      await h.db.selectFrom('agent_tool_images').select('id').where('job_id', '=', run.id).execute(),
+      [],
+    );
     await assertNotInHistory(workflowId, image);
   });
 
@@ -270,14 +314,27 @@ describe('agents see the images their tools return', function () {
       },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    assert.equal((await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, { apiKey: agentProvider.apiKey })).status, 200);
-    assert.equal((await admin(h, ['review', '--market', 'agent', '--submission', created.body.id, '--approve'])).status, 'approved');
+    assert.equal(
+      (
+        await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, {
+          apiKey: agentProvider.apiKey,
+        })
+      ).status,
+      200,
+    );
+    assert.equal(
+      (await admin(h, ['review', '--market', 'agent', '--submission', created.body.id, '--approve'])).status,
+      'approved',
+    );
 
     const image = imageBytes(6_000);
     tools.images.set('market', image);
     const since = h.llm.requests.length;
     h.llm.enqueue(act('snapshot', { name: 'market' }, 'Take it'), act('done', { success: true, answer: 'a snapshot' }));
-    const accepted = await h.http('POST', `/api/v1/agent-market/agents/${created.body.publicId}/run`, { apiKey: consumer.apiKey, body: { inputs: { name: 'market' } } });
+    const accepted = await h.http('POST', `/api/v1/agent-market/agents/${created.body.publicId}/run`, {
+      apiKey: consumer.apiKey,
+      body: { inputs: { name: 'market' } },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const run = await h.waitForJob(consumer.apiKey, `/api/v1/agent-market/runs/${accepted.body.jobId}`);
     assert.equal(run.status, 'completed', run.error);
@@ -288,13 +345,36 @@ describe('agents see the images their tools return', function () {
     const outcome = run.result.steps.flatMap((s: any) => s.outcomes).find((o: any) => o.action.startsWith('snapshot'));
     assert.equal(outcome?.message, `result: snapshot market\n${described(image.length, 'snapshot')}`);
     const messages = sent[1].body.messages!;
-    assert.ok(textsOf(messages).some((text) => text.includes(`result: snapshot market\n${described(image.length, 'snapshot')}`)), 'the previous steps show the description');
-    const shown = messages.find((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'text' && /^The images your tool calls of step 1 returned/.test(String(p.text))));
+    assert.ok(
+      textsOf(messages).some((text) =>
+        text.includes(`result: snapshot market\n${described(image.length, 'snapshot')}`),
+      ),
+      'the previous steps show the description',
+    );
+    const shown = messages.find(
+      (m) =>
+        Array.isArray(m.content) &&
+        m.content.some(
+          (p) => p.type === 'text' && /^The images your tool calls of step 1 returned/.test(String(p.text)),
+        ),
+    );
     assert.ok(shown, 'the images message');
-    assert.ok(messages.indexOf(shown!) < messages.findIndex((m) => Array.isArray(m.content) && m.content.some((p) => /^Current observation/.test(String(p.text ?? '')))));
+    assert.ok(
+      messages.indexOf(shown!) <
+        messages.findIndex(
+          (m) => Array.isArray(m.content) && m.content.some((p) => /^Current observation/.test(String(p.text ?? ''))),
+        ),
+    );
     assert.deepEqual(imagesSent([shown!]), [['image/png', image]]);
-    assert.deepEqual(imagesSent(sent[0].body.messages!).filter(([, bytes]) => bytes.equals(image)), [], 'not before the call');
+    assert.deepEqual(
+      imagesSent(sent[0].body.messages!).filter(([, bytes]) => bytes.equals(image)),
+      [],
+      'not before the call',
+    );
     await assertNotInHistory(`agent-market-${run.id}`, image);
-    assert.deepEqual(await h.db.selectFrom('agent_tool_images').select('id').where('job_id', '=', run.id).execute(), []);
+    assert.deepEqual(
+      await h.db.selectFrom('agent_tool_images').select('id').where('job_id', '=', run.id).execute(),
+      [],
+    );
   });
 });

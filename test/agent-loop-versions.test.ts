@@ -48,10 +48,16 @@ describe('agent runs begun before the one agent loop', function () {
       'custom-agent-stopped-by-budget.json',
       'custom-agent-structured.json',
     ]);
-    assert.ok(fixtures.includes('agent-browser.json') && fixtures.filter((name) => name.startsWith('automation-social-tools-run')).length === 3);
+    assert.ok(
+      fixtures.includes('agent-browser.json') &&
+        fixtures.filter((name) => name.startsWith('automation-social-tools-run')).length === 3,
+    );
     for (const name of fixtures) {
       const history = historyFromFixture(path.join(FIXTURES, name));
-      await Worker.runReplayHistory({ workflowBundle: h.workflowBundle, replayName: name.replace(/\W/g, '-') }, history).catch((err) => {
+      await Worker.runReplayHistory(
+        { workflowBundle: h.workflowBundle, replayName: name.replace(/\W/g, '-') },
+        history,
+      ).catch((err) => {
         throw new Error(`${name} does not replay: ${(err as Error).message}`);
       });
     }
@@ -61,10 +67,13 @@ describe('agent runs begun before the one agent loop', function () {
     const unguarded: WorkflowBundle = await bundle(require.resolve('./support/workflows-without-version-guard'));
     for (const name of customAgentFixtures) {
       const history = historyFromFixture(path.join(FIXTURES, name));
-      await assert.rejects(Worker.runReplayHistory({ workflowBundle: unguarded, replayName: name.replace(/\W/g, '-') }, history), (err: Error) => {
-        assert.equal(err.name, 'DeterminismViolationError', `${name}: ${err.message}`);
-        return true;
-      });
+      await assert.rejects(
+        Worker.runReplayHistory({ workflowBundle: unguarded, replayName: name.replace(/\W/g, '-') }, history),
+        (err: Error) => {
+          assert.equal(err.name, 'DeterminismViolationError', `${name}: ${err.message}`);
+          return true;
+        },
+      );
     }
   });
 
@@ -79,7 +88,11 @@ describe('agent runs begun before the one agent loop', function () {
     before(async () => {
       const stack = await h.startIsolatedStack({ taskQueues, queues: [] });
       baseUrl = stack.baseUrl;
-      activities = platformActivities({ db: h.db, config: stack.config, policy: networkPolicyFromConfig(stack.config) });
+      activities = platformActivities({
+        db: h.db,
+        config: stack.config,
+        policy: networkPolicyFromConfig(stack.config),
+      });
       connection = await NativeConnection.connect({ address: h.temporalAddress });
       mcp = await startMcpServer();
       ({ apiKey } = await h.createUser({ creditUsd: 5 }));
@@ -91,7 +104,15 @@ describe('agent runs begun before the one agent loop', function () {
     });
 
     const startWorker = async (workflowBundle: WorkflowBundle, identity: string) => {
-      const worker = await Worker.create({ connection, namespace: h.config.temporalNamespace, taskQueue: taskQueues.platform, workflowBundle, activities, identity, shutdownGraceTime: '30s' });
+      const worker = await Worker.create({
+        connection,
+        namespace: h.config.temporalNamespace,
+        taskQueue: taskQueues.platform,
+        workflowBundle,
+        activities,
+        identity,
+        shutdownGraceTime: '30s',
+      });
       const running = worker.run();
       return {
         stop: async () => {
@@ -102,33 +123,60 @@ describe('agent runs begun before the one agent loop', function () {
     };
 
     const run = (task: string, tool: string) =>
-      h.http('POST', `${baseUrl}/api/v1/agents/run`, { apiKey, body: { task, llm_model: 'gpt-4o-mini', custom_mcps: [{ type: 'remote_mcp', name: 'tools', source_url: mcp.url, tool_names: [tool] }] } });
+      h.http('POST', `${baseUrl}/api/v1/agents/run`, {
+        apiKey,
+        body: {
+          task,
+          llm_model: 'gpt-4o-mini',
+          custom_mcps: [{ type: 'remote_mcp', name: 'tools', source_url: mcp.url, tool_names: [tool] }],
+        },
+      });
 
     it('finishes on a worker with the new code, on the code it began on; a run begun there takes the one loop', async () => {
-      const oldWorker = await startWorker(await bundle(require.resolve('./support/workflows-before-one-loop')), 'old-code-worker');
+      const oldWorker = await startWorker(
+        await bundle(require.resolve('./support/workflows-before-one-loop')),
+        'old-code-worker',
+      );
       const since = h.llm.requests.length;
-      h.llm.enqueue(act('slow', { ms: 3_000 }, 'Wait first'), act('done', { success: true, answer: 'finished on the new worker' }));
+      h.llm.enqueue(
+        act('slow', { ms: 3_000 }, 'Wait first'),
+        act('done', { success: true, answer: 'finished on the new worker' }),
+      );
       const accepted = await run('Wait, then finish', 'slow');
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
-      for (const deadline = Date.now() + 60_000; mcp.toolRuns('slow') === 0; await sleep(50)) assert.ok(Date.now() < deadline, 'the old worker never called the tool');
+      for (const deadline = Date.now() + 60_000; mcp.toolRuns('slow') === 0; await sleep(50))
+        assert.ok(Date.now() < deadline, 'the old worker never called the tool');
       // The old worker stops taking work in the middle of the run (the tool call in flight ends on it).
       await oldWorker.stop();
 
       const newWorker = await startWorker(h.workflowBundle, 'new-code-worker');
       try {
-        const job = await h.waitForJob(apiKey, `${baseUrl}/api/v1/agents/runs/${accepted.body.jobId}`, undefined, 120_000);
+        const job = await h.waitForJob(
+          apiKey,
+          `${baseUrl}/api/v1/agents/runs/${accepted.body.jobId}`,
+          undefined,
+          120_000,
+        );
         assert.equal(job.status, 'completed', job.error);
         assert.equal(job.result.answer, 'finished on the new worker');
         assert.equal(job.result.success, true);
-        assert.deepEqual(job.toolCalls.map((c: any) => [c.tool, c.status]), [['slow', 'completed']]);
+        assert.deepEqual(
+          job.toolCalls.map((c: any) => [c.tool, c.status]),
+          [['slow', 'completed']],
+        );
         const decisions = h.llm.requests.slice(since).filter((r) => r.kind === 'chat' && Array.isArray(r.body.tools));
         assert.equal(decisions.length, 2);
-        assert.ok(toolMessages(decisions[1]).includes('waited 3000 ms'), 'the tool result recorded on the new worker reached the model');
+        assert.ok(
+          toolMessages(decisions[1]).includes('waited 3000 ms'),
+          'the tool result recorded on the new worker reached the model',
+        );
         await assertSettledOnce(h, job.id);
 
         const workflowId = await workflowIdOf(h, job.id);
         const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
-        const workers = new Set((history.events ?? []).map((e) => e.workflowTaskCompletedEventAttributes?.identity).filter(Boolean));
+        const workers = new Set(
+          (history.events ?? []).map((e) => e.workflowTaskCompletedEventAttributes?.identity).filter(Boolean),
+        );
         assert.deepEqual([...workers].sort(), ['new-code-worker', 'old-code-worker']);
         // No patch marker: the run kept the old commands to its end, on the activity names the new worker still serves.
         assert.deepEqual(commandsOf(history), [
@@ -147,7 +195,12 @@ describe('agent runs begun before the one agent loop', function () {
         h.llm.enqueue(act('echo', { message: 'new' }), act('done', { success: true, answer: 'one loop' }));
         const fresh = await run('Echo, then finish', 'echo');
         assert.equal(fresh.status, 202, JSON.stringify(fresh.body));
-        const freshJob = await h.waitForJob(apiKey, `${baseUrl}/api/v1/agents/runs/${fresh.body.jobId}`, undefined, 60_000);
+        const freshJob = await h.waitForJob(
+          apiKey,
+          `${baseUrl}/api/v1/agents/runs/${fresh.body.jobId}`,
+          undefined,
+          60_000,
+        );
         assert.equal(freshJob.status, 'completed', freshJob.error);
         assert.equal(freshJob.result.answer, 'one loop');
         const freshHistory = await h.client.workflow.getHandle(await workflowIdOf(h, freshJob.id)).fetchHistory();

@@ -32,9 +32,19 @@ describe('docs/agent-market.md, followed as written', function () {
     assert.ok(blocks.length >= 7, `${blocks.length} runnable samples`);
     const provider = await h.createUser({ creditUsd: 1 });
     const consumer = await h.createUser({ creditUsd: 5 });
-    h.llm.enqueue(act('navigate', { url: `${h.site.url}/static` }), act('done', { success: true, data: { headline: 'Static page' } }));
+    h.llm.enqueue(
+      act('navigate', { url: `${h.site.url}/static` }),
+      act('done', { success: true, data: { headline: 'Static page' } }),
+    );
     const { outputs, epilogue } = await runShellSamples(guide, blocks, {
-      env: { ...process.env, ...h.env, ADMIN_URL: h.baseUrl, BASE_URL: h.baseUrl, PROVIDER_KEY: provider.apiKey, API_KEY: consumer.apiKey },
+      env: {
+        ...process.env,
+        ...h.env,
+        ADMIN_URL: h.baseUrl,
+        BASE_URL: h.baseUrl,
+        PROVIDER_KEY: provider.apiKey,
+        API_KEY: consumer.apiKey,
+      },
       cwd: workDir,
       rewrite: (code) => code.replaceAll('https://example.com', `${h.site.url}/static`),
       epilogue: 'printf "@@ids %s %s\\n" "$AGENT_ID" "$JOB_ID"',

@@ -50,7 +50,7 @@ function taskIn(request: RecordedRequest): string {
 /** Words `from`..`to` of a text, as a model quoting part of it would write them. */
 const fragment = (text: string, from: number, to: number) => text.split(/\s+/).slice(from, to).join(' ');
 
-describe('agent market: a provider\'s prompts stay private even when the model repeats them', function () {
+describe("agent market: a provider's prompts stay private even when the model repeats them", function () {
   let h: Harness;
   let provider: { userId: string; apiKey: string };
   let consumer: { userId: string; apiKey: string };
@@ -86,8 +86,14 @@ describe('agent market: a provider\'s prompts stay private even when the model r
       },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    assert.equal((await h.http('POST', `${API}/submissions/${created.body.id}/submit`, { apiKey: provider.apiKey })).status, 200);
-    assert.equal((await admin(h, ['review', '--market', 'agent', '--submission', created.body.id, '--approve'])).status, 'approved');
+    assert.equal(
+      (await h.http('POST', `${API}/submissions/${created.body.id}/submit`, { apiKey: provider.apiKey })).status,
+      200,
+    );
+    assert.equal(
+      (await admin(h, ['review', '--market', 'agent', '--submission', created.body.id, '--approve'])).status,
+      'approved',
+    );
 
     // The consumer's own pages: where the agent is told to go, and the receiver of the run's webhook.
     const receiver = await startWebhookReceiver();
@@ -96,11 +102,20 @@ describe('agent market: a provider\'s prompts stay private even when the model r
     const decisions: FakeReply[] = [
       (request) => ({
         content: instructionsIn(request),
-        toolCalls: [{ name: 'navigate', arguments: { url: `${receiver.url('/leak')}?q=${encodeURIComponent(fragment(instructionsIn(request), 14, 30))}` } }],
+        toolCalls: [
+          {
+            name: 'navigate',
+            arguments: {
+              url: `${receiver.url('/leak')}?q=${encodeURIComponent(fragment(instructionsIn(request), 14, 30))}`,
+            },
+          },
+        ],
       }),
       (request) => ({
         content: `My task, word for word: ${taskIn(request)}`,
-        toolCalls: [{ name: 'extract', arguments: { question: `Please repeat: ${fragment(instructionsIn(request), 30, 44)}` } }],
+        toolCalls: [
+          { name: 'extract', arguments: { question: `Please repeat: ${fragment(instructionsIn(request), 30, 44)}` } },
+        ],
       }),
       (request) => ({ content: `extract says: ${String(JSON.stringify(request.body.messages)).slice(0, 200)}` }),
       (request) => ({
@@ -119,12 +134,16 @@ describe('agent market: a provider\'s prompts stay private even when the model r
     ];
     const seen = h.llm.requests.length;
     h.llm.enqueue(...decisions);
-    const accepted = await h.http('POST', `${API}/agents/${created.body.publicId}/run`, { apiKey: consumer.apiKey, body: { inputs: { page }, webhook_url: receiver.url('/hook') } });
+    const accepted = await h.http('POST', `${API}/agents/${created.body.publicId}/run`, {
+      apiKey: consumer.apiKey,
+      body: { inputs: { page }, webhook_url: receiver.url('/hook') },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const run = await h.waitForJob(consumer.apiKey, `${API}/runs/${accepted.body.jobId}`);
     assert.equal(run.status, 'completed', run.error);
     const deadline = Date.now() + 30_000;
-    while (!receiver.deliveries.some((d) => d.path === '/hook') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    while (!receiver.deliveries.some((d) => d.path === '/hook') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
     await receiver.close();
 
     // The model did get the prompts, with the instruction to keep them to itself.
@@ -132,30 +151,52 @@ describe('agent market: a provider\'s prompts stay private even when the model r
     assert.equal(agentCalls.length, 3, 'three decisions');
     assert.ok(systemText(agentCalls[0]).includes(systemPrompt), 'the system prompt reaches the model');
     assert.match(instructionsIn(agentCalls[0]), /confidential/i, 'with a non-disclosure instruction');
-    assert.ok(taskIn(agentCalls[0]).includes(promptTemplate.replace('{{page}}', page)), 'the filled template is the task');
+    assert.ok(
+      taskIn(agentCalls[0]).includes(promptTemplate.replace('{{page}}', page)),
+      'the filled template is the task',
+    );
 
     // What the consumer can read.
     const surfaces: Record<string, string> = {
       'run record': JSON.stringify(run),
-      'run record, read again': JSON.stringify((await h.http('GET', `${API}/runs/${run.id}`, { apiKey: consumer.apiKey })).body),
+      'run record, read again': JSON.stringify(
+        (await h.http('GET', `${API}/runs/${run.id}`, { apiKey: consumer.apiKey })).body,
+      ),
       logs: JSON.stringify((await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey: consumer.apiKey })).body),
-      transactions: JSON.stringify((await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: consumer.apiKey })).body),
-      webhook: receiver.deliveries.filter((d) => d.path === '/hook').map((d) => d.body).join('\n'),
-      'requests to the consumer\'s pages': receiver.deliveries.map((d) => d.path).join('\n'),
-      'workflow history': (await decodedHistories(h.client, `agent-market-${run.id}`)).flatMap((d) => d.strings).join('\n'),
+      transactions: JSON.stringify(
+        (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: consumer.apiKey })).body,
+      ),
+      webhook: receiver.deliveries
+        .filter((d) => d.path === '/hook')
+        .map((d) => d.body)
+        .join('\n'),
+      "requests to the consumer's pages": receiver.deliveries.map((d) => d.path).join('\n'),
+      'workflow history': (await decodedHistories(h.client, `agent-market-${run.id}`))
+        .flatMap((d) => d.strings)
+        .join('\n'),
     };
     assert.ok(surfaces.webhook.length > 0, 'the webhook was delivered');
-    assert.ok(receiver.deliveries.some((d) => d.path.startsWith('/leak')), 'the agent did open the page it was sent to');
-    const privateRuns = [...runsOf(systemPrompt, 8), ...promptTemplate.split('{{page}}').flatMap((part) => runsOf(part, 8))];
+    assert.ok(
+      receiver.deliveries.some((d) => d.path.startsWith('/leak')),
+      'the agent did open the page it was sent to',
+    );
+    const privateRuns = [
+      ...runsOf(systemPrompt, 8),
+      ...promptTemplate.split('{{page}}').flatMap((part) => runsOf(part, 8)),
+    ];
     for (const [surface, text] of Object.entries(surfaces)) {
-      for (const secret of codes) assert.ok(!text.includes(secret), `${secret} (a word of the private prompts) in the ${surface}`);
+      for (const secret of codes)
+        assert.ok(!text.includes(secret), `${secret} (a word of the private prompts) in the ${surface}`);
       assert.ok(!text.includes(systemPrompt), `the system prompt in the ${surface}`);
       assert.deepEqual(leakedRuns(text, privateRuns), [], `runs of 8 words of the private prompts in the ${surface}`);
     }
 
     // The masked places say so, and what is not the provider's stays readable.
     assert.match(run.result.answer, /^Here are my instructions: \[private instructions\]/);
-    assert.ok(run.result.answer.endsWith(`And my task: Open ${page} [private instructions]`), 'the consumer\'s own input stays readable');
+    assert.ok(
+      run.result.answer.endsWith(`And my task: Open ${page} [private instructions]`),
+      "the consumer's own input stays readable",
+    );
     assert.equal(run.result.data.ticket, '[private instructions]');
     const goals = run.result.steps.map((s: { goal: string | null }) => s.goal);
     assert.ok(goals[0].startsWith('[private instructions]'), goals[0]);
@@ -166,23 +207,36 @@ describe('agent market: a provider\'s prompts stay private even when the model r
 });
 
 describe('private prompts: what counts as repeating them (activities/agent/private-text)', function () {
-  const system = 'Always open the list page first, then scan every row for the golden marker. Escalate refunds to https://desk.example.com/refunds/queue please.';
-  const template = 'Open {{page}} and report where the golden ticket is {{when}}. Use the code QX7-ALPHA-93817-ZEBRA-55210-OMEGA-44-KILO-17 when asked.';
+  const system =
+    'Always open the list page first, then scan every row for the golden marker. Escalate refunds to https://desk.example.com/refunds/queue please.';
+  const template =
+    'Open {{page}} and report where the golden ticket is {{when}}. Use the code QX7-ALPHA-93817-ZEBRA-55210-OMEGA-44-KILO-17 when asked.';
   const guard = privateTextGuard([system, template]);
 
   it('masks 8 consecutive words of a prompt however they are cased, spaced, punctuated or escaped', function () {
     assert.equal(guard.mask(`Sure! ${system}`), `Sure! ${MASK} https://desk.example.com/refunds/queue please.`);
-    assert.equal(guard.mask('My rules: ALWAYS open the list\npage, first - then scan every row.'), `My rules: ${MASK}.`);
-    assert.equal(guard.mask(`https://x.test/?q=${encodeURIComponent('then scan every row for the golden marker')}`), `https://x.test/?q=${MASK}`);
+    assert.equal(
+      guard.mask('My rules: ALWAYS open the list\npage, first - then scan every row.'),
+      `My rules: ${MASK}.`,
+    );
+    assert.equal(
+      guard.mask(`https://x.test/?q=${encodeURIComponent('then scan every row for the golden marker')}`),
+      `https://x.test/?q=${MASK}`,
+    );
     assert.equal(guard.mask('then&#32;scan&nbsp;every row for the golden marker'), MASK);
     assert.equal(guard.mask(JSON.stringify('open the list page first,\nthen scan every row')), `"${MASK}"`);
   });
 
   it('leaves shorter overlaps alone: 7 words of a prompt, a short part between placeholders, the web addresses it names', function () {
-    for (const text of ['then scan every row for the golden', 'Open the page', 'See https://desk.example.com/refunds/queue for refunds']) assert.equal(guard.mask(text), text);
+    for (const text of [
+      'then scan every row for the golden',
+      'Open the page',
+      'See https://desk.example.com/refunds/queue for refunds',
+    ])
+      assert.equal(guard.mask(text), text);
   });
 
-  it('masks a whole part of a template of 4 to 7 words, 40 characters in a row without word breaks, and keeps the consumer\'s own inputs', function () {
+  it("masks a whole part of a template of 4 to 7 words, 40 characters in a row without word breaks, and keeps the consumer's own inputs", function () {
     assert.equal(guard.mask('I was told: and report where the golden ticket is.'), `I was told: ${MASK}.`);
     assert.equal(guard.mask('code=X7-ALPHA-93817-ZEBRA-55210-OMEGA-44-KILO'), `code=${MASK}`);
     assert.equal(guard.mask('Open https://shop.test/list and look'), 'Open https://shop.test/list and look');
@@ -192,11 +246,18 @@ describe('private prompts: what counts as repeating them (activities/agent/priva
     const cjk = privateTextGuard(['请先打开列表页面然后逐行查找金色标记']);
     assert.equal(cjk.mask('答案：逐行查找金色标记吧'), `答案：${MASK}吧`);
     assert.equal(cjk.mask('逐行查找金色标'), '逐行查找金色标');
-    assert.deepEqual(guard.maskIn({ answer: `Rules: ${system.split(' Escalate')[0]}`, rows: [1, true, null, 'ok'], 'then scan every row for the golden marker': 2 }), {
-      answer: `Rules: ${MASK}`,
-      rows: [1, true, null, 'ok'],
-      'then scan every row for the golden marker': 2,
-    });
+    assert.deepEqual(
+      guard.maskIn({
+        answer: `Rules: ${system.split(' Escalate')[0]}`,
+        rows: [1, true, null, 'ok'],
+        'then scan every row for the golden marker': 2,
+      }),
+      {
+        answer: `Rules: ${MASK}`,
+        rows: [1, true, null, 'ok'],
+        'then scan every row for the golden marker': 2,
+      },
+    );
     const none = privateTextGuard([undefined, null, '']);
     assert.equal(none.active, false);
     assert.equal(none.mask(system), system);

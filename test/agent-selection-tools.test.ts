@@ -46,12 +46,21 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
     const consumer = await h.createUser({ creditUsd: 5 });
 
     // The market tool: an approved provider_event entry whose service charges page.scraped events.
-    const validation = await storeValidation(h, toolProvider.userId, { url: service.url, tools: await discoveredTools(service.url) });
-    const eventVerificationId = await completeVerification(h, toolProvider.apiKey, validation.sourceFingerprint, ['page.scraped']);
+    const validation = await storeValidation(h, toolProvider.userId, {
+      url: service.url,
+      tools: await discoveredTools(service.url),
+    });
+    const eventVerificationId = await completeVerification(h, toolProvider.apiKey, validation.sourceFingerprint, [
+      'page.scraped',
+    ]);
     const entry = await approvedEntry(
       h,
       toolProvider,
-      { monetizationStrategy: 'provider_event', pricingEvents: [{ eventName: 'page.scraped', unitPriceUsd: 0.1 }], eventVerificationId },
+      {
+        monetizationStrategy: 'provider_event',
+        pricingEvents: [{ eventName: 'page.scraped', unitPriceUsd: 0.1 }],
+        eventVerificationId,
+      },
       validation,
     );
     service.configureCharging({ apiBase: h.baseUrl, apiKey: toolProvider.apiKey });
@@ -75,24 +84,46 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
       },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    assert.equal((await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, { apiKey: agentProvider.apiKey })).status, 200);
-    assert.equal((await admin(h, ['review', '--market', 'agent', '--submission', created.body.id, '--approve'])).status, 'approved');
+    assert.equal(
+      (
+        await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, {
+          apiKey: agentProvider.apiKey,
+        })
+      ).status,
+      200,
+    );
+    assert.equal(
+      (await admin(h, ['review', '--market', 'agent', '--submission', created.body.id, '--approve'])).status,
+      'approved',
+    );
     const agentId = created.body.publicId as string;
 
     const page = `${h.site.url}/agent/list?page=3`;
     const seen = h.llm.requests.length;
-    h.llm.enqueue(act('navigate', { url: page }, 'Open the page'), act('scrape_pages', { batches: [3] }, 'Scrape it'), act('done', { success: true, answer: 'scraped 3 pages' }));
+    h.llm.enqueue(
+      act('navigate', { url: page }, 'Open the page'),
+      act('scrape_pages', { batches: [3] }, 'Scrape it'),
+      act('done', { success: true, answer: 'scraped 3 pages' }),
+    );
     const consumerBefore = await wallet(consumer.userId);
-    const accepted = await h.http('POST', `/api/v1/agent-market/agents/${agentId}/run`, { apiKey: consumer.apiKey, body: { inputs: { page } } });
+    const accepted = await h.http('POST', `/api/v1/agent-market/agents/${agentId}/run`, {
+      apiKey: consumer.apiKey,
+      body: { inputs: { page } },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const run = await h.waitForJob(consumer.apiKey, `/api/v1/agent-market/runs/${accepted.body.jobId}`);
     assert.equal(run.status, 'completed', run.error);
 
     // The model was offered the market tool next to the browser tools, and the run used both.
     const decisions = h.llm.requests.slice(seen).filter(isAgentDecision);
-    assert.ok(toolNames(decisions[0]).includes('scrape_pages') && toolNames(decisions[0]).includes('navigate'), toolNames(decisions[0]).join(','));
+    assert.ok(
+      toolNames(decisions[0]).includes('scrape_pages') && toolNames(decisions[0]).includes('navigate'),
+      toolNames(decisions[0]).join(','),
+    );
     assert.ok(run.result.steps.some((s: any) => s.url.includes('/agent/list?page=3')));
-    const scraped = run.result.steps.flatMap((s: any) => s.outcomes).find((o: any) => o.action.startsWith('scrape_pages'));
+    const scraped = run.result.steps
+      .flatMap((s: any) => s.outcomes)
+      .find((o: any) => o.action.startsWith('scrape_pages'));
     assert.ok(scraped?.ok, JSON.stringify(run.result.steps));
     assert.match(scraped.message, /"chargedCount":3/, 'the tool result is the step outcome');
     assert.deepEqual(
@@ -108,14 +139,24 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
     assert.equal(Number(runs[0].charged_micros), 300_000);
     const usageMicros = Math.round(run.usage.costUsd * 1_000_000);
     assert.ok(usageMicros > 300_000, `the run's cost includes the provider charges: ${JSON.stringify(run.usage)}`);
-    assert.equal(consumerBefore - (await wallet(consumer.userId)), usageMicros, 'the run record\'s cost is what the wallet paid: LLM/browser usage plus the provider charges');
+    assert.equal(
+      consumerBefore - (await wallet(consumer.userId)),
+      usageMicros,
+      "the run record's cost is what the wallet paid: LLM/browser usage plus the provider charges",
+    );
     const providerRevenue = (await wallet(toolProvider.userId)) - toolProviderBefore;
-    assert.equal(providerRevenue, 300_000 * (1 - h.config.market.commissionRate), 'the tool provider earns the charges less the commission');
+    assert.equal(
+      providerRevenue,
+      300_000 * (1 - h.config.market.commissionRate),
+      'the tool provider earns the charges less the commission',
+    );
 
     // The prompts went to the model but nowhere the consumer can read.
     const toModel = JSON.stringify(decisions.map((r) => r.body.messages));
     assert.ok(toModel.includes(secrets.system) && toModel.includes(secrets.template));
-    const record = JSON.stringify(run) + JSON.stringify((await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey: consumer.apiKey })).body);
+    const record =
+      JSON.stringify(run) +
+      JSON.stringify((await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey: consumer.apiKey })).body);
     for (const secret of Object.values(secrets)) {
       assert.ok(!record.includes(secret), `${secret} in the run record or logs`);
       assert.ok(!capturedOutput().includes(secret), `${secret} in a log line`);
@@ -139,18 +180,42 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
         systemPrompt: `${secrets.system}: use the echo tool.`,
         promptTemplate: `Echo {{phrase}}. ${secrets.template}`,
         inputSchema: { type: 'object', properties: { phrase: { type: 'string' } }, required: ['phrase'] },
-        customMcpSelections: [{ type: 'remote_mcp', name: 'Private echo', source_url: mcp.url, tool_names: ['echo'], params: { Authorization: `Bearer ${MCP_TOKEN}` } }],
+        customMcpSelections: [
+          {
+            type: 'remote_mcp',
+            name: 'Private echo',
+            source_url: mcp.url,
+            tool_names: ['echo'],
+            params: { Authorization: `Bearer ${MCP_TOKEN}` },
+          },
+        ],
       },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    assert.equal((await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, { apiKey: agentProvider.apiKey })).status, 200);
-    assert.equal((await admin(h, ['review', '--market', 'agent', '--submission', created.body.id, '--approve'])).status, 'approved');
+    assert.equal(
+      (
+        await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, {
+          apiKey: agentProvider.apiKey,
+        })
+      ).status,
+      200,
+    );
+    assert.equal(
+      (await admin(h, ['review', '--market', 'agent', '--submission', created.body.id, '--approve'])).status,
+      'approved',
+    );
     const agentId = created.body.publicId as string;
 
     const echoesBefore = mcp.toolRuns('echo');
     const seen = h.llm.requests.length;
-    h.llm.enqueue(act('echo', { message: 'honey is sweet' }, 'Echo the phrase'), act('done', { success: true, answer: 'echo: honey is sweet' }));
-    const accepted = await h.http('POST', `/api/v1/agent-market/agents/${agentId}/run`, { apiKey: consumer.apiKey, body: { inputs: { phrase: 'honey is sweet' } } });
+    h.llm.enqueue(
+      act('echo', { message: 'honey is sweet' }, 'Echo the phrase'),
+      act('done', { success: true, answer: 'echo: honey is sweet' }),
+    );
+    const accepted = await h.http('POST', `/api/v1/agent-market/agents/${agentId}/run`, {
+      apiKey: consumer.apiKey,
+      body: { inputs: { phrase: 'honey is sweet' } },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const run = await h.waitForJob(consumer.apiKey, `/api/v1/agent-market/runs/${accepted.body.jobId}`);
     assert.equal(run.status, 'completed', run.error);
@@ -171,29 +236,51 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
     // The params and the prompts reach the tool server and the model only.
     const consumerView =
       JSON.stringify(run) +
-      JSON.stringify((await h.http('GET', `/api/v1/agent-market/agents/${agentId}`, { apiKey: consumer.apiKey })).body) +
+      JSON.stringify(
+        (await h.http('GET', `/api/v1/agent-market/agents/${agentId}`, { apiKey: consumer.apiKey })).body,
+      ) +
       JSON.stringify((await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey: consumer.apiKey })).body) +
       JSON.stringify((await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: consumer.apiKey })).body);
-    const ownerView = JSON.stringify((await h.http('GET', `/api/v1/agent-market/submissions/${created.body.id}`, { apiKey: agentProvider.apiKey })).body);
-    for (const secret of [MCP_TOKEN, ...Object.values(secrets)]) assert.ok(!consumerView.includes(secret), `${secret} visible to the consumer`);
+    const ownerView = JSON.stringify(
+      (await h.http('GET', `/api/v1/agent-market/submissions/${created.body.id}`, { apiKey: agentProvider.apiKey }))
+        .body,
+    );
+    for (const secret of [MCP_TOKEN, ...Object.values(secrets)])
+      assert.ok(!consumerView.includes(secret), `${secret} visible to the consumer`);
     assert.ok(!ownerView.includes(MCP_TOKEN), "the owner's view masks the params");
     assert.ok(!capturedOutput().includes(MCP_TOKEN));
-    assert.deepEqual(await workflowsHolding(h.client, [`agent-market-${run.id}`], MCP_TOKEN), [], 'nor in the workflow history');
+    assert.deepEqual(
+      await workflowsHolding(h.client, [`agent-market-${run.id}`], MCP_TOKEN),
+      [],
+      'nor in the workflow history',
+    );
   });
 
   it('a forum automation calls a custom MCP tool; its params never show', async function () {
     const { apiKey } = await h.createUser({ creditUsd: 5 });
-    const creds = { forumClientId: 'sel-client', forumClientSecret: 'sel-secret-zzz', forumUsername: 'sel_poster', forumPassword: 'sel-pass-yyy' };
+    const creds = {
+      forumClientId: 'sel-client',
+      forumClientSecret: 'sel-secret-zzz',
+      forumUsername: 'sel_poster',
+      forumPassword: 'sel-pass-yyy',
+    };
     h.forum.addApp({ clientId: creds.forumClientId, clientSecret: creds.forumClientSecret });
     h.forum.addUser({ username: creds.forumUsername, password: creds.forumPassword });
-    const account = await h.http('POST', '/api/v1/social-accounts', { apiKey, body: { platform: 'forum', name: 'Selection tools', credentials: creds } });
+    const account = await h.http('POST', '/api/v1/social-accounts', {
+      apiKey,
+      body: { platform: 'forum', name: 'Selection tools', credentials: creds },
+    });
     assert.equal(account.status, 201, JSON.stringify(account.body));
 
     const echoesBefore = mcp.toolRuns('echo');
     const seen = h.llm.requests.length;
     h.llm.enqueue(
       act('echo', { message: 'bee fact of the day' }, 'Fetch a fact'),
-      act('submit_post', { community: 'selection_tools', title: 'Bee fact', text: 'echo: bee fact of the day' }, 'Post it'),
+      act(
+        'submit_post',
+        { community: 'selection_tools', title: 'Bee fact', text: 'echo: bee fact of the day' },
+        'Post it',
+      ),
       act('done', { success: true, answer: 'posted' }),
     );
     const response = await h.http('POST', '/api/v1/automations', {
@@ -204,14 +291,27 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
         task: 'Fetch a bee fact with the echo tool and post it to r/selection_tools',
         automation_type: 'forum-agent',
         forum: { mode: 'saved', accountIds: [account.body.account.id] },
-        custom_mcps: [{ type: 'remote_mcp', name: 'Echo server', source_url: mcp.url, tool_names: ['echo'], params: { Authorization: `Bearer ${MCP_TOKEN}` } }],
+        custom_mcps: [
+          {
+            type: 'remote_mcp',
+            name: 'Echo server',
+            source_url: mcp.url,
+            tool_names: ['echo'],
+            params: { Authorization: `Bearer ${MCP_TOKEN}` },
+          },
+        ],
       },
     });
     assert.equal(response.status, 201, JSON.stringify(response.body));
     const automationId = response.body.automation.id as string;
     let job;
-    for (const deadline = Date.now() + 60_000; ; ) {
-      job = await h.db.selectFrom('jobs').selectAll().where('kind', '=', 'automation').where(sql`request->>'automationId'`, '=', automationId).executeTakeFirst();
+    for (const deadline = Date.now() + 60_000; ;) {
+      job = await h.db
+        .selectFrom('jobs')
+        .selectAll()
+        .where('kind', '=', 'automation')
+        .where(sql`request->>'automationId'`, '=', automationId)
+        .executeTakeFirst();
       if (job && (job.status === 'completed' || job.status === 'failed')) break;
       if (Date.now() > deadline) throw new Error(`the run did not finish: ${JSON.stringify(job)}`);
       await new Promise((r) => setTimeout(r, 200));
@@ -220,14 +320,26 @@ describe('agent loop with MCP/OpenAPI tool selections', function () {
     await h.client.schedule.getHandle(`automation-${automationId}`).delete();
 
     const decisions = h.llm.requests.slice(seen).filter(isAgentDecision);
-    assert.ok(toolNames(decisions[0]).includes('echo') && toolNames(decisions[0]).includes('submit_post'), toolNames(decisions[0]).join(','));
+    assert.ok(
+      toolNames(decisions[0]).includes('echo') && toolNames(decisions[0]).includes('submit_post'),
+      toolNames(decisions[0]).join(','),
+    );
     assert.equal(mcp.toolRuns('echo') - echoesBefore, 1);
     assert.ok(h.forum.posts().some((p) => p.title === 'Bee fact' && p.community === 'selection_tools'));
-    assert.ok(job.logs.some((l) => /tool call 1: Echo server \/ echo → ok/.test(l)), job.logs.join('\n'));
+    assert.ok(
+      job.logs.some((l) => /tool call 1: Echo server \/ echo → ok/.test(l)),
+      job.logs.join('\n'),
+    );
     const steps = (job.result as any).steps;
-    assert.ok(steps.some((s: any) => s.outcomes.some((o: any) => o.ok && /echo: bee fact of the day/.test(o.message))), JSON.stringify(steps));
+    assert.ok(
+      steps.some((s: any) => s.outcomes.some((o: any) => o.ok && /echo: bee fact of the day/.test(o.message))),
+      JSON.stringify(steps),
+    );
     const calls = await h.db.selectFrom('agent_tool_calls').selectAll().where('job_id', '=', job.id).execute();
-    assert.deepEqual(calls.map((c) => [c.call_index, c.source, c.tool, c.status]), [[1, 'Echo server', 'echo', 'completed']]);
+    assert.deepEqual(
+      calls.map((c) => [c.call_index, c.source, c.tool, c.status]),
+      [[1, 'Echo server', 'echo', 'completed']],
+    );
 
     const visible =
       JSON.stringify(response.body) +

@@ -16,7 +16,12 @@ describe('a browser worker killed in the middle of an agent run', function () {
     const h = await useHarness();
     const taskQueues = { platform: 'agent-crash-platform', browser: 'agent-crash-browser' };
     const stack = await h.startIsolatedStack({ taskQueues, queues: ['platform'] });
-    const env = { ...h.env, PLATFORM_TASK_QUEUE: taskQueues.platform, BROWSER_TASK_QUEUE: taskQueues.browser, WORKER_QUEUES: 'browser' };
+    const env = {
+      ...h.env,
+      PLATFORM_TASK_QUEUE: taskQueues.platform,
+      BROWSER_TASK_QUEUE: taskQueues.browser,
+      WORKER_QUEUES: 'browser',
+    };
     const { apiKey } = await h.createUser({ creditUsd: 5 });
 
     const first = await startWorkerProcess(env);
@@ -35,16 +40,31 @@ describe('a browser worker killed in the middle of an agent run', function () {
         return (nextPage as (r: typeof request) => ReturnType<typeof act>)(request);
       },
       ...Array.from({ length: 4 }, () =>
-        onPage((o) => (o.includes(AGENT_GOLDEN_TICKET) ? act('done', { success: true, answer: 'item 13' }) : act('click', { index: elementIndex(o, /Next page/) }))),
+        onPage((o) =>
+          o.includes(AGENT_GOLDEN_TICKET)
+            ? act('done', { success: true, answer: 'item 13' })
+            : act('click', { index: elementIndex(o, /Next page/) }),
+        ),
       ),
     );
-    const accepted = await h.http('POST', `${stack.baseUrl}/api/v1/agentscraper`, { apiKey, body: { task: 'Find the golden ticket', headless: true } });
+    const accepted = await h.http('POST', `${stack.baseUrl}/api/v1/agentscraper`, {
+      apiKey,
+      body: { task: 'Find the golden ticket', headless: true },
+    });
     assert.equal(accepted.status, 202);
-    const job = await h.waitForJob(apiKey, `${stack.baseUrl}/api/v1/agentscraper/status/${accepted.body.jobId}`, undefined, 200_000);
+    const job = await h.waitForJob(
+      apiKey,
+      `${stack.baseUrl}/api/v1/agentscraper/status/${accepted.body.jobId}`,
+      undefined,
+      200_000,
+    );
     assert.equal(job.status, 'completed', job.error);
     assert.equal(job.result.answer, 'item 13');
     assert.ok(killed);
-    assert.ok(job.logs.some((l: string) => /browser worker lost .*reopening the session from the last checkpoint/.test(l)), job.logs.join('\n'));
+    assert.ok(
+      job.logs.some((l: string) => /browser worker lost .*reopening the session from the last checkpoint/.test(l)),
+      job.logs.join('\n'),
+    );
     assert.ok(job.logs.some((l: string) => /browser session reopened from the last checkpoint/.test(l)));
     h.llm.reset();
   });

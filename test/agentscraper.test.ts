@@ -14,13 +14,24 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     ({ apiKey } = await h.createUser({ creditUsd: 20 }));
   });
 
-  async function runAgent(body: Record<string, unknown>, options: { key?: string; base?: string; timeoutMs?: number } = {}) {
+  async function runAgent(
+    body: Record<string, unknown>,
+    options: { key?: string; base?: string; timeoutMs?: number } = {},
+  ) {
     const key = options.key ?? apiKey;
     const base = options.base ?? '';
-    const accepted = await h.http('POST', `${base}/api/v1/agentscraper`, { apiKey: key, body: { headless: true, ...body } });
+    const accepted = await h.http('POST', `${base}/api/v1/agentscraper`, {
+      apiKey: key,
+      body: { headless: true, ...body },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     assert.equal(accepted.body.status, 'pending');
-    return h.waitForJob(key, `${base}/api/v1/agentscraper/status/${accepted.body.jobId}`, undefined, options.timeoutMs ?? 90_000);
+    return h.waitForJob(
+      key,
+      `${base}/api/v1/agentscraper/status/${accepted.body.jobId}`,
+      undefined,
+      options.timeoutMs ?? 90_000,
+    );
   }
 
   function decisionsSince(index: number) {
@@ -33,14 +44,23 @@ describe('POST /agentscraper: the one-off browser agent', function () {
       act('navigate', { url: list }, 'Open the list'),
       onPage((o) => act('click', { index: elementIndex(o, /Next page/) }, 'Go to page 2')),
       onPage((o) => act('click', { index: elementIndex(o, /Next page/) }, 'Go to page 3')),
-      onPage((o) => act('done', { success: true, answer: o.includes(AGENT_GOLDEN_TICKET) ? 'item 13' : 'not found' }, 'Report the ticket')),
+      onPage((o) =>
+        act(
+          'done',
+          { success: true, answer: o.includes(AGENT_GOLDEN_TICKET) ? 'item 13' : 'not found' },
+          'Report the ticket',
+        ),
+      ),
     );
     const job = await runAgent({ task: 'Find the golden ticket in the list', max_actions_per_step: 3 });
     assert.equal(job.status, 'completed', job.error);
     assert.equal(job.result.answer, 'item 13');
     assert.equal(job.result.steps.length, 4);
     assert.match(job.result.steps[2].url, /page=2/);
-    assert.ok(job.logs.some((l: string) => /task 1 step 2: goal: Go to page 2 \| click\(index=\d+\) → clicked/.test(l)), job.logs.join('\n'));
+    assert.ok(
+      job.logs.some((l: string) => /task 1 step 2: goal: Go to page 2 \| click\(index=\d+\) → clicked/.test(l)),
+      job.logs.join('\n'),
+    );
     const summary = job.result.summary;
     assert.equal(summary.steps, 4);
     assert.equal(summary.llmCalls, 4);
@@ -49,7 +69,9 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     assert.ok(summary.browserSeconds > 0);
     assert.equal(job.request.llm_model, 'router/auto');
     assert.equal(job.request.vision_mode, 'auto');
-    const tx = (await h.http('GET', '/api/v1/transactions', { apiKey })).body.transactions.find((t: any) => t.jobId === job.id);
+    const tx = (await h.http('GET', '/api/v1/transactions', { apiKey })).body.transactions.find(
+      (t: any) => t.jobId === job.id,
+    );
     assert.equal(tx.agentName, 'browser-agent');
     assert.equal(tx.cost, summary.costUsd);
   });
@@ -60,16 +82,27 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     const localhostLogin = h.site.url.replace('127.0.0.1', 'localhost') + '/agent/login';
     h.llm.enqueue(
       act('navigate', { url: localhostLogin }, 'Try the other host first'),
-      onPage((o) => act('type', { index: elementIndex(o, /password/), text: '<secret>pw</secret>' }, 'Type the password on localhost')),
+      onPage((o) =>
+        act(
+          'type',
+          { index: elementIndex(o, /password/), text: '<secret>pw</secret>' },
+          'Type the password on localhost',
+        ),
+      ),
       act('navigate', { url: `${h.site.url}/agent/login` }, 'Open the real login page'),
       onPage((o) =>
-        actMany([
-          ['type', { index: elementIndex(o, /name="username"/), text: AGENT_LOGIN.username }],
-          ['type', { index: elementIndex(o, /password/), text: '<secret>pw</secret>' }],
-          ['click', { index: elementIndex(o, /<button|type="submit"/) }],
-        ], 'Log in'),
+        actMany(
+          [
+            ['type', { index: elementIndex(o, /name="username"/), text: AGENT_LOGIN.username }],
+            ['type', { index: elementIndex(o, /password/), text: '<secret>pw</secret>' }],
+            ['click', { index: elementIndex(o, /<button|type="submit"/) }],
+          ],
+          'Log in',
+        ),
       ),
-      onPage((o) => act('done', { success: true, answer: /Welcome back, alice/.test(o) ? 'logged in' : 'login failed' })),
+      onPage((o) =>
+        act('done', { success: true, answer: /Welcome back, alice/.test(o) ? 'logged in' : 'login failed' }),
+      ),
     );
     const job = await runAgent({ task: 'Log in as alice', sensitive_data: [secret], max_actions_per_step: 5 });
     assert.equal(job.status, 'completed', job.error);
@@ -82,7 +115,9 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     assert.ok(!requests.includes(AGENT_LOGIN.password), 'the password reached the model');
     assert.ok(!JSON.stringify(job).includes(AGENT_LOGIN.password), 'the password is in the job record');
     assert.deepEqual(job.request.sensitive_data, [{ id: 'pw', value: '[redacted]', domain_pattern: '127.0.0.1' }]);
-    const rows = JSON.stringify(await h.db.selectFrom('agent_steps').selectAll().where('job_id', '=', job.id).execute());
+    const rows = JSON.stringify(
+      await h.db.selectFrom('agent_steps').selectAll().where('job_id', '=', job.id).execute(),
+    );
     assert.ok(!rows.includes(AGENT_LOGIN.password));
   });
 
@@ -98,7 +133,9 @@ describe('POST /agentscraper: the one-off browser agent', function () {
       ),
       act('done', { success: true, answer: 'logged in' }),
       onPage((o) => act('navigate', { url: `${h.site.url}/agent/account` }, `still on ${o.split('\n')[0]}`)),
-      onPage((o) => act('done', { success: true, answer: /Welcome back, alice/.test(o) ? 'session kept' : 'session lost' })),
+      onPage((o) =>
+        act('done', { success: true, answer: /Welcome back, alice/.test(o) ? 'session kept' : 'session lost' }),
+      ),
     );
     const job = await runAgent({
       task: 'Log in',
@@ -107,7 +144,10 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     });
     assert.equal(job.status, 'completed', job.error);
     assert.equal(job.result.tasks.length, 2);
-    assert.deepEqual(job.result.tasks.map((t: any) => t.answer), ['logged in', 'session kept']);
+    assert.deepEqual(
+      job.result.tasks.map((t: any) => t.answer),
+      ['logged in', 'session kept'],
+    );
     assert.equal(job.result.answer, 'session kept');
     assert.ok(job.result.steps.some((s: any) => s.task === 2));
   });
@@ -135,7 +175,9 @@ describe('POST /agentscraper: the one-off browser agent', function () {
         ]),
       ),
       act('done', { success: true, data: { plan: 'pro', confirmed: 'yes' } }),
-      onPage((o) => act('done', { success: true, data: { plan: /plan=pro/.test(o) ? 'pro' : 'other', confirmed: true } })),
+      onPage((o) =>
+        act('done', { success: true, data: { plan: /plan=pro/.test(o) ? 'pro' : 'other', confirmed: true } }),
+      ),
     );
     const job = await runAgent({
       task: 'Order the pro plan for Ada and report it',
@@ -151,7 +193,11 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     assert.ok(decisions.length > 0 && decisions.every((d) => d.body.temperature === 0));
     const done = (decisions[0].body.tools as any[]).find((t) => t.function.name === 'done');
     assert.deepEqual(Object.keys(done.function.parameters.properties.data.properties), ['plan', 'confirmed']);
-    assert.ok(job.result.steps.some((s: any) => s.outcomes.some((o: any) => o.action === 'done' && !o.ok && /does not match structured_output/.test(o.message))));
+    assert.ok(
+      job.result.steps.some((s: any) =>
+        s.outcomes.some((o: any) => o.action === 'done' && !o.ok && /does not match structured_output/.test(o.message)),
+      ),
+    );
   });
 
   it('follows a link that opens a new tab', async function () {
@@ -179,15 +225,24 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     const visual = await runAgent({ task: 'Look at the form', vision_mode: 'visual', vision_detail_level: 'low' });
     assert.equal(visual.status, 'completed', visual.error);
     const decisions = decisionsSince(seen);
-    assert.ok(decisions.length > 0 && decisions.every((d) => JSON.stringify(d.body.messages).includes('"detail":"low"')));
+    assert.ok(
+      decisions.length > 0 && decisions.every((d) => JSON.stringify(d.body.messages).includes('"detail":"low"')),
+    );
     seen = h.llm.requests.length;
-    h.llm.enqueue(act('navigate', { url: `${h.site.url}/agent/form` }), act('screenshot'), act('done', { success: true, answer: 'ok' }));
+    h.llm.enqueue(
+      act('navigate', { url: `${h.site.url}/agent/form` }),
+      act('screenshot'),
+      act('done', { success: true, answer: 'ok' }),
+    );
     const auto = await runAgent({ task: 'Look at the form' });
     assert.equal(auto.status, 'completed', auto.error);
     const autoDecisions = decisionsSince(seen);
     assert.ok(toolNames(autoDecisions[0]).includes('screenshot'));
     assert.ok(!JSON.stringify(autoDecisions[1].body.messages).includes('image_url'));
-    assert.ok(JSON.stringify(autoDecisions[2].body.messages).includes('image_url'), 'the requested screenshot is attached to the next observation');
+    assert.ok(
+      JSON.stringify(autoDecisions[2].body.messages).includes('image_url'),
+      'the requested screenshot is attached to the next observation',
+    );
   });
 
   it('executes at most max_actions_per_step actions of one answer', async function () {
@@ -210,7 +265,10 @@ describe('POST /agentscraper: the one-off browser agent', function () {
 
   it('detects repeated actions on an unchanged page, warns the model, then stops with a clear error', async function () {
     const seen = h.llm.requests.length;
-    h.llm.enqueue(act('navigate', { url: `${h.site.url}/agent/form` }), ...Array.from({ length: 8 }, () => act('wait', { seconds: 0 })));
+    h.llm.enqueue(
+      act('navigate', { url: `${h.site.url}/agent/form` }),
+      ...Array.from({ length: 8 }, () => act('wait', { seconds: 0 })),
+    );
     const job = await runAgent({ task: 'Wait forever' });
     assert.equal(job.status, 'failed');
     assert.match(job.error, /repeated wait\(seconds=0\) 5 times on an unchanged page without progress/);
@@ -237,7 +295,14 @@ describe('POST /agentscraper: the one-off browser agent', function () {
       taskQueues: { platform: 'platform-deadline', browser: 'browser-deadline' },
       overrides: { agent: { maxSteps: 30, deadlineMs: 4_000 } },
     });
-    h.llm.enqueue(...[1, 2, 3, 1].map((n) => actMany([['wait', { seconds: 3 }], ['navigate', { url: `${h.site.url}/agent/list?page=${n}` }]])));
+    h.llm.enqueue(
+      ...[1, 2, 3, 1].map((n) =>
+        actMany([
+          ['wait', { seconds: 3 }],
+          ['navigate', { url: `${h.site.url}/agent/list?page=${n}` }],
+        ]),
+      ),
+    );
     const job = await runAgent({ task: 'Dawdle' }, { base: stack.baseUrl });
     assert.equal(job.status, 'failed');
     assert.match(job.error, /reached the deadline of 4s/);
@@ -250,13 +315,20 @@ describe('POST /agentscraper: the one-off browser agent', function () {
       act('navigate', { url: `${h.site.url}/captcha` }),
       onPage((o) => act('done', { success: true, answer: /hidden price list/.test(o) ? 'passed' : 'blocked' })),
     );
-    const job = await runAgent({ task: 'Read the protected page', proxy_enabled: true, proxy_country: 'fr', captcha_solver_enabled: true });
+    const job = await runAgent({
+      task: 'Read the protected page',
+      proxy_enabled: true,
+      proxy_country: 'fr',
+      captcha_solver_enabled: true,
+    });
     assert.equal(job.status, 'completed', job.error);
     assert.equal(job.result.answer, 'passed');
     assert.equal(job.request.proxy_country, 'FR');
     assert.ok(h.proxy.requests.slice(before).some((r) => r.target.startsWith(`${h.site.url}/captcha`)));
     assert.ok(job.logs.some((l: string) => /captcha solved/.test(l)));
-    const tx = (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey })).body.transactions.find((t: any) => t.jobId === job.id);
+    const tx = (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey })).body.transactions.find(
+      (t: any) => t.jobId === job.id,
+    );
     assert.equal(tx.payload.captchaSolves, 1);
     assert.equal(tx.payload.proxyRequests, 1);
   });
@@ -295,7 +367,9 @@ describe('POST /agentscraper: the one-off browser agent', function () {
         apiKey,
         body: { task: 'Finish', headless: true, webhook_url: receiver.url('/agent-hook') },
       });
-      const job = await h.waitForJob(apiKey, `/api/v1/agentscraper/status/${accepted.body.jobId}`, (j) => j.logs.some((l: string) => /webhook delivered/.test(l)));
+      const job = await h.waitForJob(apiKey, `/api/v1/agentscraper/status/${accepted.body.jobId}`, (j) =>
+        j.logs.some((l: string) => /webhook delivered/.test(l)),
+      );
       assert.equal(job.status, 'completed', job.error);
       const payload = JSON.parse(receiver.bodies()[0]);
       assert.equal(payload.event, 'job.completed');
@@ -310,7 +384,9 @@ describe('POST /agentscraper: the one-off browser agent', function () {
     h.llm.enqueue(
       act('navigate', { url: `${h.site.url}/agent/spa` }),
       onPage((o) => act('click', { index: elementIndex(o, /Show details/) })),
-      onPage((o) => act('done', { success: true, answer: o.includes(AGENT_SPA_REVEALED) ? 'treasure found' : 'nothing' })),
+      onPage((o) =>
+        act('done', { success: true, answer: o.includes(AGENT_SPA_REVEALED) ? 'treasure found' : 'nothing' }),
+      ),
     );
     const accepted = await h.http('POST', '/api/v1/agentscraper', { apiKey, body: { task: 'Look at the page' } });
     const job = await h.waitForJob(apiKey, `/api/v1/agentscraper/status/${accepted.body.jobId}`);
@@ -339,9 +415,27 @@ describe('POST /agentscraper validation and limits', function () {
     ['an unknown optimization_mode', { task: 't', optimization_mode: 'cheap' }, 'body/optimization_mode'],
     ['max_actions_per_step 0', { task: 't', max_actions_per_step: 0 }, 'body/max_actions_per_step'],
     ['max_actions_per_step 21', { task: 't', max_actions_per_step: 21 }, 'body/max_actions_per_step'],
-    ['a sensitive_data item without value', { task: 't', sensitive_data: [{ id: 'pw' }] }, 'body/sensitive_data/0/value'],
-    ['duplicate sensitive_data ids', { task: 't', sensitive_data: [{ id: 'a', value: 'x' }, { id: 'a', value: 'y' }] }, 'body/sensitive_data'],
-    ['a structured_output item without type', { task: 't', structured_output: [{ id: 'a' }] }, 'body/structured_output/0/type'],
+    [
+      'a sensitive_data item without value',
+      { task: 't', sensitive_data: [{ id: 'pw' }] },
+      'body/sensitive_data/0/value',
+    ],
+    [
+      'duplicate sensitive_data ids',
+      {
+        task: 't',
+        sensitive_data: [
+          { id: 'a', value: 'x' },
+          { id: 'a', value: 'y' },
+        ],
+      },
+      'body/sensitive_data',
+    ],
+    [
+      'a structured_output item without type',
+      { task: 't', structured_output: [{ id: 'a' }] },
+      'body/structured_output/0/type',
+    ],
     ['proxy_enabled without proxy_country', { task: 't', proxy_enabled: true }, 'body/proxy_country'],
     ['array cookies (only string or object)', { task: 't', cookies: [{ name: 'a', value: 'b' }] }, 'body/cookies'],
   ];
@@ -349,7 +443,10 @@ describe('POST /agentscraper validation and limits', function () {
     it(`refuses ${what} with 400`, async function () {
       const response = await h.http('POST', '/api/v1/agentscraper', { apiKey, body });
       assert.equal(response.status, 400, JSON.stringify(response.body));
-      assert.ok(response.body.error.details.some((d: any) => d.path.startsWith(path)), JSON.stringify(response.body.error.details));
+      assert.ok(
+        response.body.error.details.some((d: any) => d.path.startsWith(path)),
+        JSON.stringify(response.body.error.details),
+      );
     });
   }
 
@@ -365,11 +462,17 @@ describe('POST /agentscraper validation and limits', function () {
 
   it('keeps agent jobs apart from scrape jobs and other users', async function () {
     h.llm.enqueue(act('done', { success: true, answer: 'nothing to do' }));
-    const accepted = await h.http('POST', '/api/v1/agentscraper', { apiKey, body: { task: 'Say done', headless: true } });
+    const accepted = await h.http('POST', '/api/v1/agentscraper', {
+      apiKey,
+      body: { task: 'Say done', headless: true },
+    });
     assert.equal(accepted.status, 202);
     assert.equal((await h.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}`, { apiKey })).status, 404);
     const other = await h.createUser();
-    assert.equal((await h.http('GET', `/api/v1/agentscraper/status/${accepted.body.jobId}`, { apiKey: other.apiKey })).status, 404);
+    assert.equal(
+      (await h.http('GET', `/api/v1/agentscraper/status/${accepted.body.jobId}`, { apiKey: other.apiKey })).status,
+      404,
+    );
     const job = await h.waitForJob(apiKey, `/api/v1/agentscraper/status/${accepted.body.jobId}`);
     assert.equal(job.status, 'completed', job.error);
   });

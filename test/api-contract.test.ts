@@ -28,8 +28,19 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
       ['GET', '/api/v1/transactions'],
     ] as const) {
       it(`${method} ${path} answers 401 without a key and with a wrong key`, async function () {
-        assertErrorBody(await h.http(method, path, { body: method === 'POST' ? { url: 'https://example.com' } : undefined }), 401, 'unauthorized');
-        assertErrorBody(await h.http(method, path, { apiKey: 'sk_live_wrong', body: method === 'POST' ? { url: 'https://example.com' } : undefined }), 401, 'unauthorized');
+        assertErrorBody(
+          await h.http(method, path, { body: method === 'POST' ? { url: 'https://example.com' } : undefined }),
+          401,
+          'unauthorized',
+        );
+        assertErrorBody(
+          await h.http(method, path, {
+            apiKey: 'sk_live_wrong',
+            body: method === 'POST' ? { url: 'https://example.com' } : undefined,
+          }),
+          401,
+          'unauthorized',
+        );
       });
     }
 
@@ -37,14 +48,31 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
       const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } });
       assert.equal(accepted.status, 202);
       const other = await h.createUser();
-      assertErrorBody(await h.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}`, { apiKey: other.apiKey }), 404, 'not_found');
-      assertErrorBody(await h.http('GET', '/api/v1/scrape/status/7f1c9c3e-7c49-4d36-9d54-2d1a3a3f9a11', { apiKey }), 404, 'not_found');
+      assertErrorBody(
+        await h.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}`, { apiKey: other.apiKey }),
+        404,
+        'not_found',
+      );
+      assertErrorBody(
+        await h.http('GET', '/api/v1/scrape/status/7f1c9c3e-7c49-4d36-9d54-2d1a3a3f9a11', { apiKey }),
+        404,
+        'not_found',
+      );
       const own = await h.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}`, { apiKey });
       assert.equal(own.status, 200);
       assert.equal(own.body.userId, userId);
-      await h.db.insertInto('system_logs').values([{ user_id: userId, log_message: 'scoping: the owner\'s line' }, { user_id: other.userId, log_message: 'scoping: the other\'s line' }]).execute();
+      await h.db
+        .insertInto('system_logs')
+        .values([
+          { user_id: userId, log_message: "scoping: the owner's line" },
+          { user_id: other.userId, log_message: "scoping: the other's line" },
+        ])
+        .execute();
       const otherLogs = await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey: other.apiKey });
-      assert.deepEqual(otherLogs.body.logs.map((l: any) => [l.userId, l.logMessage]), [[other.userId, "scoping: the other's line"]]);
+      assert.deepEqual(
+        otherLogs.body.logs.map((l: any) => [l.userId, l.logMessage]),
+        [[other.userId, "scoping: the other's line"]],
+      );
     });
 
     it('answers 400 for a job id that is not a UUID', async function () {
@@ -62,13 +90,39 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
       ['an unknown field', { url: 'https://example.com', depth: 3 }, 'body/depth'],
       ['an unknown llm_provider', { url: 'https://example.com', llm_provider: 'openrouter' }, 'body/llm_provider'],
       ['a non-boolean async', { url: 'https://example.com', async: 'yes' }, 'body/async'],
-      ['a three-letter country', { url: 'https://example.com', mobile_proxy_country: 'USA' }, 'body/mobile_proxy_country'],
-      ['an unknown structured_output type', { url: 'https://example.com', structured_output: [{ id: 'a', type: 'date' }] }, 'body/structured_output'],
-      ['duplicate structured_output ids', { url: 'https://example.com', structured_output: [{ id: 'a', type: 'string' }, { id: 'a', type: 'number' }] }, 'body/structured_output'],
-      ['a JSON Schema without an object root', { url: 'https://example.com', structured_output: { type: 'string' } }, 'body/structured_output'],
+      [
+        'a three-letter country',
+        { url: 'https://example.com', mobile_proxy_country: 'USA' },
+        'body/mobile_proxy_country',
+      ],
+      [
+        'an unknown structured_output type',
+        { url: 'https://example.com', structured_output: [{ id: 'a', type: 'date' }] },
+        'body/structured_output',
+      ],
+      [
+        'duplicate structured_output ids',
+        {
+          url: 'https://example.com',
+          structured_output: [
+            { id: 'a', type: 'string' },
+            { id: 'a', type: 'number' },
+          ],
+        },
+        'body/structured_output',
+      ],
+      [
+        'a JSON Schema without an object root',
+        { url: 'https://example.com', structured_output: { type: 'string' } },
+        'body/structured_output',
+      ],
       ['cookies of the wrong type', { url: 'https://example.com', cookies: 42 }, 'body/cookies'],
       ['a cookie item without a name', { url: 'https://example.com', cookies: [{ value: 'x' }] }, 'body/cookies'],
-      ['a webhook_url at a private literal address', { url: 'https://example.com', webhook_url: 'http://10.0.0.8/hook' }, 'body/webhook_url'],
+      [
+        'a webhook_url at a private literal address',
+        { url: 'https://example.com', webhook_url: 'http://10.0.0.8/hook' },
+        'body/webhook_url',
+      ],
       ['a target at the metadata address', { url: 'http://169.254.169.254/latest/meta-data' }, 'body/url'],
       ['a body that is an array', [], 'body'],
     ];
@@ -84,18 +138,49 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
     }
 
     it('refuses malformed JSON, a missing body, non-JSON and oversize bodies with 4xx', async function () {
-      assertErrorBody(await h.http('POST', '/api/v1/scrape', { apiKey, raw: '{"url": ', headers: { 'content-type': 'application/json' } }), 400, 'invalid_json');
+      assertErrorBody(
+        await h.http('POST', '/api/v1/scrape', {
+          apiKey,
+          raw: '{"url": ',
+          headers: { 'content-type': 'application/json' },
+        }),
+        400,
+        'invalid_json',
+      );
       assertErrorBody(await h.http('POST', '/api/v1/scrape', { apiKey }), 400, 'validation_failed');
-      assertErrorBody(await h.http('POST', '/api/v1/scrape', { apiKey, raw: 'url=x', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+      assertErrorBody(
+        await h.http('POST', '/api/v1/scrape', { apiKey, raw: 'url=x', headers: { 'content-type': 'text/plain' } }),
+        415,
+        'unsupported_media_type',
+      );
       const huge = JSON.stringify({ url: 'https://example.com', system_prompt: 'x'.repeat(2 * 1024 * 1024) });
-      assertErrorBody(await h.http('POST', '/api/v1/scrape', { apiKey, raw: huge, headers: { 'content-type': 'application/json' } }), 413, 'payload_too_large');
+      assertErrorBody(
+        await h.http('POST', '/api/v1/scrape', { apiKey, raw: huge, headers: { 'content-type': 'application/json' } }),
+        413,
+        'payload_too_large',
+      );
     });
 
     it('never answers 5xx to a barrage of malformed inputs, and creates no job for them', async function () {
       const { apiKey: key, userId: uid } = await h.createUser();
-      const jobsOfUser = async () => (await h.db.selectFrom('jobs').select('id').where('user_id', '=', uid).execute()).map((j) => j.id).sort();
+      const jobsOfUser = async () =>
+        (await h.db.selectFrom('jobs').select('id').where('user_id', '=', uid).execute()).map((j) => j.id).sort();
       assert.deepEqual(await jobsOfUser(), [], 'a new account has no job');
-      const values = [null, true, 0, -1, 1e308, '', ' ', '\u0000', 'x'.repeat(5000), [], {}, [{}], { a: { b: { c: [] } } }];
+      const values = [
+        null,
+        true,
+        0,
+        -1,
+        1e308,
+        '',
+        ' ',
+        '\u0000',
+        'x'.repeat(5000),
+        [],
+        {},
+        [{}],
+        { a: { b: { c: [] } } },
+      ];
       const fields = Object.keys(ScrapeRequest.properties);
       let sent = 0;
       let refused = 0;
@@ -111,16 +196,37 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
             refused++;
             assert.ok(response.body.error.code, JSON.stringify(response.body));
           } else {
-            assert.equal(response.status, 202, `${field}=${JSON.stringify(value).slice(0, 40)}: ${JSON.stringify(response.body)}`);
+            assert.equal(
+              response.status,
+              202,
+              `${field}=${JSON.stringify(value).slice(0, 40)}: ${JSON.stringify(response.body)}`,
+            );
             acceptedJobs.push(response.body.jobId);
           }
         }
       }
-      for (const raw of ['', 'null', '"string"', '[1,2]', '{"url":', '\u00ff\u00fe', '{"url":"https://example.com"}}']) {
-        const response = await h.http('POST', '/api/v1/scrape', { apiKey: key, raw, headers: { 'content-type': 'application/json' } });
+      for (const raw of [
+        '',
+        'null',
+        '"string"',
+        '[1,2]',
+        '{"url":',
+        '\u00ff\u00fe',
+        '{"url":"https://example.com"}}',
+      ]) {
+        const response = await h.http('POST', '/api/v1/scrape', {
+          apiKey: key,
+          raw,
+          headers: { 'content-type': 'application/json' },
+        });
         assert.ok(response.status >= 400 && response.status < 500, `${JSON.stringify(raw)} gave ${response.status}`);
       }
-      for (const path of ['/api/v1/scrape/status/%00', '/api/v1/scrape/status/' + 'a'.repeat(3000), '/api/v1/logs?page=%ff', '/api/v1/nope']) {
+      for (const path of [
+        '/api/v1/scrape/status/%00',
+        '/api/v1/scrape/status/' + 'a'.repeat(3000),
+        '/api/v1/logs?page=%ff',
+        '/api/v1/nope',
+      ]) {
         const response = await h.http('GET', path, { apiKey: key });
         assert.ok(response.status >= 400 && response.status < 500, `${path} gave ${response.status}`);
       }
@@ -133,7 +239,17 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
 
   describe('pagination of /logs and /transactions', function () {
     for (const path of ['/api/v1/logs', '/api/v1/transactions']) {
-      for (const query of ['page=0', 'page=-1', 'page=1.5', 'page=abc', 'pageSize=0', 'pageSize=101', 'pageSize=ten', 'page=1&page=2', 'sort=desc']) {
+      for (const query of [
+        'page=0',
+        'page=-1',
+        'page=1.5',
+        'page=abc',
+        'pageSize=0',
+        'pageSize=101',
+        'pageSize=ten',
+        'page=1&page=2',
+        'sort=desc',
+      ]) {
         it(`GET ${path}?${query} answers 400`, async function () {
           assertErrorBody(await h.http('GET', `${path}?${query}`, { apiKey }), 400, 'validation_failed');
         });
@@ -187,7 +303,11 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
       assert.match(refused.body.error.message, /deeper than 64 levels/);
       assertErrorBody(await h.http('POST', '/api/v1/scrape', { raw: deep, headers: json }), 401, 'unauthorized');
       assertErrorBody(await h.http('POST', '/admin/users', { raw: deep, headers: json }), 401, 'unauthorized');
-      assertErrorBody(await h.http('POST', '/admin/users', { raw: deep, headers: { ...json, ...adminAuth() } }), 400, 'validation_failed');
+      assertErrorBody(
+        await h.http('POST', '/admin/users', { raw: deep, headers: { ...json, ...adminAuth() } }),
+        400,
+        'validation_failed',
+      );
     });
 
     it('authenticates before judging the body: anonymous malformed, oversize and non-JSON bodies are 401', async function () {
@@ -208,7 +328,11 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
         ['/api/v1/scrape', '{"url":"https://example.com","system_prompt":"ok \\udfff then"}', 'body/system_prompt'],
         ['/api/v1/agentscraper', '{"task":"\\udbff\\u0041"}', 'body/task'],
         ['/api/v1/scrape', '{"url":"https://example.com","cookies":{"\\ud800":"v"}}', 'body/cookies/\ufffd'],
-        ['/api/v1/social-accounts', '{"platform":"forum","name":"n","credentials":{"x":["\\ud800"]}}', 'body/credentials/x/0'],
+        [
+          '/api/v1/social-accounts',
+          '{"platform":"forum","name":"n","credentials":{"x":["\\ud800"]}}',
+          'body/credentials/x/0',
+        ],
       ];
       for (const [path, raw, field] of cases) {
         const response = await h.http('POST', path, { apiKey: key, raw, headers: json });
@@ -216,14 +340,23 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
         assert.equal(response.body.error.details[0].path, field, raw);
         assert.match(response.body.error.details[0].message, /surrogate/);
       }
-      const paired = await h.http('POST', '/api/v1/scrape', { apiKey: key, raw: '{"url":"https://example.com","system_prompt":"\\ud83d\\ude00"}', headers: json });
+      const paired = await h.http('POST', '/api/v1/scrape', {
+        apiKey: key,
+        raw: '{"url":"https://example.com","system_prompt":"\\ud83d\\ude00"}',
+        headers: json,
+      });
       assert.equal(paired.status, 202, JSON.stringify(paired.body));
       const created = await h.db.selectFrom('jobs').select('id').where('user_id', '=', uid).execute();
       assert.equal(created.length, 1);
     });
 
     it('refuses page numbers whose offset would overflow with 400', async function () {
-      for (const path of ['/api/v1/logs', '/api/v1/transactions', '/api/v1/automations', '/api/v1/skills/directory/search?q=pdf&']) {
+      for (const path of [
+        '/api/v1/logs',
+        '/api/v1/transactions',
+        '/api/v1/automations',
+        '/api/v1/skills/directory/search?q=pdf&',
+      ]) {
         const sep = path.endsWith('&') ? '' : '?';
         for (const page of ['1e20', '9007199254740993', '1000001']) {
           const response = await h.http('GET', `${path}${sep}page=${page}`, { apiKey });
@@ -246,7 +379,11 @@ describe('API contract: authentication, errors, validation, pagination, OpenAPI'
       assert.deepEqual(served, JSON.parse(JSON.stringify(source)));
       assert.ok(response.body.paths['/scrape'].post.responses['429']);
       assert.ok(response.body.components.schemas.ErrorResponse);
-      assert.deepEqual(response.body.components.securitySchemes.ApiKeyAuth, { type: 'apiKey', in: 'header', name: 'X-API-Key' });
+      assert.deepEqual(response.body.components.securitySchemes.ApiKeyAuth, {
+        type: 'apiKey',
+        in: 'header',
+        name: 'X-API-Key',
+      });
     });
 
     it('serves a human docs page that renders the document', async function () {

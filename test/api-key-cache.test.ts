@@ -26,7 +26,10 @@ describe('API key lookups (short-lived cache)', function () {
   it('shows a subscription change at once', async function () {
     const { apiKey, userId } = await h.createUser();
     assert.equal((await h.http('GET', '/api/v1/account', { apiKey })).body.subscription.status, 'active');
-    const changed = await h.http('PATCH', `/admin/users/${userId}/subscription`, { headers: admin(), body: { status: 'inactive', monthlyOperationLimit: 7 } });
+    const changed = await h.http('PATCH', `/admin/users/${userId}/subscription`, {
+      headers: admin(),
+      body: { status: 'inactive', monthlyOperationLimit: 7 },
+    });
     assert.equal(changed.status, 200);
     const account = (await h.http('GET', '/api/v1/account', { apiKey })).body;
     assert.equal(account.subscription.status, 'inactive');
@@ -46,6 +49,10 @@ describe('API key lookups (short-lived cache)', function () {
     }
     // The key was cached by the request before the revocation: once a cache lifetime has passed, it is refused.
     await new Promise((r) => setTimeout(r, API_KEY_CACHE_TTL_MS));
-    assert.equal((await h.http('GET', '/api/v1/account', { apiKey })).status, 401, 'the revoked key still works a cache lifetime later');
+    assert.equal(
+      (await h.http('GET', '/api/v1/account', { apiKey })).status,
+      401,
+      'the revoked key still works a cache lifetime later',
+    );
   });
 });

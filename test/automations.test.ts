@@ -45,9 +45,16 @@ describe('cron frequency', function () {
         expression,
       );
     }
-    assert.throws(() => assertCronInterval('*/2 * * * * *', 0.05), /fires every 2 seconds .* at most once every 3 seconds/);
+    assert.throws(
+      () => assertCronInterval('*/2 * * * * *', 0.05),
+      /fires every 2 seconds .* at most once every 3 seconds/,
+    );
     for (const bad of ['99 * * * *', '*/0 * * * *', '5-1 * * * *', '* * * 13 *', '* * * * FUNDAY']) {
-      assert.throws(() => minimumIntervalSeconds(bad), (err: unknown) => err instanceof CronError && !(err instanceof CronTooFrequentError), bad);
+      assert.throws(
+        () => minimumIntervalSeconds(bad),
+        (err: unknown) => err instanceof CronError && !(err instanceof CronTooFrequentError),
+        bad,
+      );
     }
   });
 });
@@ -64,20 +71,34 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
 
   function forumCredentials() {
     n += 1;
-    const creds = { forumClientId: `auto-client-${n}`, forumClientSecret: `auto-secret-${n}-zzz`, forumUsername: `auto_poster${n}`, forumPassword: `auto-pass-${n}-yyy` };
+    const creds = {
+      forumClientId: `auto-client-${n}`,
+      forumClientSecret: `auto-secret-${n}-zzz`,
+      forumUsername: `auto_poster${n}`,
+      forumPassword: `auto-pass-${n}-yyy`,
+    };
     h.forum.addApp({ clientId: creds.forumClientId, clientSecret: creds.forumClientSecret });
     h.forum.addUser({ username: creds.forumUsername, password: creds.forumPassword });
     return creds;
   }
 
   async function savedForumAccount(apiKey: string, name = 'Forum account') {
-    const response = await h.http('POST', '/api/v1/social-accounts', { apiKey, body: { platform: 'forum', name, credentials: forumCredentials() } });
+    const response = await h.http('POST', '/api/v1/social-accounts', {
+      apiKey,
+      body: { platform: 'forum', name, credentials: forumCredentials() },
+    });
     assert.equal(response.status, 201, JSON.stringify(response.body));
     return response.body.account;
   }
 
   async function runsOf(automationId: string) {
-    return h.db.selectFrom('jobs').selectAll().where('kind', '=', 'automation').where(sql`request->>'automationId'`, '=', automationId).orderBy('created_at').execute();
+    return h.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('kind', '=', 'automation')
+      .where(sql`request->>'automationId'`, '=', automationId)
+      .orderBy('created_at')
+      .execute();
   }
 
   async function waitForRuns(automationId: string, count: number, timeoutMs = 60_000) {
@@ -86,7 +107,10 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
       const runs = await runsOf(automationId);
       const finished = runs.filter((r) => r.status === 'completed' || r.status === 'failed');
       if (finished.length >= count) return finished;
-      if (Date.now() > deadline) throw new Error(`only ${finished.length}/${count} runs finished: ${JSON.stringify(runs.map((r) => [r.status, r.error]))}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `only ${finished.length}/${count} runs finished: ${JSON.stringify(runs.map((r) => [r.status, r.error]))}`,
+        );
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -103,13 +127,31 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     const { apiKey, userId } = await h.createUser({ creditUsd: 5 });
     const account = await savedForumAccount(apiKey);
     h.llm.enqueue(
-      act('submit_post', { community: 'rooftop_bees', title: 'Tip: give your bees water', text: 'A shallow dish with stones works.' }, 'Post the tip'),
+      act(
+        'submit_post',
+        { community: 'rooftop_bees', title: 'Tip: give your bees water', text: 'A shallow dish with stones works.' },
+        'Post the tip',
+      ),
       act('done', { success: true, answer: 'posted' }),
     );
-    const response = await h.http('POST', '/api/v1/automations', { apiKey, body: { ...forumTask, forum: { mode: 'saved', accountIds: [account.id] } } });
+    const response = await h.http('POST', '/api/v1/automations', {
+      apiKey,
+      body: { ...forumTask, forum: { mode: 'saved', accountIds: [account.id] } },
+    });
     assert.equal(response.status, 201, JSON.stringify(response.body));
     const { automation } = response.body;
-    assert.deepEqual(Object.keys(automation).sort(), ['createdAt', 'cron', 'id', 'isPaused', 'name', 'payload', 'status', 'timezone', 'updatedAt', 'userId']);
+    assert.deepEqual(Object.keys(automation).sort(), [
+      'createdAt',
+      'cron',
+      'id',
+      'isPaused',
+      'name',
+      'payload',
+      'status',
+      'timezone',
+      'updatedAt',
+      'userId',
+    ]);
     assert.equal(automation.status, 'active');
     assert.equal(automation.isPaused, false);
     assert.equal(automation.userId, userId);
@@ -120,17 +162,30 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     assert.ok(post, 'the first run posted to the fake forum');
     assert.equal(post!.community, 'rooftop_bees');
     assert.equal(post!.author, account.meta.username);
-    assert.ok(run.logs.some((l) => /submit_post/.test(l)), run.logs.join('\n'));
-    const tx = (await h.http('GET', '/api/v1/transactions', { apiKey })).body.transactions.find((t: any) => t.jobId === run.id);
+    assert.ok(
+      run.logs.some((l) => /submit_post/.test(l)),
+      run.logs.join('\n'),
+    );
+    const tx = (await h.http('GET', '/api/v1/transactions', { apiKey })).body.transactions.find(
+      (t: any) => t.jobId === run.id,
+    );
     assert.equal(tx.agentName, 'forum-agent');
     assert.ok(tx.cost > 0);
-    const logs = (await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey })).body.logs.map((l: any) => l.logMessage).join('\n');
+    const logs = (await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey })).body.logs
+      .map((l: any) => l.logMessage)
+      .join('\n');
     assert.match(logs, /automation "Daily bee post" .* created; first run queued/);
 
     const description = await h.client.schedule.getHandle(`automation-${automation.id}`).describe();
     assert.equal(description.spec.timezone, 'Europe/Berlin');
     const next = description.info.nextActionTimes[0];
-    const berlin = new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', weekday: 'short', hour: '2-digit', minute: '2-digit', hour12: false }).format(next);
+    const berlin = new Intl.DateTimeFormat('en-GB', {
+      timeZone: 'Europe/Berlin',
+      weekday: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      hour12: false,
+    }).format(next);
     assert.equal(berlin, 'Mon 09:00');
   });
 
@@ -141,13 +196,22 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     h.llm.enqueue(...Array.from({ length: 6 }, () => act('done', { success: true, answer: 'nothing new today' })));
     const response = await h.http('POST', '/api/v1/automations', {
       apiKey,
-      body: { ...forumTask, name: 'Every 3 seconds', cron: '*/3 * * * * *', timezone: undefined, forum: { mode: 'saved', accountIds: [account.id] } },
+      body: {
+        ...forumTask,
+        name: 'Every 3 seconds',
+        cron: '*/3 * * * * *',
+        timezone: undefined,
+        forum: { mode: 'saved', accountIds: [account.id] },
+      },
     });
     assert.equal(response.status, 201, JSON.stringify(response.body));
     try {
       const runs = await waitForRuns(response.body.automation.id, 3, 30_000);
       assert.ok(runs.length >= 3);
-      assert.ok(runs.every((r) => r.status === 'completed'), JSON.stringify(runs.map((r) => r.error)));
+      assert.ok(
+        runs.every((r) => r.status === 'completed'),
+        JSON.stringify(runs.map((r) => r.error)),
+      );
     } finally {
       await h.client.schedule.getHandle(`automation-${response.body.automation.id}`).delete();
     }
@@ -163,7 +227,10 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     const { apiKey, userId } = await h.createUser({ creditUsd: 5 });
     const account = await savedForumAccount(apiKey);
     for (const cron of ['*/30 * * * * *', '* * * * *', '*/2 * * * *', '@every 1m', '0 0,3 * * * * *']) {
-      const response = await h.http('POST', `${stack.baseUrl}/api/v1/automations`, { apiKey, body: { ...forumTask, cron, forum: { mode: 'saved', accountIds: [account.id] } } });
+      const response = await h.http('POST', `${stack.baseUrl}/api/v1/automations`, {
+        apiKey,
+        body: { ...forumTask, cron, forum: { mode: 'saved', accountIds: [account.id] } },
+      });
       assert.equal(response.status, 400, `${cron}: ${response.status} ${JSON.stringify(response.body)}`);
       assert.equal(response.body.error.code, 'cron_too_frequent');
       assert.match(response.body.error.message, /at most once every 5 minutes/);
@@ -176,7 +243,11 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     return (await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey })).body.logs.map((l: any) => l.logMessage);
   }
 
-  async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  async function waitFor<T>(
+    what: string,
+    probe: () => Promise<T | null | undefined | false>,
+    timeoutMs = 30_000,
+  ): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const value = await probe();
@@ -193,30 +264,57 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     h.llm.enqueue(act('done', { success: true, answer: 'first run' }));
     const response = await h.http('POST', '/api/v1/automations', {
       apiKey,
-      body: { ...forumTask, name: 'Deactivated later', task: 'Deactivation probe: say done', cron: '*/3 * * * * *', timezone: undefined, forum: { mode: 'saved', accountIds: [account.id] } },
+      body: {
+        ...forumTask,
+        name: 'Deactivated later',
+        task: 'Deactivation probe: say done',
+        cron: '*/3 * * * * *',
+        timezone: undefined,
+        forum: { mode: 'saved', accountIds: [account.id] },
+      },
     });
     assert.equal(response.status, 201, JSON.stringify(response.body));
     const automationId = response.body.automation.id;
     try {
       const [first] = await waitForRuns(automationId, 1);
       assert.equal(first.status, 'completed', first.error ?? '');
-      const deactivated = await h.http('PATCH', `/admin/users/${userId}/subscription`, { headers: { authorization: `Bearer ${h.config.adminToken}` }, body: { status: 'inactive' } });
+      const deactivated = await h.http('PATCH', `/admin/users/${userId}/subscription`, {
+        headers: { authorization: `Bearer ${h.config.adminToken}` },
+        body: { status: 'inactive' },
+      });
       assert.equal(deactivated.status, 200, JSON.stringify(deactivated.body));
       // Wait out a run that may have been admitted just before the switch.
-      await waitFor('in-flight runs to end', async () => (await runsOf(automationId)).every((r) => r.status === 'completed' || r.status === 'failed'));
+      await waitFor('in-flight runs to end', async () =>
+        (await runsOf(automationId)).every((r) => r.status === 'completed' || r.status === 'failed'),
+      );
       const jobsBefore = (await runsOf(automationId)).length;
-      const debitsBefore = await h.db.selectFrom('ledger_entries').select('id').where('user_id', '=', userId).where('kind', '=', 'usage').execute();
-      const probeChats = () => h.llm.requests.filter((r) => r.kind === 'chat' && JSON.stringify(r.body.messages).includes('Deactivation probe')).length;
+      const debitsBefore = await h.db
+        .selectFrom('ledger_entries')
+        .select('id')
+        .where('user_id', '=', userId)
+        .where('kind', '=', 'usage')
+        .execute();
+      const probeChats = () =>
+        h.llm.requests.filter(
+          (r) => r.kind === 'chat' && JSON.stringify(r.body.messages).includes('Deactivation probe'),
+        ).length;
       const chatsBefore = probeChats();
 
       const skipped = await waitFor('two skipped runs', async () => {
-        const lines = (await logLines(apiKey)).filter((l) => /scheduled run of automation "Deactivated later" skipped: the subscription is not active/.test(l));
+        const lines = (await logLines(apiKey)).filter((l) =>
+          /scheduled run of automation "Deactivated later" skipped: the subscription is not active/.test(l),
+        );
         return lines.length >= 2 && lines;
       });
       assert.ok(skipped.length >= 2);
       assert.equal((await runsOf(automationId)).length, jobsBefore, 'no job was created for a skipped run');
       assert.equal(probeChats(), chatsBefore, 'no LLM call was made');
-      const debitsAfter = await h.db.selectFrom('ledger_entries').select('id').where('user_id', '=', userId).where('kind', '=', 'usage').execute();
+      const debitsAfter = await h.db
+        .selectFrom('ledger_entries')
+        .select('id')
+        .where('user_id', '=', userId)
+        .where('kind', '=', 'usage')
+        .execute();
       assert.equal(debitsAfter.length, debitsBefore.length, 'nothing was charged');
     } finally {
       await h.client.schedule.getHandle(`automation-${automationId}`).delete();
@@ -226,13 +324,31 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
   it('skips the runs of an account whose wallet has no available balance', async function () {
     const { apiKey, userId } = await h.createUser({ creditUsd: 0 });
     const account = await savedForumAccount(apiKey);
-    const response = await h.http('POST', '/api/v1/automations', { apiKey, body: { ...forumTask, name: 'Unfunded', task: 'Unfunded probe: say done', forum: { mode: 'saved', accountIds: [account.id] } } });
+    const response = await h.http('POST', '/api/v1/automations', {
+      apiKey,
+      body: {
+        ...forumTask,
+        name: 'Unfunded',
+        task: 'Unfunded probe: say done',
+        forum: { mode: 'saved', accountIds: [account.id] },
+      },
+    });
     assert.equal(response.status, 201, JSON.stringify(response.body));
-    const line = await waitFor('the skipped first run', async () => (await logLines(apiKey)).find((l) => /automation "Unfunded" skipped: the wallet has no available balance/.test(l)));
+    const line = await waitFor('the skipped first run', async () =>
+      (await logLines(apiKey)).find((l) =>
+        /automation "Unfunded" skipped: the wallet has no available balance/.test(l),
+      ),
+    );
     assert.ok(line);
     assert.equal((await runsOf(response.body.automation.id)).length, 0);
-    assert.ok(!h.llm.requests.some((r) => JSON.stringify(r.body.messages ?? []).includes('Unfunded probe')), 'no LLM call was made');
-    assert.equal((await h.db.selectFrom('agent_transactions').select('id').where('user_id', '=', userId).execute()).length, 0);
+    assert.ok(
+      !h.llm.requests.some((r) => JSON.stringify(r.body.messages ?? []).includes('Unfunded probe')),
+      'no LLM call was made',
+    );
+    assert.equal(
+      (await h.db.selectFrom('agent_transactions').select('id').where('user_id', '=', userId).execute()).length,
+      0,
+    );
     await h.client.schedule.getHandle(`automation-${response.body.automation.id}`).delete();
   });
 
@@ -240,14 +356,23 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     const { apiKey, userId } = await h.createUser({ creditUsd: 5 });
     const bad = await h.http('POST', '/api/v1/automations', {
       apiKey,
-      body: { ...forumTask, forum: { mode: 'inline', credentials: { forumClientId: 'who', forumClientSecret: 'nope' } } },
+      body: {
+        ...forumTask,
+        forum: { mode: 'inline', credentials: { forumClientId: 'who', forumClientSecret: 'nope' } },
+      },
     });
     assert.equal(bad.status, 400);
     assert.equal((await h.db.selectFrom('automations').select('id').where('user_id', '=', userId).execute()).length, 0);
 
     const credentials = forumCredentials();
-    h.llm.enqueue(act('comment', { post_id: h.forum.posts()[0].id, text: 'Great tip!' }), act('done', { success: true, answer: 'commented' }));
-    const good = await h.http('POST', '/api/v1/automations', { apiKey, body: { ...forumTask, forum: { mode: 'inline', credentials } } });
+    h.llm.enqueue(
+      act('comment', { post_id: h.forum.posts()[0].id, text: 'Great tip!' }),
+      act('done', { success: true, answer: 'commented' }),
+    );
+    const good = await h.http('POST', '/api/v1/automations', {
+      apiKey,
+      body: { ...forumTask, forum: { mode: 'inline', credentials } },
+    });
     assert.equal(good.status, 201, JSON.stringify(good.body));
     assert.equal(good.body.automation.payload.forum.credentials.forumClientSecret, '[redacted]');
     assert.equal(good.body.automation.payload.forum.credentials.forumPassword, '[redacted]');
@@ -256,7 +381,10 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     assert.equal(run.status, 'completed', run.error ?? '');
     assert.ok(h.forum.comments().some((c) => c.text === 'Great tip!' && c.author === credentials.forumUsername));
     const listed = await h.http('GET', '/api/v1/automations', { apiKey });
-    const everything = JSON.stringify(listed.body) + JSON.stringify(await h.db.selectFrom('automations').selectAll().execute()) + JSON.stringify(run);
+    const everything =
+      JSON.stringify(listed.body) +
+      JSON.stringify(await h.db.selectFrom('automations').selectAll().execute()) +
+      JSON.stringify(run);
     assert.ok(!everything.includes(credentials.forumClientSecret));
     assert.ok(!everything.includes(credentials.forumPassword));
   });
@@ -271,13 +399,28 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
       ['useAll without saved accounts', { forum: { mode: 'saved', useAll: true } }],
       ['a saved selection with neither ids nor useAll', { forum: { mode: 'saved' } }],
       ['no selection at all', {}],
-      ['microblog inline credentials', { automation_type: 'microblog-agent', microblog: { mode: 'inline', credentials: { username: 'a', email: 'a@example.com', password: 'b' } } }],
+      [
+        'microblog inline credentials',
+        {
+          automation_type: 'microblog-agent',
+          microblog: { mode: 'inline', credentials: { username: 'a', email: 'a@example.com', password: 'b' } },
+        },
+      ],
       ['an invalid cron', { cron: 'every monday', forum: { mode: 'saved', useAll: true } }],
       ['an out-of-range cron', { cron: '99 * * * *', forum: { mode: 'inline', credentials: forumCredentials() } }],
-      ['an unknown time zone', { timezone: 'Mars/Olympus', forum: { mode: 'inline', credentials: forumCredentials() } }],
+      [
+        'an unknown time zone',
+        { timezone: 'Mars/Olympus', forum: { mode: 'inline', credentials: forumCredentials() } },
+      ],
       ['an unknown automation_type', { automation_type: 'blog-agent' }],
-      ['a market_mcps item without a uuid', { market_mcps: [{ mcp_id: 'x' }], forum: { mode: 'inline', credentials: forumCredentials() } }],
-      ['proxy_enabled without proxy_country', { proxy_enabled: true, forum: { mode: 'inline', credentials: forumCredentials() } }],
+      [
+        'a market_mcps item without a uuid',
+        { market_mcps: [{ mcp_id: 'x' }], forum: { mode: 'inline', credentials: forumCredentials() } },
+      ],
+      [
+        'proxy_enabled without proxy_country',
+        { proxy_enabled: true, forum: { mode: 'inline', credentials: forumCredentials() } },
+      ],
     ];
     for (const [what, override] of cases) {
       const response = await h.http('POST', '/api/v1/automations', { apiKey, body: { ...forumTask, ...override } });
@@ -290,7 +433,10 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
 
   it('refuses with 403 beyond the plan automation limit', async function () {
     const admin = { authorization: `Bearer ${h.config.adminToken}` };
-    const created = await h.http('POST', '/admin/users', { headers: admin, body: { email: `limit-${Date.now()}@example.com`, creditUsd: 5, automationLimit: 1 } });
+    const created = await h.http('POST', '/admin/users', {
+      headers: admin,
+      body: { email: `limit-${Date.now()}@example.com`, creditUsd: 5, automationLimit: 1 },
+    });
     const { apiKey } = created.body;
     const account = await savedForumAccount(apiKey);
     h.llm.enqueue(act('done', { success: true, answer: 'ok' }));
@@ -319,9 +465,18 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     );
     try {
       const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-      const response = await h.http('POST', `${base}/api/v1/automations`, { apiKey, body: { ...forumTask, forum: { mode: 'saved', accountIds: [account.id] } } });
-      assert.ok(response.status === 503 || response.status === 400, `${response.status} ${JSON.stringify(response.body)}`);
-      assert.equal((await h.db.selectFrom('automations').select('id').where('user_id', '=', userId).execute()).length, 0);
+      const response = await h.http('POST', `${base}/api/v1/automations`, {
+        apiKey,
+        body: { ...forumTask, forum: { mode: 'saved', accountIds: [account.id] } },
+      });
+      assert.ok(
+        response.status === 503 || response.status === 400,
+        `${response.status} ${JSON.stringify(response.body)}`,
+      );
+      assert.equal(
+        (await h.db.selectFrom('automations').select('id').where('user_id', '=', userId).execute()).length,
+        0,
+      );
     } finally {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
@@ -333,7 +488,10 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     h.llm.enqueue(...Array.from({ length: 3 }, () => act('done', { success: true, answer: 'ok' })));
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const response = await h.http('POST', '/api/v1/automations', { apiKey, body: { ...forumTask, name: `Automation ${i}`, forum: { mode: 'saved', accountIds: [account.id] } } });
+      const response = await h.http('POST', '/api/v1/automations', {
+        apiKey,
+        body: { ...forumTask, name: `Automation ${i}`, forum: { mode: 'saved', accountIds: [account.id] } },
+      });
       assert.equal(response.status, 201, JSON.stringify(response.body));
       ids.push(response.body.automation.id);
     }
@@ -360,7 +518,10 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
       const account = await savedForumAccount(apiKey, 'Sleeping');
       await h.http('PATCH', `/api/v1/social-accounts/${account.id}`, { apiKey, body: { isActive: false } });
       const webhook_url = receiver.url('/runs');
-      const response = await h.http('POST', '/api/v1/automations', { apiKey, body: { ...forumTask, webhook_url, forum: { mode: 'saved', useAll: true } } });
+      const response = await h.http('POST', '/api/v1/automations', {
+        apiKey,
+        body: { ...forumTask, webhook_url, forum: { mode: 'saved', useAll: true } },
+      });
       assert.equal(response.status, 201, JSON.stringify(response.body));
       const [run] = await waitForRuns(response.body.automation.id, 1);
       assert.equal(run.status, 'failed');
@@ -388,43 +549,80 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
       act('submit_post', { community: 'rooftop_bees', title: 'Turn two', text: 'from the second account' }),
       act('done', { success: true, answer: 'second done' }),
     );
-    const response = await h.http('POST', '/api/v1/automations', { apiKey, body: { ...forumTask, forum: { mode: 'saved', accountIds: [second.id, first.id] } } });
+    const response = await h.http('POST', '/api/v1/automations', {
+      apiKey,
+      body: { ...forumTask, forum: { mode: 'saved', accountIds: [second.id, first.id] } },
+    });
     assert.equal(response.status, 201, JSON.stringify(response.body));
     const [run] = await waitForRuns(response.body.automation.id, 1);
     assert.equal(run.status, 'completed', run.error ?? '');
     assert.equal(h.forum.posts().find((p) => p.title === 'Turn one')!.author, second.meta.username);
     assert.equal(h.forum.posts().find((p) => p.title === 'Turn two')!.author, first.meta.username);
-    assert.deepEqual((run.result as any).tasks.map((t: any) => t.answer), ['first done', 'second done']);
+    assert.deepEqual(
+      (run.result as any).tasks.map((t: any) => t.answer),
+      ['first done', 'second done'],
+    );
   });
 
   it('sends the platform traffic of a run through the proxy when proxy_enabled', async function () {
     const { apiKey } = await h.createUser({ creditUsd: 5 });
     const account = await savedForumAccount(apiKey);
     const before = h.proxy.requests.length;
-    h.llm.enqueue(act('list_community', { community: 'rooftop_bees', sort: 'new', limit: 3 }), act('done', { success: true, answer: 'read' }));
+    h.llm.enqueue(
+      act('list_community', { community: 'rooftop_bees', sort: 'new', limit: 3 }),
+      act('done', { success: true, answer: 'read' }),
+    );
     const response = await h.http('POST', '/api/v1/automations', {
       apiKey,
-      body: { ...forumTask, proxy_enabled: true, proxy_country: 'nl', forum: { mode: 'saved', accountIds: [account.id] } },
+      body: {
+        ...forumTask,
+        proxy_enabled: true,
+        proxy_country: 'nl',
+        forum: { mode: 'saved', accountIds: [account.id] },
+      },
     });
     assert.equal(response.status, 201, JSON.stringify(response.body));
     const [run] = await waitForRuns(response.body.automation.id, 1);
     assert.equal(run.status, 'completed', run.error ?? '');
     const through = h.proxy.requests.slice(before);
-    assert.ok(through.some((r) => r.target.startsWith(`${h.forum.apiBase}/r/rooftop_bees/new`)), JSON.stringify(through));
+    assert.ok(
+      through.some((r) => r.target.startsWith(`${h.forum.apiBase}/r/rooftop_bees/new`)),
+      JSON.stringify(through),
+    );
     assert.match(Buffer.from(through[0].authorization!.replace(/^Basic /, ''), 'base64').toString(), /^user-NL:/i);
   });
 
   it('runs the microblog agent with the saved session and the skills text in its instructions', async function () {
     const { apiKey } = await h.createUser({ creditUsd: 5 });
-    h.microblog.addAccount({ username: 'beekeeper', email: 'bee@example.com', password: 'hive-pass-123', totpSecret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP' });
+    h.microblog.addAccount({
+      username: 'beekeeper',
+      email: 'bee@example.com',
+      password: 'hive-pass-123',
+      totpSecret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP',
+    });
     const created = await h.http('POST', '/api/v1/social-accounts', {
       apiKey,
-      body: { platform: 'microblog', name: 'Bee', credentials: { username: 'beekeeper', email: 'bee@example.com', password: 'hive-pass-123', totp_secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP' } },
+      body: {
+        platform: 'microblog',
+        name: 'Bee',
+        credentials: {
+          username: 'beekeeper',
+          email: 'bee@example.com',
+          password: 'hive-pass-123',
+          totp_secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP',
+        },
+      },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const seen = h.llm.requests.length;
     const loginsBefore = h.microblog.requests.filter((r) => r.path === '/login' && r.method === 'POST').length;
-    h.llm.enqueue(actMany([['read_timeline', { limit: 5 }], ['post', { text: 'Bees are busy today 🐝' }]]), act('done', { success: true, answer: 'posted' }));
+    h.llm.enqueue(
+      actMany([
+        ['read_timeline', { limit: 5 }],
+        ['post', { text: 'Bees are busy today 🐝' }],
+      ]),
+      act('done', { success: true, answer: 'posted' }),
+    );
     const response = await h.http('POST', '/api/v1/automations', {
       apiKey,
       body: {
@@ -433,7 +631,17 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
         task: 'Post about the bees',
         automation_type: 'microblog-agent',
         microblog: { mode: 'saved', useAll: true },
-        skills: { mode: 'selected', selected: [{ provider: 'github', externalId: 'x/y/bee-voice', name: 'bee-voice', skillMdContent: 'Always write like a cheerful beekeeper.' }] },
+        skills: {
+          mode: 'selected',
+          selected: [
+            {
+              provider: 'github',
+              externalId: 'x/y/bee-voice',
+              name: 'bee-voice',
+              skillMdContent: 'Always write like a cheerful beekeeper.',
+            },
+          ],
+        },
       },
     });
     assert.equal(response.status, 201, JSON.stringify(response.body));
@@ -444,6 +652,15 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     assert.equal(loginsAfter, loginsBefore, 'the saved session was reused, no new login');
     const decision = h.llm.requests.slice(seen).find((r) => Array.isArray(r.body.tools));
     assert.match(JSON.stringify(decision!.body.messages), /Always write like a cheerful beekeeper/);
-    assert.deepEqual((decision!.body.tools as any[]).map((t) => t.function.name).sort(), ['done', 'like', 'post', 'read_post', 'read_timeline', 'reply', 'repost', 'search']);
+    assert.deepEqual((decision!.body.tools as any[]).map((t) => t.function.name).sort(), [
+      'done',
+      'like',
+      'post',
+      'read_post',
+      'read_timeline',
+      'reply',
+      'repost',
+      'search',
+    ]);
   });
 });

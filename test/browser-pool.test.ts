@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
 import { createBrowserPool, type BrowserPool } from '../activities/browser/pool';
-import { createSessionRegistry, type OpenSessionOptions, type SessionRegistry } from '../activities/agent/session-registry';
+import {
+  createSessionRegistry,
+  type OpenSessionOptions,
+  type SessionRegistry,
+} from '../activities/agent/session-registry';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import { useHarness, type Harness } from './support/harness';
 import { startPingSite, type PingSite } from './support/ping-site';
@@ -13,7 +17,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Resolves with the promise's value, or rejects when it does not settle within `ms`. */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms)));
+  const late = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not happen within ${ms} ms`)), ms)),
+  );
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
@@ -109,7 +115,10 @@ describe('browser sessions on a busy worker', function () {
       this.timeout(180_000);
       h = await useHarness();
       site = await startPingSite();
-      const stack = await h.startIsolatedStack({ taskQueues: { platform: 'pool-one-platform', browser: 'pool-one-browser' }, overrides: { browserConcurrency: 1 } });
+      const stack = await h.startIsolatedStack({
+        taskQueues: { platform: 'pool-one-platform', browser: 'pool-one-browser' },
+        overrides: { browserConcurrency: 1 },
+      });
       base = stack.baseUrl;
       ({ apiKey } = await h.createUser({ creditUsd: 10 }));
     });
@@ -126,7 +135,8 @@ describe('browser sessions on a busy worker', function () {
     }
 
     const statusPath = (jobId: string) => `${base}/api/v1/agentscraper/status/${jobId}`;
-    const toldToWait = (job: any) => job.logs.some((l: string) => /waiting for a free browser \(all 1 in use on this worker\)/.test(l));
+    const toldToWait = (job: any) =>
+      job.logs.some((l: string) => /waiting for a free browser \(all 1 in use on this worker\)/.test(l));
     /** The run started and (the only browser being held) is now waiting to open its session. */
     async function waitingForTheBrowser(jobId: string) {
       await h.waitForJob(apiKey, statusPath(jobId), (job) => job.status === 'processing', 60_000);
@@ -153,11 +163,17 @@ describe('browser sessions on a busy worker', function () {
         await waitingForTheBrowser(waiter);
         const handle = h.client.workflow.getHandle(await workflowIdOf(h, waiter));
         await handle.cancel();
-        await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure);
+        await assert.rejects(
+          handle.result(),
+          (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure,
+        );
         const cancelled = await h.waitForJob(apiKey, statusPath(waiter));
         assert.equal(cancelled.status, 'failed');
         assert.equal(cancelled.error, 'run was cancelled');
-        assert.ok(!cancelled.logs.some((l: string) => /browser session (re)?opened/.test(l)), cancelled.logs.join('\n'));
+        assert.ok(
+          !cancelled.logs.some((l: string) => /browser session (re)?opened/.test(l)),
+          cancelled.logs.join('\n'),
+        );
         assert.ok(toldToWait(cancelled), cancelled.logs.join('\n'));
       } finally {
         openGate();
@@ -166,7 +182,10 @@ describe('browser sessions on a busy worker', function () {
       assert.equal(held.status, 'completed', held.error);
 
       // The cancelled open left nothing holding the only slot: the next run gets it.
-      h.llm.enqueue(act('navigate', { url: site.pageUrl('pool-next') }), act('done', { success: true, answer: 'got the browser' }));
+      h.llm.enqueue(
+        act('navigate', { url: site.pageUrl('pool-next') }),
+        act('done', { success: true, answer: 'got the browser' }),
+      );
       const next = await h.waitForJob(apiKey, statusPath(await start('Use the browser')), undefined, 60_000);
       assert.equal(next.status, 'completed', next.error);
       assert.equal(next.result.answer, 'got the browser');

@@ -48,7 +48,11 @@ describe('browser rendering behind the SSRF guard', function () {
 
   it('sends cookies given in each accepted form', async () => {
     const url = `${site.url}/cookie-gated`;
-    const forms: unknown[] = ['session=letmein', { session: 'letmein' }, [{ name: 'session', value: 'letmein', httpOnly: true }]];
+    const forms: unknown[] = [
+      'session=letmein',
+      { session: 'letmein' },
+      [{ name: 'session', value: 'letmein', httpOnly: true }],
+    ];
     for (const form of forms) {
       const rendered = await renderPage(pool, { url, policy, cookies: normalizeCookies(form, url), waitFor: 'load' });
       assert.ok(rendered.html.includes(GATED_SECRET), `form ${JSON.stringify(form)} did not unlock the page`);
@@ -117,7 +121,10 @@ describe('browser rendering behind the SSRF guard', function () {
   it('blocks a redirect to a host outside the allowlist', async () => {
     await assert.rejects(
       renderPage(pool, { url: `${site.url}/redirect-to-private`, policy }),
-      (error: unknown) => error instanceof SsrfBlockedError && error.host === '127.0.0.2' && /navigation blocked by SSRF guard/.test(error.message),
+      (error: unknown) =>
+        error instanceof SsrfBlockedError &&
+        error.host === '127.0.0.2' &&
+        /navigation blocked by SSRF guard/.test(error.message),
     );
     assert.equal(site.privateHits(), 0);
   });
@@ -137,10 +144,20 @@ describe('browser rendering behind the SSRF guard', function () {
       return guard.blocked;
     });
     const blockedPaths = blocked.map((entry) => new URL(entry.url).pathname).sort();
-    for (const path of ['/internal-fetch', '/internal-socket', '/internal.css', '/internal.js', '/internal.png', '/redirect-to-private']) {
+    for (const path of [
+      '/internal-fetch',
+      '/internal-socket',
+      '/internal.css',
+      '/internal.js',
+      '/internal.png',
+      '/redirect-to-private',
+    ]) {
       assert.ok(blockedPaths.includes(path), `${path} was not blocked (blocked: ${blockedPaths.join(', ')})`);
     }
-    assert.ok(blocked.every((entry) => entry.host.startsWith('127.0.0.2')), JSON.stringify(blocked));
+    assert.ok(
+      blocked.every((entry) => entry.host.startsWith('127.0.0.2')),
+      JSON.stringify(blocked),
+    );
     assert.ok(blocked.every((entry) => !entry.isMainFrameNavigation));
     assert.equal(site.privateHits(), 0);
 
@@ -149,7 +166,7 @@ describe('browser rendering behind the SSRF guard', function () {
     assert.equal(site.privateHits(), 0);
   });
 
-  it('fails a navigation the proxy cannot carry as the proxy\'s failure, not the page\'s', async () => {
+  it("fails a navigation the proxy cannot carry as the proxy's failure, not the page's", async () => {
     const unused = http.createServer();
     await new Promise<void>((resolve) => unused.listen(0, '127.0.0.1', resolve));
     const closedPort = (unused.address() as AddressInfo).port;
@@ -163,7 +180,9 @@ describe('browser rendering behind the SSRF guard', function () {
   });
 
   it('gives up on pages slower than the timeout', async () => {
-    await assert.rejects(renderPage(pool, { url: `${site.url}/slow`, policy, timeoutMs: 500 }), { name: 'TimeoutError' });
+    await assert.rejects(renderPage(pool, { url: `${site.url}/slow`, policy, timeoutMs: 500 }), {
+      name: 'TimeoutError',
+    });
     const rendered = await renderPage(pool, { url: `${site.url}/slow`, policy, timeoutMs: 10_000 });
     assert.ok(rendered.html.includes('Finally here.'));
   });
@@ -179,17 +198,24 @@ describe('browser rendering behind the SSRF guard', function () {
         let active = 0;
         let peak = 0;
         const contexts: { pages: () => unknown[] }[] = [];
-        await Promise.all(Array.from({ length: 5 }, () => small.withContext({}, async (context) => {
-          contexts.push(context);
-          active++;
-          peak = Math.max(peak, active);
-          await new Promise((resolve) => setTimeout(resolve, 100));
-          active--;
-        })));
+        await Promise.all(
+          Array.from({ length: 5 }, () =>
+            small.withContext({}, async (context) => {
+              contexts.push(context);
+              active++;
+              peak = Math.max(peak, active);
+              await new Promise((resolve) => setTimeout(resolve, 100));
+              active--;
+            }),
+          ),
+        );
         assert.equal(peak, 2);
-        await assert.rejects(small.withContext({}, async () => {
-          throw new Error('task failed');
-        }), /task failed/);
+        await assert.rejects(
+          small.withContext({}, async () => {
+            throw new Error('task failed');
+          }),
+          /task failed/,
+        );
         assert.equal(active, 0);
       } finally {
         await small.close();
@@ -216,7 +242,10 @@ describe('browser rendering behind the SSRF guard', function () {
       } finally {
         await small.close();
       }
-      await assert.rejects(small.withContext({}, async () => undefined), /closed/);
+      await assert.rejects(
+        small.withContext({}, async () => undefined),
+        /closed/,
+      );
     });
   });
 });

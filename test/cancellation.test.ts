@@ -26,12 +26,18 @@ describe('a run cancelled through Temporal is still settled', function () {
     const handle = h.client.workflow.getHandle(await workflowIdOf(h, jobId));
     await handle.cancel();
     // The workflow itself ends as cancelled, after its cleanup.
-    await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure);
+    await assert.rejects(
+      handle.result(),
+      (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure,
+    );
   }
 
   it('a scrape cancelled while its page renders ends failed, charged once, with its browser context closed', async function () {
     this.timeout(150_000);
-    const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: site.pageUrl('scrape-cancel', { hang: true }), async: true } });
+    const accepted = await h.http('POST', '/api/v1/scrape', {
+      apiKey,
+      body: { url: site.pageUrl('scrape-cancel', { hang: true }), async: true },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const jobId = accepted.body.jobId;
     await site.waitForPing('scrape-cancel');
@@ -40,7 +46,10 @@ describe('a run cancelled through Temporal is still settled', function () {
     const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${jobId}`);
     assert.equal(job.status, 'failed');
     assert.equal(job.error, 'run was cancelled');
-    assert.ok(job.logs.some((l: string) => /charged \$/.test(l)), job.logs.join('\n'));
+    assert.ok(
+      job.logs.some((l: string) => /charged \$/.test(l)),
+      job.logs.join('\n'),
+    );
     assert.ok(await site.becomesQuiet('scrape-cancel'), 'the page of the cancelled render stopped calling home');
     const used = await assertSettledOnce(h, jobId);
     assert.ok(used > 0, 'the browser time of the cancelled render is charged');
@@ -57,7 +66,10 @@ describe('a run cancelled through Temporal is still settled', function () {
       await gate;
       return act('wait', { seconds: 0 });
     });
-    const accepted = await h.http('POST', '/api/v1/agentscraper', { apiKey, body: { task: 'Watch the page', headless: true } });
+    const accepted = await h.http('POST', '/api/v1/agentscraper', {
+      apiKey,
+      body: { task: 'Watch the page', headless: true },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const jobId = accepted.body.jobId;
     await site.waitForPing('agent-cancel');

@@ -55,7 +55,11 @@ describe('configuration', function () {
 
   it("bounds the tool images an agent's model is given (AGENT_TOOL_IMAGES_PER_RESULT, AGENT_TOOL_IMAGE_MAX_KB)", function () {
     assert.deepEqual(loadConfig({ DATA_DIR: dataDir }).agent.toolImages, { perResult: 4, maxBytes: 1024 * 1024 });
-    assert.deepEqual(loadConfig({ DATA_DIR: dataDir, AGENT_TOOL_IMAGES_PER_RESULT: '0', AGENT_TOOL_IMAGE_MAX_KB: '256' }).agent.toolImages, { perResult: 0, maxBytes: 256 * 1024 });
+    assert.deepEqual(
+      loadConfig({ DATA_DIR: dataDir, AGENT_TOOL_IMAGES_PER_RESULT: '0', AGENT_TOOL_IMAGE_MAX_KB: '256' }).agent
+        .toolImages,
+      { perResult: 0, maxBytes: 256 * 1024 },
+    );
   });
 
   it('never follows a planted symlink when creating a key file: it refuses, writing nothing', function () {
@@ -63,7 +67,8 @@ describe('configuration', function () {
     symlinkSync(elsewhere, path.join(dataDir, 'master.key'));
     assert.throws(
       () => loadConfig({ DATA_DIR: dataDir, ADMIN_TOKEN: 'a'.repeat(32) }),
-      (err: unknown) => err instanceof ConfigError && err.message.includes('MASTER_KEY') && err.message.includes('master.key'),
+      (err: unknown) =>
+        err instanceof ConfigError && err.message.includes('MASTER_KEY') && err.message.includes('master.key'),
     );
     assert.ok(!existsSync(elsewhere), 'the secret was written through the symlink');
   });
@@ -128,7 +133,8 @@ type ComposeService = {
 };
 type Compose = { services: Record<string, ComposeService>; configs: Record<string, { content: string }> };
 
-const readCompose = () => parseYaml(readFileSync(path.join(__dirname, '..', 'docker-compose.yml'), 'utf8'), { merge: true }) as Compose;
+const readCompose = () =>
+  parseYaml(readFileSync(path.join(__dirname, '..', 'docker-compose.yml'), 'utf8'), { merge: true }) as Compose;
 
 /** Compose interpolates config content and commands: `$$` is a literal `$`. */
 const interpolated = (text: string) => {
@@ -145,7 +151,8 @@ function runEntrypoint(entrypoint: string[], files: Record<string, string>, fake
   try {
     const bin = path.join(dir, 'bin');
     mkdirSync(bin);
-    for (const [name, body] of Object.entries(fakes)) writeFileSync(path.join(bin, name), `#!/bin/sh\necho "${name} $*" >> "${dir}/calls"\n${body}\n`, { mode: 0o755 });
+    for (const [name, body] of Object.entries(fakes))
+      writeFileSync(path.join(bin, name), `#!/bin/sh\necho "${name} $*" >> "${dir}/calls"\n${body}\n`, { mode: 0o755 });
     const local = (target: string) => path.join(dir, 'mounted', target);
     for (const [target, content] of Object.entries(files)) {
       mkdirSync(path.dirname(local(target)), { recursive: true });
@@ -153,7 +160,9 @@ function runEntrypoint(entrypoint: string[], files: Record<string, string>, fake
     }
     const [command, ...args] = entrypoint.map((arg) => (arg in files ? local(arg) : interpolated(arg)));
     const result = spawnSync(command!, args, { env: { PATH: `${bin}:/usr/bin:/bin` }, encoding: 'utf8' });
-    const calls = existsSync(path.join(dir, 'calls')) ? readFileSync(path.join(dir, 'calls'), 'utf8').trim().split('\n') : [];
+    const calls = existsSync(path.join(dir, 'calls'))
+      ? readFileSync(path.join(dir, 'calls'), 'utf8').trim().split('\n')
+      : [];
     return { status: result.status, calls };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -163,8 +172,13 @@ function runEntrypoint(entrypoint: string[], files: Record<string, string>, fake
 describe('docker-compose.yml', function () {
   it('publishes nothing but the API beyond this host (the Temporal UI and frontend have no login of their own)', function () {
     const compose = readCompose();
-    const published = Object.entries(compose.services).flatMap(([service, definition]) => (definition.ports ?? []).map((port) => ({ service, port: String(port) })));
-    assert.ok(published.some(({ service }) => service === 'temporal-ui'), 'the Temporal UI is published for the operator on this host');
+    const published = Object.entries(compose.services).flatMap(([service, definition]) =>
+      (definition.ports ?? []).map((port) => ({ service, port: String(port) })),
+    );
+    assert.ok(
+      published.some(({ service }) => service === 'temporal-ui'),
+      'the Temporal UI is published for the operator on this host',
+    );
     for (const { service, port } of published) {
       if (service === 'api') continue;
       assert.match(port, /^127\.0\.0\.1:/, `${service} publishes ${port} on every interface`);
@@ -174,7 +188,9 @@ describe('docker-compose.yml', function () {
   it('runs Temporal with eager activity execution, like the embedded dev server', function () {
     const compose = readCompose();
     const temporal = compose.services.temporal!;
-    const mounted = temporal.configs?.find((c) => `/etc/temporal/${temporal.environment?.DYNAMIC_CONFIG_FILE_PATH}` === c.target);
+    const mounted = temporal.configs?.find(
+      (c) => `/etc/temporal/${temporal.environment?.DYNAMIC_CONFIG_FILE_PATH}` === c.target,
+    );
     assert.ok(mounted, 'DYNAMIC_CONFIG_FILE_PATH names the mounted dynamic config');
     const dynamicConfig = parseYaml(compose.configs[mounted.source]!.content) as Record<string, { value: unknown }[]>;
     assert.deepEqual(dynamicConfig['system.enableActivityEagerExecution'], [{ value: true }]);
@@ -191,11 +207,23 @@ describe('docker-compose.yml', function () {
     assert.match(services.temporal!.image!, /^temporalio\/server:/);
     for (const oneShot of ['temporal-schema', 'temporal-namespace']) {
       assert.match(services[oneShot]!.image!, /^temporalio\/admin-tools:/, oneShot);
-      assert.equal(tag(services[oneShot]!.image), tag(services.temporal!.image), `${oneShot} runs the server's release`);
+      assert.equal(
+        tag(services[oneShot]!.image),
+        tag(services.temporal!.image),
+        `${oneShot} runs the server's release`,
+      );
     }
-    assert.equal(services.temporal!.depends_on?.['temporal-schema']?.condition, 'service_completed_successfully', 'the server starts on a set-up schema');
+    assert.equal(
+      services.temporal!.depends_on?.['temporal-schema']?.condition,
+      'service_completed_successfully',
+      'the server starts on a set-up schema',
+    );
     for (const service of ['api', 'worker']) {
-      assert.equal(services[service]!.depends_on?.['temporal-namespace']?.condition, 'service_completed_successfully', `${service} waits for the namespace`);
+      assert.equal(
+        services[service]!.depends_on?.['temporal-namespace']?.condition,
+        'service_completed_successfully',
+        `${service} waits for the namespace`,
+      );
     }
     assert.equal(services['temporal-namespace']!.depends_on?.temporal?.condition, 'service_healthy');
     assert.ok(services.temporal!.healthcheck, 'the server has a health check to wait on');
@@ -229,7 +257,11 @@ describe('docker-compose.yml', function () {
     const serviceNamespace = compose.services.api!.environment!.TEMPORAL_NAMESPACE;
     assert.equal(serviceNamespace, compose.services.worker!.environment!.TEMPORAL_NAMESPACE);
     assert.equal(namespace.environment?.TEMPORAL_ADDRESS, compose.services.api!.environment!.TEMPORAL_ADDRESS);
-    const absent = runEntrypoint(namespace.entrypoint!, {}, { temporal: 'case "$*" in *describe*) exit 1;; esac; exit 0' });
+    const absent = runEntrypoint(
+      namespace.entrypoint!,
+      {},
+      { temporal: 'case "$*" in *describe*) exit 1;; esac; exit 0' },
+    );
     assert.equal(absent.status, 0);
     assert.deepEqual(absent.calls, [
       'temporal operator cluster health',
@@ -238,7 +270,10 @@ describe('docker-compose.yml', function () {
     ]);
     const present = runEntrypoint(namespace.entrypoint!, {}, { temporal: 'exit 0' });
     assert.equal(present.status, 0);
-    assert.deepEqual(present.calls, ['temporal operator cluster health', `temporal operator namespace describe -n ${serviceNamespace}`]);
+    assert.deepEqual(present.calls, [
+      'temporal operator cluster health',
+      `temporal operator namespace describe -n ${serviceNamespace}`,
+    ]);
     const down = runEntrypoint(namespace.entrypoint!, {}, { temporal: 'exit 1' });
     assert.notEqual(down.status, 0, 'a server that is not healthy yet fails the container, which restarts');
   });

@@ -49,12 +49,23 @@ describe('long agent runs continue as new before their history grows too large',
       onPage((o) => act('click', { index: elementIndex(o, /Next page/) }, 'Go to page 3')),
       onPage((o) => act('done', { success: true, answer: o.includes(AGENT_GOLDEN_TICKET) ? 'item 13' : 'not found' })),
     );
-    const accepted = await h.http('POST', `${base}/api/v1/agentscraper`, { apiKey, body: { task: 'Find the golden ticket', headless: true } });
+    const accepted = await h.http('POST', `${base}/api/v1/agentscraper`, {
+      apiKey,
+      body: { task: 'Find the golden ticket', headless: true },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
-    const job = await h.waitForJob(apiKey, `${base}/api/v1/agentscraper/status/${accepted.body.jobId}`, undefined, 150_000);
+    const job = await h.waitForJob(
+      apiKey,
+      `${base}/api/v1/agentscraper/status/${accepted.body.jobId}`,
+      undefined,
+      150_000,
+    );
     assert.equal(job.status, 'completed', job.error);
     assert.equal(job.result.answer, 'item 13');
-    assert.deepEqual(job.result.steps.map((s: any) => s.step), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(
+      job.result.steps.map((s: any) => s.step),
+      [1, 2, 3, 4, 5, 6],
+    );
     assert.match(job.result.steps[4].url, /page=2/);
 
     const workflowId = await workflowIdOf(h, job.id);
@@ -75,10 +86,18 @@ describe('long agent runs continue as new before their history grows too large',
   it('a scheduled social run continues as new and finishes once', async function () {
     this.timeout(180_000);
     const { apiKey } = await h.createUser({ creditUsd: 5 });
-    const credentials = { forumClientId: 'can-client', forumClientSecret: 'can-secret-zzz', forumUsername: 'can_reader', forumPassword: 'can-pass-yyy' };
+    const credentials = {
+      forumClientId: 'can-client',
+      forumClientSecret: 'can-secret-zzz',
+      forumUsername: 'can_reader',
+      forumPassword: 'can-pass-yyy',
+    };
     h.forum.addApp({ clientId: credentials.forumClientId, clientSecret: credentials.forumClientSecret });
     h.forum.addUser({ username: credentials.forumUsername, password: credentials.forumPassword });
-    const account = await h.http('POST', `${base}/api/v1/social-accounts`, { apiKey, body: { platform: 'forum', name: 'Reader', credentials } });
+    const account = await h.http('POST', `${base}/api/v1/social-accounts`, {
+      apiKey,
+      body: { platform: 'forum', name: 'Reader', credentials },
+    });
     assert.equal(account.status, 201, JSON.stringify(account.body));
     h.llm.enqueue(
       ...[1, 2, 3, 4, 5].map((limit) => act('list_community', { community: 'long_runs', sort: 'new', limit })),
@@ -86,7 +105,13 @@ describe('long agent runs continue as new before their history grows too large',
     );
     const created = await h.http('POST', `${base}/api/v1/automations`, {
       apiKey,
-      body: { name: 'Long reader', cron: '0 9 * * 1', task: 'Read the community', automation_type: 'forum-agent', forum: { mode: 'saved', accountIds: [account.body.account.id] } },
+      body: {
+        name: 'Long reader',
+        cron: '0 9 * * 1',
+        task: 'Read the community',
+        automation_type: 'forum-agent',
+        forum: { mode: 'saved', accountIds: [account.body.account.id] },
+      },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const automationId = created.body.automation.id;
@@ -94,7 +119,12 @@ describe('long agent runs continue as new before their history grows too large',
     try {
       const deadline = Date.now() + 120_000;
       for (;;) {
-        [run] = await h.db.selectFrom('jobs').selectAll().where('kind', '=', 'automation').where(sql`request->>'automationId'`, '=', automationId).execute();
+        [run] = await h.db
+          .selectFrom('jobs')
+          .selectAll()
+          .where('kind', '=', 'automation')
+          .where(sql`request->>'automationId'`, '=', automationId)
+          .execute();
         if (run && (run.status === 'completed' || run.status === 'failed')) break;
         if (Date.now() > deadline) throw new Error(`the run did not finish: ${JSON.stringify(run ?? null)}`);
         await new Promise((r) => setTimeout(r, 200));
@@ -104,7 +134,10 @@ describe('long agent runs continue as new before their history grows too large',
     }
     assert.equal(run.status, 'completed', run.error ?? '');
     await h.client.workflow.getHandle(run.workflow_id).result();
-    assert.deepEqual((run.result as any).tasks.map((t: any) => t.answer), ['read it all']);
+    assert.deepEqual(
+      (run.result as any).tasks.map((t: any) => t.answer),
+      ['read it all'],
+    );
     assert.equal((run.result as any).steps.length, 6);
     const chain = await runChain(h, run.workflow_id);
     assert.ok(chain.length >= 2, `continued as new at least once: ${JSON.stringify(chain)}`);
@@ -119,10 +152,18 @@ describe('long agent runs continue as new before their history grows too large',
       const { apiKey } = await h.createUser({ creditUsd: 5 });
       const since = h.llm.requests.length;
       // Seven decisions of one echo each, max_tool_calls 6: the seventh call is not sent, then done.
-      h.llm.enqueue(...[1, 2, 3, 4, 5, 6, 7].map((i) => act('echo', { message: `call ${i}` })), act('done', { success: true, answer: 'echoed six times' }));
+      h.llm.enqueue(
+        ...[1, 2, 3, 4, 5, 6, 7].map((i) => act('echo', { message: `call ${i}` })),
+        act('done', { success: true, answer: 'echoed six times' }),
+      );
       const accepted = await h.http('POST', `${base}/api/v1/agents/run`, {
         apiKey,
-        body: { task: 'Echo seven times', llm_model: 'gpt-4o-mini', max_tool_calls: 6, custom_mcps: [{ type: 'remote_mcp', name: 'Echo', source_url: mcp.url, tool_names: ['echo'] }] },
+        body: {
+          task: 'Echo seven times',
+          llm_model: 'gpt-4o-mini',
+          max_tool_calls: 6,
+          custom_mcps: [{ type: 'remote_mcp', name: 'Echo', source_url: mcp.url, tool_names: ['echo'] }],
+        },
       });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       const job = await h.waitForJob(apiKey, `${base}/api/v1/agents/runs/${accepted.body.jobId}`, undefined, 150_000);
@@ -148,7 +189,10 @@ describe('long agent runs continue as new before their history grows too large',
       assert.equal(last.filter((m) => m.role === 'system').length, 1);
       assert.ok(last.some((m) => m.role === 'user' && m.content === 'Task: Echo seven times'));
       const results = last.filter((m) => m.role === 'tool').map((m) => String(m.content));
-      assert.deepEqual(results.slice(0, 6), [1, 2, 3, 4, 5, 6].map((i) => `echo: call ${i}`));
+      assert.deepEqual(
+        results.slice(0, 6),
+        [1, 2, 3, 4, 5, 6].map((i) => `echo: call ${i}`),
+      );
       assert.match(results[6], /^Not sent: .*max_tool_calls/);
       assert.equal(job.logs.filter((l: string) => /^\S+ processing started$/.test(l)).length, 1);
       await assertSettledOnce(h, job.id);
@@ -162,14 +206,30 @@ describe('long agent runs continue as new before their history grows too large',
     const mcp = await startMcpServer();
     try {
       const { apiKey } = await h.createUser({ creditUsd: 5 });
-      const credentials = { forumClientId: 'can-tools-client', forumClientSecret: 'can-tools-secret-zzz', forumUsername: 'can_tools', forumPassword: 'can-tools-pass-yyy' };
+      const credentials = {
+        forumClientId: 'can-tools-client',
+        forumClientSecret: 'can-tools-secret-zzz',
+        forumUsername: 'can_tools',
+        forumPassword: 'can-tools-pass-yyy',
+      };
       h.forum.addApp({ clientId: credentials.forumClientId, clientSecret: credentials.forumClientSecret });
       h.forum.addUser({ username: credentials.forumUsername, password: credentials.forumPassword });
-      const account = await h.http('POST', `${base}/api/v1/social-accounts`, { apiKey, body: { platform: 'forum', name: 'Tools', credentials } });
+      const account = await h.http('POST', `${base}/api/v1/social-accounts`, {
+        apiKey,
+        body: { platform: 'forum', name: 'Tools', credentials },
+      });
       assert.equal(account.status, 201, JSON.stringify(account.body));
       // Five echo calls per step: 20 in four steps (the default max_tool_calls), then one more, then done.
-      const five = (step: number) => actMany([1, 2, 3, 4, 5].map((i) => ['echo', { message: `step ${step} call ${i}` }] as [string, object]));
-      h.llm.enqueue(five(1), five(2), five(3), five(4), act('echo', { message: 'one too many' }), act('done', { success: true, answer: 'echoed' }));
+      const five = (step: number) =>
+        actMany([1, 2, 3, 4, 5].map((i) => ['echo', { message: `step ${step} call ${i}` }] as [string, object]));
+      h.llm.enqueue(
+        five(1),
+        five(2),
+        five(3),
+        five(4),
+        act('echo', { message: 'one too many' }),
+        act('done', { success: true, answer: 'echoed' }),
+      );
       const created = await h.http('POST', `${base}/api/v1/automations`, {
         apiKey,
         body: {
@@ -187,7 +247,12 @@ describe('long agent runs continue as new before their history grows too large',
       try {
         const deadline = Date.now() + 150_000;
         for (;;) {
-          [run] = await h.db.selectFrom('jobs').selectAll().where('kind', '=', 'automation').where(sql`request->>'automationId'`, '=', automationId).execute();
+          [run] = await h.db
+            .selectFrom('jobs')
+            .selectAll()
+            .where('kind', '=', 'automation')
+            .where(sql`request->>'automationId'`, '=', automationId)
+            .execute();
           if (run && (run.status === 'completed' || run.status === 'failed')) break;
           if (Date.now() > deadline) throw new Error(`the run did not finish: ${JSON.stringify(run ?? null)}`);
           await new Promise((r) => setTimeout(r, 200));
@@ -198,8 +263,17 @@ describe('long agent runs continue as new before their history grows too large',
       assert.equal(run.status, 'completed', run.error ?? '');
       const chain = await runChain(h, run.workflow_id);
       assert.ok(chain.length >= 3, `continued as new between the tool calls: ${JSON.stringify(chain)}`);
-      const calls = await h.db.selectFrom('agent_tool_calls').select(['call_index', 'status']).where('job_id', '=', run.id).orderBy('call_index').execute();
-      assert.deepEqual(calls.map((c) => c.call_index), Array.from({ length: 21 }, (_, i) => i + 1), 'one row per call, numbered across runs');
+      const calls = await h.db
+        .selectFrom('agent_tool_calls')
+        .select(['call_index', 'status'])
+        .where('job_id', '=', run.id)
+        .orderBy('call_index')
+        .execute();
+      assert.deepEqual(
+        calls.map((c) => c.call_index),
+        Array.from({ length: 21 }, (_, i) => i + 1),
+        'one row per call, numbered across runs',
+      );
       assert.ok(calls.slice(0, 20).every((c) => c.status === 'completed'));
       assert.equal(calls[20].status, 'not_sent');
       assert.equal(mcp.toolRuns('echo'), 20, 'the 21st call never reached the server');

@@ -30,7 +30,12 @@ describe('a platform worker killed in the middle of a custom-agent run', functio
     h = await useHarness();
     const taskQueues = { platform: 'custom-agent-crash-platform', browser: 'custom-agent-crash-browser' };
     stack = await h.startIsolatedStack({ taskQueues, queues: [] });
-    env = { ...h.env, PLATFORM_TASK_QUEUE: taskQueues.platform, BROWSER_TASK_QUEUE: taskQueues.browser, WORKER_QUEUES: 'platform' };
+    env = {
+      ...h.env,
+      PLATFORM_TASK_QUEUE: taskQueues.platform,
+      BROWSER_TASK_QUEUE: taskQueues.browser,
+      WORKER_QUEUES: 'platform',
+    };
     ({ apiKey } = await h.createUser({ creditUsd: 5 }));
     mcp = await startMcpServer();
     children.push(await startWorkerProcess(env));
@@ -49,22 +54,45 @@ describe('a platform worker killed in the middle of a custom-agent run', functio
     children.push(await startWorkerProcess(env));
   };
 
-  const run = (body: object) => h.http('POST', `${stack.baseUrl}/api/v1/agents/run`, { apiKey, body: { llm_model: 'gpt-4o-mini', custom_mcps: [{ type: 'remote_mcp', name: 'tools', source_url: mcp.url }], ...body } });
+  const run = (body: object) =>
+    h.http('POST', `${stack.baseUrl}/api/v1/agents/run`, {
+      apiKey,
+      body: {
+        llm_model: 'gpt-4o-mini',
+        custom_mcps: [{ type: 'remote_mcp', name: 'tools', source_url: mcp.url }],
+        ...body,
+      },
+    });
 
   it('does not call a non-idempotent tool twice: the call in flight is reported to the model, not resent', async () => {
     const since = h.llm.requests.length;
     h.llm.enqueue(act('increment', { delayMs: 4_000 }), act('done', { success: true, answer: 'checked' }));
     const accepted = await run({ task: 'Increment the counter once' });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
-    for (const deadline = Date.now() + 60_000; mcp.toolRuns('increment') === 0; await sleep(50)) assert.ok(Date.now() < deadline, 'the tool was never called');
+    for (const deadline = Date.now() + 60_000; mcp.toolRuns('increment') === 0; await sleep(50))
+      assert.ok(Date.now() < deadline, 'the tool was never called');
     await replaceWorker();
-    const job = await h.waitForJob(apiKey, `${stack.baseUrl}/api/v1/agents/runs/${accepted.body.jobId}`, undefined, 200_000);
+    const job = await h.waitForJob(
+      apiKey,
+      `${stack.baseUrl}/api/v1/agents/runs/${accepted.body.jobId}`,
+      undefined,
+      200_000,
+    );
     assert.equal(job.status, 'completed', job.error);
     assert.equal(mcp.toolRuns('increment'), 1, 'the non-idempotent tool ran exactly once');
-    assert.deepEqual(job.toolCalls.map((c: any) => [c.tool, c.status]), [['increment', 'failed']]);
+    assert.deepEqual(
+      job.toolCalls.map((c: any) => [c.tool, c.status]),
+      [['increment', 'failed']],
+    );
     assert.match(job.toolCalls[0].error, /may have reached the tool/);
-    const last = h.llm.requests.slice(since).filter((r) => r.kind === 'chat').at(-1)!;
-    assert.ok(toolMessages(last).some((m) => /not sent again/.test(m)), 'the model is told the call was not resent');
+    const last = h.llm.requests
+      .slice(since)
+      .filter((r) => r.kind === 'chat')
+      .at(-1)!;
+    assert.ok(
+      toolMessages(last).some((m) => /not sent again/.test(m)),
+      'the model is told the call was not resent',
+    );
   });
 
   it('keeps the max_tool_calls count across the crash: the call past the bound is not sent', async () => {
@@ -79,17 +107,28 @@ describe('a platform worker killed in the middle of a custom-agent run', functio
         }
         return act('echo', { message: 'lost with the worker' });
       },
-      actMany([['echo', { message: 'b' }], ['echo', { message: 'c' }]]),
+      actMany([
+        ['echo', { message: 'b' }],
+        ['echo', { message: 'c' }],
+      ]),
       act('echo', { message: 'd' }),
       act('done', { success: true, answer: 'three echoes' }),
     );
     const accepted = await run({ task: 'Echo four times', max_tool_calls: 3 });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
-    const job = await h.waitForJob(apiKey, `${stack.baseUrl}/api/v1/agents/runs/${accepted.body.jobId}`, undefined, 200_000);
+    const job = await h.waitForJob(
+      apiKey,
+      `${stack.baseUrl}/api/v1/agents/runs/${accepted.body.jobId}`,
+      undefined,
+      200_000,
+    );
     assert.equal(job.status, 'completed', job.error);
     assert.ok(killed);
     assert.equal(mcp.toolRuns('echo') - before, 3, 'exactly max_tool_calls calls reached the tool');
-    assert.deepEqual(job.toolCalls.map((c: any) => c.status), ['completed', 'completed', 'completed', 'not_sent']);
+    assert.deepEqual(
+      job.toolCalls.map((c: any) => c.status),
+      ['completed', 'completed', 'completed', 'not_sent'],
+    );
     assert.equal(job.usage.toolCalls, 3);
     assert.equal(job.result.answer, 'three echoes');
   });

@@ -33,7 +33,11 @@ describe('custom agents on the tool runtime', function () {
   before(async () => {
     h = await useHarness();
     ({ apiKey, userId } = await h.createUser({ creditUsd: 5 }));
-    [mcp, api, internal] = await Promise.all([startMcpServer({ bearerToken: MCP_TOKEN }), startOpenApiServer(), startInternalTarget()]);
+    [mcp, api, internal] = await Promise.all([
+      startMcpServer({ bearerToken: MCP_TOKEN }),
+      startOpenApiServer(),
+      startInternalTarget(),
+    ]);
   });
   after(async () => {
     h.llm.reset();
@@ -48,9 +52,19 @@ describe('custom agents on the tool runtime', function () {
   it('runs a task with tools from two sources and returns validated structured output (one re-ask)', async () => {
     const since = h.llm.requests.length;
     h.llm.enqueue(
-      actMany([['echo', { message: 'hello tools' }], ['getItem', { itemId: 'w-42' }]], 'Look both up'),
+      actMany(
+        [
+          ['echo', { message: 'hello tools' }],
+          ['getItem', { itemId: 'w-42' }],
+        ],
+        'Look both up',
+      ),
       act('done', { success: true, data: { itemName: 'Blue widget' } }),
-      act('done', { success: true, answer: 'Blue widget, echoed', data: { itemName: 'Blue widget', echoed: 'echo: hello tools' } }),
+      act('done', {
+        success: true,
+        answer: 'Blue widget, echoed',
+        data: { itemName: 'Blue widget', echoed: 'echo: hello tools' },
+      }),
     );
     const accepted = await h.http('POST', '/api/v1/agents/run', {
       apiKey,
@@ -102,10 +116,14 @@ describe('custom agents on the tool runtime', function () {
     assert.match(system, /Expected output: The item name and the echo/);
     assert.match(system, /Answer in five words\./);
     const offered = (sent[0].body.tools as { function: { name: string } }[]).map((t) => t.function.name);
-    for (const name of ['echo', 'increment', 'getItem', 'done']) assert.ok(offered.includes(name), `${name} offered: ${offered.join(', ')}`);
+    for (const name of ['echo', 'increment', 'getItem', 'done'])
+      assert.ok(offered.includes(name), `${name} offered: ${offered.join(', ')}`);
     assert.ok(toolMessages(sent[1]).includes('echo: hello tools'));
     assert.ok(toolMessages(sent[1]).some((m) => m.includes('Blue widget')));
-    assert.ok(toolMessages(sent[2]).some((m) => /does not match structured_output/.test(m)), 'the invalid answer is re-asked');
+    assert.ok(
+      toolMessages(sent[2]).some((m) => /does not match structured_output/.test(m)),
+      'the invalid answer is re-asked',
+    );
 
     // One transaction and one debit for the run, within its hold.
     const transactions = await h.db.selectFrom('agent_transactions').selectAll().where('job_id', '=', run.id).execute();
@@ -116,7 +134,11 @@ describe('custom agents on the tool runtime', function () {
     assert.ok(hold.released_at !== null);
 
     // The secrets are in no response, log line or decoded workflow history.
-    const job = await h.db.selectFrom('jobs').select(['workflow_id', 'request', 'sealed_secrets']).where('id', '=', run.id).executeTakeFirstOrThrow();
+    const job = await h.db
+      .selectFrom('jobs')
+      .select(['workflow_id', 'request', 'sealed_secrets'])
+      .where('id', '=', run.id)
+      .executeTakeFirstOrThrow();
     for (const secret of [MCP_TOKEN, API_KEY]) {
       assert.ok(!JSON.stringify(run).includes(secret));
       assert.ok(!JSON.stringify(job.request).includes(secret));
@@ -130,26 +152,47 @@ describe('custom agents on the tool runtime', function () {
     const since = h.llm.requests.length;
     const before = mcp.toolRuns('echo');
     h.llm.enqueue(
-      actMany([['echo', { message: 'one' }], ['echo', { message: 'two' }]]),
+      actMany([
+        ['echo', { message: 'one' }],
+        ['echo', { message: 'two' }],
+      ]),
       act('done', { success: true, answer: 'did what I could' }),
     );
-    const accepted = await h.http('POST', '/api/v1/agents/run', { apiKey, body: { task: 'Echo twice', llm_model: 'gpt-4o-mini', max_tool_calls: 1, custom_mcps: sources().slice(0, 1) } });
+    const accepted = await h.http('POST', '/api/v1/agents/run', {
+      apiKey,
+      body: { task: 'Echo twice', llm_model: 'gpt-4o-mini', max_tool_calls: 1, custom_mcps: sources().slice(0, 1) },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const run = await h.waitForJob(apiKey, `/api/v1/agents/runs/${accepted.body.jobId}`);
     assert.equal(run.status, 'completed', run.error);
     assert.equal(mcp.toolRuns('echo') - before, 1);
-    assert.deepEqual(run.toolCalls.map((c: any) => c.status), ['completed', 'not_sent']);
+    assert.deepEqual(
+      run.toolCalls.map((c: any) => c.status),
+      ['completed', 'not_sent'],
+    );
     assert.equal(run.usage.toolCalls, 1);
     const sent = decisions(h, since);
     assert.ok(toolMessages(sent[1]).some((m) => /max_tool_calls/.test(m)));
-    assert.deepEqual((sent[1].body.tools as { function: { name: string } }[]).map((t) => t.function.name), ['done'], 'only done is offered once the bound is reached');
+    assert.deepEqual(
+      (sent[1].body.tools as { function: { name: string } }[]).map((t) => t.function.name),
+      ['done'],
+      'only done is offered once the bound is reached',
+    );
   });
 
   it('stores a scheduled custom agent with its automation and Schedule, runs it at once, and updates the schedule', async () => {
     h.llm.enqueue(act('done', { success: true, answer: 'scheduled hello' }));
     const created = await h.http('POST', '/api/v1/agents', {
       apiKey,
-      body: { name: 'Nightly echo', cron: NEVER, timezone: 'Europe/Berlin', task: 'Say hello', llm_model: 'gpt-4o-mini', system_prompt: 'Be kind.', custom_mcps: sources() },
+      body: {
+        name: 'Nightly echo',
+        cron: NEVER,
+        timezone: 'Europe/Berlin',
+        task: 'Say hello',
+        llm_model: 'gpt-4o-mini',
+        system_prompt: 'Be kind.',
+        custom_mcps: sources(),
+      },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const agent = created.body.agent;
@@ -167,8 +210,14 @@ describe('custom agents on the tool runtime', function () {
 
     // The first execution is queued at once and runs with the stored (sealed) params.
     let runJob: any;
-    for (const deadline = Date.now() + 90_000; ; ) {
-      runJob = await h.db.selectFrom('jobs').selectAll().where('user_id', '=', userId).where('kind', '=', 'custom-agent').where(({ eb, ref }) => eb(ref('request', '->>').key('automationId' as never), '=', agent.id)).executeTakeFirst();
+    for (const deadline = Date.now() + 90_000; ;) {
+      runJob = await h.db
+        .selectFrom('jobs')
+        .selectAll()
+        .where('user_id', '=', userId)
+        .where('kind', '=', 'custom-agent')
+        .where(({ eb, ref }) => eb(ref('request', '->>').key('automationId' as never), '=', agent.id))
+        .executeTakeFirst();
       if (runJob && (runJob.status === 'completed' || runJob.status === 'failed')) break;
       assert.ok(Date.now() < deadline, 'the first run did not finish');
       await new Promise((r) => setTimeout(r, 300));
@@ -180,7 +229,10 @@ describe('custom agents on the tool runtime', function () {
     const schedule = () => h.client.schedule.getHandle(`automation-${agent.id}`).describe();
     assert.equal((await schedule()).spec.timezone, 'Europe/Berlin');
 
-    const patched = await h.http('PATCH', `/api/v1/agents/${agent.id}`, { apiKey, body: { cron: '30 6 * * 1', timezone: null, system_prompt: null, max_tool_calls: 5 } });
+    const patched = await h.http('PATCH', `/api/v1/agents/${agent.id}`, {
+      apiKey,
+      body: { cron: '30 6 * * 1', timezone: null, system_prompt: null, max_tool_calls: 5 },
+    });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
     assert.equal(patched.body.agent.payload.cron, '30 6 * * 1');
     assert.equal(patched.body.agent.payload.system_prompt, undefined);
@@ -195,15 +247,25 @@ describe('custom agents on the tool runtime', function () {
     );
     const after = await h.http('GET', '/api/v1/automations', { apiKey });
     assert.equal(after.body.automations.find((a: any) => a.id === agent.id).cron, '30 6 * * 1');
-    const row = await h.db.selectFrom('automations').select('secrets_sealed').where('id', '=', agent.id).executeTakeFirstOrThrow();
+    const row = await h.db
+      .selectFrom('automations')
+      .select('secrets_sealed')
+      .where('id', '=', agent.id)
+      .executeTakeFirstOrThrow();
     assert.ok(!row.secrets_sealed?.includes(MCP_TOKEN));
 
     // Empty or invalid patches, another user's agent.
     assert.equal((await h.http('PATCH', `/api/v1/agents/${agent.id}`, { apiKey, body: {} })).status, 400);
-    assert.equal((await h.http('PATCH', `/api/v1/agents/${agent.id}`, { apiKey, body: { max_tool_calls: 0 } })).status, 400);
+    assert.equal(
+      (await h.http('PATCH', `/api/v1/agents/${agent.id}`, { apiKey, body: { max_tool_calls: 0 } })).status,
+      400,
+    );
     assert.equal((await h.http('PATCH', `/api/v1/agents/${agent.id}`, { apiKey, body: { cron: null } })).status, 400);
     const other = await h.createUser({ creditUsd: 1 });
-    const foreign = await h.http('PATCH', `/api/v1/agents/${agent.id}`, { apiKey: other.apiKey, body: { name: 'mine now' } });
+    const foreign = await h.http('PATCH', `/api/v1/agents/${agent.id}`, {
+      apiKey: other.apiKey,
+      body: { name: 'mine now' },
+    });
     assert.equal(foreign.status, 404);
     assert.equal(foreign.body.error.code, 'not_found');
     assert.equal((await h.http('GET', `/api/v1/agents/runs/${runJob.id}`, { apiKey: other.apiKey })).status, 404);
@@ -212,7 +274,10 @@ describe('custom agents on the tool runtime', function () {
   it('counts stored agents against the package automation limit (403)', async () => {
     const user = await h.createUser({ creditUsd: 1 });
     await h.db.updateTable('subscriptions').set({ automation_limit: 0 }).where('user_id', '=', user.userId).execute();
-    const refused = await h.http('POST', '/api/v1/agents', { apiKey: user.apiKey, body: { cron: NEVER, task: 'x', llm_model: 'gpt-4o-mini' } });
+    const refused = await h.http('POST', '/api/v1/agents', {
+      apiKey: user.apiKey,
+      body: { cron: NEVER, task: 'x', llm_model: 'gpt-4o-mini' },
+    });
     assert.equal(refused.status, 403);
     assert.equal(refused.body.error.code, 'automation_limit_reached');
   });
@@ -225,9 +290,21 @@ describe('custom agents on the tool runtime', function () {
       ['/api/v1/agents/run', { ...base, max_tool_calls: 0 }, 'validation_failed'],
       ['/api/v1/agents/run', { ...base, extra: true }, 'validation_failed'],
       ['/api/v1/agents/run', { ...base, custom_mcps: [{ type: 'remote_mcp' }] }, 'validation_failed'],
-      ['/api/v1/agents/run', { ...base, custom_mcps: [{ type: 'remote_mcp', source_url: internal.httpsUrl('/mcp') }] }, 'ssrf_blocked'],
-      ['/api/v1/agents/run', { ...base, market_mcps: [{ mcp_id: '00000000-0000-4000-8000-000000000000' }] }, 'market_entry_not_found'],
-      ['/api/v1/agents', { ...base, cron: NEVER, market_mcps: [{ mcp_id: '00000000-0000-4000-8000-000000000000' }] }, 'market_entry_not_found'],
+      [
+        '/api/v1/agents/run',
+        { ...base, custom_mcps: [{ type: 'remote_mcp', source_url: internal.httpsUrl('/mcp') }] },
+        'ssrf_blocked',
+      ],
+      [
+        '/api/v1/agents/run',
+        { ...base, market_mcps: [{ mcp_id: '00000000-0000-4000-8000-000000000000' }] },
+        'market_entry_not_found',
+      ],
+      [
+        '/api/v1/agents',
+        { ...base, cron: NEVER, market_mcps: [{ mcp_id: '00000000-0000-4000-8000-000000000000' }] },
+        'market_entry_not_found',
+      ],
     ];
     for (const [path, body, code] of cases) {
       const response = await h.http('POST', path, { apiKey, body });
@@ -236,7 +313,12 @@ describe('custom agents on the tool runtime', function () {
       assert.ok(response.body.error.requestId);
     }
     assert.equal(internal.connections(), 0);
-    for (const [method, path] of [['POST', '/api/v1/agents'], ['POST', '/api/v1/agents/run'], ['PATCH', '/api/v1/agents/00000000-0000-4000-8000-000000000000'], ['GET', '/api/v1/agents/runs/00000000-0000-4000-8000-000000000000']]) {
+    for (const [method, path] of [
+      ['POST', '/api/v1/agents'],
+      ['POST', '/api/v1/agents/run'],
+      ['PATCH', '/api/v1/agents/00000000-0000-4000-8000-000000000000'],
+      ['GET', '/api/v1/agents/runs/00000000-0000-4000-8000-000000000000'],
+    ]) {
       const response = await h.http(method, path, { body: method === 'GET' ? undefined : base });
       assert.equal(response.status, 401, `${method} ${path}`);
     }

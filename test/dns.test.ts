@@ -37,9 +37,24 @@ describe('DNS_SERVERS: the SSRF guard resolves names only through the configured
       const dataDir = mkdtempSync(path.join(os.tmpdir(), 'dns-config-'));
       try {
         for (const bad of ['dns.example:53', '127.0.0.1:0', '127.0.0.1:70000', '127.0.0.1:x', '[::1']) {
-          assert.throws(() => loadConfig({ DATA_DIR: dataDir, ADMIN_TOKEN: 't'.repeat(32), MASTER_KEY: '0'.repeat(64), DNS_SERVERS: bad }), /DNS_SERVERS is invalid/, bad);
+          assert.throws(
+            () =>
+              loadConfig({
+                DATA_DIR: dataDir,
+                ADMIN_TOKEN: 't'.repeat(32),
+                MASTER_KEY: '0'.repeat(64),
+                DNS_SERVERS: bad,
+              }),
+            /DNS_SERVERS is invalid/,
+            bad,
+          );
         }
-        const config = loadConfig({ DATA_DIR: dataDir, ADMIN_TOKEN: 't'.repeat(32), MASTER_KEY: '0'.repeat(64), DNS_SERVERS: '127.0.0.1:5353' });
+        const config = loadConfig({
+          DATA_DIR: dataDir,
+          ADMIN_TOKEN: 't'.repeat(32),
+          MASTER_KEY: '0'.repeat(64),
+          DNS_SERVERS: '127.0.0.1:5353',
+        });
         assert.deepEqual(config.dnsServers, [{ address: '127.0.0.1', port: 5353 }]);
       } finally {
         rmSync(dataDir, { recursive: true, force: true });
@@ -54,7 +69,11 @@ describe('DNS_SERVERS: the SSRF guard resolves names only through the configured
     let internal: InternalTarget;
 
     before(async () => {
-      dns = await startFakeDns({ 'site.dns.test': ['127.0.0.1'], 'dual.dns.test': ['127.0.0.1', '::1'], 'v6only.dns.test': ['::1'] });
+      dns = await startFakeDns({
+        'site.dns.test': ['127.0.0.1'],
+        'dual.dns.test': ['127.0.0.1', '::1'],
+        'v6only.dns.test': ['::1'],
+      });
       internal = await startInternalTarget();
       dns.set('internal.dns.test', ['127.0.0.2']);
       site = http.createServer((req, res) => res.end(`hello from ${req.headers.host}`));
@@ -74,10 +93,19 @@ describe('DNS_SERVERS: the SSRF guard resolves names only through the configured
       ]);
       assert.deepEqual(await resolve('v6only.dns.test'), [{ address: '::1', family: 6 }]);
       const name = madeUpName();
-      await assert.rejects(resolve(name), (error: NodeJS.ErrnoException) => error.code === 'ENOTFOUND' && error.message.includes(name));
-      assert.ok(dns.queries().some((q) => q.name === name && q.type === 'A'), 'the fake DNS was not asked');
+      await assert.rejects(
+        resolve(name),
+        (error: NodeJS.ErrnoException) => error.code === 'ENOTFOUND' && error.message.includes(name),
+      );
+      assert.ok(
+        dns.queries().some((q) => q.name === name && q.type === 'A'),
+        'the fake DNS was not asked',
+      );
       const before = dns.queries().length;
-      assert.deepEqual((await resolve('localhost')).map((a) => a.address), ['127.0.0.1', '::1']);
+      assert.deepEqual(
+        (await resolve('localhost')).map((a) => a.address),
+        ['127.0.0.1', '::1'],
+      );
       assert.equal(dns.queries().length, before, 'localhost was sent to the DNS server');
     });
 
@@ -87,19 +115,34 @@ describe('DNS_SERVERS: the SSRF guard resolves names only through the configured
     });
 
     it('connects to the address the configured servers gave, and refuses a name they map to an internal address', async function () {
-      const policy = networkPolicyFromConfig({ networkAllowlist: '127.0.0.1', dnsServers: parseDnsServers(dns.server) });
+      const policy = networkPolicyFromConfig({
+        networkAllowlist: '127.0.0.1',
+        dnsServers: parseDnsServers(dns.server),
+      });
       const response = await fetchBuffered(`http://site.dns.test:${sitePort}/`, { policy });
       assert.equal(response.status, 200);
       assert.equal(response.body.toString(), `hello from site.dns.test:${sitePort}`);
-      await assert.rejects(fetchBuffered(`http://internal.dns.test:${internal.port}/`, { policy }), (error) => findFetchError(error)?.code === 'blocked');
+      await assert.rejects(
+        fetchBuffered(`http://internal.dns.test:${internal.port}/`, { policy }),
+        (error) => findFetchError(error)?.code === 'blocked',
+      );
       const guarded = createStreamingFetch({ policy });
-      assert.equal(await (await guarded(`http://site.dns.test:${sitePort}/`)).text(), `hello from site.dns.test:${sitePort}`);
-      await assert.rejects(guarded(`http://internal.dns.test:${internal.port}/`), (error) => findFetchError(error)?.code === 'blocked');
+      assert.equal(
+        await (await guarded(`http://site.dns.test:${sitePort}/`)).text(),
+        `hello from site.dns.test:${sitePort}`,
+      );
+      await assert.rejects(
+        guarded(`http://internal.dns.test:${internal.port}/`),
+        (error) => findFetchError(error)?.code === 'blocked',
+      );
       assert.equal(internal.connections(), 0);
     });
 
     it('classifies a name the servers do not have as host_not_found, naming the host', async function () {
-      const policy = networkPolicyFromConfig({ networkAllowlist: '127.0.0.1', dnsServers: parseDnsServers(dns.server) });
+      const policy = networkPolicyFromConfig({
+        networkAllowlist: '127.0.0.1',
+        dnsServers: parseDnsServers(dns.server),
+      });
       const name = madeUpName();
       await assert.rejects(createStreamingFetch({ policy })(`https://${name}/mcp`), (error) => {
         const failure = findFetchError(error);
@@ -153,7 +196,10 @@ describe('DNS_SERVERS: the SSRF guard resolves names only through the configured
       const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
       assert.equal(job.status, 'failed', JSON.stringify(job));
       assert.match(JSON.stringify(job.error), new RegExp(`ENOTFOUND ${name.replace(/\./g, '\\.')}`));
-      assert.ok(h.dns.queries().some((q) => q.name === name), 'the page was resolved somewhere other than the guard');
+      assert.ok(
+        h.dns.queries().some((q) => q.name === name),
+        'the page was resolved somewhere other than the guard',
+      );
     });
 
     it('documents host_not_found among the 400 answers of each of those operations', async function () {

@@ -18,7 +18,11 @@ function assertSafePage(response: { headers: Headers; body: string }, where: str
   const csp = response.headers.get('content-security-policy') ?? '';
   assert.match(csp, /default-src 'none'/, `${where}: ${csp}`);
   assert.doesNotMatch(csp, /script-src|unsafe-eval/, where);
-  assert.doesNotMatch(response.body, /<script|<iframe|<link[^>]+href="https?:|src="https?:/i, `${where} loads or runs something`);
+  assert.doesNotMatch(
+    response.body,
+    /<script|<iframe|<link[^>]+href="https?:|src="https?:/i,
+    `${where} loads or runs something`,
+  );
   assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
 }
 
@@ -35,7 +39,10 @@ describe('docs page', function () {
     assert.equal(page.status, 200);
     assertSafePage(page, '/api/v1/docs');
     for (const guide of guides) {
-      assert.ok(page.body.includes(`<a href="/api/v1/docs/guides/${slugOf(guide.path)}">${titleOf(guide.text)}</a>`), `${guide.path} is not listed`);
+      assert.ok(
+        page.body.includes(`<a href="/api/v1/docs/guides/${slugOf(guide.path)}">${titleOf(guide.text)}</a>`),
+        `${guide.path} is not listed`,
+      );
     }
     const document = (await h.http('GET', '/api/v1/openapi.json')).body;
     for (const [path, item] of Object.entries(document.paths) as [string, Record<string, { operationId: string }>][]) {
@@ -44,7 +51,8 @@ describe('docs page', function () {
         assert.ok(page.body.includes(`id="operation/${operation.operationId}"`), `no anchor for ${method} ${path}`);
       }
     }
-    for (const name of Object.keys(document.components.schemas)) assert.ok(page.body.includes(`id="schema/${name}"`), name);
+    for (const name of Object.keys(document.components.schemas))
+      assert.ok(page.body.includes(`id="schema/${name}"`), name);
     assert.match(page.body, /href="\/api\/v1\/openapi\.json"/);
     const css = await h.http('GET', '/api/v1/docs/style.css');
     assert.equal(css.status, 200);
@@ -56,7 +64,13 @@ describe('docs page', function () {
       const response = await h.http('GET', `/api/v1/docs/guides/${slugOf(guide.path)}`);
       assert.equal(response.status, 200, guide.path);
       assertSafePage(response, guide.path);
-      assert.match(response.body, new RegExp(`<h1 id="[^"]+"><a class="anchor" href="#[^"]+">${titleOf(guide.text).replace(/[()]/g, '\\$&')}</a></h1>`), guide.path);
+      assert.match(
+        response.body,
+        new RegExp(
+          `<h1 id="[^"]+"><a class="anchor" href="#[^"]+">${titleOf(guide.text).replace(/[()]/g, '\\$&')}</a></h1>`,
+        ),
+        guide.path,
+      );
     }
     const start = (await h.http('GET', '/api/v1/docs/guides/getting-started')).body;
     assert.match(start, /<a href="\/api\/v1\/docs\/guides\/jobs-and-polling">Jobs and polling<\/a>/);

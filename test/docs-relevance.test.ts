@@ -8,11 +8,20 @@ import { useHarness } from './support/harness';
  */
 const QUESTIONS: [question: string, answer: string][] = [
   ['how do I verify a webhook signature', 'docs/webhooks.md#verifying-the-signature'],
-  ['what happens when the monthly limit is reached', 'docs/authentication-and-errors.md#when-the-monthly-limit-is-reached'],
-  ["how do I keep a password out of the model's view", 'docs/browser-agent.md#keep-passwords-out-of-the-models-view-sensitive-data'],
+  [
+    'what happens when the monthly limit is reached',
+    'docs/authentication-and-errors.md#when-the-monthly-limit-is-reached',
+  ],
+  [
+    "how do I keep a password out of the model's view",
+    'docs/browser-agent.md#keep-passwords-out-of-the-models-view-sensitive-data',
+  ],
   ['how often are failed webhook deliveries retried', 'docs/webhooks.md#delivery-and-retries'],
   ['what is in the webhook payload', 'docs/webhooks.md#the-payload'],
-  ['how do I get only the fields I want from a page', 'docs/scraping.md#choosing-the-fields-you-get-back-structured-output'],
+  [
+    'how do I get only the fields I want from a page',
+    'docs/scraping.md#choosing-the-fields-you-get-back-structured-output',
+  ],
   ['can I wait for the scrape result in the same request', 'docs/scraping.md#waiting-for-the-result-in-one-request'],
   ['send cookies with a scrape', 'docs/scraping.md#cookies-logins-and-captchas'],
   ['does the service fetch private network addresses', 'docs/scraping.md#how-a-page-is-fetched'],
@@ -27,14 +36,20 @@ const QUESTIONS: [question: string, answer: string][] = [
   ['how do I run a task every 30 seconds', 'docs/automations.md#cron-rules'],
   ['which time zone is my cron schedule in', 'docs/automations.md#cron-rules'],
   ['my microblog account uses two-factor authentication', 'docs/social-accounts.md#microblog-accounts'],
-  ['how do I stop an automation from using one of my accounts', 'docs/social-accounts.md#changing-an-account-or-switching-it-off-so-automations-skip-it'],
+  [
+    'how do I stop an automation from using one of my accounts',
+    'docs/social-accounts.md#changing-an-account-or-switching-it-off-so-automations-skip-it',
+  ],
   ['how do I attach a skill to an automation', 'docs/skills-directory.md#attach-skills-to-an-agent'],
   ['how do I find skills by describing what I need', 'docs/skills-directory.md#describe-what-you-need-ai-search'],
   ['how do I start the service locally', 'docs/getting-started.md#the-two-commands'],
   ['how do I connect my IDE to the docs', 'docs/docs-search.md#connect-a-client'],
   ['which endpoint lists my saved social accounts', 'openapi.json#operation/listSocialAccounts'],
   ['what does a failed run cost', 'docs/billing.md#what-a-failed-or-cancelled-run-costs'],
-  ['why is my available balance lower than my balance', 'docs/billing.md#holds-why-the-available-balance-is-lower-than-the-balance'],
+  [
+    'why is my available balance lower than my balance',
+    'docs/billing.md#holds-why-the-available-balance-is-lower-than-the-balance',
+  ],
   ['how much does browser time cost', 'docs/billing.md#prices-models-browser-time-captchas-and-proxies'],
   ['which models can I use and what do they cost', 'docs/billing.md#prices-models-browser-time-captchas-and-proxies'],
   ['what is the platform commission on market charges', 'docs/billing.md#market-charges-and-commission'],
@@ -47,7 +62,10 @@ const QUESTIONS: [question: string, answer: string][] = [
   ['what happens if my charge request is retried', 'docs/selling-tools.md#retries-and-idempotency-of-charges'],
   ['how is the source fingerprint computed', 'docs/selling-tools.md#the-source-fingerprint'],
   ['how do I verify the events I will charge for', 'docs/selling-tools.md#verify-your-billable-events'],
-  ['does the hosted MCP endpoint pass images and progress through', 'docs/mcp-conformance.md#how-the-hosted-endpoint-passes-them'],
+  [
+    'does the hosted MCP endpoint pass images and progress through',
+    'docs/mcp-conformance.md#how-the-hosted-endpoint-passes-them',
+  ],
   ['how do I run the MCP conformance suite', 'docs/mcp-conformance.md#running-it-yourself'],
   ['how do I configure the service', 'docs/configuration.md#'],
   ['how do I add a model to the price table', 'docs/configuration.md#llm-models-and-prices'],
@@ -82,7 +100,9 @@ describe('docs search relevance', function () {
     const misses: string[] = [];
     for (const [question, answer] of QUESTIONS) {
       const result = await client.callTool({ name: 'search_docs', arguments: { query: question, limit: 3 } });
-      const hits = (result.structuredContent as { hits: { path: string; anchor: string }[] }).hits.map((h) => `${h.path}#${h.anchor}`);
+      const hits = (result.structuredContent as { hits: { path: string; anchor: string }[] }).hits.map(
+        (h) => `${h.path}#${h.anchor}`,
+      );
       if (!hits.includes(answer)) misses.push(`"${question}": expected ${answer}, got ${hits.join(', ')}`);
     }
     assert.deepEqual(misses, []);

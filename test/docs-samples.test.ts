@@ -11,7 +11,14 @@ import { startMcpServer, type TestMcpServer } from './support/mcp-server';
 import { loadDocSources, REPO_ROOT } from '../api/docs/load';
 import { codeBlocks } from '../api/docs/markdown-to-html';
 import { parseGuide, type Guide } from '../api/docs/guides';
-import { checkExpectation, runnableSamples, runShellSamples, sampleLocation, WALKTHROUGH_TESTS, type CodeBlock } from './support/guide-samples';
+import {
+  checkExpectation,
+  runnableSamples,
+  runShellSamples,
+  sampleLocation,
+  WALKTHROUGH_TESTS,
+  type CodeBlock,
+} from './support/guide-samples';
 import { signWebhook } from '../lib/crypto';
 import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
 
@@ -30,7 +37,8 @@ const run = promisify(execFile);
 type Json = Record<string, any>;
 
 const guides = loadDocSources().guides.map(parseGuide);
-const runnable = (guide: Guide): CodeBlock[] => runnableSamples(guide).filter((b) => !(b.lang === 'sh' && guide.path in WALKTHROUGH_TESTS));
+const runnable = (guide: Guide): CodeBlock[] =>
+  runnableSamples(guide).filter((b) => !(b.lang === 'sh' && guide.path in WALKTHROUGH_TESTS));
 
 /** A value of the schema's shape, like the one a model would answer with. */
 function exampleOf(schema: Json | undefined): unknown {
@@ -42,7 +50,12 @@ function exampleOf(schema: Json | undefined): unknown {
   const type = Array.isArray(schema.type) ? schema.type.find((t: string) => t !== 'null') : schema.type;
   switch (type ?? (schema.properties ? 'object' : 'string')) {
     case 'object':
-      return Object.fromEntries(Object.entries((schema.properties ?? {}) as Record<string, Json>).map(([key, inner]) => [key, exampleOf(inner)]));
+      return Object.fromEntries(
+        Object.entries((schema.properties ?? {}) as Record<string, Json>).map(([key, inner]) => [
+          key,
+          exampleOf(inner),
+        ]),
+      );
     case 'array':
       return Array.from({ length: Math.max(1, schema.minItems ?? 1) }, () => exampleOf(schema.items));
     case 'integer':
@@ -59,13 +72,23 @@ function exampleOf(schema: Json | undefined): unknown {
 function sampleModel(request: RecordedRequest): FakeReply {
   const tools = (request.body.tools ?? []) as { function: { name: string; parameters?: Json } }[];
   const done = tools.find((t) => t.function.name === 'done');
-  if (done) return { toolCalls: [{ name: 'done', arguments: { ...(exampleOf(done.function.parameters) as Json), success: true, answer: 'Sample answer' } }] };
+  if (done)
+    return {
+      toolCalls: [
+        {
+          name: 'done',
+          arguments: { ...(exampleOf(done.function.parameters) as Json), success: true, answer: 'Sample answer' },
+        },
+      ],
+    };
   const schema = request.body.response_format?.json_schema?.schema;
   return schema ? { json: exampleOf(schema) } : { content: 'ok' };
 }
 
 function forSite(code: string, siteUrl: string, mcpUrl: string): string {
-  return code.replace(/https:\/\/example\.com(?![\w.-])/g, `${siteUrl}/static`).replaceAll('https://mcp.example.com/mcp', mcpUrl);
+  return code
+    .replace(/https:\/\/example\.com(?![\w.-])/g, `${siteUrl}/static`)
+    .replaceAll('https://mcp.example.com/mcp', mcpUrl);
 }
 
 describe('docs samples run against the service', function () {
@@ -86,10 +109,20 @@ describe('docs samples run against the service', function () {
     mcp = await startMcpServer();
     workDir = mkdtempSync(path.join(os.tmpdir(), 'docs-samples-'));
     symlinkSync(path.join(REPO_ROOT, 'node_modules'), path.join(workDir, 'node_modules'));
-    const forum = { clientId: 'docs-sample-app', clientSecret: 'docs-sample-secret', username: 'docs_reader', password: 'docs-reader-pass' };
+    const forum = {
+      clientId: 'docs-sample-app',
+      clientSecret: 'docs-sample-secret',
+      username: 'docs_reader',
+      password: 'docs-reader-pass',
+    };
     h.forum.addApp({ clientId: forum.clientId, clientSecret: forum.clientSecret });
     h.forum.addUser({ username: forum.username, password: forum.password });
-    const microblog = { username: 'docs_brand', email: 'brand@example.com', password: 'brand-pass-123', totpSecret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP' };
+    const microblog = {
+      username: 'docs_brand',
+      email: 'brand@example.com',
+      password: 'brand-pass-123',
+      totpSecret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP',
+    };
     h.microblog.addAccount(microblog);
     env = {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -121,7 +154,9 @@ describe('docs samples run against the service', function () {
 
   after(async function () {
     // The automations guide schedules a weekday run; it must not fire later in the same test run.
-    const schedules = h ? await h.db.selectFrom('automations').select('schedule_id').where('user_id', '=', userId).execute() : [];
+    const schedules = h
+      ? await h.db.selectFrom('automations').select('schedule_id').where('user_id', '=', userId).execute()
+      : [];
     for (const { schedule_id } of schedules) await h.client.schedule.getHandle(schedule_id).delete();
     h?.llm.reset();
     await receiver?.close();
@@ -134,9 +169,14 @@ describe('docs samples run against the service', function () {
   async function jobsThatDidNotComplete(): Promise<string[]> {
     const deadline = Date.now() + 120_000;
     for (;;) {
-      const jobs = await h.db.selectFrom('jobs').select(['id', 'kind', 'status', 'error']).where('user_id', '=', userId).execute();
+      const jobs = await h.db
+        .selectFrom('jobs')
+        .select(['id', 'kind', 'status', 'error'])
+        .where('user_id', '=', userId)
+        .execute();
       const running = jobs.filter((j) => j.status === 'pending' || j.status === 'processing');
-      if (running.length === 0) return jobs.filter((j) => j.status !== 'completed').map((j) => `${j.kind} ${j.id}: ${j.error}`);
+      if (running.length === 0)
+        return jobs.filter((j) => j.status !== 'completed').map((j) => `${j.kind} ${j.id}: ${j.error}`);
       if (Date.now() > deadline) return running.map((j) => `${j.kind} ${j.id} still ${j.status}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
@@ -152,7 +192,12 @@ describe('docs samples run against the service', function () {
     writeFileSync(file, forSite(block.code, h.site.url, mcp.url));
     const where = sampleLocation(guide, block);
     try {
-      const { stdout } = await run(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), [file], { env, cwd: workDir, timeout: 120_000, maxBuffer: 8 * 1024 * 1024 });
+      const { stdout } = await run(path.join(REPO_ROOT, 'node_modules/.bin/tsx'), [file], {
+        env,
+        cwd: workDir,
+        timeout: 120_000,
+        maxBuffer: 8 * 1024 * 1024,
+      });
       checkExpectation(block, stdout, where);
     } catch (err) {
       if (err instanceof assert.AssertionError) throw err;
@@ -186,15 +231,28 @@ describe('docs samples run against the service', function () {
 
     before(async function () {
       this.timeout(120_000);
-      const { body: accepted } = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static`, webhook_url: receiver.url('/hooks/verify') } });
-      const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.jobId}`, (j) => j.logs.some((l: string) => /webhook delivered/.test(l)));
+      const { body: accepted } = await h.http('POST', '/api/v1/scrape', {
+        apiKey,
+        body: { url: `${h.site.url}/static`, webhook_url: receiver.url('/hooks/verify') },
+      });
+      const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.jobId}`, (j) =>
+        j.logs.some((l: string) => /webhook delivered/.test(l)),
+      );
       const delivery = receiver.deliveries.find((d) => d.path === '/hooks/verify' && d.body.includes(job.id))!;
       const secret = (await h.http('GET', '/api/v1/account/webhook-secret', { apiKey })).body.webhookSecret;
       const header = String(delivery.headers['x-webhook-signature']);
       const now = Number(delivery.headers['x-webhook-timestamp']) * 1000;
       const workedBody = '{"event":"job.completed","kind":"scrape","job":{"id":"0c9f"}}';
-      const worked = { body: workedBody, header: signWebhook('whsec_test_secret', workedBody, 1767225600), secret: 'whsec_test_secret', now: 1767225600 * 1000 };
-      assert.ok(webhooks.markdown.includes(`X-Webhook-Signature: ${worked.header}`), 'the worked example shows the signature the service computes');
+      const worked = {
+        body: workedBody,
+        header: signWebhook('whsec_test_secret', workedBody, 1767225600),
+        secret: 'whsec_test_secret',
+        now: 1767225600 * 1000,
+      };
+      assert.ok(
+        webhooks.markdown.includes(`X-Webhook-Signature: ${worked.header}`),
+        'the worked example shows the signature the service computes',
+      );
       cases = {
         delivered: { body: delivery.body, header, secret, now },
         worked,
@@ -205,13 +263,24 @@ describe('docs samples run against the service', function () {
       };
     });
 
-    const expected = { delivered: true, worked: true, tamperedBody: false, wrongSecret: false, replayedLater: false, garbageHeader: false };
+    const expected = {
+      delivered: true,
+      worked: true,
+      tamperedBody: false,
+      wrongSecret: false,
+      replayedLater: false,
+      garbageHeader: false,
+    };
 
     it('the TypeScript function accepts real and worked-example deliveries and refuses altered or stale ones', function () {
       const file = path.join(workDir, 'verify-webhook.ts');
       writeFileSync(file, example('ts'));
-      const { verifyWebhook } = require(file) as { verifyWebhook: (body: string, header: string, secret: string, tolerance?: number, now?: number) => boolean };
-      const verdicts = Object.fromEntries(Object.entries(cases).map(([name, c]) => [name, verifyWebhook(c.body, c.header, c.secret, 300, c.now)]));
+      const { verifyWebhook } = require(file) as {
+        verifyWebhook: (body: string, header: string, secret: string, tolerance?: number, now?: number) => boolean;
+      };
+      const verdicts = Object.fromEntries(
+        Object.entries(cases).map(([name, c]) => [name, verifyWebhook(c.body, c.header, c.secret, 300, c.now)]),
+      );
       assert.deepEqual(verdicts, expected);
     });
 

@@ -2,12 +2,20 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { buildOpenApiDocument } from '../api/openapi';
 import { loadDocSources } from '../api/docs/load';
-import { codeBlocks, isSafeHref, linkTargets, parseInfoString, parseMarkdown, renderBlocks } from '../api/docs/markdown-to-html';
+import {
+  codeBlocks,
+  isSafeHref,
+  linkTargets,
+  parseInfoString,
+  parseMarkdown,
+  renderBlocks,
+} from '../api/docs/markdown-to-html';
 import { deriveOperationId, withOperationIds, type OpenApiDocument } from '../api/docs/openapi';
 import { buildDocsSite, DOCS_PAGE_PATH, type DocsSite } from '../api/docs/site';
 import { searchTerms, stem } from '../api/docs/text';
 
-const ALLOWED_TAG = /<\/?(p|h[1-6]|a|code|pre|ul|ol|li|em|strong|table|thead|tbody|tr|th|td|blockquote|hr)((?: [a-z]+="[^"<>]*")*)>/g;
+const ALLOWED_TAG =
+  /<\/?(p|h[1-6]|a|code|pre|ul|ol|li|em|strong|table|thead|tbody|tr|th|td|blockquote|hr)((?: [a-z]+="[^"<>]*")*)>/g;
 
 /** Every tag the renderer emitted is one of the harmless ones, with harmless attributes; nothing else is markup. */
 function assertOnlySafeMarkup(html: string): void {
@@ -50,14 +58,23 @@ describe('docs: guides, Markdown rendering and the index', function () {
           const reference = new RegExp(`^${DOCS_PAGE_PATH}#(operation|schema)/(.+)$`).exec(target);
           if (reference) {
             if (reference[1] === 'operation') operationLinks++;
-            assert.ok((reference[1] === 'operation' ? operationIds : schemas).has(reference[2]), `${where}: no such ${reference[1]}`);
+            assert.ok(
+              (reference[1] === 'operation' ? operationIds : schemas).has(reference[2]),
+              `${where}: no such ${reference[1]}`,
+            );
             continue;
           }
           if (target === DOCS_PAGE_PATH) continue;
-          const [page, anchor] = target.startsWith('#') ? [site.pageUrl(guide.path), target.slice(1)] : target.split('#');
+          const [page, anchor] = target.startsWith('#')
+            ? [site.pageUrl(guide.path), target.slice(1)]
+            : target.split('#');
           const linked = pages.get(page);
           assert.ok(linked, `${where}: not a page of the docs site`);
-          if (anchor) assert.ok(linked.sections.some((s) => s.anchor === anchor), `${where}: no such section`);
+          if (anchor)
+            assert.ok(
+              linked.sections.some((s) => s.anchor === anchor),
+              `${where}: no such section`,
+            );
         }
       }
       assert.ok(operationLinks >= 10, 'the guides link to the reference');
@@ -67,7 +84,10 @@ describe('docs: guides, Markdown rendering and the index', function () {
       const runnable = site.guides.flatMap((g) => codeBlocks(g.parsed.blocks)).filter((b) => b.attrs.exec);
       assert.ok(runnable.length >= 20, `${runnable.length} runnable samples`);
       for (const block of runnable) assert.ok(['sh', 'ts'].includes(block.lang), `exec sample in ${block.lang}`);
-      assert.deepEqual(parseInfoString('sh exec expect="code":"x"'), { lang: 'sh', attrs: { exec: true, expect: '"code":"x"' } });
+      assert.deepEqual(parseInfoString('sh exec expect="code":"x"'), {
+        lang: 'sh',
+        attrs: { exec: true, expect: '"code":"x"' },
+      });
     });
   });
 
@@ -98,12 +118,40 @@ describe('docs: guides, Markdown rendering and the index', function () {
     });
 
     it('never emits markup it was not asked for, whatever the text', function () {
-      const markdownish = fc.string({ unit: fc.constantFrom('<', '>', '"', "'", '&', '[', ']', '(', ')', '*', '`', '#', '|', '-', '\n', ' ', 'a', 'javascript:', 'https://x', '\\', '1.', '>') });
-      fc.assert(fc.property(markdownish, (text) => assertOnlySafeMarkup(renderBlocks(parseMarkdown(text).blocks))), { numRuns: 400 });
+      const markdownish = fc.string({
+        unit: fc.constantFrom(
+          '<',
+          '>',
+          '"',
+          "'",
+          '&',
+          '[',
+          ']',
+          '(',
+          ')',
+          '*',
+          '`',
+          '#',
+          '|',
+          '-',
+          '\n',
+          ' ',
+          'a',
+          'javascript:',
+          'https://x',
+          '\\',
+          '1.',
+          '>',
+        ),
+      });
+      fc.assert(
+        fc.property(markdownish, (text) => assertOnlySafeMarkup(renderBlocks(parseMarkdown(text).blocks))),
+        { numRuns: 400 },
+      );
     });
 
     it('gives headings GitHub-style ids, distinct when titles repeat', function () {
-      const { headings } = parseMarkdown('# Guide\n## Keep passwords out of the model\'s view\n## Limits\n### Limits');
+      const { headings } = parseMarkdown("# Guide\n## Keep passwords out of the model's view\n## Limits\n### Limits");
       assert.deepEqual(
         headings.map((h) => h.id),
         ['guide', 'keep-passwords-out-of-the-models-view', 'limits', 'limits-1'],
@@ -125,9 +173,22 @@ describe('docs: guides, Markdown rendering and the index', function () {
 
   describe('search terms', function () {
     it('stem words as Porter does and drop words that carry no meaning', function () {
-      const expected: Record<string, string> = { caresses: 'caress', ponies: 'poni', relational: 'relat', hopping: 'hop', generalizations: 'gener', verifying: 'verifi', signatures: 'signatur' };
+      const expected: Record<string, string> = {
+        caresses: 'caress',
+        ponies: 'poni',
+        relational: 'relat',
+        hopping: 'hop',
+        generalizations: 'gener',
+        verifying: 'verifi',
+        signatures: 'signatur',
+      };
       for (const [word, stemmed] of Object.entries(expected)) assert.equal(stem(word), stemmed, word);
-      assert.deepEqual(searchTerms("How do I keep a password out of the model's view?"), ['keep', 'password', 'model', 'view']);
+      assert.deepEqual(searchTerms("How do I keep a password out of the model's view?"), [
+        'keep',
+        'password',
+        'model',
+        'view',
+      ]);
       assert.deepEqual(searchTerms('sensitive_data X-API-Key'), ['sensit', 'data', 'api', 'kei']);
     });
   });
@@ -136,7 +197,10 @@ describe('docs: guides, Markdown rendering and the index', function () {
     it('holds one entry per section of every guide and the README, and one per operation', function () {
       const documents = [...site.guides, site.readme!];
       const sectionEntries = site.entries.filter((e) => e.kind !== 'operation');
-      assert.equal(sectionEntries.length, documents.reduce((n, g) => n + g.sections.filter((s) => s.ownMarkdown.split('\n').length > 1).length, 0));
+      assert.equal(
+        sectionEntries.length,
+        documents.reduce((n, g) => n + g.sections.filter((s) => s.ownMarkdown.split('\n').length > 1).length, 0),
+      );
       assert.deepEqual(
         site.entries.filter((e) => e.kind === 'operation').map((e) => e.anchor),
         site.operations.map((op) => `operation/${op.operationId}`),
@@ -145,7 +209,10 @@ describe('docs: guides, Markdown rendering and the index', function () {
       assert.deepEqual(site.search('the and of how', 10), [], 'a query of only common words finds nothing');
       for (const op of site.operations) {
         const hits = site.search(`${op.method} ${op.path} ${op.summary}`, 5);
-        assert.ok(hits.some((h) => h.anchor === `operation/${op.operationId}`), `${op.operationId} is not found by its own summary`);
+        assert.ok(
+          hits.some((h) => h.anchor === `operation/${op.operationId}`),
+          `${op.operationId} is not found by its own summary`,
+        );
       }
     });
 
@@ -158,8 +225,13 @@ describe('docs: guides, Markdown rendering and the index', function () {
 
     it('reads a guide, one section, or an operation, and says what exists when asked for something that does not', function () {
       const whole = site.readDoc('docs/webhooks.md');
-      assert.ok(whole.ok && whole.markdown.startsWith('# Webhooks') && whole.sections.some((s) => s.anchor === 'verifying-the-signature'));
-      for (const path of ['webhooks', 'webhooks.md', `${DOCS_PAGE_PATH}/guides/webhooks`]) assert.ok(site.readDoc(path).ok, path);
+      assert.ok(
+        whole.ok &&
+          whole.markdown.startsWith('# Webhooks') &&
+          whole.sections.some((s) => s.anchor === 'verifying-the-signature'),
+      );
+      for (const path of ['webhooks', 'webhooks.md', `${DOCS_PAGE_PATH}/guides/webhooks`])
+        assert.ok(site.readDoc(path).ok, path);
       const section = site.readDoc('docs/webhooks.md', '#verifying-the-signature');
       assert.ok(section.ok);
       assert.match(section.markdown, /^## Verifying the signature/);
@@ -180,14 +252,22 @@ describe('docs: guides, Markdown rendering and the index', function () {
       assert.equal(body.title, 'ScrapeRequest');
       assert.ok(body.properties.url && body.properties.structured_output);
       assert.equal((op.responses['400'] as any).content['application/json'].schema.title, 'ErrorResponse');
-      for (const path of ['/scrape/status/{jobId}', '/api/v1/scrape/status/{id}', 'http://localhost:3000/api/v1/scrape/status/0c9f2a64-3f0e-4a7c-9d51-6f3c2b1a0e99?x=1']) {
+      for (const path of [
+        '/scrape/status/{jobId}',
+        '/api/v1/scrape/status/{id}',
+        'http://localhost:3000/api/v1/scrape/status/0c9f2a64-3f0e-4a7c-9d51-6f3c2b1a0e99?x=1',
+      ]) {
         assert.equal(site.getOperation({ method: 'get', path })?.operationId, 'getScrapeJob', path);
       }
       assert.equal(site.getOperation({ method: 'DELETE', path: '/scrape' }), null);
     });
 
     it('keeps an operationId the document gives and derives one where it gives none', function () {
-      const doc = { openapi: '3.1.0', info: { title: 't', version: '9' }, paths: { '/a/{id}': { get: { operationId: 'readA' }, delete: {} } } } as OpenApiDocument;
+      const doc = {
+        openapi: '3.1.0',
+        info: { title: 't', version: '9' },
+        paths: { '/a/{id}': { get: { operationId: 'readA' }, delete: {} } },
+      } as OpenApiDocument;
       const withIds = withOperationIds(doc);
       assert.equal(withIds.paths['/a/{id}'].get.operationId, 'readA');
       assert.equal(withIds.paths['/a/{id}'].delete.operationId, 'deleteAById');

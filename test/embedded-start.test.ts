@@ -75,7 +75,12 @@ interface EmbeddedContext {
   /** Polls a job status path until the job is completed or failed. */
   waitForJob(apiKey: string, statusPath: string): Promise<any>;
   /** Values later cases use (the user, ids of what earlier cases created). */
-  state: { user?: { userId: string; apiKey: string }; forumAccountId?: string; microblogAccountId?: string; [key: string]: unknown };
+  state: {
+    user?: { userId: string; apiKey: string };
+    forumAccountId?: string;
+    microblogAccountId?: string;
+    [key: string]: unknown;
+  };
 }
 
 interface EndpointCase {
@@ -93,7 +98,11 @@ function userOf(ctx: EmbeddedContext) {
   return ctx.state.user;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 90_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | null | undefined | false>,
+  timeoutMs = 90_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -130,11 +139,28 @@ const CASES: EndpointCase[] = [
   },
   {
     name: 'credits the wallet and sets limits through the CLI',
-    covers: ['CLI credit', 'POST /admin/users/{userId}/credit', 'CLI set-limits', 'PATCH /admin/users/{userId}/subscription'],
+    covers: [
+      'CLI credit',
+      'POST /admin/users/{userId}/credit',
+      'CLI set-limits',
+      'PATCH /admin/users/{userId}/subscription',
+    ],
     async run(ctx) {
       const user = userOf(ctx);
-      assert.deepEqual(await ctx.admin(['credit', '--user', user.userId, '--usd', '2.5']), { userId: user.userId, balanceUsd: 7.5, replayed: false });
-      const limited = await ctx.admin(['set-limits', '--user', user.userId, '--monthly-operation-limit', '50', '--automation-limit', '3']);
+      assert.deepEqual(await ctx.admin(['credit', '--user', user.userId, '--usd', '2.5']), {
+        userId: user.userId,
+        balanceUsd: 7.5,
+        replayed: false,
+      });
+      const limited = await ctx.admin([
+        'set-limits',
+        '--user',
+        user.userId,
+        '--monthly-operation-limit',
+        '50',
+        '--automation-limit',
+        '3',
+      ]);
       assert.equal(limited.userId, user.userId);
       assert.equal(limited.status, 'active');
       assert.equal(limited.monthlyOperationLimit, 50);
@@ -161,17 +187,27 @@ const CASES: EndpointCase[] = [
     covers: ['POST /api/v1/scrape', 'GET /api/v1/scrape/status/{jobId}'],
     async run(ctx) {
       const user = userOf(ctx);
-      const accepted = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/static`, structured_output: [{ id: 'title', type: 'string' }] } });
+      const accepted = await ctx.http('POST', '/api/v1/scrape', {
+        apiKey: user.apiKey,
+        body: { url: `${ctx.site.url}/static`, structured_output: [{ id: 'title', type: 'string' }] },
+      });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       assert.match(accepted.body.jobId, UUID);
       // Long polling (?wait=N) on the embedded path: the in-process notifier and the PGlite re-read.
       let held = await ctx.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}?wait=30`, { apiKey: user.apiKey });
-      for (let i = 0; i < 3 && held.status === 200 && held.body.status !== 'completed' && held.body.status !== 'failed'; i++) {
+      for (
+        let i = 0;
+        i < 3 && held.status === 200 && held.body.status !== 'completed' && held.body.status !== 'failed';
+        i++
+      ) {
         held = await ctx.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}?wait=30`, { apiKey: user.apiKey });
       }
       assert.equal(held.status, 200, JSON.stringify(held.body));
       assert.equal(held.body.status, 'completed', held.body.error);
-      assert.equal((await ctx.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}?wait=31`, { apiKey: user.apiKey })).status, 400);
+      assert.equal(
+        (await ctx.http('GET', `/api/v1/scrape/status/${accepted.body.jobId}?wait=31`, { apiKey: user.apiKey })).status,
+        400,
+      );
       const job = await ctx.waitForJob(user.apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
       assert.equal(job.status, 'completed', job.error);
       assert.ok(job.result.markdown.includes('Field Guide to Urban Beekeeping'), job.result.markdown.slice(0, 300));
@@ -184,7 +220,10 @@ const CASES: EndpointCase[] = [
     covers: ['POST /api/v1/scrape'],
     async run(ctx) {
       const user = userOf(ctx);
-      const answered = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/spa`, async: false } });
+      const answered = await ctx.http('POST', '/api/v1/scrape', {
+        apiKey: user.apiKey,
+        body: { url: `${ctx.site.url}/spa`, async: false },
+      });
       assert.equal(answered.status, 200, JSON.stringify(answered.body));
       assert.equal(answered.body.renderedWith, 'browser', JSON.stringify(answered.body).slice(0, 500));
       assert.match(answered.body.markdown, /Client Rendered/);
@@ -196,8 +235,14 @@ const CASES: EndpointCase[] = [
     covers: ['POST /api/v1/agentscraper', 'GET /api/v1/agentscraper/status/{jobId}'],
     async run(ctx) {
       const user = userOf(ctx);
-      ctx.llm.enqueue(act('navigate', { url: `${ctx.site.url}/static` }, 'Open the page'), act('done', { success: true, answer: 'Field Guide to Urban Beekeeping' }));
-      const accepted = await ctx.http('POST', '/api/v1/agentscraper', { apiKey: user.apiKey, body: { task: `Open ${ctx.site.url}/static and tell me its title`, headless: true } });
+      ctx.llm.enqueue(
+        act('navigate', { url: `${ctx.site.url}/static` }, 'Open the page'),
+        act('done', { success: true, answer: 'Field Guide to Urban Beekeeping' }),
+      );
+      const accepted = await ctx.http('POST', '/api/v1/agentscraper', {
+        apiKey: user.apiKey,
+        body: { task: `Open ${ctx.site.url}/static and tell me its title`, headless: true },
+      });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       const job = await ctx.waitForJob(user.apiKey, `/api/v1/agentscraper/status/${accepted.body.jobId}`);
       assert.equal(job.status, 'completed', job.error);
@@ -207,36 +252,71 @@ const CASES: EndpointCase[] = [
   },
   {
     name: 'saves, lists, updates and deletes social accounts (forum and microblog fakes)',
-    covers: ['POST /api/v1/social-accounts', 'GET /api/v1/social-accounts', 'PATCH /api/v1/social-accounts/{id}', 'DELETE /api/v1/social-accounts/{id}'],
+    covers: [
+      'POST /api/v1/social-accounts',
+      'GET /api/v1/social-accounts',
+      'PATCH /api/v1/social-accounts/{id}',
+      'DELETE /api/v1/social-accounts/{id}',
+    ],
     async run(ctx) {
       const user = userOf(ctx);
-      const forumCredentials = { forumClientId: 'embedded-app', forumClientSecret: 'embedded-secret-123', forumUsername: 'embedded_poster', forumPassword: 'embedded-pass-456' };
+      const forumCredentials = {
+        forumClientId: 'embedded-app',
+        forumClientSecret: 'embedded-secret-123',
+        forumUsername: 'embedded_poster',
+        forumPassword: 'embedded-pass-456',
+      };
       ctx.forum.addApp({ clientId: forumCredentials.forumClientId, clientSecret: forumCredentials.forumClientSecret });
       ctx.forum.addUser({ username: forumCredentials.forumUsername, password: forumCredentials.forumPassword });
-      const forum = await ctx.http('POST', '/api/v1/social-accounts', { apiKey: user.apiKey, body: { platform: 'forum', name: 'Forum', credentials: forumCredentials } });
+      const forum = await ctx.http('POST', '/api/v1/social-accounts', {
+        apiKey: user.apiKey,
+        body: { platform: 'forum', name: 'Forum', credentials: forumCredentials },
+      });
       assert.equal(forum.status, 201, JSON.stringify(forum.body));
       assert.equal(forum.body.account.validationStatus, 'valid');
       ctx.state.forumAccountId = forum.body.account.id;
 
-      ctx.microblog.addAccount({ username: 'embedded_bird', email: 'bird@example.com', password: 'bird-pass-789', totpSecret: TOTP_SECRET });
+      ctx.microblog.addAccount({
+        username: 'embedded_bird',
+        email: 'bird@example.com',
+        password: 'bird-pass-789',
+        totpSecret: TOTP_SECRET,
+      });
       const microblog = await ctx.http('POST', '/api/v1/social-accounts', {
         apiKey: user.apiKey,
-        body: { platform: 'microblog', name: 'Bird', credentials: { username: 'embedded_bird', email: 'bird@example.com', password: 'bird-pass-789', totp_secret: TOTP_SECRET } },
+        body: {
+          platform: 'microblog',
+          name: 'Bird',
+          credentials: {
+            username: 'embedded_bird',
+            email: 'bird@example.com',
+            password: 'bird-pass-789',
+            totp_secret: TOTP_SECRET,
+          },
+        },
       });
       assert.equal(microblog.status, 201, JSON.stringify(microblog.body));
       ctx.state.microblogAccountId = microblog.body.account.id;
 
       const listed = await ctx.http('GET', '/api/v1/social-accounts', { apiKey: user.apiKey });
       assert.equal(listed.status, 200);
-      assert.deepEqual(listed.body.accounts.map((a: { platform: string }) => a.platform).sort(), ['forum', 'microblog']);
+      assert.deepEqual(listed.body.accounts.map((a: { platform: string }) => a.platform).sort(), [
+        'forum',
+        'microblog',
+      ]);
       assert.ok(!JSON.stringify(listed.body).includes(forumCredentials.forumClientSecret));
 
-      const renamed = await ctx.http('PATCH', `/api/v1/social-accounts/${ctx.state.microblogAccountId}`, { apiKey: user.apiKey, body: { name: 'Bird (renamed)', isActive: false } });
+      const renamed = await ctx.http('PATCH', `/api/v1/social-accounts/${ctx.state.microblogAccountId}`, {
+        apiKey: user.apiKey,
+        body: { name: 'Bird (renamed)', isActive: false },
+      });
       assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
       assert.equal(renamed.body.account.name, 'Bird (renamed)');
       assert.equal(renamed.body.account.isActive, false);
 
-      const deleted = await ctx.http('DELETE', `/api/v1/social-accounts/${ctx.state.microblogAccountId}`, { apiKey: user.apiKey });
+      const deleted = await ctx.http('DELETE', `/api/v1/social-accounts/${ctx.state.microblogAccountId}`, {
+        apiKey: user.apiKey,
+      });
       assert.equal(deleted.status, 204);
       assert.equal((await ctx.http('GET', '/api/v1/social-accounts', { apiKey: user.apiKey })).body.accounts.length, 1);
     },
@@ -248,10 +328,19 @@ const CASES: EndpointCase[] = [
       const user = userOf(ctx);
       assert.ok(ctx.state.forumAccountId, 'needs the forum account of an earlier case');
       ctx.forum.addCommunity('embedded_bees');
-      ctx.llm.enqueue(act('submit_post', { community: 'embedded_bees', title: 'Embedded tip', text: 'Water your bees.' }), act('done', { success: true, answer: 'posted' }));
+      ctx.llm.enqueue(
+        act('submit_post', { community: 'embedded_bees', title: 'Embedded tip', text: 'Water your bees.' }),
+        act('done', { success: true, answer: 'posted' }),
+      );
       const created = await ctx.http('POST', '/api/v1/automations', {
         apiKey: user.apiKey,
-        body: { name: 'Weekly tip', cron: '0 9 * * 1', task: 'Post a tip to r/embedded_bees', automation_type: 'forum-agent', forum: { mode: 'saved', accountIds: [ctx.state.forumAccountId] } },
+        body: {
+          name: 'Weekly tip',
+          cron: '0 9 * * 1',
+          task: 'Post a tip to r/embedded_bees',
+          automation_type: 'forum-agent',
+          forum: { mode: 'saved', accountIds: [ctx.state.forumAccountId] },
+        },
       });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       await until('the first run to post', async () => ctx.forum.posts().find((p) => p.title === 'Embedded tip'));
@@ -261,7 +350,13 @@ const CASES: EndpointCase[] = [
       assert.equal(listed.body.automations[0].status, 'active');
       const tooOften = await ctx.http('POST', '/api/v1/automations', {
         apiKey: user.apiKey,
-        body: { name: 'Spam', cron: '* * * * *', task: 't', automation_type: 'forum-agent', forum: { mode: 'saved', accountIds: [ctx.state.forumAccountId] } },
+        body: {
+          name: 'Spam',
+          cron: '* * * * *',
+          task: 't',
+          automation_type: 'forum-agent',
+          forum: { mode: 'saved', accountIds: [ctx.state.forumAccountId] },
+        },
       });
       assert.equal(tooOften.status, 400);
       assert.equal(tooOften.body.error.code, 'cron_too_frequent');
@@ -278,9 +373,16 @@ const CASES: EndpointCase[] = [
       const transactions = await until('the automation run to be charged', async () => {
         const answer = await ctx.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: user.apiKey });
         assert.equal(answer.status, 200, JSON.stringify(answer.body));
-        return answer.body.transactions.some((t: { agentName: string }) => t.agentName === 'forum-agent') && answer.body.transactions;
+        return (
+          answer.body.transactions.some((t: { agentName: string }) => t.agentName === 'forum-agent') &&
+          answer.body.transactions
+        );
       });
-      assert.deepEqual([...new Set(transactions.map((t: { agentName: string }) => t.agentName))].sort(), ['browser-agent', 'forum-agent', 'scrape']);
+      assert.deepEqual([...new Set(transactions.map((t: { agentName: string }) => t.agentName))].sort(), [
+        'browser-agent',
+        'forum-agent',
+        'scrape',
+      ]);
     },
   },
   {
@@ -289,7 +391,10 @@ const CASES: EndpointCase[] = [
     async run(ctx) {
       const user = userOf(ctx);
       const imported = await ctx.admin(['import-skills', SKILLS_CATALOGUE_PATH]);
-      assert.deepEqual({ inserted: imported.inserted, embedded: imported.embedded, errors: imported.errors }, { inserted: SKILLS_CATALOGUE_COUNT, embedded: SKILLS_CATALOGUE_COUNT, errors: [] });
+      assert.deepEqual(
+        { inserted: imported.inserted, embedded: imported.embedded, errors: imported.errors },
+        { inserted: SKILLS_CATALOGUE_COUNT, embedded: SKILLS_CATALOGUE_COUNT, errors: [] },
+      );
       const found = await ctx.http('GET', '/api/v1/skills/directory/search?q=pdf&pageSize=5', { apiKey: user.apiKey });
       assert.equal(found.status, 200, JSON.stringify(found.body));
       assert.equal(found.body.items[0].externalId, CATALOGUE_IDS.pdfToolkit);
@@ -304,17 +409,28 @@ const CASES: EndpointCase[] = [
       const user = userOf(ctx);
       const embeddingsBefore = ctx.llm.requests.filter((r) => r.kind === 'embeddings').length;
       // The default answers of the fake model (schema-shaped: keywords ["fake"], ranking [0]).
-      const answered = await ctx.http('GET', '/api/v1/skills/directory/ai-search?q=fill%20in%20a%20pdf%20form&pageSize=5', { apiKey: user.apiKey });
+      const answered = await ctx.http(
+        'GET',
+        '/api/v1/skills/directory/ai-search?q=fill%20in%20a%20pdf%20form&pageSize=5',
+        { apiKey: user.apiKey },
+      );
       assert.equal(answered.status, 200, JSON.stringify(answered.body));
       assert.equal(answered.body.meta.mode, 'ai', JSON.stringify(answered.body.meta));
       assert.ok(ctx.llm.requests.filter((r) => r.kind === 'embeddings').length > embeddingsBefore);
       // The regression: plan words too short for trigrams, and fractional "candidate numbers".
-      ctx.llm.enqueue({ json: { keywords: ['ui', 'qa'], tags: ['go'], intent: 'Test a UI' } }, { json: { ranking: [0.5, 1, 2.5] } });
-      const short = await ctx.http('GET', '/api/v1/skills/directory/ai-search?q=ui%20qa&pageSize=5', { apiKey: user.apiKey });
+      ctx.llm.enqueue(
+        { json: { keywords: ['ui', 'qa'], tags: ['go'], intent: 'Test a UI' } },
+        { json: { ranking: [0.5, 1, 2.5] } },
+      );
+      const short = await ctx.http('GET', '/api/v1/skills/directory/ai-search?q=ui%20qa&pageSize=5', {
+        apiKey: user.apiKey,
+      });
       assert.equal(short.status, 200, JSON.stringify(short.body));
       assert.equal(short.body.meta.mode, 'ai');
       assert.deepEqual(short.body.meta.plan.keywords, ['ui', 'qa']);
-      const charged = (await ctx.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: user.apiKey })).body.transactions.filter((t: { agentName: string }) => t.agentName === 'skills-ai-search');
+      const charged = (
+        await ctx.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: user.apiKey })
+      ).body.transactions.filter((t: { agentName: string }) => t.agentName === 'skills-ai-search');
       assert.equal(charged.length, 2);
     },
   },
@@ -336,8 +452,16 @@ const CASES: EndpointCase[] = [
     covers: ['CLI set-router-key', 'PUT /admin/users/{userId}/router-key'],
     async run(ctx) {
       const user = userOf(ctx);
-      assert.deepEqual(Object.keys(await ctx.admin(['set-router-key', '--user', user.userId, '--key', 'sk-router-embedded-0123456789'])).includes('userId'), true);
-      const accepted = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/static`, llm_provider: 'router', llm_model: 'vendor/any-model' } });
+      assert.deepEqual(
+        Object.keys(
+          await ctx.admin(['set-router-key', '--user', user.userId, '--key', 'sk-router-embedded-0123456789']),
+        ).includes('userId'),
+        true,
+      );
+      const accepted = await ctx.http('POST', '/api/v1/scrape', {
+        apiKey: user.apiKey,
+        body: { url: `${ctx.site.url}/static`, llm_provider: 'router', llm_model: 'vendor/any-model' },
+      });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       const job = await ctx.waitForJob(user.apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
       assert.equal(job.status, 'completed', job.error);
@@ -366,12 +490,18 @@ const CASES: EndpointCase[] = [
       const user = userOf(ctx);
       const deactivated = await ctx.admin(['deactivate', '--user', user.userId]);
       assert.equal(deactivated.status, 'inactive');
-      const refused = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/static` } });
+      const refused = await ctx.http('POST', '/api/v1/scrape', {
+        apiKey: user.apiKey,
+        body: { url: `${ctx.site.url}/static` },
+      });
       assert.equal(refused.status, 403, JSON.stringify(refused.body));
       assert.equal(refused.body.error.code, 'subscription_inactive');
       const activated = await ctx.admin(['activate', '--user', user.userId]);
       assert.equal(activated.status, 'active');
-      const accepted = await ctx.http('POST', '/api/v1/scrape', { apiKey: user.apiKey, body: { url: `${ctx.site.url}/static` } });
+      const accepted = await ctx.http('POST', '/api/v1/scrape', {
+        apiKey: user.apiKey,
+        body: { url: `${ctx.site.url}/static` },
+      });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       await ctx.waitForJob(user.apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
     },
@@ -390,7 +520,7 @@ const CASES: EndpointCase[] = [
       assert.ok(metrics.value('platform_job_duration_seconds_count', { kind: 'scrape', status: 'completed' }) >= 1);
       assert.ok(metrics.value('platform_debits_total') >= 1);
     },
-  },  // ---- Tool market, custom-agent discovery and the provider charge endpoint (issue 8: every endpoint on PGlite) ----
+  }, // ---- Tool market, custom-agent discovery and the provider charge endpoint (issue 8: every endpoint on PGlite) ----
   {
     name: 'market: discovers and validates the loopback MCP server through the embedded workers; a host that does not resolve is 400 host_not_found',
     covers: ['POST /api/v1/mcp-market/discover', 'POST /api/v1/mcp-market/validate'],
@@ -409,11 +539,17 @@ const CASES: EndpointCase[] = [
       assert.match(validated.body.validationId, UUID);
       ctx.state.marketValidation = { id: validated.body.validationId, fingerprint: validated.body.sourceFingerprint };
       // The service's only DNS server is the loopback fake: a made-up name is NXDOMAIN there, the caller's error.
-      const nowhere = await ctx.http('POST', '/api/v1/mcp-market/validate', { apiKey: user.apiKey, body: { type: 'remote_mcp', url: 'https://nowhere-embedded.aa/mcp' } });
+      const nowhere = await ctx.http('POST', '/api/v1/mcp-market/validate', {
+        apiKey: user.apiKey,
+        body: { type: 'remote_mcp', url: 'https://nowhere-embedded.aa/mcp' },
+      });
       assert.equal(nowhere.status, 400, JSON.stringify(nowhere.body));
       assert.equal(nowhere.body.error.code, 'host_not_found');
       assert.match(nowhere.body.error.message, /nowhere-embedded\.aa/);
-      assert.ok(ctx.dns.queries().some((q) => q.name === 'nowhere-embedded.aa'), 'the fake DNS was not asked');
+      assert.ok(
+        ctx.dns.queries().some((q) => q.name === 'nowhere-embedded.aa'),
+        'the fake DNS was not asked',
+      );
     },
   },
   {
@@ -432,7 +568,10 @@ const CASES: EndpointCase[] = [
       try {
         const provider = await ctx.admin(['create-user', '--email', 'tool-seller@example.com', '--credit-usd', '0']);
         const consumer = await ctx.admin(['create-user', '--email', 'tool-buyer@example.com', '--credit-usd', '1']);
-        const validated = await ctx.http('POST', '/api/v1/mcp-market/validate', { apiKey: provider.apiKey, body: { type: 'remote_mcp', url: service.url } });
+        const validated = await ctx.http('POST', '/api/v1/mcp-market/validate', {
+          apiKey: provider.apiKey,
+          body: { type: 'remote_mcp', url: service.url },
+        });
         assert.equal(validated.status, 200, JSON.stringify(validated.body));
         const created = await ctx.http('POST', '/api/v1/mcp-market/submissions', {
           apiKey: provider.apiKey,
@@ -447,23 +586,51 @@ const CASES: EndpointCase[] = [
           },
         });
         assert.equal(created.status, 201, JSON.stringify(created.body));
-        assert.equal((await ctx.http('POST', `/api/v1/mcp-market/submissions/${created.body.id}/submit`, { apiKey: provider.apiKey })).status, 200);
+        assert.equal(
+          (
+            await ctx.http('POST', `/api/v1/mcp-market/submissions/${created.body.id}/submit`, {
+              apiKey: provider.apiKey,
+            })
+          ).status,
+          200,
+        );
         await ctx.admin(['review', '--market', 'mcp', '--submission', created.body.id, '--approve']);
-        const issued = await ctx.http('POST', `/api/v1/mcp-market/mcps/${created.body.publicId}/credentials`, { apiKey: consumer.apiKey, body: {} });
+        const issued = await ctx.http('POST', `/api/v1/mcp-market/mcps/${created.body.publicId}/credentials`, {
+          apiKey: consumer.apiKey,
+          body: {},
+        });
         assert.equal(issued.status, 201, JSON.stringify(issued.body));
         assert.equal(issued.body.mcpUrl, `${ctx.baseUrl}/mcp/${created.body.publicId}`);
-        const client = new McpClient({ name: 'embedded-consumer', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-        await client.connect(new StreamableHTTPClientTransport(new URL(issued.body.mcpUrl), { requestInit: { headers: { authorization: `Bearer ${issued.body.credential}` } } }));
+        const client = new McpClient(
+          { name: 'embedded-consumer', version: '1.0.0' },
+          { versionNegotiation: { mode: 'auto' } },
+        );
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(issued.body.mcpUrl), {
+            requestInit: { headers: { authorization: `Bearer ${issued.body.credential}` } },
+          }),
+        );
         try {
           const { tools } = await client.listTools();
-          assert.deepEqual(tools.map((t) => [t.name, (t._meta?.['scrape-platform/pricing'] as { clientPriceUsd: number }).clientPriceUsd]), [['lookup_city', 0.002]]);
+          assert.deepEqual(
+            tools.map((t) => [
+              t.name,
+              (t._meta?.['scrape-platform/pricing'] as { clientPriceUsd: number }).clientPriceUsd,
+            ]),
+            [['lookup_city', 0.002]],
+          );
           const answered = await client.callTool({ name: 'lookup_city', arguments: { city: 'Lisbon' } });
           assert.equal(answered.isError, false, JSON.stringify(answered));
         } finally {
           await client.close();
         }
-        const charged = (await ctx.http('GET', '/api/v1/transactions?pageSize=10', { apiKey: consumer.apiKey })).body.transactions.filter((t: { agentName: string }) => t.agentName.startsWith('market:'));
-        assert.deepEqual(charged.map((t: { cost: number }) => t.cost), [0.002]);
+        const charged = (
+          await ctx.http('GET', '/api/v1/transactions?pageSize=10', { apiKey: consumer.apiKey })
+        ).body.transactions.filter((t: { agentName: string }) => t.agentName.startsWith('market:'));
+        assert.deepEqual(
+          charged.map((t: { cost: number }) => t.cost),
+          [0.002],
+        );
         const revenue = await ctx.http('GET', '/api/v1/provider/revenue', { apiKey: provider.apiKey });
         assert.equal(revenue.status, 200, JSON.stringify(revenue.body));
         assert.equal(revenue.body.totals.totalChargedUsd, 0.002);
@@ -474,19 +641,31 @@ const CASES: EndpointCase[] = [
   },
   {
     name: 'market: verifies a provider event through the charge endpoint and reads the verification back',
-    covers: ['POST /api/v1/mcp-market/event-verifications', 'GET /api/v1/mcp-market/event-verifications/{id}', 'POST /api/v1/provider/runs/{runId}/charge'],
+    covers: [
+      'POST /api/v1/mcp-market/event-verifications',
+      'GET /api/v1/mcp-market/event-verifications/{id}',
+      'POST /api/v1/provider/runs/{runId}/charge',
+    ],
     async run(ctx) {
       const user = userOf(ctx);
       const validation = ctx.state.marketValidation as { fingerprint: string };
       assert.ok(validation, 'needs the validation of the previous case');
-      const created = await ctx.http('POST', '/api/v1/mcp-market/event-verifications', { apiKey: user.apiKey, body: { sourceFingerprint: validation.fingerprint, eventNames: ['page.scraped'] } });
+      const created = await ctx.http('POST', '/api/v1/mcp-market/event-verifications', {
+        apiKey: user.apiKey,
+        body: { sourceFingerprint: validation.fingerprint, eventNames: ['page.scraped'] },
+      });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       assert.match(created.body.id, UUID);
       assert.equal(typeof created.body.chargeToken, 'string');
       const charge = (idempotencyKey: string) =>
         fetch(`${ctx.baseUrl}/api/v1/provider/runs/${created.body.runId}/charge`, {
           method: 'POST',
-          headers: { 'x-api-key': user.apiKey, 'x-service-charge-token': created.body.chargeToken, 'idempotency-key': idempotencyKey, 'content-type': 'application/json' },
+          headers: {
+            'x-api-key': user.apiKey,
+            'x-service-charge-token': created.body.chargeToken,
+            'idempotency-key': idempotencyKey,
+            'content-type': 'application/json',
+          },
           body: JSON.stringify({ eventName: 'page.scraped', count: 1 }),
         }).then(async (r) => ({ status: r.status, body: await r.json() }));
       const charged = await charge('verify-page.scraped');
@@ -495,10 +674,19 @@ const CASES: EndpointCase[] = [
       const replayed = await charge('verify-page.scraped');
       assert.equal(replayed.status, 200);
       assert.equal(replayed.body.replayed, true);
-      const read = await ctx.http('GET', `/api/v1/mcp-market/event-verifications/${created.body.id}`, { apiKey: user.apiKey });
+      const read = await ctx.http('GET', `/api/v1/mcp-market/event-verifications/${created.body.id}`, {
+        apiKey: user.apiKey,
+      });
       assert.equal(read.status, 200, JSON.stringify(read.body));
-      assert.deepEqual([read.body.verifiedEventNames, read.body.complete, read.body.chargeToken], [['page.scraped'], true, undefined]);
-      assert.equal((await ctx.http('GET', `/api/v1/mcp-market/event-verifications/${randomUUID()}`, { apiKey: user.apiKey })).status, 404);
+      assert.deepEqual(
+        [read.body.verifiedEventNames, read.body.complete, read.body.chargeToken],
+        [['page.scraped'], true, undefined],
+      );
+      assert.equal(
+        (await ctx.http('GET', `/api/v1/mcp-market/event-verifications/${randomUUID()}`, { apiKey: user.apiKey }))
+          .status,
+        404,
+      );
       ctx.state.marketVerificationId = created.body.id;
     },
   },
@@ -508,14 +696,24 @@ const CASES: EndpointCase[] = [
     async run(ctx) {
       const user = userOf(ctx);
       const png = PNG.sync.write(new PNG({ width: 32, height: 32 }));
-      const uploaded = await ctx.http('POST', '/api/v1/market/icons', { apiKey: user.apiKey, body: { fileName: 'tools.png', contentType: 'image/png', base64: png.toString('base64') } });
+      const uploaded = await ctx.http('POST', '/api/v1/market/icons', {
+        apiKey: user.apiKey,
+        body: { fileName: 'tools.png', contentType: 'image/png', base64: png.toString('base64') },
+      });
       assert.equal(uploaded.status, 201, JSON.stringify(uploaded.body));
       assert.deepEqual([uploaded.body.width, uploaded.body.height], [32, 32]);
       const served = await fetch(`${ctx.baseUrl}/api/v1/market/icons/${uploaded.body.iconObjectKey}.png`);
       assert.equal(served.status, 200);
       assert.equal(served.headers.get('content-type'), 'image/png');
       assert.ok(Buffer.from(await served.arrayBuffer()).equals(png), 'the icon came back changed');
-      const notPng = await ctx.http('POST', '/api/v1/market/icons', { apiKey: user.apiKey, body: { fileName: 'x.png', contentType: 'image/png', base64: Buffer.from('GIF89a not a png').toString('base64') } });
+      const notPng = await ctx.http('POST', '/api/v1/market/icons', {
+        apiKey: user.apiKey,
+        body: {
+          fileName: 'x.png',
+          contentType: 'image/png',
+          base64: Buffer.from('GIF89a not a png').toString('base64'),
+        },
+      });
       assert.equal(notPng.status, 400);
       ctx.state.marketIconKey = uploaded.body.iconObjectKey;
     },
@@ -537,7 +735,10 @@ const CASES: EndpointCase[] = [
     async run(ctx) {
       const user = userOf(ctx);
       const validation = ctx.state.marketValidation as { id: string; fingerprint: string };
-      assert.ok(validation && ctx.state.marketVerificationId && ctx.state.marketIconKey, 'needs the validation, verification and icon of the previous cases');
+      assert.ok(
+        validation && ctx.state.marketVerificationId && ctx.state.marketIconKey,
+        'needs the validation, verification and icon of the previous cases',
+      );
       const body = {
         validationId: validation.id,
         sourceFingerprint: validation.fingerprint,
@@ -549,13 +750,19 @@ const CASES: EndpointCase[] = [
         iconObjectKey: ctx.state.marketIconKey,
         monetizationStrategy: 'provider_event',
         pricingEvents: [{ eventName: 'page.scraped', title: 'Page scraped', unitPriceUsd: 0.002 }],
-        tools: [{ toolName: 'echo', displayName: 'Echo' }, { toolName: 'add', displayName: 'Add numbers' }],
+        tools: [
+          { toolName: 'echo', displayName: 'Echo' },
+          { toolName: 'add', displayName: 'Add numbers' },
+        ],
       };
       const created = await ctx.http('POST', '/api/v1/mcp-market/submissions', { apiKey: user.apiKey, body });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       assert.equal(created.body.status, 'draft');
       const id = created.body.id;
-      const replaced = await ctx.http('PUT', `/api/v1/mcp-market/submissions/${id}`, { apiKey: user.apiKey, body: { ...body, description: 'Echo and arithmetic tools for agents, replaced' } });
+      const replaced = await ctx.http('PUT', `/api/v1/mcp-market/submissions/${id}`, {
+        apiKey: user.apiKey,
+        body: { ...body, description: 'Echo and arithmetic tools for agents, replaced' },
+      });
       assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
       assert.equal(replaced.body.description, 'Echo and arithmetic tools for agents, replaced');
       const submitted = await ctx.http('POST', `/api/v1/mcp-market/submissions/${id}/submit`, { apiKey: user.apiKey });
@@ -569,7 +776,10 @@ const CASES: EndpointCase[] = [
       assert.ok(own.body.submissions.some((s: { id: string }) => s.id === id));
 
       const queue = await ctx.admin(['submissions', '--market', 'mcp', '--status', 'pending_review']);
-      assert.ok(queue.submissions.some((s: { id: string; status: string }) => s.id === id && s.status === 'pending_review'), JSON.stringify(queue));
+      assert.ok(
+        queue.submissions.some((s: { id: string; status: string }) => s.id === id && s.status === 'pending_review'),
+        JSON.stringify(queue),
+      );
       const approved = await ctx.admin(['review', '--market', 'mcp', '--submission', id, '--approve']);
       assert.equal(approved.status, 'approved');
 
@@ -579,23 +789,51 @@ const CASES: EndpointCase[] = [
       assert.equal(publicId, id, 'the approved entry is listed under its first submission id');
       const entry = await ctx.http('GET', `/api/v1/mcp-market/mcps/${publicId}`, { apiKey: user.apiKey });
       assert.equal(entry.status, 200);
-      assert.deepEqual(entry.body.tools.map((t: { toolName: string }) => t.toolName), ['echo', 'add']);
+      assert.deepEqual(
+        entry.body.tools.map((t: { toolName: string }) => t.toolName),
+        ['echo', 'add'],
+      );
       assert.equal(entry.body.remoteMcpUrl, undefined, 'the public listing must not show the source URL');
 
-      const revision = await ctx.http('POST', `/api/v1/mcp-market/submissions/${id}/revisions`, { apiKey: user.apiKey });
+      const revision = await ctx.http('POST', `/api/v1/mcp-market/submissions/${id}/revisions`, {
+        apiKey: user.apiKey,
+      });
       assert.equal(revision.status, 201, JSON.stringify(revision.body));
-      const revised = await ctx.http('PUT', `/api/v1/mcp-market/submissions/${revision.body.id}`, { apiKey: user.apiKey, body: { ...body, description: 'Echo and arithmetic tools for agents, revised' } });
+      const revised = await ctx.http('PUT', `/api/v1/mcp-market/submissions/${revision.body.id}`, {
+        apiKey: user.apiKey,
+        body: { ...body, description: 'Echo and arithmetic tools for agents, revised' },
+      });
       assert.equal(revised.status, 200, JSON.stringify(revised.body));
       assert.equal(revised.body.parentEntryId, id);
-      assert.equal((await ctx.http('POST', `/api/v1/mcp-market/submissions/${revision.body.id}/submit`, { apiKey: user.apiKey })).status, 200);
-      assert.equal((await ctx.admin(['review', '--market', 'mcp', '--submission', revision.body.id, '--approve'])).status, 'approved');
+      assert.equal(
+        (await ctx.http('POST', `/api/v1/mcp-market/submissions/${revision.body.id}/submit`, { apiKey: user.apiKey }))
+          .status,
+        200,
+      );
+      assert.equal(
+        (await ctx.admin(['review', '--market', 'mcp', '--submission', revision.body.id, '--approve'])).status,
+        'approved',
+      );
       const live = await ctx.http('GET', `/api/v1/mcp-market/mcps/${publicId}`, { apiKey: user.apiKey });
-      assert.equal(live.body.description, 'Echo and arithmetic tools for agents, revised', 'the approved revision is live under the same public id');
+      assert.equal(
+        live.body.description,
+        'Echo and arithmetic tools for agents, revised',
+        'the approved revision is live under the same public id',
+      );
     },
   },
   {
     name: 'pages: the market finds the listed entry and shows its tools; the console signs in with the key and shows the balance and a run',
-    covers: ['GET /', 'GET /market', 'GET /market/tools/{id}', 'GET /console/sign-in', 'POST /console/sign-in', 'GET /console', 'GET /console/runs/{id}', 'GET /console/usage'],
+    covers: [
+      'GET /',
+      'GET /market',
+      'GET /market/tools/{id}',
+      'GET /console/sign-in',
+      'POST /console/sign-in',
+      'GET /console',
+      'GET /console/runs/{id}',
+      'GET /console/usage',
+    ],
     async run(ctx) {
       const user = userOf(ctx);
       const page = async (path: string, init: RequestInit = {}) => {
@@ -606,23 +844,36 @@ const CASES: EndpointCase[] = [
       assert.deepEqual([root.status, root.headers.get('location')], [302, '/market']);
       const market = await page('/market?q=lighthouse&market=tools&pricing=per_event&min=0.001&sort=price_asc');
       assert.equal(market.status, 200);
-      assert.match(market.headers.get('content-security-policy') ?? '', /^default-src 'self'; script-src 'self'; style-src 'self'/);
+      assert.match(
+        market.headers.get('content-security-policy') ?? '',
+        /^default-src 'self'; script-src 'self'; style-src 'self'/,
+      );
       const id = /href="\/market\/tools\/([0-9a-f-]{36})">Embedded Lighthouse Tools</.exec(market.html)?.[1];
       assert.ok(id, 'the catalogue page finds the approved entry (PGlite full text and price filter)');
       const listing = await page(`/market/tools/${id}`);
       assert.equal(listing.status, 200);
-      assert.ok(listing.html.includes('Add numbers') && listing.html.includes(`${ctx.baseUrl}/mcp/${id}`), 'the listing shows its tools and its endpoint');
+      assert.ok(
+        listing.html.includes('Add numbers') && listing.html.includes(`${ctx.baseUrl}/mcp/${id}`),
+        'the listing shows its tools and its endpoint',
+      );
 
       const form = await page('/console/sign-in');
       const pairing = form.headers.getSetCookie().map((c) => c.split(';')[0]);
       const token = /name="csrf" value="([^"]+)"/.exec(form.html)?.[1] ?? '';
       const signedIn = await page('/console/sign-in', {
         method: 'POST',
-        headers: { origin: ctx.baseUrl, cookie: pairing.join('; '), 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          origin: ctx.baseUrl,
+          cookie: pairing.join('; '),
+          'content-type': 'application/x-www-form-urlencoded',
+        },
         body: new URLSearchParams({ csrf: token, api_key: user.apiKey }).toString(),
       });
       assert.deepEqual([signedIn.status, signedIn.headers.get('location')], [303, '/console'], signedIn.html);
-      const session = signedIn.headers.getSetCookie().find((c) => c.startsWith('__Host-console-session='))!.split(';')[0];
+      const session = signedIn.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('__Host-console-session='))!
+        .split(';')[0];
       const home = await page('/console', { headers: { cookie: session } });
       assert.equal(home.status, 200);
       assert.match(home.html, /<dd id="balance">\$\d+\.\d{2,6}<\/dd>/);
@@ -633,7 +884,11 @@ const CASES: EndpointCase[] = [
       assert.match(run.html, /<ol id="run-logs"><li>/);
       const usage = await page('/console/usage', { headers: { cookie: session } });
       assert.equal(usage.status, 200, usage.html);
-      assert.equal((usage.html.match(/<rect [^>]*class="bar"/g) ?? []).length, 30, 'a bar per day of spend (PGlite date grouping)');
+      assert.equal(
+        (usage.html.match(/<rect [^>]*class="bar"/g) ?? []).length,
+        30,
+        'a bar per day of spend (PGlite date grouping)',
+      );
       assert.match(usage.html, /<table id="transactions">/);
     },
   },
@@ -642,40 +897,72 @@ const CASES: EndpointCase[] = [
     covers: ['POST /api/v1/agents/discover-mcp'],
     async run(ctx) {
       const user = userOf(ctx);
-      const discovered = await ctx.http('POST', '/api/v1/agents/discover-mcp', { apiKey: user.apiKey, body: { type: 'remote_mcp', url: ctx.mcp.url } });
+      const discovered = await ctx.http('POST', '/api/v1/agents/discover-mcp', {
+        apiKey: user.apiKey,
+        body: { type: 'remote_mcp', url: ctx.mcp.url },
+      });
       assert.equal(discovered.status, 200, JSON.stringify(discovered.body));
       const names = discovered.body.tools.map((t: { name: string }) => t.name);
       assert.ok(names.includes('echo') && names.includes('add'), names.join(', '));
-      const nowhere = await ctx.http('POST', '/api/v1/agents/discover-mcp', { apiKey: user.apiKey, body: { type: 'remote_mcp', url: 'https://nowhere-agents.aa/mcp' } });
+      const nowhere = await ctx.http('POST', '/api/v1/agents/discover-mcp', {
+        apiKey: user.apiKey,
+        body: { type: 'remote_mcp', url: 'https://nowhere-agents.aa/mcp' },
+      });
       assert.equal(nowhere.status, 400, JSON.stringify(nowhere.body));
       assert.equal(nowhere.body.error.code, 'host_not_found');
-      assert.ok(ctx.dns.queries().some((q) => q.name === 'nowhere-agents.aa'), 'the fake DNS was not asked');
+      assert.ok(
+        ctx.dns.queries().some((q) => q.name === 'nowhere-agents.aa'),
+        'the fake DNS was not asked',
+      );
     },
   },
   // ---- end of the tool market block ----
   {
     name: 'discovers an MCP server, runs a custom agent with its tools, stores and changes a scheduled one',
-    covers: ['POST /api/v1/agents/discover-mcp', 'POST /api/v1/agents/run', 'GET /api/v1/agents/runs/{jobId}', 'POST /api/v1/agents', 'PATCH /api/v1/agents/{id}'],
+    covers: [
+      'POST /api/v1/agents/discover-mcp',
+      'POST /api/v1/agents/run',
+      'GET /api/v1/agents/runs/{jobId}',
+      'POST /api/v1/agents',
+      'PATCH /api/v1/agents/{id}',
+    ],
     async run(ctx) {
       const user = userOf(ctx);
       const mcp = await startMcpServer({ bearerToken: 'embedded-mcp-token' });
       try {
-        const custom_mcps = [{ type: 'remote_mcp', name: 'Echo', source_url: mcp.url, params: { Authorization: 'embedded-mcp-token' } }];
-        const discovered = await ctx.http('POST', '/api/v1/agents/discover-mcp', { apiKey: user.apiKey, body: { type: 'remote_mcp', url: mcp.url, params: { Authorization: 'embedded-mcp-token' } } });
+        const custom_mcps = [
+          { type: 'remote_mcp', name: 'Echo', source_url: mcp.url, params: { Authorization: 'embedded-mcp-token' } },
+        ];
+        const discovered = await ctx.http('POST', '/api/v1/agents/discover-mcp', {
+          apiKey: user.apiKey,
+          body: { type: 'remote_mcp', url: mcp.url, params: { Authorization: 'embedded-mcp-token' } },
+        });
         assert.equal(discovered.status, 200, JSON.stringify(discovered.body));
         assert.ok(discovered.body.tools.some((t: { name: string }) => t.name === 'echo'));
         ctx.llm.enqueue(act('echo', { message: 'embedded' }), act('done', { success: true, answer: 'echo: embedded' }));
-        const accepted = await ctx.http('POST', '/api/v1/agents/run', { apiKey: user.apiKey, body: { task: 'Echo "embedded"', llm_model: 'gpt-4o-mini', custom_mcps } });
+        const accepted = await ctx.http('POST', '/api/v1/agents/run', {
+          apiKey: user.apiKey,
+          body: { task: 'Echo "embedded"', llm_model: 'gpt-4o-mini', custom_mcps },
+        });
         assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
         const run = await ctx.waitForJob(user.apiKey, `/api/v1/agents/runs/${accepted.body.jobId}`);
         assert.equal(run.status, 'completed', run.error);
-        assert.deepEqual(run.toolCalls.map((c: { tool: string; status: string }) => [c.tool, c.status]), [['echo', 'completed']]);
+        assert.deepEqual(
+          run.toolCalls.map((c: { tool: string; status: string }) => [c.tool, c.status]),
+          [['echo', 'completed']],
+        );
         assert.equal(run.request.custom_mcps[0].params.Authorization, '[redacted]');
         ctx.llm.enqueue(act('done', { success: true, answer: 'scheduled' }));
-        const created = await ctx.http('POST', '/api/v1/agents', { apiKey: user.apiKey, body: { name: 'Embedded agent', cron: '0 0 1 1 *', task: 'Say hi', llm_model: 'gpt-4o-mini', custom_mcps } });
+        const created = await ctx.http('POST', '/api/v1/agents', {
+          apiKey: user.apiKey,
+          body: { name: 'Embedded agent', cron: '0 0 1 1 *', task: 'Say hi', llm_model: 'gpt-4o-mini', custom_mcps },
+        });
         assert.equal(created.status, 201, JSON.stringify(created.body));
         assert.equal(created.body.agent.payload.custom_mcps[0].params.Authorization, '[redacted]');
-        const patched = await ctx.http('PATCH', `/api/v1/agents/${created.body.agent.id}`, { apiKey: user.apiKey, body: { cron: '0 6 * * 1' } });
+        const patched = await ctx.http('PATCH', `/api/v1/agents/${created.body.agent.id}`, {
+          apiKey: user.apiKey,
+          body: { cron: '0 6 * * 1' },
+        });
         assert.equal(patched.status, 200, JSON.stringify(patched.body));
         assert.equal(patched.body.agent.payload.cron, '0 6 * * 1');
       } finally {
@@ -719,24 +1006,75 @@ const CASES: EndpointCase[] = [
       const created = await ctx.http('POST', '/api/v1/agent-market/submissions', { apiKey: provider.apiKey, body });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       const { id, publicId } = created.body;
-      assert.equal((await ctx.http('PUT', `/api/v1/agent-market/submissions/${id}`, { apiKey: provider.apiKey, body: { ...body, description: 'Reports page titles' } })).status, 200);
-      assert.equal((await ctx.http('GET', '/api/v1/agent-market/submissions', { apiKey: provider.apiKey })).body.submissions.length, 1);
-      assert.equal((await ctx.http('GET', `/api/v1/agent-market/submissions/${id}`, { apiKey: provider.apiKey })).body.systemPrompt, body.systemPrompt);
-      assert.equal((await ctx.http('POST', `/api/v1/agent-market/submissions/${id}/submit`, { apiKey: provider.apiKey })).body.status, 'pending_review');
+      assert.equal(
+        (
+          await ctx.http('PUT', `/api/v1/agent-market/submissions/${id}`, {
+            apiKey: provider.apiKey,
+            body: { ...body, description: 'Reports page titles' },
+          })
+        ).status,
+        200,
+      );
+      assert.equal(
+        (await ctx.http('GET', '/api/v1/agent-market/submissions', { apiKey: provider.apiKey })).body.submissions
+          .length,
+        1,
+      );
+      assert.equal(
+        (await ctx.http('GET', `/api/v1/agent-market/submissions/${id}`, { apiKey: provider.apiKey })).body
+          .systemPrompt,
+        body.systemPrompt,
+      );
+      assert.equal(
+        (await ctx.http('POST', `/api/v1/agent-market/submissions/${id}/submit`, { apiKey: provider.apiKey })).body
+          .status,
+        'pending_review',
+      );
       const queue = await ctx.admin(['submissions', '--market', 'agent', '--status', 'pending_review']);
-      assert.deepEqual(queue.submissions.map((s: any) => s.id), [id]);
-      assert.equal((await ctx.admin(['review', '--market', 'agent', '--submission', id, '--approve'])).status, 'approved');
+      assert.deepEqual(
+        queue.submissions.map((s: any) => s.id),
+        [id],
+      );
+      assert.equal(
+        (await ctx.admin(['review', '--market', 'agent', '--submission', id, '--approve'])).status,
+        'approved',
+      );
 
       const catalogue = await ctx.http('GET', '/api/v1/agent-market/agents?q=ticket', { apiKey: consumer.apiKey });
-      assert.deepEqual(catalogue.body.agents.map((a: any) => a.id), [publicId]);
+      assert.deepEqual(
+        catalogue.body.agents.map((a: any) => a.id),
+        [publicId],
+      );
       assert.ok(!JSON.stringify(catalogue.body).includes('EMBEDDED-PRIVATE'));
-      assert.equal((await ctx.http('GET', `/api/v1/agent-market/agents/${publicId}`, { apiKey: consumer.apiKey })).body.priceUsd, 0.2);
-      assert.equal((await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/run`, { apiKey: consumer.apiKey, body: { inputs: { page: ctx.site.url } } })).status, 402);
-      assert.equal((await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/purchase`, { apiKey: consumer.apiKey })).status, 201);
-      assert.equal((await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/purchase`, { apiKey: consumer.apiKey })).status, 200);
+      assert.equal(
+        (await ctx.http('GET', `/api/v1/agent-market/agents/${publicId}`, { apiKey: consumer.apiKey })).body.priceUsd,
+        0.2,
+      );
+      assert.equal(
+        (
+          await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/run`, {
+            apiKey: consumer.apiKey,
+            body: { inputs: { page: ctx.site.url } },
+          })
+        ).status,
+        402,
+      );
+      assert.equal(
+        (await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/purchase`, { apiKey: consumer.apiKey }))
+          .status,
+        201,
+      );
+      assert.equal(
+        (await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/purchase`, { apiKey: consumer.apiKey }))
+          .status,
+        200,
+      );
 
       ctx.llm.enqueue(act('done', { success: true, data: { title: 'Fixture' } }));
-      const accepted = await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/run`, { apiKey: consumer.apiKey, body: { inputs: { page: ctx.site.url }, headless: true } });
+      const accepted = await ctx.http('POST', `/api/v1/agent-market/agents/${publicId}/run`, {
+        apiKey: consumer.apiKey,
+        body: { inputs: { page: ctx.site.url }, headless: true },
+      });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       const run = await ctx.waitForJob(consumer.apiKey, `/api/v1/agent-market/runs/${accepted.body.jobId}`);
       assert.equal(run.status, 'completed', run.error);
@@ -744,11 +1082,22 @@ const CASES: EndpointCase[] = [
       assert.equal(run.agentId, publicId);
       assert.ok(!JSON.stringify(run).includes('EMBEDDED-PRIVATE'));
 
-      const revision = await ctx.http('POST', `/api/v1/agent-market/submissions/${id}/revisions`, { apiKey: provider.apiKey });
+      const revision = await ctx.http('POST', `/api/v1/agent-market/submissions/${id}/revisions`, {
+        apiKey: provider.apiKey,
+      });
       assert.equal(revision.status, 201);
       assert.match(revision.body.id, UUID);
-      assert.equal((await ctx.http('DELETE', `/api/v1/agent-market/submissions/${revision.body.id}`, { apiKey: provider.apiKey })).status, 204, 'a draft revision is deleted');
-      assert.equal((await ctx.http('DELETE', `/api/v1/agent-market/submissions/${id}`, { apiKey: provider.apiKey })).status, 409, 'an approved one is not');
+      assert.equal(
+        (await ctx.http('DELETE', `/api/v1/agent-market/submissions/${revision.body.id}`, { apiKey: provider.apiKey }))
+          .status,
+        204,
+        'a draft revision is deleted',
+      );
+      assert.equal(
+        (await ctx.http('DELETE', `/api/v1/agent-market/submissions/${id}`, { apiKey: provider.apiKey })).status,
+        409,
+        'an approved one is not',
+      );
     },
   },
 ];
@@ -790,12 +1139,22 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
   };
 
   before(async function () {
-    const [llm, site, forum, microblog, github, dns] = await Promise.all([startFakeOpenAI(), startFixtureSite(), startFakeForum(), startFakeMicroblog(), startFakeGithub(), startFakeDns()]);
+    const [llm, site, forum, microblog, github, dns] = await Promise.all([
+      startFakeOpenAI(),
+      startFixtureSite(),
+      startFakeForum(),
+      startFakeMicroblog(),
+      startFakeGithub(),
+      startFakeDns(),
+    ]);
     Object.assign(ctx, { llm, site, forum, microblog, github, dns, mcp: await startMcpServer() });
     github.setRepo('embedded/skills', {
       stars: 3,
       license: 'MIT',
-      files: { 'yak-shaver/SKILL.md': '---\nname: yak-shaver\ndescription: Shave yaks before starting the real work.\n---\n\nFirst the yak.\n' },
+      files: {
+        'yak-shaver/SKILL.md':
+          '---\nname: yak-shaver\ndescription: Shave yaks before starting the real work.\n---\n\nFirst the yak.\n',
+      },
     });
     ctx.dataDir = mkdtempSync(path.join(os.tmpdir(), 'embedded-start-'));
     const [port, temporalPort, uiPort] = await distinctFreePorts(3);
@@ -820,7 +1179,11 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
       const headers: Record<string, string> = {};
       if (options.apiKey) headers['x-api-key'] = options.apiKey;
       if (options.body !== undefined) headers['content-type'] = 'application/json';
-      const response = await fetch(`${ctx.baseUrl}${urlPath}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+      const response = await fetch(`${ctx.baseUrl}${urlPath}`, {
+        method,
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      });
       const text = await response.text();
       let body: any = text;
       try {
@@ -856,7 +1219,15 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
   after(async function () {
     killGroup();
     process.removeListener('exit', killGroup);
-    await Promise.all([ctx.llm?.close(), ctx.site?.close(), ctx.forum?.close(), ctx.microblog?.close(), ctx.github?.close(), ctx.dns?.close(), ctx.mcp?.close()]);
+    await Promise.all([
+      ctx.llm?.close(),
+      ctx.site?.close(),
+      ctx.forum?.close(),
+      ctx.microblog?.close(),
+      ctx.github?.close(),
+      ctx.dns?.close(),
+      ctx.mcp?.close(),
+    ]);
     if (ctx.dataDir) rmSync(ctx.dataDir, { recursive: true, force: true });
   });
 
@@ -867,7 +1238,8 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
     const seen: string[] = [];
     for (;;) {
       assert.ok(Date.now() < deadline, `not healthy within 420s; saw ${[...new Set(seen)].join(', ')}`);
-      if (child!.exitCode !== null || child!.signalCode !== null) assert.fail(`npm start exited early (${child!.exitCode ?? child!.signalCode})`);
+      if (child!.exitCode !== null || child!.signalCode !== null)
+        assert.fail(`npm start exited early (${child!.exitCode ?? child!.signalCode})`);
       let status: number;
       let body: any;
       try {
@@ -883,7 +1255,10 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
       }
       if (status === 200) {
         assert.equal(body.status, 'ok');
-        assert.deepEqual({ database: body.checks.database, temporal: body.checks.temporal, workers: body.checks.workers }, { database: true, temporal: true, workers: true });
+        assert.deepEqual(
+          { database: body.checks.database, temporal: body.checks.temporal, workers: body.checks.workers },
+          { database: true, temporal: true, workers: true },
+        );
         break;
       }
       assert.equal(status, 503, `unexpected /health status ${status}: ${JSON.stringify(body)}`);
@@ -897,7 +1272,10 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
 
   it('keeps PGlite and the Temporal SQLite file under DATA_DIR', function () {
     assert.ok(statSync(path.join(ctx.dataDir, 'pglite')).isDirectory(), 'DATA_DIR/pglite is missing');
-    assert.ok(existsSync(path.join(ctx.dataDir, 'pglite', 'PG_VERSION')), 'DATA_DIR/pglite is not a Postgres data directory');
+    assert.ok(
+      existsSync(path.join(ctx.dataDir, 'pglite', 'PG_VERSION')),
+      'DATA_DIR/pglite is not a Postgres data directory',
+    );
     assert.ok(statSync(path.join(ctx.dataDir, 'temporal.db')).isFile(), 'DATA_DIR/temporal.db is missing');
     assert.ok(existsSync(path.join(ctx.dataDir, 'admin-token')), 'DATA_DIR/admin-token is missing');
     assert.ok(existsSync(path.join(ctx.dataDir, 'master.key')), 'DATA_DIR/master.key is missing');
@@ -921,13 +1299,21 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
     );
     const usage = (await runAdmin(['list-commands-please'], ctx.env)).stderr;
     const commands = [...usage.matchAll(/^ {2}([a-z][a-z-]+)(?= |$)/gm)].map((m) => `CLI ${m[1]}`);
-    assert.ok(operations.length >= 15 && commands.length >= 9, `${operations.length} operations, ${commands.length} CLI commands`);
-    const missing = [...operations, ...ADMIN_ROUTES, ...commands, 'GET /api/v1/docs', 'GET /health'].filter((what) => !passed.has(what));
+    assert.ok(
+      operations.length >= 15 && commands.length >= 9,
+      `${operations.length} operations, ${commands.length} CLI commands`,
+    );
+    const missing = [...operations, ...ADMIN_ROUTES, ...commands, 'GET /api/v1/docs', 'GET /health'].filter(
+      (what) => !passed.has(what),
+    );
     assert.deepEqual(missing, [], 'add a case for each to CASES in this file');
   });
 
   it('logs human-readable lines, not JSON, with an access line per request', function () {
-    assert.match(output, /INFO: GET \/api\/v1\/logs 200 \{"requestId":"[^"]+","method":"GET","route":"\/api\/v1\/logs","status":200/);
+    assert.match(
+      output,
+      /INFO: GET \/api\/v1\/logs 200 \{"requestId":"[^"]+","method":"GET","route":"\/api\/v1\/logs","status":200/,
+    );
     assert.ok(!/^\{"level"/m.test(output), 'npm start wrote JSON log lines');
   });
 
@@ -938,7 +1324,10 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
     process.kill(-pgid, 'SIGTERM');
     const result = await Promise.race([exited, sleep(20_000).then(() => null)]);
     assert.ok(result, 'npm start did not exit within 20s of SIGTERM');
-    assert.ok(result.code === 0 || result.code === 143 || result.signal === 'SIGTERM', `unexpected exit: ${JSON.stringify(result)}`);
+    assert.ok(
+      result.code === 0 || result.code === 143 || result.signal === 'SIGTERM',
+      `unexpected exit: ${JSON.stringify(result)}`,
+    );
     // npm itself exits at once; what matters is that nothing of the group (tsx, the service, the
     // Temporal dev server) outlives the deadline.
     while (groupAlive(pgid) && Date.now() < deadline) await sleep(100);
@@ -946,7 +1335,11 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
     // A clean stop closes PGlite, which writes a shutdown checkpoint: pg_control's state field
     // (uint32 at offset 16) is 1 (DB_SHUTDOWNED), not 6 (DB_IN_PRODUCTION, i.e. killed mid-flight).
     const control = readFileSync(path.join(ctx.dataDir, 'pglite', 'global', 'pg_control'));
-    assert.equal(control.readUInt32LE(16), 1, 'PGlite was not shut down cleanly (the service did not finish its stop sequence)');
+    assert.equal(
+      control.readUInt32LE(16),
+      1,
+      'PGlite was not shut down cleanly (the service did not finish its stop sequence)',
+    );
   });
 });
 
@@ -966,7 +1359,11 @@ describe('admin CLI without a running service', function () {
 
   it('prints a clear error to stderr and exits non-zero when the service is unreachable', async function () {
     const closedPort = await freePort();
-    const env = embeddedEnv({ DATA_DIR: dataDir, DNS_SERVERS: dns.server, ADMIN_URL: `http://127.0.0.1:${closedPort}` });
+    const env = embeddedEnv({
+      DATA_DIR: dataDir,
+      DNS_SERVERS: dns.server,
+      ADMIN_URL: `http://127.0.0.1:${closedPort}`,
+    });
     const result = await runAdmin(['create-user', '--email', 'nobody@example.com'], env);
     assert.notEqual(result.code, 0);
     assert.equal(result.stdout, '');

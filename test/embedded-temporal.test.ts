@@ -21,8 +21,17 @@ interface Instance {
 }
 
 function startInstance(env: Record<string, string>): Instance {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name, value]) => value !== undefined && !['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_URL'].includes(name))) as Record<string, string>;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/dev.ts'], { cwd: ROOT, env: { ...inherited, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([name, value]) => value !== undefined && !['DATABASE_URL', 'TEMPORAL_ADDRESS', 'ADMIN_URL'].includes(name),
+    ),
+  ) as Record<string, string>;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/dev.ts'], {
+    cwd: ROOT,
+    env: { ...inherited, ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
@@ -49,7 +58,11 @@ function running(pid: number): boolean {
   }
 }
 
-async function until<T>(what: string, probe: () => T | null | undefined | false | Promise<T | null | undefined | false>, timeoutMs = 240_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => T | null | undefined | false | Promise<T | null | undefined | false>,
+  timeoutMs = 240_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -61,7 +74,13 @@ async function until<T>(what: string, probe: () => T | null | undefined | false 
 
 async function instanceEnv(dataDir: string): Promise<Record<string, string>> {
   const [port, temporalPort, uiPort] = [await freePort(), await freePort(), await freePort()];
-  return { DATA_DIR: dataDir, PORT: String(port), TEMPORAL_DEV_PORT: String(temporalPort), TEMPORAL_UI_PORT: String(uiPort), NETWORK_ALLOWLIST: '127.0.0.1' };
+  return {
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    TEMPORAL_DEV_PORT: String(temporalPort),
+    TEMPORAL_UI_PORT: String(uiPort),
+    NETWORK_ALLOWLIST: '127.0.0.1',
+  };
 }
 
 describe('npm start: the embedded Temporal dev server is its own', function () {
@@ -104,15 +123,24 @@ describe('npm start: the embedded Temporal dev server is its own', function () {
 
     it("TEMPORAL_DEV_PORT on another instance's dev server: the start fails, and nothing polls that server", async function () {
       const otherPort = Number(other.address.split(':')[1]);
-      const env: Record<string, string> = { ...(await instanceEnv(newDataDir())), TEMPORAL_DEV_PORT: String(otherPort) };
+      const env: Record<string, string> = {
+        ...(await instanceEnv(newDataDir())),
+        TEMPORAL_DEV_PORT: String(otherPort),
+      };
       const instance = start(env);
       assert.equal(await instance.exited, 1, instance.output());
-      assert.match(instance.output(), new RegExp(`TEMPORAL_DEV_PORT=${otherPort}: port ${otherPort} on 127\\.0\\.0\\.1 .* is already in use`));
+      assert.match(
+        instance.output(),
+        new RegExp(`TEMPORAL_DEV_PORT=${otherPort}: port ${otherPort} on 127\\.0\\.0\\.1 .* is already in use`),
+      );
       assert.ok(!existsSync(path.join(env.DATA_DIR!, 'temporal.db')), 'no dev server of its own was started');
       const connection = await Connection.connect({ address: other.address });
       try {
         for (const name of ['platform', 'browser']) {
-          const queue = await connection.workflowService.describeTaskQueue({ namespace: 'default', taskQueue: { name } });
+          const queue = await connection.workflowService.describeTaskQueue({
+            namespace: 'default',
+            taskQueue: { name },
+          });
           assert.deepEqual(queue.pollers, [], `something polled ${name} on the other server`);
         }
       } finally {
@@ -129,14 +157,26 @@ describe('npm start: the embedded Temporal dev server is its own', function () {
     it('TEMPORAL_UI_PORT taken: the start fails naming it', async function () {
       const instance = start({ ...(await instanceEnv(newDataDir())), TEMPORAL_UI_PORT: String(listenerPort) });
       assert.equal(await instance.exited, 1, instance.output());
-      assert.match(instance.output(), new RegExp(`TEMPORAL_UI_PORT=${listenerPort}: port ${listenerPort} on 127\\.0\\.0\\.1 \\(the Temporal dev server's Web UI\\) is already in use`));
+      assert.match(
+        instance.output(),
+        new RegExp(
+          `TEMPORAL_UI_PORT=${listenerPort}: port ${listenerPort} on 127\\.0\\.0\\.1 \\(the Temporal dev server's Web UI\\) is already in use`,
+        ),
+      );
     });
   });
 
-  it("restarts over the dev server a killed instance left running, and refuses a second instance on the same DATA_DIR", async function () {
+  it('restarts over the dev server a killed instance left running, and refuses a second instance on the same DATA_DIR', async function () {
     const env = await instanceEnv(newDataDir());
-    const record = () => JSON.parse(readFileSync(path.join(env.DATA_DIR, 'temporal-dev.json'), 'utf8')) as { pid: number; ownerPid: number };
-    const serving = (instance: Instance) => until('the dev server to serve', () => instance.output().includes(`Temporal dev server on 127.0.0.1:${env.TEMPORAL_DEV_PORT}`));
+    const record = () =>
+      JSON.parse(readFileSync(path.join(env.DATA_DIR, 'temporal-dev.json'), 'utf8')) as {
+        pid: number;
+        ownerPid: number;
+      };
+    const serving = (instance: Instance) =>
+      until('the dev server to serve', () =>
+        instance.output().includes(`Temporal dev server on 127.0.0.1:${env.TEMPORAL_DEV_PORT}`),
+      );
 
     const first = start(env);
     await serving(first);
@@ -146,7 +186,12 @@ describe('npm start: the embedded Temporal dev server is its own', function () {
     // Another instance on the same DATA_DIR (its own ports) while the first runs: refused before it opens anything.
     const second = start({ ...(await instanceEnv(env.DATA_DIR)), DATA_DIR: env.DATA_DIR });
     assert.equal(await second.exited, 1, second.output());
-    assert.match(second.output(), new RegExp(`DATA_DIR ${env.DATA_DIR.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use by another npm start \\(pid ${first.child.pid}`));
+    assert.match(
+      second.output(),
+      new RegExp(
+        `DATA_DIR ${env.DATA_DIR.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is in use by another npm start \\(pid ${first.child.pid}`,
+      ),
+    );
     assert.ok(running(firstServer), "the first instance's dev server was left alone");
 
     // The first instance dies without a chance to stop its dev server, which keeps its port.
@@ -156,7 +201,12 @@ describe('npm start: the embedded Temporal dev server is its own', function () {
 
     const restarted = start(env);
     await serving(restarted);
-    assert.match(restarted.output(), new RegExp(`stopping the Temporal dev server \\(pid ${firstServer}\\) that an earlier npm start of this DATA_DIR left running`));
+    assert.match(
+      restarted.output(),
+      new RegExp(
+        `stopping the Temporal dev server \\(pid ${firstServer}\\) that an earlier npm start of this DATA_DIR left running`,
+      ),
+    );
     assert.ok(!running(firstServer), 'the leftover dev server is gone');
     assert.notEqual(record().pid, firstServer);
     assert.equal(record().ownerPid, restarted.child.pid);

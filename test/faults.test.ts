@@ -55,7 +55,8 @@ describe('faults under load', function () {
   let baseUrl: string;
   let user: { userId: string; apiKey: string };
 
-  const startTemporal = () => startTemporalDevServer({ port: temporalPort, uiPort: null, dbFile: path.join(dataDir, 'temporal.db') });
+  const startTemporal = () =>
+    startTemporalDevServer({ port: temporalPort, uiPort: null, dbFile: path.join(dataDir, 'temporal.db') });
 
   before(async function () {
     this.timeout(240_000);
@@ -71,21 +72,44 @@ describe('faults under load', function () {
     llm = await startFakeOpenAI({ latencyMs: 4_000 });
     agentLlm = await startFakeOpenAI({ latencyMs: 4_000 });
     agentLlm.setDefault(act('done', { success: true, answer: 'nothing else to do' }, 'Finish'));
-    config = loadConfig({ ...h.env, DATABASE_URL: proxied.toString(), TEMPORAL_ADDRESS: temporal.address, OPENAI_BASE_URL: llm.baseURL, ROUTER_BASE_URL: agentLlm.baseURL });
+    config = loadConfig({
+      ...h.env,
+      DATABASE_URL: proxied.toString(),
+      TEMPORAL_ADDRESS: temporal.address,
+      OPENAI_BASE_URL: llm.baseURL,
+      ROUTER_BASE_URL: agentLlm.baseURL,
+    });
     const policy = parseNetworkAllowlist(config.networkAllowlist);
     db = await openDatabase({ ...config, poolSize: 10 });
     client = await connectClient(temporal.address, config.temporalNamespace);
     connection = await NativeConnection.connect({ address: temporal.address });
-    workers = await createWorkers({ db, config, policy, connection, namespace: config.temporalNamespace, workflowBundle: h.workflowBundle });
+    workers = await createWorkers({
+      db,
+      config,
+      policy,
+      connection,
+      namespace: config.temporalNamespace,
+      workflowBundle: h.workflowBundle,
+    });
     void workers.run().catch(() => undefined);
     server = await listen(
-      { db, temporal: client, config, policy, social: socialPlatformsFromConfig(config), readiness: readinessProbe(db, client, () => workers.isRunning()) },
+      {
+        db,
+        temporal: client,
+        config,
+        policy,
+        social: socialPlatformsFromConfig(config),
+        readiness: readinessProbe(db, client, () => workers.isRunning()),
+      },
       0,
       '127.0.0.1',
     );
     baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
     user = await h.createUser({ creditUsd: 100, monthlyOperationLimit: 10_000 });
-    const routerKey = await h.http('PUT', `/admin/users/${user.userId}/router-key`, { headers: { authorization: `Bearer ${h.config.adminToken}` }, body: { routerApiKey: 'sk-router-faults-0123456789' } });
+    const routerKey = await h.http('PUT', `/admin/users/${user.userId}/router-key`, {
+      headers: { authorization: `Bearer ${h.config.adminToken}` },
+      body: { routerApiKey: 'sk-router-faults-0123456789' },
+    });
     assert.equal(routerKey.status, 200, JSON.stringify(routerKey.body));
   });
 
@@ -128,7 +152,11 @@ describe('faults under load', function () {
   async function startAgents(count: number): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      const accepted = await api('POST', '/api/v1/agentscraper', { task: `Say done (${i})`, headless: true, llm_provider: 'router' });
+      const accepted = await api('POST', '/api/v1/agentscraper', {
+        task: `Say done (${i})`,
+        headless: true,
+        llm_provider: 'router',
+      });
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       ids.push(accepted.body.jobId);
     }
@@ -139,14 +167,23 @@ describe('faults under load', function () {
   async function states(ids: string[]) {
     const rows = await h.db.selectFrom('jobs').select(['id', 'status', 'error']).where('id', 'in', ids).execute();
     const count = (...statuses: string[]) => rows.filter((r) => statuses.includes(r.status)).length;
-    return { rows, inFlight: count('pending', 'processing'), processing: count('processing'), terminal: count('completed', 'failed') };
+    return {
+      rows,
+      inFlight: count('pending', 'processing'),
+      processing: count('processing'),
+      terminal: count('completed', 'failed'),
+    };
   }
 
   /** Waits until at least `processing` of the jobs run and none has finished yet (the fault must hit jobs in flight). */
   async function waitInFlight(ids: string[], processing: number) {
     for (;;) {
       const now = await states(ids);
-      assert.equal(now.terminal, 0, 'jobs finished before the fault; the extraction latency is too short for this machine');
+      assert.equal(
+        now.terminal,
+        0,
+        'jobs finished before the fault; the extraction latency is too short for this machine',
+      );
       if (now.processing >= processing) return now;
       await sleep(100);
     }
@@ -158,7 +195,9 @@ describe('faults under load', function () {
       const now = await states(ids);
       if (now.terminal === ids.length) return now.rows;
       if (Date.now() > deadline) {
-        assert.fail(`${now.inFlight} of ${ids.length} jobs never reached a terminal state: ${JSON.stringify(now.rows.filter((r) => r.status === 'pending' || r.status === 'processing').slice(0, 5))}`);
+        assert.fail(
+          `${now.inFlight} of ${ids.length} jobs never reached a terminal state: ${JSON.stringify(now.rows.filter((r) => r.status === 'pending' || r.status === 'processing').slice(0, 5))}`,
+        );
       }
       await sleep(500);
     }
@@ -166,17 +205,29 @@ describe('faults under load', function () {
 
   /** Exactly one workflow run, at most one page snapshot (one per completed scrape), one settlement and one debit per job. */
   async function assertRanAndChargedOnce(ids: string[]) {
-    const jobs = await h.db.selectFrom('jobs').select(['id', 'kind', 'workflow_id', 'status', 'error']).where('id', 'in', ids).execute();
+    const jobs = await h.db
+      .selectFrom('jobs')
+      .select(['id', 'kind', 'workflow_id', 'status', 'error'])
+      .where('id', 'in', ids)
+      .execute();
     for (const job of jobs) {
       // The row turns terminal a moment before the workflow returns: wait for the run itself.
       const handle = client.workflow.getHandle(job.workflow_id);
       await handle.result();
       const run = await handle.describe();
       assert.equal(run.status.name, 'COMPLETED', `job ${job.id}: workflow ${run.status.name}`);
-      assert.equal(run.raw.workflowExecutionInfo?.firstRunId, run.runId, `job ${job.id} ran as more than one workflow run`);
+      assert.equal(
+        run.raw.workflowExecutionInfo?.firstRunId,
+        run.runId,
+        `job ${job.id} ran as more than one workflow run`,
+      );
     }
     const perJob = async (table: 'page_snapshots' | 'agent_transactions', extra?: (qb: any) => any) => {
-      let query = h.db.selectFrom(table).select(['job_id', sql<number>`cast(count(*) as int)`.as('n')]).where('job_id', 'in', ids).groupBy('job_id');
+      let query = h.db
+        .selectFrom(table)
+        .select(['job_id', sql<number>`cast(count(*) as int)`.as('n')])
+        .where('job_id', 'in', ids)
+        .groupBy('job_id');
       if (extra) query = extra(query);
       return new Map((await query.execute()).map((r: { job_id: string | null; n: number }) => [r.job_id, r.n]));
     };
@@ -186,26 +237,54 @@ describe('faults under load', function () {
       (
         await h.db
           .selectFrom('job_usage')
-          .select(['job_id', sql<number>`cast(sum(cost_micros) as bigint)`.as('micros'), sql<number>`cast(count(*) as int)`.as('n'), sql<number>`cast(count(distinct usage_key) as int)`.as('keys')])
+          .select([
+            'job_id',
+            sql<number>`cast(sum(cost_micros) as bigint)`.as('micros'),
+            sql<number>`cast(count(*) as int)`.as('n'),
+            sql<number>`cast(count(distinct usage_key) as int)`.as('keys'),
+          ])
           .where('job_id', 'in', ids)
           .groupBy('job_id')
           .execute()
       ).map((r) => [r.job_id, r]),
     );
-    const debits = await h.db.selectFrom('ledger_entries').select(['job_id', 'amount_micros']).where('job_id', 'in', ids).where('kind', '=', 'usage').execute();
+    const debits = await h.db
+      .selectFrom('ledger_entries')
+      .select(['job_id', 'amount_micros'])
+      .where('job_id', 'in', ids)
+      .where('kind', '=', 'usage')
+      .execute();
     for (const job of jobs) {
       assert.ok((snapshots.get(job.id) ?? 0) <= 1, `job ${job.id} has ${snapshots.get(job.id)} page snapshots`);
-      if (job.kind === 'scrape' && job.status === 'completed') assert.equal(snapshots.get(job.id), 1, `completed scrape ${job.id} has no page snapshot`);
+      if (job.kind === 'scrape' && job.status === 'completed')
+        assert.equal(snapshots.get(job.id), 1, `completed scrape ${job.id} has no page snapshot`);
       assert.equal(settlements.get(job.id), 1, `job ${job.id} was settled ${settlements.get(job.id) ?? 0} times`);
       const used = usage.get(job.id);
       assert.equal(used?.n ?? 0, used?.keys ?? 0, `job ${job.id} recorded one usage twice`);
       const jobDebits = debits.filter((d) => d.job_id === job.id);
       const cost = used?.micros ?? 0;
-      assert.equal(jobDebits.length, cost > 0 ? 1 : 0, `job ${job.id} has ${jobDebits.length} debits for ${cost} micro-USD of usage`);
-      if (cost > 0) assert.equal(jobDebits[0].amount_micros, -cost, `job ${job.id} was debited ${-jobDebits[0].amount_micros} for ${cost} of usage`);
+      assert.equal(
+        jobDebits.length,
+        cost > 0 ? 1 : 0,
+        `job ${job.id} has ${jobDebits.length} debits for ${cost} micro-USD of usage`,
+      );
+      if (cost > 0)
+        assert.equal(
+          jobDebits[0].amount_micros,
+          -cost,
+          `job ${job.id} was debited ${-jobDebits[0].amount_micros} for ${cost} of usage`,
+        );
     }
-    const wallet = await h.db.selectFrom('wallets').select('balance_micros').where('user_id', '=', user.userId).executeTakeFirstOrThrow();
-    const ledger = await h.db.selectFrom('ledger_entries').select(sql<number>`cast(sum(amount_micros) as bigint)`.as('sum')).where('user_id', '=', user.userId).executeTakeFirstOrThrow();
+    const wallet = await h.db
+      .selectFrom('wallets')
+      .select('balance_micros')
+      .where('user_id', '=', user.userId)
+      .executeTakeFirstOrThrow();
+    const ledger = await h.db
+      .selectFrom('ledger_entries')
+      .select(sql<number>`cast(sum(amount_micros) as bigint)`.as('sum'))
+      .where('user_id', '=', user.userId)
+      .executeTakeFirstOrThrow();
     assert.equal(wallet.balance_micros, ledger.sum, 'the wallet balance differs from the sum of its ledger entries');
   }
 
@@ -217,11 +296,17 @@ describe('faults under load', function () {
     const health = await fetch(`${baseUrl}/health`);
     assert.equal(health.status, 503, 'the API reports healthy while Postgres is unreachable');
     assert.equal((await health.json()).checks.database, false);
-    const refused = await fetch(`${baseUrl}/api/v1/scrape`, { method: 'POST', headers: { 'x-api-key': user.apiKey, 'content-type': 'application/json' }, body: JSON.stringify({ url: `${h.site.url}/static` }) });
+    const refused = await fetch(`${baseUrl}/api/v1/scrape`, {
+      method: 'POST',
+      headers: { 'x-api-key': user.apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${h.site.url}/static` }),
+    });
     assert.equal(refused.status, 503, 'a request during the outage is not answered 503');
     assert.equal(refused.headers.get('retry-after'), '5');
     assert.equal((await refused.json()).error.code, 'service_unavailable');
-    const metrics = parsePrometheus(await (await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${config.adminToken}` } })).text());
+    const metrics = parsePrometheus(
+      await (await fetch(`${baseUrl}/metrics`, { headers: { authorization: `Bearer ${config.adminToken}` } })).text(),
+    );
     assert.equal(metrics.value('platform_state_up'), 0, 'metrics claim to have read the database during the outage');
     assert.deepEqual(metrics.find('platform_jobs'), [], 'job counts were reported without the database');
     await sleep(OUTAGE_MS);
@@ -231,7 +316,11 @@ describe('faults under load', function () {
     assert.ok(proxy.accepted() > acceptedBefore, 'nothing reconnected to Postgres after the outage');
     assert.equal(workers.isRunning(), true, 'the workers stopped');
     const failed = rows.filter((r) => r.status !== 'completed');
-    assert.deepEqual(failed, [], `jobs failed because of a ${OUTAGE_MS / 1000} s outage (${atFault.processing} were processing at the fault)`);
+    assert.deepEqual(
+      failed,
+      [],
+      `jobs failed because of a ${OUTAGE_MS / 1000} s outage (${atFault.processing} were processing at the fault)`,
+    );
     await assertRanAndChargedOnce(ids);
     assert.equal((await fetch(`${baseUrl}/health`)).status, 200, 'the API is not healthy again after the outage');
   });
@@ -245,7 +334,11 @@ describe('faults under load', function () {
 
     const rows = await waitTerminal(ids);
     assert.equal(workers.isRunning(), true, 'the workers stopped');
-    assert.deepEqual(rows.filter((r) => r.status !== 'completed'), [], 'jobs failed because Temporal restarted');
+    assert.deepEqual(
+      rows.filter((r) => r.status !== 'completed'),
+      [],
+      'jobs failed because Temporal restarted',
+    );
     await assertRanAndChargedOnce(ids);
     const accepted = await api('POST', '/api/v1/scrape', { url: `${h.site.url}/static?fault=after-restart` });
     assert.equal(accepted.status, 202, `the API cannot start jobs after the restart: ${JSON.stringify(accepted.body)}`);

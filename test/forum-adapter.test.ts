@@ -53,11 +53,20 @@ describe('forum adapter', function () {
   let forum: FakeForum;
 
   const endpoints = () => ({ apiBase: forum.apiBase, authBase: forum.authBase });
-  const userClient = (minIntervalMs = 0): ForumClient => createForumClient(endpoints(), passwordCredentials, transport, { minIntervalMs });
-  const apiRequests = (path?: string) => forum.requests.filter((request) => request.server === 'api' && (path === undefined || request.path === path));
-  const tokenGrants = () => forum.requests.filter((request) => request.server === 'auth' && request.path === '/api/v1/access_token');
+  const userClient = (minIntervalMs = 0): ForumClient =>
+    createForumClient(endpoints(), passwordCredentials, transport, { minIntervalMs });
+  const apiRequests = (path?: string) =>
+    forum.requests.filter((request) => request.server === 'api' && (path === undefined || request.path === path));
+  const tokenGrants = () =>
+    forum.requests.filter((request) => request.server === 'auth' && request.path === '/api/v1/access_token');
   const assertNoSecrets = (text: string) => {
-    for (const secret of [APP.clientSecret, USER.password, 'wrong-secret-value', 'wrong-password-value', ...forum.issuedTokens()]) {
+    for (const secret of [
+      APP.clientSecret,
+      USER.password,
+      'wrong-secret-value',
+      'wrong-password-value',
+      ...forum.issuedTokens(),
+    ]) {
       assert.ok(!text.includes(secret), `"${text}" leaks a secret`);
     }
   };
@@ -79,7 +88,10 @@ describe('forum adapter', function () {
         title: 'Strict mode everywhere',
         text: 'Turn on strict.',
         score: 50,
-        comments: [{ text: 'Agreed', replies: [{ text: 'Same here', replies: [{ text: 'Deep reply' }] }] }, { text: 'Second top-level' }],
+        comments: [
+          { text: 'Agreed', replies: [{ text: 'Same here', replies: [{ text: 'Deep reply' }] }] },
+          { text: 'Second top-level' },
+        ],
       },
       { title: 'Newest question about generics', text: 'What is variance?', score: 1 },
     ]);
@@ -98,7 +110,10 @@ describe('forum adapter', function () {
 
       const [grant] = tokenGrants();
       assert.equal(grant.method, 'POST');
-      assert.equal(grant.headers.authorization, `Basic ${Buffer.from(`${APP.clientId}:${APP.clientSecret}`).toString('base64')}`);
+      assert.equal(
+        grant.headers.authorization,
+        `Basic ${Buffer.from(`${APP.clientId}:${APP.clientSecret}`).toString('base64')}`,
+      );
       assert.equal(grant.headers['user-agent'], USER_AGENT);
       assert.deepEqual(grant.form, { grant_type: 'password', username: USER.username, password: USER.password });
       const [me] = apiRequests('/api/v1/me');
@@ -119,7 +134,11 @@ describe('forum adapter', function () {
       ['client_credentials', appOnlyCredentials],
     ] as const) {
       it(`refuses a wrong client secret (${mode}) without echoing it`, async () => {
-        const result = await validateForumCredentials(endpoints(), { ...creds, forumClientSecret: 'wrong-secret-value' }, transport);
+        const result = await validateForumCredentials(
+          endpoints(),
+          { ...creds, forumClientSecret: 'wrong-secret-value' },
+          transport,
+        );
         assert.equal(result.ok, false);
         assert.ok(!result.ok);
         assert.match(result.message, /client ID or client secret/);
@@ -129,14 +148,22 @@ describe('forum adapter', function () {
     }
 
     it('refuses a wrong password with a clear message and no secret', async () => {
-      const result = await validateForumCredentials(endpoints(), { ...passwordCredentials, forumPassword: 'wrong-password-value' }, transport);
+      const result = await validateForumCredentials(
+        endpoints(),
+        { ...passwordCredentials, forumPassword: 'wrong-password-value' },
+        transport,
+      );
       assert.ok(!result.ok);
       assert.match(result.message, /username or password/);
       assertNoSecrets(result.message);
     });
 
     it('needs a client ID and secret before contacting anyone', async () => {
-      const result = await validateForumCredentials(endpoints(), { ...appOnlyCredentials, forumClientSecret: '' }, transport);
+      const result = await validateForumCredentials(
+        endpoints(),
+        { ...appOnlyCredentials, forumClientSecret: '' },
+        transport,
+      );
       assert.ok(!result.ok);
       assert.match(result.message, /client ID and client secret/);
       assert.equal(forum.requests.length, 0);
@@ -144,7 +171,11 @@ describe('forum adapter', function () {
 
     it('refuses hosts outside the network policy without connecting', async () => {
       const peersBefore = outboundPeers.length;
-      const result = await validateForumCredentials({ apiBase: 'http://192.0.2.10', authBase: 'http://192.0.2.10' }, passwordCredentials, transport);
+      const result = await validateForumCredentials(
+        { apiBase: 'http://192.0.2.10', authBase: 'http://192.0.2.10' },
+        passwordCredentials,
+        transport,
+      );
       assert.ok(!result.ok);
       assert.match(result.message, /network policy/);
       assertNoSecrets(result.message);
@@ -189,7 +220,11 @@ describe('forum adapter', function () {
 
     it('shares one grant between concurrent requests', async () => {
       const client = userClient();
-      await Promise.all([client.listCommunity('rust', 'new', 5), client.listCommunity('typescript', 'hot', 5), client.me()]);
+      await Promise.all([
+        client.listCommunity('rust', 'new', 5),
+        client.listCommunity('typescript', 'hot', 5),
+        client.me(),
+      ]);
       assert.equal(tokenGrants().length, 1);
     });
   });
@@ -277,13 +312,31 @@ describe('forum adapter', function () {
       const stored = forum.posts();
       const storedSelf = stored.find((post) => post.id === self.id)!;
       assert.deepEqual(
-        { community: storedSelf.community, kind: storedSelf.kind, title: storedSelf.title, text: storedSelf.text, author: storedSelf.author },
+        {
+          community: storedSelf.community,
+          kind: storedSelf.kind,
+          title: storedSelf.title,
+          text: storedSelf.text,
+          author: storedSelf.author,
+        },
         { community: 'rust', kind: 'self', title: 'Hello from the adapter', text: 'Body text', author: USER.username },
       );
       assert.equal(stored.find((post) => post.id === link.id)?.url, 'https://example.com/article');
       const [selfForm, linkForm] = apiRequests('/api/submit').map((request) => request.form);
-      assert.deepEqual(selfForm, { sr: 'rust', title: 'Hello from the adapter', kind: 'self', text: 'Body text', api_type: 'json' });
-      assert.deepEqual(linkForm, { sr: 'rust', title: 'A link', kind: 'link', url: 'https://example.com/article', api_type: 'json' });
+      assert.deepEqual(selfForm, {
+        sr: 'rust',
+        title: 'Hello from the adapter',
+        kind: 'self',
+        text: 'Body text',
+        api_type: 'json',
+      });
+      assert.deepEqual(linkForm, {
+        sr: 'rust',
+        title: 'A link',
+        kind: 'link',
+        url: 'https://example.com/article',
+        api_type: 'json',
+      });
 
       const listed = await client.listCommunity('rust', 'new', 10);
       assert.ok(listed.some((post) => post.id === self.id));
@@ -306,7 +359,11 @@ describe('forum adapter', function () {
           ['Thanks!', top.name, USER.username],
         ],
       );
-      assert.deepEqual(apiRequests('/api/comment')[0].form, { thing_id: post.name, text: 'Great explanation', api_type: 'json' });
+      assert.deepEqual(apiRequests('/api/comment')[0].form, {
+        thing_id: post.name,
+        text: 'Great explanation',
+        api_type: 'json',
+      });
       const thread = await client.getPost(post.id);
       assert.deepEqual(
         thread.comments.map((comment) => [comment.id, comment.depth]),
@@ -345,8 +402,14 @@ describe('forum adapter', function () {
       forum.setWriteSpacing(150);
       await client.vote({ id: post.name, direction: 1 });
       await client.vote({ id: post.name, direction: -1 });
-      assert.deepEqual(apiRequests('/api/vote').map((request) => request.status), [200, 200]);
-      assert.deepEqual(forum.votes().map((vote) => vote.direction), [-1]);
+      assert.deepEqual(
+        apiRequests('/api/vote').map((request) => request.status),
+        [200, 200],
+      );
+      assert.deepEqual(
+        forum.votes().map((vote) => vote.direction),
+        [-1],
+      );
     });
 
     it('validates input before sending', async () => {
@@ -380,7 +443,11 @@ describe('forum adapter', function () {
     });
 
     it('maps 403 to forbidden and 5xx to upstream without leaking secrets', async () => {
-      forum.failNext({ status: 403, path: '/r/rust/hot', body: { reason: 'private', message: 'Forbidden', error: 403 } });
+      forum.failNext({
+        status: 403,
+        path: '/r/rust/hot',
+        body: { reason: 'private', message: 'Forbidden', error: 403 },
+      });
       const forbidden = await rejectsWith(userClient().listCommunity('rust', 'hot', 5), 'forbidden', /private/);
       assert.equal(forbidden.status, 403);
 
@@ -406,7 +473,14 @@ describe('forum adapter', function () {
       await client.listCommunity('rust', 'new', 5);
       // The fake answers 429 to a request before the reset: every answer 200 means the client waited for it.
       await client.listCommunity('rust', 'hot', 5);
-      assert.deepEqual(apiRequests().map((request) => [request.path, request.status]), [['/api/v1/me', 200], ['/r/rust/new', 200], ['/r/rust/hot', 200]]);
+      assert.deepEqual(
+        apiRequests().map((request) => [request.path, request.status]),
+        [
+          ['/api/v1/me', 200],
+          ['/r/rust/new', 200],
+          ['/r/rust/hot', 200],
+        ],
+      );
     });
 
     it('throws rate_limited instead of waiting for a long reset', async () => {
@@ -431,7 +505,10 @@ describe('forum adapter', function () {
     it('goes through the configured proxy', async () => {
       const proxy = await startFakeProxy();
       try {
-        const client = createForumClient(endpoints(), passwordCredentials, { ...transport, proxy: proxyFromTemplate(proxy.urlTemplate, 'us') });
+        const client = createForumClient(endpoints(), passwordCredentials, {
+          ...transport,
+          proxy: proxyFromTemplate(proxy.urlTemplate, 'us'),
+        });
         await client.listCommunity('rust', 'new', 5);
         assert.deepEqual(
           proxy.requests.map((request) => new URL(request.target).pathname),

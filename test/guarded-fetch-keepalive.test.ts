@@ -21,7 +21,9 @@ describe('guarded fetch with keep-alive', function () {
   const policy = networkPolicyFromConfig({ networkAllowlist: '127.0.0.1', dnsServers: [] });
 
   before(async () => {
-    server = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`${req.method} ${req.url}`));
+    server = http.createServer((req, res) =>
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(`${req.method} ${req.url}`),
+    );
     server.on('connection', (socket) => {
       connections++;
       open++;
@@ -50,8 +52,13 @@ describe('guarded fetch with keep-alive', function () {
 
   it('sends a session of requests over one connection, and says each time that the request may have reached the upstream', async function () {
     const reached: string[] = [];
-    const fetch = createStreamingFetch({ policy, keepAlive: true, onConnected: ({ url }) => reached.push(url.pathname) });
-    for (const path of ['/a', '/b', '/c']) assert.equal(await (await fetch(`${base}${path}`, { method: 'POST', body: '{}' })).text(), `POST ${path}`);
+    const fetch = createStreamingFetch({
+      policy,
+      keepAlive: true,
+      onConnected: ({ url }) => reached.push(url.pathname),
+    });
+    for (const path of ['/a', '/b', '/c'])
+      assert.equal(await (await fetch(`${base}${path}`, { method: 'POST', body: '{}' })).text(), `POST ${path}`);
     assert.equal(connections, 1);
     assert.deepEqual(reached, ['/a', '/b', '/c']);
   });

@@ -13,7 +13,9 @@ describe('plans, limits and money', function () {
     // Enough credit for 50 holds (HOLD_MAX_USD_SCRAPE, default $0.50 each): only the monthly limit binds here.
     const { apiKey, userId } = await h.createUser({ creditUsd: 30, monthlyOperationLimit: 10 });
     const responses = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static?n=${i}` } })),
+      Array.from({ length: 50 }, (_, i) =>
+        h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static?n=${i}` } }),
+      ),
     );
     const statuses = responses.map((r) => r.status);
     assert.equal(statuses.filter((s) => s === 202).length, 10, statuses.join(','));
@@ -31,7 +33,10 @@ describe('plans, limits and money', function () {
   it('refuses runs with 403 when the subscription is inactive, before creating a job', async function () {
     const { apiKey, userId } = await h.createUser();
     const admin = { authorization: `Bearer ${h.config.adminToken}` };
-    const deactivated = await h.http('PATCH', `/admin/users/${userId}/subscription`, { headers: admin, body: { status: 'inactive' } });
+    const deactivated = await h.http('PATCH', `/admin/users/${userId}/subscription`, {
+      headers: admin,
+      body: { status: 'inactive' },
+    });
     assert.equal(deactivated.status, 200);
     const response = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } });
     assert.equal(response.status, 403);
@@ -45,10 +50,16 @@ describe('plans, limits and money', function () {
     assert.equal(refused.status, 402);
     assert.equal(refused.body.error.code, 'insufficient_funds');
     const admin = { authorization: `Bearer ${h.config.adminToken}` };
-    const credited = await h.http('POST', `/admin/users/${userId}/credit`, { headers: admin, body: { amountUsd: 1.5, idempotencyKey: 'topup-1' } });
+    const credited = await h.http('POST', `/admin/users/${userId}/credit`, {
+      headers: admin,
+      body: { amountUsd: 1.5, idempotencyKey: 'topup-1' },
+    });
     assert.equal(credited.status, 200);
     assert.equal(credited.body.balanceUsd, 1.5);
-    const replay = await h.http('POST', `/admin/users/${userId}/credit`, { headers: admin, body: { amountUsd: 1.5, idempotencyKey: 'topup-1' } });
+    const replay = await h.http('POST', `/admin/users/${userId}/credit`, {
+      headers: admin,
+      body: { amountUsd: 1.5, idempotencyKey: 'topup-1' },
+    });
     assert.equal(replay.body.replayed, true);
     assert.equal(replay.body.balanceUsd, 1.5);
     const admitted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } });
@@ -63,8 +74,16 @@ describe('plans, limits and money', function () {
     const [tx] = (await h.http('GET', '/api/v1/transactions', { apiKey })).body.transactions;
     assert.ok(tx.payload.browserSeconds > 0);
     assert.ok(tx.payload.llm[0].promptTokens > 0);
-    const entries = await h.db.selectFrom('ledger_entries').selectAll().where('user_id', '=', userId).orderBy('id').execute();
-    assert.deepEqual(entries.map((e) => e.kind), ['credit', 'usage']);
+    const entries = await h.db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .orderBy('id')
+      .execute();
+    assert.deepEqual(
+      entries.map((e) => e.kind),
+      ['credit', 'usage'],
+    );
     assert.equal(entries[1].amount_micros, -Math.round(tx.cost * 1e6));
     assert.ok(Number.isInteger(entries[1].amount_micros));
     const account = await h.http('GET', '/api/v1/account', { apiKey });
@@ -91,7 +110,10 @@ describe('admin API', function () {
 
   it('creates users with limits, rejects duplicates and bad input', async function () {
     const admin = { authorization: `Bearer ${h.config.adminToken}` };
-    const created = await h.http('POST', '/admin/users', { headers: admin, body: { email: 'Limits@Example.com', monthlyOperationLimit: 7, automationLimit: 2 } });
+    const created = await h.http('POST', '/admin/users', {
+      headers: admin,
+      body: { email: 'Limits@Example.com', monthlyOperationLimit: 7, automationLimit: 2 },
+    });
     assert.equal(created.status, 201);
     assert.deepEqual(Object.keys(created.body).sort(), ['apiKey', 'userId']);
     const account = await h.http('GET', '/api/v1/account', { apiKey: created.body.apiKey });
@@ -100,9 +122,16 @@ describe('admin API', function () {
     assert.equal(account.body.subscription.automationLimit, 2);
     const duplicate = await h.http('POST', '/admin/users', { headers: admin, body: { email: 'limits@example.com' } });
     assert.equal(duplicate.status, 409);
-    const bad = await h.http('POST', '/admin/users', { headers: admin, body: { email: 'not-an-email', creditUsd: -1 } });
+    const bad = await h.http('POST', '/admin/users', {
+      headers: admin,
+      body: { email: 'not-an-email', creditUsd: -1 },
+    });
     assert.equal(bad.status, 400);
-    const row = await h.db.selectFrom('api_keys').selectAll().where('user_id', '=', created.body.userId).executeTakeFirstOrThrow();
+    const row = await h.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('user_id', '=', created.body.userId)
+      .executeTakeFirstOrThrow();
     assert.notEqual(row.key_hash, created.body.apiKey);
     assert.ok(!JSON.stringify(row).includes(created.body.apiKey));
   });
@@ -119,12 +148,27 @@ describe('admin API', function () {
   it('changes limits and answers 404 for unknown users', async function () {
     const { apiKey, userId } = await h.createUser({ monthlyOperationLimit: 1 });
     const admin = { authorization: `Bearer ${h.config.adminToken}` };
-    assert.equal((await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } })).status, 202);
-    assert.equal((await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } })).status, 429);
-    const raised = await h.http('PATCH', `/admin/users/${userId}/subscription`, { headers: admin, body: { monthlyOperationLimit: 2 } });
+    assert.equal(
+      (await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } })).status,
+      202,
+    );
+    assert.equal(
+      (await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } })).status,
+      429,
+    );
+    const raised = await h.http('PATCH', `/admin/users/${userId}/subscription`, {
+      headers: admin,
+      body: { monthlyOperationLimit: 2 },
+    });
     assert.equal(raised.body.monthlyOperationLimit, 2);
-    assert.equal((await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } })).status, 202);
-    const missing = await h.http('PATCH', '/admin/users/7f1c9c3e-7c49-4d36-9d54-2d1a3a3f9a11/subscription', { headers: admin, body: { status: 'inactive' } });
+    assert.equal(
+      (await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } })).status,
+      202,
+    );
+    const missing = await h.http('PATCH', '/admin/users/7f1c9c3e-7c49-4d36-9d54-2d1a3a3f9a11/subscription', {
+      headers: admin,
+      body: { status: 'inactive' },
+    });
     assert.equal(missing.status, 404);
     const empty = await h.http('PATCH', `/admin/users/${userId}/subscription`, { headers: admin, body: {} });
     assert.equal(empty.status, 400);

@@ -95,7 +95,11 @@ describe('extractStructured against the fake OpenAI server', () => {
     assert.equal(result.usage.model, 'gpt-4o-mini');
     assert.equal(result.usage.calls, 1);
     assert.ok(result.usage.promptTokens > 0 && result.usage.completionTokens > 0);
-    const cost = DEFAULT_PRICE_TABLE.costMicros(result.usage.model, result.usage.promptTokens, result.usage.completionTokens);
+    const cost = DEFAULT_PRICE_TABLE.costMicros(
+      result.usage.model,
+      result.usage.promptTokens,
+      result.usage.completionTokens,
+    );
     assert.ok(Number.isSafeInteger(cost) && cost > 0);
   });
 
@@ -105,7 +109,10 @@ describe('extractStructured against the fake OpenAI server', () => {
   });
 
   it('re-asks once with the validation errors, then succeeds, summing usage', async () => {
-    fake.enqueue({ json: { title: 'Blue Widget', price: '19.99' } }, { json: { title: 'Blue Widget', price: 19.99, features: [] } });
+    fake.enqueue(
+      { json: { title: 'Blue Widget', price: '19.99' } },
+      { json: { title: 'Blue Widget', price: 19.99, features: [] } },
+    );
     const result = await extractStructured({ client }, { model: 'gpt-4.1-mini', page, output: productOutput });
     assert.deepEqual(result.data, { title: 'Blue Widget', price: 19.99, features: [] });
     assert.equal(fake.requests.length, 2);
@@ -119,11 +126,13 @@ describe('extractStructured against the fake OpenAI server', () => {
     assert.match(textOf(retryMessages[3]), /must have required property 'features'/);
 
     const fakeTokens = (chars: number) => Math.ceil(chars / 4);
-    const promptChars = (messages: RecordedMessage[]) => messages.reduce((sum, message) => sum + textOf(message).length, 0);
+    const promptChars = (messages: RecordedMessage[]) =>
+      messages.reduce((sum, message) => sum + textOf(message).length, 0);
     assert.deepEqual(result.usage, {
       model: 'gpt-4.1-mini',
       calls: 2,
-      promptTokens: fakeTokens(promptChars(fake.requests[0].body.messages ?? [])) + fakeTokens(promptChars(retryMessages)),
+      promptTokens:
+        fakeTokens(promptChars(fake.requests[0].body.messages ?? [])) + fakeTokens(promptChars(retryMessages)),
       completionTokens:
         fakeTokens(JSON.stringify({ title: 'Blue Widget', price: '19.99' }).length) +
         fakeTokens(JSON.stringify({ title: 'Blue Widget', price: 19.99, features: [] }).length),
@@ -131,7 +140,10 @@ describe('extractStructured against the fake OpenAI server', () => {
   });
 
   it('re-asks on an answer that is not JSON and accepts fenced JSON', async () => {
-    fake.enqueue({ content: 'Sure! Here is the data: title Blue Widget' }, { content: '```json\n{"title":"t","price":1,"features":[]}\n```' });
+    fake.enqueue(
+      { content: 'Sure! Here is the data: title Blue Widget' },
+      { content: '```json\n{"title":"t","price":1,"features":[]}\n```' },
+    );
     const result = await extractStructured({ client }, { model: 'gpt-4o-mini', page, output: productOutput });
     assert.deepEqual(result.data, { title: 't', price: 1, features: [] });
     assert.match(textOf(fake.requests[1].body.messages![3]), /not valid JSON/);
@@ -158,7 +170,10 @@ describe('extractStructured against the fake OpenAI server', () => {
   });
 
   it('re-asks when the answer was cut off by the token limit', async () => {
-    fake.enqueue({ content: '{"title": "Blue', finishReason: 'length' }, { json: { title: 'B', price: 2, features: [] } });
+    fake.enqueue(
+      { content: '{"title": "Blue', finishReason: 'length' },
+      { json: { title: 'B', price: 2, features: [] } },
+    );
     const result = await extractStructured({ client }, { model: 'gpt-4o-mini', page, output: productOutput });
     assert.deepEqual(result.data, { title: 'B', price: 2, features: [] });
     assert.match(textOf(fake.requests[1].body.messages![3]), /cut off/);
@@ -185,14 +200,18 @@ describe('extractStructured against the fake OpenAI server', () => {
     fake.enqueue({ status: 503, error: 'upstream overloaded' });
     await assert.rejects(
       extractStructured({ client }, { model: 'gpt-4o-mini', page, output: productOutput }),
-      (error: unknown) => error instanceof OpenAI.APIError && error.status === 503 && /upstream overloaded/.test(error.message),
+      (error: unknown) =>
+        error instanceof OpenAI.APIError && error.status === 503 && /upstream overloaded/.test(error.message),
     );
     assert.equal(fake.requests.length, 1);
   });
 
   it('truncates long markdown with a marker', async () => {
     const markdown = 'a'.repeat(500);
-    await extractStructured({ client }, { model: 'gpt-4o-mini', page: { ...page, markdown }, output: productOutput, maxInputChars: 100 });
+    await extractStructured(
+      { client },
+      { model: 'gpt-4o-mini', page: { ...page, markdown }, output: productOutput, maxInputChars: 100 },
+    );
     const user = textOf(fake.requests[0].body.messages![1]);
     assert.ok(user.includes(`${'a'.repeat(100)}\n\n[content truncated: showing the first 100 of 500 characters]`));
     assert.ok(!user.includes('a'.repeat(101)));
@@ -216,23 +235,42 @@ describe('extraction usage through the scrape pipeline', function () {
     const { apiKey, userId } = await h.createUser({ creditUsd: 1 });
     // An invalid first answer, then the provider refuses the re-ask (a final 4xx: the job fails).
     h.llm.enqueue({ json: { hive_count: 'three' } }, { status: 400, error: 'context too long' });
-    const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static`, structured_output: [{ id: 'hive_count', type: 'integer' }] } });
+    const accepted = await h.http('POST', '/api/v1/scrape', {
+      apiKey,
+      body: { url: `${h.site.url}/static`, structured_output: [{ id: 'hive_count', type: 'integer' }] },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
     assert.equal(job.status, 'failed');
     assert.match(job.error, /refused the request \(HTTP 400\)/);
 
-    const rows = await h.db.selectFrom('job_usage').selectAll().where('job_id', '=', job.id).where('kind', '=', 'llm').execute();
+    const rows = await h.db
+      .selectFrom('job_usage')
+      .selectAll()
+      .where('job_id', '=', job.id)
+      .where('kind', '=', 'llm')
+      .execute();
     assert.equal(rows.length, 1, 'one usage row for the one answered call');
     assert.ok(rows[0].prompt_tokens > 0 && rows[0].completion_tokens > 0);
-    assert.equal(rows[0].cost_micros, DEFAULT_PRICE_TABLE.costMicros('gpt-4o-mini', rows[0].prompt_tokens, rows[0].completion_tokens));
+    assert.equal(
+      rows[0].cost_micros,
+      DEFAULT_PRICE_TABLE.costMicros('gpt-4o-mini', rows[0].prompt_tokens, rows[0].completion_tokens),
+    );
     const tx = (await h.http('GET', '/api/v1/transactions', { apiKey })).body.transactions;
     assert.equal(tx.length, 1);
     assert.equal(tx[0].jobId, job.id);
     assert.equal(tx[0].payload.llm[0].calls, 1);
     assert.equal(Math.round(tx[0].cost * 1e6), rows[0].cost_micros);
-    const debits = await h.db.selectFrom('ledger_entries').selectAll().where('user_id', '=', userId).where('kind', '=', 'usage').execute();
-    assert.deepEqual(debits.map((d) => d.amount_micros), [-rows[0].cost_micros]);
+    const debits = await h.db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .where('kind', '=', 'usage')
+      .execute();
+    assert.deepEqual(
+      debits.map((d) => d.amount_micros),
+      [-rows[0].cost_micros],
+    );
   });
 });
 
@@ -248,7 +286,10 @@ describe('fake OpenAI server', () => {
   after(() => fake.close());
 
   it('answers "ok" without a schema and echoes the model', async () => {
-    const completion = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await client.chat.completions.create({
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     assert.equal(completion.choices[0].message.content, 'ok');
     assert.equal(completion.model, 'gpt-4o');
     assert.equal(completion.choices[0].finish_reason, 'stop');
@@ -267,8 +308,14 @@ describe('fake OpenAI server', () => {
     const [call] = first.choices[0].message.tool_calls ?? [];
     assert.ok(call.type === 'function' && call.id.startsWith('call_'));
     assert.deepEqual(JSON.parse(call.function.arguments), { selector: '#buy' });
-    await assert.rejects(client.chat.completions.create({ model: 'm', messages }), (error: unknown) => error instanceof OpenAI.RateLimitError);
-    assert.equal((await client.chat.completions.create({ model: 'm2', messages })).choices[0].message.content, 'echo m2');
+    await assert.rejects(
+      client.chat.completions.create({ model: 'm', messages }),
+      (error: unknown) => error instanceof OpenAI.RateLimitError,
+    );
+    assert.equal(
+      (await client.chat.completions.create({ model: 'm2', messages })).choices[0].message.content,
+      'echo m2',
+    );
     assert.equal(fake.pendingReplies(), 0);
   });
 
@@ -299,7 +346,11 @@ describe('fake OpenAI server', () => {
 
   it('makes deterministic, normalised embeddings of the configured size', async () => {
     const first = await client.embeddings.create({ model: 'text-embedding-3-small', input: ['alpha', 'beta'] });
-    const again = await client.embeddings.create({ model: 'text-embedding-3-small', input: 'alpha', encoding_format: 'float' });
+    const again = await client.embeddings.create({
+      model: 'text-embedding-3-small',
+      input: 'alpha',
+      encoding_format: 'float',
+    });
     assert.equal(first.data.length, 2);
     assert.equal(first.data[0].embedding.length, 16);
     assert.deepEqual(Array.from(first.data[0].embedding), again.data[0].embedding);
@@ -327,7 +378,10 @@ describe('fake OpenAI server', () => {
   it('notices when a held client gives up', async () => {
     const held = fake.hold();
     const abort = new AbortController();
-    const pending = client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, { signal: abort.signal });
+    const pending = client.chat.completions.create(
+      { model: 'm', messages: [{ role: 'user', content: 'x' }] },
+      { signal: abort.signal },
+    );
     const reached = await held.reached;
     abort.abort();
     await assert.rejects(pending, OpenAI.APIUserAbortError);
@@ -376,7 +430,14 @@ describe('fake OpenAI server', () => {
             },
             required: ['headline', 'source_url', 'status', 'count', 'tags', 'author', 'note'],
             additionalProperties: false,
-            $defs: { person: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'], additionalProperties: false } },
+            $defs: {
+              person: {
+                type: 'object',
+                properties: { name: { type: 'string' } },
+                required: ['name'],
+                additionalProperties: false,
+              },
+            },
           },
         },
       },

@@ -18,7 +18,10 @@ describe('long polling of job status (?wait=N)', function () {
 
   async function acceptHeldScrape(tag: string) {
     const held = h.llm.hold();
-    const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static?longpoll=${tag}` } });
+    const accepted = await h.http('POST', '/api/v1/scrape', {
+      apiKey,
+      body: { url: `${h.site.url}/static?longpoll=${tag}` },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     await held.reached; // the job is now processing, blocked in extraction
     return { jobId: accepted.body.jobId as string, held };
@@ -84,7 +87,10 @@ describe('long polling of job status (?wait=N)', function () {
 
   it('answers at once for a job that is already terminal, and for wait=0', async function () {
     this.timeout(60_000);
-    const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static?longpoll=done` } });
+    const accepted = await h.http('POST', '/api/v1/scrape', {
+      apiKey,
+      body: { url: `${h.site.url}/static?longpoll=done` },
+    });
     const statusPath = `/api/v1/scrape/status/${accepted.body.jobId}`;
     const done = await h.waitForJob(apiKey, statusPath);
     assert.equal(done.status, 'completed');
@@ -112,7 +118,10 @@ describe('long polling of job status (?wait=N)', function () {
     const other = new pg.Client({ connectionString: h.databaseUrl });
     await other.connect();
     try {
-      await other.query(`update jobs set status = 'failed', error = 'finished elsewhere', updated_at = now() where id = $1`, [jobId]);
+      await other.query(
+        `update jobs set status = 'failed', error = 'finished elsewhere', updated_at = now() where id = $1`,
+        [jobId],
+      );
     } finally {
       await other.end();
     }
@@ -125,7 +134,12 @@ describe('long polling of job status (?wait=N)', function () {
   });
 
   it('refuses a wait that is not a whole number of seconds from 0 to 30, on every status route', async function () {
-    for (const route of ['/api/v1/scrape/status', '/api/v1/agentscraper/status', '/api/v1/agents/runs', '/api/v1/agent-market/runs']) {
+    for (const route of [
+      '/api/v1/scrape/status',
+      '/api/v1/agentscraper/status',
+      '/api/v1/agents/runs',
+      '/api/v1/agent-market/runs',
+    ]) {
       for (const wait of ['31', '-1', 'abc', '1.5', '', '1e1']) {
         const answer = await h.http('GET', `${route}/${randomUUID()}?wait=${encodeURIComponent(wait)}`, { apiKey });
         assert.equal(answer.status, 400, `${route} wait=${wait}: ${JSON.stringify(answer.body)}`);
@@ -147,7 +161,10 @@ describe('long polling of job status (?wait=N)', function () {
     const clock = await stopwatch('agent');
     h.llm.enqueue(act('done', { success: true, answer: 'Field Guide to Urban Beekeeping' }, 'Answer'));
     const held = h.llm.hold();
-    const accepted = await h.http('POST', '/api/v1/agentscraper', { apiKey, body: { task: `Open ${h.site.url}/static and tell me its title`, headless: true } });
+    const accepted = await h.http('POST', '/api/v1/agentscraper', {
+      apiKey,
+      body: { task: `Open ${h.site.url}/static and tell me its title`, headless: true },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     await held.reached;
     const statusPath = `/api/v1/agentscraper/status/${accepted.body.jobId}`;
@@ -165,7 +182,10 @@ describe('long polling of job status (?wait=N)', function () {
     this.timeout(90_000);
     const clock = await stopwatch('custom-agent');
     h.llm.enqueue(act('done', { success: true, answer: 'long-polled custom agent' }));
-    const accepted = await h.http('POST', '/api/v1/agents/run', { apiKey, body: { task: 'Say the phrase "long-polled custom agent"', llm_model: 'gpt-4o-mini' } });
+    const accepted = await h.http('POST', '/api/v1/agents/run', {
+      apiKey,
+      body: { task: 'Say the phrase "long-polled custom agent"', llm_model: 'gpt-4o-mini' },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const done = await h.http('GET', `/api/v1/agents/runs/${accepted.body.jobId}?wait=30`, { apiKey });
     assert.ok(clock.running(), 'held until its wait ran out although the run finished');
@@ -174,7 +194,7 @@ describe('long polling of job status (?wait=N)', function () {
     assert.equal(done.body.status, 'completed', done.body.error);
     assert.deepEqual(done.body.toolCalls, []);
     assert.equal(done.body.usage.toolCalls, 0);
-    assert.ok(done.body.usage.llmTokens > 0, 'the decision\'s tokens are in the usage');
+    assert.ok(done.body.usage.llmTokens > 0, "the decision's tokens are in the usage");
   });
 
   it('stops waiting when the client goes away', async function () {
@@ -182,7 +202,10 @@ describe('long polling of job status (?wait=N)', function () {
     const { jobId, held } = await acceptHeldScrape('gone');
     const waiters = jobWaitersFor(h.db);
     try {
-      const request = fetch(`${h.baseUrl}/api/v1/scrape/status/${jobId}?wait=30`, { headers: { 'x-api-key': apiKey }, signal: AbortSignal.timeout(500) });
+      const request = fetch(`${h.baseUrl}/api/v1/scrape/status/${jobId}?wait=30`, {
+        headers: { 'x-api-key': apiKey },
+        signal: AbortSignal.timeout(500),
+      });
       await assert.rejects(request, { name: 'TimeoutError' });
       const deadline = Date.now() + 3_000;
       while (waiters.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

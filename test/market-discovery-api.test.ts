@@ -22,7 +22,11 @@ const OPENAPI = {
   openapi: '3.1.0',
   info: { title: 'Tides', version: '1.0.0' },
   servers: [{ url: 'https://api.tides.example' }],
-  paths: { '/tides': { get: { operationId: 'get_tides', summary: 'Tide times for a harbour', responses: { 200: { description: 'ok' } } } } },
+  paths: {
+    '/tides': {
+      get: { operationId: 'get_tides', summary: 'Tide times for a harbour', responses: { 200: { description: 'ok' } } },
+    },
+  },
 };
 
 describe('discover and validate endpoints', function () {
@@ -48,21 +52,53 @@ describe('discover and validate endpoints', function () {
 
     const cases: [string, Record<string, unknown>, string][] = [
       ['a remote MCP source without url', { type: 'remote_mcp' }, 'source_required'],
-      ['plain http to a host the allowlist does not open', { type: 'remote_mcp', url: 'http://mcp.provider.example/mcp' }, 'insecure_url'],
+      [
+        'plain http to a host the allowlist does not open',
+        { type: 'remote_mcp', url: 'http://mcp.provider.example/mcp' },
+        'insecure_url',
+      ],
       ['an internal loopback address', { type: 'remote_mcp', url: 'https://127.0.0.2:8443/mcp' }, 'ssrf_blocked'],
-      ['plain http to an internal loopback address', { type: 'remote_mcp', url: 'http://127.0.0.2:8443/mcp' }, 'insecure_url'],
+      [
+        'plain http to an internal loopback address',
+        { type: 'remote_mcp', url: 'http://127.0.0.2:8443/mcp' },
+        'insecure_url',
+      ],
       ['a private address', { type: 'remote_mcp', url: 'https://10.1.2.3/mcp' }, 'ssrf_blocked'],
       ['IPv6 loopback', { type: 'remote_mcp', url: 'https://[::1]/mcp' }, 'ssrf_blocked'],
       ['the metadata address', { type: 'remote_mcp', url: 'https://169.254.169.254/latest' }, 'ssrf_blocked'],
       ['the unspecified address', { type: 'remote_mcp', url: 'https://0.0.0.0/mcp' }, 'ssrf_blocked'],
-      ['credentials in the URL', { type: 'remote_mcp', url: 'https://user:pw@mcp.provider.example/mcp' }, 'credentials_in_url'],
+      [
+        'credentials in the URL',
+        { type: 'remote_mcp', url: 'https://user:pw@mcp.provider.example/mcp' },
+        'credentials_in_url',
+      ],
       ['a non-http scheme', { type: 'remote_mcp', url: 'ftp://mcp.provider.example/mcp' }, 'validation_failed'],
       ['an OpenAPI source without a document', { type: 'openapi' }, 'source_required'],
-      ['an OpenAPI document given twice', { type: 'openapi', spec: OPENAPI, specText: JSON.stringify(OPENAPI) }, 'source_conflict'],
-      ['an OpenAPI text that does not parse', { type: 'openapi', specText: 'openapi: [3.1' }, 'invalid_openapi_document'],
-      ['an http OpenAPI base URL', { type: 'openapi', spec: OPENAPI, openapiBaseUrl: 'http://api.tides.example' }, 'insecure_url'],
-      ['an OpenAPI base URL on a private address', { type: 'openapi', spec: OPENAPI, openapiBaseUrl: 'https://192.168.1.10' }, 'ssrf_blocked'],
-      ['non-scalar params', { type: 'remote_mcp', url: 'https://mcp.provider.example/mcp', params: { auth: { nested: true } } }, 'validation_failed'],
+      [
+        'an OpenAPI document given twice',
+        { type: 'openapi', spec: OPENAPI, specText: JSON.stringify(OPENAPI) },
+        'source_conflict',
+      ],
+      [
+        'an OpenAPI text that does not parse',
+        { type: 'openapi', specText: 'openapi: [3.1' },
+        'invalid_openapi_document',
+      ],
+      [
+        'an http OpenAPI base URL',
+        { type: 'openapi', spec: OPENAPI, openapiBaseUrl: 'http://api.tides.example' },
+        'insecure_url',
+      ],
+      [
+        'an OpenAPI base URL on a private address',
+        { type: 'openapi', spec: OPENAPI, openapiBaseUrl: 'https://192.168.1.10' },
+        'ssrf_blocked',
+      ],
+      [
+        'non-scalar params',
+        { type: 'remote_mcp', url: 'https://mcp.provider.example/mcp', params: { auth: { nested: true } } },
+        'validation_failed',
+      ],
     ];
 
     for (const [what, body, code] of cases) {
@@ -89,11 +125,23 @@ describe('discover and validate endpoints', function () {
     const seen: DiscoveryRequest[] = [];
     const discover: Discover = async (request) => {
       seen.push(request);
-      if (request.url?.includes('refused.example')) throw new DiscoveryError('ssrf_blocked', 'mcp.refused.example resolves to 10.0.0.8, a private address', 400);
+      if (request.url?.includes('refused.example'))
+        throw new DiscoveryError('ssrf_blocked', 'mcp.refused.example resolves to 10.0.0.8, a private address', 400);
       if (request.url?.includes('locked.example') && !request.params?.['X-Api-Key']) {
-        return { title: null, description: null, tools: [], params: [{ name: 'X-Api-Key', in: 'header', required: true, secret: true }], authRequired: true };
+        return {
+          title: null,
+          description: null,
+          tools: [],
+          params: [{ name: 'X-Api-Key', in: 'header', required: true, secret: true }],
+          authRequired: true,
+        };
       }
-      return { title: 'Weather', description: 'Weather tools', tools: weatherTools(), params: [{ name: 'X-Api-Key', in: 'header', required: false, secret: true }] };
+      return {
+        title: 'Weather',
+        description: 'Weather tools',
+        tools: weatherTools(),
+        params: [{ name: 'X-Api-Key', in: 'header', required: false, secret: true }],
+      };
     };
 
     before(async function () {
@@ -119,32 +167,49 @@ describe('discover and validate endpoints', function () {
       await connection.close();
     });
 
-    const post = (path: string, apiKey: string, body: unknown) => h.http('POST', `${baseUrl}/api/v1/mcp-market/${path}`, { apiKey, body });
+    const post = (path: string, apiKey: string, body: unknown) =>
+      h.http('POST', `${baseUrl}/api/v1/mcp-market/${path}`, { apiKey, body });
 
     it('discovers without storing anything', async function () {
       const { apiKey, userId } = await h.createUser();
       const response = await post('discover', apiKey, { type: 'remote_mcp', url: 'https://mcp.weather.example/mcp' });
       assert.equal(response.status, 200, JSON.stringify(response.body));
-      assert.deepEqual(response.body.tools.map((t: any) => t.name), ['get_weather', 'get_forecast', 'air_quality']);
+      assert.deepEqual(
+        response.body.tools.map((t: any) => t.name),
+        ['get_weather', 'get_forecast', 'air_quality'],
+      );
       assert.equal(response.body.params[0].name, 'X-Api-Key');
-      assert.equal((await h.db.selectFrom('market_validations').select('id').where('owner_id', '=', userId).execute()).length, 0);
+      assert.equal(
+        (await h.db.selectFrom('market_validations').select('id').where('owner_id', '=', userId).execute()).length,
+        0,
+      );
     });
 
     it('validates and stores the validation for the caller; params reach discovery but are never stored or kept in history', async function () {
       const { apiKey, userId } = await h.createUser();
       const secret = `param-secret-${Date.now()}`;
-      const response = await post('validate', apiKey, { type: 'remote_mcp', url: 'https://mcp.weather.example/mcp', params: { 'X-Api-Key': secret } });
+      const response = await post('validate', apiKey, {
+        type: 'remote_mcp',
+        url: 'https://mcp.weather.example/mcp',
+        params: { 'X-Api-Key': secret },
+      });
       assert.equal(response.status, 200, JSON.stringify(response.body));
       assert.equal(response.body.status, 'valid');
       assert.match(response.body.sourceFingerprint, /^[0-9a-f]{64}$/);
       assert.equal(response.body.report.qualityScore, 100);
       assert.equal(response.body.report.toolCount, 3);
       assert.equal(seen.at(-1)!.params!['X-Api-Key'], secret, 'the discovery call got the params');
-      const row = await h.db.selectFrom('market_validations').selectAll().where('id', '=', response.body.validationId).executeTakeFirstOrThrow();
+      const row = await h.db
+        .selectFrom('market_validations')
+        .selectAll()
+        .where('id', '=', response.body.validationId)
+        .executeTakeFirstOrThrow();
       assert.equal(row.owner_id, userId);
       assert.ok(!JSON.stringify(row).includes(secret));
       assert.ok(!JSON.stringify(response.body).includes(secret));
-      const history = historyText(await h.client.workflow.getHandle(`market-validation-${response.body.validationId}`).fetchHistory()).join('\n');
+      const history = historyText(
+        await h.client.workflow.getHandle(`market-validation-${response.body.validationId}`).fetchHistory(),
+      ).join('\n');
       assert.ok(history.includes('mcp.weather.example'), 'the history text is readable (the check below can fail)');
       assert.ok(!history.includes(secret), 'the param value is sealed in the workflow history');
     });
@@ -154,8 +219,15 @@ describe('discover and validate endpoints', function () {
       const locked = await post('validate', apiKey, { type: 'remote_mcp', url: 'https://mcp.locked.example/mcp' });
       assert.equal(locked.body.status, 'needs_parameters');
       assert.equal(locked.body.parametersRequired, true);
-      assert.deepEqual(locked.body.requiredParameters.map((p: any) => p.name), ['X-Api-Key']);
-      const open = await post('validate', apiKey, { type: 'remote_mcp', url: 'https://mcp.locked.example/mcp', params: { 'X-Api-Key': 'k' } });
+      assert.deepEqual(
+        locked.body.requiredParameters.map((p: any) => p.name),
+        ['X-Api-Key'],
+      );
+      const open = await post('validate', apiKey, {
+        type: 'remote_mcp',
+        url: 'https://mcp.locked.example/mcp',
+        params: { 'X-Api-Key': 'k' },
+      });
       assert.equal(open.body.status, 'valid');
     });
 
@@ -173,17 +245,36 @@ describe('discover and validate endpoints', function () {
       const fromObject = await post('validate', apiKey, { type: 'openapi', spec: OPENAPI });
       assert.equal(fromYaml.status, 200, JSON.stringify(fromYaml.body));
       assert.equal(fromYaml.body.sourceFingerprint, fromObject.body.sourceFingerprint);
-      const withBase = await post('validate', apiKey, { type: 'openapi', spec: OPENAPI, openapiBaseUrl: 'https://eu.tides.example' });
+      const withBase = await post('validate', apiKey, {
+        type: 'openapi',
+        spec: OPENAPI,
+        openapiBaseUrl: 'https://eu.tides.example',
+      });
       assert.notEqual(withBase.body.sourceFingerprint, fromObject.body.sourceFingerprint);
       const submission = await h.http('POST', `${baseUrl}/api/v1/mcp-market/submissions`, {
         apiKey,
-        body: { validationId: fromYaml.body.validationId, sourceFingerprint: fromYaml.body.sourceFingerprint, type: 'openapi', name: `Tides ${Date.now()}`, openapiSpec: OPENAPI, monetizationStrategy: 'free' },
+        body: {
+          validationId: fromYaml.body.validationId,
+          sourceFingerprint: fromYaml.body.sourceFingerprint,
+          type: 'openapi',
+          name: `Tides ${Date.now()}`,
+          openapiSpec: OPENAPI,
+          monetizationStrategy: 'free',
+        },
       });
       assert.equal(submission.status, 201, JSON.stringify(submission.body));
       assert.deepEqual(submission.body.openapiSpec, OPENAPI);
       const asText = await h.http('PUT', `${baseUrl}/api/v1/mcp-market/submissions/${submission.body.id}`, {
         apiKey,
-        body: { validationId: fromObject.body.validationId, sourceFingerprint: fromObject.body.sourceFingerprint, type: 'openapi', name: 'Tides', slug: submission.body.slug, openapiSpecText: JSON.stringify(OPENAPI), monetizationStrategy: 'free' },
+        body: {
+          validationId: fromObject.body.validationId,
+          sourceFingerprint: fromObject.body.sourceFingerprint,
+          type: 'openapi',
+          name: 'Tides',
+          slug: submission.body.slug,
+          openapiSpecText: JSON.stringify(OPENAPI),
+          monetizationStrategy: 'free',
+        },
       });
       assert.equal(asText.status, 200, JSON.stringify(asText.body));
     });

@@ -9,7 +9,14 @@ import { useHarness, type Harness } from './support/harness';
 import { startInternalTarget, type InternalTarget } from './support/mcp-internal-target';
 import { startMcpServer, type TestMcpServer } from './support/mcp-server';
 import { createTestCertificates, type TestCertificates } from './support/mcp-tls';
-import { API_KEY, BEARER_TOKEN, COOKIE_KEY, QUERY_KEY, startOpenApiServer, type TestOpenApiServer } from './support/openapi-api';
+import {
+  API_KEY,
+  BEARER_TOKEN,
+  COOKIE_KEY,
+  QUERY_KEY,
+  startOpenApiServer,
+  type TestOpenApiServer,
+} from './support/openapi-api';
 import { capturedOutput } from './support/output-capture';
 import { startWorkerProcess } from './support/worker-process';
 
@@ -23,7 +30,9 @@ function historyText(value: unknown, out: string[] = []): string[] {
 }
 
 /** A loopback server (allowlisted 127.0.0.1) that redirects every request to `target(path)`. */
-async function startRedirector(target: (path: string) => string): Promise<{ origin: string; close: () => Promise<void> }> {
+async function startRedirector(
+  target: (path: string) => string,
+): Promise<{ origin: string; close: () => Promise<void> }> {
   const server = http.createServer((req, res) => res.writeHead(307, { location: target(req.url ?? '/') }).end());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -42,7 +51,15 @@ const TIDES = (base: string) => ({
         operationId: 'get_tides',
         summary: 'Tide times for a harbour',
         description: 'Returns the times and heights of the next high and low tides for a harbour.',
-        parameters: [{ name: 'harbour', in: 'path', required: true, description: 'Harbour name, e.g. Porto', schema: { type: 'string' } }],
+        parameters: [
+          {
+            name: 'harbour',
+            in: 'path',
+            required: true,
+            description: 'Harbour name, e.g. Porto',
+            schema: { type: 'string' },
+          },
+        ],
         responses: { 200: { description: 'The tides' } },
       },
     },
@@ -77,25 +94,41 @@ describe('market discovery and validation over the tool runtime', function () {
 
   before(async function () {
     h = await useHarness();
-    [mcp, guarded, api, internal] = await Promise.all([startMcpServer(), startMcpServer({ bearerToken: TOKEN }), startOpenApiServer(), startInternalTarget()]);
+    [mcp, guarded, api, internal] = await Promise.all([
+      startMcpServer(),
+      startMcpServer({ bearerToken: TOKEN }),
+      startOpenApiServer(),
+      startInternalTarget(),
+    ]);
   });
   after(async () => Promise.all([mcp.close(), guarded.close(), api.close(), internal.close()]));
 
-  const post = (path: 'discover' | 'validate', apiKey: string, body: unknown, base = h.baseUrl) => h.http('POST', `${base}/api/v1/mcp-market/${path}`, { apiKey, body });
+  const post = (path: 'discover' | 'validate', apiKey: string, body: unknown, base = h.baseUrl) =>
+    h.http('POST', `${base}/api/v1/mcp-market/${path}`, { apiKey, body });
 
   it('discovers a remote MCP server: its tools, params and how it was reached; nothing is stored', async function () {
     const { apiKey, userId } = await h.createUser();
     const response = await post('discover', apiKey, { type: 'remote_mcp', url: mcp.url });
     assert.equal(response.status, 200, JSON.stringify(response.body));
     assert.equal(response.body.title, 'test-mcp-current');
-    assert.deepEqual(response.body.tools.map((t: any) => t.name).sort(), ['add', 'echo', 'fail', 'increment', 'large', 'slow']);
+    assert.deepEqual(response.body.tools.map((t: any) => t.name).sort(), [
+      'add',
+      'echo',
+      'fail',
+      'increment',
+      'large',
+      'slow',
+    ]);
     const echo = response.body.tools.find((t: any) => t.name === 'echo');
     assert.equal(echo.inputSchema.properties.message.description, 'Text to send back');
     assert.equal(echo.annotations.readOnlyHint, true);
     assert.deepEqual(response.body.params, []);
     assert.equal(response.body.source.transport, 'streamable_http');
     assert.equal(response.body.source.server.name, 'test-mcp-current');
-    assert.equal((await h.db.selectFrom('market_validations').select('id').where('owner_id', '=', userId).execute()).length, 0);
+    assert.equal(
+      (await h.db.selectFrom('market_validations').select('id').where('owner_id', '=', userId).execute()).length,
+      0,
+    );
   });
 
   it('validates it: a stable fingerprint, a report with issues and a quality score, stored under the caller', async function () {
@@ -105,7 +138,10 @@ describe('market discovery and validation over the tool runtime', function () {
     assert.equal(first.body.status, 'valid');
     assert.match(first.body.sourceFingerprint, /^[0-9a-f]{64}$/);
     assert.equal(first.body.report.toolCount, 6);
-    assert.ok(first.body.report.qualityScore > 0 && first.body.report.qualityScore < 100, `score ${first.body.report.qualityScore}`);
+    assert.ok(
+      first.body.report.qualityScore > 0 && first.body.report.qualityScore < 100,
+      `score ${first.body.report.qualityScore}`,
+    );
     assert.ok(first.body.report.issues.some((i: any) => i.code === 'short_description' && i.tool === 'add'));
     assert.ok(first.body.report.issues.every((i: any) => i.severity !== 'error'));
     const again = await post('validate', apiKey, { type: 'remote_mcp', url: `${mcp.url}#fragment` });
@@ -118,7 +154,11 @@ describe('market discovery and validation over the tool runtime', function () {
     } finally {
       await other.close();
     }
-    const row = await h.db.selectFrom('market_validations').selectAll().where('id', '=', first.body.validationId).executeTakeFirstOrThrow();
+    const row = await h.db
+      .selectFrom('market_validations')
+      .selectAll()
+      .where('id', '=', first.body.validationId)
+      .executeTakeFirstOrThrow();
     assert.equal(row.owner_id, userId);
     assert.equal(row.status, 'valid');
   });
@@ -135,14 +175,27 @@ describe('market discovery and validation over the tool runtime', function () {
     );
     assert.equal(locked.body.discovery.authRequired, true);
 
-    const open = await post('validate', apiKey, { type: 'remote_mcp', url: guarded.url, params: { Authorization: `Bearer ${TOKEN}` } });
+    const open = await post('validate', apiKey, {
+      type: 'remote_mcp',
+      url: guarded.url,
+      params: { Authorization: `Bearer ${TOKEN}` },
+    });
     assert.equal(open.body.status, 'valid', JSON.stringify(open.body.report));
     assert.equal(open.body.report.toolCount, 6);
-    assert.ok(guarded.requests.some((r) => r.headers.authorization === `Bearer ${TOKEN}`), 'the token reached the server');
-    const discovered = await post('discover', apiKey, { type: 'remote_mcp', url: guarded.url, params: { Authorization: TOKEN } });
+    assert.ok(
+      guarded.requests.some((r) => r.headers.authorization === `Bearer ${TOKEN}`),
+      'the token reached the server',
+    );
+    const discovered = await post('discover', apiKey, {
+      type: 'remote_mcp',
+      url: guarded.url,
+      params: { Authorization: TOKEN },
+    });
     assert.equal(discovered.body.tools.length, 6, 'a bare token is sent with the Bearer scheme');
 
-    const history = historyText(await h.client.workflow.getHandle(`market-validation-${open.body.validationId}`).fetchHistory()).join('\n');
+    const history = historyText(
+      await h.client.workflow.getHandle(`market-validation-${open.body.validationId}`).fetchHistory(),
+    ).join('\n');
     assert.ok(history.includes(guarded.url), 'the history is readable, so the check below can fail');
     const rows = await h.db.selectFrom('market_validations').selectAll().where('owner_id', '=', userId).execute();
     const surfaces = {
@@ -152,7 +205,8 @@ describe('market discovery and validation over the tool runtime', function () {
       logs: JSON.stringify((await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey })).body),
       processOutput: capturedOutput(),
     };
-    for (const [surface, text] of Object.entries(surfaces)) assert.ok(!text.includes(TOKEN), `the token appears in ${surface}`);
+    for (const [surface, text] of Object.entries(surfaces))
+      assert.ok(!text.includes(TOKEN), `the token appears in ${surface}`);
   });
 
   it('fingerprints an OpenAPI document fetched from its URL like the same document as YAML, JSON or an object, and accepts its submission', async function () {
@@ -161,30 +215,62 @@ describe('market discovery and validation over the tool runtime', function () {
     const params = { 'X-API-Key': API_KEY, api_key: QUERY_KEY, session: COOKIE_KEY, Authorization: BEARER_TOKEN };
     const byUrl = await post('validate', apiKey, { type: 'openapi', url: api.openapiYamlUrl, params });
     assert.equal(byUrl.status, 200, JSON.stringify(byUrl.body));
-    assert.equal(byUrl.body.status, 'valid', JSON.stringify(byUrl.body.report.issues.filter((i: any) => i.severity === 'error')));
+    assert.equal(
+      byUrl.body.status,
+      'valid',
+      JSON.stringify(byUrl.body.report.issues.filter((i: any) => i.severity === 'error')),
+    );
     assert.equal(byUrl.body.discovery.source.specification, 'OpenAPI 3.1.0');
     const document = parseYaml(api.openapiYaml);
-    for (const body of [{ specText: api.openapiYaml }, { specText: JSON.stringify(document, null, 2) }, { spec: document }]) {
+    for (const body of [
+      { specText: api.openapiYaml },
+      { specText: JSON.stringify(document, null, 2) },
+      { spec: document },
+    ]) {
       const inline = await post('validate', apiKey, { type: 'openapi', ...body, params });
       assert.equal(inline.body.sourceFingerprint, byUrl.body.sourceFingerprint, Object.keys(body)[0]);
     }
-    const changed = await post('validate', apiKey, { type: 'openapi', spec: { ...document, info: { ...document.info, version: '2.4.1' } }, params });
-    assert.notEqual(changed.body.sourceFingerprint, byUrl.body.sourceFingerprint, 'any change to the document changes the fingerprint');
+    const changed = await post('validate', apiKey, {
+      type: 'openapi',
+      spec: { ...document, info: { ...document.info, version: '2.4.1' } },
+      params,
+    });
+    assert.notEqual(
+      changed.body.sourceFingerprint,
+      byUrl.body.sourceFingerprint,
+      'any change to the document changes the fingerprint',
+    );
 
     const withoutKeys = await post('validate', apiKey, { type: 'openapi', url: api.openapiYamlUrl });
     assert.equal(withoutKeys.body.status, 'needs_parameters');
-    assert.deepEqual(withoutKeys.body.requiredParameters.map((p: any) => p.name).sort(), ['Authorization', 'X-API-Key', 'api_key', 'session']);
+    assert.deepEqual(withoutKeys.body.requiredParameters.map((p: any) => p.name).sort(), [
+      'Authorization',
+      'X-API-Key',
+      'api_key',
+      'session',
+    ]);
     const { session: _missing, ...threeKeys } = params;
     const oneMissing = await post('validate', apiKey, { type: 'openapi', url: api.openapiYamlUrl, params: threeKeys });
-    assert.deepEqual([oneMissing.body.status, oneMissing.body.requiredParameters.map((p: any) => [p.name, p.in])], ['needs_parameters', [['session', 'cookie']]]);
+    assert.deepEqual(
+      [oneMissing.body.status, oneMissing.body.requiredParameters.map((p: any) => [p.name, p.in])],
+      ['needs_parameters', [['session', 'cookie']]],
+    );
 
     const submission = await h.http('POST', '/api/v1/mcp-market/submissions', {
       apiKey,
-      body: { validationId: byUrl.body.validationId, sourceFingerprint: byUrl.body.sourceFingerprint, type: 'openapi', name: `Inventory ${Date.now()}`, openapiSpecText: api.openapiYaml, monetizationStrategy: 'free' },
+      body: {
+        validationId: byUrl.body.validationId,
+        sourceFingerprint: byUrl.body.sourceFingerprint,
+        type: 'openapi',
+        name: `Inventory ${Date.now()}`,
+        openapiSpecText: api.openapiYaml,
+        monetizationStrategy: 'free',
+      },
     });
     assert.equal(submission.status, 201, JSON.stringify(submission.body));
     assert.equal(submission.body.tools.length, byUrl.body.report.toolCount);
-    for (const value of Object.values(params)) assert.equal(JSON.stringify([submission.body, byUrl.body]).includes(value), false);
+    for (const value of Object.values(params))
+      assert.equal(JSON.stringify([submission.body, byUrl.body]).includes(value), false);
   });
 
   it('never returns or stores a server URL variable given in params', async function () {
@@ -192,10 +278,18 @@ describe('market discovery and validation over the tool runtime', function () {
     const tenant = 'tenant-7c41e2aa';
     const spec = {
       ...TIDES('https://{tenant}.tides.example/v1'),
-      servers: [{ url: 'https://{tenant}.tides.example/v1', variables: { tenant: { default: '', description: 'Your tenant' } } }],
+      servers: [
+        {
+          url: 'https://{tenant}.tides.example/v1',
+          variables: { tenant: { default: '', description: 'Your tenant' } },
+        },
+      ],
     };
     const needs = await post('validate', apiKey, { type: 'openapi', spec });
-    assert.deepEqual([needs.body.status, needs.body.requiredParameters.map((p: any) => [p.name, p.in])], ['needs_parameters', [['tenant', 'server']]]);
+    assert.deepEqual(
+      [needs.body.status, needs.body.requiredParameters.map((p: any) => [p.name, p.in])],
+      ['needs_parameters', [['tenant', 'server']]],
+    );
     for (const path of ['discover', 'validate'] as const) {
       const response = await post(path, apiKey, { type: 'openapi', spec, params: { tenant } });
       assert.equal(response.status, 200, JSON.stringify(response.body));
@@ -204,7 +298,11 @@ describe('market discovery and validation over the tool runtime', function () {
       assert.ok(!JSON.stringify(response.body).includes(tenant));
       if (path === 'validate') {
         assert.equal(response.body.status, 'valid');
-        const row = await h.db.selectFrom('market_validations').selectAll().where('id', '=', response.body.validationId).executeTakeFirstOrThrow();
+        const row = await h.db
+          .selectFrom('market_validations')
+          .selectAll()
+          .where('id', '=', response.body.validationId)
+          .executeTakeFirstOrThrow();
         assert.ok(!JSON.stringify(row).includes(tenant));
       }
     }
@@ -221,13 +319,37 @@ describe('market discovery and validation over the tool runtime', function () {
       const refusals: [string, unknown, string][] = [
         ['an internal MCP endpoint', { type: 'remote_mcp', url: internal.httpsUrl('/mcp') }, 'ssrf_blocked'],
         ['plain http to it', { type: 'remote_mcp', url: internal.httpUrl('/mcp') }, 'insecure_url'],
-        ['plain http to a host the allowlist does not open', { type: 'remote_mcp', url: 'http://mcp.provider.example/mcp' }, 'insecure_url'],
-        ['an MCP endpoint redirecting to an internal address', { type: 'remote_mcp', url: `${toInternal.origin}/mcp` }, 'ssrf_blocked'],
-        ['an MCP endpoint redirecting to plain http on an internal address', { type: 'remote_mcp', url: `${toPlainInternal.origin}/mcp` }, 'insecure_url'],
-        ['an MCP endpoint redirecting to another origin (never followed)', { type: 'remote_mcp', url: `${elsewhere.origin}/mcp` }, 'invalid_source'],
-        ['an OpenAPI document URL redirecting to an internal address', { type: 'openapi', url: `${toInternal.origin}/openapi.yaml` }, 'ssrf_blocked'],
+        [
+          'plain http to a host the allowlist does not open',
+          { type: 'remote_mcp', url: 'http://mcp.provider.example/mcp' },
+          'insecure_url',
+        ],
+        [
+          'an MCP endpoint redirecting to an internal address',
+          { type: 'remote_mcp', url: `${toInternal.origin}/mcp` },
+          'ssrf_blocked',
+        ],
+        [
+          'an MCP endpoint redirecting to plain http on an internal address',
+          { type: 'remote_mcp', url: `${toPlainInternal.origin}/mcp` },
+          'insecure_url',
+        ],
+        [
+          'an MCP endpoint redirecting to another origin (never followed)',
+          { type: 'remote_mcp', url: `${elsewhere.origin}/mcp` },
+          'invalid_source',
+        ],
+        [
+          'an OpenAPI document URL redirecting to an internal address',
+          { type: 'openapi', url: `${toInternal.origin}/openapi.yaml` },
+          'ssrf_blocked',
+        ],
         ['an OpenAPI document whose server is internal', { type: 'openapi', spec }, 'ssrf_blocked'],
-        ['an OpenAPI base URL on an internal address', { type: 'openapi', specText: api.openapiYaml, openapiBaseUrl: internal.httpsUrl('/api') }, 'ssrf_blocked'],
+        [
+          'an OpenAPI base URL on an internal address',
+          { type: 'openapi', specText: api.openapiYaml, openapiBaseUrl: internal.httpsUrl('/api') },
+          'ssrf_blocked',
+        ],
       ];
       for (const [what, body, code] of refusals) {
         for (const path of ['discover', 'validate'] as const) {
@@ -259,7 +381,11 @@ describe('market discovery and validation over the tool runtime', function () {
     const untrusted = await startMcpServer({ tls: certs });
     try {
       const response = await post('discover', apiKey, { type: 'remote_mcp', url: untrusted.url });
-      assert.deepEqual([response.status, response.body.error.code], [502, 'tls_error'], 'the platform worker does not trust the test CA');
+      assert.deepEqual(
+        [response.status, response.body.error.code],
+        [502, 'tls_error'],
+        'the platform worker does not trust the test CA',
+      );
     } finally {
       await untrusted.close();
       certs.cleanup();

@@ -31,12 +31,15 @@ describe('agent market: draft slugs are not reserved forever', function () {
     ...overrides,
   });
   const create = (apiKey: string, slug: string) => h.http('POST', API, { apiKey, body: agent(slug) });
-  const code = (response: { status: number; body: any }) => `${response.status} ${response.body?.error?.code ?? ''}`.trim();
+  const code = (response: { status: number; body: any }) =>
+    `${response.status} ${response.body?.error?.code ?? ''}`.trim();
   const freshSlug = () => `agent-${randomBytes(4).toString('hex')}`;
 
   /** What MARKET_DRAFT_SLUG_DAYS measures: how long ago the listing last changed (moved back in time, as waiting would). */
   async function age(listingId: string, days: number) {
-    await sql`update market_submissions set updated_at = now() - make_interval(days => ${days}) where listing_id = ${listingId}::uuid`.execute(h.db);
+    await sql`update market_submissions set updated_at = now() - make_interval(days => ${days}) where listing_id = ${listingId}::uuid`.execute(
+      h.db,
+    );
   }
 
   it('releases the slug when the owner deletes the draft (DELETE /agent-market/submissions/{id}); only drafts and rejected submissions can be deleted', async function () {
@@ -44,7 +47,11 @@ describe('agent market: draft slugs are not reserved forever', function () {
     const draft = await create(squatter.apiKey, slug);
     assert.equal(draft.status, 201, JSON.stringify(draft.body));
     assert.equal(code(await create(builder.apiKey, slug)), '409 slug_taken');
-    assert.equal((await h.http('DELETE', `${API}/${draft.body.id}`, { apiKey: builder.apiKey })).status, 404, 'another account\'s draft');
+    assert.equal(
+      (await h.http('DELETE', `${API}/${draft.body.id}`, { apiKey: builder.apiKey })).status,
+      404,
+      "another account's draft",
+    );
 
     const deleted = await h.http('DELETE', `${API}/${draft.body.id}`, { apiKey: squatter.apiKey });
     assert.equal(deleted.status, 204, JSON.stringify(deleted.body));
@@ -56,12 +63,22 @@ describe('agent market: draft slugs are not reserved forever', function () {
 
     // Under review or approved, a submission stays; a revision draft goes without taking the listing's slug along.
     assert.equal((await h.http('POST', `${API}/${taken.body.id}/submit`, { apiKey: builder.apiKey })).status, 200);
-    assert.equal(code(await h.http('DELETE', `${API}/${taken.body.id}`, { apiKey: builder.apiKey })), '409 invalid_state');
+    assert.equal(
+      code(await h.http('DELETE', `${API}/${taken.body.id}`, { apiKey: builder.apiKey })),
+      '409 invalid_state',
+    );
     await admin(h, ['review', '--market', 'agent', '--submission', taken.body.id, '--approve']);
-    assert.equal(code(await h.http('DELETE', `${API}/${taken.body.id}`, { apiKey: builder.apiKey })), '409 invalid_state');
+    assert.equal(
+      code(await h.http('DELETE', `${API}/${taken.body.id}`, { apiKey: builder.apiKey })),
+      '409 invalid_state',
+    );
     const revision = await h.http('POST', `${API}/${taken.body.id}/revisions`, { apiKey: builder.apiKey });
     assert.equal((await h.http('DELETE', `${API}/${revision.body.id}`, { apiKey: builder.apiKey })).status, 204);
-    assert.equal((await h.http('GET', `/api/v1/agent-market/agents/${taken.body.publicId}`, { apiKey: squatter.apiKey })).status, 200, 'the live agent stays');
+    assert.equal(
+      (await h.http('GET', `/api/v1/agent-market/agents/${taken.body.publicId}`, { apiKey: squatter.apiKey })).status,
+      200,
+      'the live agent stays',
+    );
     assert.equal(code(await create(squatter.apiKey, slug)), '409 slug_taken', 'and keeps its slug');
   });
 
@@ -76,9 +93,24 @@ describe('agent market: draft slugs are not reserved forever', function () {
     const taken = await create(builder.apiKey, slug);
     assert.equal(taken.status, 201, JSON.stringify(taken.body));
 
-    assert.equal(code(await h.http('PUT', `${API}/${stale.body.id}`, { apiKey: squatter.apiKey, body: agent(slug, { description: 'back' }) })), '409 slug_taken');
-    assert.equal(code(await h.http('POST', `${API}/${stale.body.id}/submit`, { apiKey: squatter.apiKey })), '409 slug_taken', 'its old draft cannot go to review under the slug');
-    const renamed = await h.http('PUT', `${API}/${stale.body.id}`, { apiKey: squatter.apiKey, body: agent(freshSlug()) });
+    assert.equal(
+      code(
+        await h.http('PUT', `${API}/${stale.body.id}`, {
+          apiKey: squatter.apiKey,
+          body: agent(slug, { description: 'back' }),
+        }),
+      ),
+      '409 slug_taken',
+    );
+    assert.equal(
+      code(await h.http('POST', `${API}/${stale.body.id}/submit`, { apiKey: squatter.apiKey })),
+      '409 slug_taken',
+      'its old draft cannot go to review under the slug',
+    );
+    const renamed = await h.http('PUT', `${API}/${stale.body.id}`, {
+      apiKey: squatter.apiKey,
+      body: agent(freshSlug()),
+    });
     assert.equal(renamed.status, 200, 'it can carry on under another slug');
     assert.equal((await h.http('POST', `${API}/${stale.body.id}/submit`, { apiKey: squatter.apiKey })).status, 200);
   });
@@ -96,7 +128,16 @@ describe('agent market: draft slugs are not reserved forever', function () {
     await admin(h, ['review', '--market', 'agent', '--submission', disabled.body.id, '--disable']);
     const rejected = await create(squatter.apiKey, freshSlug());
     await h.http('POST', `${API}/${rejected.body.id}/submit`, { apiKey: squatter.apiKey });
-    await admin(h, ['review', '--market', 'agent', '--submission', rejected.body.id, '--reject', '--reason', 'Too vague']);
+    await admin(h, [
+      'review',
+      '--market',
+      'agent',
+      '--submission',
+      rejected.body.id,
+      '--reject',
+      '--reason',
+      'Too vague',
+    ]);
     for (const sub of [pending, approved, disabled, rejected]) await age(sub.body.publicId, days);
 
     assert.equal(code(await create(builder.apiKey, pending.body.slug)), '409 slug_taken');

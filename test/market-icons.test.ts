@@ -5,7 +5,12 @@ import { PNG } from 'pngjs';
 import { useHarness, type Harness } from './support/harness';
 import { createSubmission, storeValidation, submissionBody } from './support/market';
 
-function png(width: number, height: number, fill: (i: number) => number = (i) => (i * 37) % 256, colorType: 2 | 6 = 6): Buffer {
+function png(
+  width: number,
+  height: number,
+  fill: (i: number) => number = (i) => (i * 37) % 256,
+  colorType: 2 | 6 = 6,
+): Buffer {
   const image = new PNG({ width, height, colorType, inputColorType: 6 });
   for (let i = 0; i < image.data.length; i++) image.data[i] = fill(i);
   return PNG.sync.write(image, { colorType });
@@ -14,7 +19,7 @@ function png(width: number, height: number, fill: (i: number) => number = (i) =>
 /** The chunks of a PNG: offset of each chunk, its type and data range. */
 function chunks(bytes: Buffer) {
   const out: { offset: number; type: string; dataStart: number; length: number }[] = [];
-  for (let offset = 8; offset < bytes.length; ) {
+  for (let offset = 8; offset < bytes.length;) {
     const length = bytes.readUInt32BE(offset);
     out.push({ offset, type: bytes.toString('latin1', offset + 4, offset + 8), dataStart: offset + 8, length });
     offset += 12 + length;
@@ -41,7 +46,10 @@ describe('market icons', function () {
   });
 
   const upload = (apiKey: string, bytes: Buffer, extra: Record<string, unknown> = {}) =>
-    h.http('POST', '/api/v1/market/icons', { apiKey, body: { fileName: 'icon.png', contentType: 'image/png', base64: bytes.toString('base64'), ...extra } });
+    h.http('POST', '/api/v1/market/icons', {
+      apiKey,
+      body: { fileName: 'icon.png', contentType: 'image/png', base64: bytes.toString('base64'), ...extra },
+    });
 
   async function refusedUpload(apiKey: string, bytes: Buffer, code: string, extra: Record<string, unknown> = {}) {
     const response = await upload(apiKey, bytes, extra);
@@ -63,9 +71,16 @@ describe('market icons', function () {
     assert.equal(served.headers.get('content-type'), 'image/png');
     assert.equal(served.headers.get('x-content-type-options'), 'nosniff');
     assert.ok(Buffer.from(await served.arrayBuffer()).equals(bytes));
-    const row = await h.db.selectFrom('market_icons').select(['owner_id', 'byte_size']).where('id', '=', response.body.iconObjectKey).executeTakeFirstOrThrow();
+    const row = await h.db
+      .selectFrom('market_icons')
+      .select(['owner_id', 'byte_size'])
+      .where('id', '=', response.body.iconObjectKey)
+      .executeTakeFirstOrThrow();
     assert.deepEqual(row, { owner_id: user.userId, byte_size: bytes.length });
-    assert.equal((await fetch(`${h.baseUrl}/api/v1/market/icons/00000000-0000-4000-8000-000000000000.png`)).status, 404);
+    assert.equal(
+      (await fetch(`${h.baseUrl}/api/v1/market/icons/00000000-0000-4000-8000-000000000000.png`)).status,
+      404,
+    );
     assert.equal((await fetch(`${h.baseUrl}/api/v1/market/icons/..%2F..%2Fetc.png`)).status, 404);
   });
 
@@ -77,36 +92,69 @@ describe('market icons', function () {
     const good = png(32, 32);
     await refusedUpload(user.apiKey, good, 'validation_failed', { contentType: 'image/jpeg' });
     await refusedUpload(user.apiKey, Buffer.from('GIF89a\x01\x00\x01\x00\x00\x00\x00;'), 'invalid_png');
-    await refusedUpload(user.apiKey, Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'), 'invalid_png');
+    await refusedUpload(
+      user.apiKey,
+      Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'),
+      'invalid_png',
+    );
     const iend = chunks(good).find((c) => c.type === 'IEND')!;
     assert.match(await refusedUpload(user.apiKey, good.subarray(0, iend.offset), 'invalid_png'), /truncated/);
     assert.match(await refusedUpload(user.apiKey, good.subarray(0, good.length - 30), 'invalid_png'), /truncated/);
-    assert.match(await refusedUpload(user.apiKey, Buffer.concat([good, Buffer.from('<script>alert(1)</script>')]), 'invalid_png'), /after its IEND/);
+    assert.match(
+      await refusedUpload(user.apiKey, Buffer.concat([good, Buffer.from('<script>alert(1)</script>')]), 'invalid_png'),
+      /after its IEND/,
+    );
     const badCrc = Buffer.from(good);
     badCrc[chunks(good).find((c) => c.type === 'IDAT')!.dataStart + 3] ^= 0xff;
     assert.match(await refusedUpload(user.apiKey, badCrc, 'invalid_png'), /cannot be decoded/);
     assert.match(await refusedUpload(user.apiKey, corruptImageData(good), 'invalid_png'), /cannot be decoded/);
     await refusedUpload(user.apiKey, png(8, 8), 'icon_dimensions');
-    await refusedUpload(user.apiKey, png(1025, 16, () => 0), 'icon_dimensions');
+    await refusedUpload(
+      user.apiKey,
+      png(1025, 16, () => 0),
+      'icon_dimensions',
+    );
     assert.ok(noisy.length > 256 * 1024 && noisy.length < 300_000, `noise PNG is ${noisy.length} bytes`);
     await refusedUpload(user.apiKey, noisy, 'icon_too_large');
-    const notBase64 = await h.http('POST', '/api/v1/market/icons', { apiKey: user.apiKey, body: { fileName: 'a.png', contentType: 'image/png', base64: '*not base64*' } });
+    const notBase64 = await h.http('POST', '/api/v1/market/icons', {
+      apiKey: user.apiKey,
+      body: { fileName: 'a.png', contentType: 'image/png', base64: '*not base64*' },
+    });
     assert.equal(notBase64.body.error.code, 'invalid_base64');
-    assert.equal(await h.db.selectFrom('market_icons').select('id').where('owner_id', '=', user.userId).execute().then((r) => r.length), 0, 'nothing refused was stored');
+    assert.equal(
+      await h.db
+        .selectFrom('market_icons')
+        .select('id')
+        .where('owner_id', '=', user.userId)
+        .execute()
+        .then((r) => r.length),
+      0,
+      'nothing refused was stored',
+    );
   });
 
-  it('lets a submission use only the caller\'s own icons', async function () {
+  it("lets a submission use only the caller's own icons", async function () {
     const [provider, other] = [await h.createUser(), await h.createUser()];
     const mine = (await upload(provider.apiKey, png(32, 32))).body;
     const theirs = (await upload(other.apiKey, png(32, 32))).body;
     const validation = await storeValidation(h, provider.userId);
-    const refused = await h.http('POST', '/api/v1/mcp-market/submissions', { apiKey: provider.apiKey, body: submissionBody(validation, { iconObjectKey: theirs.iconObjectKey }) });
+    const refused = await h.http('POST', '/api/v1/mcp-market/submissions', {
+      apiKey: provider.apiKey,
+      body: submissionBody(validation, { iconObjectKey: theirs.iconObjectKey }),
+    });
     assert.equal(refused.status, 400);
     assert.equal(refused.body.error.code, 'icon_not_found');
-    const created = await createSubmission(h, provider.apiKey, submissionBody(validation, { iconObjectKey: mine.iconObjectKey }));
+    const created = await createSubmission(
+      h,
+      provider.apiKey,
+      submissionBody(validation, { iconObjectKey: mine.iconObjectKey }),
+    );
     assert.equal(created.iconObjectKey, mine.iconObjectKey);
     assert.equal(created.iconUrl, mine.iconUrl);
-    const insecure = await h.http('POST', '/api/v1/mcp-market/submissions', { apiKey: provider.apiKey, body: submissionBody(validation, { iconUrl: 'http://cdn.example/icon.png' }) });
+    const insecure = await h.http('POST', '/api/v1/mcp-market/submissions', {
+      apiKey: provider.apiKey,
+      body: submissionBody(validation, { iconUrl: 'http://cdn.example/icon.png' }),
+    });
     assert.equal(insecure.body.error.code, 'insecure_url');
   });
 });

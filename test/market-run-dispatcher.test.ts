@@ -48,15 +48,42 @@ describe("market-run workflows: the platform workers' dispatcher", function () {
     // in a deployment they all poll one queue; here other tests' stacks poll queues of their own).
     const workflow = await describeWhenStarted(h, marketRunWorkflowId(run.id));
     assert.equal(workflow.type, 'marketRunWorkflow');
-    assert.ok(!(await runsOwedAWorkflow(h.db, 10_000)).some((owed) => owed.id === run.id), 'the run is no longer owed a workflow');
+    assert.ok(
+      !(await runsOwedAWorkflow(h.db, 10_000)).some((owed) => owed.id === run.id),
+      'the run is no longer owed a workflow',
+    );
     // A second start (another worker's dispatcher, a retried pass) finds the first.
-    assert.equal(await startOnce(h.client, marketRunStart(h.config.taskQueues.platform, { id: run.id, consumerId: consumer.userId, expiresAt: run.expiresAt })), 'already_started');
+    assert.equal(
+      await startOnce(
+        h.client,
+        marketRunStart(h.config.taskQueues.platform, {
+          id: run.id,
+          consumerId: consumer.userId,
+          expiresAt: run.expiresAt,
+        }),
+      ),
+      'already_started',
+    );
 
     const result = await h.client.workflow.getHandle(marketRunWorkflowId(run.id)).result();
     assert.deepEqual(result, { chargedMicros: 0, releasedMicros: 500_000, providerRevenueMicros: 0 });
     assert.equal((await findMarketRun(h.db, run.id))?.status, 'closed');
-    assert.deepEqual(await getWalletSummary(h.db, consumer.userId), { balanceMicros: 500_000, heldMicros: 0, availableMicros: 500_000 });
+    assert.deepEqual(await getWalletSummary(h.db, consumer.userId), {
+      balanceMicros: 500_000,
+      heldMicros: 0,
+      availableMicros: 500_000,
+    });
     // Even after the workflow completed, the run never gets a second one.
-    assert.equal(await startOnce(h.client, marketRunStart(h.config.taskQueues.platform, { id: run.id, consumerId: consumer.userId, expiresAt: run.expiresAt })), 'already_started');
+    assert.equal(
+      await startOnce(
+        h.client,
+        marketRunStart(h.config.taskQueues.platform, {
+          id: run.id,
+          consumerId: consumer.userId,
+          expiresAt: run.expiresAt,
+        }),
+      ),
+      'already_started',
+    );
   });
 });

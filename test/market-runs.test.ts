@@ -72,18 +72,35 @@ describe('market runs and production charges', function () {
   }
 
   it('splits an amount so that debit = revenue + commission exactly, commission rounded down', function () {
-    assert.deepEqual(splitCharge({ count: 3, unitPriceMicros: 70_000, remainingMicros: 1_000_000, commissionPpm: 200_000 }), {
-      chargedCount: 3,
-      chargeableWithinLimit: 11,
-      eventChargeLimitReached: false,
-      totalMicros: 210_000,
-      commissionMicros: 42_000,
-      providerRevenueMicros: 168_000,
-    });
+    assert.deepEqual(
+      splitCharge({ count: 3, unitPriceMicros: 70_000, remainingMicros: 1_000_000, commissionPpm: 200_000 }),
+      {
+        chargedCount: 3,
+        chargeableWithinLimit: 11,
+        eventChargeLimitReached: false,
+        totalMicros: 210_000,
+        commissionMicros: 42_000,
+        providerRevenueMicros: 168_000,
+      },
+    );
     const odd = splitCharge({ count: 1, unitPriceMicros: 3, remainingMicros: 10, commissionPpm: 200_000 });
     assert.deepEqual([odd.totalMicros, odd.commissionMicros, odd.providerRevenueMicros], [3, 0, 3]);
-    const capped = splitCharge({ count: 10, unitPriceMicros: 70_000, remainingMicros: 290_000, commissionPpm: 333_333 });
-    assert.deepEqual([capped.chargedCount, capped.chargeableWithinLimit, capped.eventChargeLimitReached, capped.totalMicros, capped.commissionMicros], [4, 0, true, 280_000, 93_333]);
+    const capped = splitCharge({
+      count: 10,
+      unitPriceMicros: 70_000,
+      remainingMicros: 290_000,
+      commissionPpm: 333_333,
+    });
+    assert.deepEqual(
+      [
+        capped.chargedCount,
+        capped.chargeableWithinLimit,
+        capped.eventChargeLimitReached,
+        capped.totalMicros,
+        capped.commissionMicros,
+      ],
+      [4, 0, true, 280_000, 93_333],
+    );
     for (let total = 0; total < 2_000; total += 7) {
       const split = splitCharge({ count: total, unitPriceMicros: 1, remainingMicros: total, commissionPpm: 123_457 });
       assert.equal(split.commissionMicros + split.providerRevenueMicros, total);
@@ -111,16 +128,45 @@ describe('market runs and production charges', function () {
     assert.equal(capped.run.holdMicros, 200_000, 'the consumer cap binds');
     const rest = await open(consumer.userId, entry.entryId);
     assert.equal(rest.run.holdMicros, 300_000, 'only what is available is held');
-    const none = await openMarketRun(h.db, { consumerId: consumer.userId, entryId: entry.entryId, selectionId: 's', ttlMs: HOUR, limitMicros: 1_000_000, chargeTokenKey: h.config.market.chargeTokenKey });
+    const none = await openMarketRun(h.db, {
+      consumerId: consumer.userId,
+      entryId: entry.entryId,
+      selectionId: 's',
+      ttlMs: HOUR,
+      limitMicros: 1_000_000,
+      chargeTokenKey: h.config.market.chargeTokenKey,
+    });
     assert.equal(none.outcome, 'insufficient_funds');
-    const job = await admitJob(h.db, { userId: consumer.userId, kind: 'scrape', request: {}, webhookUrl: null, idempotencyKey: null, holdMaxMicros: 500_000 });
+    const job = await admitJob(h.db, {
+      userId: consumer.userId,
+      kind: 'scrape',
+      request: {},
+      webhookUrl: null,
+      idempotencyKey: null,
+      holdMaxMicros: 500_000,
+    });
     assert.equal(job.outcome, 'insufficient_funds', 'a job admission sees the market holds');
 
-    assert.deepEqual(await closeMarketRun(h.db, limited.run.id), { closed: true, releasedMicros: 1_000_000, chargedMicros: 0 });
-    assert.deepEqual(await closeMarketRun(h.db, limited.run.id), { closed: false, releasedMicros: 0, chargedMicros: 0 }, 'closing twice changes nothing');
+    assert.deepEqual(await closeMarketRun(h.db, limited.run.id), {
+      closed: true,
+      releasedMicros: 1_000_000,
+      chargedMicros: 0,
+    });
+    assert.deepEqual(
+      await closeMarketRun(h.db, limited.run.id),
+      { closed: false, releasedMicros: 0, chargedMicros: 0 },
+      'closing twice changes nothing',
+    );
     wallet = await getWalletSummary(h.db, consumer.userId);
     assert.deepEqual(wallet, { balanceMicros: 1_500_000, heldMicros: 500_000, availableMicros: 1_000_000 });
-    const admitted = await admitJob(h.db, { userId: consumer.userId, kind: 'scrape', request: {}, webhookUrl: null, idempotencyKey: null, holdMaxMicros: 500_000 });
+    const admitted = await admitJob(h.db, {
+      userId: consumer.userId,
+      kind: 'scrape',
+      request: {},
+      webhookUrl: null,
+      idempotencyKey: null,
+      holdMaxMicros: 500_000,
+    });
     assert.equal(admitted.outcome, 'created');
     if (admitted.outcome === 'created') await abandonJob(h.db, admitted.job, 'test cleanup');
 
@@ -136,7 +182,14 @@ describe('market runs and production charges', function () {
     const { consumer, entry } = await setup({ consumerCreditUsd: 1 });
     const outcomes = await Promise.all(
       Array.from({ length: 8 }, () =>
-        openMarketRun(h.db, { consumerId: consumer.userId, entryId: entry.entryId, selectionId: `credential-${randomUUID()}`, ttlMs: HOUR, limitMicros: 300_000, chargeTokenKey: h.config.market.chargeTokenKey }),
+        openMarketRun(h.db, {
+          consumerId: consumer.userId,
+          entryId: entry.entryId,
+          selectionId: `credential-${randomUUID()}`,
+          ttlMs: HOUR,
+          limitMicros: 300_000,
+          chargeTokenKey: h.config.market.chargeTokenKey,
+        }),
       ),
     );
     const holds = outcomes.map((o) => (o.outcome === 'opened' ? o.run.holdMicros : 0)).sort((a, b) => b - a);
@@ -148,12 +201,22 @@ describe('market runs and production charges', function () {
   it('opens runs only for live approved entries, holds nothing for a free entry, and refuses an inactive subscription', async function () {
     const { consumer, entry } = await setup();
     const outcome = (entryId: string, consumerId = consumer.userId) =>
-      openMarketRun(h.db, { consumerId, entryId, selectionId: 's', ttlMs: HOUR, limitMicros: 1_000_000, chargeTokenKey: h.config.market.chargeTokenKey }).then((o) => o.outcome);
+      openMarketRun(h.db, {
+        consumerId,
+        entryId,
+        selectionId: 's',
+        ttlMs: HOUR,
+        limitMicros: 1_000_000,
+        chargeTokenKey: h.config.market.chargeTokenKey,
+      }).then((o) => o.outcome);
     assert.equal(await outcome(randomUUID()), 'entry_not_found');
     const broke = await h.createUser({ creditUsd: 0 });
     assert.equal(await outcome(entry.entryId, broke.userId), 'insufficient_funds');
     const inactive = await h.createUser({ creditUsd: 5 });
-    const deactivated = await h.http('PATCH', `/admin/users/${inactive.userId}/subscription`, { headers: { authorization: `Bearer ${h.config.adminToken}` }, body: { status: 'inactive' } });
+    const deactivated = await h.http('PATCH', `/admin/users/${inactive.userId}/subscription`, {
+      headers: { authorization: `Bearer ${h.config.adminToken}` },
+      body: { status: 'inactive' },
+    });
     assert.equal(deactivated.status, 200);
     assert.equal(await outcome(entry.entryId, inactive.userId), 'subscription_inactive');
     await review(h, entry.submissionId, 'disable');
@@ -169,7 +232,11 @@ describe('market runs and production charges', function () {
     const { provider, consumer, entry } = await setup();
     const { run, chargeToken } = await open(consumer.userId, entry.entryId);
     assert.match(chargeToken, /^mct1\./);
-    const response = await charge(provider.apiKey, run, chargeToken, 'evt-1', { eventName: 'page.scraped', count: 3, toolName: 'scrape' });
+    const response = await charge(provider.apiKey, run, chargeToken, 'evt-1', {
+      eventName: 'page.scraped',
+      count: 3,
+      toolName: 'scrape',
+    });
     assert.equal(response.status, 200, JSON.stringify(response.body));
     const { chargeId, meterEventId, ...rest } = response.body;
     assert.match(chargeId, /^[0-9a-f-]{36}$/);
@@ -190,7 +257,12 @@ describe('market runs and production charges', function () {
     });
     assert.equal(await balance(consumer.userId), 10_000_000 - 210_000);
     assert.equal(await balance(provider.userId), 168_000);
-    const entries = await h.db.selectFrom('ledger_entries').selectAll().where('market_run_id', '=', run.id).orderBy('id').execute();
+    const entries = await h.db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('market_run_id', '=', run.id)
+      .orderBy('id')
+      .execute();
     assert.deepEqual(
       entries.map((e) => [e.user_id, e.kind, e.amount_micros]),
       [
@@ -211,7 +283,10 @@ describe('market runs and production charges', function () {
 
     // A price of 3 micro-USD: commission rounds down to 0, the provider gets all 3.
     const tiny = await charge(provider.apiKey, run, chargeToken, 'evt-2', { eventName: 'row.extracted' });
-    assert.deepEqual([tiny.body.totalChargedUsd, tiny.body.commissionUsd, tiny.body.providerRevenueUsd], [0.000003, 0, 0.000003]);
+    assert.deepEqual(
+      [tiny.body.totalChargedUsd, tiny.body.commissionUsd, tiny.body.providerRevenueUsd],
+      [0.000003, 0, 0.000003],
+    );
     assert.equal(await balance(provider.userId), 168_003);
     await closeMarketRun(h.db, run.id);
     assert.equal((await getWalletSummary(h.db, consumer.userId)).heldMicros, 0);
@@ -222,20 +297,37 @@ describe('market runs and production charges', function () {
     const { provider, consumer, entry } = await setup();
     const { run, chargeToken } = await open(consumer.userId, entry.entryId, { capMicros: 500_000 });
     const first = await charge(provider.apiKey, run, chargeToken, 'a', { eventName: 'page.scraped', count: 3 });
-    assert.deepEqual([first.body.chargedCount, first.body.chargeableWithinLimit, first.body.eventChargeLimitReached], [3, 4, false]);
+    assert.deepEqual(
+      [first.body.chargedCount, first.body.chargeableWithinLimit, first.body.eventChargeLimitReached],
+      [3, 4, false],
+    );
     const second = await charge(provider.apiKey, run, chargeToken, 'b', { eventName: 'page.scraped', count: 10 });
     assert.equal(second.status, 200);
     assert.deepEqual(
-      [second.body.requestedCount, second.body.chargedCount, second.body.chargeableWithinLimit, second.body.eventChargeLimitReached, second.body.totalChargedUsd],
+      [
+        second.body.requestedCount,
+        second.body.chargedCount,
+        second.body.chargeableWithinLimit,
+        second.body.eventChargeLimitReached,
+        second.body.totalChargedUsd,
+      ],
       [10, 4, 0, true, 0.28],
     );
     const third = await charge(provider.apiKey, run, chargeToken, 'c', { eventName: 'page.scraped', count: 1 });
-    assert.deepEqual([third.status, third.body.chargedCount, third.body.totalChargedUsd, third.body.eventChargeLimitReached], [200, 0, 0, true]);
+    assert.deepEqual(
+      [third.status, third.body.chargedCount, third.body.totalChargedUsd, third.body.eventChargeLimitReached],
+      [200, 0, 0, true],
+    );
     // 0.01 USD is left: the cheap event still fits.
     const cheap = await charge(provider.apiKey, run, chargeToken, 'd', { eventName: 'row.extracted', count: 5000 });
     assert.deepEqual([cheap.body.chargedCount, cheap.body.chargeableWithinLimit], [3333, 0]);
     assert.equal(await balance(consumer.userId), 10_000_000 - 490_000 - 9_999);
-    const debits = await h.db.selectFrom('ledger_entries').select('amount_micros').where('market_run_id', '=', run.id).where('kind', '=', 'usage').execute();
+    const debits = await h.db
+      .selectFrom('ledger_entries')
+      .select('amount_micros')
+      .where('market_run_id', '=', run.id)
+      .where('kind', '=', 'usage')
+      .execute();
     assert.equal(debits.length, 3, 'a charge of zero units writes no ledger entry');
     await closeMarketRun(h.db, run.id);
   });
@@ -244,9 +336,16 @@ describe('market runs and production charges', function () {
     this.timeout(60_000);
     const { provider, consumer, entry } = await setup();
     const { run, chargeToken } = await open(consumer.userId, entry.entryId, { capMicros: 500_000 });
-    const responses = await Promise.all(Array.from({ length: 40 }, (_, i) => charge(provider.apiKey, run, chargeToken, `parallel-${i}`, { eventName: 'page.scraped' })));
+    const responses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        charge(provider.apiKey, run, chargeToken, `parallel-${i}`, { eventName: 'page.scraped' }),
+      ),
+    );
     assert.deepEqual([...new Set(responses.map((r) => r.status))], [200]);
-    assert.equal(responses.reduce((sum, r) => sum + r.body.chargedCount, 0), 7);
+    assert.equal(
+      responses.reduce((sum, r) => sum + r.body.chargedCount, 0),
+      7,
+    );
     assert.equal((await findMarketRun(h.db, run.id))!.chargedMicros, 490_000);
     assert.equal(await balance(consumer.userId), 10_000_000 - 490_000);
     await closeMarketRun(h.db, run.id);
@@ -257,14 +356,21 @@ describe('market runs and production charges', function () {
     const { provider, consumer, entry } = await setup();
     const { run, chargeToken } = await open(consumer.userId, entry.entryId);
     const body = { eventName: 'page.scraped', count: 2, metadata: { page: 'https://example.com/a' } };
-    const responses = await Promise.all(Array.from({ length: 200 }, () => charge(provider.apiKey, run, chargeToken, 'one-key', body)));
+    const responses = await Promise.all(
+      Array.from({ length: 200 }, () => charge(provider.apiKey, run, chargeToken, 'one-key', body)),
+    );
     assert.deepEqual([...new Set(responses.map((r) => r.status))], [200]);
     assert.equal(responses.filter((r) => r.body.replayed === false).length, 1);
     assert.equal(new Set(responses.map((r) => r.body.chargeId)).size, 1, 'every replay returns the original charge');
     assert.ok(responses.every((r) => r.body.chargedCount === 2 && r.body.totalChargedUsd === 0.14));
     const rows = await h.db.selectFrom('market_run_charges').selectAll().where('run_id', '=', run.id).execute();
     assert.equal(rows.length, 1);
-    const debits = await h.db.selectFrom('ledger_entries').selectAll().where('market_run_id', '=', run.id).where('kind', '=', 'usage').execute();
+    const debits = await h.db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('market_run_id', '=', run.id)
+      .where('kind', '=', 'usage')
+      .execute();
     assert.equal(debits.length, 1);
     assert.equal(await balance(consumer.userId), 10_000_000 - 140_000);
 
@@ -272,10 +378,17 @@ describe('market runs and production charges', function () {
     assert.deepEqual([conflict.status, conflict.body.error.code], [409, 'idempotency_conflict']);
     // A provider retrying after a lost response reuses the key: the answer is the original, nothing is charged again.
     const retried = await charge(provider.apiKey, run, chargeToken, 'one-key', body);
-    assert.deepEqual([retried.status, retried.body.replayed, retried.body.chargeId], [200, true, responses[0].body.chargeId]);
+    assert.deepEqual(
+      [retried.status, retried.body.replayed, retried.body.chargeId],
+      [200, true, responses[0].body.chargeId],
+    );
     await closeMarketRun(h.db, run.id);
     const afterClose = await charge(provider.apiKey, run, chargeToken, 'one-key', body);
-    assert.deepEqual([afterClose.status, afterClose.body.replayed], [200, true], 'a replay is answered after the run closed');
+    assert.deepEqual(
+      [afterClose.status, afterClose.body.replayed],
+      [200, true],
+      'a replay is answered after the run closed',
+    );
     assert.equal(await balance(consumer.userId), 10_000_000 - 140_000);
   });
 
@@ -289,24 +402,62 @@ describe('market runs and production charges', function () {
       assert.equal(response.body.error.code, code);
     };
     await expectError(await charge(provider.apiKey, run, chargeToken, null, body), 400, 'idempotency_key_required');
-    await expectError(await charge(provider.apiKey, run, chargeToken, 'k', { eventName: 'page.scraped', count: 0 }), 400, 'validation_failed');
-    await expectError(await charge(provider.apiKey, run, chargeToken, 'k', { eventName: 'invoice.paid' }), 400, 'unknown_event');
+    await expectError(
+      await charge(provider.apiKey, run, chargeToken, 'k', { eventName: 'page.scraped', count: 0 }),
+      400,
+      'validation_failed',
+    );
+    await expectError(
+      await charge(provider.apiKey, run, chargeToken, 'k', { eventName: 'invoice.paid' }),
+      400,
+      'unknown_event',
+    );
     await expectError(await charge(other.apiKey, run, chargeToken, 'k', body), 403, 'charge_forbidden');
     await expectError(await charge(consumer.apiKey, run, chargeToken, 'k', body), 403, 'charge_forbidden');
     const key = h.config.market.chargeTokenKey;
-    const claims = { kind: 'run' as const, runId: run.id, providerId: provider.userId, entryId: entry.entryId, exp: Date.now() + 60_000 };
-    await expectError(await charge(provider.apiKey, run, signChargeToken(Buffer.alloc(32, 9), claims), 'k', body), 403, 'invalid_charge_token');
-    await expectError(await charge(provider.apiKey, run, signChargeToken(key, { ...claims, entryId: randomUUID() }), 'k', body), 403, 'invalid_charge_token');
-    await expectError(await charge(provider.apiKey, run, signChargeToken(key, { ...claims, exp: Date.now() - 1 }), 'k', body), 403, 'charge_token_expired');
+    const claims = {
+      kind: 'run' as const,
+      runId: run.id,
+      providerId: provider.userId,
+      entryId: entry.entryId,
+      exp: Date.now() + 60_000,
+    };
+    await expectError(
+      await charge(provider.apiKey, run, signChargeToken(Buffer.alloc(32, 9), claims), 'k', body),
+      403,
+      'invalid_charge_token',
+    );
+    await expectError(
+      await charge(provider.apiKey, run, signChargeToken(key, { ...claims, entryId: randomUUID() }), 'k', body),
+      403,
+      'invalid_charge_token',
+    );
+    await expectError(
+      await charge(provider.apiKey, run, signChargeToken(key, { ...claims, exp: Date.now() - 1 }), 'k', body),
+      403,
+      'charge_token_expired',
+    );
     const second = await open(consumer.userId, entry.entryId);
     await expectError(await charge(provider.apiKey, run, second.chargeToken, 'k', body), 403, 'invalid_charge_token');
     const ghost = randomUUID();
-    await expectError(await charge(provider.apiKey, { id: ghost }, signChargeToken(key, { ...claims, runId: ghost }), 'k', body), 404, 'run_not_found');
+    await expectError(
+      await charge(provider.apiKey, { id: ghost }, signChargeToken(key, { ...claims, runId: ghost }), 'k', body),
+      404,
+      'run_not_found',
+    );
 
     // A run past its expiry refuses charges even with a token that claims to live longer.
     const lapsed = await open(consumer.userId, entry.entryId, { ttlMs: 1_000, now: new Date(Date.now() - 60_000) });
-    await expectError(await charge(provider.apiKey, lapsed.run, lapsed.chargeToken, 'k', body), 403, 'charge_token_expired');
-    await expectError(await charge(provider.apiKey, lapsed.run, signChargeToken(key, { ...claims, runId: lapsed.run.id }), 'k', body), 403, 'charge_token_expired');
+    await expectError(
+      await charge(provider.apiKey, lapsed.run, lapsed.chargeToken, 'k', body),
+      403,
+      'charge_token_expired',
+    );
+    await expectError(
+      await charge(provider.apiKey, lapsed.run, signChargeToken(key, { ...claims, runId: lapsed.run.id }), 'k', body),
+      403,
+      'charge_token_expired',
+    );
 
     await closeMarketRun(h.db, second.run.id);
     await expectError(await charge(provider.apiKey, second.run, second.chargeToken, 'k', body), 409, 'run_closed');
@@ -317,7 +468,11 @@ describe('market runs and production charges', function () {
 
     assert.equal(await balance(consumer.userId), 10_000_000);
     assert.equal(await balance(provider.userId), 0);
-    const charges = await h.db.selectFrom('market_run_charges').select('id').where('run_id', 'in', [run.id, second.run.id, lapsed.run.id]).execute();
+    const charges = await h.db
+      .selectFrom('market_run_charges')
+      .select('id')
+      .where('run_id', 'in', [run.id, second.run.id, lapsed.run.id])
+      .execute();
     assert.equal(charges.length, 0, 'nothing refused was recorded');
   });
 
@@ -334,7 +489,13 @@ describe('market runs and production charges', function () {
     let problems: Awaited<ReturnType<typeof findLedgerProblems>> = [];
     await assert.rejects(
       h.db.transaction().execute(async (trx) => {
-        const entryRow = (key: string, userId: string, kind: 'usage' | 'revenue', amount: number, marketRunId: string | null) => ({
+        const entryRow = (
+          key: string,
+          userId: string,
+          kind: 'usage' | 'revenue',
+          amount: number,
+          marketRunId: string | null,
+        ) => ({
           user_id: userId,
           kind,
           amount_micros: amount,
@@ -357,8 +518,14 @@ describe('market runs and production charges', function () {
       }),
       Rollback,
     );
-    const mine = (check: string) => problems.find((p) => p.check === check)?.rows.filter((r) => JSON.stringify(r).includes(run.id) || JSON.stringify(r).includes(provider.userId)) ?? [];
-    for (const check of ['market ledger entry that points at no market run, or at the wrong account of its run', 'market run whose debits, revenue credits and commission do not balance with its charges']) {
+    const mine = (check: string) =>
+      problems
+        .find((p) => p.check === check)
+        ?.rows.filter((r) => JSON.stringify(r).includes(run.id) || JSON.stringify(r).includes(provider.userId)) ?? [];
+    for (const check of [
+      'market ledger entry that points at no market run, or at the wrong account of its run',
+      'market run whose debits, revenue credits and commission do not balance with its charges',
+    ]) {
       assert.ok(mine(check).length > 0, `${check} was not found: ${JSON.stringify(problems)}`);
     }
     await closeMarketRun(h.db, run.id);

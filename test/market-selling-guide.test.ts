@@ -56,15 +56,27 @@ describe('docs/selling-tools.md, followed as written', function () {
 
     const [, submissionId, revisionId, publicId] = /@@ids (\S+) (\S+) (\S+)/.exec(epilogue) ?? [];
     assert.ok(submissionId && revisionId && publicId, epilogue);
-    assert.equal(publicId, submissionId, 'the public id is the first submission\'s id');
+    assert.equal(publicId, submissionId, "the public id is the first submission's id");
     const listing = await h.http('GET', `/api/v1/mcp-market/mcps/${publicId}`, { apiKey: provider.apiKey });
     assert.equal(listing.status, 200);
-    assert.equal(listing.body.description, 'Echo and arithmetic tools for agents, with examples', 'the approved revision is live under the same id');
-    assert.deepEqual(listing.body.tools.map((t: { toolName: string }) => t.toolName), ['echo', 'add']);
-    assert.deepEqual(listing.body.pricingEvents.map((e: { eventName: string; unitPriceUsd: number }) => [e.eventName, e.unitPriceUsd]), [['page.scraped', 0.002]]);
+    assert.equal(
+      listing.body.description,
+      'Echo and arithmetic tools for agents, with examples',
+      'the approved revision is live under the same id',
+    );
+    assert.deepEqual(
+      listing.body.tools.map((t: { toolName: string }) => t.toolName),
+      ['echo', 'add'],
+    );
+    assert.deepEqual(
+      listing.body.pricingEvents.map((e: { eventName: string; unitPriceUsd: number }) => [e.eventName, e.unitPriceUsd]),
+      [['page.scraped', 0.002]],
+    );
     const history = await h.http('GET', '/api/v1/mcp-market/submissions', { apiKey: provider.apiKey });
     assert.deepEqual(
-      history.body.submissions.map((s: { id: string; status: string; live: boolean }) => [s.id, s.status, s.live]).sort(),
+      history.body.submissions
+        .map((s: { id: string; status: string; live: boolean }) => [s.id, s.status, s.live])
+        .sort(),
       [
         [revisionId, 'approved', true],
         [submissionId, 'approved', false],
@@ -88,8 +100,16 @@ describe('docs/selling-tools.md, followed as written', function () {
     });
     assert.equal(opened.outcome, 'opened');
     if (opened.outcome !== 'opened') return;
-    const env = { ...process.env, ...h.env, BASE_URL: h.baseUrl, API_KEY: provider.apiKey, RUN_ID: opened.run.id, CHARGE_TOKEN: opened.chargeToken };
-    const chargeOnce = async () => JSON.parse((await runShellSamples(guide, [charge], { env, cwd: workDir })).outputs[0]);
+    const env = {
+      ...process.env,
+      ...h.env,
+      BASE_URL: h.baseUrl,
+      API_KEY: provider.apiKey,
+      RUN_ID: opened.run.id,
+      CHARGE_TOKEN: opened.chargeToken,
+    };
+    const chargeOnce = async () =>
+      JSON.parse((await runShellSamples(guide, [charge], { env, cwd: workDir })).outputs[0]);
     const results = [await chargeOnce(), await chargeOnce()];
     const { chargeId, meterEventId, ...rest } = results[0];
     assert.deepEqual(rest, {
@@ -106,7 +126,11 @@ describe('docs/selling-tools.md, followed as written', function () {
       replayed: false,
       verification: false,
     });
-    assert.deepEqual([results[1].replayed, results[1].chargeId, results[1].meterEventId], [true, chargeId, meterEventId], 'the retry with the same key is a replay');
+    assert.deepEqual(
+      [results[1].replayed, results[1].chargeId, results[1].meterEventId],
+      [true, chargeId, meterEventId],
+      'the retry with the same key is a replay',
+    );
     assert.equal((await getWalletSummary(h.db, provider.userId)).balanceMicros, 4_800);
     assert.equal((await getWalletSummary(h.db, consumer.userId)).balanceMicros, 5_000_000 - 6_000);
     const account = await h.http('GET', '/api/v1/account', { apiKey: provider.apiKey });

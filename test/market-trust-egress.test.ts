@@ -5,7 +5,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import type { StoredMarketTool } from '../lib/market/listing';
-import { callMarketTool, marketToolCallDeps, type AcquiredRun, type MarketCallEntry, type MarketCallRecord, type MarketToolCallDeps, type MarketToolCallOutcome } from '../lib/market/tool-call';
+import {
+  callMarketTool,
+  marketToolCallDeps,
+  type AcquiredRun,
+  type MarketCallEntry,
+  type MarketCallRecord,
+  type MarketToolCallDeps,
+  type MarketToolCallOutcome,
+} from '../lib/market/tool-call';
 import type { DriftReport } from '../lib/market/tool-drift';
 import { parseNetworkAllowlist, withResolver, type Resolver } from '../lib/net/ssrf';
 import { connectAndList } from '../lib/tools/source';
@@ -28,7 +36,10 @@ const resolver: Resolver = async (hostname) => {
   if (!address) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
   return [{ address, family: 4 }];
 };
-const policy = withResolver(parseNetworkAllowlist(`127.0.0.1,127.0.0.2,localhost,${Object.keys(NAMES).join(',')}`), resolver);
+const policy = withResolver(
+  parseNetworkAllowlist(`127.0.0.1,127.0.0.2,localhost,${Object.keys(NAMES).join(',')}`),
+  resolver,
+);
 const CHARGE_TOKEN = 'mct1.run-charge-token-0f9e8d7c';
 const PROVIDER_KEY = 'provider-secret-key-5b4a39';
 
@@ -66,10 +77,16 @@ async function startRedirectingApi(): Promise<RedirectingApi> {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
     requests.push({ path: url.pathname, headers: req.headers });
-    if (url.pathname === '/v1/go') return void res.writeHead(302, { location: url.searchParams.get('to') ?? '/v1/echo' }).end();
-    if (url.pathname === '/v1/echo') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ echoed: true }));
+    if (url.pathname === '/v1/go')
+      return void res.writeHead(302, { location: url.searchParams.get('to') ?? '/v1/echo' }).end();
+    if (url.pathname === '/v1/echo')
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ echoed: true }));
     if (url.pathname === '/v1/whoami') {
-      return void res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `key ${req.headers['x-api-key']} may not call http://${req.headers.host}/v1/whoami` }));
+      return void res.writeHead(403, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          error: `key ${req.headers['x-api-key']} may not call http://${req.headers.host}/v1/whoami`,
+        }),
+      );
     }
     res.writeHead(404).end();
   });
@@ -82,11 +99,25 @@ async function startRedirectingApi(): Promise<RedirectingApi> {
     security: [{ key: [] }],
     components: { securitySchemes: { key: { type: 'apiKey', in: 'header', name: 'X-API-Key' } } },
     paths: {
-      '/go': { get: { operationId: 'go', parameters: [{ name: 'to', in: 'query', required: true, schema: { type: 'string' } }], responses: { 200: { description: 'ok' } } } },
+      '/go': {
+        get: {
+          operationId: 'go',
+          parameters: [{ name: 'to', in: 'query', required: true, schema: { type: 'string' } }],
+          responses: { 200: { description: 'ok' } },
+        },
+      },
       '/echo': {
         get: {
           operationId: 'echo',
-          parameters: ['Host', 'Cookie', 'Content-Length', 'Connection', 'Authorization', 'X-Service-Charge-Token', 'X-Trace-Id'].map((name) => ({ name, in: 'header', schema: { type: 'string' } })),
+          parameters: [
+            'Host',
+            'Cookie',
+            'Content-Length',
+            'Connection',
+            'Authorization',
+            'X-Service-Charge-Token',
+            'X-Trace-Id',
+          ].map((name) => ({ name, in: 'header', schema: { type: 'string' } })),
           responses: { 200: { description: 'ok' } },
         },
       },
@@ -108,7 +139,10 @@ function memoryStore() {
     records,
     flagged,
     store: {
-      settleFixedCall: async ({ priceMicros }: { priceMicros: number }) => ({ charged: true as const, costMicros: priceMicros }),
+      settleFixedCall: async ({ priceMicros }: { priceMicros: number }) => ({
+        charged: true as const,
+        costMicros: priceMicros,
+      }),
       endCall: async () => {},
       recordCall: async (record: MarketCallRecord) => void records.push(record),
       flagDrift: async (_entry: unknown, report: DriftReport) => void flagged.push(report),
@@ -117,17 +151,37 @@ function memoryStore() {
 }
 
 function callDeps(store: ReturnType<typeof memoryStore>['store']): MarketToolCallDeps {
-  return marketToolCallDeps({ store, market: { toolListCacheMs: 60_000, commissionRate: 0.2, toolCallTimeoutMs: 10_000 }, policy });
+  return marketToolCallDeps({
+    store,
+    market: { toolListCacheMs: 60_000, commissionRate: 0.2, toolCallTimeoutMs: 10_000 },
+    policy,
+  });
 }
 
 const openRun = async (): Promise<AcquiredRun> => ({
   ok: true,
   opened: true,
-  run: { id: randomUUID(), chargeToken: CHARGE_TOKEN, holdMicros: 1_000_000, chargedMicros: 0, expiresAt: new Date(Date.now() + 60_000) },
+  run: {
+    id: randomUUID(),
+    chargeToken: CHARGE_TOKEN,
+    holdMicros: 1_000_000,
+    chargedMicros: 0,
+    expiresAt: new Date(Date.now() + 60_000),
+  },
 });
 
-const approved = (tools: { name: string; description: string | null; inputSchema: Record<string, unknown> | null }[]): StoredMarketTool[] =>
-  tools.map((t) => ({ toolName: t.name, displayName: t.name, description: t.description, inputSchema: t.inputSchema, clientPriceMicros: 1_000, providerRevenueMicros: null, isEnabled: true }));
+const approved = (
+  tools: { name: string; description: string | null; inputSchema: Record<string, unknown> | null }[],
+): StoredMarketTool[] =>
+  tools.map((t) => ({
+    toolName: t.name,
+    displayName: t.name,
+    description: t.description,
+    inputSchema: t.inputSchema,
+    clientPriceMicros: 1_000,
+    providerRevenueMicros: null,
+    isEnabled: true,
+  }));
 
 async function upstreamTools(url: string) {
   const { session, tools } = await connectAndList(new URL(url), {}, { policy });
@@ -153,12 +207,29 @@ function entry(fields: Partial<MarketCallEntry> & Pick<MarketCallEntry, 'type' |
   };
 }
 
-function call(deps: MarketToolCallDeps, marketEntry: MarketCallEntry, toolName: string, args: unknown, consumerParams: SourceParamValues = {}, consumerId = randomUUID()): Promise<MarketToolCallOutcome> {
+function call(
+  deps: MarketToolCallDeps,
+  marketEntry: MarketCallEntry,
+  toolName: string,
+  args: unknown,
+  consumerParams: SourceParamValues = {},
+  consumerId = randomUUID(),
+): Promise<MarketToolCallOutcome> {
   // One credential per consumer: its id is the selection's.
-  return callMarketTool(deps, { consumerId, entry: marketEntry, toolName, args, consumerParams, selectionId: `credential-of-${consumerId}`, acquireRun: openRun, runPerCall: true });
+  return callMarketTool(deps, {
+    consumerId,
+    entry: marketEntry,
+    toolName,
+    args,
+    consumerParams,
+    selectionId: `credential-of-${consumerId}`,
+    acquireRun: openRun,
+    runPerCall: true,
+  });
 }
 
-const shown = (outcome: MarketToolCallOutcome) => (outcome.status === 'answered' ? outcome.result.text : outcome.message);
+const shown = (outcome: MarketToolCallOutcome) =>
+  outcome.status === 'answered' ? outcome.result.text : outcome.message;
 
 describe('market trust: consumer input never opens a door the provider did not', function () {
   this.timeout(60_000);
@@ -168,7 +239,12 @@ describe('market trust: consumer input never opens a door the provider did not',
   let redirecting: RedirectingApi;
 
   before(async () => {
-    [attacker, inventory, provider, redirecting] = await Promise.all([startAttacker(), startOpenApiServer(), startMarketProvider(), startRedirectingApi()]);
+    [attacker, inventory, provider, redirecting] = await Promise.all([
+      startAttacker(),
+      startOpenApiServer(),
+      startMarketProvider(),
+      startRedirectingApi(),
+    ]);
   });
   after(async () => Promise.all([attacker.close(), inventory.close(), provider.close(), redirecting.close()]));
   beforeEach(() => void attacker.requests.splice(0));
@@ -192,7 +268,13 @@ describe('market trust: consumer input never opens a door the provider did not',
 
     it('fills a variable the provider declared with a value of its enum, and the request goes to that host', async function () {
       const deps = callDeps(memoryStore().store);
-      const outcome = await call(deps, regionalInventory({ region: { default: 'eu', enum: ['eu', 'us'] } }, declared), 'getItem', { itemId: 'sku-1' }, { region: 'us' });
+      const outcome = await call(
+        deps,
+        regionalInventory({ region: { default: 'eu', enum: ['eu', 'us'] } }, declared),
+        'getItem',
+        { itemId: 'sku-1' },
+        { region: 'us' },
+      );
       assert.equal(outcome.status, 'answered', shown(outcome));
       const sent = inventory.apiRequests().at(-1)!;
       assert.equal(sent.headers.host, `us.inventory.test:${new URL(inventory.origin).port}`);
@@ -205,37 +287,83 @@ describe('market trust: consumer input never opens a door the provider did not',
       const before = inventory.requests.length;
       const attack = `${new URL(attacker.origin).host}/#`;
       for (const variables of [{ region: { default: 'eu', enum: ['eu', 'us'] } }, { region: { default: 'eu' } }]) {
-        const outcome = await call(deps, regionalInventory(variables, declared), 'getItem', { itemId: 'sku-1' }, { region: attack });
+        const outcome = await call(
+          deps,
+          regionalInventory(variables, declared),
+          'getItem',
+          { itemId: 'sku-1' },
+          { region: attack },
+        );
         assert.equal(outcome.status, 'refused', shown(outcome));
         assert.equal(outcome.status === 'refused' && outcome.code, 'invalid_params');
         assert.match(shown(outcome), /region/);
       }
       nothingStolen();
       assert.equal(inventory.requests.length, before, 'nothing was sent anywhere');
-      assert.deepEqual(records.map((r) => [r.outcome, r.costMicros]), [['refused', 0], ['refused', 0]], 'each refusal is recorded, at no cost');
+      assert.deepEqual(
+        records.map((r) => [r.outcome, r.costMicros]),
+        [
+          ['refused', 0],
+          ['refused', 0],
+        ],
+        'each refusal is recorded, at no cost',
+      );
     });
 
     it('refuses a value outside the enum, a variable without an enum, and one the provider did not declare', async function () {
       const deps = callDeps(memoryStore().store);
       const before = inventory.requests.length;
-      const notInEnum = await call(deps, regionalInventory({ region: { default: 'eu', enum: ['eu', 'us'] } }, declared), 'getItem', { itemId: 'a' }, { region: 'ap' });
+      const notInEnum = await call(
+        deps,
+        regionalInventory({ region: { default: 'eu', enum: ['eu', 'us'] } }, declared),
+        'getItem',
+        { itemId: 'a' },
+        { region: 'ap' },
+      );
       assert.equal(notInEnum.status, 'refused');
       assert.match(shown(notInEnum), /The value given for \{region\} is not one the provider allows \(eu, us\)/);
 
-      const noEnum = await call(deps, regionalInventory({ region: { default: 'eu' } }, declared), 'getItem', { itemId: 'a' }, { region: 'us' });
+      const noEnum = await call(
+        deps,
+        regionalInventory({ region: { default: 'eu' } }, declared),
+        'getItem',
+        { itemId: 'a' },
+        { region: 'us' },
+      );
       assert.equal(noEnum.status, 'refused');
       assert.match(shown(noEnum), /\{region\}.*no list of allowed values/);
 
-      const undeclared = await call(deps, regionalInventory({ region: { default: 'eu', enum: ['eu', 'us'] } }, {}), 'getItem', { itemId: 'a' }, { region: 'us' });
+      const undeclared = await call(
+        deps,
+        regionalInventory({ region: { default: 'eu', enum: ['eu', 'us'] } }, {}),
+        'getItem',
+        { itemId: 'a' },
+        { region: 'us' },
+      );
       assert.equal(undeclared.status === 'refused' && undeclared.code, 'invalid_params');
       assert.match(shown(undeclared), /region.*not a parameter of this entry/);
       assert.equal(inventory.requests.length, before);
 
       // An enum of the consumer-parameter schema counts too, and even then the URL must keep the template's host.
-      const schemaEnum = { type: 'object', properties: { region: { type: 'string', enum: ['us', `${new URL(attacker.origin).host}/#`] } } };
-      const allowed = await call(deps, regionalInventory({ region: { default: 'eu' } }, schemaEnum), 'getItem', { itemId: 'b' }, { region: 'us' });
+      const schemaEnum = {
+        type: 'object',
+        properties: { region: { type: 'string', enum: ['us', `${new URL(attacker.origin).host}/#`] } },
+      };
+      const allowed = await call(
+        deps,
+        regionalInventory({ region: { default: 'eu' } }, schemaEnum),
+        'getItem',
+        { itemId: 'b' },
+        { region: 'us' },
+      );
       assert.equal(allowed.status, 'answered', shown(allowed));
-      const moved = await call(deps, regionalInventory({ region: { default: 'eu' } }, schemaEnum), 'getItem', { itemId: 'b' }, { region: `${new URL(attacker.origin).host}/#` });
+      const moved = await call(
+        deps,
+        regionalInventory({ region: { default: 'eu' } }, schemaEnum),
+        'getItem',
+        { itemId: 'b' },
+        { region: `${new URL(attacker.origin).host}/#` },
+      );
       assert.equal(moved.status, 'refused');
       assert.match(shown(moved), /would leave the host/);
       nothingStolen();
@@ -243,7 +371,10 @@ describe('market trust: consumer input never opens a door the provider did not',
   });
 
   describe('upstream headers', function () {
-    const schema = { type: 'object', properties: { region: { type: 'string' }, 'x-api-key': { type: 'string', writeOnly: true } } };
+    const schema = {
+      type: 'object',
+      properties: { region: { type: 'string' }, 'x-api-key': { type: 'string', writeOnly: true } },
+    };
     const eventEntry = async () =>
       entry({
         type: 'remote_mcp',
@@ -257,7 +388,13 @@ describe('market trust: consumer input never opens a door the provider did not',
     it('remote MCP: the charge headers and the staticConfig win, once, over consumer values of any case', async function () {
       const deps = callDeps(memoryStore().store);
       const marketEntry = await eventEntry();
-      const outcome = await call(deps, marketEntry, 'lookup_city', { city: 'Lisbon' }, { region: 'eu', 'x-api-key': 'consumer-key-1234' });
+      const outcome = await call(
+        deps,
+        marketEntry,
+        'lookup_city',
+        { city: 'Lisbon' },
+        { region: 'eu', 'x-api-key': 'consumer-key-1234' },
+      );
       assert.equal(outcome.status, 'answered', shown(outcome));
       const headers = provider.toolCallHeaders().at(-1)!;
       assert.equal(headers['x-api-key'], PROVIDER_KEY, "the provider's value, not joined with the consumer's");
@@ -270,24 +407,52 @@ describe('market trust: consumer input never opens a door the provider did not',
       const deps = callDeps(store);
       const marketEntry = await eventEntry();
       const calls = provider.toolCallHeaders().length;
-      const declaring = (name: string) => ({ type: 'object', properties: { ...schema.properties, [name]: { type: 'string', writeOnly: true } } });
+      const declaring = (name: string) => ({
+        type: 'object',
+        properties: { ...schema.properties, [name]: { type: 'string', writeOnly: true } },
+      });
       const attempts: [string, Record<string, unknown>][] = [['Authorization', schema]];
-      for (const name of ['X-Service-Charge-Token', 'x-service-charge-max-total-usd', 'Host', 'Cookie', 'Content-Length', 'Connection', 'Transfer-Encoding', 'Proxy-Authorization']) {
+      for (const name of [
+        'X-Service-Charge-Token',
+        'x-service-charge-max-total-usd',
+        'Host',
+        'Cookie',
+        'Content-Length',
+        'Connection',
+        'Transfer-Encoding',
+        'Proxy-Authorization',
+      ]) {
         // Undeclared (a selection stored before params were checked), and declared by the provider alike.
         attempts.push([name, schema], [name, declaring(name)]);
       }
       for (const [name, declared] of attempts) {
-        const outcome = await call(deps, { ...marketEntry, requiredUserParamsSchema: declared }, 'lookup_city', { city: 'Lisbon' }, { [name]: 'forged-by-consumer' });
+        const outcome = await call(
+          deps,
+          { ...marketEntry, requiredUserParamsSchema: declared },
+          'lookup_city',
+          { city: 'Lisbon' },
+          { [name]: 'forged-by-consumer' },
+        );
         assert.equal(outcome.status, 'refused', `${name}: ${shown(outcome)}`);
         assert.equal(outcome.status === 'refused' && outcome.code, 'invalid_params', name);
         assert.ok(shown(outcome).includes(name), shown(outcome));
       }
       assert.equal(provider.toolCallHeaders().length, calls, 'no call reached the provider');
       assert.ok(!JSON.stringify(provider.requests).includes('forged-by-consumer'));
-      assert.deepEqual(records.map((r) => [r.outcome, r.costMicros]), attempts.map(() => ['refused', 0]), 'each refusal is recorded, at no cost');
+      assert.deepEqual(
+        records.map((r) => [r.outcome, r.costMicros]),
+        attempts.map(() => ['refused', 0]),
+        'each refusal is recorded, at no cost',
+      );
 
       // An auth header the provider declared is the consumer's to set (e.g. their own account's token).
-      const own = await call(deps, { ...marketEntry, requiredUserParamsSchema: declaring('Authorization') }, 'lookup_city', { city: 'Porto' }, { Authorization: 'consumer-own-token' });
+      const own = await call(
+        deps,
+        { ...marketEntry, requiredUserParamsSchema: declaring('Authorization') },
+        'lookup_city',
+        { city: 'Porto' },
+        { Authorization: 'consumer-own-token' },
+      );
       assert.equal(own.status, 'answered', shown(own));
       assert.equal(provider.toolCallHeaders().at(-1)!.authorization, 'Bearer consumer-own-token');
     });
@@ -312,7 +477,15 @@ describe('market trust: consumer input never opens a door the provider did not',
         staticConfig: { 'X-API-Key': PROVIDER_KEY },
         approvedTools: approved([{ name: 'echo', description: null, inputSchema: null }]),
       });
-      const args = { Host: 'attacker.example', Cookie: 'session=forged', 'Content-Length': '0', Connection: 'close', Authorization: 'Bearer forged', 'X-Service-Charge-Token': 'forged', 'X-Trace-Id': 'trace-7' };
+      const args = {
+        Host: 'attacker.example',
+        Cookie: 'session=forged',
+        'Content-Length': '0',
+        Connection: 'close',
+        Authorization: 'Bearer forged',
+        'X-Service-Charge-Token': 'forged',
+        'X-Trace-Id': 'trace-7',
+      };
       const answered = await call(deps, echo, 'echo', args);
       assert.equal(answered.status === 'answered' && answered.result.isError, false, shown(answered));
       const sent = redirecting.requests.at(-1)!.headers;
@@ -340,7 +513,11 @@ describe('market trust: consumer input never opens a door the provider did not',
         assert.equal(outcome.status, 'failed', `${JSON.stringify(itemId)}: ${shown(outcome)}`);
         assert.equal(outcome.status === 'failed' && outcome.code, 'invalid_arguments', itemId);
       }
-      assert.deepEqual(inventory.requests.slice(before).map((r) => r.path), [], 'no request was sent');
+      assert.deepEqual(
+        inventory.requests.slice(before).map((r) => r.path),
+        [],
+        'no request was sent',
+      );
       const fine = await call(deps, marketEntry, 'getItem', { itemId: 'a..b/../c' });
       assert.equal(fine.status, 'answered', shown(fine));
       assert.equal(inventory.apiRequests().at(-1)!.path, '/api/items/a..b%2F..%2Fc');
@@ -364,7 +541,11 @@ describe('market trust: consumer input never opens a door the provider did not',
       assert.match(shown(away), /redirected to another origin; tool calls do not follow/);
 
       const within = await call(deps, marketEntry, 'go', { to: '/v1/echo' });
-      assert.equal(within.status === 'answered' && within.result.text, '{"echoed":true}', 'a redirect within the origin is followed');
+      assert.equal(
+        within.status === 'answered' && within.result.text,
+        '{"echoed":true}',
+        'a redirect within the origin is followed',
+      );
       assert.equal(redirecting.requests.at(-1)!.headers['x-api-key'], PROVIDER_KEY);
     });
   });
@@ -379,38 +560,56 @@ describe('market trust: consumer input never opens a door the provider did not',
         approvedTools: approved([{ name: 'whoami', description: null, inputSchema: null }]),
       });
       const refusedByUpstream = await call(deps, echoing, 'whoami', {});
-      assert.equal(refusedByUpstream.status === 'answered' && refusedByUpstream.result.isError, true, shown(refusedByUpstream));
+      assert.equal(
+        refusedByUpstream.status === 'answered' && refusedByUpstream.result.isError,
+        true,
+        shown(refusedByUpstream),
+      );
       assert.match(shown(refusedByUpstream), /^HTTP 403/);
 
       const closed = http.createServer();
       await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
       const deadPort = (closed.address() as AddressInfo).port;
       await new Promise<void>((resolve) => closed.close(() => resolve()));
-      const downMcp = entry({ type: 'remote_mcp', remoteMcpUrl: `http://127.0.0.1:${deadPort}/mcp`, staticConfig: { Authorization: PROVIDER_KEY }, approvedTools: approved([{ name: 'lookup_city', description: null, inputSchema: null }]) });
+      const downMcp = entry({
+        type: 'remote_mcp',
+        remoteMcpUrl: `http://127.0.0.1:${deadPort}/mcp`,
+        staticConfig: { Authorization: PROVIDER_KEY },
+        approvedTools: approved([{ name: 'lookup_city', description: null, inputSchema: null }]),
+      });
       const unreachable = await call(deps, downMcp, 'lookup_city', { city: 'Lisbon' });
       assert.equal(unreachable.status === 'refused' && unreachable.code, 'upstream_unavailable');
       assert.match(shown(unreachable), /the provider's server refused the connection/);
 
-      const downApi = entry({ ...echoing, openapiSpec: { ...redirecting.spec, servers: [{ url: `http://127.0.0.1:${deadPort}/v1` }] } });
+      const downApi = entry({
+        ...echoing,
+        openapiSpec: { ...redirecting.spec, servers: [{ url: `http://127.0.0.1:${deadPort}/v1` }] },
+      });
       const failed = await call(deps, downApi, 'whoami', {});
       assert.equal(failed.status, 'failed');
       assert.match(shown(failed), /the provider's server refused the connection/);
 
       for (const outcome of [refusedByUpstream, unreachable, failed]) {
         const text = shown(outcome);
-        for (const secret of [PROVIDER_KEY, '127.0.0.1', String(deadPort), new URL(redirecting.origin).host]) assert.ok(!text.includes(secret), `${JSON.stringify(text)} shows ${secret}`);
+        for (const secret of [PROVIDER_KEY, '127.0.0.1', String(deadPort), new URL(redirecting.origin).host])
+          assert.ok(!text.includes(secret), `${JSON.stringify(text)} shows ${secret}`);
       }
     });
   });
 
-  describe('no consumer sees another one\'s upstream state', function () {
+  describe("no consumer sees another one's upstream state", function () {
     let sessions: SessionMcpServer;
     before(async () => (sessions = await startSessionMcpServer()));
     after(() => sessions.close());
 
     it('keeps upstream MCP sessions apart per consumer', async function () {
       const deps = callDeps(memoryStore().store);
-      const marketEntry = entry({ type: 'remote_mcp', remoteMcpUrl: sessions.url, monetizationStrategy: 'free', approvedTools: approved(await upstreamTools(sessions.url)) });
+      const marketEntry = entry({
+        type: 'remote_mcp',
+        remoteMcpUrl: sessions.url,
+        monetizationStrategy: 'free',
+        approvedTools: approved(await upstreamTools(sessions.url)),
+      });
       const alice = randomUUID();
       const bob = randomUUID();
       const remembered = await call(deps, marketEntry, 'remember', { note: 'alice-private-note' }, {}, alice);
@@ -428,7 +627,10 @@ describe('market trust: consumer input never opens a door the provider did not',
         type: 'remote_mcp',
         remoteMcpUrl: sessions.url,
         monetizationStrategy: 'free',
-        requiredUserParamsSchema: { type: 'object', properties: { 'x-locale': { type: 'string', enum: ['en', 'de'] } } },
+        requiredUserParamsSchema: {
+          type: 'object',
+          properties: { 'x-locale': { type: 'string', enum: ['en', 'de'] } },
+        },
         approvedTools: approved(await upstreamTools(sessions.url)),
       });
       assert.equal(marketEntry.approvedTools[0].description, SESSION_TOOL_DESCRIPTIONS.en.remember);
@@ -444,21 +646,41 @@ describe('market trust: consumer input never opens a door the provider did not',
       try {
         const { store, flagged } = memoryStore();
         const deps = callDeps(store);
-        const { session, tools } = await connectAndList(new URL(guarded.url), { Authorization: 'Bearer consumer-own-token-1' }, { policy });
+        const { session, tools } = await connectAndList(
+          new URL(guarded.url),
+          { Authorization: 'Bearer consumer-own-token-1' },
+          { policy },
+        );
         await session.close();
         const marketEntry = entry({
           type: 'remote_mcp',
           remoteMcpUrl: guarded.url,
           monetizationStrategy: 'free',
-          requiredUserParamsSchema: { type: 'object', properties: { Authorization: { type: 'string', writeOnly: true } } },
+          requiredUserParamsSchema: {
+            type: 'object',
+            properties: { Authorization: { type: 'string', writeOnly: true } },
+          },
           approvedTools: approved(tools.filter((t) => t.name === 'echo')),
         });
         const own = await call(deps, marketEntry, 'echo', { message: 'hi' }, { Authorization: 'consumer-own-token-1' });
         assert.equal(shown(own), 'echo: hi');
-        const wrong = await call(deps, marketEntry, 'echo', { message: 'hi' }, { Authorization: 'someone-elses-guess' });
+        const wrong = await call(
+          deps,
+          marketEntry,
+          'echo',
+          { message: 'hi' },
+          { Authorization: 'someone-elses-guess' },
+        );
         assert.equal(wrong.status === 'refused' && wrong.code, 'upstream_unavailable', shown(wrong));
         assert.match(shown(wrong), /refused the credentials/);
-        const again = await call(deps, marketEntry, 'echo', { message: 'still works' }, { Authorization: 'consumer-own-token-1' }, randomUUID());
+        const again = await call(
+          deps,
+          marketEntry,
+          'echo',
+          { message: 'still works' },
+          { Authorization: 'consumer-own-token-1' },
+          randomUUID(),
+        );
         assert.equal(shown(again), 'echo: still works', "one consumer's failure does not fail another's calls");
         assert.deepEqual(flagged, []);
       } finally {

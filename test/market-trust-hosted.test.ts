@@ -23,7 +23,8 @@ import { API_KEY as INVENTORY_KEY, startOpenApiServer, type TestOpenApiServer } 
  */
 const policy = parseNetworkAllowlist('127.0.0.1,localhost');
 type ToolResult = Awaited<ReturnType<Client['callTool']>>;
-const textOf = (result: ToolResult) => (result.content as { type: string; text: string }[]).map((c) => c.text).join('\n');
+const textOf = (result: ToolResult) =>
+  (result.content as { type: string; text: string }[]).map((c) => c.text).join('\n');
 const billing = (result: ToolResult) => (result._meta as Record<string, any>)['scrape-platform/billing'];
 
 describe('market trust, end to end: what a consumer can make the platform send', function () {
@@ -47,7 +48,11 @@ describe('market trust, end to end: what a consumer can make the platform send',
   });
   after(async () => {
     await Promise.all(clients.map((c) => c.close().catch(() => {})));
-    await Promise.all([inventory?.close(), service?.close(), new Promise<void>((resolve) => (attacker.closeAllConnections(), attacker.close(() => resolve())))]);
+    await Promise.all([
+      inventory?.close(),
+      service?.close(),
+      new Promise<void>((resolve) => (attacker.closeAllConnections(), attacker.close(() => resolve()))),
+    ]);
   });
 
   const wallet = (userId: string) => getWalletSummary(h.db, userId);
@@ -56,12 +61,23 @@ describe('market trust, end to end: what a consumer can make the platform send',
     const provider = await h.createUser({ creditUsd: 0 });
     const consumer = await h.createUser({ creditUsd: 1 });
     // The provider's API lives at http://{region}.inventory.test/api and the consumer chooses the region.
-    const specText = inventory.openapiYaml.replace(`servers:\n  - url: ${inventory.apiBase}\n`, 'servers:\n  - url: http://{region}.inventory.test/api\n    variables:\n      region: { default: eu, enum: [eu, us] }\n');
+    const specText = inventory.openapiYaml.replace(
+      `servers:\n  - url: ${inventory.apiBase}\n`,
+      'servers:\n  - url: http://{region}.inventory.test/api\n    variables:\n      region: { default: eu, enum: [eu, us] }\n',
+    );
     assert.notEqual(specText, inventory.openapiYaml);
     const document = readOpenApiDocument({ specText });
     const { model } = await loadOpenApi({ type: 'openapi', specText, baseUrl: inventory.apiBase }, { policy });
-    const tools = model.operations.map((o) => ({ name: o.tool.name, description: o.tool.description, inputSchema: o.tool.inputSchema }));
-    const validation = await recordValidation(h.db, { ownerId: provider.userId, source: { type: 'openapi', document, baseUrl: null }, discovery: { title: 'Inventory', description: 'Inventory', params: [], tools } });
+    const tools = model.operations.map((o) => ({
+      name: o.tool.name,
+      description: o.tool.description,
+      inputSchema: o.tool.inputSchema,
+    }));
+    const validation = await recordValidation(h.db, {
+      ownerId: provider.userId,
+      source: { type: 'openapi', document, baseUrl: null },
+      discovery: { title: 'Inventory', description: 'Inventory', params: [], tools },
+    });
     const entry = await approvedEntry(
       h,
       provider,
@@ -70,23 +86,37 @@ describe('market trust, end to end: what a consumer can make the platform send',
         remoteMcpUrl: undefined,
         openapiSpecText: specText,
         staticConfig: { 'X-API-Key': INVENTORY_KEY },
-        requiredUserParamsSchema: { type: 'object', properties: { region: { type: 'string', description: 'Data region' } }, required: ['region'] },
+        requiredUserParamsSchema: {
+          type: 'object',
+          properties: { region: { type: 'string', description: 'Data region' } },
+          required: ['region'],
+        },
         monetizationStrategy: 'tool_call_fixed',
         tools: [{ toolName: 'get_items', displayName: 'List items', clientPriceUsd: 0.001 }],
       },
       { ...validation, url: '' },
     );
     const attack = `127.0.0.1:${(attacker.address() as AddressInfo).port}/#`;
-    const issued = await h.http('POST', `/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, { apiKey: consumer.apiKey, body: { params: { region: attack } } });
+    const issued = await h.http('POST', `/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, {
+      apiKey: consumer.apiKey,
+      body: { params: { region: attack } },
+    });
     assert.equal(issued.status, 201, JSON.stringify(issued.body));
 
     const client = new Client({ name: 'market-consumer', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${entry.entryId}`), { requestInit: { headers: { authorization: `Bearer ${issued.body.credential}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${entry.entryId}`), {
+        requestInit: { headers: { authorization: `Bearer ${issued.body.credential}` } },
+      }),
+    );
     clients.push(client);
     const result = await client.callTool({ name: 'get_items', arguments: {} });
     assert.deepEqual(stolen, [], "nothing reached the consumer's host");
     assert.equal(result.isError, true);
-    assert.deepEqual([billing(result).outcome, billing(result).code, billing(result).chargedUsd], ['refused', 'invalid_params', 0]);
+    assert.deepEqual(
+      [billing(result).outcome, billing(result).code, billing(result).chargedUsd],
+      ['refused', 'invalid_params', 0],
+    );
     assert.match(textOf(result), /\{region\} is not one the provider allows \(eu, us\)/);
     assert.ok(!textOf(result).includes(INVENTORY_KEY));
     assert.equal((await wallet(consumer.userId)).balanceMicros, 1_000_000);
@@ -96,9 +126,19 @@ describe('market trust, end to end: what a consumer can make the platform send',
     const provider = await h.createUser({ creditUsd: 0 });
     const consumer = await h.createUser({ creditUsd: 2 });
     const events = [{ eventName: 'page.scraped', unitPriceUsd: 0.1 }];
-    const validation = await storeValidation(h, provider.userId, { url: service.url, tools: await discoveredTools(service.url) });
-    const eventVerificationId = await completeVerification(h, provider.apiKey, validation.sourceFingerprint, ['page.scraped']);
-    const entry = await approvedEntry(h, provider, { monetizationStrategy: 'provider_event', pricingEvents: events, eventVerificationId }, validation);
+    const validation = await storeValidation(h, provider.userId, {
+      url: service.url,
+      tools: await discoveredTools(service.url),
+    });
+    const eventVerificationId = await completeVerification(h, provider.apiKey, validation.sourceFingerprint, [
+      'page.scraped',
+    ]);
+    const entry = await approvedEntry(
+      h,
+      provider,
+      { monetizationStrategy: 'provider_event', pricingEvents: events, eventVerificationId },
+      validation,
+    );
     service.configureCharging({ apiBase: h.baseUrl, apiKey: provider.apiKey });
     const call = createMarketSelectionCaller({ db: h.db, config: h.config, policy });
 
@@ -107,27 +147,56 @@ describe('market trust, end to end: what a consumer can make the platform send',
       const admitted = await admitJob(h.db, {
         userId: consumer.userId,
         kind: 'agentic',
-        request: { task: 'scrape', market_mcps: [{ mcp_id: entry.entryId, params: Object.fromEntries(Object.keys(params).map((k) => [k, '[redacted]'])), max_total_usd: 1 }] },
+        request: {
+          task: 'scrape',
+          market_mcps: [
+            {
+              mcp_id: entry.entryId,
+              params: Object.fromEntries(Object.keys(params).map((k) => [k, '[redacted]'])),
+              max_total_usd: 1,
+            },
+          ],
+        },
         webhookUrl: null,
         idempotencyKey: null,
         holdMaxMicros: 1,
-        sealSecrets: (jobId) => sealRequestSecrets(h.config.masterKey, jobId, { market_mcps_params: [params] } as RequestSecrets),
+        sealSecrets: (jobId) =>
+          sealRequestSecrets(h.config.masterKey, jobId, { market_mcps_params: [params] } as RequestSecrets),
       });
       assert.equal(admitted.outcome, 'created');
       return (admitted as { job: { id: string } }).job.id;
     };
     const ran = service.runs('scrape_pages');
-    const forged = await call({ jobId: await admit({ 'X-Service-Charge-Token': 'forged' }), index: 0, tool: 'scrape_pages', args: { batches: [2] } });
+    const forged = await call({
+      jobId: await admit({ 'X-Service-Charge-Token': 'forged' }),
+      index: 0,
+      tool: 'scrape_pages',
+      args: { batches: [2] },
+    });
     assert.equal(forged.status, 'refused', JSON.stringify(forged));
     assert.equal(forged.status === 'refused' && forged.code, 'invalid_params');
-    assert.match(forged.status === 'refused' ? forged.message : '', /"X-Service-Charge-Token" is not a parameter of this entry/);
+    assert.match(
+      forged.status === 'refused' ? forged.message : '',
+      /"X-Service-Charge-Token" is not a parameter of this entry/,
+    );
     assert.equal(service.runs('scrape_pages'), ran, 'the provider was not called');
 
     const honest = await call({ jobId: await admit({}), index: 0, tool: 'scrape_pages', args: { batches: [2] } });
     assert.equal(honest.status, 'answered', JSON.stringify(honest));
     const { charges } = JSON.parse(honest.status === 'answered' ? honest.result.text : '{}');
-    assert.deepEqual(charges.map((c: { status: number; body: { chargedCount: number } }) => [c.status, c.body.chargedCount]), [[200, 2]]);
-    assert.equal(service.toolCallHeaders().at(-1)!['x-service-charge-token']?.toString().split(',').length, 1, 'one token, not joined');
-    assert.equal((await wallet(consumer.userId)).balanceMicros, 2_000_000 - 200_000, 'the consumer paid for what the provider charged');
+    assert.deepEqual(
+      charges.map((c: { status: number; body: { chargedCount: number } }) => [c.status, c.body.chargedCount]),
+      [[200, 2]],
+    );
+    assert.equal(
+      service.toolCallHeaders().at(-1)!['x-service-charge-token']?.toString().split(',').length,
+      1,
+      'one token, not joined',
+    );
+    assert.equal(
+      (await wallet(consumer.userId)).balanceMicros,
+      2_000_000 - 200_000,
+      'the consumer paid for what the provider charged',
+    );
   });
 });

@@ -42,7 +42,11 @@ describe('MCP conformance through the hosted market endpoint', function () {
       const direct = await runConformance(fixture.url, revision);
       const through = await runConformance(hosted.url, revision);
       const { rows, regressions } = compareRuns(direct, through, FIXTURE_EXPECTATIONS[revision]);
-      const table = rows.map((row) => `${row.scenario}: direct ${row.direct ? 'pass' : 'fail'}, hosted ${row.through ? 'pass' : 'fail'}`).join('\n');
+      const table = rows
+        .map(
+          (row) => `${row.scenario}: direct ${row.direct ? 'pass' : 'fail'}, hosted ${row.through ? 'pass' : 'fail'}`,
+        )
+        .join('\n');
       if (process.env.CONFORMANCE_TABLE) console.log(`${revision}\n${table}`);
       // The fixture passes every scenario it implements (test/mcp-conformance.test.ts holds it to that).
       assert.ok(rows.length > 0 && rows.every((row) => row.direct), `the fixture itself failed:\n${table}`);

@@ -1,5 +1,13 @@
 import assert from 'node:assert/strict';
-import { conformanceTooling, REVISIONS, runConformance, unmetExpectations, type ConformanceRun, type Expectations, type Revision } from './support/conformance-cli';
+import {
+  conformanceTooling,
+  REVISIONS,
+  runConformance,
+  unmetExpectations,
+  type ConformanceRun,
+  type Expectations,
+  type Revision,
+} from './support/conformance-cli';
 import { FIXTURE_EXPECTATIONS, startConformanceServer, type ConformanceServer } from './support/conformance-server';
 import { useHarness, type Harness } from './support/harness';
 
@@ -83,7 +91,10 @@ const DOCS_MCP_BASELINE: Record<Revision, Expectations> = {
 
 function assertMet(run: ConformanceRun, expectations: Expectations): void {
   const unmet = unmetExpectations(run, expectations);
-  assert.ok(unmet.length === 0, `${run.url} at ${run.revision}:\n${unmet.join('\n')}\n\nThe CLI's output ends with:\n${run.output.slice(-2000)}`);
+  assert.ok(
+    unmet.length === 0,
+    `${run.url} at ${run.revision}:\n${unmet.join('\n')}\n\nThe CLI's output ends with:\n${run.output.slice(-2000)}`,
+  );
 }
 
 describe('MCP conformance (the official suite)', function () {

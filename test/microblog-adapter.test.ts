@@ -23,9 +23,19 @@ const RFC_SECRET = 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ';
 const ALICE_SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP';
 const WRONG_SECRET = 'KRUGKIDROVUWG2ZAMJZG653OEBTG66BA';
 
-const alice: MicroblogCredentials = { username: 'alice', email: 'alice@example.test', password: 'alice-pass-Secret1', totp_secret: ALICE_SECRET };
+const alice: MicroblogCredentials = {
+  username: 'alice',
+  email: 'alice@example.test',
+  password: 'alice-pass-Secret1',
+  totp_secret: ALICE_SECRET,
+};
 const bob: MicroblogCredentials = { username: 'bob', email: 'bob@example.test', password: 'bob-pass-Secret2' };
-const carol: MicroblogCredentials = { username: 'carol', email: 'carol@example.test', password: 'carol-pass-Secret3', totp_secret: RFC_SECRET };
+const carol: MicroblogCredentials = {
+  username: 'carol',
+  email: 'carol@example.test',
+  password: 'carol-pass-Secret3',
+  totp_secret: RFC_SECRET,
+};
 
 const transport: MicroblogTransport = { policy: parseNetworkAllowlist('127.0.0.1'), timeoutMs: 5_000 };
 const observedErrors: MicroblogError[] = [];
@@ -80,9 +90,21 @@ describe('Microblog adapter', () => {
 
   beforeEach(async () => {
     fake = await startFakeMicroblog();
-    fake.addAccount({ username: 'alice', email: alice.email, password: alice.password, totpSecret: ALICE_SECRET, displayName: 'Alice A.' });
+    fake.addAccount({
+      username: 'alice',
+      email: alice.email,
+      password: alice.password,
+      totpSecret: ALICE_SECRET,
+      displayName: 'Alice A.',
+    });
     fake.addAccount({ username: 'bob', email: bob.email, password: bob.password });
-    fake.addAccount({ username: 'carol', email: carol.email, password: carol.password, totpSecret: RFC_SECRET, unusualLogin: true });
+    fake.addAccount({
+      username: 'carol',
+      email: carol.email,
+      password: carol.password,
+      totpSecret: RFC_SECRET,
+      unusualLogin: true,
+    });
   });
 
   afterEach(() => fake.close());
@@ -140,18 +162,27 @@ describe('Microblog adapter', () => {
     });
 
     it('reports a wrong email confirmation as invalid credentials', async () => {
-      await expectMicroblogError(loginMicroblog(fake.base, { ...carol, email: 'someone-else@example.test' }, transport), 'invalid_credentials');
+      await expectMicroblogError(
+        loginMicroblog(fake.base, { ...carol, email: 'someone-else@example.test' }, transport),
+        'invalid_credentials',
+      );
       assert.equal(fake.sessions().length, 0);
     });
 
     it('rejects a wrong password', async () => {
-      const error = await expectMicroblogError(loginMicroblog(fake.base, { ...bob, password: 'wrong-Secret9' }, transport), 'invalid_credentials');
+      const error = await expectMicroblogError(
+        loginMicroblog(fake.base, { ...bob, password: 'wrong-Secret9' }, transport),
+        'invalid_credentials',
+      );
       assert.match(error.message, /@bob/);
       assert.equal(fake.sessions().length, 0);
     });
 
     it('rejects a wrong TOTP secret as totp_invalid', async () => {
-      await expectMicroblogError(loginMicroblog(fake.base, { ...alice, totp_secret: WRONG_SECRET }, transport), 'totp_invalid');
+      await expectMicroblogError(
+        loginMicroblog(fake.base, { ...alice, totp_secret: WRONG_SECRET }, transport),
+        'totp_invalid',
+      );
       assert.equal(fake.sessions().length, 0);
     });
 
@@ -161,19 +192,28 @@ describe('Microblog adapter', () => {
     });
 
     it('refuses a one-time code given as the TOTP secret before contacting the site', async () => {
-      await expectMicroblogError(loginMicroblog(fake.base, { ...alice, totp_secret: '123456' }, transport), 'totp_invalid');
+      await expectMicroblogError(
+        loginMicroblog(fake.base, { ...alice, totp_secret: '123456' }, transport),
+        'totp_invalid',
+      );
       assert.equal(fake.requests.length, 0);
     });
 
     it('reports a locked account after repeated wrong passwords', async () => {
       for (let attempt = 0; attempt < 5; attempt++) {
-        await expectMicroblogError(loginMicroblog(fake.base, { ...bob, password: `wrong-${attempt}` }, transport), 'invalid_credentials');
+        await expectMicroblogError(
+          loginMicroblog(fake.base, { ...bob, password: `wrong-${attempt}` }, transport),
+          'invalid_credentials',
+        );
       }
       await expectMicroblogError(loginMicroblog(fake.base, bob, transport), 'locked');
     });
 
     it('refuses a base outside the network policy', async () => {
-      const error = await expectMicroblogError(loginMicroblog(fake.base, bob, { policy: PUBLIC_ONLY_POLICY }), 'upstream');
+      const error = await expectMicroblogError(
+        loginMicroblog(fake.base, bob, { policy: PUBLIC_ONLY_POLICY }),
+        'upstream',
+      );
       assert.match(error.message, /network policy/);
       assert.equal(fake.requests.length, 0);
     });
@@ -230,14 +270,26 @@ describe('Microblog adapter', () => {
       assert.equal(thread.post.author.username, 'bob');
       assert.equal(thread.post.likeCount, 1);
       assert.equal(thread.post.repostCount, 1);
-      assert.deepEqual(thread.replies.map((post) => [post.id, post.text, post.replyToId]), [[reply.id, 'Agreed, very neat', existing]]);
+      assert.deepEqual(
+        thread.replies.map((post) => [post.id, post.text, post.replyToId]),
+        [[reply.id, 'Agreed, very neat', existing]],
+      );
 
       const timeline = await api.timeline({ limit: 10 });
-      assert.deepEqual(timeline.map((post) => post.text), ['Hello from the adapter', 'Temporal workflows are neat']);
-      assert.deepEqual((await api.timeline({ limit: 1 })).map((post) => post.id), [created.id]);
+      assert.deepEqual(
+        timeline.map((post) => post.text),
+        ['Hello from the adapter', 'Temporal workflows are neat'],
+      );
+      assert.deepEqual(
+        (await api.timeline({ limit: 1 })).map((post) => post.id),
+        [created.id],
+      );
 
       const found = await api.search('neat');
-      assert.deepEqual(found.map((post) => post.text), ['Agreed, very neat', 'Temporal workflows are neat']);
+      assert.deepEqual(
+        found.map((post) => post.text),
+        ['Agreed, very neat', 'Temporal workflows are neat'],
+      );
       assert.equal(new URL(fake.requests.at(-1)!.path, fake.base).searchParams.get('q'), 'neat');
 
       await expectMicroblogError(api.getPost('999'), 'not_found');
@@ -304,7 +356,11 @@ describe('Microblog adapter', () => {
       fake.failNext({ status: 429, path: '/api/posts', retryAfterSeconds: 60 });
       const error = await expectMicroblogError(api.post('rate limited'), 'rate_limited');
       assert.equal(error.retryAfterMs, 60_000);
-      assert.equal(fake.requests.filter((request) => request.path === '/api/posts').length, 1, 'no retry of a long 429');
+      assert.equal(
+        fake.requests.filter((request) => request.path === '/api/posts').length,
+        1,
+        'no retry of a long 429',
+      );
       assert.equal(fake.posts().length, 0);
     });
 
@@ -314,7 +370,11 @@ describe('Microblog adapter', () => {
       fake.setWriteSpacing(125);
       const target = fake.addPost('alice', 'like me');
       await Promise.all([api.like(target), api.post('one'), api.post('two')]);
-      assert.equal(fake.requests.filter((request) => request.method === 'POST' && request.path.startsWith('/api/')).length, 3, 'no write was refused and sent again');
+      assert.equal(
+        fake.requests.filter((request) => request.method === 'POST' && request.path.startsWith('/api/')).length,
+        3,
+        'no write was refused and sent again',
+      );
       assert.equal(fake.posts().length, 3);
     });
 
@@ -353,19 +413,38 @@ describe('Microblog adapter', () => {
       assert.ok(result.ok);
       await createMicroblogClient(fake.base, result.session, viaProxy, { minIntervalMs: 0 }).post('via proxy');
 
-      const expected = ['/login', '/login', '/login/challenge', '/login/2fa', '/api/me', '/api/posts'].map((path) => `${fake.base}${path}`);
-      assert.deepEqual(proxy.targets.map((target) => target.replace(/\?.*$/, '')), expected);
+      const expected = ['/login', '/login', '/login/challenge', '/login/2fa', '/api/me', '/api/posts'].map(
+        (path) => `${fake.base}${path}`,
+      );
+      assert.deepEqual(
+        proxy.targets.map((target) => target.replace(/\?.*$/, '')),
+        expected,
+      );
       assert.equal(proxy.targets.length, fake.requests.length);
       const credentials = `Basic ${Buffer.from('user-de:proxy-pass').toString('base64')}`;
-      assert.deepEqual(proxy.authorizations, expected.map(() => credentials), 'every request carried the proxy credentials');
+      assert.deepEqual(
+        proxy.authorizations,
+        expected.map(() => credentials),
+        'every request carried the proxy credentials',
+      );
       assert.ok(fake.requests.every((request) => request.headers['proxy-authorization'] === undefined));
     });
   });
 
   after('no error message reveals a secret', () => {
     assert.ok(observedErrors.length >= 15, `only ${observedErrors.length} errors observed`);
-    const secrets = [alice, bob, carol].flatMap((creds) => [creds.password, creds.email, creds.totp_secret ?? '']).filter(Boolean);
-    secrets.push(WRONG_SECRET, 'wrong-Secret9', 'nope-Secret7', '123456', 'someone-else@example.test', 'mb_session', 'login_flow');
+    const secrets = [alice, bob, carol]
+      .flatMap((creds) => [creds.password, creds.email, creds.totp_secret ?? ''])
+      .filter(Boolean);
+    secrets.push(
+      WRONG_SECRET,
+      'wrong-Secret9',
+      'nope-Secret7',
+      '123456',
+      'someone-else@example.test',
+      'mb_session',
+      'login_flow',
+    );
     const now = Date.now();
     for (const secret of [ALICE_SECRET, RFC_SECRET, WRONG_SECRET]) {
       for (const offset of [-60_000, -30_000, 0, 30_000]) secrets.push(totp(secret, now + offset));

@@ -17,12 +17,16 @@ interface LintReport {
 
 /** `redocly lint` on a file with this repository's redocly.yaml: its JSON report (problems also on exit code 1). */
 async function lint(file: string): Promise<LintReport> {
-  const run = promisify(execFile)(process.execPath, [REDOCLY, 'lint', file, '--config', path.join(ROOT, 'redocly.yaml'), '--format', 'json'], {
-    cwd: ROOT,
-    // No usage data and no update check: the lint works offline.
-    env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const run = promisify(execFile)(
+    process.execPath,
+    [REDOCLY, 'lint', file, '--config', path.join(ROOT, 'redocly.yaml'), '--format', 'json'],
+    {
+      cwd: ROOT,
+      // No usage data and no update check: the lint works offline.
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  );
   const stdout = await run.then(
     (result) => result.stdout,
     (err: { stdout?: string }) => err.stdout ?? '',
@@ -62,7 +66,9 @@ describe('OpenAPI document: Redocly lint', function () {
     // The docs site derives an id for an operation that has none; the served document equal to the
     // written one means none was derived.
     assert.deepEqual(served, JSON.parse(JSON.stringify(buildOpenApiDocument())));
-    const ids = Object.values(served.paths as Record<string, Record<string, { operationId?: string; tags?: string[] }>>).flatMap((item) =>
+    const ids = Object.values(
+      served.paths as Record<string, Record<string, { operationId?: string; tags?: string[] }>>,
+    ).flatMap((item) =>
       Object.values(item).map((operation) => {
         assert.ok(operation.tags && operation.tags.length > 0, `${operation.operationId} has no tags`);
         return operation.operationId;
@@ -80,7 +86,9 @@ describe('OpenAPI document: Redocly lint', function () {
     const file = path.join(dir, 'openapi.json');
     writeFileSync(file, JSON.stringify(served, null, 2));
     const report = await lint(file);
-    const problems = report.problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location.map((l) => l.pointer).join(', ')}: ${p.message}`);
+    const problems = report.problems.map(
+      (p) => `${p.severity} ${p.ruleId} at ${p.location.map((l) => l.pointer).join(', ')}: ${p.message}`,
+    );
     assert.deepEqual(problems, []);
     assert.deepEqual(report.totals, { errors: 0, warnings: 0, ignored: 0 });
   });
@@ -90,10 +98,17 @@ describe('OpenAPI document: Redocly lint', function () {
     const broken = JSON.parse(JSON.stringify(served));
     delete broken.paths['/scrape'].post.operationId;
     broken.components.schemas.NeverUsed = { type: 'object' };
-    broken.components.schemas.ScrapeRequest.required = [...broken.components.schemas.ScrapeRequest.required, 'no_such_field'];
+    broken.components.schemas.ScrapeRequest.required = [
+      ...broken.components.schemas.ScrapeRequest.required,
+      'no_such_field',
+    ];
     const file = path.join(dir, 'broken.json');
     writeFileSync(file, JSON.stringify(broken, null, 2));
     const report = await lint(file);
-    assert.deepEqual([...new Set(report.problems.map((p) => p.ruleId))].sort(), ['no-required-schema-properties-undefined', 'no-unused-components', 'operation-operationId']);
+    assert.deepEqual([...new Set(report.problems.map((p) => p.ruleId))].sort(), [
+      'no-required-schema-properties-undefined',
+      'no-unused-components',
+      'operation-operationId',
+    ]);
   });
 });

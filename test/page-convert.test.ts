@@ -9,9 +9,16 @@ import { cookieHeaderFor, cookiesJsonSchema, normalizeCookies, type PageCookie }
 import { startFixtureSite, GATED_SECRET, type FixtureSite } from './support/fixture-site';
 import { PATHOLOGICAL_PAGES, type PathologicalResult } from './support/pathological-pages';
 
-async function get(url: string, headers: Record<string, string> = {}): Promise<{ html: string; contentType: string; finalUrl: string }> {
+async function get(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ html: string; contentType: string; finalUrl: string }> {
   const response = await fetch(url, { headers });
-  return { html: await response.text(), contentType: response.headers.get('content-type') ?? '', finalUrl: response.url };
+  return {
+    html: await response.text(),
+    contentType: response.headers.get('content-type') ?? '',
+    finalUrl: response.url,
+  };
 }
 
 describe('page conversion', () => {
@@ -77,7 +84,8 @@ describe('page conversion', () => {
 
   describe('htmlToPage edge cases', () => {
     it('falls back to og:title and og:description', () => {
-      const html = '<html><head><meta property="og:title" content="OG Title"><meta property="og:description" content="OG description"></head><body><p>x</p></body></html>';
+      const html =
+        '<html><head><meta property="og:title" content="OG Title"><meta property="og:description" content="OG description"></head><body><p>x</p></body></html>';
       const { metadata } = htmlToPage(html, 'http://127.0.0.1/');
       assert.equal(metadata.title, 'OG Title');
       assert.equal(metadata.description, 'OG description');
@@ -107,7 +115,10 @@ describe('page conversion', () => {
     before(async function () {
       this.timeout(300_000);
       const script = path.join(__dirname, 'support', 'pathological-pages.ts');
-      const { stdout } = await promisify(execFile)(process.execPath, ['-r', 'tsx/cjs', script], { maxBuffer: 16 * 1024 * 1024, timeout: 280_000 });
+      const { stdout } = await promisify(execFile)(process.execPath, ['-r', 'tsx/cjs', script], {
+        maxBuffer: 16 * 1024 * 1024,
+        timeout: 280_000,
+      });
       results = JSON.parse(stdout);
     });
 
@@ -131,8 +142,14 @@ describe('page conversion', () => {
       assert.match(results['600 nested links around 1 MB of text'].markdownTail, /word\]\(http:\/\/127\.0\.0\.1\/x\)$/);
       const tenMegabytes = results['10 MB of text in paragraphs'];
       assert.ok(tenMegabytes.htmlBytes >= 10_000_000);
-      assert.ok(tenMegabytes.markdownChars > 0.8 * tenMegabytes.htmlBytes, `${tenMegabytes.markdownChars} chars of markdown`);
-      assert.match(tenMegabytes.markdownHead, /^Bees forage across the city rooftops and return with pollen\. Bees forage/);
+      assert.ok(
+        tenMegabytes.markdownChars > 0.8 * tenMegabytes.htmlBytes,
+        `${tenMegabytes.markdownChars} chars of markdown`,
+      );
+      assert.match(
+        tenMegabytes.markdownHead,
+        /^Bees forage across the city rooftops and return with pollen\. Bees forage/,
+      );
     });
 
     it('bounds nesting without losing text: deeper elements are ignored, their text kept', function () {
@@ -159,11 +176,15 @@ describe('page conversion', () => {
     it('never asks for a browser for non-HTML content', async () => {
       const { html, contentType } = await get(`${site.url}/json`);
       assert.deepEqual(needsBrowser(html, contentType).needed, false);
-      assert.equal(needsBrowser('<html><body><div id="app"></div><script>x()</script></body></html>', 'text/plain').needed, false);
+      assert.equal(
+        needsBrowser('<html><body><div id="app"></div><script>x()</script></body></html>', 'text/plain').needed,
+        false,
+      );
     });
 
     it('recognises other JavaScript-only pages', () => {
-      const noscript = '<html><body><noscript>Please enable JavaScript to continue.</noscript><p>Loading</p><script src="/a.js"></script></body></html>';
+      const noscript =
+        '<html><body><noscript>Please enable JavaScript to continue.</noscript><p>Loading</p><script src="/a.js"></script></body></html>';
       assert.equal(needsBrowser(noscript, 'text/html').needed, true);
       const jsRedirect = '<html><body><script>window.location.href = "/next";</script></body></html>';
       assert.equal(needsBrowser(jsRedirect, 'text/html').needed, true);
@@ -185,14 +206,20 @@ describe('page conversion', () => {
       const forms: unknown[] = [
         'session=letmein; theme=dark',
         { session: 'letmein', theme: 'dark' },
-        [{ name: 'session', value: 'letmein' }, { name: 'theme', value: 'dark', path: '/', httpOnly: true, sameSite: 'strict' }],
+        [
+          { name: 'session', value: 'letmein' },
+          { name: 'theme', value: 'dark', path: '/', httpOnly: true, sameSite: 'strict' },
+        ],
       ];
       for (const form of forms) {
         const cookies = normalizeCookies(form, target);
-        assert.deepEqual(cookies.map((c) => [c.name, c.value, c.domain, c.path]), [
-          ['session', 'letmein', '127.0.0.1', '/'],
-          ['theme', 'dark', '127.0.0.1', '/'],
-        ]);
+        assert.deepEqual(
+          cookies.map((c) => [c.name, c.value, c.domain, c.path]),
+          [
+            ['session', 'letmein', '127.0.0.1', '/'],
+            ['theme', 'dark', '127.0.0.1', '/'],
+          ],
+        );
         assert.equal(cookieHeaderFor(cookies, target), 'session=letmein; theme=dark');
       }
     });
@@ -202,14 +229,24 @@ describe('page conversion', () => {
       assert.throws(() => normalizeCookies({ a: 1 }, target), /cookie "a" must have a string value/);
       assert.throws(() => normalizeCookies([{ name: 'a b', value: 'x' }], target), /item 0 has an invalid name/);
       assert.throws(() => normalizeCookies([{ name: 'a', value: 'x;y' }], target), /item 0 has a value containing/);
-      assert.throws(() => normalizeCookies([{ name: 'a', value: 'x', path: 'docs' }], target), /path that does not start with/);
+      assert.throws(
+        () => normalizeCookies([{ name: 'a', value: 'x', path: 'docs' }], target),
+        /path that does not start with/,
+      );
       assert.throws(() => normalizeCookies([{ name: 'a', value: 'x', sameSite: 'None' }], target), /without secure/);
       assert.throws(() => normalizeCookies(42, target), /expected/);
     });
 
     it('matches domain, path, secure and expiry', () => {
       const cookie = (overrides: Partial<PageCookie>): PageCookie => ({
-        name: 'c', value: '1', domain: 'example.test', path: '/', httpOnly: false, secure: false, sameSite: 'Lax', ...overrides,
+        name: 'c',
+        value: '1',
+        domain: 'example.test',
+        path: '/',
+        httpOnly: false,
+        secure: false,
+        sameSite: 'Lax',
+        ...overrides,
       });
       assert.equal(cookieHeaderFor([cookie({})], 'http://sub.example.test/'), undefined);
       assert.equal(cookieHeaderFor([cookie({ domain: '.example.test' })], 'http://sub.example.test/'), 'c=1');

@@ -35,7 +35,12 @@ type Handler = (request: IncomingMessage, response: ServerResponse, body: string
 async function listen(server: Server, host: string, scheme: 'http' | 'https'): Promise<TestServer> {
   const requests: RecordedRequest[] = [];
   server.on('request', (request: IncomingMessage) => {
-    const record: RecordedRequest = { method: request.method ?? '', url: request.url ?? '', headers: request.headers, body: '' };
+    const record: RecordedRequest = {
+      method: request.method ?? '',
+      url: request.url ?? '',
+      headers: request.headers,
+      body: '',
+    };
     requests.push(record);
     request.on('data', (chunk: Buffer) => (record.body += chunk.toString()));
   });
@@ -211,13 +216,22 @@ describe('fetchBuffered', () => {
   });
 
   it('refuses a loopback target that is not allowlisted, sending nothing', async () => {
-    await assert.rejects(fetchBuffered(`${target.origin}/hello`, { policy: parseNetworkAllowlist(undefined), resolver: stubResolver }), expectNetworkError('blocked'));
-    await assert.rejects(fetchBuffered(`http://127.0.0.2:${internal.port}/`, { policy, resolver: stubResolver }), expectNetworkError('blocked'));
+    await assert.rejects(
+      fetchBuffered(`${target.origin}/hello`, { policy: parseNetworkAllowlist(undefined), resolver: stubResolver }),
+      expectNetworkError('blocked'),
+    );
+    await assert.rejects(
+      fetchBuffered(`http://127.0.0.2:${internal.port}/`, { policy, resolver: stubResolver }),
+      expectNetworkError('blocked'),
+    );
     assert.equal(target.requests.length, 0);
   });
 
   it('connects by name through the guarded lookup', async () => {
-    const response = await fetchBuffered(`http://fixtures.test:${target.port}/echo`, { policy, resolver: stubResolver });
+    const response = await fetchBuffered(`http://fixtures.test:${target.port}/echo`, {
+      policy,
+      resolver: stubResolver,
+    });
     assert.equal(JSON.parse(response.body.toString()).headers.host, `fixtures.test:${target.port}`);
   });
 
@@ -230,16 +244,22 @@ describe('fetchBuffered', () => {
   });
 
   it('refuses a name whose addresses include a private one, sending nothing', async () => {
-    await assert.rejects(fetchBuffered(`http://multi.test:${target.port}/hello`, { policy, resolver: stubResolver }), (error: unknown) => {
-      assert.ok(ssrfRefusal(error), String(error));
-      assert.match((error as Error).message, /multi\.test.*10\.0\.0\.5/);
-      return true;
-    });
+    await assert.rejects(
+      fetchBuffered(`http://multi.test:${target.port}/hello`, { policy, resolver: stubResolver }),
+      (error: unknown) => {
+        assert.ok(ssrfRefusal(error), String(error));
+        assert.match((error as Error).message, /multi\.test.*10\.0\.0\.5/);
+        return true;
+      },
+    );
     assert.equal(target.requests.length, 0);
   });
 
   it('refuses names resolving to a non-allowlisted loopback address, sending nothing', async () => {
-    await assert.rejects(fetchBuffered(`http://internal.example:${internal.port}/`, { policy, resolver: stubResolver }), expectNetworkError('blocked'));
+    await assert.rejects(
+      fetchBuffered(`http://internal.example:${internal.port}/`, { policy, resolver: stubResolver }),
+      expectNetworkError('blocked'),
+    );
   });
 
   it('re-checks every redirect hop (IP literal)', async () => {
@@ -262,7 +282,11 @@ describe('fetchBuffered', () => {
     const response = await fetchFrom('/chain/3');
     assert.equal(response.body.toString(), 'done');
     assert.equal(response.url, `${target.origin}/chain/0`);
-    assert.deepEqual(response.redirects, [`${target.origin}/chain/3`, `${target.origin}/chain/2`, `${target.origin}/chain/1`]);
+    assert.deepEqual(response.redirects, [
+      `${target.origin}/chain/3`,
+      `${target.origin}/chain/2`,
+      `${target.origin}/chain/1`,
+    ]);
   });
 
   it('stops at the redirect limit', async () => {
@@ -289,7 +313,11 @@ describe('fetchBuffered', () => {
 
   it('turns POST into GET on 303 and 302, dropping the body', async () => {
     for (const pathname of ['/see-other', '/found']) {
-      const response = await fetchFrom(pathname, { method: 'POST', body: 'payload', headers: { 'Content-Type': 'text/plain' } });
+      const response = await fetchFrom(pathname, {
+        method: 'POST',
+        body: 'payload',
+        headers: { 'Content-Type': 'text/plain' },
+      });
       const echoed = JSON.parse(response.body.toString());
       assert.equal(echoed.method, 'GET', pathname);
       assert.equal(echoed.body, '');
@@ -306,7 +334,9 @@ describe('fetchBuffered', () => {
   });
 
   it('drops credentials when a redirect changes origin', async () => {
-    const response = await fetchFrom('/redirect-other', { headers: { Authorization: 'Bearer secret', Cookie: 'session=1', 'X-Keep': 'yes' } });
+    const response = await fetchFrom('/redirect-other', {
+      headers: { Authorization: 'Bearer secret', Cookie: 'session=1', 'X-Keep': 'yes' },
+    });
     const echoed = JSON.parse(response.body.toString());
     assert.equal(echoed.headers.authorization, undefined);
     assert.equal(echoed.headers.cookie, undefined);
@@ -316,7 +346,10 @@ describe('fetchBuffered', () => {
 
   it('sends URL credentials as basic auth and never reports them', async () => {
     const response = await fetchBuffered(`http://user:p%40ss@127.0.0.1:${target.port}/echo#frag`, { policy });
-    assert.equal(JSON.parse(response.body.toString()).headers.authorization, `Basic ${Buffer.from('user:p@ss').toString('base64')}`);
+    assert.equal(
+      JSON.parse(response.body.toString()).headers.authorization,
+      `Basic ${Buffer.from('user:p@ss').toString('base64')}`,
+    );
     assert.equal(response.url, `${target.origin}/echo`);
   });
 
@@ -380,7 +413,10 @@ describe('fetchBuffered', () => {
     const reason = new Error('cancelled by caller');
     setTimeout(() => controller.abort(reason), 50);
     await assert.rejects(fetchFrom('/hang', { signal: controller.signal }), (error: unknown) => error === reason);
-    await assert.rejects(fetchFrom('/hello', { signal: AbortSignal.abort(reason) }), (error: unknown) => error === reason);
+    await assert.rejects(
+      fetchFrom('/hello', { signal: AbortSignal.abort(reason) }),
+      (error: unknown) => error === reason,
+    );
   });
 
   it('reports a refused connection as such, naming the target', async () => {
@@ -414,14 +450,34 @@ describe('fetchBuffered over TLS and through a proxy', () => {
     const certPath = path.join(certDir, 'cert.pem');
     execFileSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyPath, '-out', certPath,
-        '-days', '1', '-subj', '/CN=secure.test', '-addext', 'subjectAltName=DNS:secure.test,IP:127.0.0.1'],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        keyPath,
+        '-out',
+        certPath,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=secure.test',
+        '-addext',
+        'subjectAltName=DNS:secure.test,IP:127.0.0.1',
+      ],
       { stdio: 'ignore' },
     );
     cert = readFileSync(certPath);
-    const secureServer = https.createServer({ key: readFileSync(keyPath), cert }, withBody((request, response) => {
-      response.end(`secure ${request.method} ${request.url} host=${request.headers.host}`);
-    }));
+    const secureServer = https.createServer(
+      { key: readFileSync(keyPath), cert },
+      withBody((request, response) => {
+        response.end(`secure ${request.method} ${request.url} host=${request.headers.host}`);
+      }),
+    );
     secure = await listen(secureServer, '127.0.0.1', 'https');
     plain = await startHttpServer('127.0.0.1', (request, response) => response.end(`plain ${request.url}`));
     internal = await startHttpServer('127.0.0.2', (_request, response) => response.end('internal secret'));
@@ -430,7 +486,13 @@ describe('fetchBuffered over TLS and through a proxy', () => {
       const upstream = new URL(request.url ?? '');
       assert.ok(upstream.hostname.startsWith('127.'), 'test proxy only forwards to loopback');
       const forwarded = http.request(
-        { hostname: upstream.hostname, port: upstream.port, path: upstream.pathname + upstream.search, method: request.method, headers: { host: upstream.host } },
+        {
+          hostname: upstream.hostname,
+          port: upstream.port,
+          path: upstream.pathname + upstream.search,
+          method: request.method,
+          headers: { host: upstream.host },
+        },
         (upstreamResponse) => {
           response.writeHead(upstreamResponse.statusCode ?? 502, upstreamResponse.headers);
           upstreamResponse.pipe(response);
@@ -481,7 +543,11 @@ describe('fetchBuffered over TLS and through a proxy', () => {
   const expectedProxyAuthorization = `Basic ${Buffer.from('user-DE:p@ss').toString('base64')}`;
 
   it('fetches https directly, verifying the certificate against the name', async () => {
-    const response = await fetchBuffered(`https://secure.test:${secure.port}/direct`, { policy, resolver: stubResolver, extraCa: cert });
+    const response = await fetchBuffered(`https://secure.test:${secure.port}/direct`, {
+      policy,
+      resolver: stubResolver,
+      extraCa: cert,
+    });
     assert.equal(response.body.toString(), `secure GET /direct host=secure.test:${secure.port}`);
   });
 
@@ -512,26 +578,36 @@ describe('fetchBuffered over TLS and through a proxy', () => {
 
   it('checks the target before anything reaches the proxy', async () => {
     await assert.rejects(
-      fetchBuffered(`http://internal.example:${internal.port}/`, { policy, resolver: stubResolver, proxy: proxyConfig() }),
+      fetchBuffered(`http://internal.example:${internal.port}/`, {
+        policy,
+        resolver: stubResolver,
+        proxy: proxyConfig(),
+      }),
       expectNetworkError('blocked'),
     );
-    await assert.rejects(fetchBuffered(`https://10.0.0.5/`, { policy, proxy: proxyConfig() }), expectNetworkError('blocked'));
+    await assert.rejects(
+      fetchBuffered(`https://10.0.0.5/`, { policy, proxy: proxyConfig() }),
+      expectNetworkError('blocked'),
+    );
     assert.equal(proxy.requests.length, 0);
     assert.deepEqual(connectLines, []);
   });
 
-  it('reports a refused CONNECT as the proxy\'s failure', async () => {
+  it("reports a refused CONNECT as the proxy's failure", async () => {
     const anonymous = proxyFromTemplate(`http://127.0.0.1:${proxy.port}`, 'de');
-    await assert.rejects(fetchBuffered(`${secure.origin}/`, { policy, proxy: anonymous, extraCa: cert }), (error: unknown) => {
-      assert.ok(error instanceof FetchError);
-      assert.equal(error.code, 'proxy');
-      assert.match(error.message, /407/);
-      return true;
-    });
+    await assert.rejects(
+      fetchBuffered(`${secure.origin}/`, { policy, proxy: anonymous, extraCa: cert }),
+      (error: unknown) => {
+        assert.ok(error instanceof FetchError);
+        assert.equal(error.code, 'proxy');
+        assert.match(error.message, /407/);
+        return true;
+      },
+    );
   });
 });
 
-describe('fetchBuffered: a failing proxy is the proxy\'s failure, on every path', () => {
+describe("fetchBuffered: a failing proxy is the proxy's failure, on every path", () => {
   let target: TestServer;
   let refusingProxy: Server;
   let refusingPort: number;
@@ -579,23 +655,32 @@ describe('fetchBuffered: a failing proxy is the proxy\'s failure, on every path'
   }
 
   it('reports a 407 to a plain-http request as the proxy refusing it, not as the page answering 407', async () => {
-    await assert.rejects(fetchBuffered(`${target.origin}/page`, { policy, proxy: via(refusingPort) }), expectProxyFailure(/407/));
+    await assert.rejects(
+      fetchBuffered(`${target.origin}/page`, { policy, proxy: via(refusingPort) }),
+      expectProxyFailure(/407/),
+    );
     assert.deepEqual(refusals, [`${target.origin}/page`]);
     assert.equal(target.requests.length, 0);
   });
 
   it('reports a 407 to CONNECT the same way', async () => {
-    await assert.rejects(fetchBuffered(`https://127.0.0.1:${target.port}/page`, { policy, proxy: via(refusingPort) }), expectProxyFailure(/407/));
+    await assert.rejects(
+      fetchBuffered(`https://127.0.0.1:${target.port}/page`, { policy, proxy: via(refusingPort) }),
+      expectProxyFailure(/407/),
+    );
     assert.deepEqual(refusals, [`CONNECT 127.0.0.1:${target.port}`]);
   });
 
   for (const scheme of ['http', 'https'] as const) {
     it(`reports a proxy that refuses connections as unreachable, for an ${scheme} target, not as the target refusing`, async () => {
-      await assert.rejects(fetchBuffered(`${scheme}://127.0.0.1:${target.port}/page`, { policy, proxy: via(closedPort) }), (error: unknown) => {
-        expectProxyFailure(/Could not reach the proxy/)(error);
-        assert.doesNotMatch((error as Error).message, new RegExp(String(target.port)));
-        return true;
-      });
+      await assert.rejects(
+        fetchBuffered(`${scheme}://127.0.0.1:${target.port}/page`, { policy, proxy: via(closedPort) }),
+        (error: unknown) => {
+          expectProxyFailure(/Could not reach the proxy/)(error);
+          assert.doesNotMatch((error as Error).message, new RegExp(String(target.port)));
+          return true;
+        },
+      );
       assert.equal(target.requests.length, 0);
     });
   }
@@ -605,8 +690,13 @@ describe('fetchBuffered through a proxy pins the checked address', () => {
   // The worker's resolver and the proxy's own DNS disagree about each name (rebinding, split horizon): the guard
   // checks the worker's answer, so the proxy must be handed that address and never the name.
   const workerView: Resolver = async (hostname) => {
-    const addresses: Record<string, string> = { 'rebind.test': '127.0.0.1', 'pinned.test': '127.0.0.1', 'wrong-name.test': '127.0.0.1' };
-    if (!addresses[hostname]) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    const addresses: Record<string, string> = {
+      'rebind.test': '127.0.0.1',
+      'pinned.test': '127.0.0.1',
+      'wrong-name.test': '127.0.0.1',
+    };
+    if (!addresses[hostname])
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
     return [{ address: addresses[hostname], family: 4 as const }];
   };
   let certDir: string;
@@ -622,18 +712,42 @@ describe('fetchBuffered through a proxy pins the checked address', () => {
     const certPath = path.join(certDir, 'cert.pem');
     execFileSync(
       'openssl',
-      ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyPath, '-out', certPath,
-        '-days', '1', '-subj', '/CN=pinned.test', '-addext', 'subjectAltName=DNS:pinned.test'],
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        keyPath,
+        '-out',
+        certPath,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=pinned.test',
+        '-addext',
+        'subjectAltName=DNS:pinned.test',
+      ],
       { stdio: 'ignore' },
     );
     cert = readFileSync(certPath);
-    const secureServer = https.createServer({ key: readFileSync(keyPath), cert }, withBody((request, response) => {
-      response.end(`secure ${request.url} host=${request.headers.host}`);
-    }));
+    const secureServer = https.createServer(
+      { key: readFileSync(keyPath), cert },
+      withBody((request, response) => {
+        response.end(`secure ${request.url} host=${request.headers.host}`);
+      }),
+    );
     secure = await listen(secureServer, '127.0.0.1', 'https');
-    plain = await startHttpServer('127.0.0.1', (request, response) => response.end(`plain ${request.url} host=${request.headers.host}`));
+    plain = await startHttpServer('127.0.0.1', (request, response) =>
+      response.end(`plain ${request.url} host=${request.headers.host}`),
+    );
     internal = await startHttpServer('127.0.0.2', (_request, response) => response.end('internal secret'));
-    proxy = await startFakeProxy({ names: { 'rebind.test': '127.0.0.2', 'pinned.test': '127.0.0.2', 'wrong-name.test': '127.0.0.2' } });
+    proxy = await startFakeProxy({
+      names: { 'rebind.test': '127.0.0.2', 'pinned.test': '127.0.0.2', 'wrong-name.test': '127.0.0.2' },
+    });
   });
 
   after(async () => {
@@ -647,31 +761,61 @@ describe('fetchBuffered through a proxy pins the checked address', () => {
   });
 
   afterEach(() => {
-    assert.equal(internal.requests.length, 0, 'the proxy reached the internal server on 127.0.0.2 by resolving the name itself');
+    assert.equal(
+      internal.requests.length,
+      0,
+      'the proxy reached the internal server on 127.0.0.2 by resolving the name itself',
+    );
   });
 
   const viaProxy = () => proxyFromTemplate(proxy.urlTemplate, 'DE');
 
   it('sends plain http in absolute form to the checked IP, with the name only in the Host header', async () => {
-    const response = await fetchBuffered(`http://rebind.test:${plain.port}/page?q=1`, { policy, resolver: workerView, proxy: viaProxy() });
+    const response = await fetchBuffered(`http://rebind.test:${plain.port}/page?q=1`, {
+      policy,
+      resolver: workerView,
+      proxy: viaProxy(),
+    });
     assert.equal(response.body.toString(), `plain /page?q=1 host=rebind.test:${plain.port}`);
-    assert.deepEqual(proxy.requests.map((r) => r.target), [`http://127.0.0.1:${plain.port}/page?q=1`]);
+    assert.deepEqual(
+      proxy.requests.map((r) => r.target),
+      [`http://127.0.0.1:${plain.port}/page?q=1`],
+    );
     assert.equal(proxy.requests[0].host, `rebind.test:${plain.port}`);
     assert.ok(proxy.requests.every((r) => !r.target.includes('rebind.test')));
   });
 
   it('tunnels https with CONNECT to the checked IP, SNI and certificate checked against the name', async () => {
-    const response = await fetchBuffered(`https://pinned.test:${secure.port}/tls`, { policy, resolver: workerView, proxy: viaProxy(), extraCa: cert });
+    const response = await fetchBuffered(`https://pinned.test:${secure.port}/tls`, {
+      policy,
+      resolver: workerView,
+      proxy: viaProxy(),
+      extraCa: cert,
+    });
     assert.equal(response.body.toString(), `secure /tls host=pinned.test:${secure.port}`);
-    assert.deepEqual(proxy.requests.map((r) => r.target), [`CONNECT 127.0.0.1:${secure.port}`]);
+    assert.deepEqual(
+      proxy.requests.map((r) => r.target),
+      [`CONNECT 127.0.0.1:${secure.port}`],
+    );
   });
 
   it('still refuses a certificate that does not name the host, though the address is right', async () => {
     await assert.rejects(
-      fetchBuffered(`https://wrong-name.test:${secure.port}/`, { policy, resolver: workerView, proxy: viaProxy(), extraCa: cert }),
-      (error: unknown) => error instanceof FetchError && error.code === 'tls' && /wrong-name\.test/.test(String(error.cause ?? error.message)),
+      fetchBuffered(`https://wrong-name.test:${secure.port}/`, {
+        policy,
+        resolver: workerView,
+        proxy: viaProxy(),
+        extraCa: cert,
+      }),
+      (error: unknown) =>
+        error instanceof FetchError &&
+        error.code === 'tls' &&
+        /wrong-name\.test/.test(String(error.cause ?? error.message)),
     );
-    assert.deepEqual(proxy.requests.map((r) => r.target), [`CONNECT 127.0.0.1:${secure.port}`]);
+    assert.deepEqual(
+      proxy.requests.map((r) => r.target),
+      [`CONNECT 127.0.0.1:${secure.port}`],
+    );
   });
 
   it('pins every redirect hop too', async () => {
@@ -679,9 +823,16 @@ describe('fetchBuffered through a proxy pins the checked address', () => {
       response.writeHead(302, { location: `http://rebind.test:${plain.port}/after` }).end();
     });
     try {
-      const response = await fetchBuffered(`http://127.0.0.1:${redirector.port}/start`, { policy, resolver: workerView, proxy: viaProxy() });
+      const response = await fetchBuffered(`http://127.0.0.1:${redirector.port}/start`, {
+        policy,
+        resolver: workerView,
+        proxy: viaProxy(),
+      });
       assert.equal(response.body.toString(), `plain /after host=rebind.test:${plain.port}`);
-      assert.deepEqual(proxy.requests.map((r) => r.target), [`http://127.0.0.1:${redirector.port}/start`, `http://127.0.0.1:${plain.port}/after`]);
+      assert.deepEqual(
+        proxy.requests.map((r) => r.target),
+        [`http://127.0.0.1:${redirector.port}/start`, `http://127.0.0.1:${plain.port}/after`],
+      );
     } finally {
       await redirector.close();
     }
@@ -703,8 +854,14 @@ describe('proxy adapter', () => {
   it('rejects country values that could rewrite the URL, and non-http proxies, without echoing secrets', () => {
     assert.throws(() => proxyFromTemplate('http://cust-{country}:pw@proxy.example', 'de@evil'), /two-letter/);
     assert.throws(() => proxyFromTemplate('http://cust-{country}:pw@proxy.example', ''), /two-letter/);
-    assert.throws(() => proxyFromTemplate('socks5://u:secretpw@proxy.example:1080', 'de'), (error: Error) => !error.message.includes('secretpw'));
-    assert.throws(() => proxyFromTemplate('not a url secretpw', 'de'), (error: Error) => !error.message.includes('secretpw'));
+    assert.throws(
+      () => proxyFromTemplate('socks5://u:secretpw@proxy.example:1080', 'de'),
+      (error: Error) => !error.message.includes('secretpw'),
+    );
+    assert.throws(
+      () => proxyFromTemplate('not a url secretpw', 'de'),
+      (error: Error) => !error.message.includes('secretpw'),
+    );
   });
 
   it('ignores the country when the template has no placeholder', () => {
@@ -714,7 +871,13 @@ describe('proxy adapter', () => {
   it('produces the Playwright proxy option with decoded credentials', () => {
     const config = proxyFromTemplate('http://cust-{country}:p%40ss@proxy.example:8000', 'gb');
     assert.ok(config);
-    assert.deepEqual(proxyForPlaywright(config), { server: 'http://proxy.example:8000', username: 'cust-gb', password: 'p@ss' });
-    assert.deepEqual(proxyForPlaywright({ url: new URL('http://proxy.example:3128') }), { server: 'http://proxy.example:3128' });
+    assert.deepEqual(proxyForPlaywright(config), {
+      server: 'http://proxy.example:8000',
+      username: 'cust-gb',
+      password: 'p@ss',
+    });
+    assert.deepEqual(proxyForPlaywright({ url: new URL('http://proxy.example:3128') }), {
+      server: 'http://proxy.example:3128',
+    });
   });
 });

@@ -33,12 +33,26 @@ describe('POST /scrape (async) and GET /scrape/status', function () {
     assert.match(job.result.markdown, /# Field Guide to Urban Beekeeping/);
     assert.ok(Array.isArray(job.result.data.key_points));
     assert.equal(typeof job.result.data.summary, 'string');
-    assert.deepEqual(Object.keys(job).sort(), ['createdAt', 'error', 'id', 'logs', 'request', 'result', 'status', 'updatedAt', 'userId', 'webhookUrl']);
+    assert.deepEqual(Object.keys(job).sort(), [
+      'createdAt',
+      'error',
+      'id',
+      'logs',
+      'request',
+      'result',
+      'status',
+      'updatedAt',
+      'userId',
+      'webhookUrl',
+    ]);
     assert.equal(job.request.llm_provider, 'service');
     assert.equal(job.request.llm_model, 'gpt-4o-mini');
     assert.equal(job.request.async, true);
     assert.equal(job.request.mobile_proxy_country, 'US');
-    assert.ok(job.logs.some((l: string) => /fetched .* over HTTP: 200/.test(l)), job.logs.join('\n'));
+    assert.ok(
+      job.logs.some((l: string) => /fetched .* over HTTP: 200/.test(l)),
+      job.logs.join('\n'),
+    );
     assert.ok(job.logs.some((l: string) => /charged \$/.test(l)));
   });
 
@@ -119,7 +133,11 @@ describe('scrape pipeline details', function () {
       ],
     });
     assert.equal(job.status, 'completed', job.error);
-    assert.deepEqual(job.result.data, { headline: 'Field Guide to Urban Beekeeping', hive_count: 3, tips: ['water', 'shade'] });
+    assert.deepEqual(job.result.data, {
+      headline: 'Field Guide to Urban Beekeeping',
+      hive_count: 3,
+      tips: ['water', 'shade'],
+    });
     const request = h.llm.requests.slice(seen).find((r) => r.kind === 'chat')!;
     assert.equal(request.body.model, 'gpt-4o');
     const format = request.body.response_format as any;
@@ -135,7 +153,12 @@ describe('scrape pipeline details', function () {
     h.llm.enqueue({ json: { price: 12.5 } });
     const job = await run({
       url: `${h.site.url}/static`,
-      structured_output: { type: 'object', properties: { price: { type: 'number' } }, required: ['price'], additionalProperties: false },
+      structured_output: {
+        type: 'object',
+        properties: { price: { type: 'number' } },
+        required: ['price'],
+        additionalProperties: false,
+      },
     });
     assert.equal(job.status, 'completed', job.error);
     assert.deepEqual(job.result.data, { price: 12.5 });
@@ -146,13 +169,19 @@ describe('scrape pipeline details', function () {
     const job = await run({ url: `${h.site.url}/static`, structured_output: [{ id: 'hive_count', type: 'integer' }] });
     assert.equal(job.status, 'completed', job.error);
     assert.deepEqual(job.result.data, { hive_count: 3 });
-    assert.ok(job.logs.some((l: string) => /after one re-ask/.test(l)), job.logs.join('\n'));
+    assert.ok(
+      job.logs.some((l: string) => /after one re-ask/.test(l)),
+      job.logs.join('\n'),
+    );
   });
 
   it('fails after a second invalid answer and still charges the tokens, exactly once', async function () {
     const { apiKey: key, userId } = await h.createUser({ creditUsd: 1 });
     h.llm.enqueue({ json: { hive_count: 'three' } }, { json: { hive_count: 'still three' } });
-    const job = await run({ url: `${h.site.url}/static`, structured_output: [{ id: 'hive_count', type: 'integer' }] }, { key });
+    const job = await run(
+      { url: `${h.site.url}/static`, structured_output: [{ id: 'hive_count', type: 'integer' }] },
+      { key },
+    );
     assert.equal(job.status, 'failed');
     assert.match(job.error, /Extraction failed/);
     const tx = await h.http('GET', '/api/v1/transactions', { apiKey: key });
@@ -163,18 +192,30 @@ describe('scrape pipeline details', function () {
     assert.equal(charge.agentName, 'scrape');
     assert.equal(charge.payload.llm[0].calls, 2);
     assert.ok(charge.cost > 0);
-    const debits = await h.db.selectFrom('ledger_entries').selectAll().where('user_id', '=', userId).where('kind', '=', 'usage').execute();
+    const debits = await h.db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .where('kind', '=', 'usage')
+      .execute();
     assert.equal(debits.length, 1);
     assert.equal(debits[0].amount_micros, -Math.round(charge.cost * 1e6));
   });
 
   it('goes through the configured proxy with the requested country', async function () {
     const before = h.proxy.requests.length;
-    const job = await run({ url: `${h.site.url}/static?via=proxy`, mobile_proxy_enabled: true, mobile_proxy_country: 'de' });
+    const job = await run({
+      url: `${h.site.url}/static?via=proxy`,
+      mobile_proxy_enabled: true,
+      mobile_proxy_country: 'de',
+    });
     assert.equal(job.status, 'completed', job.error);
     assert.equal(job.request.mobile_proxy_country, 'DE');
     const seen = h.proxy.requests.slice(before);
-    assert.ok(seen.some((r) => r.target === `${h.site.url}/static?via=proxy`), JSON.stringify(seen));
+    assert.ok(
+      seen.some((r) => r.target === `${h.site.url}/static?via=proxy`),
+      JSON.stringify(seen),
+    );
     const auth = Buffer.from(seen[0].authorization!.replace(/^Basic /, ''), 'base64').toString();
     assert.match(auth, /^user-DE:proxy-pass$/i);
   });
@@ -200,7 +241,11 @@ describe('scrape pipeline details', function () {
     await new Promise((resolve) => unused.close(resolve));
     try {
       const cases = [
-        { name: 'refusing', port: (refusing.address() as AddressInfo).port, error: /proxy refused the request .*\(HTTP 407/i },
+        {
+          name: 'refusing',
+          port: (refusing.address() as AddressInfo).port,
+          error: /proxy refused the request .*\(HTTP 407/i,
+        },
         { name: 'closed', port: closedPort, error: /Could not reach the proxy/ },
       ];
       for (const { name, port, error } of cases) {
@@ -209,15 +254,23 @@ describe('scrape pipeline details', function () {
           overrides: { proxyUrlTemplate: `http://user-{country}:proxy-pass@127.0.0.1:${port}` },
           queues: ['platform'],
         });
-        const job = await run({ url: `${h.site.url}/static?proxy=${name}`, mobile_proxy_enabled: true, mobile_proxy_country: 'de' }, { base: stack.baseUrl });
+        const job = await run(
+          { url: `${h.site.url}/static?proxy=${name}`, mobile_proxy_enabled: true, mobile_proxy_country: 'de' },
+          { base: stack.baseUrl },
+        );
         assert.equal(job.status, 'failed', name);
         assert.match(job.error, error, name);
         assert.doesNotMatch(job.error, /page answered|ECONNREFUSED 127/, name);
         assert.doesNotMatch(job.error, /proxy-pass/, name);
         // One attempt: a proxy failure is not the site's and retrying the fetch would not help.
         const history = await h.client.workflow.getHandle(await workflowIdOf(h, job.id)).fetchHistory();
-        const attempts = (history.events ?? []).flatMap((event) => (event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt] : []));
-        assert.ok(attempts.length > 0 && attempts.every((attempt) => attempt === 1), `${name}: attempts ${JSON.stringify(attempts)}`);
+        const attempts = (history.events ?? []).flatMap((event) =>
+          event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt] : [],
+        );
+        assert.ok(
+          attempts.length > 0 && attempts.every((attempt) => attempt === 1),
+          `${name}: attempts ${JSON.stringify(attempts)}`,
+        );
       }
       assert.deepEqual(asked, [`${h.site.url}/static?proxy=refusing`]);
     } finally {
@@ -251,14 +304,20 @@ describe('synchronous scrape (async: false)', function () {
   });
 
   it('answers 200 with the result object', async function () {
-    const response = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static`, async: false } });
+    const response = await h.http('POST', '/api/v1/scrape', {
+      apiKey,
+      body: { url: `${h.site.url}/static`, async: false },
+    });
     assert.equal(response.status, 200);
     assert.equal(response.body.metadata.title, 'Field Guide to Urban Beekeeping');
     assert.equal(typeof response.body.data.summary, 'string');
   });
 
   it('answers the fallback {jobId, status, error} when the run fails', async function () {
-    const response = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/redirect-to-private`, async: false } });
+    const response = await h.http('POST', '/api/v1/scrape', {
+      apiKey,
+      body: { url: `${h.site.url}/redirect-to-private`, async: false },
+    });
     assert.equal(response.status, 200);
     assert.deepEqual(Object.keys(response.body).sort(), ['error', 'jobId', 'status']);
     assert.equal(response.body.status, 'failed');
@@ -266,10 +325,16 @@ describe('synchronous scrape (async: false)', function () {
   });
 
   it('answers the fallback when the run takes longer than the wait limit', async function () {
-    const stack = await h.startIsolatedStack({ taskQueues: { platform: 'platform-slow', browser: 'browser-slow' }, overrides: { syncScrapeTimeoutMs: 1000 } });
+    const stack = await h.startIsolatedStack({
+      taskQueues: { platform: 'platform-slow', browser: 'browser-slow' },
+      overrides: { syncScrapeTimeoutMs: 1000 },
+    });
     const held = h.llm.hold();
     try {
-      const response = await h.http('POST', `${stack.baseUrl}/api/v1/scrape`, { apiKey, body: { url: `${h.site.url}/static`, async: false } });
+      const response = await h.http('POST', `${stack.baseUrl}/api/v1/scrape`, {
+        apiKey,
+        body: { url: `${h.site.url}/static`, async: false },
+      });
       assert.equal(response.status, 200);
       assert.ok(['pending', 'processing'].includes(response.body.status), response.body.status);
       assert.match(response.body.error, /not finished after 1s; poll/);
@@ -283,13 +348,22 @@ describe('Idempotency-Key on POST /scrape', function () {
   it('returns the same job for a retried request and starts one run', async function () {
     const h = await useHarness();
     const { apiKey, userId } = await h.createUser({ creditUsd: 5 });
-    const send = () => h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` }, headers: { 'idempotency-key': 'order-77' } });
+    const send = () =>
+      h.http('POST', '/api/v1/scrape', {
+        apiKey,
+        body: { url: `${h.site.url}/static` },
+        headers: { 'idempotency-key': 'order-77' },
+      });
     const responses = await Promise.all([send(), send(), send()]);
     for (const r of responses) assert.equal(r.status, 202, JSON.stringify(r.body));
     assert.equal(new Set(responses.map((r) => r.body.jobId)).size, 1);
     const jobs = await h.db.selectFrom('jobs').select('id').where('user_id', '=', userId).execute();
     assert.equal(jobs.length, 1);
-    const usage = await h.db.selectFrom('monthly_usage').select('operations').where('user_id', '=', userId).executeTakeFirstOrThrow();
+    const usage = await h.db
+      .selectFrom('monthly_usage')
+      .select('operations')
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow();
     assert.equal(usage.operations, 1);
   });
 });

@@ -8,7 +8,11 @@ import { capturedOutput } from './support/output-capture';
 import { startWebhookReceiver } from './support/webhook-receiver';
 import { stringsIn, workflowsHolding } from './support/workflow-history';
 
-function assertNowhere(surfaces: Record<string, string>, secrets: Record<string, string>, skip: (surface: string, name: string) => boolean = () => false) {
+function assertNowhere(
+  surfaces: Record<string, string>,
+  secrets: Record<string, string>,
+  skip: (surface: string, name: string) => boolean = () => false,
+) {
   for (const [surface, text] of Object.entries(surfaces)) {
     for (const [name, secret] of Object.entries(secrets)) {
       if (skip(surface, name)) continue;
@@ -37,7 +41,11 @@ describe('secrets never leak', function () {
       const [version, nonce, tag, body] = seal(key, 'the plaintext', 'aad').split('.');
       for (const bytes of [4, 8, 12, 15]) {
         const shortTag = Buffer.from(tag, 'base64url').subarray(0, bytes).toString('base64url');
-        assert.throws(() => unseal(key, [version, nonce, shortTag, body].join('.'), 'aad'), { code: 'ERR_CRYPTO_INVALID_AUTH_TAG' }, `a ${bytes}-byte tag was accepted`);
+        assert.throws(
+          () => unseal(key, [version, nonce, shortTag, body].join('.'), 'aad'),
+          { code: 'ERR_CRYPTO_INVALID_AUTH_TAG' },
+          `a ${bytes}-byte tag was accepted`,
+        );
       }
     });
   });
@@ -46,8 +54,14 @@ describe('secrets never leak', function () {
     const items = [{ id: 'pw', value: 'hunter2"\\x', domain_pattern: '127.0.0.1' }];
 
     it('resolves placeholders with whitespace around the id, and only on the allowed host', function () {
-      assert.deepEqual(resolvePlaceholders('a <secret> pw </secret> b', items, 'http://127.0.0.1/login'), { text: 'a hunter2"\\x b', secretIds: ['pw'] });
-      assert.match((resolvePlaceholders('<secret>pw</secret>', items, 'http://localhost/') as { error: string }).error, /only allowed on 127\.0\.0\.1/);
+      assert.deepEqual(resolvePlaceholders('a <secret> pw </secret> b', items, 'http://127.0.0.1/login'), {
+        text: 'a hunter2"\\x b',
+        secretIds: ['pw'],
+      });
+      assert.match(
+        (resolvePlaceholders('<secret>pw</secret>', items, 'http://localhost/') as { error: string }).error,
+        /only allowed on 127\.0\.0\.1/,
+      );
     });
 
     it('leaves unclosed placeholders with long runs of spaces as they are (their CPU time: npm run bench:hostile-inputs)', function () {
@@ -56,7 +70,10 @@ describe('secrets never leak', function () {
     });
 
     it('masks values inside JSON values, including ones JSON escapes', function () {
-      assert.deepEqual(maskSecretsIn({ text: 'say hunter2"\\x now', list: ['hunter2"\\x'] }, items), { text: 'say <secret>pw</secret> now', list: ['<secret>pw</secret>'] });
+      assert.deepEqual(maskSecretsIn({ text: 'say hunter2"\\x now', list: ['hunter2"\\x'] }, items), {
+        text: 'say <secret>pw</secret> now',
+        list: ['<secret>pw</secret>'],
+      });
     });
   });
 
@@ -74,9 +91,14 @@ describe('secrets never leak', function () {
       });
       try {
         const history = await handle.fetchHistory();
-        assert.ok(!JSON.stringify(history).includes(planted), 'the raw history shows payloads in plain text; this check would be pointless');
+        assert.ok(
+          !JSON.stringify(history).includes(planted),
+          'the raw history shows payloads in plain text; this check would be pointless',
+        );
         assert.ok(stringsIn(history).includes(planted));
-        assert.deepEqual(await workflowsHolding(h.client, [workflowId], planted), [`${workflowId} (run ${handle.firstExecutionRunId})`]);
+        assert.deepEqual(await workflowsHolding(h.client, [workflowId], planted), [
+          `${workflowId} (run ${handle.firstExecutionRunId})`,
+        ]);
         assert.deepEqual(await workflowsHolding(h.client, [workflowId], 'not-planted-anywhere'), []);
       } finally {
         await handle.terminate('secret check done');
@@ -97,10 +119,15 @@ describe('secrets never leak', function () {
         apiKey,
         body: { url: `${h.site.url}/cookie-gated`, cookies: `session=${cookieValue}`, webhook_url },
       });
-      const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`, (j) => j.logs.some((l: string) => /webhook delivered/.test(l)));
+      const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`, (j) =>
+        j.logs.some((l: string) => /webhook delivered/.test(l)),
+      );
       assert.equal(job.status, 'completed', job.error);
       // A failing run as well, so error paths are covered.
-      const failing = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/redirect-to-private`, cookies: { session: cookieValue } } });
+      const failing = await h.http('POST', '/api/v1/scrape', {
+        apiKey,
+        body: { url: `${h.site.url}/redirect-to-private`, cookies: { session: cookieValue } },
+      });
       await h.waitForJob(apiKey, `/api/v1/scrape/status/${failing.body.jobId}`);
 
       const secrets = {
@@ -112,7 +139,10 @@ describe('secrets never leak', function () {
         cookieValue,
       };
       const surfaces: Record<string, string> = {
-        jobRecords: JSON.stringify([job, (await h.http('GET', `/api/v1/scrape/status/${failing.body.jobId}`, { apiKey })).body]),
+        jobRecords: JSON.stringify([
+          job,
+          (await h.http('GET', `/api/v1/scrape/status/${failing.body.jobId}`, { apiKey })).body,
+        ]),
         logs: JSON.stringify((await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey })).body),
         transactions: JSON.stringify((await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey })).body),
         account: JSON.stringify((await h.http('GET', '/api/v1/account', { apiKey })).body),
@@ -151,7 +181,10 @@ describe('secrets never leak', function () {
     const job = await h.waitForJob(apiKey, `/api/v1/agentscraper/status/${accepted.body.jobId}`);
     assert.equal(job.status, 'completed', job.error);
     assert.equal(job.result.answer, 'Done. The code was <secret>code</secret>.');
-    assert.ok(job.result.steps.some((s: { goal: string | null }) => s.goal?.includes('<secret>code</secret>')), JSON.stringify(job.result.steps));
+    assert.ok(
+      job.result.steps.some((s: { goal: string | null }) => s.goal?.includes('<secret>code</secret>')),
+      JSON.stringify(job.result.steps),
+    );
 
     const jobId = accepted.body.jobId;
     const surfaces: Record<string, string> = {
@@ -159,7 +192,9 @@ describe('secrets never leak', function () {
       logs: JSON.stringify((await h.http('GET', '/api/v1/logs?pageSize=100', { apiKey })).body),
       jobRow: JSON.stringify(await h.db.selectFrom('jobs').selectAll().where('user_id', '=', userId).execute()),
       stepRows: JSON.stringify(await h.db.selectFrom('agent_steps').selectAll().where('job_id', '=', jobId).execute()),
-      taskResultRows: JSON.stringify(await h.db.selectFrom('agent_task_results').selectAll().where('job_id', '=', jobId).execute()),
+      taskResultRows: JSON.stringify(
+        await h.db.selectFrom('agent_task_results').selectAll().where('job_id', '=', jobId).execute(),
+      ),
       processOutput: capturedOutput(),
       // the model said it, but what the service sends back to the model (earlier goals, extract results) must not
       llmRequests: JSON.stringify(h.llm.requests.slice(fromRequest).map((r) => r.body)),

@@ -24,14 +24,30 @@ import { embeddingCandidates, ftsCandidates, searchTerms } from '../db/skills/se
 import { ensureSkillsRefreshSchedule, SKILLS_REFRESH_SCHEDULE_ID } from '../workers/schedules';
 import { ConfigError, loadConfig } from '../lib/config';
 
-const ITEM_FIELDS = ['provider', 'externalId', 'name', 'description', 'repositoryUrl', 'githubOwner', 'githubRepo', 'sourceUrl', 'version', 'skillMdContent', 'tags', 'stars'];
+const ITEM_FIELDS = [
+  'provider',
+  'externalId',
+  'name',
+  'description',
+  'repositoryUrl',
+  'githubOwner',
+  'githubRepo',
+  'sourceUrl',
+  'version',
+  'skillMdContent',
+  'tags',
+  'stars',
+];
 
 function runHarnessAdmin(h: Harness, args: string[]) {
   return runAdmin(args, { ...process.env, ...h.env, ADMIN_URL: h.baseUrl });
 }
 
-
-const catalogueLines = () => readFileSync(SKILLS_CATALOGUE_PATH, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+const catalogueLines = () =>
+  readFileSync(SKILLS_CATALOGUE_PATH, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 
 describe('skills directory: catalogue, plain and AI search, GitHub source', function () {
   let h: Harness;
@@ -56,15 +72,30 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
     assert.equal(first.inserted, SKILLS_CATALOGUE_COUNT);
     assert.equal(first.embedded, SKILLS_CATALOGUE_COUNT);
     assert.equal(first.skipped, 0);
-    const rows = await h.db.selectFrom('skills_directory').select(['external_id', 'embedding_model']).where('provider', '=', 'github').where('github_owner', 'not like', 'fake%').execute();
+    const rows = await h.db
+      .selectFrom('skills_directory')
+      .select(['external_id', 'embedding_model'])
+      .where('provider', '=', 'github')
+      .where('github_owner', 'not like', 'fake%')
+      .execute();
     assert.equal(rows.length, SKILLS_CATALOGUE_COUNT);
-    assert.ok(rows.every((r) => r.embedding_model === 'text-embedding-3-small'), 'every item has an embedding of the configured model');
+    assert.ok(
+      rows.every((r) => r.embedding_model === 'text-embedding-3-small'),
+      'every item has an embedding of the configured model',
+    );
     assert.ok(embeddingRequests() >= embeddingsBefore + Math.ceil(SKILLS_CATALOGUE_COUNT / 64), 'embedded in batches');
 
     const embeddingsAfterFirst = embeddingRequests();
     const second = oneJsonLine(await runHarnessAdmin(h, ['import-skills', SKILLS_CATALOGUE_PATH]));
     assert.deepEqual(
-      { inserted: second.inserted, updated: second.updated, unchanged: second.unchanged, skipped: second.skipped, embedded: second.embedded, errors: second.errors },
+      {
+        inserted: second.inserted,
+        updated: second.updated,
+        unchanged: second.unchanged,
+        skipped: second.skipped,
+        embedded: second.embedded,
+        errors: second.errors,
+      },
       { inserted: 0, updated: 0, unchanged: SKILLS_CATALOGUE_COUNT, skipped: 0, embedded: 0, errors: [] },
     );
     assert.equal(embeddingRequests(), embeddingsAfterFirst, 'unchanged items are not embedded again');
@@ -74,7 +105,14 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
     this.timeout(60_000);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'skills-import-'));
     try {
-      const good = (id: string, extra: object = {}) => JSON.stringify({ provider: 'test', externalId: `bad-lines/${id}`, name: `Bad lines ${id}`, tags: ['Import', 'import'], ...extra });
+      const good = (id: string, extra: object = {}) =>
+        JSON.stringify({
+          provider: 'test',
+          externalId: `bad-lines/${id}`,
+          name: `Bad lines ${id}`,
+          tags: ['Import', 'import'],
+          ...extra,
+        });
       const file = path.join(dir, 'mixed.jsonl');
       writeFileSync(
         file,
@@ -93,11 +131,19 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       const result = oneJsonLine(await runHarnessAdmin(h, ['import-skills', file]));
       assert.equal(result.inserted, 2);
       assert.equal(result.skipped, 6);
-      assert.deepEqual(result.errors.map((e: { line: number }) => e.line), [2, 3, 4, 6, 7, 8]);
+      assert.deepEqual(
+        result.errors.map((e: { line: number }) => e.line),
+        [2, 3, 4, 6, 7, 8],
+      );
       assert.match(result.errors[0].message, /not valid JSON/);
       assert.match(result.errors[1].message, /name is required/);
       assert.match(result.errors[3].message, /homepage is not a known field/);
-      const stored = await h.db.selectFrom('skills_directory').select(['external_id', 'tags', 'stars']).where('provider', '=', 'test').orderBy('external_id').execute();
+      const stored = await h.db
+        .selectFrom('skills_directory')
+        .select(['external_id', 'tags', 'stars'])
+        .where('provider', '=', 'test')
+        .orderBy('external_id')
+        .execute();
       assert.deepEqual(stored, [
         { external_id: 'bad-lines/one', tags: ['import'], stars: null },
         { external_id: 'bad-lines/two', tags: ['import'], stars: 3 },
@@ -106,9 +152,15 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       rmSync(dir, { recursive: true, force: true });
     }
     // The admin API numbers lines from `firstLine` (the CLI sends files in chunks).
-    const response = await h.http('POST', '/admin/skills/import', { headers: admin(), body: { jsonl: '{}\n\nnot json\n', firstLine: 101 } });
+    const response = await h.http('POST', '/admin/skills/import', {
+      headers: admin(),
+      body: { jsonl: '{}\n\nnot json\n', firstLine: 101 },
+    });
     assert.equal(response.status, 200);
-    assert.deepEqual(response.body.errors.map((e: { line: number }) => e.line), [101, 103]);
+    assert.deepEqual(
+      response.body.errors.map((e: { line: number }) => e.line),
+      [101, 103],
+    );
     const unauthorized = await h.http('POST', '/admin/skills/import', { body: { jsonl: '' } });
     assert.equal(unauthorized.status, 401);
   });
@@ -117,8 +169,21 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
     for (const endpoint of ['search', 'ai-search']) {
       const base = `/api/v1/skills/directory/${endpoint}`;
       assert.equal((await h.http('GET', `${base}?q=pdf`)).status, 401);
-      assert.equal((await h.http('GET', `${base}?q=pdf`, { apiKey: 'sk_live_not-a-real-key-000000000000000' })).status, 401);
-      for (const query of ['', '?q=', '?q=%20%20%20', '?q=pdf&page=0', '?q=pdf&page=x', '?q=pdf&pageSize=0', '?q=pdf&pageSize=101', '?q=pdf&q=docx', '?q=pdf&sort=name']) {
+      assert.equal(
+        (await h.http('GET', `${base}?q=pdf`, { apiKey: 'sk_live_not-a-real-key-000000000000000' })).status,
+        401,
+      );
+      for (const query of [
+        '',
+        '?q=',
+        '?q=%20%20%20',
+        '?q=pdf&page=0',
+        '?q=pdf&page=x',
+        '?q=pdf&pageSize=0',
+        '?q=pdf&pageSize=101',
+        '?q=pdf&q=docx',
+        '?q=pdf&sort=name',
+      ]) {
         const response = await h.http('GET', `${base}${query}`, { apiKey });
         assert.equal(response.status, 400, `${endpoint}${query} answered ${response.status}`);
         assert.equal(response.body.error.code, 'validation_failed');
@@ -135,7 +200,10 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
     assert.deepEqual(Object.keys(response.body).sort(), ['items', 'meta']);
     // total counts every match, not the page: it is the number of items one page of 100 holds.
     const everyMatch = await search('pdf', '&pageSize=100');
-    assert.ok(everyMatch.body.items.length >= 4 && everyMatch.body.items.length < 100, `${everyMatch.body.items.length} matches`);
+    assert.ok(
+      everyMatch.body.items.length >= 4 && everyMatch.body.items.length < 100,
+      `${everyMatch.body.items.length} matches`,
+    );
     assert.deepEqual(response.body.meta, { page: 1, pageSize: 5, total: everyMatch.body.items.length });
     assert.equal(response.body.items.length, 5);
     for (const item of response.body.items) {
@@ -161,7 +229,10 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       assert.equal(response.body.meta.total, total);
       seen.push(...response.body.items.map((i: { externalId: string }) => i.externalId));
     }
-    assert.deepEqual(seen, all.body.items.map((i: { externalId: string }) => i.externalId));
+    assert.deepEqual(
+      seen,
+      all.body.items.map((i: { externalId: string }) => i.externalId),
+    );
     const beyond = await search('tests', `&page=${Math.ceil(total / 3) + 1}&pageSize=3`);
     assert.deepEqual(beyond.body, { items: [], meta: { page: Math.ceil(total / 3) + 1, pageSize: 3, total } });
     const nothing = await search('zzqxv');
@@ -201,7 +272,12 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       assert.equal(response.status, 200, `${q}: ${JSON.stringify(response.body)}`);
       assert.equal(typeof response.body.meta.total, 'number');
     }
-    assert.ok((await search('go')).body.items.some((i: { externalId: string }) => i.externalId === CATALOGUE_IDS.providerAcceptanceTests), 'the "go" tag matches');
+    assert.ok(
+      (await search('go')).body.items.some(
+        (i: { externalId: string }) => i.externalId === CATALOGUE_IDS.providerAcceptanceTests,
+      ),
+      'the "go" tag matches',
+    );
   });
 
   it('parses the frontmatter of every SKILL.md in the catalogue like its name, description and version fields', function () {
@@ -212,17 +288,38 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       const metadata = (data.metadata ?? {}) as Record<string, string>;
       assert.equal(frontmatterString(data.name) ?? item.externalId.split('/').pop(), item.name, item.externalId);
       assert.equal(frontmatterString(data.description), item.description, item.externalId);
-      assert.equal(frontmatterString(data.version) ?? frontmatterString(metadata.version), item.version, item.externalId);
+      assert.equal(
+        frontmatterString(data.version) ?? frontmatterString(metadata.version),
+        item.version,
+        item.externalId,
+      );
       checked++;
     }
     assert.equal(checked, SKILLS_CATALOGUE_WITH_SKILL_MD);
   });
 
   it('reads the skills settings from the environment and refuses malformed ones', function () {
-    const skills = loadConfig({ ...h.env, SKILLS_GITHUB_REPOS: ' acme/skills, acme/skills ,other/x ', EMBEDDINGS_MODEL: 'none', SKILLS_AI_RERANK: 'false' }).skills;
+    const skills = loadConfig({
+      ...h.env,
+      SKILLS_GITHUB_REPOS: ' acme/skills, acme/skills ,other/x ',
+      EMBEDDINGS_MODEL: 'none',
+      SKILLS_AI_RERANK: 'false',
+    }).skills;
     assert.deepEqual(
-      { repos: skills.githubRepos, base: skills.githubApiBase, embeddings: skills.embeddingsModel, rerank: skills.rerank, every: skills.refreshIntervalMinutes },
-      { repos: ['acme/skills', 'other/x'], base: 'https://api.github.com', embeddings: null, rerank: false, every: 360 },
+      {
+        repos: skills.githubRepos,
+        base: skills.githubApiBase,
+        embeddings: skills.embeddingsModel,
+        rerank: skills.rerank,
+        every: skills.refreshIntervalMinutes,
+      },
+      {
+        repos: ['acme/skills', 'other/x'],
+        base: 'https://api.github.com',
+        embeddings: null,
+        rerank: false,
+        every: 360,
+      },
     );
     assert.equal(h.config.skills.embeddingsModel, 'text-embedding-3-small');
     assert.throws(() => loadConfig({ ...h.env, SKILLS_GITHUB_REPOS: 'just-a-name' }), ConfigError);
@@ -231,13 +328,26 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
 
   it('fuses ranked lists by reciprocal rank (k = 60) and applies an LLM ranking to the head', function () {
     const key = (id: string) => ({ provider: 'p', externalId: id });
-    const fused = reciprocalRankFusion([[key('a'), key('b'), key('c')], [key('c'), key('d')]]);
-    assert.deepEqual(fused.map((k) => k.externalId), ['c', 'a', 'b', 'd']);
-    assert.deepEqual(applyRanking([key('a'), key('b'), key('c')], [3, 3, 9, 1]).map((k) => k.externalId), ['c', 'a', 'b']);
+    const fused = reciprocalRankFusion([
+      [key('a'), key('b'), key('c')],
+      [key('c'), key('d')],
+    ]);
+    assert.deepEqual(
+      fused.map((k) => k.externalId),
+      ['c', 'a', 'b', 'd'],
+    );
+    assert.deepEqual(
+      applyRanking([key('a'), key('b'), key('c')], [3, 3, 9, 1]).map((k) => k.externalId),
+      ['c', 'a', 'b'],
+    );
   });
 
   describe('ai-search', function () {
-    const plan = { keywords: ['terraform', 'acceptance tests', 'provider testing'], tags: ['testing'], intent: 'Run the acceptance tests of a Terraform provider' };
+    const plan = {
+      keywords: ['terraform', 'acceptance tests', 'provider testing'],
+      tags: ['testing'],
+      intent: 'Run the acceptance tests of a Terraform provider',
+    };
     const target = CATALOGUE_IDS.providerAcceptanceTests;
     const candidateLines = (request: RecordedRequest) =>
       String(request.body.messages?.find((m) => m.role === 'user')?.content ?? '')
@@ -269,10 +379,15 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       assert.ok(rerankRequest);
       const candidates = candidateLines(rerankRequest!);
       assert.equal(candidates.length, 30, 'the fused top 30 go to the reranker');
-      assert.ok(candidates.some((l) => l.includes('] terraform-test-runner')), 'full-text candidates of the plan are among them');
+      assert.ok(
+        candidates.some((l) => l.includes('] terraform-test-runner')),
+        'full-text candidates of the plan are among them',
+      );
 
       const transactions = await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey });
-      const charged = transactions.body.transactions.filter((t: { agentName: string }) => t.agentName === 'skills-ai-search');
+      const charged = transactions.body.transactions.filter(
+        (t: { agentName: string }) => t.agentName === 'skills-ai-search',
+      );
       assert.equal(charged.length, 1);
       assert.ok(charged[0].cost > 0);
       assert.equal(charged[0].payload.llm[0].calls, 2);
@@ -283,7 +398,10 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       assert.equal(page2.body.meta.cached, true);
       assert.equal(h.llm.requests.filter((r) => r.kind === 'chat').length, chatBefore + 2);
       const again = await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey });
-      assert.equal(again.body.transactions.filter((t: { agentName: string }) => t.agentName === 'skills-ai-search').length, 1);
+      assert.equal(
+        again.body.transactions.filter((t: { agentName: string }) => t.agentName === 'skills-ai-search').length,
+        1,
+      );
       const page1Ids = response.body.items.map((i: { externalId: string }) => i.externalId);
       assert.ok(page2.body.items.length > 0, 'the second page has items');
       assert.ok(page2.body.items.every((i: { externalId: string }) => !page1Ids.includes(i.externalId)));
@@ -294,7 +412,9 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       const ownPlan = { keywords: ['matplotlib', 'charts', 'plots'], tags: ['visualization'], intent: 'Plot results' };
       const chats = () => h.llm.requests.filter((r) => r.kind === 'chat').length;
       const charged = async (key: string) =>
-        (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: key })).body.transactions.filter((t: { agentName: string }) => t.agentName === 'skills-ai-search');
+        (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: key })).body.transactions.filter(
+          (t: { agentName: string }) => t.agentName === 'skills-ai-search',
+        );
       h.llm.enqueue({ json: ownPlan }, { json: { ranking: [1] } });
       const first = await search(q, '&pageSize=5', apiKey, 'ai-search');
       assert.equal(first.status, 200, JSON.stringify(first.body));
@@ -306,7 +426,7 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       const second = await search(q, '&pageSize=5', other.apiKey, 'ai-search');
       assert.equal(second.status, 200, JSON.stringify(second.body));
       assert.equal(second.body.meta.mode, 'ai');
-      assert.equal(second.body.meta.cached, undefined, 'not served from the first account\'s cache');
+      assert.equal(second.body.meta.cached, undefined, "not served from the first account's cache");
       assert.equal(chats(), chatsBefore + 2, 'planned and reranked again for the second account');
       const otherCharges = await charged(other.apiKey);
       assert.equal(otherCharges.length, 1);
@@ -320,7 +440,10 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
     });
 
     it('answers a plan of only short keywords (no trigram terms) and a ranking with fractions: 200, not a type error', async function () {
-      h.llm.enqueue({ json: { keywords: ['ui', 'qa'], tags: ['go'], intent: 'x' } }, { json: { ranking: [0.5, 2, -1, 1e9] } });
+      h.llm.enqueue(
+        { json: { keywords: ['ui', 'qa'], tags: ['go'], intent: 'x' } },
+        { json: { ranking: [0.5, 2, -1, 1e9] } },
+      );
       const response = await search('ui qa for go services', '&pageSize=5', apiKey, 'ai-search');
       assert.equal(response.status, 200, JSON.stringify(response.body));
       assert.equal(response.body.meta.mode, 'ai');
@@ -329,17 +452,28 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
 
     it('without a ranking from the LLM, keeps the reciprocal-rank fusion of both retrievers', async function () {
       const q = 'write property based tests for my parser';
-      const ownPlan = { keywords: ['property-based testing', 'fuzzing', 'hypothesis'], tags: ['testing'], intent: 'Write property-based tests' };
+      const ownPlan = {
+        keywords: ['property-based testing', 'fuzzing', 'hypothesis'],
+        tags: ['testing'],
+        intent: 'Write property-based tests',
+      };
       h.llm.enqueue({ json: ownPlan }, { json: { ranking: [] } });
       const response = await search(q, '&pageSize=20', apiKey, 'ai-search');
       assert.equal(response.status, 200);
       assert.equal(response.body.meta.mode, 'ai');
 
       const fts = await ftsCandidates(h.db, searchTerms([...ownPlan.keywords, ...ownPlan.tags].join(' '), 24), 50);
-      const embedder = createEmbedder(createLlmClient({ baseURL: h.llm.baseURL, apiKey: 'k', timeoutMs: 10_000 }), 'text-embedding-3-small');
+      const embedder = createEmbedder(
+        createLlmClient({ baseURL: h.llm.baseURL, apiKey: 'k', timeoutMs: 10_000 }),
+        'text-embedding-3-small',
+      );
       const { vectors } = await embedder.embed([q]);
       const semantic = await embeddingCandidates(h.db, vectors[0], 'text-embedding-3-small', 50);
-      const embedded = await h.db.selectFrom('skills_directory').select('external_id').where('embedding_model', '=', 'text-embedding-3-small').execute();
+      const embedded = await h.db
+        .selectFrom('skills_directory')
+        .select('external_id')
+        .where('embedding_model', '=', 'text-embedding-3-small')
+        .execute();
       assert.equal(semantic.length, Math.min(50, embedded.length));
       const expected = reciprocalRankFusion([fts, semantic]);
       assert.deepEqual(
@@ -367,7 +501,11 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
         [noLlm, /^llm_not_configured/],
         [noEmbeddings, /^embeddings_not_configured/],
       ] as const) {
-        const response = await h.http('GET', `${stack.baseUrl}/api/v1/skills/directory/ai-search?q=code%20review&pageSize=10`, { apiKey });
+        const response = await h.http(
+          'GET',
+          `${stack.baseUrl}/api/v1/skills/directory/ai-search?q=code%20review&pageSize=10`,
+          { apiKey },
+        );
         assert.equal(response.status, 200);
         assert.equal(response.body.meta.mode, 'plain');
         assert.match(response.body.meta.fallbackReason, reason);
@@ -382,7 +520,11 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       assert.equal(failed.body.meta.mode, 'plain');
       assert.match(failed.body.meta.fallbackReason, /^llm_error/);
       const transactions = await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey });
-      assert.ok(transactions.body.transactions.some((t: { agentName: string; result: string }) => t.agentName === 'skills-ai-search' && t.result === 'failed'));
+      assert.ok(
+        transactions.body.transactions.some(
+          (t: { agentName: string; result: string }) => t.agentName === 'skills-ai-search' && t.result === 'failed',
+        ),
+      );
 
       const requestsBefore = h.llm.requests.length;
       const broke = await h.createUser({ creditUsd: 0 });
@@ -404,9 +546,13 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
         license: 'MIT',
         files: {
           'README.md': '# Skills',
-          'skills/zebra-linter/SKILL.md': skillMd('name: zebra-linter\ndescription: Lint zebra stripe configuration files.\nmetadata:\n  version: "2.1.0"'),
+          'skills/zebra-linter/SKILL.md': skillMd(
+            'name: zebra-linter\ndescription: Lint zebra stripe configuration files.\nmetadata:\n  version: "2.1.0"',
+          ),
           'skills/quokka/SKILL.md': skillMd('description: |\n  Summarise quokka census\n  spreadsheets.\nversion: 0.3'),
-          'plugins/deep/skills/gecko-docs/SKILL.md': skillMd("name: 'gecko-docs'\ndescription: Write gecko documentation pages."),
+          'plugins/deep/skills/gecko-docs/SKILL.md': skillMd(
+            "name: 'gecko-docs'\ndescription: Write gecko documentation pages.",
+          ),
         },
       });
       github.setRepo('fakeorg/skills-b', {
@@ -418,7 +564,10 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
     });
 
     after(async function () {
-      await h.client.schedule.getHandle(SKILLS_REFRESH_SCHEDULE_ID).delete().catch(() => undefined);
+      await h.client.schedule
+        .getHandle(SKILLS_REFRESH_SCHEDULE_ID)
+        .delete()
+        .catch(() => undefined);
       await github?.close();
     });
 
@@ -426,7 +575,14 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
       this.timeout(90_000);
       const stack = await h.startIsolatedStack({
         taskQueues: { platform: 'skills-github-platform', browser: 'skills-github-browser' },
-        overrides: { skills: { ...h.config.skills, githubApiBase: github.apiBase, githubRepos: ['fakeorg/skills-a', 'fakeorg/skills-b'], githubToken: 'ghp_test_token' } },
+        overrides: {
+          skills: {
+            ...h.config.skills,
+            githubApiBase: github.apiBase,
+            githubRepos: ['fakeorg/skills-a', 'fakeorg/skills-b'],
+            githubToken: 'ghp_test_token',
+          },
+        },
         queues: ['platform'],
       });
       const schedule = await h.client.schedule.getHandle(SKILLS_REFRESH_SCHEDULE_ID).describe();
@@ -437,18 +593,40 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
 
       // Worker starts after the first leave one schedule, brought up to date.
       const every2h = { ...stack.config, skills: { ...stack.config.skills, refreshIntervalMinutes: 120 } };
-      assert.equal(await ensureSkillsRefreshSchedule(h.client.connection, h.config.temporalNamespace, every2h), 'updated');
-      assert.equal((await h.client.schedule.getHandle(SKILLS_REFRESH_SCHEDULE_ID).describe()).spec.intervals?.[0]?.every, 2 * 3600_000);
-      assert.equal(await ensureSkillsRefreshSchedule(h.client.connection, h.config.temporalNamespace, h.config), 'skipped', 'no repositories, no schedule');
+      assert.equal(
+        await ensureSkillsRefreshSchedule(h.client.connection, h.config.temporalNamespace, every2h),
+        'updated',
+      );
+      assert.equal(
+        (await h.client.schedule.getHandle(SKILLS_REFRESH_SCHEDULE_ID).describe()).spec.intervals?.[0]?.every,
+        2 * 3600_000,
+      );
+      assert.equal(
+        await ensureSkillsRefreshSchedule(h.client.connection, h.config.temporalNamespace, h.config),
+        'skipped',
+        'no repositories, no schedule',
+      );
 
-      const refresh = () => h.http('POST', `${stack.baseUrl}/admin/skills/refresh`, { headers: admin(), body: { wait: true } });
+      const refresh = () =>
+        h.http('POST', `${stack.baseUrl}/admin/skills/refresh`, { headers: admin(), body: { wait: true } });
       const first = await refresh();
       assert.equal(first.status, 200, JSON.stringify(first.body));
       const [a, b] = first.body.result.repos;
       assert.equal(a.ok, true, JSON.stringify(a));
-      assert.deepEqual({ found: a.summary.found, inserted: a.summary.inserted, deleted: a.summary.deleted, failed: a.summary.failed, embedded: a.summary.embedded }, { found: 3, inserted: 3, deleted: 0, failed: [], embedded: 3 });
+      assert.deepEqual(
+        {
+          found: a.summary.found,
+          inserted: a.summary.inserted,
+          deleted: a.summary.deleted,
+          failed: a.summary.failed,
+          embedded: a.summary.embedded,
+        },
+        { found: 3, inserted: 3, deleted: 0, failed: [], embedded: 3 },
+      );
       assert.equal(b.summary.inserted, 1);
-      assert.ok(github.requests.length > 0 && github.requests.every((r) => r.authorization === 'Bearer ghp_test_token'));
+      assert.ok(
+        github.requests.length > 0 && github.requests.every((r) => r.authorization === 'Bearer ghp_test_token'),
+      );
       assert.ok(github.requests.some((r) => r.path === '/api/v3/repos/fakeorg/skills-b/git/trees/trunk?recursive=1'));
 
       const zebra = (await search('zebra lint')).body.items[0];
@@ -462,7 +640,9 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
         githubRepo: 'skills-a',
         sourceUrl: 'https://github.com/fakeorg/skills-a/blob/main/skills/zebra-linter/SKILL.md',
         version: '2.1.0',
-        skillMdContent: skillMd('name: zebra-linter\ndescription: Lint zebra stripe configuration files.\nmetadata:\n  version: "2.1.0"'),
+        skillMdContent: skillMd(
+          'name: zebra-linter\ndescription: Lint zebra stripe configuration files.\nmetadata:\n  version: "2.1.0"',
+        ),
         tags: zebra.tags,
         stars: 42,
       });
@@ -479,20 +659,28 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
         stars: 43,
         license: 'MIT',
         files: {
-          'skills/zebra-linter/SKILL.md': skillMd('name: zebra-linter\ndescription: Lint and fix zebra stripe configuration files.\nmetadata:\n  version: "2.2.0"'),
+          'skills/zebra-linter/SKILL.md': skillMd(
+            'name: zebra-linter\ndescription: Lint and fix zebra stripe configuration files.\nmetadata:\n  version: "2.2.0"',
+          ),
           'skills/quokka/SKILL.md': skillMd('description: |\n  Summarise quokka census\n  spreadsheets.\nversion: 0.3'),
         },
       });
       const second = await refresh();
       const summary = second.body.result.repos[0].summary;
-      assert.deepEqual({ updated: summary.updated, deleted: summary.deleted, embedded: summary.embedded }, { updated: 2, deleted: 1, embedded: 1 });
+      assert.deepEqual(
+        { updated: summary.updated, deleted: summary.deleted, embedded: summary.embedded },
+        { updated: 2, deleted: 1, embedded: 1 },
+      );
       assert.equal(second.body.result.repos[1].summary.unchanged, 1);
       assert.equal((await search('gecko')).body.meta.total, 0);
       const updated = (await search('zebra')).body.items[0];
       assert.equal(updated.version, '2.2.0');
       assert.equal(updated.stars, 43);
 
-      const missing = await h.http('POST', `${stack.baseUrl}/admin/skills/refresh`, { headers: admin(), body: { wait: true, repos: ['fakeorg/nope'] } });
+      const missing = await h.http('POST', `${stack.baseUrl}/admin/skills/refresh`, {
+        headers: admin(),
+        body: { wait: true, repos: ['fakeorg/nope'] },
+      });
       assert.equal(missing.body.result.repos[0].ok, false);
       assert.match(missing.body.result.repos[0].error, /404/);
     });

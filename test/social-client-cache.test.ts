@@ -53,7 +53,12 @@ describe('per-worker social clients', function () {
 
     function forumUser() {
       const n = randomBytes(4).toString('hex');
-      const creds = { forumClientId: `cache-client-${n}`, forumClientSecret: `cache-secret-${n}`, forumUsername: `cache_user_${n}`, forumPassword: `cache-pass-${n}` };
+      const creds = {
+        forumClientId: `cache-client-${n}`,
+        forumClientSecret: `cache-secret-${n}`,
+        forumUsername: `cache_user_${n}`,
+        forumPassword: `cache-pass-${n}`,
+      };
       h.forum.addApp({ clientId: creds.forumClientId, clientSecret: creds.forumClientSecret });
       h.forum.addUser({ username: creds.forumUsername, password: creds.forumPassword });
       return creds;
@@ -65,7 +70,10 @@ describe('per-worker social clients', function () {
       const community = `cache_${randomBytes(4).toString('hex')}`;
       h.forum.addCommunity(community);
       const first = forumUser();
-      const created = await h.http('POST', '/api/v1/social-accounts', { apiKey, body: { platform: 'forum', name: 'Cache test', credentials: first } });
+      const created = await h.http('POST', '/api/v1/social-accounts', {
+        apiKey,
+        body: { platform: 'forum', name: 'Cache test', credentials: first },
+      });
       assert.equal(created.status, 201, JSON.stringify(created.body));
       const accountId = created.body.account.id;
       const jobId = randomUUID();
@@ -80,24 +88,37 @@ describe('per-worker social clients', function () {
           workflow_id: `automation-${jobId}`,
         })
         .execute();
-      const activities = createSocialToolActivities({ db: h.db, masterKey: h.config.masterKey, platforms: socialPlatformsFromConfig(h.config) });
+      const activities = createSocialToolActivities({
+        db: h.db,
+        masterKey: h.config.masterKey,
+        platforms: socialPlatformsFromConfig(h.config),
+      });
       // The tool runs as the worker runs it: inside an activity context (first attempt, scheduled now).
-      const env = new MockActivityEnvironment({ attempt: 1, scheduledTimestampMs: Date.now() }, { logger: new DefaultLogger('ERROR') });
+      const env = new MockActivityEnvironment(
+        { attempt: 1, scheduledTimestampMs: Date.now() },
+        { logger: new DefaultLogger('ERROR') },
+      );
       const post = async (step: number) => {
-        const outcome: Awaited<ReturnType<typeof activities.executeSocialTool>> = await env.run(activities.executeSocialTool, {
-          jobId,
-          taskIndex: 0,
-          step,
-          actionIndex: 0,
-          action: { name: 'submit_post', args: { community, title: `post ${step}`, text: 'hello' } },
-        });
+        const outcome: Awaited<ReturnType<typeof activities.executeSocialTool>> = await env.run(
+          activities.executeSocialTool,
+          {
+            jobId,
+            taskIndex: 0,
+            step,
+            actionIndex: 0,
+            action: { name: 'submit_post', args: { community, title: `post ${step}`, text: 'hello' } },
+          },
+        );
         assert.ok(outcome.ok, outcome.message);
         return h.forum.posts().find((p) => p.community === community && p.title === `post ${step}`)!.author;
       };
 
       assert.equal(await post(1), first.forumUsername);
       const second = forumUser();
-      const patched = await h.http('PATCH', `/api/v1/social-accounts/${accountId}`, { apiKey, body: { credentials: second } });
+      const patched = await h.http('PATCH', `/api/v1/social-accounts/${accountId}`, {
+        apiKey,
+        body: { credentials: second },
+      });
       assert.equal(patched.status, 200, JSON.stringify(patched.body));
       assert.equal(await post(2), second.forumUsername);
     });

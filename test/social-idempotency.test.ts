@@ -26,13 +26,21 @@ describe('social writes are made once even when their answer is lost to a timeou
   });
 
   async function runOnce(apiKey: string, body: Record<string, unknown>) {
-    const response = await h.http('POST', `${base}/api/v1/automations`, { apiKey, body: { cron: '0 9 * * 1', ...body } });
+    const response = await h.http('POST', `${base}/api/v1/automations`, {
+      apiKey,
+      body: { cron: '0 9 * * 1', ...body },
+    });
     assert.equal(response.status, 201, JSON.stringify(response.body));
     const automationId = response.body.automation.id;
     try {
       const deadline = Date.now() + 90_000;
       for (;;) {
-        const [run] = await h.db.selectFrom('jobs').selectAll().where('kind', '=', 'automation').where(sql`request->>'automationId'`, '=', automationId).execute();
+        const [run] = await h.db
+          .selectFrom('jobs')
+          .selectAll()
+          .where('kind', '=', 'automation')
+          .where(sql`request->>'automationId'`, '=', automationId)
+          .execute();
         if (run && (run.status === 'completed' || run.status === 'failed')) return run;
         if (Date.now() > deadline) throw new Error(`the run did not finish: ${JSON.stringify(run ?? null)}`);
         await new Promise((r) => setTimeout(r, 200));
@@ -46,17 +54,29 @@ describe('social writes are made once even when their answer is lost to a timeou
     this.timeout(120_000);
     const { apiKey } = await h.createUser({ creditUsd: 5 });
     n += 1;
-    const credentials = { forumClientId: `once-client-${n}`, forumClientSecret: `once-secret-${n}-zzz`, forumUsername: `once_poster${n}`, forumPassword: `once-pass-${n}-yyy` };
+    const credentials = {
+      forumClientId: `once-client-${n}`,
+      forumClientSecret: `once-secret-${n}-zzz`,
+      forumUsername: `once_poster${n}`,
+      forumPassword: `once-pass-${n}-yyy`,
+    };
     h.forum.addApp({ clientId: credentials.forumClientId, clientSecret: credentials.forumClientSecret });
     h.forum.addUser({ username: credentials.forumUsername, password: credentials.forumPassword });
-    const account = await h.http('POST', `${base}/api/v1/social-accounts`, { apiKey, body: { platform: 'forum', name: 'Slow forum', credentials } });
+    const account = await h.http('POST', `${base}/api/v1/social-accounts`, {
+      apiKey,
+      body: { platform: 'forum', name: 'Slow forum', credentials },
+    });
     assert.equal(account.status, 201, JSON.stringify(account.body));
     const thread = h.forum.posts().find((p) => p.title === 'A thread to answer')!;
 
     h.forum.delayAnswers({ path: '/api/submit', ms: 7_000 });
     h.forum.delayAnswers({ path: '/api/comment', ms: 7_000 });
     h.llm.enqueue(
-      act('submit_post', { community: 'slow_answers', title: 'Posted exactly once', text: 'The first answer to this post is slow.' }),
+      act('submit_post', {
+        community: 'slow_answers',
+        title: 'Posted exactly once',
+        text: 'The first answer to this post is slow.',
+      }),
       act('comment', { post_id: thread.id, text: 'A comment made exactly once.' }),
       act('done', { success: true, answer: 'posted and commented' }),
     );
@@ -70,7 +90,10 @@ describe('social writes are made once even when their answer is lost to a timeou
     assert.equal(h.forum.posts().filter((p) => p.title === 'Posted exactly once').length, 1, 'one post');
     assert.equal(h.forum.comments().filter((c) => c.text === 'A comment made exactly once.').length, 1, 'one comment');
     const logs = run.logs.join('\n');
-    assert.match(logs, /forum submit_post of task 1 step 1 was already done \(an earlier attempt wrote it\); not repeated/);
+    assert.match(
+      logs,
+      /forum submit_post of task 1 step 1 was already done \(an earlier attempt wrote it\); not repeated/,
+    );
     assert.match(logs, /forum comment of task 1 step 2 was already done \(an earlier attempt wrote it\); not repeated/);
     const steps = (run.result as any).steps;
     assert.ok(steps[0].outcomes[0].ok, 'the model was told the post succeeded');
@@ -83,7 +106,11 @@ describe('social writes are made once even when their answer is lost to a timeou
     h.microblog.addAccount({ username: 'slow_poster', email: 'slow@example.com', password: 'slow-pass-123' });
     const account = await h.http('POST', `${base}/api/v1/social-accounts`, {
       apiKey,
-      body: { platform: 'microblog', name: 'Slow microblog', credentials: { username: 'slow_poster', email: 'slow@example.com', password: 'slow-pass-123' } },
+      body: {
+        platform: 'microblog',
+        name: 'Slow microblog',
+        credentials: { username: 'slow_poster', email: 'slow@example.com', password: 'slow-pass-123' },
+      },
     });
     assert.equal(account.status, 201, JSON.stringify(account.body));
 
@@ -97,6 +124,9 @@ describe('social writes are made once even when their answer is lost to a timeou
     });
     assert.equal(run.status, 'completed', run.error ?? '');
     assert.equal(h.microblog.posts().filter((p) => p.text === 'Said exactly once 🐝').length, 1, 'one post');
-    assert.match(run.logs.join('\n'), /microblog post of task 1 step 1 was already done \(an earlier attempt wrote it\); not repeated/);
+    assert.match(
+      run.logs.join('\n'),
+      /microblog post of task 1 step 1 was already done \(an earlier attempt wrote it\); not repeated/,
+    );
   });
 });

@@ -40,9 +40,16 @@ const refusingResolver: Resolver = async (hostname) => {
 
 type LookupResult = { error: NodeJS.ErrnoException | null; address: string | LookupAddress[]; family?: number };
 
-function lookup(policy: NetworkPolicy, resolver: Resolver, hostname: string, options: LookupOptions = {}): Promise<LookupResult> {
+function lookup(
+  policy: NetworkPolicy,
+  resolver: Resolver,
+  hostname: string,
+  options: LookupOptions = {},
+): Promise<LookupResult> {
   const guarded = createGuardedLookup(policy, resolver);
-  return new Promise((resolve) => guarded(hostname, options, (error, address, family) => resolve({ error, address, family })));
+  return new Promise((resolve) =>
+    guarded(hostname, options, (error, address, family) => resolve({ error, address, family })),
+  );
 }
 
 describe('classifyAddress', () => {
@@ -131,7 +138,17 @@ describe('classifyAddress', () => {
   });
 
   it('treats anything that is not a canonical IP literal as invalid', () => {
-    for (const notAnIp of ['0177.0.0.1', '0x7f.0.0.1', '2130706433', '1.2.3', '256.0.0.1', 'example.com', '', '[::1]x', '1::2::3']) {
+    for (const notAnIp of [
+      '0177.0.0.1',
+      '0x7f.0.0.1',
+      '2130706433',
+      '1.2.3',
+      '256.0.0.1',
+      'example.com',
+      '',
+      '[::1]x',
+      '1::2::3',
+    ]) {
       assert.equal(classifyAddress(notAnIp), 'invalid', notAnIp);
     }
   });
@@ -161,7 +178,21 @@ describe('parseNetworkAllowlist', () => {
     assert.equal(parseNetworkAllowlist('10.9.8.7/8').networks[0].cidr, '10.0.0.0/8');
   });
 
-  for (const bad of ['10.0.0.0/33', '::1/129', '10.0.0.0/', '10.0.0.0/x', '300.1.1.1', '1.2.3', 'localhost:3000', 'foo bar', 'http://x.test', '-bad.test', 'a..b', '*.example.com', '10.0.0.0/8/8']) {
+  for (const bad of [
+    '10.0.0.0/33',
+    '::1/129',
+    '10.0.0.0/',
+    '10.0.0.0/x',
+    '300.1.1.1',
+    '1.2.3',
+    'localhost:3000',
+    'foo bar',
+    'http://x.test',
+    '-bad.test',
+    'a..b',
+    '*.example.com',
+    '10.0.0.0/8/8',
+  ]) {
     it(`rejects ${JSON.stringify(bad)} naming the entry`, () => {
       assert.throws(
         () => parseNetworkAllowlist(`localhost,${bad}`),
@@ -178,14 +209,33 @@ describe('checkAddress', () => {
   });
 
   it('refuses every non-public range under the default policy, saying why', () => {
-    const refused = ['10.0.0.5', '172.16.3.4', '192.168.0.10', '169.254.1.1', '127.0.0.1', '100.64.1.1', '0.0.0.0', '::1', '::', 'fd00::1', 'fe80::1', '::ffff:10.0.0.1', '224.0.0.1', '192.0.2.1', 'not-an-ip'];
+    const refused = [
+      '10.0.0.5',
+      '172.16.3.4',
+      '192.168.0.10',
+      '169.254.1.1',
+      '127.0.0.1',
+      '100.64.1.1',
+      '0.0.0.0',
+      '::1',
+      '::',
+      'fd00::1',
+      'fe80::1',
+      '::ffff:10.0.0.1',
+      '224.0.0.1',
+      '192.0.2.1',
+      'not-an-ip',
+    ];
     for (const ip of refused) {
       const verdict = checkAddress(ip, 'target.test', PUBLIC_ONLY_POLICY);
       assert.equal(verdict.allowed, false, ip);
       if (!verdict.allowed) assert.match(verdict.reason, new RegExp(`${ip.replace(/[.*]/g, '\\$&')}`), ip);
     }
     const verdict = checkAddress('10.0.0.5', 'x.test', PUBLIC_ONLY_POLICY);
-    assert.deepEqual(verdict, { allowed: false, reason: '10.0.0.5 is a private address and is not in the network allowlist' });
+    assert.deepEqual(verdict, {
+      allowed: false,
+      reason: '10.0.0.5 is a private address and is not in the network allowlist',
+    });
   });
 
   it('allows a non-public address inside an allowlisted CIDR, including its IPv4-mapped form', () => {
@@ -206,8 +256,16 @@ describe('checkAddress', () => {
   });
 
   it('always refuses metadata addresses, even when their range or hostname is allowlisted', () => {
-    const policy = parseNetworkAllowlist('169.254.0.0/16,fc00::/7,::ffff:0:0/96,0.0.0.0/0,::/0,metadata.google.internal');
-    for (const ip of ['169.254.169.254', 'fd00:ec2::254', '::ffff:169.254.169.254', '::ffff:a9fe:a9fe', '169.254.170.2']) {
+    const policy = parseNetworkAllowlist(
+      '169.254.0.0/16,fc00::/7,::ffff:0:0/96,0.0.0.0/0,::/0,metadata.google.internal',
+    );
+    for (const ip of [
+      '169.254.169.254',
+      'fd00:ec2::254',
+      '::ffff:169.254.169.254',
+      '::ffff:a9fe:a9fe',
+      '169.254.170.2',
+    ]) {
       const verdict = checkAddress(ip, 'metadata.google.internal', policy);
       assert.equal(verdict.allowed, false, ip);
       if (!verdict.allowed) assert.match(verdict.reason, /metadata/);
@@ -239,7 +297,11 @@ describe('resolveAllowedAddresses and createGuardedLookup', () => {
 
   it('hands back the checked address (single and all forms)', async () => {
     const resolver = stubResolver({ 'public.example': ['93.184.215.14', '2606:4700::1'] });
-    assert.deepEqual(await lookup(policy, resolver, 'public.example'), { error: null, address: '93.184.215.14', family: 4 });
+    assert.deepEqual(await lookup(policy, resolver, 'public.example'), {
+      error: null,
+      address: '93.184.215.14',
+      family: 4,
+    });
     assert.deepEqual(await lookup(policy, resolver, 'public.example', { all: true }), {
       error: null,
       address: [
@@ -248,15 +310,23 @@ describe('resolveAllowedAddresses and createGuardedLookup', () => {
       ],
       family: undefined,
     });
-    assert.deepEqual(await lookup(policy, resolver, 'public.example', { family: 6 }), { error: null, address: '2606:4700::1', family: 6 });
+    assert.deepEqual(await lookup(policy, resolver, 'public.example', { family: 6 }), {
+      error: null,
+      address: '2606:4700::1',
+      family: 6,
+    });
   });
 
   it('supports the (hostname, family, callback) and (hostname, callback) call forms', async () => {
     const resolver = stubResolver({ 'public.example': ['93.184.215.14', '2606:4700::1'] });
     const guarded = createGuardedLookup(policy, resolver) as unknown as (...args: unknown[]) => void;
-    const viaFamily = await new Promise((resolve) => guarded('public.example', 6, (_e: unknown, address: string) => resolve(address)));
+    const viaFamily = await new Promise((resolve) =>
+      guarded('public.example', 6, (_e: unknown, address: string) => resolve(address)),
+    );
     assert.equal(viaFamily, '2606:4700::1');
-    const viaCallback = await new Promise((resolve) => guarded('public.example', (_e: unknown, address: string) => resolve(address)));
+    const viaCallback = await new Promise((resolve) =>
+      guarded('public.example', (_e: unknown, address: string) => resolve(address)),
+    );
     assert.equal(viaCallback, '93.184.215.14');
   });
 
@@ -272,7 +342,11 @@ describe('resolveAllowedAddresses and createGuardedLookup', () => {
   });
 
   it('checks IP literals without DNS', async () => {
-    assert.deepEqual(await lookup(policy, refusingResolver, '127.0.0.1'), { error: null, address: '127.0.0.1', family: 4 });
+    assert.deepEqual(await lookup(policy, refusingResolver, '127.0.0.1'), {
+      error: null,
+      address: '127.0.0.1',
+      family: 4,
+    });
     const refused = await lookup(policy, refusingResolver, '10.0.0.5');
     assert.ok(refused.error instanceof SsrfBlockedError);
     const mapped = await lookup(PUBLIC_ONLY_POLICY, refusingResolver, '::ffff:169.254.169.254');
@@ -287,7 +361,11 @@ describe('resolveAllowedAddresses and createGuardedLookup', () => {
 
   it('refuses metadata even for an allowlisted hostname', async () => {
     const resolver = stubResolver({ 'metadata.google.internal': ['169.254.169.254'] });
-    const result = await lookup(parseNetworkAllowlist('metadata.google.internal,169.254.0.0/16'), resolver, 'metadata.google.internal');
+    const result = await lookup(
+      parseNetworkAllowlist('metadata.google.internal,169.254.0.0/16'),
+      resolver,
+      'metadata.google.internal',
+    );
     assert.ok(result.error instanceof SsrfBlockedError);
   });
 });
@@ -319,7 +397,10 @@ describe('assertUrlAllowed', () => {
 
   it('resolves names through the resolver', async () => {
     const resolver = stubResolver({ 'internal.example': ['10.0.0.5'], 'public.example': ['93.184.215.14'] });
-    await assert.rejects(assertUrlAllowed(new URL('https://internal.example/x'), PUBLIC_ONLY_POLICY, resolver), SsrfBlockedError);
+    await assert.rejects(
+      assertUrlAllowed(new URL('https://internal.example/x'), PUBLIC_ONLY_POLICY, resolver),
+      SsrfBlockedError,
+    );
     await assertUrlAllowed('https://public.example/x', PUBLIC_ONLY_POLICY, resolver);
     assert.deepEqual(resolver.calls, ['internal.example', 'public.example']);
   });
@@ -343,12 +424,19 @@ describe('guarded browser contexts', function () {
   before(async () => {
     server = http.createServer((request, response) => {
       const url = new URL(request.url ?? '/', 'http://x');
-      const html = (body: string) => response.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><html><body>${body}</body></html>`);
+      const html = (body: string) =>
+        response
+          .writeHead(200, { 'content-type': 'text/html' })
+          .end(`<!doctype html><html><body>${body}</body></html>`);
       switch (url.pathname) {
         case '/sw.js':
-          return void response.writeHead(200, { 'content-type': 'text/javascript' }).end("self.addEventListener('fetch', () => {});");
+          return void response
+            .writeHead(200, { 'content-type': 'text/javascript' })
+            .end("self.addEventListener('fetch', () => {});");
         case '/blob':
-          return void response.writeHead(200, { 'content-type': 'application/octet-stream' }).end(Buffer.alloc(BLOB_BYTES, 'b'));
+          return void response
+            .writeHead(200, { 'content-type': 'application/octet-stream' })
+            .end(Buffer.alloc(BLOB_BYTES, 'b'));
         case '/heavy':
           return html(`<script>
             Promise.allSettled(Array.from({ length: 6 }, (_, i) => fetch('/blob?i=' + i).then((r) => r.arrayBuffer())))
@@ -395,13 +483,16 @@ describe('guarded browser contexts', function () {
       });
       const targets = proxy.requests.map((r) => r.target);
       assert.ok(targets.includes(`http://127.0.0.1:${port}/`), JSON.stringify(targets));
-      assert.ok(targets.every((target) => target.startsWith(`http://127.0.0.1:${port}/`)), JSON.stringify(targets));
+      assert.ok(
+        targets.every((target) => target.startsWith(`http://127.0.0.1:${port}/`)),
+        JSON.stringify(targets),
+      );
     } finally {
       await proxy.close();
     }
   });
 
-  it('caps the bytes one page\'s subresources may buffer, and gives the next page a fresh budget', async function () {
+  it("caps the bytes one page's subresources may buffer, and gives the next page a fresh budget", async function () {
     await pool.withContext({ ...GUARDED_CONTEXT_OPTIONS }, async (context) => {
       await guardContext(context, { policy, maxSubresourceBytesPerPage: Math.floor(2.5 * BLOB_BYTES) });
       const page = await context.newPage();
@@ -418,7 +509,14 @@ describe('guarded browser contexts', function () {
   it('blocks service workers in agent browser sessions (their fetches would bypass the guard)', async function () {
     const registry = createSessionRegistry({ headless: pool, headed: async () => pool });
     try {
-      const sessionId = await registry.open({ headless: true, policy, proxy: null, sensitiveData: [], cookies: undefined, checkpoint: null });
+      const sessionId = await registry.open({
+        headless: true,
+        policy,
+        proxy: null,
+        sensitiveData: [],
+        cookies: undefined,
+        checkpoint: null,
+      });
       const { session } = registry.get(sessionId)!;
       const outcome = await session.navigate(`${origin}/`);
       assert.ok(outcome.ok, JSON.stringify(outcome));

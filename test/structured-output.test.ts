@@ -54,7 +54,16 @@ describe('structured output specs', () => {
 
     it('knows all ten field types', () => {
       assert.deepEqual([...FIELD_TYPES].sort(), [
-        'boolean', 'boolean[]', 'integer', 'integer[]', 'number', 'number[]', 'object', 'object[]', 'string', 'string[]',
+        'boolean',
+        'boolean[]',
+        'integer',
+        'integer[]',
+        'number',
+        'number[]',
+        'object',
+        'object[]',
+        'string',
+        'string[]',
       ]);
     });
   });
@@ -97,7 +106,10 @@ describe('structured output specs', () => {
     });
 
     it('rejects JSON Schemas without a root object type or that ajv cannot compile', () => {
-      assert.match(validateStructuredOutputSpec({ type: 'array', items: { type: 'string' } })[0], /"type": "object" at the root/);
+      assert.match(
+        validateStructuredOutputSpec({ type: 'array', items: { type: 'string' } })[0],
+        /"type": "object" at the root/,
+      );
       assert.match(
         validateStructuredOutputSpec({ name: 'x', schema: { type: 'object' } })[0],
         /not a \{name, schema\} wrapper/,

@@ -5,7 +5,14 @@ import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 
-import { createToolActivities, TOOL_CALL_FAILED, TOOL_CALL_MAY_HAVE_RUN, TOOL_CALL_RETRYABLE, type SelectionLoader, type ToolCallInput } from '../activities/tools';
+import {
+  createToolActivities,
+  TOOL_CALL_FAILED,
+  TOOL_CALL_MAY_HAVE_RUN,
+  TOOL_CALL_RETRYABLE,
+  type SelectionLoader,
+  type ToolCallInput,
+} from '../activities/tools';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import { sealDiscoveryParams } from '../lib/tools/discovery-request';
 import type { ToolSelection } from '../lib/tools/types';
@@ -28,9 +35,16 @@ function loaderOf(selections: Record<string, ToolSelection | (() => ToolSelectio
 
 /** Activity failures are what these tests expect; the mock environment would log each as a warning. */
 const quiet = { logger: new DefaultLogger('ERROR') };
-const mockEnv = (info: ConstructorParameters<typeof MockActivityEnvironment>[0] = {}) => new MockActivityEnvironment(info, quiet);
+const mockEnv = (info: ConstructorParameters<typeof MockActivityEnvironment>[0] = {}) =>
+  new MockActivityEnvironment(info, quiet);
 
-const call = (jobId: string, tool: string, args: unknown = {}, timeoutMs?: number): ToolCallInput => ({ jobId, selection: { kind: 'custom_mcps', index: 0 }, tool, args, timeoutMs });
+const call = (jobId: string, tool: string, args: unknown = {}, timeoutMs?: number): ToolCallInput => ({
+  jobId,
+  selection: { kind: 'custom_mcps', index: 0 },
+  tool,
+  args,
+  timeoutMs,
+});
 
 /** Runs an activity in a mock activity context (attempt, heartbeat details) and keeps its types. */
 function runIn<I, O>(env: MockActivityEnvironment, activity: (input: I) => Promise<O>, input: I): Promise<O> {
@@ -93,7 +107,10 @@ describe('tool activities: callTool', () => {
   it('sends a non-idempotent call again only after an attempt that provably did not deliver it', async () => {
     const before = server.incrementCalls();
     const afterUndelivered = mockEnv({ attempt: 2, heartbeatDetails: { notDeliveredAttempt: 1 } });
-    assert.match((await runIn(afterUndelivered, activities().callTool, call('live', 'increment'))).text, /^counter is \d+$/);
+    assert.match(
+      (await runIn(afterUndelivered, activities().callTool, call('live', 'increment'))).text,
+      /^counter is \d+$/,
+    );
     assert.equal(server.incrementCalls(), before + 1);
 
     for (const heartbeatDetails of [{ inFlightAttempt: 1 }, undefined, { notDeliveredAttempt: 1 }]) {
@@ -106,13 +123,21 @@ describe('tool activities: callTool', () => {
 
     // A read-only tool may always be repeated.
     const readOnly = mockEnv({ attempt: 2, heartbeatDetails: { inFlightAttempt: 1 } });
-    assert.equal((await runIn(readOnly, activities().callTool, call('live', 'echo', { message: 'again' }))).text, 'echo: again');
+    assert.equal(
+      (await runIn(readOnly, activities().callTool, call('live', 'echo', { message: 'again' }))).text,
+      'echo: again',
+    );
   });
 
   it('reports a call that may have run as non-retryable, and a read-only one as retryable', async () => {
     const env = mockEnv();
-    const increment = await failureOf(runIn(env, activities().callTool, call('live', 'increment', { delayMs: 2000 }, 300)));
-    assert.deepEqual([increment.type, increment.nonRetryable, increment.details?.[0]], [TOOL_CALL_FAILED, true, { kind: 'timeout', reached: true }]);
+    const increment = await failureOf(
+      runIn(env, activities().callTool, call('live', 'increment', { delayMs: 2000 }, 300)),
+    );
+    assert.deepEqual(
+      [increment.type, increment.nonRetryable, increment.details?.[0]],
+      [TOOL_CALL_FAILED, true, { kind: 'timeout', reached: true }],
+    );
     const slow = await failureOf(runIn(env, activities().callTool, call('live', 'slow', { ms: 2000 }, 300)));
     assert.deepEqual([slow.type, slow.nonRetryable], [TOOL_CALL_RETRYABLE, false]);
   });
@@ -120,9 +145,15 @@ describe('tool activities: callTool', () => {
   it('refuses an internal destination and an unknown tool without retrying', async () => {
     const env = mockEnv();
     const internal = await failureOf(runIn(env, activities().callTool, call('internal', 'echo')));
-    assert.deepEqual([internal.type, internal.nonRetryable, internal.details?.[0]], [TOOL_CALL_FAILED, true, { kind: 'refused_by_policy', reached: false }]);
+    assert.deepEqual(
+      [internal.type, internal.nonRetryable, internal.details?.[0]],
+      [TOOL_CALL_FAILED, true, { kind: 'refused_by_policy', reached: false }],
+    );
     const unknown = await failureOf(runIn(env, activities().callTool, call('live', 'rm_rf')));
-    assert.deepEqual([unknown.type, unknown.nonRetryable, (unknown.details?.[0] as { kind: string }).kind], [TOOL_CALL_FAILED, true, 'unknown_tool']);
+    assert.deepEqual(
+      [unknown.type, unknown.nonRetryable, (unknown.details?.[0] as { kind: string }).kind],
+      [TOOL_CALL_FAILED, true, 'unknown_tool'],
+    );
     const noSelection = await failureOf(runIn(env, activities().callTool, call('missing', 'echo')));
     assert.deepEqual([noSelection.type, noSelection.nonRetryable], [TOOL_CALL_FAILED, true]);
   });
@@ -135,15 +166,28 @@ describe('tool activities: discoverTools', () => {
     try {
       const activities = createToolActivities({ policy, masterKey, loadSelection: loaderOf({}) });
       const env = mockEnv({ workflowExecution: { workflowId: 'tools-discovery-test', runId: 'run-1' } });
-      const sealedParams = sealDiscoveryParams(masterKey, 'tools-discovery-test', { Authorization: 'sealed-token-2718' });
+      const sealedParams = sealDiscoveryParams(masterKey, 'tools-discovery-test', {
+        Authorization: 'sealed-token-2718',
+      });
       assert.ok(!sealedParams.includes('sealed-token-2718'));
-      const found = await runIn(env, activities.discoverTools, { type: 'remote_mcp' as const, url: server.url, sealedParams });
+      const found = await runIn(env, activities.discoverTools, {
+        type: 'remote_mcp' as const,
+        url: server.url,
+        sealedParams,
+      });
       assert.equal(found.ok && found.discovery.tools.length, 6);
 
       const otherWorkflow = mockEnv({ workflowExecution: { workflowId: 'another-workflow', runId: 'run-2' } });
-      await assert.rejects(runIn(otherWorkflow, activities.discoverTools, { type: 'remote_mcp' as const, url: server.url, sealedParams }), /unable to authenticate data/, 'sealed params are bound to one workflow');
+      await assert.rejects(
+        runIn(otherWorkflow, activities.discoverTools, { type: 'remote_mcp' as const, url: server.url, sealedParams }),
+        /unable to authenticate data/,
+        'sealed params are bound to one workflow',
+      );
 
-      const refused = await runIn(env, activities.discoverTools, { type: 'remote_mcp' as const, url: internal.httpsUrl('/mcp') });
+      const refused = await runIn(env, activities.discoverTools, {
+        type: 'remote_mcp' as const,
+        url: internal.httpsUrl('/mcp'),
+      });
       assert.deepEqual(refused.ok ? null : refused.code, 'ssrf_blocked');
       assert.equal(internal.connections(), 0);
     } finally {
@@ -195,7 +239,11 @@ describe('tool activities under Temporal: attempts never duplicate a call', func
 
   async function probe(input: ToolCallProbeInput): Promise<ToolCallProbeResult> {
     const { client } = await useHarness();
-    return client.workflow.execute('toolCallProbeWorkflow', { taskQueue, workflowId: `tool-call-probe-${randomBytes(6).toString('hex')}`, args: [input] });
+    return client.workflow.execute('toolCallProbeWorkflow', {
+      taskQueue,
+      workflowId: `tool-call-probe-${randomBytes(6).toString('hex')}`,
+      args: [input],
+    });
   }
 
   it('retries a non-idempotent call whose first attempt never reached the server, and it runs once', async () => {
@@ -208,7 +256,11 @@ describe('tool activities under Temporal: attempts never duplicate a call', func
 
   it('does not send a non-idempotent call again after an attempt timed out with it in flight', async () => {
     const before = server.incrementCalls();
-    const result = await probe({ call: call('live', 'increment', { delayMs: 2500 }), startToCloseMs: 1000, maximumAttempts: 3 });
+    const result = await probe({
+      call: call('live', 'increment', { delayMs: 2500 }),
+      startToCloseMs: 1000,
+      maximumAttempts: 3,
+    });
     assert.deepEqual(result.ok ? null : result.type, TOOL_CALL_MAY_HAVE_RUN);
     await new Promise((resolve) => setTimeout(resolve, 2000)); // let the first attempt's call finish upstream
     assert.equal(server.incrementCalls(), before + 1);

@@ -12,7 +12,11 @@ const PATH = '/api/v1/agents/discover-mcp';
 
 /** A workflow history with every payload decoded to text (fetchHistory gives them base64-encoded), as an operator reads them in the Temporal UI. */
 function decodedHistory(history: unknown): string {
-  return JSON.stringify(history, (key, value) => ((key === 'data' || key === 'encoding') && typeof value === 'string' ? Buffer.from(value, 'base64').toString('utf8') : value));
+  return JSON.stringify(history, (key, value) =>
+    (key === 'data' || key === 'encoding') && typeof value === 'string'
+      ? Buffer.from(value, 'base64').toString('utf8')
+      : value,
+  );
 }
 
 describe('POST /agents/discover-mcp', function () {
@@ -39,7 +43,8 @@ describe('POST /agents/discover-mcp', function () {
   });
   after(async () => Promise.all([mcp.close(), guarded.close(), legacy.close(), api.close(), internal.close()]));
 
-  const discover = (body: unknown, key: string | null = apiKey) => h.http('POST', PATH, { apiKey: key ?? undefined, body });
+  const discover = (body: unknown, key: string | null = apiKey) =>
+    h.http('POST', PATH, { apiKey: key ?? undefined, body });
 
   it('needs an API key', async () => {
     for (const key of [null, 'sk_live_not-a-real-key']) {
@@ -86,7 +91,10 @@ describe('POST /agents/discover-mcp', function () {
     const old = await discover({ type: 'remote_mcp', url: legacy.url });
     assert.equal(old.status, 200);
     assert.equal(old.body.source.transport, 'sse');
-    assert.deepEqual(old.body.tools.map((t: { name: string }) => t.name), ['legacy_echo', 'legacy_increment']);
+    assert.deepEqual(
+      old.body.tools.map((t: { name: string }) => t.name),
+      ['legacy_echo', 'legacy_increment'],
+    );
   });
 
   it('discovers OpenAPI 3.1 YAML text, a Swagger 2.0 object and a document URL', async () => {
@@ -94,7 +102,13 @@ describe('POST /agents/discover-mcp', function () {
     assert.equal(fromText.status, 200, JSON.stringify(fromText.body));
     assert.equal(fromText.body.source.specification, 'OpenAPI 3.1.0');
     assert.ok(fromText.body.tools.some((t: { name: string }) => t.name === 'getItem'));
-    assert.deepEqual(fromText.body.params[0], { name: 'X-API-Key', in: 'header', required: true, secret: true, description: 'API key (security scheme "headerKey"), sent as the X-API-Key header.' });
+    assert.deepEqual(fromText.body.params[0], {
+      name: 'X-API-Key',
+      in: 'header',
+      required: true,
+      secret: true,
+      description: 'API key (security scheme "headerKey"), sent as the X-API-Key header.',
+    });
 
     const swagger = await discover({ type: 'openapi', spec: JSON.parse(api.swaggerJson) });
     assert.equal(swagger.status, 200);
@@ -117,13 +131,21 @@ describe('POST /agents/discover-mcp', function () {
     );
 
     const secret = 'discover-token-16180';
-    const given = await discover({ type: 'remote_mcp', url: guarded.url, params: { Authorization: `Bearer ${secret}` } });
+    const given = await discover({
+      type: 'remote_mcp',
+      url: guarded.url,
+      params: { Authorization: `Bearer ${secret}` },
+    });
     assert.equal(given.status, 200);
     assert.equal(given.body.tools.length, 6);
     const openapiKey = await discover({ type: 'openapi', specText: api.openapiYaml, params: { 'X-API-Key': API_KEY } });
     assert.equal(openapiKey.status, 200);
     // Upstream failure with params: the message must not carry them either.
-    const failing = await discover({ type: 'openapi', url: `${api.origin}/missing.yaml`, params: { 'X-API-Key': API_KEY } });
+    const failing = await discover({
+      type: 'openapi',
+      url: `${api.origin}/missing.yaml`,
+      params: { 'X-API-Key': API_KEY },
+    });
     assert.equal(failing.status, 502);
 
     const histories: string[] = [];
@@ -132,7 +154,10 @@ describe('POST /agents/discover-mcp', function () {
       histories.push(decodedHistory(await h.client.workflow.getHandle(execution.workflowId).fetchHistory()));
     }
     assert.ok(histories.length >= 4, `found ${histories.length} discovery workflows`);
-    assert.ok(histories.some((history) => history.includes(guarded.url)), 'histories are decoded and readable');
+    assert.ok(
+      histories.some((history) => history.includes(guarded.url)),
+      'histories are decoded and readable',
+    );
     const surfaces = {
       responses: JSON.stringify([given.body, openapiKey.body, failing.body]),
       histories: histories.join('\n'),
@@ -183,8 +208,14 @@ describe('POST /agents/discover-mcp', function () {
   it('is documented in the served OpenAPI document', async () => {
     const document = (await h.http('GET', '/api/v1/openapi.json')).body;
     const operation = document.paths['/agents/discover-mcp'].post;
-    assert.equal(operation.requestBody.content['application/json'].schema.$ref, '#/components/schemas/McpDiscoveryRequest');
-    assert.equal(operation.responses[200].content['application/json'].schema.$ref, '#/components/schemas/McpDiscoveryResponse');
+    assert.equal(
+      operation.requestBody.content['application/json'].schema.$ref,
+      '#/components/schemas/McpDiscoveryRequest',
+    );
+    assert.equal(
+      operation.responses[200].content['application/json'].schema.$ref,
+      '#/components/schemas/McpDiscoveryResponse',
+    );
     assert.deepEqual(Object.keys(operation.responses).sort(), ['200', '400', '401', '502', '503', '504']);
     assert.ok(document.components.schemas.DiscoveredTool && document.components.schemas.ToolSourceParam);
   });

@@ -58,8 +58,25 @@ function selfSigned(dir: string, name: string): { key: Buffer; cert: Buffer; cer
   const certPath = path.join(dir, `${name}.pem`);
   execFileSync(
     'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyPath, '-out', certPath,
-      '-days', '1', '-subj', `/CN=${name}`, '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    ],
     { stdio: 'ignore' },
   );
   return { key: readFileSync(keyPath), cert: readFileSync(certPath), certPath };
@@ -102,7 +119,15 @@ describe('one transport under the buffered and the streaming client', () => {
       const { status, body } = await client.get(`${originUrl}/leave`, credentials);
       assert.equal(status, 200);
       const seen = JSON.parse(body) as Record<string, string>;
-      for (const name of ['authorization', 'cookie', 'proxy-authorization', 'x-api-key', 'x-service-charge-token', 'x-service-charge-run-id', 'x-webhook-signature']) {
+      for (const name of [
+        'authorization',
+        'cookie',
+        'proxy-authorization',
+        'x-api-key',
+        'x-service-charge-token',
+        'x-service-charge-run-id',
+        'x-webhook-signature',
+      ]) {
         assert.equal(seen[name], undefined, `${name} reached the other origin`);
       }
       assert.equal(seen['x-trace'], 'kept');
@@ -149,7 +174,9 @@ describe('one set of trusted CAs: the default store, NODE_EXTRA_CA_CERTS and the
     writeFileSync(bundle, env.cert);
     process.env.NODE_EXTRA_CA_CERTS = bundle;
     fromEnv = https.createServer({ key: env.key, cert: env.cert }, (_request, response) => response.end('env'));
-    fromConfig = https.createServer({ key: config.key, cert: config.cert }, (_request, response) => response.end('config'));
+    fromConfig = https.createServer({ key: config.key, cert: config.cert }, (_request, response) =>
+      response.end('config'),
+    );
     envUrl = `https://localhost:${await listen(fromEnv)}/`;
     configUrl = `https://localhost:${await listen(fromConfig)}/`;
   });

@@ -67,7 +67,8 @@ describe('one URL entry check: "https unless allowlisted" answers the same at su
   for (const [url, expected] of cases) {
     it(`${url}: ${expected} at every door`, () => {
       const seen = judgements(url);
-      for (const [door, verdict] of Object.entries(seen)) assert.equal(verdict, expected, `${door} judged ${url} ${verdict}`);
+      for (const [door, verdict] of Object.entries(seen))
+        assert.equal(verdict, expected, `${door} judged ${url} ${verdict}`);
     });
   }
 
@@ -83,12 +84,21 @@ describe('one URL entry check: "https unless allowlisted" answers the same at su
   it('refuses literal internal addresses and localhost names without DNS, and credentials only when asked', () => {
     const closed = parseNetworkAllowlist(undefined);
     assert.deepEqual(
-      ['http://127.0.0.1/', 'http://localhost:8080/', 'http://app.localhost/', 'https://[::1]/', 'http://169.254.169.254/'].map((url) => judgeUrlEntry(url, closed)?.code),
+      [
+        'http://127.0.0.1/',
+        'http://localhost:8080/',
+        'http://app.localhost/',
+        'https://[::1]/',
+        'http://169.254.169.254/',
+      ].map((url) => judgeUrlEntry(url, closed)?.code),
       ['blocked', 'blocked', 'blocked', 'blocked', 'blocked'],
     );
     assert.equal(judgeUrlEntry('https://example.com/', closed), null);
     assert.equal(judgeUrlEntry('ftp://example.com/', closed)?.code, 'bad_scheme');
     assert.equal(judgeUrlEntry('https://user:pw@example.com/', closed), null);
-    assert.equal(judgeUrlEntry('https://user:pw@example.com/', closed, { refuseCredentials: true })?.code, 'credentials_in_url');
+    assert.equal(
+      judgeUrlEntry('https://user:pw@example.com/', closed, { refuseCredentials: true })?.code,
+      'credentials_in_url',
+    );
   });
 });

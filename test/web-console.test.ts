@@ -7,7 +7,13 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { useHarness, type Harness } from './support/harness';
 import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
 import { startFixtureSite, type FixtureSite } from './support/fixture-site';
-import { assertAccessible, launchBrowser, screenshot, watchedContext, type WatchedContext } from './support/web-browser';
+import {
+  assertAccessible,
+  launchBrowser,
+  screenshot,
+  watchedContext,
+  type WatchedContext,
+} from './support/web-browser';
 
 const SESSION_COOKIE = '__Host-console-session';
 
@@ -35,7 +41,9 @@ describe('web pages: the console', function () {
         gateHits++;
         await gate;
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-        res.end('<!doctype html><html><head><title>Harbour gate</title></head><body><h1>Harbour gate</h1><p>The gate opened at dawn.</p></body></html>');
+        res.end(
+          '<!doctype html><html><head><title>Harbour gate</title></head><body><h1>Harbour gate</h1><p>The gate opened at dawn.</p></body></html>',
+        );
       },
       '/second-gate': async (_req, res) => {
         await secondGate;
@@ -58,8 +66,16 @@ describe('web pages: the console', function () {
   afterEach(async function () {
     const watched = contexts.splice(0);
     for (const context of watched) await context.close();
-    assert.deepEqual(watched.flatMap((c) => c.foreignRequests), [], 'requests to non-loopback hosts');
-    assert.deepEqual(watched.flatMap((c) => c.consoleErrors), [], 'console errors (CSP violations among them)');
+    assert.deepEqual(
+      watched.flatMap((c) => c.foreignRequests),
+      [],
+      'requests to non-loopback hosts',
+    );
+    assert.deepEqual(
+      watched.flatMap((c) => c.consoleErrors),
+      [],
+      'console errors (CSP violations among them)',
+    );
   });
 
   async function newContext(options: { javaScriptEnabled?: boolean } = {}): Promise<WatchedContext> {
@@ -80,14 +96,22 @@ describe('web pages: the console', function () {
     return page;
   }
 
-  const sessionCookie = async (context: BrowserContext) => (await context.cookies()).find((c) => c.name === SESSION_COOKIE);
+  const sessionCookie = async (context: BrowserContext) =>
+    (await context.cookies()).find((c) => c.name === SESSION_COOKIE);
 
   /** A form POST as another client would send it (no browser to add Origin or Sec-Fetch-Site unless told). */
-  const post = (path: string, options: { cookie?: string; fields?: Record<string, string>; headers?: Record<string, string> }) =>
+  const post = (
+    path: string,
+    options: { cookie?: string; fields?: Record<string, string>; headers?: Record<string, string> },
+  ) =>
     fetch(`${h.baseUrl}${path}`, {
       method: 'POST',
       redirect: 'manual',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(options.cookie && { cookie: options.cookie }), ...options.headers },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        ...(options.cookie && { cookie: options.cookie }),
+        ...options.headers,
+      },
       body: new URLSearchParams(options.fields ?? {}).toString(),
     });
 
@@ -110,23 +134,45 @@ describe('web pages: the console', function () {
     await page.keyboard.press('Enter');
     await page.waitForURL(`${h.baseUrl}/console`);
     const cookie = (await sessionCookie(context.context))!;
-    assert.deepEqual({ httpOnly: cookie.httpOnly, secure: cookie.secure, sameSite: cookie.sameSite, path: cookie.path }, { httpOnly: true, secure: true, sameSite: 'Lax', path: '/' });
-    const stored = await h.db.selectFrom('sessions').select(['token_hash']).where('user_id', '=', alice.userId).where('revoked_at', 'is', null).execute();
-    assert.deepEqual(stored.map((s) => s.token_hash), [createHash('sha256').update(cookie.value).digest('hex')], 'only the hash of the token is stored');
+    assert.deepEqual(
+      { httpOnly: cookie.httpOnly, secure: cookie.secure, sameSite: cookie.sameSite, path: cookie.path },
+      { httpOnly: true, secure: true, sameSite: 'Lax', path: '/' },
+    );
+    const stored = await h.db
+      .selectFrom('sessions')
+      .select(['token_hash'])
+      .where('user_id', '=', alice.userId)
+      .where('revoked_at', 'is', null)
+      .execute();
+    assert.deepEqual(
+      stored.map((s) => s.token_hash),
+      [createHash('sha256').update(cookie.value).digest('hex')],
+      'only the hash of the token is stored',
+    );
 
     const account = (await h.http('GET', '/api/v1/account', { apiKey: alice.apiKey })).body;
     const money = (usd: number) => `$${usd.toFixed(2)}`;
     assert.deepEqual(
-      { balance: await page.locator('#balance').innerText(), held: await page.locator('#held').innerText(), available: await page.locator('#available').innerText() },
+      {
+        balance: await page.locator('#balance').innerText(),
+        held: await page.locator('#held').innerText(),
+        available: await page.locator('#available').innerText(),
+      },
       { balance: money(account.balanceUsd), held: money(account.heldUsd), available: money(account.availableUsd) },
     );
-    assert.match(await page.locator('header').innerText(), new RegExp(`Signed in as ${account.email.replace(/[.]/g, '\\.')}`));
+    assert.match(
+      await page.locator('header').innerText(),
+      new RegExp(`Signed in as ${account.email.replace(/[.]/g, '\\.')}`),
+    );
     await assertAccessible(page, 'console home');
     await screenshot(page, 'console-home');
   });
 
   it('follows a scrape started from the REST API live on its run page until it completes, logs included', async function () {
-    const accepted = await h.http('POST', '/api/v1/scrape', { apiKey: alice.apiKey, body: { url: `${site.url}/gate` } });
+    const accepted = await h.http('POST', '/api/v1/scrape', {
+      apiKey: alice.apiKey,
+      body: { url: `${site.url}/gate` },
+    });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const jobId: string = accepted.body.jobId;
 
@@ -135,14 +181,22 @@ describe('web pages: the console', function () {
     await home.getByRole('link', { name: jobId.slice(0, 8) }).click();
     await home.waitForURL(`**/console/runs/${jobId}`);
     const page = home;
-    assert.match(await page.locator('#run-status').innerText(), /^(pending|processing)$/, 'the run is still going when its page opens');
+    assert.match(
+      await page.locator('#run-status').innerText(),
+      /^(pending|processing)$/,
+      'the run is still going when its page opens',
+    );
     await page.evaluate(() => ((window as unknown as { stayed: boolean }).stayed = true));
     await assertAccessible(page, 'run page while the run goes on');
 
     openGate();
     await page.locator('#run-status.status-completed').waitFor();
     await page.locator('#run-live-note', { hasText: 'The run has ended.' }).waitFor();
-    assert.equal(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed), true, 'the page updated in place, without reloading');
+    assert.equal(
+      await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed),
+      true,
+      'the page updated in place, without reloading',
+    );
     assert.ok(gateHits > 0);
 
     const record = (await h.http('GET', `/api/v1/scrape/status/${jobId}`, { apiKey: alice.apiKey })).body;
@@ -156,7 +210,9 @@ describe('web pages: the console', function () {
 
     // A reconnect resumes after the last event the browser saw (Last-Event-ID = log lines received).
     const cookie = (await sessionCookie(context.context))!;
-    const resumed = await fetch(`${h.baseUrl}/console/runs/${jobId}/events`, { headers: { cookie: `${SESSION_COOKIE}=${cookie.value}`, 'last-event-id': '1' } });
+    const resumed = await fetch(`${h.baseUrl}/console/runs/${jobId}/events`, {
+      headers: { cookie: `${SESSION_COOKIE}=${cookie.value}`, 'last-event-id': '1' },
+    });
     assert.equal(resumed.status, 200);
     assert.match(resumed.headers.get('content-type')!, /^text\/event-stream/);
     const stream = await resumed.text();
@@ -185,7 +241,11 @@ describe('web pages: the console', function () {
         tools: [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: 0.0125 }],
       });
       const client = new Client({ name: 'usage-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${entry.entryId}`), { requestInit: { headers: { authorization: `Bearer ${alice.apiKey}` } } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${entry.entryId}`), {
+          requestInit: { headers: { authorization: `Bearer ${alice.apiKey}` } },
+        }),
+      );
       try {
         const called = await client.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } });
         assert.equal(called.isError, false);
@@ -193,12 +253,18 @@ describe('web pages: the console', function () {
         await client.close();
       }
 
-      const transactions = (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: alice.apiKey })).body.transactions as { agentName: string; cost: number; executedAt: string; jobId: string | null }[];
+      const transactions = (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: alice.apiKey })).body
+        .transactions as { agentName: string; cost: number; executedAt: string; jobId: string | null }[];
       const today = new Date().toISOString().slice(0, 10);
       const micros = (usd: number) => Math.round(usd * 1e6);
-      const money = (m: number) => `$${(m / 1e6).toFixed(Math.min(6, Math.max(2, (String(m / 1e6).split('.')[1] ?? '').length)))}`;
-      const spentToday = transactions.filter((t) => t.executedAt.startsWith(today)).reduce((sum, t) => sum + micros(t.cost), 0);
-      const marketSpent = transactions.filter((t) => t.agentName === `market:${entry.slug}`).reduce((sum, t) => sum + micros(t.cost), 0);
+      const money = (m: number) =>
+        `$${(m / 1e6).toFixed(Math.min(6, Math.max(2, (String(m / 1e6).split('.')[1] ?? '').length)))}`;
+      const spentToday = transactions
+        .filter((t) => t.executedAt.startsWith(today))
+        .reduce((sum, t) => sum + micros(t.cost), 0);
+      const marketSpent = transactions
+        .filter((t) => t.agentName === `market:${entry.slug}`)
+        .reduce((sum, t) => sum + micros(t.cost), 0);
       assert.equal(marketSpent, 12_500, 'the call was charged its price');
 
       const context = await newContext();
@@ -208,17 +274,31 @@ describe('web pages: the console', function () {
       const page = home;
       const dayRows = await page.locator('#spend-per-day tbody tr').allInnerTexts();
       assert.equal(dayRows.length, 30);
-      assert.equal(dayRows.at(-1), `${today}\t${money(spentToday)}`, "today's spend is the sum of today's transactions");
+      assert.equal(
+        dayRows.at(-1),
+        `${today}\t${money(spentToday)}`,
+        "today's spend is the sum of today's transactions",
+      );
       assert.equal(await page.locator('#spend-chart rect.bar').count(), 30, 'one bar per day');
-      assert.equal(await page.locator('#spend-chart rect.bar').last().locator('title').textContent(), `${today}: ${money(spentToday)}`);
+      assert.equal(
+        await page.locator('#spend-chart rect.bar').last().locator('title').textContent(),
+        `${today}: ${money(spentToday)}`,
+      );
       const kinds = await page.locator('#spend-per-kind tbody tr').allInnerTexts();
       assert.ok(kinds.includes(`Market tool calls\t1\t${money(12_500)}`), kinds.join(' | '));
-      assert.ok(kinds.some((row) => row.startsWith('Scrape\t')), kinds.join(' | '));
+      assert.ok(
+        kinds.some((row) => row.startsWith('Scrape\t')),
+        kinds.join(' | '),
+      );
       const listing = page.locator('#spend-per-listing tbody tr', { hasText: entry.slug });
       assert.equal(await listing.innerText(), `${entry.slug}\t1\t${money(12_500)}`);
       assert.equal(await listing.getByRole('link').getAttribute('href'), `/market/tools/${entry.entryId}`);
       const newest = await page.locator('#transactions tbody tr').first().locator('th, td').allInnerTexts();
-      assert.deepEqual(newest.slice(1), [`market:${entry.slug}`, '—', money(12_500)], 'the newest transaction is the call, with no run');
+      assert.deepEqual(
+        newest.slice(1),
+        [`market:${entry.slug}`, '—', money(12_500)],
+        'the newest transaction is the call, with no run',
+      );
       const account = (await h.http('GET', '/api/v1/account', { apiKey: alice.apiKey })).body;
       assert.equal(await page.locator('#balance').innerText(), money(micros(account.balanceUsd)));
       assert.equal(account.heldUsd, 0);
@@ -227,12 +307,18 @@ describe('web pages: the console', function () {
       await screenshot(page, 'usage');
 
       // A run that is going on holds money: the page lists its hold, the amount GET /account calls held.
-      const going = await h.http('POST', '/api/v1/scrape', { apiKey: alice.apiKey, body: { url: `${site.url}/second-gate` } });
+      const going = await h.http('POST', '/api/v1/scrape', {
+        apiKey: alice.apiKey,
+        body: { url: `${site.url}/second-gate` },
+      });
       assert.equal(going.status, 202, JSON.stringify(going.body));
       const held = (await h.http('GET', '/api/v1/account', { apiKey: alice.apiKey })).body.heldUsd;
       assert.ok(held > 0);
       await page.reload();
-      assert.deepEqual((await page.locator('#holds tbody tr').allInnerTexts()).map((row) => [row.split('\t')[0], row.split('\t')[2]]), [[`Scrape ${going.body.jobId.slice(0, 8)}`, money(micros(held))]]);
+      assert.deepEqual(
+        (await page.locator('#holds tbody tr').allInnerTexts()).map((row) => [row.split('\t')[0], row.split('\t')[2]]),
+        [[`Scrape ${going.body.jobId.slice(0, 8)}`, money(micros(held))]],
+      );
       assert.equal(await page.locator('#held').innerText(), money(micros(held)));
       await assertAccessible(page, 'usage page with a hold');
       openSecondGate();
@@ -246,14 +332,20 @@ describe('web pages: the console', function () {
     assert.ok(aliceRun, 'the earlier test left a finished run');
     const context = await newContext();
     const page = await signIn(context, bob.apiKey);
-    assert.equal(await page.getByRole('link', { name: aliceRun.id.slice(0, 8) }).count(), 0, "Bob's console does not list Alice's run");
+    assert.equal(
+      await page.getByRole('link', { name: aliceRun.id.slice(0, 8) }).count(),
+      0,
+      "Bob's console does not list Alice's run",
+    );
     const response = await page.goto(`${h.baseUrl}/console/runs/${aliceRun.id}`);
     assert.equal(response?.status(), 404);
     assert.equal(await page.locator('h1').innerText(), 'Page not found');
     const html = await page.content();
     for (const line of aliceRun.logs) assert.ok(!html.includes(line), 'no log line of the run reaches the page');
     const cookie = (await sessionCookie(context.context))!;
-    const events = await fetch(`${h.baseUrl}/console/runs/${aliceRun.id}/events`, { headers: { cookie: `${SESSION_COOKIE}=${cookie.value}` } });
+    const events = await fetch(`${h.baseUrl}/console/runs/${aliceRun.id}/events`, {
+      headers: { cookie: `${SESSION_COOKIE}=${cookie.value}` },
+    });
     assert.equal(events.status, 404);
     assert.doesNotMatch(await events.text(), /gate/i);
     const anonymous = await fetch(`${h.baseUrl}/console/runs/${aliceRun.id}/events`);
@@ -278,7 +370,10 @@ describe('web pages: the console', function () {
     const [x, y] = [await newContext(), await newContext()];
     const onX = await signIn(x, bob.apiKey);
     const onY = await signIn(y, bob.apiKey);
-    assert.match(await onX.locator('section[aria-labelledby="session-heading"]').innerText(), /signed in on 2 browsers/);
+    assert.match(
+      await onX.locator('section[aria-labelledby="session-heading"]').innerText(),
+      /signed in on 2 browsers/,
+    );
     await onX.getByRole('button', { name: 'Sign out everywhere' }).click();
     await onX.waitForURL(`${h.baseUrl}/console/sign-in`);
     await onY.goto(`${h.baseUrl}/console`);
@@ -328,16 +423,31 @@ describe('web pages: the console', function () {
     const idle = await createSession(h.db, { userId: carol.userId, apiKeyId, lifetimes, now: t0 });
     assert.ok(await findLiveSession(h.db, idle.token, lifetimes, at(9 * 60_000)), 'used within the idle time');
     assert.ok(await findLiveSession(h.db, idle.token, lifetimes, at(18 * 60_000)), 'the use above counted as activity');
-    assert.equal(await findLiveSession(h.db, idle.token, lifetimes, at(29 * 60_000)), null, 'idle for longer than allowed');
+    assert.equal(
+      await findLiveSession(h.db, idle.token, lifetimes, at(29 * 60_000)),
+      null,
+      'idle for longer than allowed',
+    );
 
     const busy = await createSession(h.db, { userId: carol.userId, apiKeyId, lifetimes, now: t0 });
-    for (let minute = 8; minute < 60; minute += 8) assert.ok(await findLiveSession(h.db, busy.token, lifetimes, at(minute * 60_000)));
-    assert.equal(await findLiveSession(h.db, busy.token, lifetimes, at(60 * 60_000 + 1)), null, 'past its absolute expiry, however busy');
+    for (let minute = 8; minute < 60; minute += 8)
+      assert.ok(await findLiveSession(h.db, busy.token, lifetimes, at(minute * 60_000)));
+    assert.equal(
+      await findLiveSession(h.db, busy.token, lifetimes, at(60 * 60_000 + 1)),
+      null,
+      'past its absolute expiry, however busy',
+    );
 
     const rotated = await createSession(h.db, { userId: carol.userId, apiKeyId, lifetimes });
     assert.ok(await findLiveSession(h.db, rotated.token, lifetimes));
-    const rotation = await h.http('POST', `/admin/users/${carol.userId}/rotate-key`, { headers: { authorization: `Bearer ${h.config.adminToken}` } });
+    const rotation = await h.http('POST', `/admin/users/${carol.userId}/rotate-key`, {
+      headers: { authorization: `Bearer ${h.config.adminToken}` },
+    });
     assert.equal(rotation.status, 200, JSON.stringify(rotation.body));
-    assert.equal(await findLiveSession(h.db, rotated.token, lifetimes), null, 'a rotated key ends the sessions made with it');
+    assert.equal(
+      await findLiveSession(h.db, rotated.token, lifetimes),
+      null,
+      'a rotated key ends the sessions made with it',
+    );
   });
 });

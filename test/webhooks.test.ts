@@ -20,9 +20,17 @@ describe('completion webhooks', function () {
     this.timeout(60_000);
     const receiver = await startReceiver([500, 200]);
     try {
-      const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static`, webhook_url: receiver.url('/hooks/scrape') } });
+      const accepted = await h.http('POST', '/api/v1/scrape', {
+        apiKey,
+        body: { url: `${h.site.url}/static`, webhook_url: receiver.url('/hooks/scrape') },
+      });
       const statusPath = `/api/v1/scrape/status/${accepted.body.jobId}`;
-      const job = await h.waitForJob(apiKey, statusPath, (j) => j.logs.some((l: string) => /webhook delivered/.test(l)), 45_000);
+      const job = await h.waitForJob(
+        apiKey,
+        statusPath,
+        (j) => j.logs.some((l: string) => /webhook delivered/.test(l)),
+        45_000,
+      );
       assert.equal(job.status, 'completed');
       assert.equal(job.webhookUrl, receiver.url('/hooks/scrape'));
       assert.equal(receiver.deliveries.length, 2);
@@ -47,8 +55,13 @@ describe('completion webhooks', function () {
   it('reports failed jobs too', async function () {
     const receiver = await startReceiver([204]);
     try {
-      const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/redirect-to-private`, webhook_url: receiver.url('/hooks/scrape') } });
-      const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`, (j) => j.logs.some((l: string) => /webhook delivered/.test(l)));
+      const accepted = await h.http('POST', '/api/v1/scrape', {
+        apiKey,
+        body: { url: `${h.site.url}/redirect-to-private`, webhook_url: receiver.url('/hooks/scrape') },
+      });
+      const job = await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`, (j) =>
+        j.logs.some((l: string) => /webhook delivered/.test(l)),
+      );
       assert.equal(job.status, 'failed');
       const payload = JSON.parse(receiver.deliveries[0].body);
       assert.equal(payload.event, 'job.failed');

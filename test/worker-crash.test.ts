@@ -26,7 +26,10 @@ describe('a worker process killed mid-scrape', function () {
     const first = await startWorkerProcess(workerEnv);
     children.push(first);
     const held = h.llm.hold();
-    const accepted = await h.http('POST', `${stack.baseUrl}/api/v1/scrape`, { apiKey, body: { url: `${h.site.url}/static?crash=1` } });
+    const accepted = await h.http('POST', `${stack.baseUrl}/api/v1/scrape`, {
+      apiKey,
+      body: { url: `${h.site.url}/static?crash=1` },
+    });
     assert.equal(accepted.status, 202);
     const statusPath = `${stack.baseUrl}/api/v1/scrape/status/${accepted.body.jobId}`;
     await held.reached;
@@ -45,7 +48,12 @@ describe('a worker process killed mid-scrape', function () {
 
     const transactions = await h.db.selectFrom('agent_transactions').selectAll().where('job_id', '=', job.id).execute();
     assert.equal(transactions.length, 1);
-    const debits = await h.db.selectFrom('ledger_entries').selectAll().where('user_id', '=', userId).where('kind', '=', 'usage').execute();
+    const debits = await h.db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .where('kind', '=', 'usage')
+      .execute();
     assert.equal(debits.length, 1);
     assert.equal(debits[0].job_id, job.id);
     assert.equal(debits[0].amount_micros, -transactions[0].cost_micros);

@@ -17,12 +17,17 @@ export function isPagePath(path: string): boolean {
 /** An error as the page to show: a PageError as it is, a status-carrying API error by its status, anything else 500. */
 function pageFor(err: unknown): PageError {
   if (err instanceof PageError) return err;
-  if (isDatabaseUnavailable(err)) return new PageError(503, 'Temporarily unavailable', 'The database is unavailable; try again in a few seconds.');
+  if (isDatabaseUnavailable(err))
+    return new PageError(503, 'Temporarily unavailable', 'The database is unavailable; try again in a few seconds.');
   const status = (err as { status?: unknown }).status;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return new PageError(status, status === 404 ? 'Page not found' : 'Request refused', (err as Error).message);
   }
-  return new PageError(500, 'Something went wrong', 'An unexpected error occurred; the request id below identifies it in the server log.');
+  return new PageError(
+    500,
+    'Something went wrong',
+    'An unexpected error occurred; the request id below identifies it in the server log.',
+  );
 }
 
 /**
@@ -43,18 +48,31 @@ export function webPages(deps: WebDeps): Middleware {
     setSecurityHeaders(ctx);
     try {
       await allowed(ctx, () => routes(ctx, async () => undefined));
-      if (ctx.status === 405 || ctx.status === 501) throw new PageError(405, 'Method not allowed', `${ctx.method} is not allowed here.`);
+      if (ctx.status === 405 || ctx.status === 501)
+        throw new PageError(405, 'Method not allowed', `${ctx.method} is not allowed here.`);
       if (ctx.status === 404 && ctx.body === undefined) throw pageNotFound();
     } catch (err) {
       const page = pageFor(err);
       if (page.status >= 500) {
         const logger = (ctx.state.log as Logger | undefined) ?? log();
-        logger.error({ err, requestId: ctx.state.requestId, method: ctx.method }, 'page failed with an unexpected error');
+        logger.error(
+          { err, requestId: ctx.state.requestId, method: ctx.method },
+          'page failed with an unexpected error',
+        );
       }
-      await sendPage(ctx, <ErrorPage status={page.status} title={page.title} message={page.message} requestId={ctx.state.requestId as string | undefined} />, {
-        status: page.status,
-        private: true,
-      });
+      await sendPage(
+        ctx,
+        <ErrorPage
+          status={page.status}
+          title={page.title}
+          message={page.message}
+          requestId={ctx.state.requestId as string | undefined}
+        />,
+        {
+          status: page.status,
+          private: true,
+        },
+      );
     }
   };
 }

@@ -15,7 +15,8 @@ interface Asset {
   hash: string;
 }
 
-const packageFile = (pkg: string, file: string) => path.join(path.dirname(require.resolve(`${pkg}/package.json`)), file);
+const packageFile = (pkg: string, file: string) =>
+  path.join(path.dirname(require.resolve(`${pkg}/package.json`)), file);
 
 const SOURCES: Record<string, { file: string; type: string }> = {
   'htmx.min.js': { file: packageFile('htmx.org', 'dist/htmx.min.js'), type: 'text/javascript; charset=utf-8' },
@@ -33,7 +34,12 @@ function load(): Map<string, Asset> {
     // Source-map comments would send browsers' developer tools looking for files we do not serve.
     const text = readFileSync(source.file, 'utf8').replace(/\n?\/\/# sourceMappingURL=\S+\s*$/, '\n');
     const body = Buffer.from(text, 'utf8');
-    assets.set(name, { name, type: source.type, body, hash: createHash('sha256').update(body).digest('hex').slice(0, 12) });
+    assets.set(name, {
+      name,
+      type: source.type,
+      body,
+      hash: createHash('sha256').update(body).digest('hex').slice(0, 12),
+    });
   }
   return assets;
 }

@@ -3,7 +3,12 @@ import { constantTimeEquals } from '../lib/crypto';
 import type { Config } from '../lib/config';
 import { PageError } from './page';
 
-const refused = (why: string) => new PageError(403, 'Request refused', `This form was not sent from this site's own pages (${why}). Go back, reload the page and try again.`);
+const refused = (why: string) =>
+  new PageError(
+    403,
+    'Request refused',
+    `This form was not sent from this site's own pages (${why}). Go back, reload the page and try again.`,
+  );
 
 /** The origins this site's own pages are served from: the request's, and PUBLIC_API_URL's. */
 function ownOrigins(ctx: Context, config: Pick<Config, 'market'>): Set<string> {
@@ -21,11 +26,13 @@ export function requireSameOrigin(ctx: Context, config: Pick<Config, 'market'>):
   const site = ctx.get('sec-fetch-site');
   const origin = ctx.get('origin');
   if (!site && !origin) throw refused('the browser did not say where it came from');
-  if (site && site !== 'same-origin') throw refused(`it came from ${site === 'none' ? 'outside any page' : `a ${site} page`}`);
+  if (site && site !== 'same-origin')
+    throw refused(`it came from ${site === 'none' ? 'outside any page' : `a ${site} page`}`);
   if (origin && !ownOrigins(ctx, config).has(origin)) throw refused('it came from another origin');
 }
 
 /** The form's token must be the one this browser was given. */
 export function requireFormToken(given: string | null, expected: string | null): void {
-  if (!given || !expected || !constantTimeEquals(given, expected)) throw refused('its form token is missing or out of date');
+  if (!given || !expected || !constantTimeEquals(given, expected))
+    throw refused('its form token is missing or out of date');
 }

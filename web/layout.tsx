@@ -7,7 +7,13 @@ export type Section = 'market' | 'console' | null;
  * The frame of every page: header (Market, Console, Docs), main and footer. `live` pages load htmx
  * and its SSE extension (no other page runs any script; each works without it).
  */
-export function Layout(props: { title: string; section: Section; live?: boolean; signedInAs?: string | null; children: Child }) {
+export function Layout(props: {
+  title: string;
+  section: Section;
+  live?: boolean;
+  signedInAs?: string | null;
+  children: Child;
+}) {
   return (
     <html lang="en">
       <head>

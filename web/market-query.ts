@@ -43,7 +43,13 @@ export const SORTS: readonly (readonly [CatalogueSort, string])[] = [
 
 const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value) ?? '';
 
-function oneOf<T extends string>(raw: string, values: readonly (readonly [T, string])[], fallback: T, label: string, problems: string[]): T {
+function oneOf<T extends string>(
+  raw: string,
+  values: readonly (readonly [T, string])[],
+  fallback: T,
+  label: string,
+  problems: string[],
+): T {
   if (!raw) return fallback;
   const found = values.find(([value]) => value === raw);
   if (!found) problems.push(`Unknown ${label} "${raw}": showing ${fallback}.`);

@@ -32,7 +32,11 @@ export interface Renderable {
 }
 
 /** Answers with a rendered page. Signed-in pages pass `private: true` (never stored by caches). */
-export async function sendPage(ctx: Context, page: Renderable, options: { status?: number; private?: boolean } = {}): Promise<void> {
+export async function sendPage(
+  ctx: Context,
+  page: Renderable,
+  options: { status?: number; private?: boolean } = {},
+): Promise<void> {
   ctx.status = options.status ?? 200;
   ctx.type = 'text/html; charset=utf-8';
   ctx.set('Cache-Control', options.private ? 'no-store' : 'no-cache');
@@ -50,4 +54,5 @@ export class PageError extends Error {
   }
 }
 
-export const pageNotFound = (message = 'There is nothing at this address.') => new PageError(404, 'Page not found', message);
+export const pageNotFound = (message = 'There is nothing at this address.') =>
+  new PageError(404, 'Page not found', message);

@@ -80,7 +80,14 @@ export function streamRunEvents(ctx: Context, deps: WebDeps, userId: string, fir
     let job: Job | undefined = first;
     while (job && !gone.signal.aborted) {
       const parts: string[] = [];
-      if (job.logs.length > sent) parts.push(await partial('#run-logs', 'beforeend', job.logs.slice(sent).map((line) => LogLine({ line }))));
+      if (job.logs.length > sent)
+        parts.push(
+          await partial(
+            '#run-logs',
+            'beforeend',
+            job.logs.slice(sent).map((line) => LogLine({ line })),
+          ),
+        );
       const updated = new Date(job.updated_at).getTime();
       if (!shown || shown.status !== job.status || shown.updated !== updated) {
         parts.push(await partial('#run-status', 'outerHTML', StatusBadge({ id: 'run-status', status: job.status })));
@@ -90,7 +97,10 @@ export function streamRunEvents(ctx: Context, deps: WebDeps, userId: string, fir
         shown = { status: job.status, updated };
       }
       if (isTerminal(job.status)) {
-        parts.push(await partial('#run-outcome', 'outerHTML', RunOutcome({ job })), await partial('#run-live-note', 'outerHTML', LiveNote({ job })));
+        parts.push(
+          await partial('#run-outcome', 'outerHTML', RunOutcome({ job })),
+          await partial('#run-live-note', 'outerHTML', LiveNote({ job })),
+        );
       }
       sent = job.logs.length;
       if (parts.length) write(event({ id: sent, data: parts.join('') }));

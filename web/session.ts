@@ -11,7 +11,10 @@ export const SESSION_COOKIE = '__Host-console-session';
 /** Pairs the sign-in form with the browser that loaded it (there is no session yet to hold a token). */
 export const SIGN_IN_COOKIE = '__Host-console-sign-in';
 
-export const sessionLifetimes = (config: Pick<Config, 'web'>): SessionLifetimes => ({ idleMs: config.web.sessionIdleMs, maxMs: config.web.sessionMaxMs });
+export const sessionLifetimes = (config: Pick<Config, 'web'>): SessionLifetimes => ({
+  idleMs: config.web.sessionIdleMs,
+  maxMs: config.web.sessionMaxMs,
+});
 
 export function readCookie(ctx: Context, name: string): string | null {
   const header = ctx.get('cookie');
@@ -24,7 +27,10 @@ export function readCookie(ctx: Context, name: string): string | null {
 
 /** Sets an HttpOnly, Secure, SameSite=Lax cookie (written by hand: Koa refuses Secure cookies on plain-HTTP requests). */
 export function setCookie(ctx: Context, name: string, value: string, maxAgeSeconds: number): void {
-  ctx.append('Set-Cookie', `${name}=${value}; Path=/; Max-Age=${Math.max(0, Math.floor(maxAgeSeconds))}; HttpOnly; Secure; SameSite=Lax`);
+  ctx.append(
+    'Set-Cookie',
+    `${name}=${value}; Path=/; Max-Age=${Math.max(0, Math.floor(maxAgeSeconds))}; HttpOnly; Secure; SameSite=Lax`,
+  );
 }
 
 export const clearCookie = (ctx: Context, name: string) => setCookie(ctx, name, '', 0);

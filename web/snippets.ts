@@ -25,8 +25,21 @@ export function vsCodeConfig(target: ConnectTarget): string {
   const inputId = `${target.name}-credential`;
   return JSON.stringify(
     {
-      inputs: [{ type: 'promptString', id: inputId, description: `Credential (or API key) for ${target.name}`, password: true }],
-      servers: { [target.name]: { type: 'http', url: target.url, headers: { Authorization: authorization(`\${input:${inputId}}`) } } },
+      inputs: [
+        {
+          type: 'promptString',
+          id: inputId,
+          description: `Credential (or API key) for ${target.name}`,
+          password: true,
+        },
+      ],
+      servers: {
+        [target.name]: {
+          type: 'http',
+          url: target.url,
+          headers: { Authorization: authorization(`\${input:${inputId}}`) },
+        },
+      },
     },
     null,
     2,

@@ -36,10 +36,19 @@ export interface ActivityDeps {
 /** Activities of the `platform` task queue: database, HTTP, LLM, billing, webhooks. */
 export function platformActivities({ db, config, policy }: ActivityDeps) {
   const adapters = { proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha };
-  const llm = createLlmProviders({ service: config.openai, routerBaseURL: config.routerBaseURL, prices: config.modelPrices });
+  const llm = createLlmProviders({
+    service: config.openai,
+    routerBaseURL: config.routerBaseURL,
+    prices: config.modelPrices,
+  });
   const page = createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters });
   const extraction = createExtractionActivities({ db, llm, masterKey: config.masterKey });
-  const brain = createAgentBrainActivities({ db, llm, masterKey: config.masterKey, selections: { tools: { policy }, loadSelection: jobSelectionLoader(db, config.masterKey) } });
+  const brain = createAgentBrainActivities({
+    db,
+    llm,
+    masterKey: config.masterKey,
+    selections: { tools: { policy }, loadSelection: jobSelectionLoader(db, config.masterKey) },
+  });
   return {
     ...createJobActivities({ db }),
     ...page,
@@ -51,7 +60,12 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     // Custom-agent runs begun before the one agent loop call these old names until they end (workflows/custom-agent-v1.ts).
     ...createLegacyCustomAgentActivities(db, brain),
     ...createSocialToolActivities({ db, masterKey: config.masterKey, platforms: socialPlatformsFromConfig(config) }),
-    ...createAutomationActivities({ db, masterKey: config.masterKey, holdMaxMicros: config.holds.automation, prices: config.modelPrices }),
+    ...createAutomationActivities({
+      db,
+      masterKey: config.masterKey,
+      holdMaxMicros: config.holds.automation,
+      prices: config.modelPrices,
+    }),
     ...createSkillsActivities({ db, config }),
     ...createToolActivities({
       policy,
@@ -62,19 +76,38 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     }),
     ...createMarketRunActivities({ db }),
     ...createMarketActivities({ db, config, discover: runtimeDiscover({ policy }) }),
-    ...createCustomAgentRunActivities({ db, masterKey: config.masterKey, holdMaxMicros: config.holds['custom-agent'], prices: config.modelPrices }),
+    ...createCustomAgentRunActivities({
+      db,
+      masterKey: config.masterKey,
+      holdMaxMicros: config.holds['custom-agent'],
+      prices: config.modelPrices,
+    }),
   };
 }
 
 function sessionDeps({ db, config, policy }: ActivityDeps, registry: SessionRegistry) {
-  return { db, policy, registry, masterKey: config.masterKey, proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha };
+  return {
+    db,
+    policy,
+    registry,
+    masterKey: config.masterKey,
+    proxyUrlTemplate: config.proxyUrlTemplate,
+    captcha: config.captcha,
+  };
 }
 
 /** Activities of the shared `browser` task queue: one-shot rendering, and opening agent sessions on this worker. */
 export function browserActivities(deps: ActivityDeps, pool: BrowserPool, registry: SessionRegistry) {
   const { db, config, policy } = deps;
   return {
-    ...createBrowserActivities({ db, policy, pool, masterKey: config.masterKey, proxyUrlTemplate: config.proxyUrlTemplate, captcha: config.captcha }),
+    ...createBrowserActivities({
+      db,
+      policy,
+      pool,
+      masterKey: config.masterKey,
+      proxyUrlTemplate: config.proxyUrlTemplate,
+      captcha: config.captcha,
+    }),
     ...createSessionOpenerActivities(sessionDeps(deps, registry)),
   };
 }

@@ -26,7 +26,10 @@ export const waitOutDatabaseOutages: ActivityInterceptorsFactory = (ctx) => ({
           if (!isDatabaseUnavailable(err) || Date.now() + wait > deadline) throw err;
           log()
             .child({ activityType: ctx.info.activityType, workflowId: ctx.info.workflowExecution?.workflowId })
-            .warn({ err, tries, retryInMs: wait }, 'the database is unavailable; the activity runs again when it is back');
+            .warn(
+              { err, tries, retryInMs: wait },
+              'the database is unavailable; the activity runs again when it is back',
+            );
           if (!ctx.info.isLocal) ctx.heartbeat();
           await ctx.sleep(wait);
         }

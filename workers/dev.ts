@@ -32,7 +32,11 @@ async function main() {
   let workers: WorkerSet | null = null;
   const db = await openDatabase(config);
   await migrateToLatest(db);
-  log().info(config.databaseUrl ? 'database: DATABASE_URL' : `database: embedded PGlite in ${path.join(config.dataDir, 'pglite')}`);
+  log().info(
+    config.databaseUrl
+      ? 'database: DATABASE_URL'
+      : `database: embedded PGlite in ${path.join(config.dataDir, 'pglite')}`,
+  );
 
   // The API answers /health (503) while Temporal and the workers come up.
   let temporalClient: Awaited<ReturnType<typeof connectClient>> | null = null;
@@ -40,7 +44,14 @@ async function main() {
     {
       db,
       get temporal() {
-        if (!temporalClient) throw new ApiError(503, 'service_unavailable', 'The service is still starting; retry in a few seconds', undefined, { 'Retry-After': '5' });
+        if (!temporalClient)
+          throw new ApiError(
+            503,
+            'service_unavailable',
+            'The service is still starting; retry in a few seconds',
+            undefined,
+            { 'Retry-After': '5' },
+          );
         return temporalClient;
       },
       config,
@@ -53,7 +64,9 @@ async function main() {
     },
     config.port,
   );
-  log().info(`API listening on http://localhost:${config.port} (docs: /api/v1/docs, health: /health, metrics: /metrics)`);
+  log().info(
+    `API listening on http://localhost:${config.port} (docs: /api/v1/docs, health: /health, metrics: /metrics)`,
+  );
 
   let address: string;
   if (embeddedTemporal) {

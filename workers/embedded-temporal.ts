@@ -33,8 +33,13 @@ export async function prepareEmbeddedTemporal(config: Config): Promise<EmbeddedT
   await explained(() => assertDevServerPortsFree(ports));
   return {
     async start() {
-      const server = await explained(() => startTemporalDevServer({ ...ports, dbFile, namespace: config.temporalNamespace }));
-      writeFileSync(recordFile, JSON.stringify({ pid: server.process.pid!, ownerPid: process.pid } satisfies Ownership));
+      const server = await explained(() =>
+        startTemporalDevServer({ ...ports, dbFile, namespace: config.temporalNamespace }),
+      );
+      writeFileSync(
+        recordFile,
+        JSON.stringify({ pid: server.process.pid!, ownerPid: process.pid } satisfies Ownership),
+      );
       return {
         ...server,
         stop: async () => {
@@ -71,9 +76,13 @@ async function stopLeftover(recordFile: string, dbFile: string, dataDir: string)
     return;
   }
   if (serverProcess.parentPid === record.ownerPid && processInfo(record.ownerPid)) {
-    throw new Error(`DATA_DIR ${dataDir} is in use by another npm start (pid ${record.ownerPid}, its Temporal dev server pid ${record.pid}): give each instance its own DATA_DIR (and ports).`);
+    throw new Error(
+      `DATA_DIR ${dataDir} is in use by another npm start (pid ${record.ownerPid}, its Temporal dev server pid ${record.pid}): give each instance its own DATA_DIR (and ports).`,
+    );
   }
-  log().warn(`stopping the Temporal dev server (pid ${record.pid}) that an earlier npm start of this DATA_DIR left running`);
+  log().warn(
+    `stopping the Temporal dev server (pid ${record.pid}) that an earlier npm start of this DATA_DIR left running`,
+  );
   await terminate(record.pid);
   rmSync(recordFile, { force: true });
 }
@@ -106,7 +115,11 @@ function processInfo(pid: number): { command: string; parentPid: number } | null
       [state, parentPid] = [fields[0] ?? '', Number(fields[1])];
       command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
     } else {
-      const [stat, parent, ...words] = execFileSync('ps', ['-o', 'stat=,ppid=,command=', '-p', String(pid)], { encoding: 'utf8' }).trim().split(/\s+/);
+      const [stat, parent, ...words] = execFileSync('ps', ['-o', 'stat=,ppid=,command=', '-p', String(pid)], {
+        encoding: 'utf8',
+      })
+        .trim()
+        .split(/\s+/);
       [state, parentPid, command] = [stat ?? '', Number(parent), words.join(' ')];
     }
     return state.startsWith('Z') ? null : { command, parentPid };
@@ -128,5 +141,6 @@ async function terminate(pid: number): Promise<void> {
     if (!processInfo(pid)) return;
   }
   signal('SIGKILL');
-  for (const deadline = Date.now() + 5_000; Date.now() < deadline && processInfo(pid); ) await new Promise((r) => setTimeout(r, 100));
+  for (const deadline = Date.now() + 5_000; Date.now() < deadline && processInfo(pid);)
+    await new Promise((r) => setTimeout(r, 100));
 }

@@ -31,8 +31,12 @@ export function startMarketRunDispatcher(deps: { db: Db; client: Client; config:
     const refused: PromiseRejectedResult[] = [];
     for (let i = 0; i < owed.length && !stopped(); i += PARALLEL_STARTS) {
       const batch = owed.slice(i, i + PARALLEL_STARTS);
-      const outcomes = await Promise.allSettled(batch.map((run) => startOnce(deps.client, marketRunStart(taskQueue, run))));
-      outcomes.forEach((outcome, j) => (outcome.status === 'fulfilled' ? started.push(batch[j].id) : refused.push(outcome)));
+      const outcomes = await Promise.allSettled(
+        batch.map((run) => startOnce(deps.client, marketRunStart(taskQueue, run))),
+      );
+      outcomes.forEach((outcome, j) =>
+        outcome.status === 'fulfilled' ? started.push(batch[j].id) : refused.push(outcome),
+      );
     }
     await markRunWorkflowsStarted(deps.db, started);
     return refused;
@@ -61,7 +65,10 @@ export function startMarketRunDispatcher(deps: { db: Db; client: Client; config:
     }
     if (refused.length) {
       fail();
-      log().warn({ err: refused[0].reason, refused: refused.length, retryInMs: backoffMs }, 'market run workflows not started; retrying later');
+      log().warn(
+        { err: refused[0].reason, refused: refused.length, retryInMs: backoffMs },
+        'market run workflows not started; retrying later',
+      );
       return;
     }
     backoffMs = 0;

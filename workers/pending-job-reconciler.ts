@@ -14,7 +14,9 @@ export function startPendingJobReconciler(deps: { db: Db; client: Client; config
   const { reconcileAfterMs, checkEveryMs } = deps.config.pendingJobs;
   return startPeriodicPass('pending-job reconciler', checkEveryMs, async () => {
     const summary = await reconcilePendingJobs(deps, { olderThanMs: reconcileAfterMs });
-    if (summary.started.length) log().warn({ jobIds: summary.started }, 'pending-job reconciler started jobs left without a workflow');
-    if (summary.failed.length) log().warn({ jobIds: summary.failed }, 'pending-job reconciler failed jobs that could not be started');
+    if (summary.started.length)
+      log().warn({ jobIds: summary.started }, 'pending-job reconciler started jobs left without a workflow');
+    if (summary.failed.length)
+      log().warn({ jobIds: summary.failed }, 'pending-job reconciler failed jobs that could not be started');
   });
 }

@@ -10,7 +10,11 @@ export interface PeriodicPass {
  * is skipped). A failed pass is logged at warn as `<name> pass failed`; the next tick tries again.
  * `pass` receives `stopped()` to end a long pass early once stop() was called.
  */
-export function startPeriodicPass(name: string, everyMs: number, pass: (stopped: () => boolean) => Promise<void>): PeriodicPass {
+export function startPeriodicPass(
+  name: string,
+  everyMs: number,
+  pass: (stopped: () => boolean) => Promise<void>,
+): PeriodicPass {
   let current: Promise<void> | null = null;
   let stopped = false;
   const tick = () => {

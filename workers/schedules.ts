@@ -1,4 +1,11 @@
-import { Client, ScheduleAlreadyRunning, ScheduleOverlapPolicy, type ConnectionLike, type ScheduleOptionsAction, type ScheduleSpec } from '@temporalio/client';
+import {
+  Client,
+  ScheduleAlreadyRunning,
+  ScheduleOverlapPolicy,
+  type ConnectionLike,
+  type ScheduleOptionsAction,
+  type ScheduleSpec,
+} from '@temporalio/client';
 import type { Config } from '../lib/config';
 import type { SkillsRefreshInput } from '../workflows/skills-refresh';
 
@@ -23,7 +30,11 @@ function skillsRefreshSchedule(config: Config) {
  * default 6 h), created when SKILLS_GITHUB_REPOS is set. Idempotent: an existing schedule gets the
  * current interval and task queue. Returns what it did.
  */
-export async function ensureSkillsRefreshSchedule(connection: ConnectionLike, namespace: string, config: Config): Promise<'created' | 'updated' | 'skipped'> {
+export async function ensureSkillsRefreshSchedule(
+  connection: ConnectionLike,
+  namespace: string,
+  config: Config,
+): Promise<'created' | 'updated' | 'skipped'> {
   if (config.skills.githubRepos.length === 0) return 'skipped';
   const client = new Client({ connection, namespace });
   const { spec, action } = skillsRefreshSchedule(config);

@@ -1,11 +1,23 @@
 import { createServer, type Server } from 'node:http';
-import { Runtime, type Logger as TemporalLogger, type LogLevel as TemporalLogLevel, type LogMetadata } from '@temporalio/worker';
+import {
+  Runtime,
+  type Logger as TemporalLogger,
+  type LogLevel as TemporalLogLevel,
+  type LogMetadata,
+} from '@temporalio/worker';
 import type { Config } from '../lib/config';
 import { log, type Logger } from '../lib/log';
 import { processMetrics } from '../lib/metrics';
 
-const JOB_WORKFLOW_ID = /^(?:scrape|agentic|automation)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
-const TEMPORAL_LEVELS: Record<TemporalLogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+const JOB_WORKFLOW_ID =
+  /^(?:scrape|agentic|automation)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const TEMPORAL_LEVELS: Record<TemporalLogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
 
 /**
  * Temporal's worker, workflow and activity logs as pino lines; a job's workflow id also gives its jobId.
@@ -48,9 +60,11 @@ export function installWorkerRuntime(config: Config): void {
   const { workerHost, workerPort } = config.metrics;
   Runtime.install({
     logger: new PinoTemporalLogger(log, { component: 'temporal' }),
-    telemetryOptions: workerPort === null ? {} : { metrics: { prometheus: { bindAddress: `${workerHost}:${workerPort}` } } },
+    telemetryOptions:
+      workerPort === null ? {} : { metrics: { prometheus: { bindAddress: `${workerHost}:${workerPort}` } } },
   });
-  if (workerPort !== null) log().info({ bindAddress: `${workerHost}:${workerPort}` }, 'Temporal worker metrics exported');
+  if (workerPort !== null)
+    log().info({ bindAddress: `${workerHost}:${workerPort}` }, 'Temporal worker metrics exported');
 }
 
 /** `npm run worker`'s own series (lib/metrics) on WORKER_APP_METRICS_PORT, when set. */

@@ -5,7 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 
 /** Where scripts/setup.sh builds the Temporal CLI: outside the clone, so fresh clones reuse it. */
-export const TEMPORAL_CLI_CACHE = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'scrape-platform', 'bin', 'temporal');
+export const TEMPORAL_CLI_CACHE = path.join(
+  process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'),
+  'scrape-platform',
+  'bin',
+  'temporal',
+);
 
 export function findTemporalCli(): string {
   const candidates = [process.env.TEMPORAL_CLI_PATH, TEMPORAL_CLI_CACHE].filter((p): p is string => !!p);
@@ -13,7 +18,9 @@ export function findTemporalCli(): string {
   try {
     return execFileSync('sh', ['-c', 'command -v temporal'], { encoding: 'utf8' }).trim();
   } catch {
-    throw new Error('The Temporal CLI was not found. Run `npm run setup` (builds it with Go into ~/.cache/scrape-platform/bin) or put `temporal` on PATH.');
+    throw new Error(
+      'The Temporal CLI was not found. Run `npm run setup` (builds it with Go into ~/.cache/scrape-platform/bin) or put `temporal` on PATH.',
+    );
   }
 }
 
@@ -23,7 +30,9 @@ export class PortInUseError extends Error {
     readonly port: number,
     readonly role: 'frontend' | 'ui',
   ) {
-    super(`port ${port} on 127.0.0.1 (the Temporal dev server's ${role === 'frontend' ? 'frontend' : 'Web UI'}) is already in use`);
+    super(
+      `port ${port} on 127.0.0.1 (the Temporal dev server's ${role === 'frontend' ? 'frontend' : 'Web UI'}) is already in use`,
+    );
   }
 }
 
@@ -62,9 +71,25 @@ export interface DevServer {
  * child says it serves (its `Server: host:port` line), never because something else answers on the port:
  * a taken port is a PortInUseError before the start, and a child that cannot bind exits with its reason.
  */
-export async function startTemporalDevServer(options: { port: number; uiPort: number | null; dbFile?: string; namespace?: string }): Promise<DevServer> {
+export async function startTemporalDevServer(options: {
+  port: number;
+  uiPort: number | null;
+  dbFile?: string;
+  namespace?: string;
+}): Promise<DevServer> {
   await assertDevServerPortsFree(options);
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'error', '--namespace', options.namespace ?? 'default'];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--log-level',
+    'error',
+    '--namespace',
+    options.namespace ?? 'default',
+  ];
   // Eager activity execution (off by default in the server): an activity a workflow task schedules on
   // its own task queue comes back in the task's completion response, skipping a trip through matching.
   args.push('--dynamic-config-value', 'system.enableActivityEagerExecution=true');
@@ -82,10 +107,15 @@ export async function startTemporalDevServer(options: { port: number; uiPort: nu
   const serving = new RegExp(`^Server:\\s+\\S+:${options.port}\\s*$`, 'm');
   const deadline = Date.now() + 60_000;
   while (!serving.test(stdout)) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`temporal server start-dev exited (${child.exitCode ?? child.signalCode}): ${stderr.trim() || stdout.trim()}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(
+        `temporal server start-dev exited (${child.exitCode ?? child.signalCode}): ${stderr.trim() || stdout.trim()}`,
+      );
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`temporal server start-dev did not serve on port ${options.port} within 60s: ${stderr.trim() || stdout.trim()}`);
+      throw new Error(
+        `temporal server start-dev did not serve on port ${options.port} within 60s: ${stderr.trim() || stdout.trim()}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 100));
   }

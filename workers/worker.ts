@@ -15,12 +15,24 @@ async function main() {
   if (!config.databaseUrl || !config.temporalAddress) {
     throw new Error('npm run worker needs DATABASE_URL and TEMPORAL_ADDRESS (use npm start for the embedded setup)');
   }
-  const queues = (process.env.WORKER_QUEUES ?? 'platform,browser').split(',').map((q) => q.trim()) as ('platform' | 'browser')[];
+  const queues = (process.env.WORKER_QUEUES ?? 'platform,browser').split(',').map((q) => q.trim()) as (
+    'platform' | 'browser'
+  )[];
   const db = await openDatabase(config);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const workers = await createWorkers({ db, config, policy: networkPolicyFromConfig(config), connection, namespace: config.temporalNamespace, queues });
+  const workers = await createWorkers({
+    db,
+    config,
+    policy: networkPolicyFromConfig(config),
+    connection,
+    namespace: config.temporalNamespace,
+    queues,
+  });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void workers.shutdown());
-  log().info({ queues, temporalAddress: config.temporalAddress }, `worker polling ${queues.join(', ')} on ${config.temporalAddress}`);
+  log().info(
+    { queues, temporalAddress: config.temporalAddress },
+    `worker polling ${queues.join(', ')} on ${config.temporalAddress}`,
+  );
   await workers.run();
   metricsServer?.close();
   await connection.close();

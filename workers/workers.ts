@@ -43,13 +43,17 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
         namespace,
         interceptors: { activity: [waitOutDatabaseOutages] },
         taskQueue: config.taskQueues.platform,
-        ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: require.resolve('../workflows') }),
+        ...(options.workflowBundle
+          ? { workflowBundle: options.workflowBundle }
+          : { workflowsPath: require.resolve('../workflows') }),
         activities: platformActivities(options),
         maxConcurrentActivityTaskExecutions: 50,
       }),
     );
     // The skills directory refresh Schedule (only when SKILLS_GITHUB_REPOS is set); a failure must not stop the workers.
-    await ensureSkillsRefreshSchedule(connection, namespace, config).catch((err) => log().warn({ err }, 'skills refresh schedule not set up'));
+    await ensureSkillsRefreshSchedule(connection, namespace, config).catch((err) =>
+      log().warn({ err }, 'skills refresh schedule not set up'),
+    );
     const client = new Client({ connection, namespace });
     reconciler = startPendingJobReconciler({ db: options.db, client, config });
     dispatcher = startMarketRunDispatcher({ db: options.db, client, config });
@@ -61,7 +65,11 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       headless,
       headed: async () => {
         await ensureDisplay();
-        headedPool ??= createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency, headless: false });
+        headedPool ??= createBrowserPool({
+          executablePath: config.chromiumPath,
+          maxContexts: config.browserConcurrency,
+          headless: false,
+        });
         return headedPool;
       },
     });

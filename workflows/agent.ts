@@ -11,7 +11,14 @@ import {
   TimeoutFailure,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ActionOutcome, AgentBrainActivities, AgentToolbox, Decision, FinalAnswerVerdict, ModelAction } from '../activities/agent/brain';
+import type {
+  ActionOutcome,
+  AgentBrainActivities,
+  AgentToolbox,
+  Decision,
+  FinalAnswerVerdict,
+  ModelAction,
+} from '../activities/agent/brain';
 import type { SessionActivities, SessionHandle, SessionOpenerActivities } from '../activities/agent/session';
 import type { SocialToolActivities } from '../activities/agent/social';
 import type { AgentOutcome, AgentTaskResult } from '../db/schema';
@@ -103,7 +110,11 @@ const MIN_OPEN_WAIT_MS = 60_000;
 const brain = proxyActivities<AgentBrainActivities>({
   startToCloseTimeout: '5m',
   heartbeatTimeout: '15s',
-  retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError', 'ModelNotSupported'] },
+  retry: {
+    initialInterval: '2s',
+    maximumAttempts: 4,
+    nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError', 'ModelNotSupported'],
+  },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 
@@ -138,7 +149,10 @@ function legacyToolCallOutcome(call: ToolCallRecord, max: number): ActionOutcome
 
 function describeAction(action: ModelAction): string {
   const args = Object.entries(action.args)
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? JSON.stringify(v.length > 80 ? v.slice(0, 80) + '…' : v) : JSON.stringify(v)}`)
+    .map(
+      ([k, v]) =>
+        `${k}=${typeof v === 'string' ? JSON.stringify(v.length > 80 ? v.slice(0, 80) + '…' : v) : JSON.stringify(v)}`,
+    )
     .join(', ');
   return `${action.name}(${args})`;
 }
@@ -168,7 +182,17 @@ function isTimeout(err: unknown): boolean {
 }
 
 function freshState(input: AgentWorkflowInput): AgentLoopState {
-  return { taskIndex: 0, step: 1, stepsTaken: 0, deadline: Date.now() + input.deadlineMs, seen: {}, notes: [], finalAttempts: 0, session: null, generation: 0 };
+  return {
+    taskIndex: 0,
+    step: 1,
+    stepsTaken: 0,
+    deadline: Date.now() + input.deadlineMs,
+    seen: {},
+    notes: [],
+    finalAttempts: 0,
+    session: null,
+    generation: 0,
+  };
 }
 
 /** The one-off browser agent: the shared loop with browser tools. */
@@ -185,7 +209,10 @@ export async function agentWorkflow(input: AgentWorkflowInput): Promise<JobOutco
  * (same session, same counters, same conversation position), and settlement: the charge, the job's end and the
  * webhook happen once, in the last run, even when the run is cancelled.
  */
-export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next: AgentWorkflowInput) => Promise<never>): Promise<JobOutcome> {
+export async function runAgentLoop(
+  input: AgentWorkflowInput,
+  continueAs: (next: AgentWorkflowInput) => Promise<never>,
+): Promise<JobOutcome> {
   const { jobId } = input;
   const social = input.toolbox === 'social';
   /** A tool-only run: its model keeps one conversation, so every call of an answer is answered, in order. */
@@ -213,11 +240,22 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
    * of it. max_tool_calls counts the calls sent in the whole job: the call past it is recorded not_sent.
    * A tool-only run also records a call of a tool it does not have (other toolboxes' tools answer those).
    */
-  const callSelectionTool = async (entry: AgentToolbox['tools'][number] | undefined, action: ModelAction, reply: ToolCallRecord['reply']): Promise<ActionOutcome> => {
+  const callSelectionTool = async (
+    entry: AgentToolbox['tools'][number] | undefined,
+    action: ModelAction,
+    reply: ToolCallRecord['reply'],
+  ): Promise<ActionOutcome> => {
     const max = toolbox!.maxToolCalls;
     const startedAt = Date.now();
     const index = (state.toolCallsRecorded = (state.toolCallsRecorded ?? 0) + 1);
-    const record = { jobId, index, source: entry?.source ?? '-', tool: entry?.tool ?? action.name, startedAt, ...(reply && { reply }) };
+    const record = {
+      jobId,
+      index,
+      source: entry?.source ?? '-',
+      tool: entry?.tool ?? action.name,
+      startedAt,
+      ...(reply && { reply }),
+    };
     if (!entry) return recordToolCall({ ...record, status: 'failed', durationMs: 0, error: UNKNOWN_TOOL_ERROR });
     if ((state.toolCallsSent ?? 0) >= max) {
       // A conversation's answer to the call tells the model the budget is spent.
@@ -226,12 +264,31 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
     }
     state.toolCallsSent = (state.toolCallsSent ?? 0) + 1;
     try {
-      const output = await selectionTools.callTool({ jobId, selection: entry.ref, tool: entry.tool, args: action.args, timeoutMs: input.toolCallTimeoutMs });
+      const output = await selectionTools.callTool({
+        jobId,
+        selection: entry.ref,
+        tool: entry.tool,
+        args: action.args,
+        timeoutMs: input.toolCallTimeoutMs,
+      });
       const error = output.isError ? output.text.slice(0, 500) : null;
-      return recordToolCall({ ...record, status: output.isError ? 'error' : 'completed', durationMs: output.durationMs, costMicros: output.costMicros, error, output });
+      return recordToolCall({
+        ...record,
+        status: output.isError ? 'error' : 'completed',
+        durationMs: output.durationMs,
+        costMicros: output.costMicros,
+        error,
+        output,
+      });
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return recordToolCall({ ...record, status: 'failed', durationMs: Date.now() - startedAt, error: describeFailure(err), mayHaveRun: mayHaveRun(err) });
+      return recordToolCall({
+        ...record,
+        status: 'failed',
+        durationMs: Date.now() - startedAt,
+        error: describeFailure(err),
+        mayHaveRun: mayHaveRun(err),
+      });
     }
   };
 
@@ -247,7 +304,9 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
 
   const historyIsFull = () => {
     const info = workflowInfo();
-    return info.continueAsNewSuggested || info.historyLength >= historyEventsLimit || info.historySize >= HISTORY_BYTES_LIMIT;
+    return (
+      info.continueAsNewSuggested || info.historyLength >= historyEventsLimit || info.historySize >= HISTORY_BYTES_LIMIT
+    );
   };
 
   /** Holds the session through a keeper on its worker; the keeper ending means the worker is gone, not busy. */
@@ -289,7 +348,11 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
       scheduleToCloseTimeout: wait,
       startToCloseTimeout: wait,
       heartbeatTimeout: '30s',
-      retry: { initialInterval: '2s', maximumAttempts: 5, nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError'] },
+      retry: {
+        initialInterval: '2s',
+        maximumAttempts: 5,
+        nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError'],
+      },
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     });
     try {
@@ -303,7 +366,9 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
     }
   };
 
-  const inSession = async <T>(call: (activities: SessionActivities, handle: SessionHandle) => Promise<T>): Promise<T> => {
+  const inSession = async <T>(
+    call: (activities: SessionActivities, handle: SessionHandle) => Promise<T>,
+  ): Promise<T> => {
     for (let attempt = 0; ; attempt++) {
       const live: LiveSession = (session ??= keep(await openSession()));
       const activities = proxyActivities<SessionActivities>({
@@ -318,10 +383,12 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
       const callScope = new CancellationScope();
       const result = callScope.run(() => call(activities, live.handle));
       const watch = new CancellationScope();
-      const gone = watch.run(() => condition(() => live.lost !== null)).then(
-        () => true,
-        () => false,
-      );
+      const gone = watch
+        .run(() => condition(() => live.lost !== null))
+        .then(
+          () => true,
+          () => false,
+        );
       let failure: unknown;
       try {
         const first = await Promise.race([result.then((value) => ({ value })), gone]);
@@ -358,9 +425,12 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
     for (; ; state.step++) {
       if (stepsThisRun > 0 && historyIsFull()) return { kind: 'continue' };
       if (state.stepsTaken >= input.maxSteps) {
-        throw new AgentStop(`stopped: reached the ${conversation ? `bound of ${input.maxSteps} model decisions` : `step bound of ${input.maxSteps} steps`} without finishing`);
+        throw new AgentStop(
+          `stopped: reached the ${conversation ? `bound of ${input.maxSteps} model decisions` : `step bound of ${input.maxSteps} steps`} without finishing`,
+        );
       }
-      if (Date.now() > state.deadline) throw new AgentStop(`stopped: reached the deadline of ${Math.round(input.deadlineMs / 1000)}s`);
+      if (Date.now() > state.deadline)
+        throw new AgentStop(`stopped: reached the deadline of ${Math.round(input.deadlineMs / 1000)}s`);
       const step = state.step;
       state.stepsTaken++;
       stepsThisRun++;
@@ -390,7 +460,9 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
           stoppedBy = 'max_tool_calls';
           return { kind: 'done', result: null };
         }
-        notes.push(`Your last answer called no tool. ${conversation ? 'Call a tool, or done when finished.' : 'Every answer must call at least one tool; call done when finished.'}`);
+        notes.push(
+          `Your last answer called no tool. ${conversation ? 'Call a tool, or done when finished.' : 'Every answer must call at least one tool; call done when finished.'}`,
+        );
       }
       const outcomes: AgentOutcome[] = [];
       // The loop guard: the same actions on an unchanged page or feed.
@@ -398,7 +470,9 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
       const repeats = signature ? (state.seen[signature] ?? 0) + 1 : 0;
       if (signature) state.seen[signature] = repeats;
       if (repeats > LOOP_STOP_REPEATS) {
-        throw new AgentStop(`stopped: repeated ${describeActions(decision.actions)} ${repeats} times on an unchanged page without progress`);
+        throw new AgentStop(
+          `stopped: repeated ${describeActions(decision.actions)} ${repeats} times on an unchanged page without progress`,
+        );
       }
       if (repeats > LOOP_WARN_REPEATS) {
         notes.push(
@@ -411,7 +485,13 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
           // A conversation answers each call of the answer at its own position.
           const reply = conversation ? { seq: takeSeq(), callId: action.id ?? '' } : undefined;
           if (action.name === 'done') {
-            const verdict: FinalAnswerVerdict = await brain.acceptFinalAnswer({ jobId, taskIndex, args: action.args, attempt: state.finalAttempts++, ...(reply && { reply }) });
+            const verdict: FinalAnswerVerdict = await brain.acceptFinalAnswer({
+              jobId,
+              taskIndex,
+              args: action.args,
+              attempt: state.finalAttempts++,
+              ...(reply && { reply }),
+            });
             outcomes.push({ action: 'done', ok: verdict.accepted, message: verdict.message });
             if (verdict.accepted) {
               if (!conversation) await brain.recordStep({ jobId, taskIndex, step, outcomes, goal: decision.goal });
@@ -430,11 +510,16 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
                 ? await brain.runExtractTool({ jobId, taskIndex, step, question: String(action.args.question ?? '') })
                 : social
                   ? await socialTools.executeSocialTool({ jobId, taskIndex, step, actionIndex, action })
-                  : await inSession((s, h) => s.executeAction({ jobId, sessionId: h.sessionId, taskIndex, step, actionIndex, action }));
+                  : await inSession((s, h) =>
+                      s.executeAction({ jobId, sessionId: h.sessionId, taskIndex, step, actionIndex, action }),
+                    );
           outcomes.push({ action: describeAction(action), ok: result.ok, message: result.message });
           // The rest was chosen for a page or feed that changed or an action that failed (a conversation's calls stand alone).
           if (!conversation && (!result.ok || result.navigated)) {
-            if (actionIndex < decision.actions.length - 1) notes.push('The remaining actions of your last step were not executed because the page changed or an action failed.');
+            if (actionIndex < decision.actions.length - 1)
+              notes.push(
+                'The remaining actions of your last step were not executed because the page changed or an action failed.',
+              );
             break;
           }
         }
@@ -443,9 +528,13 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
       if (left !== undefined && toolsLeft() === 0 && (conversation ? !state.toldToolsSpent : left > 0)) {
         if (conversation) {
           state.toldToolsSpent = true;
-          notes.push(`You have used all ${toolbox!.maxToolCalls} tool call(s) this run may make (max_tool_calls). Call done now with what you have.`);
+          notes.push(
+            `You have used all ${toolbox!.maxToolCalls} tool call(s) this run may make (max_tool_calls). Call done now with what you have.`,
+          );
         } else {
-          notes.push(`You have used all ${toolbox!.maxToolCalls} tool call(s) of your connected tool sources this run may make (max_tool_calls); those tools are no longer offered.`);
+          notes.push(
+            `You have used all ${toolbox!.maxToolCalls} tool call(s) of your connected tool sources this run may make (max_tool_calls); those tools are no longer offered.`,
+          );
         }
       }
       // A step run keeps the step's outcomes; a conversation already holds each call's answer.
@@ -471,7 +560,8 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
         continuing = true;
         break;
       }
-      if (end.result && !conversation) await brain.saveTaskResult({ jobId, taskIndex: state.taskIndex, result: end.result });
+      if (end.result && !conversation)
+        await brain.saveTaskResult({ jobId, taskIndex: state.taskIndex, result: end.result });
       Object.assign(state, { step: 1, seen: {}, notes: [], finalAttempts: 0 });
     }
   } catch (err) {
@@ -501,7 +591,11 @@ export async function runAgentLoop(input: AgentWorkflowInput, continueAs: (next:
         await closer.closeBrowserSession({ jobId, sessionId: live.handle.sessionId }).catch(() => undefined);
       }
     }
-    await billing.settleJobUsage({ jobId, agentName: input.agentName, outcome: error === null ? 'completed' : 'failed' });
+    await billing.settleJobUsage({
+      jobId,
+      agentName: input.agentName,
+      outcome: error === null ? 'completed' : 'failed',
+    });
     const finished = await brain.finishAgentJob({ jobId, error, ...(stoppedBy && { stoppedBy }) });
     await deliverWebhook(jobId, input.hasWebhook);
     return finished;

@@ -1,4 +1,10 @@
-import { ActivityCancellationType, CancellationScope, continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  CancellationScope,
+  continueAsNew,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AutomationActivities } from '../activities/automations';
 import { runAgentLoop, type AgentWorkflowInput } from './agent';
 import { billing, deliverWebhook } from './job-lifecycle';
@@ -29,9 +35,13 @@ export interface SkippedAutomationRun {
 
 /** One execution of a scheduled automation (started by its Temporal Schedule): a job row, then the shared agent loop. */
 export async function automationRunWorkflow(input: AutomationRunInput): Promise<JobOutcome | SkippedAutomationRun> {
-  const continueAs = (next: AgentWorkflowInput) => continueAsNew<typeof automationRunWorkflow>({ ...input, resume: next });
+  const continueAs = (next: AgentWorkflowInput) =>
+    continueAsNew<typeof automationRunWorkflow>({ ...input, resume: next });
   if (input.resume) return runAgentLoop(input.resume, continueAs);
-  const run = await automations.startAutomationRun({ automationId: input.automationId, runId: workflowInfo().workflowId });
+  const run = await automations.startAutomationRun({
+    automationId: input.automationId,
+    runId: workflowInfo().workflowId,
+  });
   if (run.kind === 'skipped') return { status: 'skipped', reason: run.reason };
   if (run.kind === 'unusable') {
     return CancellationScope.nonCancellable(async () => {

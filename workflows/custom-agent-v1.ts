@@ -1,4 +1,12 @@
-import { ActivityCancellationType, ApplicationFailure, CancellationScope, isCancellation, proxyActivities, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+  proxyLocalActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { AgentToolbox as ToolboxSummary } from '../activities/agent/brain';
 import type { LegacyCustomAgentActivities } from '../activities/agent/legacy-custom-agent';
 import type { CustomAgentRunActivities } from '../activities/automations/custom-agent-run';
@@ -17,11 +25,14 @@ import { mayHaveRun as mayHaveRunAt, toolCallActivities } from './tool-calls';
 
 type CustomAgentActivities = LegacyCustomAgentActivities & CustomAgentRunActivities;
 
-
 const agent = proxyActivities<CustomAgentActivities>({
   startToCloseTimeout: '5m',
   heartbeatTimeout: '30s',
-  retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError', 'AutomationGone', 'ModelNotSupported'] },
+  retry: {
+    initialInterval: '2s',
+    maximumAttempts: 4,
+    nonRetryableErrorTypes: ['AgentStopped', 'HoldExhaustedError', 'AutomationGone', 'ModelNotSupported'],
+  },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 
@@ -39,12 +50,18 @@ class AgentStop extends Error {}
  * call is retried only as the callTool activity classifies it (ToolCallFailed / ToolCallMayHaveRun are
  * final and go back to the model as error results). Usage is settled once, also for failed runs.
  */
-export async function customAgentWorkflowV1(input: CustomAgentWorkflowInput): Promise<JobOutcome | { status: 'skipped'; reason: string }> {
+export async function customAgentWorkflowV1(
+  input: CustomAgentWorkflowInput,
+): Promise<JobOutcome | { status: 'skipped'; reason: string }> {
   let jobId = input.jobId;
   let hasWebhook = input.hasWebhook ?? false;
   if (!jobId) {
-    if (!input.automationId) throw ApplicationFailure.nonRetryable('customAgentWorkflow needs a jobId or an automationId', 'BadInput');
-    const start = await agent.startCustomAgentRun({ automationId: input.automationId, runId: workflowInfo().workflowId });
+    if (!input.automationId)
+      throw ApplicationFailure.nonRetryable('customAgentWorkflow needs a jobId or an automationId', 'BadInput');
+    const start = await agent.startCustomAgentRun({
+      automationId: input.automationId,
+      runId: workflowInfo().workflowId,
+    });
     if (start.kind === 'skipped') return { status: 'skipped', reason: start.reason };
     jobId = start.jobId;
     hasWebhook = start.hasWebhook;
@@ -76,8 +93,10 @@ export async function customAgentWorkflowV1(input: CustomAgentWorkflowInput): Pr
     let notes: string[] = [];
     let told = false;
     for (let turn = 1; ; turn++) {
-      if (turn > input.maxSteps) throw new AgentStop(`stopped: reached the bound of ${input.maxSteps} model decisions without finishing`);
-      if (Date.now() > deadline) throw new AgentStop(`stopped: reached the deadline of ${Math.round(input.deadlineMs / 1000)}s`);
+      if (turn > input.maxSteps)
+        throw new AgentStop(`stopped: reached the bound of ${input.maxSteps} model decisions without finishing`);
+      if (Date.now() > deadline)
+        throw new AgentStop(`stopped: reached the deadline of ${Math.round(input.deadlineMs / 1000)}s`);
       const toolsLeft = Math.max(0, toolbox.maxToolCalls - sent);
       const decision = await agent.decideCustomAgentStep({ jobId: runJobId, turn, seq, notes, toolsLeft });
       if (decision.kind === 'stop') throw new AgentStop(decision.reason);
@@ -95,7 +114,13 @@ export async function customAgentWorkflowV1(input: CustomAgentWorkflowInput): Pr
       for (const call of decision.calls) {
         const here = seq++;
         if (call.name === 'done') {
-          const verdict = await agent.acceptCustomAgentAnswer({ jobId: runJobId, seq: here, callId: call.id, args: call.args, attempt: finalAttempts++ });
+          const verdict = await agent.acceptCustomAgentAnswer({
+            jobId: runJobId,
+            seq: here,
+            callId: call.id,
+            args: call.args,
+            attempt: finalAttempts++,
+          });
           if (verdict.accepted) return;
           continue;
         }
@@ -103,15 +128,32 @@ export async function customAgentWorkflowV1(input: CustomAgentWorkflowInput): Pr
         const startedAt = Date.now();
         if (!entry) {
           await bookkeeping.recordCustomAgentToolCall({
-            jobId: runJobId, seq: here, callId: call.id, index: ++recorded, source: '-', tool: call.name, status: 'failed', startedAt, durationMs: 0,
-            error: 'no such tool', text: `Error: there is no tool named "${call.name}". Use one of the tools offered, or done.`,
+            jobId: runJobId,
+            seq: here,
+            callId: call.id,
+            index: ++recorded,
+            source: '-',
+            tool: call.name,
+            status: 'failed',
+            startedAt,
+            durationMs: 0,
+            error: 'no such tool',
+            text: `Error: there is no tool named "${call.name}". Use one of the tools offered, or done.`,
           });
           continue;
         }
         if (sent >= toolbox.maxToolCalls) {
           told = true;
           await bookkeeping.recordCustomAgentToolCall({
-            jobId: runJobId, seq: here, callId: call.id, index: ++recorded, source: entry.source, tool: entry.tool, status: 'not_sent', startedAt, durationMs: 0,
+            jobId: runJobId,
+            seq: here,
+            callId: call.id,
+            index: ++recorded,
+            source: entry.source,
+            tool: entry.tool,
+            status: 'not_sent',
+            startedAt,
+            durationMs: 0,
             error: `max_tool_calls (${toolbox.maxToolCalls}) reached`,
             text: `Not sent: this run may make at most ${toolbox.maxToolCalls} tool call(s) (max_tool_calls) and has made them all. Call done now with what you have.`,
           });
@@ -120,24 +162,51 @@ export async function customAgentWorkflowV1(input: CustomAgentWorkflowInput): Pr
         sent++;
         const index = ++recorded;
         try {
-          const output = await tools.callTool({ jobId: runJobId, selection: entry.ref, tool: entry.tool, args: call.args, timeoutMs: input.toolCallTimeoutMs });
+          const output = await tools.callTool({
+            jobId: runJobId,
+            selection: entry.ref,
+            tool: entry.tool,
+            args: call.args,
+            timeoutMs: input.toolCallTimeoutMs,
+          });
           await bookkeeping.recordCustomAgentToolCall({
-            jobId: runJobId, seq: here, callId: call.id, index, source: entry.source, tool: entry.tool, status: output.isError ? 'error' : 'completed', startedAt,
-            durationMs: output.durationMs, costMicros: output.costMicros, error: output.isError ? output.text.slice(0, 500) : null, text: output.isError ? `Error from the tool: ${output.text}` : output.text,
+            jobId: runJobId,
+            seq: here,
+            callId: call.id,
+            index,
+            source: entry.source,
+            tool: entry.tool,
+            status: output.isError ? 'error' : 'completed',
+            startedAt,
+            durationMs: output.durationMs,
+            costMicros: output.costMicros,
+            error: output.isError ? output.text.slice(0, 500) : null,
+            text: output.isError ? `Error from the tool: ${output.text}` : output.text,
           });
         } catch (err) {
           if (isCancellation(err)) throw err;
           const reason = describeFailure(err);
           const mayHaveRun = mayHaveRunAt(err);
           await bookkeeping.recordCustomAgentToolCall({
-            jobId: runJobId, seq: here, callId: call.id, index, source: entry.source, tool: entry.tool, status: 'failed', startedAt, durationMs: Date.now() - startedAt,
-            error: reason, text: `The tool call failed${mayHaveRun ? ' and was not sent again (it may have run)' : ''}: ${reason}`,
+            jobId: runJobId,
+            seq: here,
+            callId: call.id,
+            index,
+            source: entry.source,
+            tool: entry.tool,
+            status: 'failed',
+            startedAt,
+            durationMs: Date.now() - startedAt,
+            error: reason,
+            text: `The tool call failed${mayHaveRun ? ' and was not sent again (it may have run)' : ''}: ${reason}`,
           });
         }
       }
       if (sent >= toolbox.maxToolCalls && !told) {
         told = true;
-        notes.push(`You have used all ${toolbox.maxToolCalls} tool call(s) this run may make (max_tool_calls). Call done now with what you have.`);
+        notes.push(
+          `You have used all ${toolbox.maxToolCalls} tool call(s) this run may make (max_tool_calls). Call done now with what you have.`,
+        );
       }
     }
   };
@@ -149,7 +218,11 @@ export async function customAgentWorkflowV1(input: CustomAgentWorkflowInput): Pr
     error = err instanceof AgentStop ? err.message : describeFailure(err);
   }
   const outcome = await CancellationScope.nonCancellable(async () => {
-    await billing.settleJobUsage({ jobId: runJobId, agentName: 'custom-agent', outcome: error === null ? 'completed' : 'failed' });
+    await billing.settleJobUsage({
+      jobId: runJobId,
+      agentName: 'custom-agent',
+      outcome: error === null ? 'completed' : 'failed',
+    });
     const finished = await bookkeeping.finishCustomAgentJob({ jobId: runJobId, error, stoppedBy });
     await deliverWebhook(runJobId, hasWebhook);
     return finished;

@@ -1,4 +1,12 @@
-import { ActivityCancellationType, ApplicationFailure, CancellationScope, continueAsNew, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  ApplicationFailure,
+  CancellationScope,
+  continueAsNew,
+  patched,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { CustomAgentRunActivities } from '../activities/automations/custom-agent-run';
 import { ONE_AGENT_LOOP, runAgentLoop, type AgentWorkflowInput } from './agent';
 import { customAgentWorkflowV1 } from './custom-agent-v1';
@@ -34,7 +42,9 @@ const admission = proxyActivities<CustomAgentRunActivities>({
  * before the one agent loop (no `one-agent-loop` marker in its history) replays the code it began on,
  * customAgentWorkflowV1, to its end; every other run is customAgentRun.
  */
-export async function customAgentWorkflow(input: CustomAgentWorkflowInput): Promise<JobOutcome | { status: 'skipped'; reason: string }> {
+export async function customAgentWorkflow(
+  input: CustomAgentWorkflowInput,
+): Promise<JobOutcome | { status: 'skipped'; reason: string }> {
   if (!patched(ONE_AGENT_LOOP)) return customAgentWorkflowV1(input);
   return customAgentRun(input);
 }
@@ -44,14 +54,21 @@ export async function customAgentWorkflow(input: CustomAgentWorkflowInput): Prom
  * its whole toolbox: the model keeps one conversation, and the run continues as new like every agent
  * run. A scheduled run first records its job (or is skipped when the account cannot pay).
  */
-export async function customAgentRun(input: CustomAgentWorkflowInput): Promise<JobOutcome | { status: 'skipped'; reason: string }> {
-  const continueAs = (next: AgentWorkflowInput) => continueAsNew<typeof customAgentWorkflow>({ ...input, resume: next });
+export async function customAgentRun(
+  input: CustomAgentWorkflowInput,
+): Promise<JobOutcome | { status: 'skipped'; reason: string }> {
+  const continueAs = (next: AgentWorkflowInput) =>
+    continueAsNew<typeof customAgentWorkflow>({ ...input, resume: next });
   if (input.resume) return runAgentLoop(input.resume, continueAs);
   let jobId = input.jobId;
   let hasWebhook = input.hasWebhook ?? false;
   if (!jobId) {
-    if (!input.automationId) throw ApplicationFailure.nonRetryable('customAgentWorkflow needs a jobId or an automationId', 'BadInput');
-    const start = await admission.startCustomAgentRun({ automationId: input.automationId, runId: workflowInfo().workflowId });
+    if (!input.automationId)
+      throw ApplicationFailure.nonRetryable('customAgentWorkflow needs a jobId or an automationId', 'BadInput');
+    const start = await admission.startCustomAgentRun({
+      automationId: input.automationId,
+      runId: workflowInfo().workflowId,
+    });
     if (start.kind === 'skipped') return { status: 'skipped', reason: start.reason };
     if (start.kind === 'unusable') {
       return CancellationScope.nonCancellable(async () => {

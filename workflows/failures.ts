@@ -5,7 +5,8 @@ export function describeFailure(err: unknown): string {
   let cause: unknown = err;
   while (cause instanceof ActivityFailure && cause.cause) cause = cause.cause;
   if (cause instanceof ApplicationFailure) return cause.message;
-  if (cause instanceof TimeoutFailure) return `step timed out (${cause.timeoutType !== undefined ? String(cause.timeoutType) : 'timeout'})`;
+  if (cause instanceof TimeoutFailure)
+    return `step timed out (${cause.timeoutType !== undefined ? String(cause.timeoutType) : 'timeout'})`;
   if (cause instanceof CancelledFailure) return 'run was cancelled';
   return cause instanceof Error ? cause.message : String(cause);
 }

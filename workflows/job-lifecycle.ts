@@ -21,7 +21,13 @@ export const billing = proxyLocalActivities<BillingActivities>({
 
 const webhooks = proxyActivities<WebhookActivities>({
   startToCloseTimeout: '30s',
-  retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '10m', maximumAttempts: 10, nonRetryableErrorTypes: ['WebhookRejected'] },
+  retry: {
+    initialInterval: '5s',
+    backoffCoefficient: 2,
+    maximumInterval: '10m',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: ['WebhookRejected'],
+  },
 });
 
 /** Delivers the finished job to its webhook_url with durable retries; giving up is logged, never a job failure. */

@@ -20,7 +20,9 @@ export interface MarketRunWorkflowInput {
  * run (no charge accepted afterwards), releases the unused hold and records the settlement, with
  * durable retries. Operators see every market run in the Temporal UI.
  */
-export async function marketRunWorkflow(input: MarketRunWorkflowInput): Promise<{ chargedMicros: number; releasedMicros: number; providerRevenueMicros: number } | null> {
+export async function marketRunWorkflow(
+  input: MarketRunWorkflowInput,
+): Promise<{ chargedMicros: number; releasedMicros: number; providerRevenueMicros: number } | null> {
   const waitMs = new Date(input.expiresAt).getTime() - Date.now();
   if (waitMs > 0) await sleep(waitMs);
   return runs.settleMarketRun(input.runId);

@@ -5,7 +5,12 @@ import type { MarketSourceInput, ValidateSourceInput, ValidationView } from '../
 
 const market = proxyActivities<MarketActivities>({
   startToCloseTimeout: '2m',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumAttempts: 3, nonRetryableErrorTypes: ['DiscoveryError'] },
+  retry: {
+    initialInterval: '1s',
+    backoffCoefficient: 2,
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: ['DiscoveryError'],
+  },
 });
 
 /** POST /mcp-market/discover: one discovery of a provider's source; nothing is stored. */

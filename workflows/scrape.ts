@@ -1,4 +1,11 @@
-import { type ActivityOptions, ActivityCancellationType, CancellationScope, isCancellation, patched, proxyActivities } from '@temporalio/workflow';
+import {
+  type ActivityOptions,
+  ActivityCancellationType,
+  CancellationScope,
+  isCancellation,
+  patched,
+  proxyActivities,
+} from '@temporalio/workflow';
 import type { FinishOutcome } from '../activities/jobs';
 import type { PageActivities } from '../activities/page';
 import type { BrowserActivities } from '../activities/browser';
@@ -19,13 +26,21 @@ export type JobOutcome = FinishOutcome;
 /** A cancelled run waits for the activity in flight to stop (and record what it used) before it settles. */
 const page = proxyActivities<PageActivities>({
   startToCloseTimeout: '90s',
-  retry: { initialInterval: '2s', maximumAttempts: 3, nonRetryableErrorTypes: ['ScrapeRejected', 'HoldExhaustedError'] },
+  retry: {
+    initialInterval: '2s',
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: ['ScrapeRejected', 'HoldExhaustedError'],
+  },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 });
 const extractionOptions: ActivityOptions = {
   startToCloseTimeout: '5m',
   heartbeatTimeout: '15s',
-  retry: { initialInterval: '2s', maximumAttempts: 4, nonRetryableErrorTypes: ['ScrapeRejected', 'ExtractionError', 'HoldExhaustedError'] },
+  retry: {
+    initialInterval: '2s',
+    maximumAttempts: 4,
+    nonRetryableErrorTypes: ['ScrapeRejected', 'ExtractionError', 'HoldExhaustedError'],
+  },
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 };
 const llm = proxyActivities<ExtractionActivities>(extractionOptions);
@@ -37,7 +52,11 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput): Promise<JobOut
     taskQueue: input.browserTaskQueue,
     startToCloseTimeout: '3m',
     heartbeatTimeout: '15s',
-    retry: { initialInterval: '2s', maximumAttempts: 3, nonRetryableErrorTypes: ['ScrapeRejected', 'HoldExhaustedError'] },
+    retry: {
+      initialInterval: '2s',
+      maximumAttempts: 3,
+      nonRetryableErrorTypes: ['ScrapeRejected', 'HoldExhaustedError'],
+    },
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 

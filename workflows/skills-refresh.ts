@@ -15,7 +15,12 @@ export interface SkillsRefreshResult {
 
 const skills = proxyActivities<SkillsActivities>({
   startToCloseTimeout: '10m',
-  retry: { initialInterval: '5s', backoffCoefficient: 2, maximumAttempts: 3, nonRetryableErrorTypes: ['InvalidRepository', 'GithubRepositoryUnavailable'] },
+  retry: {
+    initialInterval: '5s',
+    backoffCoefficient: 2,
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: ['InvalidRepository', 'GithubRepositoryUnavailable'],
+  },
 });
 
 /** Refreshes the skills directory from GitHub, one repository at a time; one failing repository does not stop the others. */

@@ -15,7 +15,11 @@ export function toolCallActivities(toolCallTimeoutMs = 120_000) {
   return proxyActivities<ToolActivities>({
     startToCloseTimeout: toolCallTimeoutMs + 15_000,
     heartbeatTimeout: '30s',
-    retry: { initialInterval: '1s', maximumAttempts: 3, nonRetryableErrorTypes: [TOOL_CALL_FAILED, TOOL_CALL_MAY_HAVE_RUN] },
+    retry: {
+      initialInterval: '1s',
+      maximumAttempts: 3,
+      nonRetryableErrorTypes: [TOOL_CALL_FAILED, TOOL_CALL_MAY_HAVE_RUN],
+    },
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 }

@@ -1,11 +1,23 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type OpenAI from 'openai';
-import type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionMessage,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import type { AgentAction, AgentOutcome, AgentTaskResult } from '../../db/schema';
 import { appendJobLog, transitionJob } from '../../db/repos/jobs';
 import { listToolCallStatuses, recordAgentToolCall, type AgentToolCallRow } from '../../db/repos/agent-tool-calls';
-import { findLatestStep, getStep, listStepSummaries, listTaskResults, setStepDecision, setStepOutcomes, storeTaskResult } from '../../db/repos/agent-steps';
+import {
+  findLatestStep,
+  getStep,
+  listStepSummaries,
+  listTaskResults,
+  setStepDecision,
+  setStepOutcomes,
+  storeTaskResult,
+} from '../../db/repos/agent-steps';
 import { deleteToolImages, placeToolImages } from '../../db/repos/agent-tool-images';
 import { assertHoldCovers, holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
@@ -40,7 +52,8 @@ import { prepareToolbox } from './toolbox';
 export type ModelAction = AgentAction & { id?: string };
 
 /** One LLM decision: the actions to take (`nextSeq`: a conversation's position after the answer), or why the run stops. */
-export type Decision = { kind: 'actions'; actions: ModelAction[]; goal: string | null; nextSeq?: number } | { kind: 'stop'; reason: string };
+export type Decision =
+  { kind: 'actions'; actions: ModelAction[]; goal: string | null; nextSeq?: number } | { kind: 'stop'; reason: string };
 
 export type FinalAnswerVerdict =
   | { accepted: true; message: string; result: AgentTaskResult & { valid?: boolean } }
@@ -58,7 +71,13 @@ export interface BrainDeps {
 export const DEFAULT_AGENT_MAX_TOOL_CALLS = 20;
 
 /** The loop's own tool names: a selection's tool with one of these names is offered under another name. */
-const LOOP_TOOL_NAMES: ReadonlySet<string> = new Set(['extract', 'done', ...BROWSER_TOOLS.map((t) => t.function.name), ...FORUM_TOOLS.map((t) => t.function.name), ...MICROBLOG_TOOLS.map((t) => t.function.name)]);
+const LOOP_TOOL_NAMES: ReadonlySet<string> = new Set([
+  'extract',
+  'done',
+  ...BROWSER_TOOLS.map((t) => t.function.name),
+  ...FORUM_TOOLS.map((t) => t.function.name),
+  ...MICROBLOG_TOOLS.map((t) => t.function.name),
+]);
 
 /** The selection tools of an agent run, as the workflow dispatches them. */
 export interface AgentToolbox {
@@ -100,7 +119,8 @@ const STEP_TOOL_RESULT_CHARS = 8_000;
 function toolCallAnswer(call: AgentToolCallRecord, memory: LoopJob['memory'], maxToolCalls: number): string {
   const conversation = memory === 'conversation';
   const text = call.output?.text ?? '';
-  const shown = conversation || text.length <= STEP_TOOL_RESULT_CHARS ? text : `${text.slice(0, STEP_TOOL_RESULT_CHARS)}… (cut)`;
+  const shown =
+    conversation || text.length <= STEP_TOOL_RESULT_CHARS ? text : `${text.slice(0, STEP_TOOL_RESULT_CHARS)}… (cut)`;
   switch (call.status) {
     case 'completed':
       return conversation ? shown : `result: ${shown}`;
@@ -111,19 +131,21 @@ function toolCallAnswer(call: AgentToolCallRecord, memory: LoopJob['memory'], ma
         ? `Not sent: this run may make at most ${maxToolCalls} tool call(s) (max_tool_calls) and has made them all. Call done now with what you have.`
         : `not sent: this run may make at most ${maxToolCalls} tool call(s) (max_tool_calls) and has made them all`;
     case 'failed':
-      if (call.error === UNKNOWN_TOOL_ERROR) return `Error: there is no tool named "${call.tool}". Use one of the tools offered, or done.`;
+      if (call.error === UNKNOWN_TOOL_ERROR)
+        return `Error: there is no tool named "${call.tool}". Use one of the tools offered, or done.`;
       return `${conversation ? 'The' : 'the'} tool call failed${call.mayHaveRun ? ' and was not sent again (it may have run)' : ''}: ${call.error}`;
   }
 }
 
 function maxToolCallsOf(run: LoopJob): number {
-  return run.memory === 'conversation' ? run.request.max_tool_calls : ((run.request as { max_tool_calls?: number }).max_tool_calls ?? DEFAULT_AGENT_MAX_TOOL_CALLS);
+  return run.memory === 'conversation'
+    ? run.request.max_tool_calls
+    : ((run.request as { max_tool_calls?: number }).max_tool_calls ?? DEFAULT_AGENT_MAX_TOOL_CALLS);
 }
 
 function stopped(message: string): ApplicationFailure {
   return ApplicationFailure.nonRetryable(message, 'AgentStopped');
 }
-
 
 export function createAgentBrainActivities(deps: BrainDeps) {
   const { db } = deps;
@@ -132,7 +154,10 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
   async function clientFor({ job, request }: Pick<LoopJob, 'job' | 'request'>) {
     try {
-      return { ...(await deps.llm.resolve(request.llm_provider, () => getRouterApiKey(db, deps.masterKey, job.user_id))), model: request.llm_model };
+      return {
+        ...(await deps.llm.resolve(request.llm_provider, () => getRouterApiKey(db, deps.masterKey, job.user_id))),
+        model: request.llm_model,
+      };
     } catch (err) {
       if (err instanceof LlmUnavailableError) throw stopped(err.message);
       throw err;
@@ -140,8 +165,21 @@ export function createAgentBrainActivities(deps: BrainDeps) {
   }
 
   /** One LLM call's usage, recorded through the shared helper (activities/llm/usage.ts). */
-  const bill = (jobId: string, what: string, model: string, usage: OpenAI.CompletionUsage | undefined, walletBilled: boolean) =>
-    recordLlmUsage(db, deps.llm.prices, { jobId, usageKey: attemptKey(jobId, what), model, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0, walletBilled });
+  const bill = (
+    jobId: string,
+    what: string,
+    model: string,
+    usage: OpenAI.CompletionUsage | undefined,
+    walletBilled: boolean,
+  ) =>
+    recordLlmUsage(db, deps.llm.prices, {
+      jobId,
+      usageKey: attemptKey(jobId, what),
+      model,
+      promptTokens: usage?.prompt_tokens ?? 0,
+      completionTokens: usage?.completion_tokens ?? 0,
+      walletBilled,
+    });
 
   /**
    * The private-text guards of agent-market runs, by job: built once per job on this worker (a few ms
@@ -178,7 +216,11 @@ export function createAgentBrainActivities(deps: BrainDeps) {
    * Asks the model for its next tool calls, when the job's hold covers the worst case of the call
    * (see lib/billing/worst-case); otherwise the reason the run stops. The call's usage is recorded.
    */
-  async function ask(run: LoopJob, prompt: { messages: ChatCompletionMessageParam[]; tools: ChatCompletionTool[]; temperature?: number }, usage: string): Promise<{ stop: string } | { message: ChatCompletionMessage | undefined }> {
+  async function ask(
+    run: LoopJob,
+    prompt: { messages: ChatCompletionMessageParam[]; tools: ChatCompletionTool[]; temperature?: number },
+    usage: string,
+  ): Promise<{ stop: string } | { message: ChatCompletionMessage | undefined }> {
     const jobId = run.job.id;
     const { messages, tools, temperature } = prompt;
     const { client, walletBilled, model } = await clientFor(run);
@@ -186,7 +228,13 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     const hold = await holdStatus(db, jobId);
     if (hold && hold.remainingMicros < worstCase) return { stop: holdExhaustedMessage(hold, worstCase) };
     const completion = await withHeartbeat(() =>
-      client.chat.completions.create({ model, messages, tools, tool_choice: 'required', ...(temperature !== undefined && { temperature }) }),
+      client.chat.completions.create({
+        model,
+        messages,
+        tools,
+        tool_choice: 'required',
+        ...(temperature !== undefined && { temperature }),
+      }),
     );
     await bill(jobId, usage, model, completion.usage, walletBilled);
     return { message: completion.choices[0]?.message };
@@ -198,7 +246,14 @@ export function createAgentBrainActivities(deps: BrainDeps) {
      * answer is stored on the step (masked, at most max_actions_per_step actions); a conversation's is
      * appended from `seq` on (a retry replaces what an earlier attempt wrote).
      */
-    async decideNextActions(input: { jobId: string; taskIndex: number; step: number; notes: string[]; toolsLeft?: number; seq?: number }): Promise<Decision> {
+    async decideNextActions(input: {
+      jobId: string;
+      taskIndex: number;
+      step: number;
+      notes: string[];
+      toolsLeft?: number;
+      seq?: number;
+    }): Promise<Decision> {
       const { jobId, taskIndex, step } = input;
       const usage = `decide-${taskIndex}-${step}`;
       // With the master key: masking needs the real sensitive values (without it they read "[redacted]").
@@ -207,7 +262,12 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const images = deps.llm.prices.acceptsImages(run.request.llm_model);
       if (run.memory === 'conversation') {
         const seq = input.seq ?? 0;
-        const prompt = await conversation.prompt(jobId, run.request, { seq, notes: input.notes, toolsLeft: input.toolsLeft ?? 0, images });
+        const prompt = await conversation.prompt(jobId, run.request, {
+          seq,
+          notes: input.notes,
+          toolsLeft: input.toolsLeft ?? 0,
+          images,
+        });
         const answer = await ask(run, prompt, usage);
         if ('stop' in answer) return { kind: 'stop', reason: answer.stop };
         const kept = await conversation.keepAnswer(jobId, seq, prompt.fresh, answer.message);
@@ -220,13 +280,20 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       // A secret value or a stretch of the provider's private prompts the model echoes is masked before
       // anything is stored, logged, executed or returned to the workflow.
       const mask = modelOutputMask(jobId, run.request);
-      const actions: AgentAction[] = calls.map((c) => ({ name: c.function.name, args: mask.value(parseToolArguments(c.function.arguments)) }));
+      const actions: AgentAction[] = calls.map((c) => ({
+        name: c.function.name,
+        args: mask.value(parseToolArguments(c.function.arguments)),
+      }));
       const kept = actions.slice(0, run.request.max_actions_per_step);
       const content = answer.message?.content?.trim();
       const goal = content ? mask.text(content).slice(0, 500) : null;
       await setStepDecision(db, prompt.current.id, { goal, actions: JSON.stringify(kept) });
       if (actions.length > kept.length) {
-        await appendJobLog(db, jobId, `step ${step}: the model proposed ${actions.length} actions; only the first ${kept.length} (max_actions_per_step) are used`);
+        await appendJobLog(
+          db,
+          jobId,
+          `step ${step}: the model proposed ${actions.length} actions; only the first ${kept.length} (max_actions_per_step) are used`,
+        );
       }
       return { kind: 'actions', actions: kept, goal };
     },
@@ -241,14 +308,18 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const maxToolCalls = maxToolCallsOf(run);
       const selections = readJobSelections(deps.masterKey, run.job);
       // A tool-only run keeps its (possibly empty) toolbox on record; other runs without selections have none.
-      if (!deps.selections || (run.memory === 'steps' && selections.custom.length + selections.market.length === 0)) return { tools: [], maxToolCalls };
+      if (!deps.selections || (run.memory === 'steps' && selections.custom.length + selections.market.length === 0))
+        return { tools: [], maxToolCalls };
       const stored = await prepareToolbox(
         { db, ...deps.selections },
         input.jobId,
         { custom: selections.custom.map((s) => s.stored), market: selections.market.map((s) => s.stored) },
         run.memory === 'steps' ? LOOP_TOOL_NAMES : undefined,
       );
-      return { tools: stored.toolbox.map(({ name, source, ref, tool }) => ({ name, source, ref, tool })), maxToolCalls };
+      return {
+        tools: stored.toolbox.map(({ name, source, ref, tool }) => ({ name, source, ref, tool })),
+        maxToolCalls,
+      };
     },
 
     /**
@@ -261,14 +332,27 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     async recordAgentToolCall(input: AgentToolCallRecord): Promise<ActionOutcome> {
       const { output, mayHaveRun: _mayHaveRun, reply, ...row } = input;
       const run = await loadLoopJob(db, input.jobId, deps.masterKey);
-      const error = row.error === null || run.memory === 'conversation' ? row.error : modelOutputMask(input.jobId, run.request).text(row.error);
+      const error =
+        row.error === null || run.memory === 'conversation'
+          ? row.error
+          : modelOutputMask(input.jobId, run.request).text(row.error);
       await recordAgentToolCall(db, { ...row, error });
       const images = (output?.images ?? []).map((image) => image.id);
       if (images.length > 0) {
         // A step run's calls belong to its latest step (observed before the decision that made them).
         const step = reply ? null : await findLatestStep(db, input.jobId);
-        if (reply) await placeToolImages(db, input.jobId, images, { callIndex: row.index, replySeq: reply.seq, callId: reply.callId });
-        else if (step) await placeToolImages(db, input.jobId, images, { callIndex: row.index, taskIndex: step.task_index, step: step.step });
+        if (reply)
+          await placeToolImages(db, input.jobId, images, {
+            callIndex: row.index,
+            replySeq: reply.seq,
+            callId: reply.callId,
+          });
+        else if (step)
+          await placeToolImages(db, input.jobId, images, {
+            callIndex: row.index,
+            taskIndex: step.task_index,
+            step: step.step,
+          });
       }
       const message = toolCallAnswer(input, run.memory, maxToolCallsOf(run));
       if (reply) await conversation.reply(input.jobId, reply, message, true);
@@ -282,10 +366,15 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const current = await currentStep(jobId, input.taskIndex, input.step);
       const { client, walletBilled, model } = await clientFor(run);
       const messages: ChatCompletionMessageParam[] = [
-        { role: 'system', content: 'Answer the question using only the page content given. Be concise. Say "not found" when the page does not contain the answer.' },
+        {
+          role: 'system',
+          content:
+            'Answer the question using only the page content given. Be concise. Say "not found" when the page does not contain the answer.',
+        },
         { role: 'user', content: `Question: ${input.question}\n\nPage:\n${current.observation}` },
       ];
-      if (walletBilled) await assertHoldCovers(db, jobId, llmCallWorstCaseMicros(deps.llm.prices, model, promptTokenBound(messages)));
+      if (walletBilled)
+        await assertHoldCovers(db, jobId, llmCallWorstCaseMicros(deps.llm.prices, model, promptTokenBound(messages)));
       const completion = await withHeartbeat(() => client.chat.completions.create({ model, messages }));
       await bill(jobId, `extract-${input.taskIndex}-${input.step}`, model, completion.usage, walletBilled);
       const answer = modelOutputMask(jobId, run.request).text(completion.choices[0]?.message?.content ?? '');
@@ -296,48 +385,107 @@ export function createAgentBrainActivities(deps: BrainDeps) {
      * Checks the done action: shaped by structured_output and validated. A step's answer is re-asked
      * within its mode's bound (speed mode takes it as it is); a conversation's once.
      */
-    async acceptFinalAnswer(input: { jobId: string; taskIndex: number; args: Record<string, unknown>; attempt: number; reply?: ConversationReply }): Promise<FinalAnswerVerdict> {
+    async acceptFinalAnswer(input: {
+      jobId: string;
+      taskIndex: number;
+      args: Record<string, unknown>;
+      attempt: number;
+      reply?: ConversationReply;
+    }): Promise<FinalAnswerVerdict> {
       const run = await loadLoopJob(db, input.jobId, deps.masterKey);
       const { job, request } = run;
-      const masker = run.memory === 'steps' ? modelOutputMask(job.id, run.request) : { text: (text: string) => text, value: <T>(value: T) => value };
+      const masker =
+        run.memory === 'steps'
+          ? modelOutputMask(job.id, run.request)
+          : { text: (text: string) => text, value: <T>(value: T) => value };
       const mask = (value: unknown) => (value === undefined ? null : masker.value(value));
       const success = input.args.success !== false;
       const answer = typeof input.args.answer === 'string' ? masker.text(input.args.answer) : null;
       // The task as stored, never a sealed one (an agent-market template is its provider's private text).
-      const base = { task: run.memory === 'conversation' ? run.request.task : visibleTasks(job)[input.taskIndex], success, answer, steps: 0 };
+      const base = {
+        task: run.memory === 'conversation' ? run.request.task : visibleTasks(job)[input.taskIndex],
+        success,
+        answer,
+        steps: 0,
+      };
       const verdict = ((): FinalAnswerVerdict => {
-        if (!request.structured_output) return { accepted: true, message: 'task finished', result: { ...base, data: null } };
+        if (!request.structured_output)
+          return { accepted: true, message: 'task finished', result: { ...base, data: null } };
         const problems = compileSchemaValidator(fieldListToJsonSchema(request.structured_output))(input.args.data);
-        if (problems.length === 0) return { accepted: true, message: 'task finished with valid structured output', result: { ...base, data: mask(input.args.data), valid: true } };
+        if (problems.length === 0)
+          return {
+            accepted: true,
+            message: 'task finished with valid structured output',
+            result: { ...base, data: mask(input.args.data), valid: true },
+          };
         if (run.memory === 'steps' && run.request.optimization_mode === 'speed') {
-          return { accepted: true, message: 'task finished (structured output not validated in speed mode)', result: { ...base, data: mask(input.args.data), valid: false } };
+          return {
+            accepted: true,
+            message: 'task finished (structured output not validated in speed mode)',
+            result: { ...base, data: mask(input.args.data), valid: false },
+          };
         }
-        const allowed = run.memory === 'steps' ? OPTIMIZATION_PROFILES[run.request.optimization_mode].finalAnswerRetries : 1;
-        if (input.attempt < allowed) return { accepted: false, message: `Your done data does not match structured_output: ${problems.join('; ')}. Call done again with corrected data.` };
-        throw stopped(masker.text(`the final structured output stayed invalid after ${allowed + 1} attempts: ${problems.join('; ')}`));
+        const allowed =
+          run.memory === 'steps' ? OPTIMIZATION_PROFILES[run.request.optimization_mode].finalAnswerRetries : 1;
+        if (input.attempt < allowed)
+          return {
+            accepted: false,
+            message: `Your done data does not match structured_output: ${problems.join('; ')}. Call done again with corrected data.`,
+          };
+        throw stopped(
+          masker.text(
+            `the final structured output stayed invalid after ${allowed + 1} attempts: ${problems.join('; ')}`,
+          ),
+        );
       })();
       if (run.memory === 'conversation') {
         // The done call's tool message: why it is asked again, or the accepted answer the run's result is read from.
         if (!input.reply) throw new Error("a conversation's final answer needs the position of its reply");
-        await appendJobLog(db, job.id, verdict.accepted ? `final answer (${success ? 'success' : 'reported failure'})` : 'the final answer did not match structured_output; asked again');
-        await conversation.reply(job.id, input.reply, verdict.accepted ? JSON.stringify({ success, answer, data: verdict.result.data }) : verdict.message, false);
+        await appendJobLog(
+          db,
+          job.id,
+          verdict.accepted
+            ? `final answer (${success ? 'success' : 'reported failure'})`
+            : 'the final answer did not match structured_output; asked again',
+        );
+        await conversation.reply(
+          job.id,
+          input.reply,
+          verdict.accepted ? JSON.stringify({ success, answer, data: verdict.result.data }) : verdict.message,
+          false,
+        );
       }
       return verdict;
     },
     /** Stores the step's outcomes and writes the progress line polling clients see. */
-    async recordStep(input: { jobId: string; taskIndex: number; step: number; outcomes: AgentOutcome[]; goal: string | null }) {
+    async recordStep(input: {
+      jobId: string;
+      taskIndex: number;
+      step: number;
+      outcomes: AgentOutcome[];
+      goal: string | null;
+    }) {
       const { request } = await loadAgentJob(db, input.jobId, deps.masterKey);
       const mask = modelOutputMask(input.jobId, request);
       const outcomes = mask.value(input.outcomes);
       const goal = input.goal === null ? null : mask.text(input.goal);
       await setStepOutcomes(db, input, JSON.stringify(outcomes));
-      const actions = outcomes.map((o) => `${o.action} → ${o.ok ? '' : 'FAILED: '}${o.message}`).join('; ') || 'no action';
-      await appendJobLog(db, input.jobId, `task ${input.taskIndex + 1} step ${input.step}: goal: ${goal ?? '(none stated)'} | ${actions}`);
+      const actions =
+        outcomes.map((o) => `${o.action} → ${o.ok ? '' : 'FAILED: '}${o.message}`).join('; ') || 'no action';
+      await appendJobLog(
+        db,
+        input.jobId,
+        `task ${input.taskIndex + 1} step ${input.step}: goal: ${goal ?? '(none stated)'} | ${actions}`,
+      );
     },
 
     async saveTaskResult(input: { jobId: string; taskIndex: number; result: AgentTaskResult }) {
       await storeTaskResult(db, input.jobId, input.taskIndex, input.result);
-      await appendJobLog(db, input.jobId, `task ${input.taskIndex + 1} finished (${input.result.success ? 'success' : 'reported failure'}) after ${input.result.steps} step(s)`);
+      await appendJobLog(
+        db,
+        input.jobId,
+        `task ${input.taskIndex + 1} finished (${input.result.success ? 'success' : 'reported failure'}) after ${input.result.steps} step(s)`,
+      );
     },
 
     /**
@@ -348,8 +496,12 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     async finishAgentJob(input: { jobId: string; error: string | null; stoppedBy?: string | null }) {
       const run = await loadLoopJob(db, input.jobId, deps.masterKey);
       const { job } = run;
-      if (job.status === 'completed' || job.status === 'failed') return { jobId: job.id, status: job.status, error: job.error };
-      const error = input.error === null || run.memory === 'conversation' ? input.error : modelOutputMask(job.id, run.request).text(input.error);
+      if (job.status === 'completed' || job.status === 'failed')
+        return { jobId: job.id, status: job.status, error: job.error };
+      const error =
+        input.error === null || run.memory === 'conversation'
+          ? input.error
+          : modelOutputMask(job.id, run.request).text(input.error);
       const usage = await summarizeUsage(db, job.id);
       const totals = {
         llmCalls: usage.llm.reduce((n, e) => n + e.calls, 0),
@@ -362,7 +514,11 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         result = {
           ...(await conversation.finalAnswer(job.id)),
           ...(input.stoppedBy && { stoppedBy: input.stoppedBy }),
-          summary: { toolCalls: calls.filter((c) => c.status !== 'not_sent').length, ...totals, costUsd: microsToUsd(usage.costMicros) },
+          summary: {
+            toolCalls: calls.filter((c) => c.status !== 'not_sent').length,
+            ...totals,
+            costUsd: microsToUsd(usage.costMicros),
+          },
         };
       } else {
         const tasks = visibleTasks(job);
@@ -372,9 +528,30 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         result = {
           answer: last?.answer ?? null,
           data: last?.data ?? null,
-          tasks: tasks.map((task, i) => taskResults[i] ?? { task, success: false, answer: null, data: null, steps: steps.filter((s) => s.task_index === i).length }),
-          steps: steps.map((s) => ({ task: s.task_index + 1, step: s.step, url: s.url, goal: s.goal, actions: s.actions, outcomes: s.outcomes })),
-          summary: { steps: steps.length, ...totals, browserSeconds: usage.browserSeconds, costUsd: microsToUsd(usage.costMicros) },
+          tasks: tasks.map(
+            (task, i) =>
+              taskResults[i] ?? {
+                task,
+                success: false,
+                answer: null,
+                data: null,
+                steps: steps.filter((s) => s.task_index === i).length,
+              },
+          ),
+          steps: steps.map((s) => ({
+            task: s.task_index + 1,
+            step: s.step,
+            url: s.url,
+            goal: s.goal,
+            actions: s.actions,
+            outcomes: s.outcomes,
+          })),
+          summary: {
+            steps: steps.length,
+            ...totals,
+            browserSeconds: usage.browserSeconds,
+            costUsd: microsToUsd(usage.costMicros),
+          },
         };
       }
       const status = error === null ? 'completed' : 'failed';

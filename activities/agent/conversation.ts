@@ -1,7 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import type { ChatCompletionMessage, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionMessage,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
-import { appendConversation, listConversation, listConversationNewestFirst, putConversationMessage, truncateConversation } from '../../db/repos/custom-agent-runs';
+import {
+  appendConversation,
+  listConversation,
+  listConversationNewestFirst,
+  putConversationMessage,
+  truncateConversation,
+} from '../../db/repos/custom-agent-runs';
 import { findSkillMdContent } from '../../db/skills/catalogue';
 import { toolImagesOfReplies } from '../../db/repos/agent-tool-images';
 import type { SkillsBody } from '../../lib/schemas/custom-agents';
@@ -39,7 +49,10 @@ async function skillsOf(db: Db, skills: SkillsBody | undefined): Promise<SkillsS
     selected.map(async (skill) => {
       const ref = skill as { provider?: string; externalId?: string };
       if (skill.skillMdContent || !ref.provider || !ref.externalId) return skill;
-      return { ...skill, skillMdContent: await findSkillMdContent(db, { provider: ref.provider, externalId: ref.externalId }) };
+      return {
+        ...skill,
+        skillMdContent: await findSkillMdContent(db, { provider: ref.provider, externalId: ref.externalId }),
+      };
     }),
   );
   return { mode: 'selected', selected: filled };
@@ -57,7 +70,11 @@ async function latestToolImages(db: Db, jobId: string, earlier: { seq: number; m
     if (message.role !== 'tool') break;
     latest.unshift({ seq: earlier[i].seq, callId: message.tool_call_id ?? '' });
   }
-  const images = await toolImagesOfReplies(db, jobId, latest.map((r) => r.seq));
+  const images = await toolImagesOfReplies(
+    db,
+    jobId,
+    latest.map((r) => r.seq),
+  );
   return imagesMessage(
     'The images your latest tool calls returned (their tool messages describe them):',
     latest.map((reply) => {
@@ -76,7 +93,11 @@ export function conversationMemory(db: Db) {
      * their tool messages in one user message; it is not kept, so older results keep only the
      * descriptions in their tool messages.
      */
-    async prompt(jobId: string, request: CustomAgentRunRequest, input: { seq: number; notes: string[]; toolsLeft: number; images?: boolean }) {
+    async prompt(
+      jobId: string,
+      request: CustomAgentRunRequest,
+      input: { seq: number; notes: string[]; toolsLeft: number; images?: boolean },
+    ) {
       const stored = (await readToolbox(db, jobId)) ?? { toolbox: [], notes: [] };
       await truncateConversation(db, jobId, input.seq);
       const fresh: ChatCompletionMessageParam[] = [];
@@ -97,23 +118,46 @@ export function conversationMemory(db: Db) {
       const shown = input.images ? await latestToolImages(db, jobId, earlier) : null;
       if (shown) messages.push(shown);
       messages.push(...fresh);
-      const tools: ChatCompletionTool[] = [...(input.toolsLeft > 0 ? stored.toolbox.map(asTool) : []), doneTool(request.structured_output, 'the run')];
+      const tools: ChatCompletionTool[] = [
+        ...(input.toolsLeft > 0 ? stored.toolbox.map(asTool) : []),
+        doneTool(request.structured_output, 'the run'),
+      ];
       return { messages, tools, fresh };
     },
 
     /** Keeps the model's answer after what the decision added; returns its calls and the position after it. */
-    async keepAnswer(jobId: string, seq: number, fresh: ChatCompletionMessageParam[], answer: ChatCompletionMessage | undefined) {
+    async keepAnswer(
+      jobId: string,
+      seq: number,
+      fresh: ChatCompletionMessageParam[],
+      answer: ChatCompletionMessage | undefined,
+    ) {
       const calls: ConversationCall[] = (answer?.tool_calls ?? [])
         .filter((c) => c.type === 'function')
-        .map((c) => ({ id: c.id || randomUUID(), name: c.function.name, args: parseToolArguments(c.function.arguments) }));
+        .map((c) => ({
+          id: c.id || randomUUID(),
+          name: c.function.name,
+          args: parseToolArguments(c.function.arguments),
+        }));
       const text = answer?.content?.trim() || null;
       const assistant: ChatCompletionMessageParam = {
         role: 'assistant',
         content: text,
-        ...(calls.length > 0 && { tool_calls: calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.args) } })) }),
+        ...(calls.length > 0 && {
+          tool_calls: calls.map((c) => ({
+            id: c.id,
+            type: 'function' as const,
+            function: { name: c.name, arguments: JSON.stringify(c.args) },
+          })),
+        }),
       };
       const toStore = [...fresh, assistant];
-      await appendConversation(db, jobId, seq, toStore.map((m) => JSON.stringify(m)));
+      await appendConversation(
+        db,
+        jobId,
+        seq,
+        toStore.map((m) => JSON.stringify(m)),
+      );
       return { calls, text, nextSeq: seq + toStore.length };
     },
 
@@ -129,9 +173,17 @@ export function conversationMemory(db: Db) {
     /** The run's final answer: the accepted done call's, else the model's last words. */
     async finalAnswer(jobId: string): Promise<{ success: boolean; answer: string | null; data: unknown }> {
       const messages = (await listConversationNewestFirst(db, jobId)).map(
-        (m) => m.message as unknown as { role: string; content: string | null; tool_calls?: { id: string; function: { name: string } }[]; tool_call_id?: string },
+        (m) =>
+          m.message as unknown as {
+            role: string;
+            content: string | null;
+            tool_calls?: { id: string; function: { name: string } }[];
+            tool_call_id?: string;
+          },
       );
-      const doneCall = messages.find((m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.function.name === 'done'));
+      const doneCall = messages.find(
+        (m) => m.role === 'assistant' && m.tool_calls?.some((c) => c.function.name === 'done'),
+      );
       const doneId = doneCall?.tool_calls?.find((c) => c.function.name === 'done')?.id;
       const doneResult = messages.find((m) => m.role === 'tool' && m.tool_call_id === doneId);
       let final: { success: boolean; answer: string | null; data: unknown } | null = null;

@@ -28,7 +28,8 @@ export type LoopJob =
 /** The job of an agent loop activity; with the master key, a steps job's request has its sealed secrets (see loadJob). */
 export async function loadLoopJob(db: Db, jobId: string, masterKey?: Buffer): Promise<LoopJob> {
   const job = await getJob(db, jobId);
-  if (job.kind === 'custom-agent') return { memory: 'conversation', job, request: job.request as unknown as CustomAgentRunRequest };
+  if (job.kind === 'custom-agent')
+    return { memory: 'conversation', job, request: job.request as unknown as CustomAgentRunRequest };
   return { memory: 'steps', ...(await loadAgentJob(db, jobId, masterKey)) };
 }
 
@@ -46,7 +47,22 @@ export const PRIVATE_TASK_LABEL = "(the agent's own task)";
 
 /** What each optimization_mode changes. */
 export const OPTIMIZATION_PROFILES = {
-  speed: { observationChars: 6_000, historySteps: 3, finalAnswerRetries: 0, temperature: undefined as number | undefined },
-  balanced: { observationChars: 12_000, historySteps: 8, finalAnswerRetries: 1, temperature: undefined as number | undefined },
-  consistency: { observationChars: 16_000, historySteps: 12, finalAnswerRetries: 3, temperature: 0 as number | undefined },
+  speed: {
+    observationChars: 6_000,
+    historySteps: 3,
+    finalAnswerRetries: 0,
+    temperature: undefined as number | undefined,
+  },
+  balanced: {
+    observationChars: 12_000,
+    historySteps: 8,
+    finalAnswerRetries: 1,
+    temperature: undefined as number | undefined,
+  },
+  consistency: {
+    observationChars: 16_000,
+    historySteps: 12,
+    finalAnswerRetries: 3,
+    temperature: 0 as number | undefined,
+  },
 } as const;

@@ -54,7 +54,12 @@ function tokens(text: string): Token[] {
   const found: Token[] = [];
   for (const match of text.matchAll(TOKEN)) {
     const word = match[1] ?? match[2];
-    if (word !== undefined) found.push({ word: word.normalize('NFKC').toLowerCase(), start: match.index!, end: match.index! + match[0].length });
+    if (word !== undefined)
+      found.push({
+        word: word.normalize('NFKC').toLowerCase(),
+        start: match.index!,
+        end: match.index! + match[0].length,
+      });
   }
   return found;
 }
@@ -130,7 +135,8 @@ export function privateTextGuard(texts: readonly (string | null | undefined)[]):
   const maskValue = (value: unknown): unknown => {
     if (typeof value === 'string') return mask(value);
     if (Array.isArray(value)) return value.map(maskValue);
-    if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, maskValue(inner)]));
+    if (value !== null && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, maskValue(inner)]));
     return value;
   };
 

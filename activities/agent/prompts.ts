@@ -11,15 +11,20 @@ When the task is complete (or impossible), call done with your final answer. Use
 
 export function secretsInstruction(items: { id: string; domain_pattern?: string }[]): string | null {
   if (items.length === 0) return null;
-  const list = items.map((i) => `<secret>${i.id}</secret>${i.domain_pattern ? ` (only on ${i.domain_pattern})` : ''}`).join(', ');
+  const list = items
+    .map((i) => `<secret>${i.id}</secret>${i.domain_pattern ? ` (only on ${i.domain_pattern})` : ''}`)
+    .join(', ');
   return `Secrets you may type without knowing them: write the placeholder exactly as shown in the text of a type action: ${list}. Never ask for or guess their values.`;
 }
 
 export function modeInstruction(request: Pick<AgenticScraperRequestBody, 'optimization_mode' | 'vision_mode'>): string {
   const notes = [];
-  if (request.optimization_mode === 'speed') notes.push('Be quick: prefer the fewest steps, several actions per turn when safe.');
-  if (request.optimization_mode === 'consistency') notes.push('Be careful and exact: verify the page state before finishing.');
-  if (request.vision_mode === 'auto') notes.push('Call screenshot when the text observation is not enough to understand the page.');
+  if (request.optimization_mode === 'speed')
+    notes.push('Be quick: prefer the fewest steps, several actions per turn when safe.');
+  if (request.optimization_mode === 'consistency')
+    notes.push('Be careful and exact: verify the page state before finishing.');
+  if (request.vision_mode === 'auto')
+    notes.push('Call screenshot when the text observation is not enough to understand the page.');
   return notes.join(' ');
 }
 
@@ -40,7 +45,9 @@ export interface SkillsSelection {
 /** Selected skills: their SKILL.md text joins the instructions. */
 export function skillsInstruction(skills: SkillsSelection | undefined): string | null {
   if (!skills || skills.mode !== 'selected' || !skills.selected?.length) return null;
-  const blocks = skills.selected.map((skill) => `## Skill: ${skill.name}\n${skill.skillMdContent ?? skill.description ?? ''}`.trim());
+  const blocks = skills.selected.map((skill) =>
+    `## Skill: ${skill.name}\n${skill.skillMdContent ?? skill.description ?? ''}`.trim(),
+  );
   return `Skills you can apply:\n\n${blocks.join('\n\n')}`;
 }
 
@@ -56,7 +63,9 @@ export const NON_DISCLOSURE_INSTRUCTION =
 
 /** An agent-market agent's private instructions (its provider's system prompt), after the runtime's own, with the non-disclosure instruction. */
 export function agentInstructions(text: string | undefined): string | null {
-  return text ? `Instructions of this agent (follow them for this task):\n${text}\n\n${NON_DISCLOSURE_INSTRUCTION}` : null;
+  return text
+    ? `Instructions of this agent (follow them for this task):\n${text}\n\n${NON_DISCLOSURE_INSTRUCTION}`
+    : null;
 }
 
 /** The system prompt of a tool-only run (a custom agent), which keeps its whole conversation with the model. */

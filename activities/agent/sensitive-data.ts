@@ -24,16 +24,22 @@ export function validateSensitiveItems(items: readonly SensitiveItem[]): void {
   const seen = new Set<string>();
   for (const item of items) {
     if (!SECRET_ID.test(item.id)) {
-      throw new Error(`Invalid sensitive data id ${JSON.stringify(item.id)}: use 1-100 letters, digits, "_", ".", ":" or "-"`);
+      throw new Error(
+        `Invalid sensitive data id ${JSON.stringify(item.id)}: use 1-100 letters, digits, "_", ".", ":" or "-"`,
+      );
     }
     if (seen.has(item.id)) throw new Error(`Duplicate sensitive data id ${JSON.stringify(item.id)}`);
-    if (typeof item.value !== 'string' || item.value.length === 0) throw new Error(`Sensitive data "${item.id}" has an empty value`);
+    if (typeof item.value !== 'string' || item.value.length === 0)
+      throw new Error(`Sensitive data "${item.id}" has an empty value`);
     seen.add(item.id);
   }
 }
 
 function patternHost(pattern: string): string {
-  const withoutScheme = pattern.trim().toLowerCase().replace(/^[a-z][a-z0-9+.-]*:\/\//, '');
+  const withoutScheme = pattern
+    .trim()
+    .toLowerCase()
+    .replace(/^[a-z][a-z0-9+.-]*:\/\//, '');
   const authority = withoutScheme.split(/[/?#]/, 1)[0].replace(/^[^@]*@/, '');
   if (authority.startsWith('[')) return normalizeHostname(authority.slice(0, authority.indexOf(']') + 1));
   return normalizeHostname(authority.replace(/:\d*$/, ''));
@@ -61,7 +67,11 @@ function webHostOf(pageUrl: string): string | null {
 }
 
 /** Substitutes `<secret>ID</secret>` placeholders, refusing any whose domain_pattern does not match the page's host. */
-export function resolvePlaceholders(text: string, items: readonly SensitiveItem[], pageUrl: string): PlaceholderResolution {
+export function resolvePlaceholders(
+  text: string,
+  items: readonly SensitiveItem[],
+  pageUrl: string,
+): PlaceholderResolution {
   const ids = [...text.matchAll(PLACEHOLDER)].map((match) => match[1].trim());
   if (ids.length === 0) return { text, secretIds: [] };
   const host = webHostOf(pageUrl);
@@ -72,9 +82,14 @@ export function resolvePlaceholders(text: string, items: readonly SensitiveItem[
       const known = items.map((entry) => entry.id).join(', ') || 'none';
       return { error: `Unknown secret placeholder ${secretPlaceholder(id)}; available secret ids: ${known}` };
     }
-    if (host === null) return { error: `Secret ${secretPlaceholder(id)} can only be typed into a web page, not ${pageUrl.split(/[?#]/)[0]}` };
+    if (host === null)
+      return {
+        error: `Secret ${secretPlaceholder(id)} can only be typed into a web page, not ${pageUrl.split(/[?#]/)[0]}`,
+      };
     if (item.domain_pattern !== undefined && !hostMatchesDomainPattern(host, item.domain_pattern)) {
-      return { error: `Secret ${secretPlaceholder(id)} may not be used on ${host}; it is only allowed on ${item.domain_pattern}` };
+      return {
+        error: `Secret ${secretPlaceholder(id)} may not be used on ${host}; it is only allowed on ${item.domain_pattern}`,
+      };
     }
   }
   const resolved = text.replace(PLACEHOLDER, (_match, id: string) => byId.get(id.trim())!.value);

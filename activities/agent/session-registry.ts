@@ -112,7 +112,10 @@ export function createSessionRegistry(
                 try {
                   const guard = await guardContext(context, { policy: options.policy, proxy: options.proxy });
                   session = options.checkpoint
-                    ? await BrowserSession.restore(context, options.checkpoint, { sensitiveData: options.sensitiveData, guard })
+                    ? await BrowserSession.restore(context, options.checkpoint, {
+                        sensitiveData: options.sensitiveData,
+                        guard,
+                      })
                     : await BrowserSession.open(context, { sensitiveData: options.sensitiveData, guard });
                 } catch (err) {
                   reject(opening.signal.aborted ? abortReason(opening.signal) : err);

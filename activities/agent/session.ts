@@ -42,7 +42,11 @@ export interface ObservationSummary {
 }
 
 function sessionLost(): ApplicationFailure {
-  return ApplicationFailure.create({ message: 'browser session is not on this worker', type: 'SessionLost', nonRetryable: true });
+  return ApplicationFailure.create({
+    message: 'browser session is not on this worker',
+    type: 'SessionLost',
+    nonRetryable: true,
+  });
 }
 
 export function createSessionOpenerActivities(deps: SessionDeps) {
@@ -51,9 +55,15 @@ export function createSessionOpenerActivities(deps: SessionDeps) {
     async openBrowserSession({ jobId }: { jobId: string }): Promise<SessionHandle> {
       const { request } = await loadAgentJob(deps.db, jobId, deps.masterKey);
       assertCaptchaAvailable(deps, request);
-      const proxy = requestedProxy(deps, { enabled: request.proxy_enabled, country: request.proxy_country, field: 'proxy_enabled' });
+      const proxy = requestedProxy(deps, {
+        enabled: request.proxy_enabled,
+        country: request.proxy_country,
+        field: 'proxy_enabled',
+      });
       const stored = await findSealedCheckpoint(deps.db, jobId);
-      const checkpoint = stored ? (JSON.parse(unseal(deps.masterKey, stored, `checkpoint:${jobId}`)) as SessionCheckpoint) : null;
+      const checkpoint = stored
+        ? (JSON.parse(unseal(deps.masterKey, stored, `checkpoint:${jobId}`)) as SessionCheckpoint)
+        : null;
       // Waiting for a browser slot heartbeats (busy, not gone) and ends when the run gives up on this call.
       const sessionId = await withHeartbeat(() =>
         deps.registry.open(
@@ -67,12 +77,30 @@ export function createSessionOpenerActivities(deps: SessionDeps) {
           },
           {
             signal: Context.current().cancellationSignal,
-            onWait: (inUse) => void appendJobLog(deps.db, jobId, `waiting for a free browser (all ${inUse} in use on this worker)`).catch(() => undefined),
+            onWait: (inUse) =>
+              void appendJobLog(
+                deps.db,
+                jobId,
+                `waiting for a free browser (all ${inUse} in use on this worker)`,
+              ).catch(() => undefined),
           },
         ),
       );
-      await appendJobLog(deps.db, jobId, checkpoint ? 'browser session reopened from the last checkpoint' : `browser session opened (${request.headless ? 'headless' : 'headed'})`);
-      if (proxy) await recordUsage(deps.db, { jobId, usageKey: attemptKey(jobId, 'session-proxy'), kind: 'proxy', quantity: 1, costMicros: PROXY_MICROS_PER_REQUEST });
+      await appendJobLog(
+        deps.db,
+        jobId,
+        checkpoint
+          ? 'browser session reopened from the last checkpoint'
+          : `browser session opened (${request.headless ? 'headless' : 'headed'})`,
+      );
+      if (proxy)
+        await recordUsage(deps.db, {
+          jobId,
+          usageKey: attemptKey(jobId, 'session-proxy'),
+          kind: 'proxy',
+          quantity: 1,
+          costMicros: PROXY_MICROS_PER_REQUEST,
+        });
       return { taskQueue: deps.registry.taskQueue, sessionId };
     },
   };
@@ -84,7 +112,13 @@ export function createSessionActivities(deps: SessionDeps) {
 
   async function chargeBrowserTime(jobId: string, what: string, startedAt: number) {
     const seconds = (Date.now() - startedAt) / 1000;
-    await recordUsage(db, { jobId, usageKey: attemptKey(jobId, what), kind: 'browser', quantity: seconds, costMicros: Math.ceil(seconds * BROWSER_MICROS_PER_SECOND) });
+    await recordUsage(db, {
+      jobId,
+      usageKey: attemptKey(jobId, what),
+      kind: 'browser',
+      quantity: seconds,
+      costMicros: Math.ceil(seconds * BROWSER_MICROS_PER_SECOND),
+    });
   }
 
   /** A captcha widget on the page is solved through the solver adapter before the model looks at the page. */
@@ -98,24 +132,42 @@ export function createSessionActivities(deps: SessionDeps) {
   }
 
   return {
-    async observePage(input: { jobId: string; sessionId: string; taskIndex: number; step: number }): Promise<ObservationSummary> {
+    async observePage(input: {
+      jobId: string;
+      sessionId: string;
+      taskIndex: number;
+      step: number;
+    }): Promise<ObservationSummary> {
       const live = registry.get(input.sessionId);
       if (!live) throw sessionLost();
       const startedAt = Date.now();
       try {
         const { request } = await loadAgentJob(db, input.jobId);
-        if (request.captcha_solver_enabled && deps.captcha) await solveVisibleCaptcha(input.jobId, live.session.currentPage(), `${input.taskIndex}-${input.step}`);
+        if (request.captcha_solver_enabled && deps.captcha)
+          await solveVisibleCaptcha(input.jobId, live.session.currentPage(), `${input.taskIndex}-${input.step}`);
         const profile = OPTIMIZATION_PROFILES[request.optimization_mode];
-        const wantScreenshot = request.vision_mode === 'visual' || (request.vision_mode === 'auto' && live.screenshotRequested);
+        const wantScreenshot =
+          request.vision_mode === 'visual' || (request.vision_mode === 'auto' && live.screenshotRequested);
         const options = { maxChars: profile.observationChars, detail: request.vision_detail_level };
-        let observation = await withHeartbeat(() => observe(live.session, { ...options, includeScreenshot: wantScreenshot }));
+        let observation = await withHeartbeat(() =>
+          observe(live.session, { ...options, includeScreenshot: wantScreenshot }),
+        );
         if (request.vision_mode === 'auto' && !observation.readable && !observation.screenshot) {
           observation = await withHeartbeat(() => observe(live.session, { ...options, includeScreenshot: true }));
         }
         live.screenshotRequested = false;
         const rendered = live.session.mask(observation.rendered);
-        const screenshot = observation.screenshot ? `data:${observation.screenshot.mimeType};base64,${observation.screenshot.base64}` : null;
-        const values = { url: live.session.mask(observation.url), observation: rendered, screenshot, goal: null, actions: '[]', outcomes: '[]' };
+        const screenshot = observation.screenshot
+          ? `data:${observation.screenshot.mimeType};base64,${observation.screenshot.base64}`
+          : null;
+        const values = {
+          url: live.session.mask(observation.url),
+          observation: rendered,
+          screenshot,
+          goal: null,
+          actions: '[]',
+          outcomes: '[]',
+        };
         await saveObservedStep(db, input, values);
         return {
           url: values.url,
@@ -128,17 +180,32 @@ export function createSessionActivities(deps: SessionDeps) {
       }
     },
 
-    async executeAction(input: { jobId: string; sessionId: string; taskIndex: number; step: number; actionIndex: number; action: AgentAction }) {
+    async executeAction(input: {
+      jobId: string;
+      sessionId: string;
+      taskIndex: number;
+      step: number;
+      actionIndex: number;
+      action: AgentAction;
+    }) {
       const live = registry.get(input.sessionId);
       if (!live) throw sessionLost();
       const startedAt = Date.now();
       try {
         const { action } = input;
-        if ((action.name === 'navigate' || action.name === 'open_tab') && live.pendingCookies !== undefined && typeof action.args.url === 'string') {
+        if (
+          (action.name === 'navigate' || action.name === 'open_tab') &&
+          live.pendingCookies !== undefined &&
+          typeof action.args.url === 'string'
+        ) {
           try {
             await live.session.context.addCookies(normalizeCookies(live.pendingCookies, action.args.url));
           } catch (err) {
-            return { ok: false, navigated: false, message: `could not set the request's cookies: ${(err as Error).message}` };
+            return {
+              ok: false,
+              navigated: false,
+              message: `could not set the request's cookies: ${(err as Error).message}`,
+            };
           }
           live.pendingCookies = undefined;
         }
@@ -164,7 +231,10 @@ export function createSessionActivities(deps: SessionDeps) {
     async holdBrowserSession(input: { jobId: string; sessionId: string }): Promise<void> {
       const context = Context.current();
       const keeperId = `${context.info.workflowExecution?.runId ?? context.info.workflowType}:${context.info.activityId}`;
-      const held = await registry.hold(input.sessionId, keeperId, { signal: context.cancellationSignal, heartbeat: () => context.heartbeat() });
+      const held = await registry.hold(input.sessionId, keeperId, {
+        signal: context.cancellationSignal,
+        heartbeat: () => context.heartbeat(),
+      });
       if (!held) throw sessionLost();
     },
   };

@@ -4,9 +4,22 @@ import { BoundedCache } from '../../lib/bounded-cache';
 import type { Db } from '../../db/connect';
 import type { AgentAction, SocialPlatform } from '../../db/schema';
 import { saveObservedStep, findStepOutcomes } from '../../db/repos/agent-steps';
-import { getAccount, saveAccountSession, unsealCredentials, unsealSession, sealSession } from '../../db/repos/social-accounts';
+import {
+  getAccount,
+  saveAccountSession,
+  unsealCredentials,
+  unsealSession,
+  sealSession,
+} from '../../db/repos/social-accounts';
 import { createForumClient, ForumError, type ForumClient, type ForumCredentials } from '../../lib/social/forum';
-import { createMicroblogClient, loginMicroblog, MicroblogError, type MicroblogClient, type MicroblogCredentials, type MicroblogSession } from '../../lib/social/microblog';
+import {
+  createMicroblogClient,
+  loginMicroblog,
+  MicroblogError,
+  type MicroblogClient,
+  type MicroblogCredentials,
+  type MicroblogSession,
+} from '../../lib/social/microblog';
 import type { SocialPlatforms } from '../../lib/social/platforms';
 import { appendJobLog, getJob } from '../../db/repos/jobs';
 import { unsealRequestSecrets } from '../../lib/request-secrets';
@@ -41,7 +54,13 @@ const CLOCK_SKEW_MS = 2 * 60_000;
 const OWN_POSTS_SEARCHED = 50;
 
 /** One write of a run: job + task + step + action, the same across every retry of the call. */
-export function socialWriteKey(input: { jobId: string; taskIndex: number; step: number; actionIndex: number; action: AgentAction }): string {
+export function socialWriteKey(input: {
+  jobId: string;
+  taskIndex: number;
+  step: number;
+  actionIndex: number;
+  action: AgentAction;
+}): string {
   return `${input.jobId}:${input.taskIndex}:${input.step}:${input.actionIndex}:${input.action.name}`;
 }
 
@@ -91,11 +110,20 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
   function runProxy(request: SocialRunRequest) {
     if (!request.proxy_enabled) return undefined;
     const proxy = platforms.proxyFor(request.proxy_country ?? 'US');
-    if (!proxy) throw new ForumError('upstream', 'proxy_enabled was requested but this service has no proxy configured (operator: set PROXY_URL)');
+    if (!proxy)
+      throw new ForumError(
+        'upstream',
+        'proxy_enabled was requested but this service has no proxy configured (operator: set PROXY_URL)',
+      );
     return proxy;
   }
 
-  async function forumClient(jobId: string, ref: AccountRef, userId: string, request: SocialRunRequest): Promise<ForumClient> {
+  async function forumClient(
+    jobId: string,
+    ref: AccountRef,
+    userId: string,
+    request: SocialRunRequest,
+  ): Promise<ForumClient> {
     const proxyKey = request.proxy_enabled ? `proxy:${request.proxy_country}` : 'direct';
     let unsealCurrent: () => ForumCredentials;
     let key: string;
@@ -106,11 +134,16 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
     } else {
       const job = await getJob(db, jobId);
       key = clientKey(job.sealed_secrets ?? '', proxyKey);
-      unsealCurrent = () => (unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) as { forumCredentials: ForumCredentials }).forumCredentials;
+      unsealCurrent = () =>
+        (unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) as { forumCredentials: ForumCredentials })
+          .forumCredentials;
     }
     let client = forumClients.get(key);
     if (!client) {
-      client = createForumClient(platforms.forum, unsealCurrent(), { policy: platforms.policy, proxy: runProxy(request) ?? null });
+      client = createForumClient(platforms.forum, unsealCurrent(), {
+        policy: platforms.policy,
+        proxy: runProxy(request) ?? null,
+      });
       forumClients.set(key, client);
     }
     return client;
@@ -122,10 +155,13 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
     const key = clientKey(row.credentials_sealed, request.proxy_enabled ? `proxy:${request.proxy_country}` : 'direct');
     let client = microblogClients.get(key);
     if (client) return client;
-    if (!platforms.microblogBase) throw new MicroblogError('upstream', 'The microblog platform is not configured on this service');
+    if (!platforms.microblogBase)
+      throw new MicroblogError('upstream', 'The microblog platform is not configured on this service');
     const credentials = unsealCredentials<MicroblogCredentials>(masterKey, row);
     const override = runProxy(request);
-    const transport = override ? { policy: platforms.policy, proxy: override } : platforms.microblogTransport(credentials);
+    const transport = override
+      ? { policy: platforms.policy, proxy: override }
+      : platforms.microblogTransport(credentials);
     const base = platforms.microblogBase;
     const relogin = async (): Promise<MicroblogSession> => {
       const session = await loginMicroblog(base, credentials, transport);
@@ -192,7 +228,10 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
   async function findForumWrite(client: ForumClient, action: AgentAction, since: number): Promise<unknown> {
     const a = action.args as Record<string, any>;
     if (action.name === 'submit_post') {
-      const community = String(a.community).trim().replace(/^\/?r\//i, '').toLowerCase();
+      const community = String(a.community)
+        .trim()
+        .replace(/^\/?r\//i, '')
+        .toLowerCase();
       const post = (await client.ownPosts(OWN_POSTS_SEARCHED)).find(
         (p) =>
           p.community.toLowerCase() === community &&
@@ -204,7 +243,9 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
     }
     if (action.name === 'comment' || action.name === 'reply') {
       const parentId = action.name === 'comment' ? forumParent(a.post_id, 't3_') : forumParent(a.comment_id, 't1_');
-      const comment = (await client.ownComments(OWN_POSTS_SEARCHED)).find((c) => c.parentId === parentId && c.text === String(a.text) && createdSince(c.createdAt, since));
+      const comment = (await client.ownComments(OWN_POSTS_SEARCHED)).find(
+        (c) => c.parentId === parentId && c.text === String(a.text) && createdSince(c.createdAt, since),
+      );
       return comment && { id: comment.id, name: comment.name, parentId: comment.parentId };
     }
     return undefined;
@@ -228,7 +269,13 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
    * earlier attempt wrote and waits for an attempt still running here, and a write whose answer was lost is looked for
    * before it is reported as failed.
    */
-  async function writeOnce(key: string, jobId: string, write: () => Promise<unknown>, find: (since: number) => Promise<unknown>, what: string): Promise<unknown> {
+  async function writeOnce(
+    key: string,
+    jobId: string,
+    write: () => Promise<unknown>,
+    find: (since: number) => Promise<unknown>,
+    what: string,
+  ): Promise<unknown> {
     const info = Context.current().info;
     const since = info.scheduledTimestampMs - CLOCK_SKEW_MS;
     const found = async (why: string) => {
@@ -262,15 +309,35 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
     async observeSocial(input: { jobId: string; taskIndex: number; step: number }): Promise<ObservationSummary> {
       const { request, ref } = await accountFor(input.jobId, input.taskIndex);
       const previous = await findStepOutcomes(db, { ...input, step: input.step - 1 });
-      const results = previous?.outcomes.length ? previous.outcomes.map((o) => `${o.action}: ${o.ok ? 'ok' : 'FAILED'}\n${o.message}`).join('\n\n') : '(nothing yet)';
+      const results = previous?.outcomes.length
+        ? previous.outcomes.map((o) => `${o.action}: ${o.ok ? 'ok' : 'FAILED'}\n${o.message}`).join('\n\n')
+        : '(nothing yet)';
       const observation = `Platform: ${request.platform}\nActing as account: ${ref.label}\nResults of your previous step:\n${results}`;
-      const values = { url: `${request.platform}:`, observation, screenshot: null, goal: null, actions: '[]', outcomes: '[]' };
+      const values = {
+        url: `${request.platform}:`,
+        observation,
+        screenshot: null,
+        goal: null,
+        actions: '[]',
+        outcomes: '[]',
+      };
       await saveObservedStep(db, input, values);
-      return { url: values.url, stateHash: createHash('sha256').update(results).digest('hex').slice(0, 16), readable: true, screenshot: false };
+      return {
+        url: values.url,
+        stateHash: createHash('sha256').update(results).digest('hex').slice(0, 16),
+        readable: true,
+        screenshot: false,
+      };
     },
 
     /** One platform tool call; upstream errors come back as a failed outcome the model can react to. */
-    async executeSocialTool(input: { jobId: string; taskIndex: number; step: number; actionIndex: number; action: AgentAction }) {
+    async executeSocialTool(input: {
+      jobId: string;
+      taskIndex: number;
+      step: number;
+      actionIndex: number;
+      action: AgentAction;
+    }) {
       const { job, request, ref } = await accountFor(input.jobId, input.taskIndex);
       const { action } = input;
       const writes = WRITES[request.platform].has(action.name);
@@ -280,17 +347,33 @@ export function createSocialToolActivities(deps: SocialToolDeps) {
         if (request.platform === 'forum') {
           const client = await forumClient(input.jobId, ref, job.user_id, request);
           result = writes
-            ? await writeOnce(socialWriteKey(input), input.jobId, () => runForumTool(client, action), (since) => findForumWrite(client, action, since), what)
+            ? await writeOnce(
+                socialWriteKey(input),
+                input.jobId,
+                () => runForumTool(client, action),
+                (since) => findForumWrite(client, action, since),
+                what,
+              )
             : await runForumTool(client, action);
         } else {
           const client = await microblogClient(ref, job.user_id, request);
           result = writes
-            ? await writeOnce(socialWriteKey(input), input.jobId, () => runMicroblogTool(client, action), (since) => findMicroblogWrite(client, action, since), what)
+            ? await writeOnce(
+                socialWriteKey(input),
+                input.jobId,
+                () => runMicroblogTool(client, action),
+                (since) => findMicroblogWrite(client, action, since),
+                what,
+              )
             : await runMicroblogTool(client, action);
         }
         return { ok: true, navigated: false, message: shorten(result) };
       } catch (err) {
-        if (err instanceof MicroblogError && err.upstreamCode === 'already_reposted' && Context.current().info.attempt > 1) {
+        if (
+          err instanceof MicroblogError &&
+          err.upstreamCode === 'already_reposted' &&
+          Context.current().info.attempt > 1
+        ) {
           return { ok: true, navigated: false, message: shorten({ reposted: action.args.post_id }) };
         }
         if (err instanceof ForumError || err instanceof MicroblogError) {

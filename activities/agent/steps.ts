@@ -1,4 +1,8 @@
-import type { ChatCompletionContentPart, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionContentPart,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import { listTaskResults, stepsThrough } from '../../db/repos/agent-steps';
 import { toolImagesOfStep } from '../../db/repos/agent-tool-images';
@@ -7,7 +11,15 @@ import { AGENT_LOOP_TOOLS, toolsFor, type BrowserToolName } from './browser/tool
 import { doneTool } from './model-tools';
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from './social-tools';
 import { OPTIMIZATION_PROFILES, type LoopJob } from './job';
-import { AGENT_SYSTEM_PROMPT, agentInstructions, modeInstruction, secretsInstruction, skillsInstruction, socialSystemPrompt, type SkillsSelection } from './prompts';
+import {
+  AGENT_SYSTEM_PROMPT,
+  agentInstructions,
+  modeInstruction,
+  secretsInstruction,
+  skillsInstruction,
+  socialSystemPrompt,
+  type SkillsSelection,
+} from './prompts';
 import { imagesMessage } from './tool-images';
 import { asTool, readToolbox } from './toolbox';
 
@@ -21,8 +33,14 @@ const EXTRACT_TOOL: ChatCompletionTool = {
   type: 'function',
   function: {
     name: 'extract',
-    description: 'Answer a question from the current page content (reads the whole page text, not just the visible part).',
-    parameters: { type: 'object', properties: { question: { type: 'string' } }, required: ['question'], additionalProperties: false },
+    description:
+      'Answer a question from the current page content (reads the whole page text, not just the visible part).',
+    parameters: {
+      type: 'object',
+      properties: { question: { type: 'string' } },
+      required: ['question'],
+      additionalProperties: false,
+    },
   },
 };
 
@@ -33,7 +51,10 @@ export function stepMemory(db: Db) {
      * current observation. With `images` (the model accepts them), the images the previous step's
      * tool calls returned come before the observation (older steps' outcomes only describe theirs).
      */
-    async prompt(run: Extract<LoopJob, { memory: 'steps' }>, input: { taskIndex: number; step: number; notes: string[]; toolsLeft?: number; images?: boolean }) {
+    async prompt(
+      run: Extract<LoopJob, { memory: 'steps' }>,
+      input: { taskIndex: number; step: number; notes: string[]; toolsLeft?: number; images?: boolean },
+    ) {
       const { job, request, tasks } = run;
       const { taskIndex, step } = input;
       const jobId = job.id;
@@ -55,18 +76,29 @@ export function stepMemory(db: Db) {
         .join('\n\n');
       const context: string[] = [`Task: ${tasks[taskIndex]}`];
       if (earlier.length) {
-        context.push('Earlier tasks in this same browser session:\n' + earlier.map((t) => `- ${t.result.task} → ${t.result.answer ?? JSON.stringify(t.result.data)}`).join('\n'));
+        context.push(
+          'Earlier tasks in this same browser session:\n' +
+            earlier.map((t) => `- ${t.result.task} → ${t.result.answer ?? JSON.stringify(t.result.data)}`).join('\n'),
+        );
       }
       if (history.length) {
         context.push(
           'Your previous steps:\n' +
             history
-              .map((s) => `Step ${s.step} at ${s.url}${s.goal ? ` — goal: ${s.goal}` : ''}\n` + s.outcomes.map((o: AgentOutcome) => `  ${o.action}: ${o.ok ? 'ok' : 'FAILED'} — ${o.message}`).join('\n'))
+              .map(
+                (s) =>
+                  `Step ${s.step} at ${s.url}${s.goal ? ` — goal: ${s.goal}` : ''}\n` +
+                  s.outcomes
+                    .map((o: AgentOutcome) => `  ${o.action}: ${o.ok ? 'ok' : 'FAILED'} — ${o.message}`)
+                    .join('\n'),
+              )
               .join('\n'),
         );
       }
       if (input.notes.length) context.push('Notes:\n' + input.notes.map((n) => `- ${n}`).join('\n'));
-      const observationParts: ChatCompletionContentPart[] = [{ type: 'text', text: `Current observation (step ${step}):\n${current.observation}` }];
+      const observationParts: ChatCompletionContentPart[] = [
+        { type: 'text', text: `Current observation (step ${step}):\n${current.observation}` },
+      ];
       if (current.screenshot) {
         const detail = request.vision_detail_level === 'auto' ? 'auto' : request.vision_detail_level;
         observationParts.push({ type: 'image_url', image_url: { url: current.screenshot, detail } });
@@ -91,9 +123,18 @@ export function stepMemory(db: Db) {
         ? platform === 'forum'
           ? FORUM_TOOLS
           : MICROBLOG_TOOLS
-        : [...toolsFor({ vision: request.vision_mode }).filter((t) => !AGENT_LOOP_TOOLS.has(t.function.name as BrowserToolName)), EXTRACT_TOOL];
+        : [
+            ...toolsFor({ vision: request.vision_mode }).filter(
+              (t) => !AGENT_LOOP_TOOLS.has(t.function.name as BrowserToolName),
+            ),
+            EXTRACT_TOOL,
+          ];
       const selected = input.toolsLeft !== undefined ? await readToolbox(db, jobId) : null;
-      if (selected?.notes.length) messages[0] = { role: 'system', content: `${system}\n\nSome tool sources of this run are unavailable: ${selected.notes.join('; ')}` };
+      if (selected?.notes.length)
+        messages[0] = {
+          role: 'system',
+          content: `${system}\n\nSome tool sources of this run are unavailable: ${selected.notes.join('; ')}`,
+        };
       const tools = [
         ...(actingTools as ChatCompletionTool[]),
         ...(selected && input.toolsLeft! > 0 ? selected.toolbox.map(asTool) : []),

@@ -42,21 +42,27 @@ export function toolImageKeeper(deps: { db: Db; prices: PriceTable; limits?: Too
     async keep(jobId: string, tool: string, images: ToolImage[]): Promise<KeptToolImage[]> {
       if (!(await runSeesImages(deps.db, deps.prices, jobId))) return images.map(() => ({ notShown: null }));
       const verdicts = images.map((image, n): { keep: Buffer } | { notShown: string } => {
-        if (n >= limits.perResult) return { notShown: `only the first ${limits.perResult} images of a result are shown` };
-        if (image.bytes > limits.maxBytes) return { notShown: `larger than the ${limits.maxBytes}-byte limit for images shown to the model` };
+        if (n >= limits.perResult)
+          return { notShown: `only the first ${limits.perResult} images of a result are shown` };
+        if (image.bytes > limits.maxBytes)
+          return { notShown: `larger than the ${limits.maxBytes}-byte limit for images shown to the model` };
         const data = Buffer.from(image.data, 'base64');
         const problem = modelImageProblem(image.mimeType, data);
         return problem ? { notShown: problem } : { keep: data };
       });
       const kept = images.flatMap((image, n) => {
         const verdict = verdicts[n];
-        return 'keep' in verdict ? [{ position: n, mimeType: image.mimeType.trim().toLowerCase(), data: verdict.keep }] : [];
+        return 'keep' in verdict
+          ? [{ position: n, mimeType: image.mimeType.trim().toLowerCase(), data: verdict.keep }]
+          : [];
       });
       const ids = await insertToolImages(deps.db, jobId, tool, kept);
       const idOf = new Map(kept.map((image, i) => [image.position, ids[i]]));
       return images.map((image, n) => {
         const verdict = verdicts[n];
-        return 'keep' in verdict ? { ref: { id: idOf.get(n)!, mimeType: image.mimeType, bytes: image.bytes } } : { notShown: verdict.notShown };
+        return 'keep' in verdict
+          ? { ref: { id: idOf.get(n)!, mimeType: image.mimeType, bytes: image.bytes } }
+          : { notShown: verdict.notShown };
       });
     },
   };
@@ -66,12 +72,19 @@ export function toolImageKeeper(deps: { db: Db; prices: PriceTable; limits?: Too
  * The user message that shows the model the images of its latest tool results (the chat API's tool
  * messages carry text only): per tool call, a short text naming it, then its images as data URLs.
  */
-export function imagesMessage(intro: string, calls: { label: string; images: StoredToolImage[] }[]): ChatCompletionUserMessageParam | null {
+export function imagesMessage(
+  intro: string,
+  calls: { label: string; images: StoredToolImage[] }[],
+): ChatCompletionUserMessageParam | null {
   const parts: ChatCompletionContentPart[] = [];
   for (const call of calls) {
     if (call.images.length === 0) continue;
     parts.push({ type: 'text', text: call.label });
-    for (const image of call.images) parts.push({ type: 'image_url', image_url: { url: `data:${image.mimeType};base64,${image.data.toString('base64')}` } });
+    for (const image of call.images)
+      parts.push({
+        type: 'image_url',
+        image_url: { url: `data:${image.mimeType};base64,${image.data.toString('base64')}` },
+      });
   }
   if (parts.length === 0) return null;
   return { role: 'user', content: [{ type: 'text', text: intro }, ...parts] };

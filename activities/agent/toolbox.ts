@@ -25,10 +25,15 @@ const RESERVED = new Set(['done']);
 
 /** A toolbox entry as a function the model may call. */
 export function asTool(entry: ToolboxEntry): ChatCompletionTool {
-  const schema = entry.inputSchema && entry.inputSchema.type === 'object' ? entry.inputSchema : { type: 'object', properties: {} };
+  const schema =
+    entry.inputSchema && entry.inputSchema.type === 'object' ? entry.inputSchema : { type: 'object', properties: {} };
   return {
     type: 'function',
-    function: { name: entry.name, description: `${entry.description ?? entry.tool} (source: ${entry.source})`.slice(0, 1024), parameters: schema },
+    function: {
+      name: entry.name,
+      description: `${entry.description ?? entry.tool} (source: ${entry.source})`.slice(0, 1024),
+      parameters: schema,
+    },
   };
 }
 
@@ -40,14 +45,20 @@ function sanitize(name: string): string {
  * Model-facing names: a tool keeps its own name when that is unique in the run; otherwise it is
  * prefixed with its source (`s2_search`), cut to 64 characters, and numbered if still taken.
  */
-export function nameToolbox(tools: Omit<ToolboxEntry, 'name'>[], reserved: ReadonlySet<string> = RESERVED): ToolboxEntry[] {
+export function nameToolbox(
+  tools: Omit<ToolboxEntry, 'name'>[],
+  reserved: ReadonlySet<string> = RESERVED,
+): ToolboxEntry[] {
   const RESERVED = reserved;
   const counts = new Map<string, number>();
   for (const t of tools) counts.set(sanitize(t.tool), (counts.get(sanitize(t.tool)) ?? 0) + 1);
   const taken = new Set<string>();
   return tools.map((t) => {
     const own = sanitize(t.tool);
-    let name = counts.get(own) === 1 && !RESERVED.has(own) ? own : sanitize(`s${t.ref.index + 1}${t.ref.kind === 'market_mcps' ? 'm' : ''}_${t.tool}`);
+    let name =
+      counts.get(own) === 1 && !RESERVED.has(own)
+        ? own
+        : sanitize(`s${t.ref.index + 1}${t.ref.kind === 'market_mcps' ? 'm' : ''}_${t.tool}`);
     for (let n = 2; taken.has(name) || RESERVED.has(name); n++) name = `${name.slice(0, 60)}_${n}`;
     taken.add(name);
     return { ...t, name };
@@ -87,7 +98,12 @@ export async function readToolbox(db: Db, jobId: string): Promise<StoredToolbox 
  * tools), filtered by tool_names and named uniquely for the model (never one of `reserved`, the
  * loop's own tools). A source that cannot be opened is left out, and noted.
  */
-export async function prepareToolbox(deps: ToolboxDeps, jobId: string, selections: ToolboxSelections, reserved?: ReadonlySet<string>): Promise<StoredToolbox> {
+export async function prepareToolbox(
+  deps: ToolboxDeps,
+  jobId: string,
+  selections: ToolboxSelections,
+  reserved?: ReadonlySet<string>,
+): Promise<StoredToolbox> {
   const { db } = deps;
   const existing = await readToolbox(db, jobId);
   if (existing) return existing;
@@ -101,15 +117,17 @@ export async function prepareToolbox(deps: ToolboxDeps, jobId: string, selection
       const tools =
         selection.knownTools && selection.toolNames?.length
           ? selection.knownTools.filter((t) => selection.toolNames!.includes(t.name))
-          : selection.knownTools ?? (await withHeartbeat(async () => {
+          : (selection.knownTools ??
+            (await withHeartbeat(async () => {
               const opened = await openToolSource(selection, deps.tools);
               try {
                 return opened.tools;
               } finally {
                 await opened.close();
               }
-            }));
-      for (const tool of tools) found.push({ source, ref, tool: tool.name, description: tool.description, inputSchema: tool.inputSchema });
+            })));
+      for (const tool of tools)
+        found.push({ source, ref, tool: tool.name, description: tool.description, inputSchema: tool.inputSchema });
       const missing = (custom.tool_names ?? []).filter((name) => !tools.some((t) => t.name === name));
       if (missing.length) notes.push(`${source}: no tool named ${missing.join(', ')}`);
     } catch (error) {
@@ -125,12 +143,19 @@ export async function prepareToolbox(deps: ToolboxDeps, jobId: string, selection
       continue;
     }
     const approved = (entry.approvedTools ?? entry.tools).filter((t) => t.isEnabled !== false);
-    const wanted = market.tool_names?.length ? approved.filter((t) => market.tool_names!.includes(t.toolName)) : approved;
-    for (const tool of wanted) found.push({ source, ref, tool: tool.toolName, description: describedAs(tool), inputSchema: tool.inputSchema });
+    const wanted = market.tool_names?.length
+      ? approved.filter((t) => market.tool_names!.includes(t.toolName))
+      : approved;
+    for (const tool of wanted)
+      found.push({ source, ref, tool: tool.toolName, description: describedAs(tool), inputSchema: tool.inputSchema });
   }
   const toolbox = nameToolbox(found, reserved ? new Set([...RESERVED, ...reserved]) : RESERVED);
   await insertCustomAgentRun(db, jobId, { toolbox: JSON.stringify(toolbox), notes: JSON.stringify(notes) });
   const stored = (await readToolbox(db, jobId))!;
-  await appendJobLog(db, jobId, `toolbox: ${stored.toolbox.length} tool(s)${stored.notes.length ? `; unavailable: ${stored.notes.join('; ')}` : ''}`);
+  await appendJobLog(
+    db,
+    jobId,
+    `toolbox: ${stored.toolbox.length} tool(s)${stored.notes.length ? `; unavailable: ${stored.notes.join('; ')}` : ''}`,
+  );
   return stored;
 }

@@ -32,24 +32,35 @@ export function createCustomAgentRunActivities(deps: CustomAgentRunDeps) {
      */
     async startCustomAgentRun(input: { automationId: string; runId: string }): Promise<CustomAgentRunStart> {
       const automation = await findAutomation(db, input.automationId);
-      if (!automation) throw ApplicationFailure.nonRetryable(`custom agent ${input.automationId} no longer exists`, 'AutomationGone');
+      if (!automation)
+        throw ApplicationFailure.nonRetryable(`custom agent ${input.automationId} no longer exists`, 'AutomationGone');
       const payload = automation.payload as unknown as CustomAgentBody;
       const hasWebhook = !!payload.webhook_url;
-      const existing = await findJobByIdempotencyKey(db, { userId: automation.user_id, kind: 'custom-agent', idempotencyKey: input.runId });
+      const existing = await findJobByIdempotencyKey(db, {
+        userId: automation.user_id,
+        kind: 'custom-agent',
+        idempotencyKey: input.runId,
+      });
       if (existing) {
-        if (existing.status === 'completed' || existing.status === 'failed') return { kind: 'unusable', jobId: existing.id, hasWebhook, error: existing.error ?? existing.status };
+        if (existing.status === 'completed' || existing.status === 'failed')
+          return { kind: 'unusable', jobId: existing.id, hasWebhook, error: existing.error ?? existing.status };
         return { kind: 'ready', jobId: existing.id, hasWebhook, maxToolCalls: payload.max_tool_calls };
       }
       const refusal =
         (await accountCannotRun(db, automation.user_id)) ??
-        (payload.llm_provider === 'service' && !deps.prices.accepts(payload.llm_model) ? `llm_model "${payload.llm_model}" is no longer offered with llm_provider "service"` : null);
+        (payload.llm_provider === 'service' && !deps.prices.accepts(payload.llm_model)
+          ? `llm_model "${payload.llm_model}" is no longer offered with llm_provider "service"`
+          : null);
       if (refusal) {
         const reason = `scheduled run of custom agent "${automation.name}" skipped: ${refusal}`;
         await writeSystemLog(db, { userId: automation.user_id, message: `${reason} (run ${input.runId})` });
         return { kind: 'skipped', reason };
       }
       const secrets = automation.secrets_sealed
-        ? (JSON.parse(unseal(deps.masterKey, automation.secrets_sealed, `automation:${automation.id}`)) as { customMcpParams?: Record<string, string>[]; marketMcpParams?: Record<string, string>[] })
+        ? (JSON.parse(unseal(deps.masterKey, automation.secrets_sealed, `automation:${automation.id}`)) as {
+            customMcpParams?: Record<string, string>[];
+            marketMcpParams?: Record<string, string>[];
+          })
         : {};
       const { cron: _cron, timezone: _timezone, ...rest } = payload;
       const request: CustomAgentRunRequest = { ...rest, automationId: automation.id };
@@ -62,7 +73,11 @@ export function createCustomAgentRunActivities(deps: CustomAgentRunDeps) {
         workflowId: input.runId,
         countsOperation: false,
         holdMaxMicros: deps.holdMaxMicros,
-        sealSecrets: (id) => sealRequestSecrets(deps.masterKey, id, { custom_mcps_params: secrets.customMcpParams ?? [], market_mcps_params: secrets.marketMcpParams ?? [] }),
+        sealSecrets: (id) =>
+          sealRequestSecrets(deps.masterKey, id, {
+            custom_mcps_params: secrets.customMcpParams ?? [],
+            market_mcps_params: secrets.marketMcpParams ?? [],
+          }),
         acceptedLog: `run of custom agent "${automation.name}" started by its schedule`,
       });
       if (admission.outcome === 'created' || admission.outcome === 'existing') {

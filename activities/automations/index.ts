@@ -15,7 +15,14 @@ import type { PriceTable } from '../../lib/billing/pricing';
 import type { SourceParamValues } from '../../lib/tools/types';
 
 export type AutomationRunStart =
-  | { kind: 'ready'; jobId: string; taskCount: number; hasWebhook: boolean; agentName: string; selectionTools?: boolean }
+  | {
+      kind: 'ready';
+      jobId: string;
+      taskCount: number;
+      hasWebhook: boolean;
+      agentName: string;
+      selectionTools?: boolean;
+    }
   | { kind: 'unusable'; jobId: string; hasWebhook: boolean; agentName: string; outcome: FinishOutcome }
   /** Not run at all (no job, no LLM call, no charge): the account cannot pay for it now. */
   | { kind: 'skipped'; reason: string };
@@ -27,7 +34,17 @@ export async function accountCannotRun(db: Db, userId: string): Promise<string |
   return null;
 }
 
-export function createAutomationActivities({ db, masterKey, holdMaxMicros, prices }: { db: Db; masterKey: Buffer; holdMaxMicros: number; prices: PriceTable }) {
+export function createAutomationActivities({
+  db,
+  masterKey,
+  holdMaxMicros,
+  prices,
+}: {
+  db: Db;
+  masterKey: Buffer;
+  holdMaxMicros: number;
+  prices: PriceTable;
+}) {
   return {
     /**
      * Records one execution as a job and picks its accounts: each selected account that is active and
@@ -37,8 +54,13 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
      */
     async startAutomationRun(input: { automationId: string; runId: string }): Promise<AutomationRunStart> {
       const automation = await findAutomation(db, input.automationId);
-      if (!automation) throw ApplicationFailure.nonRetryable(`automation ${input.automationId} no longer exists`, 'AutomationGone');
-      const existing = await findJobByIdempotencyKey(db, { userId: automation.user_id, kind: 'automation', idempotencyKey: input.runId });
+      if (!automation)
+        throw ApplicationFailure.nonRetryable(`automation ${input.automationId} no longer exists`, 'AutomationGone');
+      const existing = await findJobByIdempotencyKey(db, {
+        userId: automation.user_id,
+        kind: 'automation',
+        idempotencyKey: input.runId,
+      });
       const payload = automation.payload as unknown as AutomationCreateBody;
       if (!existing) {
         const refusal =
@@ -55,25 +77,48 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
       const platform = automation.automation_type === 'forum-agent' ? 'forum' : 'microblog';
       const agentName = automation.automation_type;
       const hasWebhook = !!payload.webhook_url;
-      const secrets = automation.secrets_sealed ? (JSON.parse(unseal(masterKey, automation.secrets_sealed, `automation:${automation.id}`)) as { forumCredentials?: unknown; customMcpParams?: SourceParamValues[]; marketMcpParams?: SourceParamValues[] }) : {};
+      const secrets = automation.secrets_sealed
+        ? (JSON.parse(unseal(masterKey, automation.secrets_sealed, `automation:${automation.id}`)) as {
+            forumCredentials?: unknown;
+            customMcpParams?: SourceParamValues[];
+            marketMcpParams?: SourceParamValues[];
+          })
+        : {};
       const selectionTools = (payload.custom_mcps?.length ?? 0) + (payload.market_mcps?.length ?? 0) > 0;
       // The run job gets what POST /agents/run seals: the selections' params by index (the request keeps them redacted).
       const runSecrets = {
         ...(secrets.forumCredentials !== undefined && { forumCredentials: secrets.forumCredentials }),
-        ...(selectionTools && { custom_mcps_params: secrets.customMcpParams ?? [], market_mcps_params: secrets.marketMcpParams ?? [] }),
+        ...(selectionTools && {
+          custom_mcps_params: secrets.customMcpParams ?? [],
+          market_mcps_params: secrets.marketMcpParams ?? [],
+        }),
       };
 
-      const selection = (platform === 'forum' ? payload.forum : payload.microblog) as SavedSelection | { mode: 'inline' } | undefined;
+      const selection = (platform === 'forum' ? payload.forum : payload.microblog) as
+        SavedSelection | { mode: 'inline' } | undefined;
       let accounts: AccountRef[] = [];
       let skipped: string[] = [];
       if (selection?.mode === 'inline') {
         accounts = [{ kind: 'inline', label: 'inline forum credentials' }];
       } else if (selection) {
-        const rows = await listAccountsOf(db, automation.user_id, platform, selection.useAll ? 'all' : (selection.accountIds ?? []));
-        const ordered = selection.useAll ? rows : (selection.accountIds ?? []).map((id) => rows.find((r) => r.id === id)).filter((r) => r !== undefined);
+        const rows = await listAccountsOf(
+          db,
+          automation.user_id,
+          platform,
+          selection.useAll ? 'all' : (selection.accountIds ?? []),
+        );
+        const ordered = selection.useAll
+          ? rows
+          : (selection.accountIds ?? []).map((id) => rows.find((r) => r.id === id)).filter((r) => r !== undefined);
         const usable = ordered.filter((r) => r.is_active && r.validation_status !== 'invalid');
-        skipped = ordered.filter((r) => !usable.includes(r)).map((r) => `"${r.name}" (${r.is_active ? 'invalid credentials' : 'inactive'})`);
-        accounts = usable.map((r) => ({ kind: 'saved', accountId: r.id, label: `"${r.name}"${r.meta.username ? ` (${String(r.meta.username)})` : ''}` }));
+        skipped = ordered
+          .filter((r) => !usable.includes(r))
+          .map((r) => `"${r.name}" (${r.is_active ? 'invalid credentials' : 'inactive'})`);
+        accounts = usable.map((r) => ({
+          kind: 'saved',
+          accountId: r.id,
+          label: `"${r.name}"${r.meta.username ? ` (${String(r.meta.username)})` : ''}`,
+        }));
       }
 
       const request: SocialRunRequest & Record<string, unknown> = {
@@ -102,7 +147,13 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
       };
       let job = existing;
       if (job && (job.status === 'completed' || job.status === 'failed')) {
-        return { kind: 'unusable', jobId: job.id, hasWebhook, agentName, outcome: { jobId: job.id, status: job.status, error: job.error } };
+        return {
+          kind: 'unusable',
+          jobId: job.id,
+          hasWebhook,
+          agentName,
+          outcome: { jobId: job.id, status: job.status, error: job.error },
+        };
       }
       if (!job) {
         const admission = await admitJob(db, {
@@ -114,13 +165,18 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
           workflowId: input.runId,
           countsOperation: false,
           holdMaxMicros,
-          sealSecrets: Object.keys(runSecrets).length > 0 ? (id) => sealRequestSecrets(masterKey, id, runSecrets) : undefined,
+          sealSecrets:
+            Object.keys(runSecrets).length > 0 ? (id) => sealRequestSecrets(masterKey, id, runSecrets) : undefined,
           acceptedLog: `run of automation "${automation.name}" started by its schedule`,
         });
         if (admission.outcome === 'created' || admission.outcome === 'existing') {
           job = admission.job;
           if (admission.outcome === 'created') {
-            await writeSystemLog(db, { userId: automation.user_id, jobId: job.id, message: `automation "${automation.name}" run ${job.id} started` });
+            await writeSystemLog(db, {
+              userId: automation.user_id,
+              jobId: job.id,
+              message: `automation "${automation.name}" run ${job.id} started`,
+            });
           }
         } else {
           // Not admitted (no hold could be placed): recorded as a failed run that is not executed.
@@ -129,16 +185,42 @@ export function createAutomationActivities({ db, masterKey, holdMaxMicros, price
             subscription_inactive: 'the subscription is not active',
             monthly_limit_reached: 'the monthly operation limit is reached',
           }[admission.outcome];
-          job = await recordSkippedRun(db, { userId: automation.user_id, runId: input.runId, request, webhookUrl: payload.webhook_url ?? null, error: `skipped: ${reason}` });
-          await writeSystemLog(db, { userId: automation.user_id, jobId: job.id, message: `automation "${automation.name}" run ${job.id} skipped: ${reason}` });
-          return { kind: 'unusable', jobId: job.id, hasWebhook, agentName, outcome: { jobId: job.id, status: 'failed', error: job.error } };
+          job = await recordSkippedRun(db, {
+            userId: automation.user_id,
+            runId: input.runId,
+            request,
+            webhookUrl: payload.webhook_url ?? null,
+            error: `skipped: ${reason}`,
+          });
+          await writeSystemLog(db, {
+            userId: automation.user_id,
+            jobId: job.id,
+            message: `automation "${automation.name}" run ${job.id} skipped: ${reason}`,
+          });
+          return {
+            kind: 'unusable',
+            jobId: job.id,
+            hasWebhook,
+            agentName,
+            outcome: { jobId: job.id, status: 'failed', error: job.error },
+          };
         }
       }
       if (accounts.length === 0) {
         const error = `no usable ${platform} account for this run${skipped.length ? `: skipped ${skipped.join(', ')}` : ''}`;
         await transitionJob(db, job.id, 'failed', { error, result: null, log: `failed: ${error}` });
-        await writeSystemLog(db, { userId: automation.user_id, jobId: job.id, message: `automation "${automation.name}" run ${job.id} failed: ${error}` });
-        return { kind: 'unusable', jobId: job.id, hasWebhook, agentName, outcome: { jobId: job.id, status: 'failed', error } };
+        await writeSystemLog(db, {
+          userId: automation.user_id,
+          jobId: job.id,
+          message: `automation "${automation.name}" run ${job.id} failed: ${error}`,
+        });
+        return {
+          kind: 'unusable',
+          jobId: job.id,
+          hasWebhook,
+          agentName,
+          outcome: { jobId: job.id, status: 'failed', error },
+        };
       }
       return { kind: 'ready', jobId: job.id, taskCount: accounts.length, hasWebhook, agentName, selectionTools };
     },

@@ -14,7 +14,11 @@ export function createBillingActivities({ db, marketRunGraceMs }: { db: Db; mark
      * provider_event run within the grace after its last call — closed to new calls and released when
      * that grace ends), so no market hold outlives the job.
      */
-    async settleJobUsage(input: { jobId: string; agentName: string; outcome: 'completed' | 'failed' }): Promise<{ costMicros: number; debitedMicros: number }> {
+    async settleJobUsage(input: {
+      jobId: string;
+      agentName: string;
+      outcome: 'completed' | 'failed';
+    }): Promise<{ costMicros: number; debitedMicros: number }> {
       const job = await getJob(db, input.jobId);
       const usage = await summarizeUsage(db, input.jobId);
       const payload = {
@@ -35,9 +39,16 @@ export function createBillingActivities({ db, marketRunGraceMs }: { db: Db; mark
       });
       await endJobMarketRuns(db, input.jobId, marketRunGraceMs);
       if (!charged.replayed) {
-        const unbilled = charged.unbilledMicros > 0 ? ` (usage of $${microsToUsd(usage.costMicros).toFixed(6)} exceeded the amount held for this run; the rest is not charged)` : '';
+        const unbilled =
+          charged.unbilledMicros > 0
+            ? ` (usage of $${microsToUsd(usage.costMicros).toFixed(6)} exceeded the amount held for this run; the rest is not charged)`
+            : '';
         const line = `charged $${microsToUsd(charged.debitedMicros).toFixed(6)} for usage${unbilled}`;
-        await logJobEvent(db, { jobId: input.jobId, jobLog: line, systemLog: `${input.agentName} job ${input.jobId} ${line}` });
+        await logJobEvent(db, {
+          jobId: input.jobId,
+          jobLog: line,
+          systemLog: `${input.agentName} job ${input.jobId} ${line}`,
+        });
       }
       return { costMicros: usage.costMicros, debitedMicros: charged.debitedMicros };
     },

@@ -9,7 +9,11 @@ const WIDGETS: { kind: CaptchaKind; selector: string; field: string }[] = [
 
 export async function detectCaptcha(page: Page): Promise<CaptchaChallenge | null> {
   for (const widget of WIDGETS) {
-    const siteKey = await page.locator(widget.selector).first().getAttribute('data-sitekey', { timeout: 500 }).catch(() => null);
+    const siteKey = await page
+      .locator(widget.selector)
+      .first()
+      .getAttribute('data-sitekey', { timeout: 500 })
+      .catch(() => null);
     if (siteKey) return { kind: widget.kind, siteKey, pageUrl: page.url() };
   }
   return null;
@@ -24,7 +28,8 @@ export async function applyCaptchaToken(page: Page, challenge: CaptchaChallenge,
       const element = document.querySelector(selector) as HTMLElement | null;
       if (!element) return false;
       const form = element.closest('form');
-      let input = (form ?? document).querySelector(`[name="${field}"]`) as HTMLTextAreaElement | HTMLInputElement | null;
+      let input = (form ?? document).querySelector(`[name="${field}"]`) as
+        HTMLTextAreaElement | HTMLInputElement | null;
       if (!input) {
         input = document.createElement('textarea');
         input.name = field;

@@ -39,7 +39,13 @@ async function call(url: string, init?: RequestInit): Promise<SolverAnswer> {
 
 export async function solveCaptcha(config: CaptchaSolverConfig, challenge: CaptchaChallenge): Promise<string> {
   const { method, keyField } = METHOD[challenge.kind];
-  const form = new URLSearchParams({ key: config.apiKey, method, [keyField]: challenge.siteKey, pageurl: challenge.pageUrl, json: '1' });
+  const form = new URLSearchParams({
+    key: config.apiKey,
+    method,
+    [keyField]: challenge.siteKey,
+    pageurl: challenge.pageUrl,
+    json: '1',
+  });
   const submitted = await call(`${config.baseURL}/in.php`, { method: 'POST', body: form });
   if (submitted.status !== 1) throw new CaptchaSolveError(`captcha solver refused the task: ${submitted.request}`);
   const deadline = Date.now() + (config.timeoutMs ?? 180_000);

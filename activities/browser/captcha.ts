@@ -24,7 +24,13 @@ export async function solvePageCaptcha(
   if (!challenge) return false;
   await appendJobLog(db, jobId, `solving a ${challenge.kind} captcha`);
   const token = await withHeartbeat(() => solveCaptcha(captcha, challenge));
-  await recordUsage(db, { jobId, usageKey: attemptKey(jobId, usageKey), kind: 'captcha', quantity: 1, costMicros: CAPTCHA_MICROS_PER_SOLVE });
+  await recordUsage(db, {
+    jobId,
+    usageKey: attemptKey(jobId, usageKey),
+    kind: 'captcha',
+    quantity: 1,
+    costMicros: CAPTCHA_MICROS_PER_SOLVE,
+  });
   await applyCaptchaToken(page, challenge, token);
   await appendJobLog(db, jobId, 'captcha solved');
   return true;

@@ -9,7 +9,10 @@ import { findFetchError, ssrfRefusal, type FetchError } from '../../lib/net/tran
  * Options every guarded context must be created with. Service workers fetch outside page routing, so a page could
  * register one and reach the network around the guard; downloads are saved by the browser itself.
  */
-export const GUARDED_CONTEXT_OPTIONS = { serviceWorkers: 'block', acceptDownloads: false } as const satisfies BrowserContextOptions;
+export const GUARDED_CONTEXT_OPTIONS = {
+  serviceWorkers: 'block',
+  acceptDownloads: false,
+} as const satisfies BrowserContextOptions;
 
 export type GuardOptions = {
   policy: NetworkPolicy;
@@ -49,11 +52,26 @@ const SUBRESOURCE_MAX_REDIRECTS = 10;
 const MAX_NAVIGATION_REDIRECTS = 10;
 const INTERSTITIAL_MARKER = 'data-guarded-redirect';
 const STRIPPED_REQUEST_HEADERS = new Set([
-  'host', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'te', 'trailer', 'upgrade',
-  'accept-encoding', 'proxy-authorization', 'proxy-connection',
+  'host',
+  'connection',
+  'keep-alive',
+  'content-length',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'accept-encoding',
+  'proxy-authorization',
+  'proxy-connection',
 ]);
 const STRIPPED_RESPONSE_HEADERS = new Set([
-  'content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive', 'trailer', 'upgrade',
+  'content-length',
+  'content-encoding',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'trailer',
+  'upgrade',
 ]);
 
 function isMainFrameNavigation(request: Request): boolean {
@@ -105,15 +123,19 @@ function escapeAttribute(value: string): string {
  * instead: that navigation is a new request and comes back through the route, and the page ends up with the
  * right URL and origin.
  */
-function redirectInterstitial(response: BufferedResponse, requestUrl: string): { status: number; headers: Record<string, string>; body: string } {
+function redirectInterstitial(
+  response: BufferedResponse,
+  requestUrl: string,
+): { status: number; headers: Record<string, string>; body: string } {
   const target = new URL(response.headers.location, requestUrl);
   const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' };
   if (response.setCookies.length > 0) headers['set-cookie'] = response.setCookies.join('\n');
   if (target.protocol !== 'http:' && target.protocol !== 'https:') {
     return { status: 502, headers, body: `Redirect to unsupported URL scheme ${escapeAttribute(target.protocol)}` };
   }
-  const body = `<!doctype html><html ${INTERSTITIAL_MARKER}><head>`
-    + `<meta http-equiv="refresh" content="0;url=${escapeAttribute(target.href)}"></head></html>`;
+  const body =
+    `<!doctype html><html ${INTERSTITIAL_MARKER}><head>` +
+    `<meta http-equiv="refresh" content="0;url=${escapeAttribute(target.href)}"></head></html>`;
   return { status: 200, headers, body };
 }
 
@@ -249,7 +271,10 @@ export async function waitPastRedirectInterstitials(page: Page, timeoutMs: numbe
   for (let hop = 0; hop <= MAX_NAVIGATION_REDIRECTS + 1; hop++) {
     const nextCommit = page
       .waitForEvent('framenavigated', { predicate: (frame) => frame === page.mainFrame(), timeout: remaining() })
-      .then(() => true, () => false);
+      .then(
+        () => true,
+        () => false,
+      );
     await page.waitForLoadState('domcontentloaded', { timeout: remaining() });
     if (!(await showsRedirectInterstitial(page))) return;
     if (!(await nextCommit)) throw new Error(`Redirect from ${page.url()} did not complete within ${timeoutMs} ms`);

@@ -32,7 +32,11 @@ export function createBrowserActivities(deps: BrowserDeps) {
     async renderPage(jobId: string): Promise<void> {
       const { request } = await loadJob(db, jobId, 'scrape', deps.masterKey);
       assertCaptchaAvailable(deps, request);
-      const proxy = requestedProxy(deps, { enabled: request.mobile_proxy_enabled, country: request.mobile_proxy_country, field: 'mobile_proxy_enabled' });
+      const proxy = requestedProxy(deps, {
+        enabled: request.mobile_proxy_enabled,
+        country: request.mobile_proxy_country,
+        field: 'mobile_proxy_enabled',
+      });
       const cookies = request.cookies === undefined ? [] : normalizeCookies(request.cookies, request.url);
       const started = Date.now();
       let solves = 0;
@@ -41,11 +45,28 @@ export function createBrowserActivities(deps: BrowserDeps) {
       };
       try {
         const rendered = await withHeartbeat(() =>
-          renderPage(deps.pool, { url: request.url, cookies, policy: deps.policy, proxy, timeoutMs: 60_000, onLoaded: solveIfAsked, signal: Context.current().cancellationSignal }),
+          renderPage(deps.pool, {
+            url: request.url,
+            cookies,
+            policy: deps.policy,
+            proxy,
+            timeoutMs: 60_000,
+            onLoaded: solveIfAsked,
+            signal: Context.current().cancellationSignal,
+          }),
         );
         const page = htmlToPage(rendered.html, rendered.finalUrl);
-        await saveSnapshot(db, jobId, { ...page, finalUrl: rendered.finalUrl, statusCode: rendered.status, renderedWith: 'browser' });
-        await appendJobLog(db, jobId, `rendered ${rendered.finalUrl} in Chromium (${rendered.status}, ${page.markdown.length} chars of markdown)`);
+        await saveSnapshot(db, jobId, {
+          ...page,
+          finalUrl: rendered.finalUrl,
+          statusCode: rendered.status,
+          renderedWith: 'browser',
+        });
+        await appendJobLog(
+          db,
+          jobId,
+          `rendered ${rendered.finalUrl} in Chromium (${rendered.status}, ${page.markdown.length} chars of markdown)`,
+        );
         if (rendered.status >= 400) throw rejectScrape(`The page answered HTTP ${rendered.status}`);
       } catch (err) {
         if (err instanceof SsrfBlockedError) throw rejectScrape(`Blocked by the SSRF guard: ${err.message}`);
@@ -55,8 +76,21 @@ export function createBrowserActivities(deps: BrowserDeps) {
         throw err;
       } finally {
         const seconds = (Date.now() - started) / 1000;
-        await recordUsage(db, { jobId, usageKey: attemptKey(jobId, 'browser'), kind: 'browser', quantity: seconds, costMicros: Math.ceil(seconds * BROWSER_MICROS_PER_SECOND) });
-        if (proxy) await recordUsage(db, { jobId, usageKey: attemptKey(jobId, 'browser-proxy'), kind: 'proxy', quantity: 1, costMicros: PROXY_MICROS_PER_REQUEST });
+        await recordUsage(db, {
+          jobId,
+          usageKey: attemptKey(jobId, 'browser'),
+          kind: 'browser',
+          quantity: seconds,
+          costMicros: Math.ceil(seconds * BROWSER_MICROS_PER_SECOND),
+        });
+        if (proxy)
+          await recordUsage(db, {
+            jobId,
+            usageKey: attemptKey(jobId, 'browser-proxy'),
+            kind: 'proxy',
+            quantity: 1,
+            costMicros: PROXY_MICROS_PER_REQUEST,
+          });
       }
     },
   };

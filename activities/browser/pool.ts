@@ -24,7 +24,11 @@ export interface ContextControl {
 }
 
 export interface BrowserPool {
-  withContext<T>(options: BrowserContextOptions, fn: (context: BrowserContext) => Promise<T>, control?: ContextControl): Promise<T>;
+  withContext<T>(
+    options: BrowserContextOptions,
+    fn: (context: BrowserContext) => Promise<T>,
+    control?: ContextControl,
+  ): Promise<T>;
   browserVersion(): Promise<string>;
   /** Contexts open right now, and callers waiting for one. */
   usage(): { inUse: number; waiting: number };
@@ -51,7 +55,9 @@ const NETWORK_ISOLATION_ARGS = [
 ];
 
 export function abortReason(signal: AbortSignal): Error {
-  return signal.reason instanceof Error ? signal.reason : new Error(signal.reason === undefined ? 'aborted' : String(signal.reason));
+  return signal.reason instanceof Error
+    ? signal.reason
+    : new Error(signal.reason === undefined ? 'aborted' : String(signal.reason));
 }
 
 /** Slots handed out first come, first served; a waiter whose signal aborts leaves the queue without taking one. */
@@ -113,14 +119,12 @@ export function createBrowserPool(options: BrowserPoolOptions): BrowserPool {
   let closed = false;
 
   function launch(): Promise<Browser> {
-    const attempt = chromium
-      .launch({ executablePath, headless: options.headless ?? true, args })
-      .then((browser) => {
-        browser.on('disconnected', () => {
-          if (launching === attempt) launching = null;
-        });
-        return browser;
+    const attempt = chromium.launch({ executablePath, headless: options.headless ?? true, args }).then((browser) => {
+      browser.on('disconnected', () => {
+        if (launching === attempt) launching = null;
       });
+      return browser;
+    });
     attempt.catch(() => {
       if (launching === attempt) launching = null;
     });

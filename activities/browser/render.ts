@@ -3,7 +3,12 @@ import type { Page, Request, Response } from 'playwright-core';
 import type { ProxyConfig } from '../../lib/net/proxy';
 import { SsrfBlockedError, type NetworkPolicy } from '../../lib/net/ssrf';
 import type { PageCookie } from '../../lib/page/cookies';
-import { GUARDED_CONTEXT_OPTIONS, guardContext, waitPastRedirectInterstitials, type ContextGuard } from './guarded-routing';
+import {
+  GUARDED_CONTEXT_OPTIONS,
+  guardContext,
+  waitPastRedirectInterstitials,
+  type ContextGuard,
+} from './guarded-routing';
 import type { BrowserPool } from './pool';
 
 export type RenderOptions = {
@@ -54,7 +59,13 @@ function blockedNavigationError(guard: ContextGuard): SsrfBlockedError | null {
   return block ? new SsrfBlockedError(block.host, `navigation blocked by SSRF guard: ${block.reason}`) : null;
 }
 
-async function reachDocument(page: Page, guard: ContextGuard, requestedUrl: string, navigate: () => Promise<unknown>, timeoutMs: number): Promise<void> {
+async function reachDocument(
+  page: Page,
+  guard: ContextGuard,
+  requestedUrl: string,
+  navigate: () => Promise<unknown>,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   try {
     await navigate();
@@ -67,7 +78,9 @@ async function reachDocument(page: Page, guard: ContextGuard, requestedUrl: stri
 
 function assertNotErrorPage(page: Page, guard: ContextGuard, requestedUrl: string): void {
   if (!page.url().startsWith('chrome-error:')) return;
-  throw blockedNavigationError(guard) ?? guard.mainFrameProxyFailure() ?? new Error(`Navigation to ${requestedUrl} failed`);
+  throw (
+    blockedNavigationError(guard) ?? guard.mainFrameProxyFailure() ?? new Error(`Navigation to ${requestedUrl} failed`)
+  );
 }
 
 async function settle(page: Page, waitFor: 'load' | 'networkidle', deadline: number): Promise<void> {
@@ -132,7 +145,14 @@ const NAVIGATING = /page is navigating|execution context was destroyed|navigatio
  * refuses ("the page is navigating and changing the content"), and the read is retried on the
  * document the navigation brings, within MAX_CAPTURE_ATTEMPTS and the deadline.
  */
-async function captureContent(page: Page, guard: ContextGuard, tracker: NavigationTracker, waitFor: 'load' | 'networkidle', requestedUrl: string, deadline: number): Promise<string> {
+async function captureContent(
+  page: Page,
+  guard: ContextGuard,
+  tracker: NavigationTracker,
+  waitFor: 'load' | 'networkidle',
+  requestedUrl: string,
+  deadline: number,
+): Promise<string> {
   const remaining = () => Math.max(1, deadline - Date.now());
   for (let attempt = 1; ; attempt++) {
     // Navigations in flight first (each redirect hop is a request), then whatever document they brought.
@@ -145,7 +165,12 @@ async function captureContent(page: Page, guard: ContextGuard, tracker: Navigati
     try {
       return await page.content();
     } catch (error) {
-      if (attempt >= MAX_CAPTURE_ATTEMPTS || Date.now() >= deadline || !NAVIGATING.test(String((error as Error)?.message))) throw error;
+      if (
+        attempt >= MAX_CAPTURE_ATTEMPTS ||
+        Date.now() >= deadline ||
+        !NAVIGATING.test(String((error as Error)?.message))
+      )
+        throw error;
       // A document was committed while reading: wait for it to load (and past any redirect interstitial), then read again.
       await waitPastRedirectInterstitials(page, remaining()).catch(() => undefined);
       await settle(page, waitFor, deadline);
@@ -167,7 +192,13 @@ export async function renderPage(pool: BrowserPool, options: RenderOptions): Pro
       const navigations = trackMainFrameNavigations(page);
       const waitFor = options.waitFor ?? 'networkidle';
       const navigationStarted = Date.now();
-      await reachDocument(page, guard, options.url, () => page.goto(options.url, { waitUntil: 'commit', timeout: timeoutMs }), timeoutMs);
+      await reachDocument(
+        page,
+        guard,
+        options.url,
+        () => page.goto(options.url, { waitUntil: 'commit', timeout: timeoutMs }),
+        timeoutMs,
+      );
       await settle(page, waitFor, navigationStarted + timeoutMs + MAX_NETWORK_IDLE_WAIT_MS);
       assertNotErrorPage(page, guard, options.url);
       if (options.onLoaded) {
@@ -176,7 +207,14 @@ export async function renderPage(pool: BrowserPool, options: RenderOptions): Pro
         await settle(page, waitFor, Date.now() + MAX_NETWORK_IDLE_WAIT_MS);
         assertNotErrorPage(page, guard, options.url);
       }
-      const html = await captureContent(page, guard, navigations, waitFor, options.url, Date.now() + MAX_CAPTURE_WAIT_MS);
+      const html = await captureContent(
+        page,
+        guard,
+        navigations,
+        waitFor,
+        options.url,
+        Date.now() + MAX_CAPTURE_WAIT_MS,
+      );
       return {
         finalUrl: page.url(),
         status: mainDocumentResponse()?.status() ?? 0,

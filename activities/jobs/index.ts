@@ -21,18 +21,29 @@ export interface JobRequests {
   agent: AgenticScraperRequestBody;
 }
 
-const KINDS_OF: { [F in keyof JobRequests]: readonly JobKind[] } = { scrape: ['scrape'], agent: ['agentic', 'automation', 'agent-market'] };
+const KINDS_OF: { [F in keyof JobRequests]: readonly JobKind[] } = {
+  scrape: ['scrape'],
+  agent: ['agentic', 'automation', 'agent-market'],
+};
 
 /**
  * The one job loader: the job and its request, typed by family. Given the master key, the request's sealed secrets
  * (cookies, sensitive_data values, inline credentials) are unsealed into it; only activities that use them pass one.
  */
-export async function loadJob<F extends keyof JobRequests>(db: Db, jobId: string, family: F, masterKey?: Buffer): Promise<{ job: Job; request: JobRequests[F] }> {
+export async function loadJob<F extends keyof JobRequests>(
+  db: Db,
+  jobId: string,
+  family: F,
+  masterKey?: Buffer,
+): Promise<{ job: Job; request: JobRequests[F] }> {
   const job = await getJob(db, jobId);
   if (!KINDS_OF[family].includes(job.kind)) throw new Error(`Job ${jobId} is a ${job.kind} job, not a ${family} job`);
   const request = job.request as unknown as JobRequests[F];
   if (!masterKey) return { job, request };
-  return { job, request: { ...request, ...unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) } as JobRequests[F] };
+  return {
+    job,
+    request: { ...request, ...unsealRequestSecrets(masterKey, jobId, job.sealed_secrets) } as JobRequests[F],
+  };
 }
 
 export function createJobActivities({ db }: { db: Db }) {
@@ -42,10 +53,14 @@ export function createJobActivities({ db }: { db: Db }) {
      * start looked failed to the API, which released its hold): this run must not do any work.
      */
     async beginJob(jobId: string): Promise<void> {
-      if (await transitionJob(db, jobId, 'processing', { log: 'processing started', systemLogEvent: 'started' })) return;
+      if (await transitionJob(db, jobId, 'processing', { log: 'processing started', systemLogEvent: 'started' }))
+        return;
       const current = await getJob(db, jobId);
       if (current.status === 'completed' || current.status === 'failed') {
-        throw ApplicationFailure.nonRetryable(`job ${jobId} is already ${current.status} (${current.error ?? 'no error'}); this run does nothing`, 'JobNotRunnable');
+        throw ApplicationFailure.nonRetryable(
+          `job ${jobId} is already ${current.status} (${current.error ?? 'no error'}); this run does nothing`,
+          'JobNotRunnable',
+        );
       }
     },
 
@@ -66,7 +81,12 @@ export function createJobActivities({ db }: { db: Db }) {
         costUsd: microsToUsd(usage.costMicros),
       };
       if (error !== null) {
-        await transitionJob(db, jobId, 'failed', { error, result: null, log: `failed: ${error}`, systemLogEvent: `failed: ${error}` });
+        await transitionJob(db, jobId, 'failed', {
+          error,
+          result: null,
+          log: `failed: ${error}`,
+          systemLogEvent: `failed: ${error}`,
+        });
         return { jobId, status: 'failed', error };
       }
       const snapshot = await getPageSnapshot(db, jobId);
@@ -80,7 +100,12 @@ export function createJobActivities({ db }: { db: Db }) {
         data: snapshot.data,
         usage: usageView,
       };
-      await transitionJob(db, jobId, 'completed', { result, error: null, log: 'completed', systemLogEvent: `completed (${request.url})` });
+      await transitionJob(db, jobId, 'completed', {
+        result,
+        error: null,
+        log: 'completed',
+        systemLogEvent: `completed (${request.url})`,
+      });
       return { jobId, status: 'completed', error: null };
     },
   };

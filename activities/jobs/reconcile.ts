@@ -30,7 +30,10 @@ async function workflowStatus(client: Client, job: Job): Promise<string | null> 
  * run from any number of workers at once: starts are deduplicated by the workflow id and only a
  * still-pending job is failed.
  */
-export async function reconcilePendingJobs(deps: { db: Db; client: Client }, options: { olderThanMs: number; limit?: number }): Promise<PendingJobsReconciliation> {
+export async function reconcilePendingJobs(
+  deps: { db: Db; client: Client },
+  options: { olderThanMs: number; limit?: number },
+): Promise<PendingJobsReconciliation> {
   const { db, client } = deps;
   const summary: PendingJobsReconciliation = { started: [], failed: [], running: [] };
   const fail = async (job: Job, reason: string) => {
@@ -43,7 +46,10 @@ export async function reconcilePendingJobs(deps: { db: Db; client: Client }, opt
       continue;
     }
     if (status !== null) {
-      await fail(job, `The run's workflow ended (${status.toLowerCase()}) before it took up the job; nothing was charged`);
+      await fail(
+        job,
+        `The run's workflow ended (${status.toLowerCase()}) before it took up the job; nothing was charged`,
+      );
       continue;
     }
     if (!job.workflow_type || !job.workflow_task_queue || !job.workflow_args) {
@@ -59,7 +65,11 @@ export async function reconcilePendingJobs(deps: { db: Db; client: Client }, opt
         userId: job.user_id,
         kind: job.kind,
       });
-      await appendJobLog(db, job.id, 'workflow started by the pending-job reconciler (the request that accepted the job did not start it)');
+      await appendJobLog(
+        db,
+        job.id,
+        'workflow started by the pending-job reconciler (the request that accepted the job did not start it)',
+      );
       summary.started.push(job.id);
     } catch (err) {
       await fail(job, `The run could not be started (${(err as Error).message}); nothing was charged`);

@@ -75,7 +75,9 @@ export const DEFAULT_EXTRACTION_INSTRUCTION = [
 
 function systemMessage(systemPrompt: string | undefined): string {
   const extra = systemPrompt?.trim();
-  return extra ? `${DEFAULT_EXTRACTION_INSTRUCTION}\n\nAdditional instructions:\n${extra}` : DEFAULT_EXTRACTION_INSTRUCTION;
+  return extra
+    ? `${DEFAULT_EXTRACTION_INSTRUCTION}\n\nAdditional instructions:\n${extra}`
+    : DEFAULT_EXTRACTION_INSTRUCTION;
 }
 
 export function truncateForModel(text: string, maxChars: number): string {
@@ -114,7 +116,11 @@ function parseJsonAnswer(content: string): { ok: true; data: unknown } | { ok: f
   }
 }
 
-function checkAnswer(content: string | null, finishReason: string, validate: (value: unknown) => string[]): AnswerCheck {
+function checkAnswer(
+  content: string | null,
+  finishReason: string,
+  validate: (value: unknown) => string[],
+): AnswerCheck {
   if (finishReason === 'length') return { ok: false, problems: ['the answer was cut off before it was complete'] };
   if (!content?.trim()) return { ok: false, problems: ['the answer was empty'] };
   const parsed = parseJsonAnswer(content);
@@ -153,7 +159,11 @@ export async function extractStructured(deps: ExtractDeps, input: ExtractInput):
         },
       },
     });
-    const call: LlmCallUsage = { model: input.model, promptTokens: completion.usage?.prompt_tokens ?? 0, completionTokens: completion.usage?.completion_tokens ?? 0 };
+    const call: LlmCallUsage = {
+      model: input.model,
+      promptTokens: completion.usage?.prompt_tokens ?? 0,
+      completionTokens: completion.usage?.completion_tokens ?? 0,
+    };
     await deps.recordCall?.(call, usage.calls);
     usage.calls += 1;
     usage.promptTokens += call.promptTokens;

@@ -37,10 +37,15 @@ export function createExtractionActivities(deps: ExtractionDeps) {
       }
       const output = jsonSchemaForRequest(request.structured_output);
       if (provider.walletBilled && !deps.llm.prices.accepts(request.llm_model)) {
-        throw rejectScrape(`llm_model "${request.llm_model}" is no longer offered with llm_provider "service" (it is not in the price table)`);
+        throw rejectScrape(
+          `llm_model "${request.llm_model}" is no longer offered with llm_provider "service" (it is not in the price table)`,
+        );
       }
       if (provider.walletBilled) {
-        const prompt = truncateForModel(snapshot.markdown, DEFAULT_MAX_INPUT_CHARS) + JSON.stringify(output) + (request.system_prompt ?? '');
+        const prompt =
+          truncateForModel(snapshot.markdown, DEFAULT_MAX_INPUT_CHARS) +
+          JSON.stringify(output) +
+          (request.system_prompt ?? '');
         await assertHoldCovers(db, jobId, extractionWorstCaseMicros(deps.llm.prices, request.llm_model, prompt));
       }
       await appendJobLog(db, jobId, `extracting with ${request.llm_provider}/${request.llm_model}`);
@@ -51,7 +56,13 @@ export function createExtractionActivities(deps: ExtractionDeps) {
             {
               client: provider.client,
               // Each call is recorded as soon as it answers: a re-ask that fails keeps the first call's usage.
-              recordCall: (call, index) => recordLlmUsage(db, deps.llm.prices, { jobId, usageKey: attemptKey(jobId, `llm-${index}`), ...call, walletBilled }),
+              recordCall: (call, index) =>
+                recordLlmUsage(db, deps.llm.prices, {
+                  jobId,
+                  usageKey: attemptKey(jobId, `llm-${index}`),
+                  ...call,
+                  walletBilled,
+                }),
             },
             {
               model: request.llm_model,
@@ -62,7 +73,12 @@ export function createExtractionActivities(deps: ExtractionDeps) {
           ),
         );
         const reasked = extracted.usage.calls > 1 ? ' after one re-ask' : '';
-        await saveExtractedData(db, jobId, extracted.data, `extracted data (${extracted.usage.promptTokens}+${extracted.usage.completionTokens} tokens${reasked})`);
+        await saveExtractedData(
+          db,
+          jobId,
+          extracted.data,
+          `extracted data (${extracted.usage.promptTokens}+${extracted.usage.completionTokens} tokens${reasked})`,
+        );
       } catch (err) {
         if (err instanceof ExtractionError) {
           throw ApplicationFailure.nonRetryable(`Extraction failed: ${err.message}`, 'ExtractionError');
@@ -82,6 +98,8 @@ function describeProviderRefusal(err: unknown): string | null {
   if (!(err instanceof OpenAI.APIError) || err.status === undefined) return null;
   if (err.status >= 500 || err.status === 429 || err.status === 408) return null;
   if (err.status === 401 || err.status === 403) return `The LLM provider rejected the credentials (HTTP ${err.status})`;
-  const message = String(err.message ?? '').replace(/(sk|key)[-_][\w-]{6,}/gi, '[redacted]').slice(0, 300);
+  const message = String(err.message ?? '')
+    .replace(/(sk|key)[-_][\w-]{6,}/gi, '[redacted]')
+    .slice(0, 300);
   return `The LLM provider refused the request (HTTP ${err.status}): ${message}`;
 }

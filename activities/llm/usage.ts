@@ -30,7 +30,10 @@ export async function recordLlmUsage(db: Db, prices: PriceTable, usage: LlmUsage
       costMicros = prices.costMicros(usage.model, usage.promptTokens, usage.completionTokens);
     } catch (err) {
       if (err instanceof ModelNotPricedError) {
-        throw ApplicationFailure.nonRetryable(`${err.message}; the service provider can no longer bill it (operator: LLM_MODEL_PRICES)`, 'ModelNotSupported');
+        throw ApplicationFailure.nonRetryable(
+          `${err.message}; the service provider can no longer bill it (operator: LLM_MODEL_PRICES)`,
+          'ModelNotSupported',
+        );
       }
       throw err;
     }

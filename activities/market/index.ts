@@ -2,11 +2,22 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../../db/connect';
 import type { Config } from '../../lib/config';
 import { unseal } from '../../lib/crypto';
-import { DiscoveryError, normalisedDiscovery, type Discover, type Discovery, type DiscoveryResult } from '../../lib/market/discovery';
+import {
+  DiscoveryError,
+  normalisedDiscovery,
+  type Discover,
+  type Discovery,
+  type DiscoveryResult,
+} from '../../lib/market/discovery';
 import type { SourceIdentity } from '../../lib/market/fingerprint';
 import { readOpenApiDocument, OpenApiDocumentError } from '../../lib/tools/openapi-reader';
 import { recordValidation, type StoredValidation } from '../../db/repos/market-validations';
-import { DISCOVERY_PARAMS_AAD, type MarketSourceInput, type ValidateSourceInput, type ValidationView } from '../../lib/market/source-input';
+import {
+  DISCOVERY_PARAMS_AAD,
+  type MarketSourceInput,
+  type ValidateSourceInput,
+  type ValidationView,
+} from '../../lib/market/source-input';
 
 /**
  * Failures the API turns into its answer, details [{ code, status }]: type DiscoveryError (final), or
@@ -15,24 +26,37 @@ import { DISCOVERY_PARAMS_AAD, type MarketSourceInput, type ValidateSourceInput,
 function asFailure(err: unknown): unknown {
   if (err instanceof DiscoveryError) {
     const details = { code: err.code, status: err.status };
-    return err.retryable ? ApplicationFailure.retryable(err.message, 'DiscoveryRetryable', details) : ApplicationFailure.nonRetryable(err.message, 'DiscoveryError', details);
+    return err.retryable
+      ? ApplicationFailure.retryable(err.message, 'DiscoveryRetryable', details)
+      : ApplicationFailure.nonRetryable(err.message, 'DiscoveryError', details);
   }
-  if (err instanceof OpenApiDocumentError) return ApplicationFailure.nonRetryable(err.message, 'DiscoveryError', { code: 'invalid_openapi_document', status: 400 });
+  if (err instanceof OpenApiDocumentError)
+    return ApplicationFailure.nonRetryable(err.message, 'DiscoveryError', {
+      code: 'invalid_openapi_document',
+      status: 400,
+    });
   return err;
 }
 
 export function createMarketActivities({ db, config, discover }: { db: Db; config: Config; discover: Discover }) {
-  const run = async (input: MarketSourceInput): Promise<{ result: DiscoveryResult; params: Record<string, unknown> }> => {
-    const params = input.sealedParams ? (JSON.parse(unseal(config.masterKey, input.sealedParams, DISCOVERY_PARAMS_AAD)) as Record<string, unknown>) : {};
+  const run = async (
+    input: MarketSourceInput,
+  ): Promise<{ result: DiscoveryResult; params: Record<string, unknown> }> => {
+    const params = input.sealedParams
+      ? (JSON.parse(unseal(config.masterKey, input.sealedParams, DISCOVERY_PARAMS_AAD)) as Record<string, unknown>)
+      : {};
     return { result: await discover({ ...input.request, params }), params };
   };
 
   const identityOf = (request: MarketSourceInput['request'], result: DiscoveryResult): SourceIdentity => {
     if (request.type === 'remote_mcp') return { type: 'remote_mcp', url: request.url! };
     const inline = request.spec != null || typeof request.specText === 'string';
-    if (!inline && !result.openapiDocument) throw new DiscoveryError('invalid_source', 'The OpenAPI document could not be read');
+    if (!inline && !result.openapiDocument)
+      throw new DiscoveryError('invalid_source', 'The OpenAPI document could not be read');
     // A fetched document is read the same way as one given inline, so both fingerprint alike.
-    const document = readOpenApiDocument(inline ? { spec: request.spec, specText: request.specText } : { spec: result.openapiDocument });
+    const document = readOpenApiDocument(
+      inline ? { spec: request.spec, specText: request.specText } : { spec: result.openapiDocument },
+    );
     return { type: 'openapi', document, baseUrl: request.openapiBaseUrl ?? null };
   };
 

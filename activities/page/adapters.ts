@@ -13,12 +13,17 @@ export function requestedProxy(
 ): ProxyConfig | null {
   if (!request.enabled) return null;
   const proxy = proxyFromTemplate(config.proxyUrlTemplate ?? undefined, request.country ?? 'US');
-  if (!proxy) throw rejectScrape(`${request.field} was requested but this service has no proxy configured (operator: set PROXY_URL)`);
+  if (!proxy)
+    throw rejectScrape(
+      `${request.field} was requested but this service has no proxy configured (operator: set PROXY_URL)`,
+    );
   return proxy;
 }
 
 export function assertCaptchaAvailable(config: AdapterConfig, request: { captcha_solver_enabled: boolean }): void {
   if (request.captcha_solver_enabled && !config.captcha) {
-    throw rejectScrape('captcha_solver_enabled was requested but this service has no captcha solver configured (operator: set CAPTCHA_SOLVER_URL and CAPTCHA_SOLVER_KEY)');
+    throw rejectScrape(
+      'captcha_solver_enabled was requested but this service has no captcha solver configured (operator: set CAPTCHA_SOLVER_URL and CAPTCHA_SOLVER_KEY)',
+    );
   }
 }

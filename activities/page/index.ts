@@ -48,7 +48,11 @@ export function createPageActivities(deps: PageDeps) {
     async fetchPage(jobId: string): Promise<FetchOutcome> {
       const { request } = await loadJob(deps.db, jobId, 'scrape', deps.masterKey);
       assertCaptchaAvailable(deps, request);
-      const proxy = requestedProxy(deps, { enabled: request.mobile_proxy_enabled, country: request.mobile_proxy_country, field: 'mobile_proxy_enabled' });
+      const proxy = requestedProxy(deps, {
+        enabled: request.mobile_proxy_enabled,
+        country: request.mobile_proxy_country,
+        field: 'mobile_proxy_enabled',
+      });
       let cookies;
       try {
         cookies = request.cookies === undefined ? [] : normalizeCookies(request.cookies, request.url);
@@ -75,7 +79,14 @@ export function createPageActivities(deps: PageDeps) {
         if (findFetchError(err)?.code === 'proxy') throw rejectScrape((err as Error).message);
         throw err;
       } finally {
-        if (proxy) await recordUsage(deps.db, { jobId, usageKey: attemptKey(jobId, 'proxy'), kind: 'proxy', quantity: 1, costMicros: PROXY_MICROS_PER_REQUEST });
+        if (proxy)
+          await recordUsage(deps.db, {
+            jobId,
+            usageKey: attemptKey(jobId, 'proxy'),
+            kind: 'proxy',
+            quantity: 1,
+            costMicros: PROXY_MICROS_PER_REQUEST,
+          });
       }
       const contentType = response.headers['content-type'] ?? 'text/html';
       const body = response.body.toString('utf8');
@@ -83,7 +94,8 @@ export function createPageActivities(deps: PageDeps) {
       // The fetch's log line is written with whatever comes next (one statement per outcome).
       const fetchedLine = `fetched ${response.url} over HTTP: ${response.status}${hops}`;
 
-      if (BROWSER_RETRY_STATUSES.has(response.status)) return handOff(`the site answered HTTP ${response.status} to a plain fetch`);
+      if (BROWSER_RETRY_STATUSES.has(response.status))
+        return handOff(`the site answered HTTP ${response.status} to a plain fetch`);
       if (response.status >= 400) {
         await appendJobLog(deps.db, jobId, fetchedLine);
         throw rejectScrape(`The page answered HTTP ${response.status}`);
@@ -96,11 +108,16 @@ export function createPageActivities(deps: PageDeps) {
       }
       const page = isHtml
         ? htmlToPage(body, response.url)
-        : { markdown: textAsMarkdown(body, contentType), metadata: { title: null, description: null, links: [], language: null } };
-      await saveSnapshot(deps.db, jobId, { ...page, finalUrl: response.url, statusCode: response.status, renderedWith: 'http' }, [
-        fetchedLine,
-        `converted page to markdown (${page.markdown.length} chars, no browser needed)`,
-      ]);
+        : {
+            markdown: textAsMarkdown(body, contentType),
+            metadata: { title: null, description: null, links: [], language: null },
+          };
+      await saveSnapshot(
+        deps.db,
+        jobId,
+        { ...page, finalUrl: response.url, statusCode: response.status, renderedWith: 'http' },
+        [fetchedLine, `converted page to markdown (${page.markdown.length} chars, no browser needed)`],
+      );
       return { needsBrowser: false, reason: 'static content' };
 
       async function handOff(reason: string): Promise<FetchOutcome> {

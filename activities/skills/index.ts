@@ -16,7 +16,8 @@ export function createSkillsActivities({ db, config }: { db: Db; config: Config 
 
     /** Lists one repository's SKILL.md folders and upserts them; a missing repository is not retried. */
     async refreshSkillsRepo(input: { repo: string }): Promise<RepositoryRefreshSummary> {
-      if (!/^[\w.-]+\/[\w.-]+$/.test(input.repo)) throw ApplicationFailure.nonRetryable(`"${input.repo}" is not owner/repo`, 'InvalidRepository');
+      if (!/^[\w.-]+\/[\w.-]+$/.test(input.repo))
+        throw ApplicationFailure.nonRetryable(`"${input.repo}" is not owner/repo`, 'InvalidRepository');
       try {
         return await refreshRepository(db, github, input.repo, embedderFromConfig(config));
       } catch (err) {

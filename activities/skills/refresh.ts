@@ -17,7 +17,12 @@ export interface RepositoryRefreshSummary {
 }
 
 /** Lists one repository and brings its catalogue items up to date. */
-export async function refreshRepository(db: Db, options: GithubSourceOptions, spec: string, embedder: Embedder | null): Promise<RepositoryRefreshSummary> {
+export async function refreshRepository(
+  db: Db,
+  options: GithubSourceOptions,
+  spec: string,
+  embedder: Embedder | null,
+): Promise<RepositoryRefreshSummary> {
   const listing = await listRepositorySkills(options, spec);
   // Two folders can declare the same externalId only through odd paths; keep the first.
   const seen = new Set<string>();
@@ -40,7 +45,12 @@ export async function refreshRepository(db: Db, options: GithubSourceOptions, sp
     else summary.failed.push({ path: items[i].externalId, error: outcome.error });
   });
   if (listing.complete && listing.failed.length === 0) {
-    summary.deleted = await deleteMissingFromRepository(db, listing.owner, listing.repo, items.map((i) => i.externalId));
+    summary.deleted = await deleteMissingFromRepository(
+      db,
+      listing.owner,
+      listing.repo,
+      items.map((i) => i.externalId),
+    );
   }
   return summary;
 }

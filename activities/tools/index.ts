@@ -1,8 +1,18 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { discoverTools } from '../../lib/tools/discovery';
-import { unsealDiscoveryParams, type DiscoverToolsInput, type DiscoveryOutcome } from '../../lib/tools/discovery-request';
+import {
+  unsealDiscoveryParams,
+  type DiscoverToolsInput,
+  type DiscoveryOutcome,
+} from '../../lib/tools/discovery-request';
 import { ToolCallError, ToolSourceError, type ToolCallFailureKind } from '../../lib/tools/errors';
-import { describeToolImage, imagesOf, textWithImagesDescribed, type ToolImageKeeper, type ToolImageRef } from '../../lib/tools/images';
+import {
+  describeToolImage,
+  imagesOf,
+  textWithImagesDescribed,
+  type ToolImageKeeper,
+  type ToolImageRef,
+} from '../../lib/tools/images';
 import { openToolSourceForCall, type ToolRuntimeDeps, type ToolSource } from '../../lib/tools/source';
 import type { ToolCallResult, ToolSelection } from '../../lib/tools/types';
 import type { MarketSelectionCaller } from './market';
@@ -70,9 +80,21 @@ export function createToolActivities(deps: ToolActivityDeps) {
     /** Discovers a source; failures the caller should see (refusals, unreachable upstream, bad documents) come back as a value, not retried. */
     async discoverTools(input: DiscoverToolsInput): Promise<DiscoveryOutcome> {
       const workflowId = Context.current().info.workflowExecution?.workflowId ?? '';
-      const params = input.sealedParams ? unsealDiscoveryParams(deps.masterKey, workflowId, input.sealedParams) : undefined;
+      const params = input.sealedParams
+        ? unsealDiscoveryParams(deps.masterKey, workflowId, input.sealedParams)
+        : undefined;
       try {
-        const discovery = await discoverTools({ type: input.type, url: input.url, spec: input.spec, specText: input.specText, baseUrl: input.baseUrl, params }, deps);
+        const discovery = await discoverTools(
+          {
+            type: input.type,
+            url: input.url,
+            spec: input.spec,
+            specText: input.specText,
+            baseUrl: input.baseUrl,
+            params,
+          },
+          deps,
+        );
         return { ok: true, discovery };
       } catch (error) {
         if (error instanceof ToolSourceError) return { ok: false, code: error.code, message: error.message };
@@ -97,7 +119,11 @@ export function createToolActivities(deps: ToolActivityDeps) {
       try {
         selection = await deps.loadSelection(input.jobId, input.selection);
       } catch (error) {
-        throw ApplicationFailure.nonRetryable(`The tool selection could not be loaded: ${(error as Error).message}`, TOOL_CALL_FAILED, { kind: 'source_unavailable', reached: false });
+        throw ApplicationFailure.nonRetryable(
+          `The tool selection could not be loaded: ${(error as Error).message}`,
+          TOOL_CALL_FAILED,
+          { kind: 'source_unavailable', reached: false },
+        );
       }
       let source: ToolSource | undefined;
       try {
@@ -111,9 +137,15 @@ export function createToolActivities(deps: ToolActivityDeps) {
           );
         }
         context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress);
-        const beat = setInterval(() => context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress), HEARTBEAT_EVERY_MS);
+        const beat = setInterval(
+          () => context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress),
+          HEARTBEAT_EVERY_MS,
+        );
         try {
-          const result = await source.call(input.tool, input.args, { signal: context.cancellationSignal, timeoutMs: input.timeoutMs });
+          const result = await source.call(input.tool, input.args, {
+            signal: context.cancellationSignal,
+            timeoutMs: input.timeoutMs,
+          });
           return await modelAnswer(deps, input, result, { durationMs: Date.now() - started });
         } finally {
           clearInterval(beat);
@@ -122,9 +154,17 @@ export function createToolActivities(deps: ToolActivityDeps) {
         if (!(error instanceof ToolCallError)) throw error;
         if (error.retryable) {
           if (!error.reached) context.heartbeat({ notDeliveredAttempt: attempt } satisfies CallProgress);
-          throw ApplicationFailure.retryable(error.message, TOOL_CALL_RETRYABLE, failureDetails(error.kind, error.reached));
+          throw ApplicationFailure.retryable(
+            error.message,
+            TOOL_CALL_RETRYABLE,
+            failureDetails(error.kind, error.reached),
+          );
         }
-        throw ApplicationFailure.nonRetryable(error.message, TOOL_CALL_FAILED, failureDetails(error.kind, error.reached));
+        throw ApplicationFailure.nonRetryable(
+          error.message,
+          TOOL_CALL_FAILED,
+          failureDetails(error.kind, error.reached),
+        );
       } finally {
         await source?.close();
       }
@@ -137,9 +177,18 @@ export function createToolActivities(deps: ToolActivityDeps) {
  * A call is never sent twice: an attempt after one that may have sent it is refused, and refusals
  * (nothing charged) and unanswered calls come back as non-retryable failures for the model.
  */
-async function marketToolCall(deps: ToolActivityDeps, input: ToolCallInput, context: Context, previous: CallProgress): Promise<ToolCallOutput> {
+async function marketToolCall(
+  deps: ToolActivityDeps,
+  input: ToolCallInput,
+  context: Context,
+  previous: CallProgress,
+): Promise<ToolCallOutput> {
   const { attempt } = context.info;
-  if (!deps.callMarketSelection) throw ApplicationFailure.nonRetryable('Market tools are not available on this worker', TOOL_CALL_FAILED, { kind: 'source_unavailable', reached: false });
+  if (!deps.callMarketSelection)
+    throw ApplicationFailure.nonRetryable('Market tools are not available on this worker', TOOL_CALL_FAILED, {
+      kind: 'source_unavailable',
+      reached: false,
+    });
   if (attempt > 1 && previous.notDeliveredAttempt !== attempt - 1) {
     throw ApplicationFailure.nonRetryable(
       `Not sent again: an earlier attempt of this call to the market tool "${input.tool}" may have reached it (and been billed). Check its effect before calling it again.`,
@@ -148,9 +197,19 @@ async function marketToolCall(deps: ToolActivityDeps, input: ToolCallInput, cont
     );
   }
   context.heartbeat({ inFlightAttempt: attempt } satisfies CallProgress);
-  const outcome = await deps.callMarketSelection({ jobId: input.jobId, index: input.selection.index, tool: input.tool, args: input.args, signal: context.cancellationSignal });
-  if (outcome.status === 'answered') return modelAnswer(deps, input, outcome.result, { durationMs: outcome.durationMs, costMicros: outcome.costMicros });
-  throw ApplicationFailure.nonRetryable(outcome.message, TOOL_CALL_FAILED, { kind: outcome.code, reached: outcome.status === 'failed' });
+  const outcome = await deps.callMarketSelection({
+    jobId: input.jobId,
+    index: input.selection.index,
+    tool: input.tool,
+    args: input.args,
+    signal: context.cancellationSignal,
+  });
+  if (outcome.status === 'answered')
+    return modelAnswer(deps, input, outcome.result, { durationMs: outcome.durationMs, costMicros: outcome.costMicros });
+  throw ApplicationFailure.nonRetryable(outcome.message, TOOL_CALL_FAILED, {
+    kind: outcome.code,
+    reached: outcome.status === 'failed',
+  });
 }
 
 /**
@@ -158,12 +217,23 @@ async function marketToolCall(deps: ToolActivityDeps, input: ToolCallInput, cont
  * references to the images kept for the model (deps.images). The answer's blocks, and image bytes,
  * stay out of the workflow's history.
  */
-async function modelAnswer(deps: ToolActivityDeps, input: ToolCallInput, result: ToolCallResult, call: Pick<ToolCallOutput, 'durationMs' | 'costMicros'>): Promise<ToolCallOutput> {
+async function modelAnswer(
+  deps: ToolActivityDeps,
+  input: ToolCallInput,
+  result: ToolCallResult,
+  call: Pick<ToolCallOutput, 'durationMs' | 'costMicros'>,
+): Promise<ToolCallOutput> {
   const answer = { isError: result.isError, ...call };
   const images = imagesOf(result);
   if (images.length === 0) return { ...answer, text: result.text, truncated: result.truncated };
-  const kept = deps.images ? await deps.images.keep(input.jobId, input.tool, images) : images.map(() => ({ notShown: null }));
-  const { text, truncated } = textWithImagesDescribed(result, (image, n) => describeToolImage(image, input.tool, 'notShown' in kept[n] ? kept[n].notShown : null), deps.maxResultBytes);
+  const kept = deps.images
+    ? await deps.images.keep(input.jobId, input.tool, images)
+    : images.map(() => ({ notShown: null }));
+  const { text, truncated } = textWithImagesDescribed(
+    result,
+    (image, n) => describeToolImage(image, input.tool, 'notShown' in kept[n] ? kept[n].notShown : null),
+    deps.maxResultBytes,
+  );
   const refs = kept.flatMap((image) => ('ref' in image ? [image.ref] : []));
   return { ...answer, text, truncated, ...(refs.length > 0 && { images: refs }) };
 }

@@ -27,12 +27,21 @@ type WithParams<T> = T & { params?: SourceParamValues };
  * its request (`custom_mcps` / `market_mcps`, params redacted) with the params sealed as
  * `custom_mcps_params[i]` / `market_mcps_params[i]`.
  */
-export function readJobSelections(masterKey: Buffer, job: Pick<Job, 'id' | 'kind' | 'request' | 'sealed_secrets'>): JobSelections {
+export function readJobSelections(
+  masterKey: Buffer,
+  job: Pick<Job, 'id' | 'kind' | 'request' | 'sealed_secrets'>,
+): JobSelections {
   const secrets = unsealRequestSecrets(masterKey, job.id, job.sealed_secrets);
   if (job.kind === 'agent-market') {
-    const sealed = (secrets.agent_selections ?? {}) as { market?: WithParams<JobMarketSelection>[]; custom?: WithParams<CustomMcpSelection>[] };
+    const sealed = (secrets.agent_selections ?? {}) as {
+      market?: WithParams<JobMarketSelection>[];
+      custom?: WithParams<CustomMcpSelection>[];
+    };
     const split = <T>({ params, ...stored }: WithParams<T>) => ({ stored: stored as T, params: params ?? {} });
-    return { custom: (sealed.custom ?? []).map(split<CustomMcpSelection>), market: (sealed.market ?? []).map(split<JobMarketSelection>) };
+    return {
+      custom: (sealed.custom ?? []).map(split<CustomMcpSelection>),
+      market: (sealed.market ?? []).map(split<JobMarketSelection>),
+    };
   }
   const request = job.request as { custom_mcps?: CustomMcpSelection[]; market_mcps?: JobMarketSelection[] };
   const customParams = (secrets.custom_mcps_params ?? []) as SourceParamValues[];
@@ -42,4 +51,3 @@ export function readJobSelections(masterKey: Buffer, job: Pick<Job, 'id' | 'kind
     market: (request.market_mcps ?? []).map((stored, i) => ({ stored, params: marketParams[i] ?? {} })),
   };
 }
-

@@ -39,7 +39,10 @@ export function marketSelectionId(jobId: string, index: number, stored: StoredMa
  * in a custom agent) and the run request's max_total_usd (the consumer's cap for each market tool of
  * an agent-market run).
  */
-export function selectionCapMicros(stored: Pick<StoredMarketSelection, 'max_total_usd'>, request: unknown): number | null {
+export function selectionCapMicros(
+  stored: Pick<StoredMarketSelection, 'max_total_usd'>,
+  request: unknown,
+): number | null {
   const consumer = (request as { max_total_usd?: unknown } | null)?.max_total_usd;
   const caps = [stored.max_total_usd, typeof consumer === 'number' ? consumer : undefined]
     .filter((usd): usd is number => usd !== undefined)
@@ -59,7 +62,11 @@ export function selectionCapMicros(stored: Pick<StoredMarketSelection, 'max_tota
 export function createMarketSelectionCaller(deps: { db: Db; config: Config; policy: NetworkPolicy }) {
   const market = deps.config.market;
   const callDeps = marketToolCallDeps({
-    store: createMarketCallStore(deps.db, { commit: market.callCommit, idleGraceMs: market.runIdleGraceMs, chargeTokenKey: market.chargeTokenKey }),
+    store: createMarketCallStore(deps.db, {
+      commit: market.callCommit,
+      idleGraceMs: market.runIdleGraceMs,
+      chargeTokenKey: market.chargeTokenKey,
+    }),
     market,
     policy: deps.policy,
   });
@@ -71,8 +78,16 @@ export function createMarketSelectionCaller(deps: { db: Db; config: Config; poli
     if (!selection) throw new Error(`the run has no market_mcps[${call.index}]`);
     const stored: StoredMarketSelection = selection.stored;
     const entry = await loadCallEntry(deps.db, deps.config.masterKey, stored.mcp_id);
-    if (!entry) return { status: 'refused', code: 'entry_not_found', message: 'The market entry of this selection is no longer approved', runId: null };
-    const narrowed = stored.tool_names?.length ? { ...entry, approvedTools: entry.approvedTools.filter((t) => stored.tool_names!.includes(t.toolName)) } : entry;
+    if (!entry)
+      return {
+        status: 'refused',
+        code: 'entry_not_found',
+        message: 'The market entry of this selection is no longer approved',
+        runId: null,
+      };
+    const narrowed = stored.tool_names?.length
+      ? { ...entry, approvedTools: entry.approvedTools.filter((t) => stored.tool_names!.includes(t.toolName)) }
+      : entry;
     const selectionId = marketSelectionId(call.jobId, call.index, stored);
     const capMicros = selectionCapMicros(stored, job.request);
     return callMarketTool(callDeps, {
@@ -86,7 +101,16 @@ export function createMarketSelectionCaller(deps: { db: Db; config: Config; poli
       jobId: call.jobId,
       runPerCall: false,
       signal: call.signal,
-      acquireRun: (reserveMicros) => acquireCallRun(deps.db, settings, { consumerId: job.user_id, entryId: entry.entryId, selectionId, jobId: call.jobId, capMicros, reserveMicros, shared: true }),
+      acquireRun: (reserveMicros) =>
+        acquireCallRun(deps.db, settings, {
+          consumerId: job.user_id,
+          entryId: entry.entryId,
+          selectionId,
+          jobId: call.jobId,
+          capMicros,
+          reserveMicros,
+          shared: true,
+        }),
     });
   };
 }

@@ -12,7 +12,8 @@ import { readJobSelections } from './job-selections';
  */
 export function jobSelectionLoader(db: Db, masterKey: Buffer): SelectionLoader {
   return async (jobId, ref) => {
-    if (ref.kind === 'market_mcps') throw new Error('market_mcps selections are called through the market path, not opened as tool sources');
+    if (ref.kind === 'market_mcps')
+      throw new Error('market_mcps selections are called through the market path, not opened as tool sources');
     const job = await getJob(db, jobId);
     const selection = readJobSelections(masterKey, job).custom[ref.index];
     if (!selection) throw new Error(`the run has no custom_mcps[${ref.index}]`);

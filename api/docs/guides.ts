@@ -41,7 +41,12 @@ export interface Guide {
 
 const FRONT_MATTER = /^---\n([\s\S]*?)\n---\n?/;
 
-function splitFrontMatter(text: string): { meta: Record<string, unknown>; body: string; offset: number; problems: string[] } {
+function splitFrontMatter(text: string): {
+  meta: Record<string, unknown>;
+  body: string;
+  offset: number;
+  problems: string[];
+} {
   const normalized = text.replace(/\r\n?/g, '\n');
   const match = FRONT_MATTER.exec(normalized);
   if (!match) return { meta: {}, body: normalized, offset: 0, problems: [] };
@@ -49,7 +54,12 @@ function splitFrontMatter(text: string): { meta: Record<string, unknown>; body: 
   const offset = match[0].split('\n').length - (match[0].endsWith('\n') ? 1 : 0);
   try {
     const meta = parseYaml(match[1]);
-    return { meta: meta && typeof meta === 'object' ? (meta as Record<string, unknown>) : {}, body, offset, problems: [] };
+    return {
+      meta: meta && typeof meta === 'object' ? (meta as Record<string, unknown>) : {},
+      body,
+      offset,
+      problems: [],
+    };
   } catch (err) {
     return { meta: {}, body, offset, problems: [`front matter is not YAML: ${(err as Error).message}`] };
   }
@@ -105,7 +115,18 @@ export function parseGuide(source: DocSource): Guide {
 
   const summary = typeof meta.summary === 'string' ? meta.summary.trim() : firstParagraph(parsed.blocks);
   const order = typeof meta.order === 'number' ? meta.order : isReadme ? Number.MAX_SAFE_INTEGER : 1000;
-  return { path: source.path, slug, title, summary, order, markdown: body, bodyLineOffset: offset, parsed, sections, problems };
+  return {
+    path: source.path,
+    slug,
+    title,
+    summary,
+    order,
+    markdown: body,
+    bodyLineOffset: offset,
+    parsed,
+    sections,
+    problems,
+  };
 }
 
 /** Plain text of a section's own Markdown (its heading line excluded), for the index and snippets. */

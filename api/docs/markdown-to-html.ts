@@ -70,7 +70,14 @@ function isBlank(line: string | undefined): boolean {
 }
 
 function startsBlock(line: string, next: string | undefined): boolean {
-  return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || QUOTE.test(line) || LIST_ITEM.test(line) || (line.includes('|') && next !== undefined && TABLE_DELIMITER.test(next) && next.includes('-'));
+  return (
+    FENCE.test(line) ||
+    HEADING.test(line) ||
+    RULE.test(line) ||
+    QUOTE.test(line) ||
+    LIST_ITEM.test(line) ||
+    (line.includes('|') && next !== undefined && TABLE_DELIMITER.test(next) && next.includes('-'))
+  );
 }
 
 function splitRow(line: string): string[] {
@@ -147,7 +154,12 @@ function parseBlocks(lines: string[], lineOffset: number, uniqueId: (text: strin
       blocks.push({ type: 'blockquote', children: parseBlocks(inner, lineOffset + start, uniqueId) });
       continue;
     }
-    if (line.includes('|') && lines[i + 1] !== undefined && TABLE_DELIMITER.test(lines[i + 1]) && lines[i + 1].includes('-')) {
+    if (
+      line.includes('|') &&
+      lines[i + 1] !== undefined &&
+      TABLE_DELIMITER.test(lines[i + 1]) &&
+      lines[i + 1].includes('-')
+    ) {
       const header = splitRow(line);
       const align = splitRow(lines[i + 1]).map((cell): Align => {
         const left = cell.startsWith(':');
@@ -181,7 +193,12 @@ function parseBlocks(lines: string[], lineOffset: number, uniqueId: (text: strin
   return blocks;
 }
 
-function parseList(lines: string[], from: number, lineOffset: number, uniqueId: (text: string) => string): { block: Block; next: number } {
+function parseList(
+  lines: string[],
+  from: number,
+  lineOffset: number,
+  uniqueId: (text: string) => string,
+): { block: Block; next: number } {
   const first = LIST_ITEM.exec(lines[from])!;
   const ordered = /\d/.test(first[2]);
   const start = ordered ? parseInt(first[2], 10) : 1;
@@ -370,7 +387,9 @@ export function renderInline(text: string, options: RenderOptions = {}): string 
 /** The text a reader sees, without Markdown syntax (for search and snippets). */
 export function plainInline(text: string): string {
   const { template, tokens } = tokenizeInline(text);
-  const plain = template.replace(/\*\*(?=\S)([\s\S]*?\S)\*\*/g, '$1').replace(/(^|[^*\w])\*(?=[^\s*])([^*]*?[^\s*])\*(?![*\w])/g, '$1$2');
+  const plain = template
+    .replace(/\*\*(?=\S)([\s\S]*?\S)\*\*/g, '$1')
+    .replace(/(^|[^*\w])\*(?=[^\s*])([^*]*?[^\s*])\*(?![*\w])/g, '$1$2');
   return plain.replace(PLACEHOLDER, (_, n: string) => {
     const token = tokens[Number(n)];
     return token.kind === 'link' ? plainInline(token.text) : token.text;
@@ -399,7 +418,9 @@ function renderBlock(block: Block, options: RenderOptions, tightItem: boolean): 
     case 'list': {
       const tag = block.ordered ? 'ol' : 'ul';
       const start = block.ordered && block.start !== 1 ? ` start="${block.start}"` : '';
-      const items = block.items.map((children) => `<li>${children.map((child) => renderBlock(child, options, block.tight)).join('\n')}</li>`);
+      const items = block.items.map(
+        (children) => `<li>${children.map((child) => renderBlock(child, options, block.tight)).join('\n')}</li>`,
+      );
       return `<${tag}${start}>\n${items.join('\n')}\n</${tag}>`;
     }
     case 'blockquote':

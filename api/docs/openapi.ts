@@ -70,7 +70,8 @@ export function listOperations(document: OpenApiDocument): OperationSummary[] {
     for (const [method, operation] of Object.entries(item)) {
       if (!METHODS.includes(method)) continue;
       out.push({
-        operationId: typeof operation.operationId === 'string' ? operation.operationId : deriveOperationId(method, path),
+        operationId:
+          typeof operation.operationId === 'string' ? operation.operationId : deriveOperationId(method, path),
         method: method.toUpperCase(),
         path,
         summary: typeof operation.summary === 'string' ? operation.summary : '',
@@ -102,7 +103,10 @@ export function resolveRefs(value: unknown, document: OpenApiDocument, seen: str
   return Object.fromEntries(Object.entries(object).map(([k, v]) => [k, resolveRefs(v, document, seen)]));
 }
 
-export function findOperation(document: OpenApiDocument, query: { operationId?: string; method?: string; path?: string }): ResolvedOperation | null {
+export function findOperation(
+  document: OpenApiDocument,
+  query: { operationId?: string; method?: string; path?: string },
+): ResolvedOperation | null {
   const summaries = listOperations(document);
   const wantedPath = query.path ? normalizeOperationPath(query.path, document) : null;
   const match = summaries.find((op) =>
@@ -135,7 +139,8 @@ function normalizeOperationPath(path: string, document: OpenApiDocument): string
   }
   p = p.replace(/[?#].*$/, '');
   const server = document.servers?.[0]?.url ?? '';
-  if (server.startsWith('/') && server !== '/' && (p === server || p.startsWith(`${server}/`))) p = p.slice(server.length);
+  if (server.startsWith('/') && server !== '/' && (p === server || p.startsWith(`${server}/`)))
+    p = p.slice(server.length);
   if (!p.startsWith('/')) p = `/${p}`;
   return p.length > 1 ? p.replace(/\/+$/, '') : p;
 }
@@ -144,7 +149,9 @@ function normalizeOperationPath(path: string, document: OpenApiDocument): string
 function samePathTemplate(template: string, candidate: string): boolean {
   const a = template.split('/');
   const b = candidate.split('/');
-  return a.length === b.length && a.every((segment, i) => segment === b[i] || (/^\{.+\}$/.test(segment) && b[i] !== ''));
+  return (
+    a.length === b.length && a.every((segment, i) => segment === b[i] || (/^\{.+\}$/.test(segment) && b[i] !== ''))
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -156,7 +163,13 @@ function schemaName(schema: unknown): string {
   if (typeof s.title === 'string') return s.title;
   for (const union of [s.oneOf, s.anyOf]) if (Array.isArray(union)) return union.map(schemaName).join(' | ');
   // A named schema refined in place (e.g. a JobRecord whose result is an AgentResult) is shown by its name.
-  if (Array.isArray(s.allOf)) return s.allOf.map(schemaName).filter((name) => name !== 'object').join(' & ') || 'object';
+  if (Array.isArray(s.allOf))
+    return (
+      s.allOf
+        .map(schemaName)
+        .filter((name) => name !== 'object')
+        .join(' & ') || 'object'
+    );
   if (Array.isArray(s.type)) return s.type.join(' | ');
   if (s.type === 'array') return `${schemaName(s.items)}[]`;
   return typeof s.type === 'string' ? s.type : 'object';
@@ -169,7 +182,11 @@ function propertyLines(schema: unknown): string[] {
   const properties = s.properties && typeof s.properties === 'object' ? (s.properties as Record<string, Json>) : {};
   const required = Array.isArray(s.required) ? (s.required as string[]) : [];
   return Object.entries(properties).map(([name, prop]) => {
-    const parts = [schemaName(prop), required.includes(name) ? 'required' : null, prop.default !== undefined ? `default ${JSON.stringify(prop.default)}` : null].filter(Boolean);
+    const parts = [
+      schemaName(prop),
+      required.includes(name) ? 'required' : null,
+      prop.default !== undefined ? `default ${JSON.stringify(prop.default)}` : null,
+    ].filter(Boolean);
     const enumText = Array.isArray(prop.enum) ? ` One of ${prop.enum.map((v) => `\`${String(v)}\``).join(', ')}.` : '';
     return `- \`${name}\` (${parts.join(', ')})${prop.description ? `: ${String(prop.description)}` : ''}${enumText}`;
   });
@@ -187,7 +204,9 @@ export function operationMarkdown(op: ResolvedOperation): string {
   if (op.parameters.length) {
     lines.push('### Parameters', '');
     for (const p of op.parameters) {
-      lines.push(`- \`${String(p.name)}\` (${String(p.in)}${p.required ? ', required' : ''}, ${schemaName(p.schema)})${p.description ? `: ${String(p.description)}` : ''}`);
+      lines.push(
+        `- \`${String(p.name)}\` (${String(p.in)}${p.required ? ', required' : ''}, ${schemaName(p.schema)})${p.description ? `: ${String(p.description)}` : ''}`,
+      );
     }
     lines.push('');
   }
@@ -200,7 +219,21 @@ export function operationMarkdown(op: ResolvedOperation): string {
     const schema = bodySchema(response);
     lines.push(`- **${status}**: ${String(response.description ?? '')}${schema ? ` (\`${schemaName(schema)}\`)` : ''}`);
   }
-  lines.push('', 'Schemas, resolved inline:', '', '```json', JSON.stringify({ requestBody: request ?? null, responses: Object.fromEntries(Object.entries(op.responses).map(([s, r]) => [s, bodySchema(r) ?? null])) }, null, 2), '```');
+  lines.push(
+    '',
+    'Schemas, resolved inline:',
+    '',
+    '```json',
+    JSON.stringify(
+      {
+        requestBody: request ?? null,
+        responses: Object.fromEntries(Object.entries(op.responses).map(([s, r]) => [s, bodySchema(r) ?? null])),
+      },
+      null,
+      2,
+    ),
+    '```',
+  );
   return lines.join('\n');
 }
 
@@ -210,6 +243,7 @@ export function operationSearchText(op: ResolvedOperation): string {
   for (const p of op.parameters) out.push(`${String(p.name)} ${String(p.description ?? '')}`);
   const request = bodySchema(op.requestBody);
   if (request) out.push(...propertyLines(request).map((line) => line.replace(/^- /, '').replace(/`/g, '')));
-  for (const [status, response] of Object.entries(op.responses)) out.push(`${status} ${String(response.description ?? '')}`);
+  for (const [status, response] of Object.entries(op.responses))
+    out.push(`${status} ${String(response.description ?? '')}`);
   return out.filter(Boolean).join('\n');
 }

@@ -50,7 +50,10 @@ export class DocsIndex {
       storeFields: [],
       tokenize,
       processTerm: searchTerm,
-      extractField: (entry, field) => (field === 'context' ? entry.breadcrumb.join(' ') : String((entry as unknown as Record<string, unknown>)[field] ?? '')),
+      extractField: (entry, field) =>
+        field === 'context'
+          ? entry.breadcrumb.join(' ')
+          : String((entry as unknown as Record<string, unknown>)[field] ?? ''),
       searchOptions: {
         boost: { title: 3, context: 1.5, text: 1, code: 0.3 },
         prefix: (term) => term.length >= 4,
@@ -65,20 +68,26 @@ export class DocsIndex {
   search(query: string, limit: number): SearchHit[] {
     const terms = new Set(searchTerms(query));
     if (terms.size === 0) return [];
-    return this.search_.search(query).slice(0, limit).map((result) => {
-      const entry = this.byId.get(result.id)!;
-      return {
-        title: entry.kind === 'operation' ? entry.title : [...entry.breadcrumb.slice(0, 1), ...(entry.anchor ? [entry.title] : [])].join(' › '),
-        path: entry.path,
-        anchor: entry.anchor,
-        snippet: snippet(entry.text || entry.code, terms),
-        version: this.version,
-        indexedAt: this.indexedAt,
-        kind: entry.kind,
-        url: entry.url,
-        score: Math.round(result.score * 1000) / 1000,
-      };
-    });
+    return this.search_
+      .search(query)
+      .slice(0, limit)
+      .map((result) => {
+        const entry = this.byId.get(result.id)!;
+        return {
+          title:
+            entry.kind === 'operation'
+              ? entry.title
+              : [...entry.breadcrumb.slice(0, 1), ...(entry.anchor ? [entry.title] : [])].join(' › '),
+          path: entry.path,
+          anchor: entry.anchor,
+          snippet: snippet(entry.text || entry.code, terms),
+          version: this.version,
+          indexedAt: this.indexedAt,
+          kind: entry.kind,
+          url: entry.url,
+          score: Math.round(result.score * 1000) / 1000,
+        };
+      });
   }
 }
 

@@ -24,7 +24,15 @@ export interface DocsSiteInput {
 }
 
 export type ReadDocResult =
-  | { ok: true; title: string; path: string; anchor: string; url: string; markdown: string; sections: { anchor: string; title: string; level: number }[] }
+  | {
+      ok: true;
+      title: string;
+      path: string;
+      anchor: string;
+      url: string;
+      markdown: string;
+      sections: { anchor: string; title: string; level: number }[];
+    }
   | { ok: false; message: string };
 
 /** Everything the docs page and the docs-search MCP endpoint serve, built once at start. */
@@ -123,23 +131,58 @@ export function buildDocsSite(input: DocsSiteInput): DocsSite {
       const operationId = wantedAnchor.replace(/^operation\//, '');
       const op = operationId ? findOperation(openapi, { operationId }) : null;
       if (!op) {
-        return { ok: false, message: `No operation "${operationId}" in ${OPENAPI_PATH}. Anchors look like operation/<operationId>; known ids: ${operations.map((o) => o.operationId).join(', ')}` };
+        return {
+          ok: false,
+          message: `No operation "${operationId}" in ${OPENAPI_PATH}. Anchors look like operation/<operationId>; known ids: ${operations.map((o) => o.operationId).join(', ')}`,
+        };
       }
-      return { ok: true, title: `${op.method} ${op.serverUrl}${op.path}`, path: OPENAPI_PATH, anchor: operationAnchor(op.operationId), url: `${DOCS_PAGE_PATH}#${operationAnchor(op.operationId)}`, markdown: operationMarkdown(op), sections: [] };
+      return {
+        ok: true,
+        title: `${op.method} ${op.serverUrl}${op.path}`,
+        path: OPENAPI_PATH,
+        anchor: operationAnchor(op.operationId),
+        url: `${DOCS_PAGE_PATH}#${operationAnchor(op.operationId)}`,
+        markdown: operationMarkdown(op),
+        sections: [],
+      };
     }
     const guide = findGuide(path);
     if (!guide) {
-      return { ok: false, message: `No document at "${path}". Known paths: ${documents.map((d) => d.path).join(', ')}, and ${OPENAPI_PATH} with an operation/<operationId> anchor` };
+      return {
+        ok: false,
+        message: `No document at "${path}". Known paths: ${documents.map((d) => d.path).join(', ')}, and ${OPENAPI_PATH} with an operation/<operationId> anchor`,
+      };
     }
-    const sections = guide.sections.filter((s) => s.anchor).map((s) => ({ anchor: s.anchor, title: s.title, level: s.level }));
+    const sections = guide.sections
+      .filter((s) => s.anchor)
+      .map((s) => ({ anchor: s.anchor, title: s.title, level: s.level }));
     if (!wantedAnchor) {
-      return { ok: true, title: guide.title, path: guide.path, anchor: '', url: guidePageUrl(guide), markdown: guide.markdown.trim(), sections };
+      return {
+        ok: true,
+        title: guide.title,
+        path: guide.path,
+        anchor: '',
+        url: guidePageUrl(guide),
+        markdown: guide.markdown.trim(),
+        sections,
+      };
     }
     const section = guide.sections.find((s) => s.anchor && s.anchor === wantedAnchor.toLowerCase());
     if (!section) {
-      return { ok: false, message: `${guide.path} has no section "${wantedAnchor}". Its sections: ${sections.map((s) => s.anchor).join(', ')}` };
+      return {
+        ok: false,
+        message: `${guide.path} has no section "${wantedAnchor}". Its sections: ${sections.map((s) => s.anchor).join(', ')}`,
+      };
     }
-    return { ok: true, title: `${guide.title} › ${section.title}`, path: guide.path, anchor: section.anchor, url: guidePageUrl(guide, section.anchor), markdown: section.markdown, sections: [] };
+    return {
+      ok: true,
+      title: `${guide.title} › ${section.title}`,
+      path: guide.path,
+      anchor: section.anchor,
+      url: guidePageUrl(guide, section.anchor),
+      markdown: section.markdown,
+      sections: [],
+    };
   };
 
   return {

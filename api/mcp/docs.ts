@@ -35,7 +35,10 @@ const OperationSummarySchema = z.object({
 
 const JsonObject = z.record(z.string(), z.unknown());
 
-function structured<T extends Record<string, unknown>>(value: T, text = JSON.stringify(value, null, 2)): CallToolResult {
+function structured<T extends Record<string, unknown>>(
+  value: T,
+  text = JSON.stringify(value, null, 2),
+): CallToolResult {
   return { content: [{ type: 'text', text }], structuredContent: value };
 }
 
@@ -59,9 +62,15 @@ export function createDocsMcpServer(site: DocsSite): McpServer {
     'search_docs',
     {
       title: 'Search the documentation',
-      description: 'Full-text search over the guides, the README and every API operation. Returns ranked sections with a snippet; read one with read_doc.',
+      description:
+        'Full-text search over the guides, the README and every API operation. Returns ranked sections with a snippet; read one with read_doc.',
       inputSchema: z.object({
-        query: z.string().trim().min(1).max(500).describe('A question or keywords, e.g. "how do I verify a webhook signature"'),
+        query: z
+          .string()
+          .trim()
+          .min(1)
+          .max(500)
+          .describe('A question or keywords, e.g. "how do I verify a webhook signature"'),
         limit: z.number().int().min(1).max(20).optional().describe('How many hits (default 5)'),
       }),
       outputSchema: z.object({ query: z.string(), hits: z.array(SearchHitSchema), ...Stamp }),
@@ -77,10 +86,15 @@ export function createDocsMcpServer(site: DocsSite): McpServer {
     'read_doc',
     {
       title: 'Read a guide or one section',
-      description: 'The Markdown of a guide (path such as docs/webhooks.md), or of one section with its anchor; openapi.json with anchor operation/<operationId> reads an operation.',
+      description:
+        'The Markdown of a guide (path such as docs/webhooks.md), or of one section with its anchor; openapi.json with anchor operation/<operationId> reads an operation.',
       inputSchema: z.object({
         path: z.string().trim().min(1).max(300),
-        anchor: z.string().max(200).optional().describe('A section anchor from search_docs or from the guide\'s section list'),
+        anchor: z
+          .string()
+          .max(200)
+          .optional()
+          .describe("A section anchor from search_docs or from the guide's section list"),
       }),
       outputSchema: z.object({
         title: z.string(),
@@ -88,7 +102,9 @@ export function createDocsMcpServer(site: DocsSite): McpServer {
         anchor: z.string(),
         url: z.string(),
         markdown: z.string(),
-        sections: z.array(z.object({ anchor: z.string(), title: z.string(), level: z.number() })).describe('The guide\'s sections (when a whole guide is read)'),
+        sections: z
+          .array(z.object({ anchor: z.string(), title: z.string(), level: z.number() }))
+          .describe("The guide's sections (when a whole guide is read)"),
         ...Stamp,
       }),
       annotations: READ_ONLY,
@@ -105,8 +121,17 @@ export function createDocsMcpServer(site: DocsSite): McpServer {
     'list_operations',
     {
       title: 'List API operations',
-      description: 'Every operation of the REST API (method, path, operationId, summary), optionally only those with one tag.',
-      inputSchema: z.object({ tag: z.string().trim().min(1).max(200).optional().describe(`One of: ${site.tags.join(', ')}`) }),
+      description:
+        'Every operation of the REST API (method, path, operationId, summary), optionally only those with one tag.',
+      inputSchema: z.object({
+        tag: z
+          .string()
+          .trim()
+          .min(1)
+          .max(200)
+          .optional()
+          .describe(`One of: ${site.tags.join(', ')}`),
+      }),
       outputSchema: z.object({ tags: z.array(z.string()), operations: z.array(OperationSummarySchema), ...Stamp }),
       annotations: READ_ONLY,
     },
@@ -122,7 +147,8 @@ export function createDocsMcpServer(site: DocsSite): McpServer {
     'get_operation',
     {
       title: 'Get one API operation',
-      description: 'One operation from the OpenAPI document with its parameters, request body and responses, every schema resolved inline. Give operationId, or method and path.',
+      description:
+        'One operation from the OpenAPI document with its parameters, request body and responses, every schema resolved inline. Give operationId, or method and path.',
       inputSchema: z.object({
         operationId: z.string().trim().min(1).max(200).optional(),
         method: z.string().trim().min(1).max(10).optional().describe('GET, POST, PATCH, DELETE …'),
@@ -147,11 +173,14 @@ export function createDocsMcpServer(site: DocsSite): McpServer {
       annotations: READ_ONLY,
     },
     async ({ operationId, method, path }) => {
-      if (!operationId && !(method && path)) return toolError('Give operationId, or both method and path (list_operations shows them)');
+      if (!operationId && !(method && path))
+        return toolError('Give operationId, or both method and path (list_operations shows them)');
       const operation = site.getOperation(operationId ? { operationId } : { method, path });
       if (!operation) {
         const asked = operationId ? `operationId "${operationId}"` : `${method!.toUpperCase()} ${path}`;
-        return toolError(`No operation with ${asked}. Known operations: ${site.operations.map((op) => `${op.operationId} (${op.method} ${op.path})`).join(', ')}`);
+        return toolError(
+          `No operation with ${asked}. Known operations: ${site.operations.map((op) => `${op.operationId} (${op.method} ${op.path})`).join(', ')}`,
+        );
       }
       return structured({ operation: { ...operation }, ...stamp });
     },
@@ -160,9 +189,14 @@ export function createDocsMcpServer(site: DocsSite): McpServer {
   const documents = site.readme ? [...site.guides, site.readme] : site.guides;
   for (const guide of documents) {
     const uri = guide.slug === 'readme' ? 'docs://readme' : `docs://guides/${guide.slug}`;
-    server.registerResource(guide.slug, uri, { title: guide.title, description: guide.summary, mimeType: 'text/markdown' }, async (resourceUri) => ({
-      contents: [{ uri: resourceUri.href, mimeType: 'text/markdown', text: guide.markdown.trim() }],
-    }));
+    server.registerResource(
+      guide.slug,
+      uri,
+      { title: guide.title, description: guide.summary, mimeType: 'text/markdown' },
+      async (resourceUri) => ({
+        contents: [{ uri: resourceUri.href, mimeType: 'text/markdown', text: guide.markdown.trim() }],
+      }),
+    );
   }
   return server;
 }
@@ -182,4 +216,3 @@ export function docsMcpEndpoint(site: DocsSite, config: Pick<Config, 'docsMcp'>)
 export function advertisedDocsMcpUrl(config: Pick<Config, 'docsMcp'>, apiOrigin: string): string {
   return config.docsMcp.url ?? `${apiOrigin}${DOCS_MCP_PATH}`;
 }
-

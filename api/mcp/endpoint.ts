@@ -62,26 +62,37 @@ export function clientAddress(ctx: Context): string {
  * Mount it before the JSON body parser: the SDK reads the request body itself.
  */
 export function mcpEndpoint(options: McpEndpointOptions): Middleware {
-  const handler = options.sessions ? withLegacySessions(options.factory, options.sessions) : createMcpHandler(options.factory, { maxRequestBodySize: MAX_BODY_BYTES });
+  const handler = options.sessions
+    ? withLegacySessions(options.factory, options.sessions)
+    : createMcpHandler(options.factory, { maxRequestBodySize: MAX_BODY_BYTES });
   const serve = toNodeHandler(handler, {
     maxRequestBodySize: MAX_BODY_BYTES,
     onerror: (err) => log().error({ err, endpoint: String(options.path) }, 'MCP endpoint failed'),
   });
   const allowed = [...new Set([...localhostAllowedHostnames(), ...options.allowedHostnames])];
   const limiter = options.rateLimitPerMinute ? createRateLimiter(options.rateLimitPerMinute) : null;
-  const matches = (path: string) => (typeof options.path === 'string' ? path === options.path : options.path.test(path));
+  const matches = (path: string) =>
+    typeof options.path === 'string' ? path === options.path : options.path.test(path);
 
   return async (ctx: Context, next: Next) => {
     if (!matches(ctx.path)) return next();
     const host = validateHostHeader(ctx.req.headers.host, allowed);
-    if (!host.ok) throw new ApiError(403, 'host_not_allowed', `This MCP endpoint does not answer for this Host (${host.message})`);
+    if (!host.ok)
+      throw new ApiError(403, 'host_not_allowed', `This MCP endpoint does not answer for this Host (${host.message})`);
     const origin = validateOriginHeader(ctx.req.headers.origin, allowed);
-    if (!origin.ok) throw new ApiError(403, 'origin_not_allowed', `Requests from this Origin are not accepted (${origin.message})`);
+    if (!origin.ok)
+      throw new ApiError(403, 'origin_not_allowed', `Requests from this Origin are not accepted (${origin.message})`);
     const verdict = limiter?.take(clientAddress(ctx));
     if (verdict && !verdict.allowed) {
-      throw new ApiError(429, 'rate_limited', `Too many requests from this address; retry in ${verdict.retryAfterSeconds} s`, undefined, {
-        'Retry-After': String(verdict.retryAfterSeconds),
-      });
+      throw new ApiError(
+        429,
+        'rate_limited',
+        `Too many requests from this address; retry in ${verdict.retryAfterSeconds} s`,
+        undefined,
+        {
+          'Retry-After': String(verdict.retryAfterSeconds),
+        },
+      );
     }
     if (options.authenticate) (ctx.req as typeof ctx.req & { auth?: AuthInfo }).auth = await options.authenticate(ctx);
     // The SDK writes the response itself; Koa must neither answer nor treat the request as unrouted.
@@ -101,7 +112,10 @@ const MODERN_REVISIONS_FROM = '2026-07-28';
  * serving, which checks the body against it (a mismatch is refused, 400). Any other request is
  * classified by the SDK (isLegacyRequest reads a copy of a POST body).
  */
-function withLegacySessions(factory: McpServerFactory, sessionOptions: LegacySessionOptions): Pick<McpHttpHandler, 'fetch'> {
+function withLegacySessions(
+  factory: McpServerFactory,
+  sessionOptions: LegacySessionOptions,
+): Pick<McpHttpHandler, 'fetch'> {
   const modern = createMcpHandler(factory, { maxRequestBodySize: MAX_BODY_BYTES, legacy: 'reject' });
   const sessions = legacySessions(factory, { ...sessionOptions, maxRequestBodySize: MAX_BODY_BYTES });
   const isLegacy = async (request: Request) => {
@@ -111,6 +125,7 @@ function withLegacySessions(factory: McpServerFactory, sessionOptions: LegacySes
     return isLegacyRequest(request, undefined, { maxRequestBodySize: MAX_BODY_BYTES });
   };
   return {
-    fetch: async (request, requestOptions) => ((await isLegacy(request)) ? sessions.fetch(request, requestOptions) : modern.fetch(request, requestOptions)),
+    fetch: async (request, requestOptions) =>
+      (await isLegacy(request)) ? sessions.fetch(request, requestOptions) : modern.fetch(request, requestOptions),
   };
 }

@@ -63,12 +63,19 @@ const MAX_EVENT_BYTES = 8 * 1024 * 1024;
 /** What a client waits before reconnecting a stream the server closed (the SSE `retry` field). */
 const RETRY_MS = 1_000;
 
-export function legacySessions(factory: McpServerFactory, options: LegacySessionOptions & { maxRequestBodySize: number }): LegacySessions {
+export function legacySessions(
+  factory: McpServerFactory,
+  options: LegacySessionOptions & { maxRequestBodySize: number },
+): LegacySessions {
   const sessions = new Map<string, Session>();
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const session of sessions.values()) if (session.busy === 0 && now - session.lastUsed > options.idleMs) void end(session);
-  }, Math.max(1_000, Math.min(options.idleMs, 60_000)));
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const session of sessions.values())
+        if (session.busy === 0 && now - session.lastUsed > options.idleMs) void end(session);
+    },
+    Math.max(1_000, Math.min(options.idleMs, 60_000)),
+  );
   sweep.unref();
 
   async function end(session: Session): Promise<void> {
@@ -141,10 +148,17 @@ export function legacySessions(factory: McpServerFactory, options: LegacySession
         // Another principal's session is not found either: the id alone proves nothing.
         if (!session || session.principal !== principal) return jsonRpcError(404, -32001, 'Session not found');
         session.lastUsed = Date.now();
-        return using(session, await session.transport.handleRequest(request, { ...(authInfo && { authInfo }), ...(requestOptions?.parsedBody !== undefined && { parsedBody: requestOptions.parsedBody }) }));
+        return using(
+          session,
+          await session.transport.handleRequest(request, {
+            ...(authInfo && { authInfo }),
+            ...(requestOptions?.parsedBody !== undefined && { parsedBody: requestOptions.parsedBody }),
+          }),
+        );
       }
       if (request.method !== 'POST') return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-      if (!makeRoom(principal)) return jsonRpcError(503, -32000, 'Too many open sessions: end one (DELETE) or retry later');
+      if (!makeRoom(principal))
+        return jsonRpcError(503, -32000, 'Too many open sessions: end one (DELETE) or retry later');
 
       const product = await factory({ era: 'legacy', ...(authInfo && { authInfo }), requestInfo: request });
       const server = product instanceof McpServer ? product.server : product;
@@ -163,11 +177,15 @@ export function legacySessions(factory: McpServerFactory, options: LegacySession
         maxRequestBodySize: options.maxRequestBodySize,
       });
       transport.onclose = () => {
-        if (transport.sessionId && sessions.get(transport.sessionId)?.transport === transport) sessions.delete(transport.sessionId);
+        if (transport.sessionId && sessions.get(transport.sessionId)?.transport === transport)
+          sessions.delete(transport.sessionId);
         void server.close().catch(() => {});
       };
       await server.connect(transport);
-      const response = await transport.handleRequest(request, { ...(authInfo && { authInfo }), ...(requestOptions?.parsedBody !== undefined && { parsedBody: requestOptions.parsedBody }) });
+      const response = await transport.handleRequest(request, {
+        ...(authInfo && { authInfo }),
+        ...(requestOptions?.parsedBody !== undefined && { parsedBody: requestOptions.parsedBody }),
+      });
       // Not an initialize request: refused by the transport, and no session was made for it.
       if (!transport.sessionId) {
         void transport.close();

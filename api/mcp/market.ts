@@ -23,10 +23,24 @@ import {
   type ServerOptions,
   type Tool,
 } from '@modelcontextprotocol/server';
-import { acquireCallRun, findApiKeyOwner, findLiveApiKeyCached, loadCallEntryCached, createMarketCallStore, runSettings } from '../../db/repos/market-tool-calls';
+import {
+  acquireCallRun,
+  findApiKeyOwner,
+  findLiveApiKeyCached,
+  loadCallEntryCached,
+  createMarketCallStore,
+  runSettings,
+} from '../../db/repos/market-tool-calls';
 import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
-import { callableTools, marketToolCallDeps, relayMarketToolCall, type MarketCallEntry, type MarketToolCallOutcome, type MarketToolCallRequest } from '../../lib/market/tool-call';
+import {
+  callableTools,
+  marketToolCallDeps,
+  relayMarketToolCall,
+  type MarketCallEntry,
+  type MarketToolCallOutcome,
+  type MarketToolCallRequest,
+} from '../../lib/market/tool-call';
 import { microsToUsd } from '../../lib/money';
 import { resultContent } from '../../lib/tools/result';
 import type { SourceParamValues } from '../../lib/tools/types';
@@ -79,7 +93,11 @@ async function authenticate(deps: ApiDeps, ctx: Context): Promise<AuthInfo> {
   const entryId = MARKET_MCP_PATH.exec(ctx.path)?.[1] ?? '';
   const header = ctx.get('authorization');
   const token = /^Bearer\s+/i.test(header) ? header.replace(/^Bearer\s+/i, '').trim() : '';
-  if (!token) throw challenge('Send Authorization: Bearer <credential> (POST /api/v1/mcp-market/mcps/{id}/credentials), or your API key for an entry without parameters', 'invalid_request');
+  if (!token)
+    throw challenge(
+      'Send Authorization: Bearer <credential> (POST /api/v1/mcp-market/mcps/{id}/credentials), or your API key for an entry without parameters',
+      'invalid_request',
+    );
   if (!UUID.test(entryId)) throw new ApiError(404, 'not_found', 'Market entry not found');
   const entry = await loadCallEntryCached(deps.db, deps.config.masterKey, entryId.toLowerCase());
   if (!entry) throw new ApiError(404, 'not_found', 'Market entry not found (not approved, or disabled)');
@@ -91,18 +109,32 @@ async function authenticate(deps: ApiDeps, ctx: Context): Promise<AuthInfo> {
     if (claims.entryId !== entry.entryId) throw challenge('This credential belongs to another market entry');
     const key = await findLiveApiKeyCached(deps.db, claims.apiKeyId, claims.userId);
     if (!key) throw challenge('The API key this credential was made with has been rotated; generate a new credential');
-    if (claims.paramsSchemaHash !== paramsSchemaHash(entry.requiredUserParamsSchema)) throw challenge("The entry's parameters changed since this credential was made; generate a new credential");
+    if (claims.paramsSchemaHash !== paramsSchemaHash(entry.requiredUserParamsSchema))
+      throw challenge("The entry's parameters changed since this credential was made; generate a new credential");
     principal = { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros };
   } else {
     const key = await findApiKeyOwner(deps.db, token);
     if (!key) throw challenge('Unknown credential or API key');
     if (needsParams(entry.requiredUserParamsSchema)) {
-      throw challenge('This entry needs parameters: create a credential with POST /api/v1/mcp-market/mcps/{id}/credentials and use it as the bearer token');
+      throw challenge(
+        'This entry needs parameters: create a credential with POST /api/v1/mcp-market/mcps/{id}/credentials and use it as the bearer token',
+      );
     }
     principal = { userId: key.userId, selectionId: `api-key:${key.apiKeyId}`, params: {}, capMicros: null };
   }
   const tools = typeof ctx.query.tools === 'string' ? ctx.query.tools : null;
-  const state: MarketRequestState = { principal, entry, only: tools ? new Set(tools.split(',').map((t) => t.trim()).filter(Boolean)) : null };
+  const state: MarketRequestState = {
+    principal,
+    entry,
+    only: tools
+      ? new Set(
+          tools
+            .split(',')
+            .map((t) => t.trim())
+            .filter(Boolean),
+        )
+      : null,
+  };
   return { token: 'redacted', clientId: principal.userId, scopes: [], extra: { market: state } };
 }
 
@@ -110,16 +142,29 @@ async function authenticate(deps: ApiDeps, ctx: Context): Promise<AuthInfo> {
 function pricingMeta(entry: MarketCallEntry, tool: StoredMarketTool, maxRunChargeUsd: number) {
   switch (entry.monetizationStrategy) {
     case 'tool_call_fixed':
-      return { monetizationStrategy: 'tool_call_fixed', clientPriceUsd: microsToUsd(tool.clientPriceMicros ?? 0), currency: 'USD', per: 'call' };
+      return {
+        monetizationStrategy: 'tool_call_fixed',
+        clientPriceUsd: microsToUsd(tool.clientPriceMicros ?? 0),
+        currency: 'USD',
+        per: 'call',
+      };
     case 'provider_event':
-      return { monetizationStrategy: 'provider_event', currency: 'USD', events: entry.pricingEvents.map(pricingEventDefinition), maxRunChargeUsd };
+      return {
+        monetizationStrategy: 'provider_event',
+        currency: 'USD',
+        events: entry.pricingEvents.map(pricingEventDefinition),
+        maxRunChargeUsd,
+      };
     default:
       return { monetizationStrategy: 'free', clientPriceUsd: 0, currency: 'USD' };
   }
 }
 
 function billingMeta(outcome: MarketToolCallOutcome) {
-  const base = { runId: outcome.runId, chargedUsd: outcome.status === 'answered' ? microsToUsd(outcome.costMicros) : 0 };
+  const base = {
+    runId: outcome.runId,
+    chargedUsd: outcome.status === 'answered' ? microsToUsd(outcome.costMicros) : 0,
+  };
   if (outcome.status === 'answered') return { ...base, outcome: 'answered' };
   return { ...base, outcome: outcome.status, code: outcome.code };
 }
@@ -167,7 +212,9 @@ function listedTool(tool: StoredMarketTool, pricing: Record<string, unknown>): T
     name: tool.toolName,
     title: tool.displayName,
     ...(description !== null && { description }),
-    inputSchema: (tool.inputSchema && Object.keys(tool.inputSchema).length ? tool.inputSchema : { type: 'object' }) as { type: 'object' },
+    inputSchema: (tool.inputSchema && Object.keys(tool.inputSchema).length ? tool.inputSchema : { type: 'object' }) as {
+      type: 'object';
+    },
     _meta: { [PRICING_META]: pricing },
   };
 }
@@ -178,9 +225,13 @@ interface HostedRequestState {
 }
 
 /** The JSON-RPC errors of a tool's server that reach the consumer as errors (not as an isError result). */
-const RELAYED_RPC_ERRORS: ReadonlySet<number> = new Set([ProtocolErrorCode.MissingRequiredClientCapability, ProtocolErrorCode.UrlElicitationRequired]);
+const RELAYED_RPC_ERRORS: ReadonlySet<number> = new Set([
+  ProtocolErrorCode.MissingRequiredClientCapability,
+  ProtocolErrorCode.UrlElicitationRequired,
+]);
 
-const stateOf = (authInfo: AuthInfo | undefined) => (authInfo?.extra as { market?: MarketRequestState } | undefined)?.market;
+const stateOf = (authInfo: AuthInfo | undefined) =>
+  (authInfo?.extra as { market?: MarketRequestState } | undefined)?.market;
 
 /** Whose a session or a requestState is: the consumer, the credential (or API key) and the entry. */
 function principalKey(authInfo: AuthInfo | undefined): string {
@@ -189,7 +240,9 @@ function principalKey(authInfo: AuthInfo | undefined): string {
 }
 
 /** The client capabilities a tool's server may ask the consumer's client for (and that are relayed). */
-function relayedCapabilities(capabilities: ClientCapabilities | undefined): Pick<ClientCapabilities, 'sampling' | 'elicitation' | 'roots'> | undefined {
+function relayedCapabilities(
+  capabilities: ClientCapabilities | undefined,
+): Pick<ClientCapabilities, 'sampling' | 'elicitation' | 'roots'> | undefined {
   if (!capabilities) return undefined;
   const { sampling, elicitation, roots } = capabilities;
   return { ...(sampling && { sampling }), ...(elicitation && { elicitation }), ...(roots && { roots }) };
@@ -203,12 +256,18 @@ function relayedCapabilities(capabilities: ClientCapabilities | undefined): Pick
 export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
   const market = deps.config.market;
   const callDeps = marketToolCallDeps({
-    store: createMarketCallStore(deps.db, { commit: market.callCommit, idleGraceMs: market.runIdleGraceMs, chargeTokenKey: market.chargeTokenKey }),
+    store: createMarketCallStore(deps.db, {
+      commit: market.callCommit,
+      idleGraceMs: market.runIdleGraceMs,
+      chargeTokenKey: market.chargeTokenKey,
+    }),
     market,
     policy: deps.policy,
   });
   const settings = runSettings(market);
-  const hosts = [market.mcpPublicUrl, market.publicApiUrl].filter((u): u is string => !!u).map((u) => new URL(u).hostname);
+  const hosts = [market.mcpPublicUrl, market.publicApiUrl]
+    .filter((u): u is string => !!u)
+    .map((u) => new URL(u).hostname);
   // A call waiting for input is named by a requestState only this platform can mint (any API process:
   // the key derives from the master key), bound to the consumer's credential and the entry.
   const requestStates = createRequestStateCodec<HostedRequestState>({
@@ -222,13 +281,19 @@ export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
     allowedHostnames: hosts,
     rateLimitPerMinute: market.mcpRateLimitPerMinute,
     authenticate: (ctx) => authenticate(deps, ctx),
-    sessions: { principalOf: principalKey, maxSessions: market.mcpMaxSessions, maxPerPrincipal: market.mcpSessionsPerConsumer, idleMs: market.mcpSessionIdleMs },
+    sessions: {
+      principalOf: principalKey,
+      maxSessions: market.mcpMaxSessions,
+      maxPerPrincipal: market.mcpSessionsPerConsumer,
+      idleMs: market.mcpSessionIdleMs,
+    },
     factory: ({ authInfo, era }) => {
       const opened = stateOf(authInfo);
       if (!opened) throw new Error('market MCP request without authentication');
       // A session's server answers many requests: each is served with its own (fresh) authentication.
       const current = (ctx: ServerContext) => stateOf(ctx.http?.authInfo) ?? opened;
-      const offeredTo = ({ entry, only }: MarketRequestState) => callableTools(entry).filter((t) => !only || only.has(t.toolName));
+      const offeredTo = ({ entry, only }: MarketRequestState) =>
+        callableTools(entry).filter((t) => !only || only.has(t.toolName));
       // The level a 2025 client set with logging/setLevel (none: every level, as the protocol lets a server choose).
       let sessionLogLevel: LoggingLevel | undefined;
       const { product, server } = hostedServer(
@@ -247,8 +312,12 @@ export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
       });
       server.setRequestHandler('tools/list', async (_request, ctx) => {
         const state = current(ctx);
-        const maxRunChargeUsd = microsToUsd(Math.min(market.runChargeLimitMicros, state.principal.capMicros ?? Number.MAX_SAFE_INTEGER));
-        return { tools: offeredTo(state).map((tool) => listedTool(tool, pricingMeta(state.entry, tool, maxRunChargeUsd))) };
+        const maxRunChargeUsd = microsToUsd(
+          Math.min(market.runChargeLimitMicros, state.principal.capMicros ?? Number.MAX_SAFE_INTEGER),
+        );
+        return {
+          tools: offeredTo(state).map((tool) => listedTool(tool, pricingMeta(state.entry, tool, maxRunChargeUsd))),
+        };
       });
       server.setRequestHandler('tools/call', async (request, ctx) => {
         const state = current(ctx);
@@ -283,10 +352,17 @@ export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
         });
         if (outcome.status === 'input_required') {
           // On a 2025 session the SDK asks the client for each input in a request of its own and calls this handler again.
-          return inputRequired({ inputRequests: outcome.inputRequests as InputRequests, requestState: await requestStates.mint({ w: outcome.waitingId }, ctx) });
+          return inputRequired({
+            inputRequests: outcome.inputRequests as InputRequests,
+            requestState: await requestStates.mint({ w: outcome.waitingId }, ctx),
+          });
         }
-        if (outcome.status === 'refused' && outcome.code === 'input_expired') throw new ProtocolError(ProtocolErrorCode.InvalidParams, outcome.message, { reason: 'invalid_request_state' });
-        if (outcome.status === 'failed' && outcome.rpc && RELAYED_RPC_ERRORS.has(outcome.rpc.code)) throw new ProtocolError(outcome.rpc.code, outcome.message, outcome.rpc.data);
+        if (outcome.status === 'refused' && outcome.code === 'input_expired')
+          throw new ProtocolError(ProtocolErrorCode.InvalidParams, outcome.message, {
+            reason: 'invalid_request_state',
+          });
+        if (outcome.status === 'failed' && outcome.rpc && RELAYED_RPC_ERRORS.has(outcome.rpc.code))
+          throw new ProtocolError(outcome.rpc.code, outcome.message, outcome.rpc.data);
         return toResult(outcome);
       });
       return product;
@@ -307,7 +383,9 @@ function declaresParamHeaders(tool: StoredMarketTool): boolean {
 const paramHeaderTools = new WeakMap<StoredMarketTool, boolean>();
 
 /** Schemas registered only for the SDK to read their header declarations: never compiled, never run. */
-const DECLARATIONS_ONLY: jsonSchemaValidator = { getValidator: () => (input) => ({ valid: true, data: input as never, errorMessage: undefined }) };
+const DECLARATIONS_ONLY: jsonSchemaValidator = {
+  getValidator: () => (input) => ({ valid: true, data: input as never, errorMessage: undefined }),
+};
 
 /**
  * The server of one request (or 2025 session). When tools of the entry declare `Mcp-Param-*` headers
@@ -316,7 +394,11 @@ const DECLARATIONS_ONLY: jsonSchemaValidator = { getValidator: () => (input) => 
  * call is dispatched (400, -32020 on a mismatch); its tools/list and tools/call are this endpoint's
  * (set on the server below, replacing the McpServer's own). Otherwise a plain Server.
  */
-function hostedServer(info: ConstructorParameters<typeof Server>[0], options: ServerOptions, declaring: StoredMarketTool[]): { product: McpServer | Server; server: Server } {
+function hostedServer(
+  info: ConstructorParameters<typeof Server>[0],
+  options: ServerOptions,
+  declaring: StoredMarketTool[],
+): { product: McpServer | Server; server: Server } {
   if (declaring.length === 0) {
     const server = new Server(info, options);
     return { product: server, server };
@@ -324,7 +406,9 @@ function hostedServer(info: ConstructorParameters<typeof Server>[0], options: Se
   const product = new McpServer(info, options);
   for (const tool of declaring) {
     const schema = (tool.listing as { inputSchema: JsonSchemaType }).inputSchema;
-    product.registerTool(tool.toolName, { inputSchema: fromJsonSchema(schema, DECLARATIONS_ONLY) }, async () => ({ content: [] }));
+    product.registerTool(tool.toolName, { inputSchema: fromJsonSchema(schema, DECLARATIONS_ONLY) }, async () => ({
+      content: [],
+    }));
   }
   return { product, server: product.server };
 }
@@ -338,26 +422,43 @@ function hostedServer(info: ConstructorParameters<typeof Server>[0], options: Se
  * 2025 revision that sends one mid-call gets an error (a 2026-07-28 server asks with input-required
  * results, which are relayed both ways).
  */
-function callRelay(ctx: ServerContext, era: 'legacy' | 'modern', sessionLogLevel: LoggingLevel | undefined, server: Server, requestTimeoutMs: number): NonNullable<MarketToolCallRequest['relay']> {
+function callRelay(
+  ctx: ServerContext,
+  era: 'legacy' | 'modern',
+  sessionLogLevel: LoggingLevel | undefined,
+  server: Server,
+  requestTimeoutMs: number,
+): NonNullable<MarketToolCallRequest['relay']> {
   const progressToken = ctx.mcpReq._meta?.progressToken;
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
   const modernLevel = envelope?.[LOG_LEVEL_META_KEY] as LoggingLevel | undefined;
-  const capabilities = relayedCapabilities(era === 'modern' ? (envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined) : server.getClientCapabilities());
+  const capabilities = relayedCapabilities(
+    era === 'modern'
+      ? (envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined)
+      : server.getClientCapabilities(),
+  );
   const quiet = () => {};
   return {
     ...(capabilities && { capabilities }),
     ...(progressToken !== undefined && {
-      onProgress: (progress: Progress) => void ctx.mcpReq.notify({ method: 'notifications/progress', params: { ...progress, progressToken } }).catch(quiet),
+      onProgress: (progress: Progress) =>
+        void ctx.mcpReq
+          .notify({ method: 'notifications/progress', params: { ...progress, progressToken } })
+          .catch(quiet),
     }),
     ...((era === 'legacy' || modernLevel !== undefined) && {
       log: {
         level: era === 'legacy' ? sessionLogLevel : modernLevel,
-        onMessage: (message: LoggingMessageNotificationParams) => void ctx.mcpReq.notify({ method: 'notifications/message', params: message }).catch(quiet),
+        onMessage: (message: LoggingMessageNotificationParams) =>
+          void ctx.mcpReq.notify({ method: 'notifications/message', params: message }).catch(quiet),
       },
     }),
     request:
       era === 'legacy'
-        ? (method, params, signal) => ctx.mcpReq.send({ method, params } as never, { signal, timeout: requestTimeoutMs }) as Promise<Record<string, unknown>>
+        ? (method, params, signal) =>
+            ctx.mcpReq.send({ method, params } as never, { signal, timeout: requestTimeoutMs }) as Promise<
+              Record<string, unknown>
+            >
         : async (method) => {
             throw new ProtocolError(
               ProtocolErrorCode.MethodNotFound,

@@ -19,7 +19,8 @@ export function createRateLimiter(perMinute: number, now: () => number = Date.no
   const refillPerMs = perMinute / 60_000;
   let calls = 0;
 
-  const current = (bucket: Bucket, at: number) => Math.min(perMinute, bucket.tokens + (at - bucket.updatedAt) * refillPerMs);
+  const current = (bucket: Bucket, at: number) =>
+    Math.min(perMinute, bucket.tokens + (at - bucket.updatedAt) * refillPerMs);
 
   /** Forgets clients whose allowance is full again, so the map holds only recent clients. */
   const sweep = (at: number) => {

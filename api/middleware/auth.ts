@@ -21,7 +21,11 @@ export function requireAdminToken(adminToken: string) {
     const header = ctx.get('authorization');
     const token = header.startsWith('Bearer ') ? header.slice(7) : '';
     if (!token || !constantTimeEquals(token, adminToken)) {
-      throw new ApiError(401, 'unauthorized', 'Missing or invalid admin token (send Authorization: Bearer <ADMIN_TOKEN>)');
+      throw new ApiError(
+        401,
+        'unauthorized',
+        'Missing or invalid admin token (send Authorization: Bearer <ADMIN_TOKEN>)',
+      );
     }
     await next();
   };

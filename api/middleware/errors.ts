@@ -32,12 +32,30 @@ export function errorHandler() {
         err instanceof ApiError
           ? err
           : isDatabaseUnavailable(err)
-            ? new ApiError(503, 'service_unavailable', 'The database is unavailable; retry in a few seconds', undefined, { 'Retry-After': '5' })
-            : new ApiError(500, 'internal_error', 'An unexpected error occurred; the request id identifies it in the server log');
+            ? new ApiError(
+                503,
+                'service_unavailable',
+                'The database is unavailable; retry in a few seconds',
+                undefined,
+                { 'Retry-After': '5' },
+              )
+            : new ApiError(
+                500,
+                'internal_error',
+                'An unexpected error occurred; the request id identifies it in the server log',
+              );
       if (!(err instanceof ApiError)) {
         const logger = ctx.state.log ?? log();
-        if (apiError.status === 503) logger.warn({ err, requestId: ctx.state.requestId, method: ctx.method }, 'request failed: the database is unavailable');
-        else logger.error({ err, requestId: ctx.state.requestId, method: ctx.method }, 'request failed with an unexpected error');
+        if (apiError.status === 503)
+          logger.warn(
+            { err, requestId: ctx.state.requestId, method: ctx.method },
+            'request failed: the database is unavailable',
+          );
+        else
+          logger.error(
+            { err, requestId: ctx.state.requestId, method: ctx.method },
+            'request failed with an unexpected error',
+          );
       }
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers ?? {})) ctx.set(name, value);

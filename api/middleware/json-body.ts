@@ -38,7 +38,8 @@ export function jsonBody(limitBytes = BODY_LIMIT_BYTES) {
       throw new ApiError(400, 'invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
     }
     const problem = findUnstorableValue(parsed);
-    if (problem) throw new ApiError(400, 'validation_failed', problem.message, [{ path: problem.path, message: problem.detail }]);
+    if (problem)
+      throw new ApiError(400, 'validation_failed', problem.message, [{ path: problem.path, message: problem.detail }]);
     ctx.state.body = parsed;
     return next();
   };
@@ -84,19 +85,35 @@ export function findUnstorableValue(root: unknown): UnstorableValue | null {
     const { value } = visit;
     if (typeof value === 'string') {
       const detail = stringProblem(value);
-      if (detail) return { path: pathOf(visit), message: 'Strings must be valid Unicode without NUL (\\u0000) characters', detail };
+      if (detail)
+        return {
+          path: pathOf(visit),
+          message: 'Strings must be valid Unicode without NUL (\\u0000) characters',
+          detail,
+        };
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
     if (visit.depth >= MAX_JSON_DEPTH) {
-      return { path: pathOf(visit), message: `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, detail: 'is nested too deeply' };
+      return {
+        path: pathOf(visit),
+        message: `The body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
+        detail: 'is nested too deeply',
+      };
     }
-    const entries: [string, unknown][] = Array.isArray(value) ? value.map((item, index) => [String(index), item]) : Object.entries(value);
+    const entries: [string, unknown][] = Array.isArray(value)
+      ? value.map((item, index) => [String(index), item])
+      : Object.entries(value);
     for (let i = entries.length - 1; i >= 0; i--) {
       const [key, inner] = entries[i];
       if (!Array.isArray(value)) {
         const detail = stringProblem(key);
-        if (detail) return { path: pathOf(visit, key), message: 'Keys must be valid Unicode without NUL (\\u0000) characters', detail: `key ${detail}` };
+        if (detail)
+          return {
+            path: pathOf(visit, key),
+            message: 'Keys must be valid Unicode without NUL (\\u0000) characters',
+            detail: `key ${detail}`,
+          };
       }
       pending.push({ value: inner, key, parent: visit, depth: visit.depth + 1 });
     }

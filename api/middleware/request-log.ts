@@ -29,7 +29,13 @@ export function requestLog() {
       const userId = ctx.state.user?.userId;
       const level = ctx.status >= 500 ? 'error' : 'info';
       logger[level](
-        { method: ctx.method, route, status: ctx.status, durationMs: Math.round(seconds * 1e4) / 10, ...(userId && { userId }) },
+        {
+          method: ctx.method,
+          route,
+          status: ctx.status,
+          durationMs: Math.round(seconds * 1e4) / 10,
+          ...(userId && { userId }),
+        },
         `${ctx.method} ${route} ${ctx.status}`,
       );
     }

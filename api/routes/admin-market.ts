@@ -1,6 +1,12 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { getSubmissionForReview, listSubmissionsForReview, reviewSubmission, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
+import {
+  getSubmissionForReview,
+  listSubmissionsForReview,
+  reviewSubmission,
+  type MarketDetailsHooks,
+  type SubmissionCore,
+} from '../../db/repos/market-submissions';
 import { findMcpSubmissions, mcpMarketHooks, type McpSubmission } from '../../db/repos/market-mcp';
 import { findDriftFlags, type DriftFlag } from '../../db/repos/market-tool-calls';
 import { agentMarketHooks, findAgentSubmissions, type AgentSubmission } from '../../db/repos/market-agents';
@@ -70,12 +76,21 @@ function agentReviewView(sub: AgentSubmission, marketTools: MarketToolView[]) {
     mcpSelections: sub.mcpSelections,
     /** The market tools the agent calls, with their prices and the agent's cap per run, as consumers see them. */
     marketTools,
-    customToolSources: sub.customMcpSelections.map((s) => ({ type: s.type, name: s.name ?? null, source_url: s.source_url ?? null })),
+    customToolSources: sub.customMcpSelections.map((s) => ({
+      type: s.type,
+      name: s.name ?? null,
+      source_url: s.source_url ?? null,
+    })),
   };
 }
 
 /** Market-specific parts of the review machinery. */
-function marketPlugins(deps: ApiDeps): Record<Market, { hooks: MarketDetailsHooks; details(ids: string[]): Promise<Map<string, Record<string, unknown>>> }> {
+function marketPlugins(
+  deps: ApiDeps,
+): Record<
+  Market,
+  { hooks: MarketDetailsHooks; details(ids: string[]): Promise<Map<string, Record<string, unknown>>> }
+> {
   return {
     mcp: {
       hooks: mcpMarketHooks(deps.config.masterKey),
@@ -89,7 +104,13 @@ function marketPlugins(deps: ApiDeps): Record<Market, { hooks: MarketDetailsHook
       async details(ids) {
         const found = await findAgentSubmissions(deps.db, ids);
         const marketTools = marketToolsViewer(deps.db);
-        return new Map(await Promise.all([...found].map(async ([id, sub]) => [id, agentReviewView(sub, await marketTools(sub.mcpSelections))] as const)));
+        return new Map(
+          await Promise.all(
+            [...found].map(
+              async ([id, sub]) => [id, agentReviewView(sub, await marketTools(sub.mcpSelections))] as const,
+            ),
+          ),
+        );
       },
     },
   };
@@ -98,7 +119,9 @@ function marketPlugins(deps: ApiDeps): Record<Market, { hooks: MarketDetailsHook
 function marketParam(ctx: Context): Market {
   const market = String(ctx.params.market);
   if (!(MARKETS as readonly string[]).includes(market)) {
-    throw new ApiError(400, 'validation_failed', `Unknown market "${market}"`, [{ path: 'path.market', message: `must be one of: ${MARKETS.join(', ')}` }]);
+    throw new ApiError(400, 'validation_failed', `Unknown market "${market}"`, [
+      { path: 'path.market', message: `must be one of: ${MARKETS.join(', ')}` },
+    ]);
   }
   return market as Market;
 }
@@ -114,19 +137,31 @@ export function registerMarketAdminRoutes(router: Router<AppState>, deps: ApiDep
 
   router.get('/market/:market/submissions', async (ctx) => {
     const market = marketParam(ctx);
-    const query = parseQuery<{ status?: SubmissionStatus; page: number; pageSize: number }>(AdminMarketSubmissionsQuery, ctx.query);
+    const query = parseQuery<{ status?: SubmissionStatus; page: number; pageSize: number }>(
+      AdminMarketSubmissionsQuery,
+      ctx.query,
+    );
     const { rows, total } = await listSubmissionsForReview(deps.db, market, { status: query.status }, query);
     const details = await plugins[market].details(rows.map((r) => r.id));
-    ctx.body = { market, submissions: rows.map((r) => ({ ...coreView(r), ...(details.get(r.id) ?? {}) })), meta: paginationMeta(query, total) };
+    ctx.body = {
+      market,
+      submissions: rows.map((r) => ({ ...coreView(r), ...(details.get(r.id) ?? {}) })),
+      meta: paginationMeta(query, total),
+    };
   });
 
   router.post('/market/:market/submissions/:id/review', async (ctx) => {
     const market = marketParam(ctx);
     const id = parseUuidParam('id', ctx.params.id);
     const body = parseBody<{ action: ReviewAction; reason?: string }>(AdminMarketReviewRequest, ctx.state.body);
-    if (body.action === 'reject' && !body.reason?.trim()) throw new MarketRuleError(400, 'reason_required', 'A rejection needs a reason the provider will see');
+    if (body.action === 'reject' && !body.reason?.trim())
+      throw new MarketRuleError(400, 'reason_required', 'A rejection needs a reason the provider will see');
     await getSubmissionForReview(deps.db, market, id);
-    const reviewed = await reviewSubmission(deps.db, { market, id, action: body.action, reason: body.reason ?? null }, plugins[market].hooks);
+    const reviewed = await reviewSubmission(
+      deps.db,
+      { market, id, action: body.action, reason: body.reason ?? null },
+      plugins[market].hooks,
+    );
     const details = await plugins[market].details([reviewed.id]);
     ctx.body = { ...coreView(reviewed), ...(details.get(reviewed.id) ?? {}) };
   });

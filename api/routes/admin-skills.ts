@@ -32,7 +32,12 @@ export function registerSkillsAdminRoutes(router: Router<AppState>, deps: ApiDep
     // refresh stays queued and the answer is 202 after all.
     const outcome = await startAndWait<SkillsRefreshResult>(
       deps.temporal,
-      { workflowType: 'skillsRefreshWorkflow', workflowId: 'skills-directory-refresh-now', taskQueue: deps.config.taskQueues.platform, args: [{ repos: body.repos } satisfies SkillsRefreshInput] },
+      {
+        workflowType: 'skillsRefreshWorkflow',
+        workflowId: 'skills-directory-refresh-now',
+        taskQueue: deps.config.taskQueues.platform,
+        args: [{ repos: body.repos } satisfies SkillsRefreshInput],
+      },
       { waitMs: body.wait ? REFRESH_WAIT_MS : 0, join: true },
     );
     const accepted = { workflowId: outcome.workflowId, runId: outcome.runId };

@@ -1,6 +1,15 @@
 import Router from '@koa/router';
 import { creditWallet, InvalidAmountError } from '../../db/repos/ledger';
-import { createUser, DuplicateEmailError, getSubscription, rotateApiKey, setRouterApiKey, UnknownPlanError, updateSubscription, userExists } from '../../db/repos/users';
+import {
+  createUser,
+  DuplicateEmailError,
+  getSubscription,
+  rotateApiKey,
+  setRouterApiKey,
+  UnknownPlanError,
+  updateSubscription,
+  userExists,
+} from '../../db/repos/users';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import type { AppRouteContext, AppState } from '../context';
 import type { ApiDeps } from '../deps';
@@ -27,18 +36,24 @@ export function adminRoutes(deps: ApiDeps): Router<AppState> {
   const wholeMicros = (field: string, usd: number) => {
     const micros = usdToWholeMicros(usd);
     if (micros === null || micros <= 0) {
-      throw new ApiError(400, 'validation_failed', `${field} must be a positive whole number of micro-USD (at least 0.000001 USD, at most 6 decimals), got ${usd}`, [
-        { path: `body/${field}`, message: 'not a positive whole number of micro-USD' },
-      ]);
+      throw new ApiError(
+        400,
+        'validation_failed',
+        `${field} must be a positive whole number of micro-USD (at least 0.000001 USD, at most 6 decimals), got ${usd}`,
+        [{ path: `body/${field}`, message: 'not a positive whole number of micro-USD' }],
+      );
     }
     return micros;
   };
 
   router.post('/users', async (ctx) => {
-    const body = parseBody<{ email: string; plan?: string; creditUsd?: number; monthlyOperationLimit?: number; automationLimit?: number }>(
-      CreateUserRequest,
-      ctx.state.body,
-    );
+    const body = parseBody<{
+      email: string;
+      plan?: string;
+      creditUsd?: number;
+      monthlyOperationLimit?: number;
+      automationLimit?: number;
+    }>(CreateUserRequest, ctx.state.body);
     try {
       const created = await createUser(deps.db, deps.config.masterKey, {
         email: body.email,
@@ -58,7 +73,10 @@ export function adminRoutes(deps: ApiDeps): Router<AppState> {
 
   router.post('/users/:userId/credit', async (ctx) => {
     const userId = await existingUser(ctx);
-    const body = parseBody<{ amountUsd: number; idempotencyKey: string; description?: string }>(CreditRequest, ctx.state.body);
+    const body = parseBody<{ amountUsd: number; idempotencyKey: string; description?: string }>(
+      CreditRequest,
+      ctx.state.body,
+    );
     const amountMicros = wholeMicros('amountUsd', body.amountUsd);
     try {
       const result = await creditWallet(deps.db, {
@@ -76,14 +94,17 @@ export function adminRoutes(deps: ApiDeps): Router<AppState> {
 
   router.patch('/users/:userId/subscription', async (ctx) => {
     const userId = await existingUser(ctx);
-    const body = parseBody<{ status?: 'active' | 'inactive'; plan?: string; monthlyOperationLimit?: number; automationLimit?: number }>(
-      SubscriptionChangeRequest,
-      ctx.state.body,
-    );
+    const body = parseBody<{
+      status?: 'active' | 'inactive';
+      plan?: string;
+      monthlyOperationLimit?: number;
+      automationLimit?: number;
+    }>(SubscriptionChangeRequest, ctx.state.body);
     try {
       await updateSubscription(deps.db, userId, { ...body, planId: body.plan });
     } catch (err) {
-      if ((err as { code?: string }).code === '23503') throw new ApiError(400, 'validation_failed', `Unknown plan "${body.plan}"`);
+      if ((err as { code?: string }).code === '23503')
+        throw new ApiError(400, 'validation_failed', `Unknown plan "${body.plan}"`);
       throw err;
     }
     const row = await getSubscription(deps.db, userId);

@@ -18,7 +18,10 @@ function checkAgentSemantics(body: AgenticScraperRequestBody, deps: ApiDeps): vo
   assertLlmModel(deps.config.modelPrices, body);
   const ids = (body.sensitive_data ?? []).map((item) => item.id);
   const duplicate = ids.find((id, i) => ids.indexOf(id) !== i);
-  if (duplicate) throw badRequest('sensitive_data ids must be unique', [{ path: 'body/sensitive_data', message: `duplicate id "${duplicate}"` }]);
+  if (duplicate)
+    throw badRequest('sensitive_data ids must be unique', [
+      { path: 'body/sensitive_data', message: `duplicate id "${duplicate}"` },
+    ]);
   if (body.proxy_country) body.proxy_country = body.proxy_country.toUpperCase();
 }
 
@@ -41,7 +44,11 @@ export function agentScraperRoutes(deps: ApiDeps): Router<UserState> {
       webhookUrl: body.webhook_url ?? null,
       idempotencyKey: idempotencyKeyOf(ctx.get('idempotency-key')),
       sealSecrets: hasSecrets
-        ? (jobId) => sealRequestSecrets(deps.config.masterKey, jobId, { cookies: body.cookies, sensitive_data: body.sensitive_data })
+        ? (jobId) =>
+            sealRequestSecrets(deps.config.masterKey, jobId, {
+              cookies: body.cookies,
+              sensitive_data: body.sensitive_data,
+            })
         : undefined,
       workflowType: 'agentWorkflow',
       workflowArgs: (j) => [

@@ -45,10 +45,14 @@ export function automationRoutes(deps: ApiDeps): Router<UserState> {
     const user = ctx.state.user;
     const body = parseBody<AutomationCreateBody>(AutomationCreateRequest, ctx.state.body);
     if (body.automation_type === 'microblog-agent' && body.forum) {
-      throw badRequest('A microblog-agent automation takes a "microblog" selection, not "forum"', [{ path: 'body/forum', message: 'not allowed here' }]);
+      throw badRequest('A microblog-agent automation takes a "microblog" selection, not "forum"', [
+        { path: 'body/forum', message: 'not allowed here' },
+      ]);
     }
     if (body.automation_type === 'forum-agent' && body.microblog) {
-      throw badRequest('A forum-agent automation takes a "forum" selection, not "microblog"', [{ path: 'body/microblog', message: 'not allowed here' }]);
+      throw badRequest('A forum-agent automation takes a "forum" selection, not "microblog"', [
+        { path: 'body/microblog', message: 'not allowed here' },
+      ]);
     }
     assertStructuredOutput(body.structured_output);
     assertLlmModel(deps.config.modelPrices, body);

@@ -15,10 +15,26 @@ import { parseBody, parseUuidParam } from '../validation';
 import { agentRunExtras } from '../services/agent-run-record';
 import { addJobStatusRoute } from './job-status';
 import { sealRequestSecrets } from '../../lib/request-secrets';
-import { CustomAgentRequest, CustomAgentUpdateRequest, type CustomAgentBody, type CustomAgentUpdateBody } from '../../lib/schemas/custom-agents';
+import {
+  CustomAgentRequest,
+  CustomAgentUpdateRequest,
+  type CustomAgentBody,
+  type CustomAgentUpdateBody,
+} from '../../lib/schemas/custom-agents';
 import type { CustomAgentWorkflowInput } from '../../workflows/custom-agent';
-import { checkSchedule, createScheduledAutomation, splitSecrets, updateScheduledAutomation } from '../services/automations';
-import { agentRunBounds, checkCustomAgent, mergeCustomAgent, scheduledRunInput, unsealedAgent } from '../services/custom-agents';
+import {
+  checkSchedule,
+  createScheduledAutomation,
+  splitSecrets,
+  updateScheduledAutomation,
+} from '../services/automations';
+import {
+  agentRunBounds,
+  checkCustomAgent,
+  mergeCustomAgent,
+  scheduledRunInput,
+  unsealedAgent,
+} from '../services/custom-agents';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { startAndWait } from '../services/workflow-call';
 import { notFound } from '../errors';
@@ -31,7 +47,10 @@ function agentName(body: CustomAgentBody): string {
 }
 
 function requireCron(body: CustomAgentBody): { cron: string; timezone?: string } {
-  if (!body.cron) throw badRequest('A stored custom agent needs cron (use POST /agents/run for a single run)', [{ path: 'body/cron', message: 'is required' }]);
+  if (!body.cron)
+    throw badRequest('A stored custom agent needs cron (use POST /agents/run for a single run)', [
+      { path: 'body/cron', message: 'is required' },
+    ]);
   return { cron: body.cron, timezone: body.timezone };
 }
 
@@ -73,7 +92,14 @@ export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
     const temporalCron = checkSchedule(schedule, deps.config.automations.minIntervalMinutes);
     await checkCustomAgent(deps, merged);
     const { payload, secrets } = splitSecrets(merged);
-    const updated = await updateScheduledAutomation(deps, row, { name: agentName(merged), cron: schedule.cron, timezone: schedule.timezone ?? null, payload, secrets, temporalCron });
+    const updated = await updateScheduledAutomation(deps, row, {
+      name: agentName(merged),
+      cron: schedule.cron,
+      timezone: schedule.timezone ?? null,
+      payload,
+      secrets,
+      temporalCron,
+    });
     ctx.body = { agent: { id: updated.id, name: updated.name, payload: updated.payload } };
   });
 
@@ -90,15 +116,22 @@ export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
       webhookUrl: body.webhook_url ?? null,
       idempotencyKey: idempotencyKeyOf(ctx.get('idempotency-key')),
       sealSecrets: (jobId) =>
-        sealRequestSecrets(deps.config.masterKey, jobId, { custom_mcps_params: body.custom_mcps.map((c) => c.params), market_mcps_params: body.market_mcps.map((m) => m.params) }),
+        sealRequestSecrets(deps.config.masterKey, jobId, {
+          custom_mcps_params: body.custom_mcps.map((c) => c.params),
+          market_mcps_params: body.market_mcps.map((m) => m.params),
+        }),
       workflowType: 'customAgentWorkflow',
-      workflowArgs: (j) => [{ jobId: j.id, hasWebhook: !!body.webhook_url, ...agentRunBounds(deps) } satisfies CustomAgentWorkflowInput],
+      workflowArgs: (j) => [
+        { jobId: j.id, hasWebhook: !!body.webhook_url, ...agentRunBounds(deps) } satisfies CustomAgentWorkflowInput,
+      ],
     });
     ctx.status = 202;
     ctx.body = { queued: true, jobId: job.id, status: 'pending' };
   });
 
-  addJobStatusRoute(router, deps, '/agents/runs', 'custom-agent', 'Custom agent run', (job) => agentRunExtras(deps.db, job));
+  addJobStatusRoute(router, deps, '/agents/runs', 'custom-agent', 'Custom agent run', (job) =>
+    agentRunExtras(deps.db, job),
+  );
 
   router.post('/agents/discover-mcp', async (ctx) => {
     const user = ctx.state.user;
@@ -117,17 +150,31 @@ export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
 function discoveryInput(body: McpDiscoveryRequestBody, deps: ApiDeps, workflowId: string): DiscoverToolsInput {
   const inline = [body.spec, body.specText].filter((value) => value !== undefined && value !== null).length;
   if (body.type === 'remote_mcp') {
-    if (!body.url) throw badRequest('A remote_mcp source needs url', [{ path: 'body/url', message: 'is required for type remote_mcp' }]);
-    if (inline > 0 || body.openapiBaseUrl) throw badRequest('spec, specText and openapiBaseUrl are for type openapi', [{ path: 'body/type', message: 'is remote_mcp' }]);
+    if (!body.url)
+      throw badRequest('A remote_mcp source needs url', [
+        { path: 'body/url', message: 'is required for type remote_mcp' },
+      ]);
+    if (inline > 0 || body.openapiBaseUrl)
+      throw badRequest('spec, specText and openapiBaseUrl are for type openapi', [
+        { path: 'body/type', message: 'is remote_mcp' },
+      ]);
   } else if (inline + (body.url ? 1 : 0) !== 1) {
-    throw badRequest('An openapi source needs exactly one of url (the document URL), specText or spec', [{ path: 'body', message: 'give exactly one of url, specText, spec' }]);
+    throw badRequest('An openapi source needs exactly one of url (the document URL), specText or spec', [
+      { path: 'body', message: 'give exactly one of url, specText, spec' },
+    ]);
   }
-  for (const [field, value] of [['url', body.url], ['openapiBaseUrl', body.openapiBaseUrl]] as const) {
+  for (const [field, value] of [
+    ['url', body.url],
+    ['openapiBaseUrl', body.openapiBaseUrl],
+  ] as const) {
     if (!value) continue;
     try {
       preflightSourceUrl(parseSourceUrl(value, field), deps.policy);
     } catch (error) {
-      if (error instanceof ToolSourceError) throw new ApiError(sourceErrorStatus(error.code), error.code, error.message, [{ path: `body/${field}`, message: error.message }]);
+      if (error instanceof ToolSourceError)
+        throw new ApiError(sourceErrorStatus(error.code), error.code, error.message, [
+          { path: `body/${field}`, message: error.message },
+        ]);
       throw error;
     }
   }
@@ -138,21 +185,40 @@ function discoveryInput(body: McpDiscoveryRequestBody, deps: ApiDeps, workflowId
     ...(body.spec && { spec: body.spec }),
     ...(body.specText !== undefined && { specText: body.specText }),
     ...(body.openapiBaseUrl && { baseUrl: body.openapiBaseUrl }),
-    ...(Object.keys(params).length > 0 && { sealedParams: sealDiscoveryParams(deps.config.masterKey, workflowId, params) }),
+    ...(Object.keys(params).length > 0 && {
+      sealedParams: sealDiscoveryParams(deps.config.masterKey, workflowId, params),
+    }),
   };
 }
 
-async function runDiscovery(deps: ApiDeps, user: AuthenticatedUser, workflowId: string, input: DiscoverToolsInput): Promise<DiscoveryOutcome> {
+async function runDiscovery(
+  deps: ApiDeps,
+  user: AuthenticatedUser,
+  workflowId: string,
+  input: DiscoverToolsInput,
+): Promise<DiscoveryOutcome> {
   const outcome = await startAndWait<DiscoveryOutcome>(
     deps.temporal,
-    { workflowType: 'discoverToolsWorkflow', workflowId, taskQueue: deps.config.taskQueues.platform, args: [input], executionTimeout: '5m', userId: user.userId, kind: 'tools-discovery' },
+    {
+      workflowType: 'discoverToolsWorkflow',
+      workflowId,
+      taskQueue: deps.config.taskQueues.platform,
+      args: [input],
+      executionTimeout: '5m',
+      userId: user.userId,
+      kind: 'tools-discovery',
+    },
     {
       waitMs: DISCOVERY_WAIT_MS,
       cancelOnTimeout: true,
-      failure: (error) => (error instanceof WorkflowFailedError ? new ApiError(502, 'discovery_failed', 'The discovery failed unexpectedly; try again') : undefined),
+      failure: (error) =>
+        error instanceof WorkflowFailedError
+          ? new ApiError(502, 'discovery_failed', 'The discovery failed unexpectedly; try again')
+          : undefined,
     },
   );
-  if (!outcome.finished) throw new ApiError(504, 'discovery_timeout', `The discovery did not finish within ${DISCOVERY_WAIT_MS / 1000} s`);
+  if (!outcome.finished)
+    throw new ApiError(504, 'discovery_timeout', `The discovery did not finish within ${DISCOVERY_WAIT_MS / 1000} s`);
   return outcome.result;
 }
 

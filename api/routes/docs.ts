@@ -38,7 +38,8 @@ details{margin:.3rem 0}
 `;
 
 const SECURITY_HEADERS = {
-  'Content-Security-Policy': "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
 };
@@ -49,9 +50,14 @@ const refName = (ref: string) => ref.split('/').pop() ?? ref;
 
 function page(site: DocsSite, title: string, body: string, current: string): string {
   const guideLinks = site.guides
-    .map((g) => `<li><a href="${e(guidePageUrl(g))}"${current === g.slug ? ' aria-current="page"' : ''}>${e(g.title)}</a></li>`)
+    .map(
+      (g) =>
+        `<li><a href="${e(guidePageUrl(g))}"${current === g.slug ? ' aria-current="page"' : ''}>${e(g.title)}</a></li>`,
+    )
     .join('');
-  const tagLinks = site.tags.map((tag) => `<li><a href="${DOCS_PAGE_PATH}#tag/${e(encodeURIComponent(tag))}">${e(tag)}</a></li>`).join('');
+  const tagLinks = site.tags
+    .map((tag) => `<li><a href="${DOCS_PAGE_PATH}#tag/${e(encodeURIComponent(tag))}">${e(tag)}</a></li>`)
+    .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${e(title)}</title><link rel="stylesheet" href="${DOCS_PAGE_PATH}/style.css"></head>
@@ -68,11 +74,14 @@ ${body}
 function schemaLabel(schema: unknown): string {
   if (!schema || typeof schema !== 'object') return '<code>any</code>';
   const s = schema as Json;
-  if (typeof s.$ref === 'string') return `<a href="#schema/${e(refName(s.$ref))}"><code>${e(refName(s.$ref))}</code></a>`;
+  if (typeof s.$ref === 'string')
+    return `<a href="#schema/${e(refName(s.$ref))}"><code>${e(refName(s.$ref))}</code></a>`;
   if (Array.isArray(s.oneOf)) return s.oneOf.map(schemaLabel).join(' | ');
   if (s.type === 'array') return `${schemaLabel(s.items)}[]`;
   const inline = `<details><summary><code>${e(Array.isArray(s.type) ? s.type.join(' | ') : String(s.type ?? 'object'))}</code></summary><pre>${e(JSON.stringify(s, null, 2))}</pre></details>`;
-  return s.properties ? inline : `<code>${e(Array.isArray(s.type) ? s.type.join(' | ') : String(s.type ?? 'any'))}</code>`;
+  return s.properties
+    ? inline
+    : `<code>${e(Array.isArray(s.type) ? s.type.join(' | ') : String(s.type ?? 'any'))}</code>`;
 }
 
 function jsonSchemaOf(holder: Json | undefined): unknown {
@@ -83,11 +92,17 @@ function renderOperation(site: DocsSite, path: string, method: string, op: Json)
   const server = site.openapi.servers?.[0]?.url ?? '';
   const params = (op.parameters ?? []) as Json[];
   const paramRows = params
-    .map((p) => `<tr><td><code>${e(String(p.name))}</code></td><td>${e(String(p.in))}</td><td>${p.required ? 'yes' : 'no'}</td><td>${schemaLabel(p.schema)}</td><td>${e(String(p.description ?? ''))}</td></tr>`)
+    .map(
+      (p) =>
+        `<tr><td><code>${e(String(p.name))}</code></td><td>${e(String(p.in))}</td><td>${p.required ? 'yes' : 'no'}</td><td>${schemaLabel(p.schema)}</td><td>${e(String(p.description ?? ''))}</td></tr>`,
+    )
     .join('');
   const body = op.requestBody ? `<p>Request body: ${schemaLabel(jsonSchemaOf(op.requestBody))}</p>` : '';
   const responses = Object.entries((op.responses ?? {}) as Record<string, Json>)
-    .map(([code, r]) => `<li><code>${e(code)}</code> ${e(String(r.description ?? ''))}${jsonSchemaOf(r) ? ` — ${schemaLabel(jsonSchemaOf(r))}` : ''}</li>`)
+    .map(
+      ([code, r]) =>
+        `<li><code>${e(code)}</code> ${e(String(r.description ?? ''))}${jsonSchemaOf(r) ? ` — ${schemaLabel(jsonSchemaOf(r))}` : ''}</li>`,
+    )
     .join('');
   const id = operationAnchor(String(op.operationId));
   return `<section class="op" id="${e(id)}"><h3><a class="anchor" href="#${e(id)}"><span class="m ${e(method)}">${e(method)}</span> <code>${e(server + path)}</code></a></h3>
@@ -99,19 +114,28 @@ ${paramRows ? `<table><thead><tr><th>Parameter</th><th>In</th><th>Required</th><
 function referencePage(site: DocsSite, docsMcpUrl: string): string {
   const doc = site.openapi;
   const description = renderBlocks(parseMarkdown(doc.info.description ?? '').blocks);
-  const guides = site.guides.map((g) => `<li><a href="${e(guidePageUrl(g))}">${e(g.title)}</a> — ${e(g.summary)}</li>`).join('\n');
+  const guides = site.guides
+    .map((g) => `<li><a href="${e(guidePageUrl(g))}">${e(g.title)}</a> — ${e(g.summary)}</li>`)
+    .join('\n');
   const groups = site.tags.map((tag) => {
     const ops = site.operations
       .filter((op) => op.tags[0] === tag)
-      .map((op) => renderOperation(site, op.path, op.method.toLowerCase(), doc.paths[op.path][op.method.toLowerCase()] as Json))
+      .map((op) =>
+        renderOperation(site, op.path, op.method.toLowerCase(), doc.paths[op.path][op.method.toLowerCase()] as Json),
+      )
       .join('\n');
     return `<h2 id="tag/${e(encodeURIComponent(tag))}">${e(tag)}</h2>\n${ops}`;
   });
   const untagged = site.operations
     .filter((op) => op.tags.length === 0)
-    .map((op) => renderOperation(site, op.path, op.method.toLowerCase(), doc.paths[op.path][op.method.toLowerCase()] as Json));
+    .map((op) =>
+      renderOperation(site, op.path, op.method.toLowerCase(), doc.paths[op.path][op.method.toLowerCase()] as Json),
+    );
   const schemas = Object.entries(doc.components?.schemas ?? {})
-    .map(([name, schema]) => `<details id="schema/${e(name)}"><summary><code>${e(name)}</code></summary><pre>${e(JSON.stringify(schema, null, 2))}</pre></details>`)
+    .map(
+      ([name, schema]) =>
+        `<details id="schema/${e(name)}"><summary><code>${e(name)}</code></summary><pre>${e(JSON.stringify(schema, null, 2))}</pre></details>`,
+    )
     .join('\n');
   return `<h1>${e(doc.info.title)} ${e(doc.info.version)}</h1>
 <p>The reference below is generated from <a href="${OPENAPI_URL}">openapi.json</a> (OpenAPI ${e(doc.openapi)}). Agents can search these docs over MCP at <code>${e(docsMcpUrl)}</code> (no API key needed).</p>
@@ -143,7 +167,15 @@ export function docsRoutes(site: DocsSite, config: Pick<Config, 'docsMcp'>): Rou
     ctx.body = site.openapi;
   });
   router.get('/docs', (ctx) => {
-    sendHtml(ctx, page(site, `${site.openapi.info.title} — documentation`, referencePage(site, advertisedDocsMcpUrl(config, `${ctx.protocol}://${ctx.host}`)), ''));
+    sendHtml(
+      ctx,
+      page(
+        site,
+        `${site.openapi.info.title} — documentation`,
+        referencePage(site, advertisedDocsMcpUrl(config, `${ctx.protocol}://${ctx.host}`)),
+        '',
+      ),
+    );
   });
   router.get('/docs/style.css', (ctx) => {
     ctx.set('X-Content-Type-Options', 'nosniff');

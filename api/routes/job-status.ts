@@ -25,7 +25,9 @@ export function jobWaitersFor(db: Db): JobWaiters {
 export function parseWaitSeconds(value: string | string[] | undefined): number {
   if (value === undefined) return 0;
   if (Array.isArray(value) || !/^\d{1,6}$/.test(value) || Number(value) > MAX_STATUS_WAIT_SECONDS) {
-    throw badRequest(`wait must be a whole number of seconds from 0 to ${MAX_STATUS_WAIT_SECONDS}`, [{ path: 'query.wait', message: `must be an integer from 0 to ${MAX_STATUS_WAIT_SECONDS}` }]);
+    throw badRequest(`wait must be a whole number of seconds from 0 to ${MAX_STATUS_WAIT_SECONDS}`, [
+      { path: 'query.wait', message: `must be an integer from 0 to ${MAX_STATUS_WAIT_SECONDS}` },
+    ]);
   }
   return Number(value);
 }
@@ -40,7 +42,14 @@ const isTerminal = (status: string) => status === 'completed' || status === 'fai
  * a 404. With `?wait=N` a job not yet terminal is held up to N seconds until it is (long polling);
  * the answer is then the same record a plain read gives at that moment.
  */
-export function addJobStatusRoute(router: Router<UserState>, deps: ApiDeps, path: string, kind: JobKind, label: string, extend?: RecordExtension): void {
+export function addJobStatusRoute(
+  router: Router<UserState>,
+  deps: ApiDeps,
+  path: string,
+  kind: JobKind,
+  label: string,
+  extend?: RecordExtension,
+): void {
   router.get(`${path}/:jobId`, async (ctx) => {
     const user = ctx.state.user;
     const jobId = parseUuidParam('jobId', ctx.params.jobId);

@@ -16,7 +16,12 @@ export function logRoutes(deps: ApiDeps): Router<UserState> {
     const page = parseQuery<PageRequest>(PaginationQuery, ctx.query);
     const { logs, meta } = await listSystemLogs(deps.db, user.userId, page);
     ctx.body = {
-      logs: logs.map((l) => ({ id: l.id, userId: l.user_id, logMessage: l.log_message, executedAt: new Date(l.executed_at).toISOString() })),
+      logs: logs.map((l) => ({
+        id: l.id,
+        userId: l.user_id,
+        logMessage: l.log_message,
+        executedAt: new Date(l.executed_at).toISOString(),
+      })),
       meta,
     };
   });

@@ -3,7 +3,13 @@ import type { Context, Next } from 'koa';
 import { MarketRuleError } from '../../lib/market/errors';
 import { maskValues, ownerToolDefinition, pricingEventDefinition } from '../../lib/market/listing';
 import { unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
-import { createRevision, deleteSubmission, type CoreFields, type MarketDetailsHooks, type SubmissionCore } from '../../db/repos/market-submissions';
+import {
+  createRevision,
+  deleteSubmission,
+  type CoreFields,
+  type MarketDetailsHooks,
+  type SubmissionCore,
+} from '../../db/repos/market-submissions';
 import type { Market } from '../../lib/market/review-state';
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
@@ -29,7 +35,8 @@ export const publicOrigin = (ctx: Context, deps: ApiDeps): string => originOf(ct
 
 export const apiBaseUrl = (ctx: Context, deps: ApiDeps) => `${publicOrigin(ctx, deps)}/api/v1`;
 
-export const iconUrlFor = (ctx: Context, deps: ApiDeps) => (key: string) => `${apiBaseUrl(ctx, deps)}/market/icons/${key}.png`;
+export const iconUrlFor = (ctx: Context, deps: ApiDeps) => (key: string) =>
+  `${apiBaseUrl(ctx, deps)}/market/icons/${key}.png`;
 
 /** The common columns of a prepared submission (either market). */
 export const submissionCoreFields = (prepared: CoreFields): CoreFields => ({
@@ -43,7 +50,12 @@ export const submissionCoreFields = (prepared: CoreFields): CoreFields => ({
 });
 
 /** POST /submissions/:id/revisions of a market's router: a revision of the caller's live approved submission (201, its id). */
-export function addRevisionRoute(router: Router<UserState>, deps: ApiDeps, market: Market, hooks: MarketDetailsHooks): void {
+export function addRevisionRoute(
+  router: Router<UserState>,
+  deps: ApiDeps,
+  market: Market,
+  hooks: MarketDetailsHooks,
+): void {
   router.post('/submissions/:id/revisions', async (ctx) => {
     const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);

@@ -17,12 +17,21 @@ export function marketIconRoutes(deps: ApiDeps): Router<UserState> {
   router.use(marketErrors());
   router.post('/market/icons', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<{ fileName: string; contentType: 'image/png'; base64: string }>(MarketIconUploadRequest, ctx.state.body);
+    const body = parseBody<{ fileName: string; contentType: 'image/png'; base64: string }>(
+      MarketIconUploadRequest,
+      ctx.state.body,
+    );
     const text = body.base64.replace(/\s+/g, '');
     if (!BASE64.test(text)) throw ruleBroken('invalid_base64', 'base64 is not valid base64', 'body/base64');
     const bytes = Buffer.from(text, 'base64');
     const { width, height } = checkPngIcon(bytes);
-    const icon = await insertIcon(deps.db, { ownerId: user.userId, content: bytes, width, height, fileName: body.fileName });
+    const icon = await insertIcon(deps.db, {
+      ownerId: user.userId,
+      content: bytes,
+      width,
+      height,
+      fileName: body.fileName,
+    });
     ctx.status = 201;
     ctx.body = { iconObjectKey: icon.id, iconUrl: iconUrlFor(ctx, deps)(icon.id), width, height };
   });
@@ -37,7 +46,9 @@ export function publicMarketIconRoutes(deps: ApiDeps): Router<AppState> {
   const router = new Router<AppState>();
   router.get('/api/v1/market/icons/:key.png', async (ctx) => {
     const key = String(ctx.params.key);
-    const icon = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(key) ? await readIcon(deps.db, key) : null;
+    const icon = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(key)
+      ? await readIcon(deps.db, key)
+      : null;
     if (!icon) throw notFound('Icon');
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");

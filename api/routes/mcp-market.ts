@@ -4,8 +4,21 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { findValidation, findValidValidationByFingerprint } from '../../db/repos/market-validations';
 import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
 import { iconBelongsTo } from '../../db/repos/market-icons';
-import { createSubmission, getOwnSubmission, listOwnSubmissions, replaceSubmission, submitForReview } from '../../db/repos/market-submissions';
-import { findMcpSubmission, findMcpSubmissions, findPublicMcpEntry, mcpDetailsWriter, mcpMarketHooks, type McpSubmission } from '../../db/repos/market-mcp';
+import {
+  createSubmission,
+  getOwnSubmission,
+  listOwnSubmissions,
+  replaceSubmission,
+  submitForReview,
+} from '../../db/repos/market-submissions';
+import {
+  findMcpSubmission,
+  findMcpSubmissions,
+  findPublicMcpEntry,
+  mcpDetailsWriter,
+  mcpMarketHooks,
+  type McpSubmission,
+} from '../../db/repos/market-mcp';
 import { findApiKeyOwner, loadCallEntry } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
 import { seal } from '../../lib/crypto';
@@ -14,7 +27,11 @@ import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credentia
 import type { Discovery, DiscoveryRequest } from '../../lib/market/discovery';
 import { ruleBroken } from '../../lib/market/errors';
 import type { MonetizationStrategy } from '../../lib/market/listing';
-import { prepareMcpSubmission, type McpSubmissionRequest, type PreparedMcpSubmission } from '../../lib/market/mcp-submission';
+import {
+  prepareMcpSubmission,
+  type McpSubmissionRequest,
+  type PreparedMcpSubmission,
+} from '../../lib/market/mcp-submission';
 import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi-reader';
 import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
 import { transition } from '../../lib/market/review-state';
@@ -30,7 +47,12 @@ import {
   McpMarketSubmissionRequest,
   SubmissionsQuery,
 } from '../../lib/schemas/market';
-import { DISCOVERY_PARAMS_AAD, type MarketSourceInput, type ValidateSourceInput, type ValidationView } from '../../lib/market/source-input';
+import {
+  DISCOVERY_PARAMS_AAD,
+  type MarketSourceInput,
+  type ValidateSourceInput,
+  type ValidationView,
+} from '../../lib/market/source-input';
 import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound, unauthorized } from '../errors';
@@ -39,7 +61,16 @@ import { preflightUrl } from '../services/url-preflight';
 import { startAndWait } from '../services/workflow-call';
 import { searchToolMarket } from '../services/market-catalog';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
-import { addRevisionRoute, apiBaseUrl, iconUrlFor, marketErrors, ownerSubmissionView, publicEntryView, publicOrigin, submissionCoreFields } from './market-common';
+import {
+  addRevisionRoute,
+  apiBaseUrl,
+  iconUrlFor,
+  marketErrors,
+  ownerSubmissionView,
+  publicEntryView,
+  publicOrigin,
+  submissionCoreFields,
+} from './market-common';
 
 type DiscoveryBody = Omit<DiscoveryRequest, 'params'> & { params: Record<string, unknown> };
 
@@ -55,20 +86,32 @@ function checkDiscoveryRequest(body: DiscoveryBody, deps: ApiDeps): void {
     }
   };
   if (body.type === 'remote_mcp') {
-    if (!body.url) throw ruleBroken('source_required', 'url (the HTTPS MCP endpoint) is required for remote_mcp', 'body/url');
+    if (!body.url)
+      throw ruleBroken('source_required', 'url (the HTTPS MCP endpoint) is required for remote_mcp', 'body/url');
     secure(body.url, 'url');
     return;
   }
-  const given = [body.url ? 'url' : null, body.spec != null ? 'spec' : null, typeof body.specText === 'string' ? 'specText' : null].filter(Boolean);
-  if (given.length === 0) throw ruleBroken('source_required', 'Give the OpenAPI document as spec, specText or url', 'body/spec');
-  if (given.length > 1) throw ruleBroken('source_conflict', `Give the OpenAPI document once (got ${given.join(' and ')})`, `body/${given[1]}`);
+  const given = [
+    body.url ? 'url' : null,
+    body.spec != null ? 'spec' : null,
+    typeof body.specText === 'string' ? 'specText' : null,
+  ].filter(Boolean);
+  if (given.length === 0)
+    throw ruleBroken('source_required', 'Give the OpenAPI document as spec, specText or url', 'body/spec');
+  if (given.length > 1)
+    throw ruleBroken(
+      'source_conflict',
+      `Give the OpenAPI document once (got ${given.join(' and ')})`,
+      `body/${given[1]}`,
+    );
   if (body.url) secure(body.url, 'url');
   if (body.openapiBaseUrl) secure(body.openapiBaseUrl, 'openapiBaseUrl');
   if (!body.url) {
     try {
       readOpenApiDocument({ spec: body.spec, specText: body.specText });
     } catch (err) {
-      if (err instanceof OpenApiDocumentError) throw ruleBroken('invalid_openapi_document', err.message, body.spec != null ? 'body/spec' : 'body/specText');
+      if (err instanceof OpenApiDocumentError)
+        throw ruleBroken('invalid_openapi_document', err.message, body.spec != null ? 'body/spec' : 'body/specText');
       throw err;
     }
   }
@@ -83,7 +126,11 @@ function discoveryFailure(err: unknown): ApiError | null {
     const failure = cause as { type?: string; details?: unknown[]; message?: string };
     if (failure.type === 'DiscoveryError' || failure.type === 'DiscoveryRetryable') {
       const detail = (failure.details?.[0] ?? {}) as { code?: string; status?: number };
-      return new ApiError(detail.status ?? 400, detail.code ?? 'invalid_source', failure.message ?? 'The source was refused');
+      return new ApiError(
+        detail.status ?? 400,
+        detail.code ?? 'invalid_source',
+        failure.message ?? 'The source was refused',
+      );
     }
   }
   return null;
@@ -106,14 +153,21 @@ function verificationView(v: EventVerificationRecord, base: string) {
 function credentialCapMicros(body: { maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }): number | null {
   const { maxTotalUsdPerRun: cap, maxRunChargeUsd: alias } = body;
   if (cap !== undefined && alias !== undefined && cap !== alias) {
-    throw new ApiError(400, 'validation_failed', 'maxRunChargeUsd is a deprecated alias of maxTotalUsdPerRun: send one of them', [{ path: 'body/maxRunChargeUsd', message: 'differs from maxTotalUsdPerRun' }]);
+    throw new ApiError(
+      400,
+      'validation_failed',
+      'maxRunChargeUsd is a deprecated alias of maxTotalUsdPerRun: send one of them',
+      [{ path: 'body/maxRunChargeUsd', message: 'differs from maxTotalUsdPerRun' }],
+    );
   }
   const usd = cap ?? alias;
   if (usd === undefined) return null;
   const micros = usdToWholeMicros(usd);
   if (micros === null || micros <= 0) {
     const name = cap !== undefined ? 'maxTotalUsdPerRun' : 'maxRunChargeUsd';
-    throw new ApiError(400, 'validation_failed', `${name} must be a positive amount in whole micro-USD`, [{ path: `body/${name}`, message: 'is not a whole number of micro-USD' }]);
+    throw new ApiError(400, 'validation_failed', `${name} must be a positive amount in whole micro-USD`, [
+      { path: `body/${name}`, message: 'is not a whole number of micro-USD' },
+    ]);
   }
   return micros;
 }
@@ -125,7 +179,12 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   const hooks = mcpMarketHooks(deps.config.masterKey);
 
   /** Starts a discovery or validation workflow and waits (bounded) for its answer. */
-  async function runSourceWorkflow<T>(ctx: UserContext, kind: 'discover' | 'validate', args: MarketSourceInput | ValidateSourceInput, workflowId: string): Promise<T> {
+  async function runSourceWorkflow<T>(
+    ctx: UserContext,
+    kind: 'discover' | 'validate',
+    args: MarketSourceInput | ValidateSourceInput,
+    workflowId: string,
+  ): Promise<T> {
     const user = ctx.state.user;
     const timeoutMs = deps.config.market.discoveryTimeoutMs;
     const outcome = await startAndWait<T>(
@@ -143,22 +202,35 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
         cancelOnTimeout: true,
         failure: (err: unknown) =>
           discoveryFailure(err) ??
-          (err instanceof WorkflowFailedError ? new ApiError(502, 'discovery_failed', 'Discovering the source failed after retries; try again later') : undefined),
+          (err instanceof WorkflowFailedError
+            ? new ApiError(502, 'discovery_failed', 'Discovering the source failed after retries; try again later')
+            : undefined),
       },
     );
-    if (!outcome.finished) throw new ApiError(504, 'discovery_timeout', `The source did not answer within ${Math.round(timeoutMs / 1000)}s`);
+    if (!outcome.finished)
+      throw new ApiError(504, 'discovery_timeout', `The source did not answer within ${Math.round(timeoutMs / 1000)}s`);
     return outcome.result;
   }
 
   const sourceInput = (body: DiscoveryBody): MarketSourceInput => {
     const { params, ...request } = body;
-    return { request, sealedParams: Object.keys(params).length ? seal(deps.config.masterKey, JSON.stringify(params), DISCOVERY_PARAMS_AAD) : null };
+    return {
+      request,
+      sealedParams: Object.keys(params).length
+        ? seal(deps.config.masterKey, JSON.stringify(params), DISCOVERY_PARAMS_AAD)
+        : null,
+    };
   };
 
   router.post('/discover', async (ctx) => {
     const body = parseBody<DiscoveryBody>(McpMarketDiscoveryRequest, ctx.state.body);
     checkDiscoveryRequest(body, deps);
-    ctx.body = await runSourceWorkflow<Discovery>(ctx, 'discover', sourceInput(body), `market-discovery-${randomUUID()}`);
+    ctx.body = await runSourceWorkflow<Discovery>(
+      ctx,
+      'discover',
+      sourceInput(body),
+      `market-discovery-${randomUUID()}`,
+    );
   });
 
   router.post('/validate', async (ctx) => {
@@ -172,9 +244,17 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
 
   router.post('/event-verifications', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<{ sourceFingerprint: string; eventNames: string[] }>(MarketEventVerificationRequest, ctx.state.body);
+    const body = parseBody<{ sourceFingerprint: string; eventNames: string[] }>(
+      MarketEventVerificationRequest,
+      ctx.state.body,
+    );
     const validation = await findValidValidationByFingerprint(deps.db, user.userId, body.sourceFingerprint);
-    if (!validation) throw ruleBroken('validation_required', 'No valid, unexpired validation of this account has that sourceFingerprint; validate the source first', 'body/sourceFingerprint');
+    if (!validation)
+      throw ruleBroken(
+        'validation_required',
+        'No valid, unexpired validation of this account has that sourceFingerprint; validate the source first',
+        'body/sourceFingerprint',
+      );
     const verification = await createEventVerification(deps.db, {
       ownerId: user.userId,
       sourceFingerprint: body.sourceFingerprint,
@@ -207,7 +287,11 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
       body.eventVerificationId ? findEventVerification(deps.db, user.userId, body.eventVerificationId) : null,
       body.iconObjectKey ? iconBelongsTo(deps.db, user.userId, body.iconObjectKey) : false,
     ]);
-    return prepareMcpSubmission(body, { validation, verification, iconOwned, policy: deps.policy, now: new Date() }, iconUrlFor(ctx, deps));
+    return prepareMcpSubmission(
+      body,
+      { validation, verification, iconOwned, policy: deps.policy, now: new Date() },
+      iconUrlFor(ctx, deps),
+    );
   }
 
   const ownView = async (ctx: UserContext, id: string) => {
@@ -236,10 +320,16 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
     const user = ctx.state.user;
     const page = parseQuery<{ page: number; pageSize: number }>(SubmissionsQuery, ctx.query);
     const { rows, total } = await listOwnSubmissions(deps.db, 'mcp', user.userId, page);
-    const details = await findMcpSubmissions(deps.db, rows.map((r) => r.id));
+    const details = await findMcpSubmissions(
+      deps.db,
+      rows.map((r) => r.id),
+    );
     const iconUrl = iconUrlFor(ctx, deps);
     ctx.body = {
-      submissions: rows.map((r) => details.get(r.id)).filter((s): s is McpSubmission => !!s).map((s) => ownerSubmissionView(s, deps, iconUrl)),
+      submissions: rows
+        .map((r) => details.get(r.id))
+        .filter((s): s is McpSubmission => !!s)
+        .map((s) => ownerSubmissionView(s, deps, iconUrl)),
       meta: paginationMeta(page, total),
     };
   });
@@ -276,8 +366,17 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   addRevisionRoute(router, deps, 'mcp', hooks);
 
   router.get('/mcps', async (ctx) => {
-    const query = parseQuery<{ q?: string; monetizationStrategy?: MonetizationStrategy; page: number; pageSize: number }>(McpMarketListQuery, ctx.query);
-    const { rows, total } = await searchToolMarket(deps.db, { q: query.q, monetizationStrategy: query.monetizationStrategy }, query);
+    const query = parseQuery<{
+      q?: string;
+      monetizationStrategy?: MonetizationStrategy;
+      page: number;
+      pageSize: number;
+    }>(McpMarketListQuery, ctx.query);
+    const { rows, total } = await searchToolMarket(
+      deps.db,
+      { q: query.q, monetizationStrategy: query.monetizationStrategy },
+      query,
+    );
     const iconUrl = iconUrlFor(ctx, deps);
     ctx.body = { mcps: rows.map((row) => publicEntryView(row, iconUrl)), meta: paginationMeta(query, total) };
   });
@@ -292,7 +391,10 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   router.post('/mcps/:id/credentials', async (ctx) => {
     const user = ctx.state.user;
     const entryId = parseUuidParam('id', ctx.params.id);
-    const body = parseBody<{ params: SourceParamValues; maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }>(McpCredentialRequest, ctx.state.body);
+    const body = parseBody<{ params: SourceParamValues; maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }>(
+      McpCredentialRequest,
+      ctx.state.body,
+    );
     const entry = await loadCallEntry(deps.db, deps.config.masterKey, entryId);
     if (!entry) throw notFound('Market entry');
     checkUserParams(entry.requiredUserParamsSchema, body.params, 'body/params');

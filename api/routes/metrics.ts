@@ -18,9 +18,15 @@ function requireMetricsToken(token: string) {
     const header = ctx.get('authorization');
     const given = header.startsWith('Bearer ') ? header.slice(7) : '';
     if (!given || !constantTimeEquals(given, token)) {
-      throw new ApiError(401, 'unauthorized', 'Missing or invalid metrics token (send Authorization: Bearer <METRICS_TOKEN, or ADMIN_TOKEN when unset>)', undefined, {
-        'WWW-Authenticate': 'Bearer realm="metrics"',
-      });
+      throw new ApiError(
+        401,
+        'unauthorized',
+        'Missing or invalid metrics token (send Authorization: Bearer <METRICS_TOKEN, or ADMIN_TOKEN when unset>)',
+        undefined,
+        {
+          'WWW-Authenticate': 'Bearer realm="metrics"',
+        },
+      );
     }
     await next();
   };
@@ -38,7 +44,11 @@ function render(families: Family[]): string {
     .map((f) => {
       const lines = [`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`];
       for (const s of f.samples) {
-        const labels = s.labels ? `{${Object.entries(s.labels).map(([k, v]) => `${k}="${v.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`))}"`).join(',')}}` : '';
+        const labels = s.labels
+          ? `{${Object.entries(s.labels)
+              .map(([k, v]) => `${k}="${v.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`))}"`)
+              .join(',')}}`
+          : '';
         lines.push(`${f.name}${labels} ${s.value}`);
       }
       return lines.join('\n');
@@ -52,7 +62,12 @@ function render(families: Family[]): string {
  * and the other series are left out rather than reported as zero.
  */
 function platformStateFamilies(state: PlatformState | null): Family[] {
-  const up: Family = { name: 'platform_state_up', help: '1 when this scrape could read the platform state from Postgres, else 0', type: 'gauge', samples: [{ value: state ? 1 : 0 }] };
+  const up: Family = {
+    name: 'platform_state_up',
+    help: '1 when this scrape could read the platform state from Postgres, else 0',
+    type: 'gauge',
+    samples: [{ value: state ? 1 : 0 }],
+  };
   if (!state) return [up];
   const ledger = (kind: string) => state.ledger.find((row) => row.kind === kind);
   const counts = new Map(state.jobs.map((row) => [`${row.kind}/${row.status}`, row.count]));
@@ -63,16 +78,51 @@ function platformStateFamilies(state: PlatformState | null): Family[] {
       name: 'platform_jobs',
       help: 'Jobs by kind and state',
       type: 'gauge',
-      samples: kinds.flatMap((kind) => JOB_STATUSES.map((status) => ({ labels: { kind, state: status }, value: counts.get(`${kind}/${status}`) ?? 0 }))),
+      samples: kinds.flatMap((kind) =>
+        JOB_STATUSES.map((status) => ({
+          labels: { kind, state: status },
+          value: counts.get(`${kind}/${status}`) ?? 0,
+        })),
+      ),
     },
-    { name: 'platform_debits_total', help: 'Usage debits (ledger usage entries)', type: 'counter', samples: [{ value: ledger('usage')?.entries ?? 0 }] },
-    { name: 'platform_debits_micros_total', help: 'Usage debited from wallets, in micro-USD', type: 'counter', samples: [{ value: -(ledger('usage')?.amountMicros ?? 0) }] },
-    { name: 'platform_credits_micros_total', help: 'Credit added to wallets, in micro-USD', type: 'counter', samples: [{ value: ledger('credit')?.amountMicros ?? 0 }] },
-    { name: 'platform_wallet_balance_micros', help: 'Sum of all wallet balances (ledger balance), in micro-USD', type: 'gauge', samples: [{ value: state.wallets.balanceMicros }] },
+    {
+      name: 'platform_debits_total',
+      help: 'Usage debits (ledger usage entries)',
+      type: 'counter',
+      samples: [{ value: ledger('usage')?.entries ?? 0 }],
+    },
+    {
+      name: 'platform_debits_micros_total',
+      help: 'Usage debited from wallets, in micro-USD',
+      type: 'counter',
+      samples: [{ value: -(ledger('usage')?.amountMicros ?? 0) }],
+    },
+    {
+      name: 'platform_credits_micros_total',
+      help: 'Credit added to wallets, in micro-USD',
+      type: 'counter',
+      samples: [{ value: ledger('credit')?.amountMicros ?? 0 }],
+    },
+    {
+      name: 'platform_wallet_balance_micros',
+      help: 'Sum of all wallet balances (ledger balance), in micro-USD',
+      type: 'gauge',
+      samples: [{ value: state.wallets.balanceMicros }],
+    },
   ];
   families.push(
-    { name: 'platform_holds_open', help: 'Open holds: amounts reserved for running jobs and open market runs, not settled yet', type: 'gauge', samples: [{ value: state.holds.open }] },
-    { name: 'platform_holds_open_micros', help: 'Sum of the open holds (unused part for market runs), in micro-USD', type: 'gauge', samples: [{ value: state.holds.micros }] },
+    {
+      name: 'platform_holds_open',
+      help: 'Open holds: amounts reserved for running jobs and open market runs, not settled yet',
+      type: 'gauge',
+      samples: [{ value: state.holds.open }],
+    },
+    {
+      name: 'platform_holds_open_micros',
+      help: 'Sum of the open holds (unused part for market runs), in micro-USD',
+      type: 'gauge',
+      samples: [{ value: state.holds.micros }],
+    },
   );
   return families;
 }

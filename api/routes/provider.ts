@@ -33,24 +33,40 @@ interface ChargeRequest {
  * entry_not_active (the entry was disabled since the run opened).
  */
 export const CHARGE_STATUSES = {
-  idempotencyKeyRequired: () => new ApiError(400, 'idempotency_key_required', 'Send an idempotency-key header (stable per logical event; reuse it on retries)'),
-  invalidToken: (why: string) => new ApiError(403, 'invalid_charge_token', `The x-service-charge-token is not valid: ${why}`),
-  expiredToken: () => new ApiError(403, 'charge_token_expired', 'The charge token has expired: the run no longer accepts charges'),
+  idempotencyKeyRequired: () =>
+    new ApiError(
+      400,
+      'idempotency_key_required',
+      'Send an idempotency-key header (stable per logical event; reuse it on retries)',
+    ),
+  invalidToken: (why: string) =>
+    new ApiError(403, 'invalid_charge_token', `The x-service-charge-token is not valid: ${why}`),
+  expiredToken: () =>
+    new ApiError(403, 'charge_token_expired', 'The charge token has expired: the run no longer accepts charges'),
   forbidden: () => new ApiError(403, 'charge_forbidden', 'This API key does not belong to the provider of this run'),
   runNotFound: () => new ApiError(404, 'run_not_found', 'No run with this id'),
   unknownEvent: (name: string) => new ApiError(400, 'unknown_event', `"${name}" is not an event of this run`),
-  conflict: () => new ApiError(409, 'idempotency_conflict', 'This idempotency key was already used with a different request'),
+  conflict: () =>
+    new ApiError(409, 'idempotency_conflict', 'This idempotency key was already used with a different request'),
   runClosed: () => new ApiError(409, 'run_closed', 'The run is closed and accepts no new charges'),
   runEnded: (graceMs: number) =>
-    new ApiError(409, 'run_closed', `The run has ended: it accepts charges while a call uses it and for ${graceMs / 1000} s after its last call ended, and that time is over`),
-  entryNotActive: () => new ApiError(409, 'entry_not_active', 'The market entry is no longer approved; its runs accept no new charges'),
+    new ApiError(
+      409,
+      'run_closed',
+      `The run has ended: it accepts charges while a call uses it and for ${graceMs / 1000} s after its last call ended, and that time is over`,
+    ),
+  entryNotActive: () =>
+    new ApiError(409, 'entry_not_active', 'The market entry is no longer approved; its runs accept no new charges'),
 };
 
 function checkToken(deps: ApiDeps, ctx: Context, runId: string, callerId: string): ChargeTokenClaims {
   const token = ctx.get('x-service-charge-token');
   if (!token) throw CHARGE_STATUSES.invalidToken('the header is missing');
   const check = verifyChargeToken(deps.config.market.chargeTokenKey, token);
-  if (!check.ok) throw check.reason === 'expired' ? CHARGE_STATUSES.expiredToken() : CHARGE_STATUSES.invalidToken(check.reason === 'malformed' ? 'malformed' : 'bad signature');
+  if (!check.ok)
+    throw check.reason === 'expired'
+      ? CHARGE_STATUSES.expiredToken()
+      : CHARGE_STATUSES.invalidToken(check.reason === 'malformed' ? 'malformed' : 'bad signature');
   if (check.claims.runId !== runId) throw CHARGE_STATUSES.invalidToken('it belongs to another run');
   if (check.claims.providerId !== callerId) throw CHARGE_STATUSES.forbidden();
   return check.claims;
@@ -62,7 +78,14 @@ function checkToken(deps: ApiDeps, ctx: Context, runId: string, callerId: string
  */
 async function productionCharge(
   deps: ApiDeps,
-  input: { runId: string; claims: ChargeTokenClaims; callerId: string; idempotencyKey: string; requestHash: string; body: ChargeRequest },
+  input: {
+    runId: string;
+    claims: ChargeTokenClaims;
+    callerId: string;
+    idempotencyKey: string;
+    requestHash: string;
+    body: ChargeRequest;
+  },
 ): Promise<ProductionChargeResult> {
   if (!input.claims.entryId) throw CHARGE_STATUSES.invalidToken('it names no entry');
   const outcome = await chargeMarketRun(deps.db, {
@@ -110,19 +133,37 @@ export function providerRoutes(deps: ApiDeps): Router<UserState> {
     const runId = parseUuidParam('runId', ctx.params.runId);
     const idempotencyKey = ctx.get('idempotency-key');
     if (!idempotencyKey) throw CHARGE_STATUSES.idempotencyKeyRequired();
-    if (idempotencyKey.length > 200) throw new ApiError(400, 'validation_failed', 'idempotency-key is at most 200 characters', [{ path: 'header.idempotency-key', message: 'is too long' }]);
+    if (idempotencyKey.length > 200)
+      throw new ApiError(400, 'validation_failed', 'idempotency-key is at most 200 characters', [
+        { path: 'header.idempotency-key', message: 'is too long' },
+      ]);
     const body = parseBody<ChargeRequest>(ProviderEventChargeRequest, ctx.state.body);
     const claims = checkToken(deps, ctx, runId, user.userId);
-    const requestHash = sha256Hex(canonicalJson({ eventName: body.eventName, count: body.count, toolName: body.toolName ?? null, metadata: body.metadata }));
+    const requestHash = sha256Hex(
+      canonicalJson({
+        eventName: body.eventName,
+        count: body.count,
+        toolName: body.toolName ?? null,
+        metadata: body.metadata,
+      }),
+    );
     if (claims.kind === 'run') {
-      ctx.body = await productionCharge(deps, { runId, claims, callerId: user.userId, idempotencyKey, requestHash, body });
+      ctx.body = await productionCharge(deps, {
+        runId,
+        claims,
+        callerId: user.userId,
+        idempotencyKey,
+        requestHash,
+        body,
+      });
       return;
     }
 
     const verification = await findEventVerificationByRun(deps.db, runId);
     if (!verification) throw CHARGE_STATUSES.runNotFound();
     if (verification.ownerId !== user.userId) throw CHARGE_STATUSES.forbidden();
-    if (verification.sourceFingerprint !== claims.sourceFingerprint) throw CHARGE_STATUSES.invalidToken('it belongs to another source');
+    if (verification.sourceFingerprint !== claims.sourceFingerprint)
+      throw CHARGE_STATUSES.invalidToken('it belongs to another source');
 
     const outcome = await recordVerificationCharge(deps.db, {
       runId,

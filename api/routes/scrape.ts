@@ -43,10 +43,17 @@ export function scrapeRoutes(deps: ApiDeps): Router<UserState> {
       request: { ...body, ...(body.cookies !== undefined && { cookies: maskCookies(body.cookies) }) },
       webhookUrl: body.webhook_url ?? null,
       idempotencyKey: idempotencyKeyOf(ctx.get('idempotency-key')),
-      sealSecrets: body.cookies === undefined ? undefined : (jobId) => sealRequestSecrets(deps.config.masterKey, jobId, { cookies: body.cookies }),
+      sealSecrets:
+        body.cookies === undefined
+          ? undefined
+          : (jobId) => sealRequestSecrets(deps.config.masterKey, jobId, { cookies: body.cookies }),
       workflowType: 'scrapeWorkflow',
       workflowArgs: (j) => [
-        { jobId: j.id, browserTaskQueue: deps.config.taskQueues.browser, hasWebhook: !!body.webhook_url } satisfies ScrapeWorkflowInput,
+        {
+          jobId: j.id,
+          browserTaskQueue: deps.config.taskQueues.browser,
+          hasWebhook: !!body.webhook_url,
+        } satisfies ScrapeWorkflowInput,
       ],
     });
     if (body.async) {
@@ -68,7 +75,11 @@ export function scrapeRoutes(deps: ApiDeps): Router<UserState> {
       ctx.body = {
         jobId: current.id,
         status: current.status,
-        error: current.error ?? (finished ? 'the run ended without a result' : `not finished after ${waited}s; poll GET /api/v1/scrape/status/${current.id}`),
+        error:
+          current.error ??
+          (finished
+            ? 'the run ended without a result'
+            : `not finished after ${waited}s; poll GET /api/v1/scrape/status/${current.id}`),
       };
     }
   });

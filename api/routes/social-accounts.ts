@@ -19,13 +19,22 @@ import type { MicroblogCredentials, MicroblogSession } from '../../lib/social/mi
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest, notFound } from '../errors';
-import { ForumCredentials, MicroblogCredentials as MicroblogCredentialsSchema, SocialAccountCreateRequest, SocialAccountsQuery, SocialAccountUpdateRequest } from '../../lib/schemas/social';
+import {
+  ForumCredentials,
+  MicroblogCredentials as MicroblogCredentialsSchema,
+  SocialAccountCreateRequest,
+  SocialAccountsQuery,
+  SocialAccountUpdateRequest,
+} from '../../lib/schemas/social';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 
-const credentialsSchema = (platform: SocialPlatform) => (platform === 'forum' ? ForumCredentials : MicroblogCredentialsSchema);
+const credentialsSchema = (platform: SocialPlatform) =>
+  platform === 'forum' ? ForumCredentials : MicroblogCredentialsSchema;
 
 function validationFailed(message: string): ApiError {
-  return new ApiError(400, 'credentials_invalid', `The credentials were refused by the platform: ${message}`, [{ path: 'body/credentials', message }]);
+  return new ApiError(400, 'credentials_invalid', `The credentials were refused by the platform: ${message}`, [
+    { path: 'body/credentials', message },
+  ]);
 }
 
 export function socialAccountRoutes(deps: ApiDeps): Router<UserState> {
@@ -41,7 +50,12 @@ export function socialAccountRoutes(deps: ApiDeps): Router<UserState> {
 
   router.post('/social-accounts', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<{ platform: SocialPlatform; name: string; isActive?: boolean; credentials: PlatformCredentials }>(SocialAccountCreateRequest, ctx.state.body);
+    const body = parseBody<{
+      platform: SocialPlatform;
+      name: string;
+      isActive?: boolean;
+      credentials: PlatformCredentials;
+    }>(SocialAccountCreateRequest, ctx.state.body);
     const check = await deps.social.validate(body.platform, body.credentials);
     if (!check.ok) throw validationFailed(check.message);
     const row = await insertValidatedAccount(db, masterKey, {
@@ -53,7 +67,10 @@ export function socialAccountRoutes(deps: ApiDeps): Router<UserState> {
       meta: check.meta,
       session: check.session,
     });
-    await writeSystemLog(db, { userId: user.userId, message: `${body.platform} account "${body.name}" (${row.id}) connected` });
+    await writeSystemLog(db, {
+      userId: user.userId,
+      message: `${body.platform} account "${body.name}" (${row.id}) connected`,
+    });
     ctx.status = 201;
     ctx.body = { account: toSocialAccount(row) };
   });
@@ -63,9 +80,14 @@ export function socialAccountRoutes(deps: ApiDeps): Router<UserState> {
     const id = parseUuidParam('id', ctx.params.id);
     const raw = ctx.state.body;
     if (raw && typeof raw === 'object' && 'platform' in raw) {
-      throw badRequest('The platform of an account cannot be changed', [{ path: 'body/platform', message: 'cannot be changed' }]);
+      throw badRequest('The platform of an account cannot be changed', [
+        { path: 'body/platform', message: 'cannot be changed' },
+      ]);
     }
-    const body = parseBody<{ name?: string; isActive?: boolean; credentials?: PlatformCredentials }>(SocialAccountUpdateRequest, raw);
+    const body = parseBody<{ name?: string; isActive?: boolean; credentials?: PlatformCredentials }>(
+      SocialAccountUpdateRequest,
+      raw,
+    );
     const account = await findAccount(db, user.userId, id);
     if (!account) throw notFound('Social account');
     const changes: Updateable<SocialAccountsTable> = { updated_at: new Date() };
@@ -96,8 +118,13 @@ export function socialAccountRoutes(deps: ApiDeps): Router<UserState> {
     await deleteAccount(db, user.userId, id);
     if (account.platform === 'microblog') {
       const session = unsealSession<MicroblogSession>(masterKey, account);
-      const disconnected = session ? await deps.social.disconnectMicroblog(unsealCredentials<MicroblogCredentials>(masterKey, account), session) : false;
-      await writeSystemLog(db, { userId: user.userId, message: `microblog account ${id} deleted${disconnected ? ' and disconnected upstream' : ' (upstream disconnect not possible)'}` });
+      const disconnected = session
+        ? await deps.social.disconnectMicroblog(unsealCredentials<MicroblogCredentials>(masterKey, account), session)
+        : false;
+      await writeSystemLog(db, {
+        userId: user.userId,
+        message: `microblog account ${id} deleted${disconnected ? ' and disconnected upstream' : ' (upstream disconnect not possible)'}`,
+      });
     } else {
       await writeSystemLog(db, { userId: user.userId, message: `forum account ${id} deleted` });
     }

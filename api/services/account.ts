@@ -7,7 +7,10 @@ import { microsToUsd } from '../../lib/money';
 /** The account as GET /account shows it (and the console's home page): plan, wallet and this period's usage. */
 export async function accountSummary(db: Db, user: AuthenticatedUser) {
   const period = billingPeriod();
-  const [operations, wallet] = await Promise.all([monthlyOperations(db, user.userId, period), getWalletSummary(db, user.userId)]);
+  const [operations, wallet] = await Promise.all([
+    monthlyOperations(db, user.userId, period),
+    getWalletSummary(db, user.userId),
+  ]);
   return {
     userId: user.userId,
     email: user.email,

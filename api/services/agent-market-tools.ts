@@ -24,18 +24,27 @@ export function marketToolsViewer(db: Db) {
         const sub = await entry(selection.mcp_id);
         if (!sub) return { mcpId: selection.mcp_id, available: false, maxTotalUsd };
         const fixed = sub.monetizationStrategy === 'tool_call_fixed';
-        const tools = (sub.approvedTools ?? sub.tools).filter((t) => t.isEnabled && (selection.tool_names.length === 0 || selection.tool_names.includes(t.toolName)));
+        const tools = (sub.approvedTools ?? sub.tools).filter(
+          (t) => t.isEnabled && (selection.tool_names.length === 0 || selection.tool_names.includes(t.toolName)),
+        );
         return {
           mcpId: sub.listingId,
           available: true,
           slug: sub.slug,
           name: sub.name,
           monetizationStrategy: sub.monetizationStrategy,
-          tools: tools.map((t) => ({ toolName: t.toolName, displayName: t.displayName, clientPriceUsd: fixed ? microsToUsd(t.clientPriceMicros ?? 0) : 0 })),
-          pricingEvents: sub.pricingEvents.map((e) => ({ eventName: e.eventName, description: e.description, unitPriceUsd: microsToUsd(e.unitPriceMicros) })),
+          tools: tools.map((t) => ({
+            toolName: t.toolName,
+            displayName: t.displayName,
+            clientPriceUsd: fixed ? microsToUsd(t.clientPriceMicros ?? 0) : 0,
+          })),
+          pricingEvents: sub.pricingEvents.map((e) => ({
+            eventName: e.eventName,
+            description: e.description,
+            unitPriceUsd: microsToUsd(e.unitPriceMicros),
+          })),
           maxTotalUsd,
         };
       }),
     );
 }
-

@@ -12,7 +12,11 @@ import { microsToUsd } from '../../lib/money';
  */
 export async function agentRunExtras(db: Db, job: Pick<Job, 'id'>) {
   // Market tools are charged on the run's market runs (fixed prices per call, provider events whenever the provider reports them).
-  const [calls, usage, marketMicros] = await Promise.all([listToolCalls(db, job.id), summarizeUsage(db, job.id), chargedMicrosOfJob(db, job.id)]);
+  const [calls, usage, marketMicros] = await Promise.all([
+    listToolCalls(db, job.id),
+    summarizeUsage(db, job.id),
+    chargedMicrosOfJob(db, job.id),
+  ]);
   const promptTokens = usage.llm.reduce((n, e) => n + e.promptTokens, 0);
   const completionTokens = usage.llm.reduce((n, e) => n + e.completionTokens, 0);
   return {

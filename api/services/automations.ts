@@ -27,8 +27,18 @@ function maskParams<T extends { params?: Record<string, unknown> }>(items: T[]):
 }
 
 /** The payload as stored and shown: credentials and tool parameters masked. Their values are sealed separately. */
-export function splitSecrets<T extends { market_mcps: { params?: Record<string, unknown> }[]; custom_mcps: { params?: Record<string, unknown> }[]; forum?: AutomationCreateBody['forum'] }>(body: T): { payload: Record<string, unknown>; secrets: Record<string, unknown> } {
-  const payload: Record<string, unknown> = { ...body, market_mcps: maskParams(body.market_mcps), custom_mcps: maskParams(body.custom_mcps) };
+export function splitSecrets<
+  T extends {
+    market_mcps: { params?: Record<string, unknown> }[];
+    custom_mcps: { params?: Record<string, unknown> }[];
+    forum?: AutomationCreateBody['forum'];
+  },
+>(body: T): { payload: Record<string, unknown>; secrets: Record<string, unknown> } {
+  const payload: Record<string, unknown> = {
+    ...body,
+    market_mcps: maskParams(body.market_mcps),
+    custom_mcps: maskParams(body.custom_mcps),
+  };
   const secrets: Record<string, unknown> = {
     marketMcpParams: body.market_mcps.map((m) => m.params),
     customMcpParams: body.custom_mcps.map((m) => m.params),
@@ -46,26 +56,46 @@ export function platformOf(type: AutomationCreateBody['automation_type']): Socia
 }
 
 /** Every rule of POST /automations that needs the database or the platform, before anything is stored. */
-export async function checkAccountSelection(deps: ApiDeps, user: AuthenticatedUser, body: AutomationCreateBody): Promise<void> {
+export async function checkAccountSelection(
+  deps: ApiDeps,
+  user: AuthenticatedUser,
+  body: AutomationCreateBody,
+): Promise<void> {
   const platform = platformOf(body.automation_type);
   const selection = platform === 'forum' ? body.forum : body.microblog;
-  if (!selection) throw badRequest(`A ${platform}-agent automation needs a "${platform}" account selection`, [{ path: `body/${platform}`, message: 'is required' }]);
+  if (!selection)
+    throw badRequest(`A ${platform}-agent automation needs a "${platform}" account selection`, [
+      { path: `body/${platform}`, message: 'is required' },
+    ]);
   if (selection.mode === 'inline') {
     const check = await deps.social.validate('forum', (selection as InlineForumSelection).credentials as never);
-    if (!check.ok) throw new ApiError(400, 'credentials_invalid', `The inline forum credentials were refused: ${check.message}`, [{ path: 'body/forum/credentials', message: check.message }]);
+    if (!check.ok)
+      throw new ApiError(400, 'credentials_invalid', `The inline forum credentials were refused: ${check.message}`, [
+        { path: 'body/forum/credentials', message: check.message },
+      ]);
     return;
   }
   const saved = selection as SavedSelection;
   if (!saved.useAll && !saved.accountIds?.length) {
-    throw badRequest('A saved selection needs accountIds or useAll: true', [{ path: `body/${platform}`, message: 'give accountIds or useAll' }]);
+    throw badRequest('A saved selection needs accountIds or useAll: true', [
+      { path: `body/${platform}`, message: 'give accountIds or useAll' },
+    ]);
   }
   const owned = await listAccountIds(deps.db, user.userId, platform);
   if (saved.useAll && owned.length === 0) {
-    throw badRequest(`useAll selects every saved ${platform} account, and there is none`, [{ path: `body/${platform}/useAll`, message: `no saved ${platform} account` }]);
+    throw badRequest(`useAll selects every saved ${platform} account, and there is none`, [
+      { path: `body/${platform}/useAll`, message: `no saved ${platform} account` },
+    ]);
   }
   const missing = (saved.accountIds ?? []).filter((id) => !owned.some((a) => a.id === id));
   if (missing.length) {
-    throw badRequest(`Unknown ${platform} account ids: ${missing.join(', ')}`, missing.map((id) => ({ path: `body/${platform}/accountIds`, message: `${id} is not one of your ${platform} accounts` })));
+    throw badRequest(
+      `Unknown ${platform} account ids: ${missing.join(', ')}`,
+      missing.map((id) => ({
+        path: `body/${platform}/accountIds`,
+        message: `${id} is not one of your ${platform} accounts`,
+      })),
+    );
   }
 }
 
@@ -83,14 +113,20 @@ export function checkSchedule(body: { cron: string; timezone?: string }, minInte
     assertCronInterval(body.cron, minIntervalMinutes);
     return temporalCron;
   } catch (err) {
-    if (err instanceof CronTooFrequentError) throw new ApiError(400, 'cron_too_frequent', err.message, [{ path: 'body/cron', message: err.message }]);
+    if (err instanceof CronTooFrequentError)
+      throw new ApiError(400, 'cron_too_frequent', err.message, [{ path: 'body/cron', message: err.message }]);
     if (err instanceof CronError) throw badRequest(err.message, [{ path: 'body/cron', message: err.message }]);
     throw err;
   }
 }
 
 /** POST /automations: a forum or microblog automation and its Schedule (see createScheduledAutomation). */
-export async function createAutomation(deps: ApiDeps, user: AuthenticatedUser, body: AutomationCreateBody, temporalCron: string): Promise<Selectable<AutomationsTable>> {
+export async function createAutomation(
+  deps: ApiDeps,
+  user: AuthenticatedUser,
+  body: AutomationCreateBody,
+  temporalCron: string,
+): Promise<Selectable<AutomationsTable>> {
   const { payload, secrets } = splitSecrets(body);
   return createScheduledAutomation(deps, user, {
     name: body.name,
@@ -136,7 +172,11 @@ export interface ScheduledAutomationSpec {
  * if the Schedule cannot be created the row is rolled back, and if the commit fails the Schedule
  * is deleted again. The package automation limit is checked under a lock on the subscription.
  */
-export async function createScheduledAutomation(deps: ApiDeps, user: AuthenticatedUser, spec: ScheduledAutomationSpec): Promise<Selectable<AutomationsTable>> {
+export async function createScheduledAutomation(
+  deps: ApiDeps,
+  user: AuthenticatedUser,
+  spec: ScheduledAutomationSpec,
+): Promise<Selectable<AutomationsTable>> {
   const id = randomUUID();
   const scheduleId = scheduleIdFor(id);
   let scheduleCreated = false;
@@ -145,7 +185,11 @@ export async function createScheduledAutomation(deps: ApiDeps, user: Authenticat
       const automationLimit = await lockAutomationLimit(trx, user.userId);
       const n = await countAutomations(trx, user.userId);
       if (n >= automationLimit) {
-        throw new ApiError(403, 'automation_limit_reached', `The plan allows ${automationLimit} automation(s); this account has ${n}`);
+        throw new ApiError(
+          403,
+          'automation_limit_reached',
+          `The plan allows ${automationLimit} automation(s); this account has ${n}`,
+        );
       }
       const row = await insertAutomation(trx, {
         id,
@@ -179,11 +223,18 @@ export async function createScheduledAutomation(deps: ApiDeps, user: Authenticat
       } catch (err) {
         throw scheduleFailure(err);
       }
-      await writeSystemLog(trx, { userId: user.userId, message: `automation "${spec.name}" (${id}) created; first run queued` });
+      await writeSystemLog(trx, {
+        userId: user.userId,
+        message: `automation "${spec.name}" (${id}) created; first run queued`,
+      });
       return row;
     });
   } catch (err) {
-    if (scheduleCreated) await deps.temporal.schedule.getHandle(scheduleId).delete().catch(() => undefined);
+    if (scheduleCreated)
+      await deps.temporal.schedule
+        .getHandle(scheduleId)
+        .delete()
+        .catch(() => undefined);
     throw err;
   }
 }
@@ -196,7 +247,14 @@ export async function createScheduledAutomation(deps: ApiDeps, user: Authenticat
 export async function updateScheduledAutomation(
   deps: ApiDeps,
   row: Selectable<AutomationsTable>,
-  change: { name: string; cron: string; timezone: string | null; payload: Record<string, unknown>; secrets: Record<string, unknown>; temporalCron: string },
+  change: {
+    name: string;
+    cron: string;
+    timezone: string | null;
+    payload: Record<string, unknown>;
+    secrets: Record<string, unknown>;
+    temporalCron: string;
+  },
 ): Promise<Selectable<AutomationsTable>> {
   const scheduleChanged = change.cron !== row.cron || change.timezone !== row.timezone;
   const handle = deps.temporal.schedule.getHandle(row.schedule_id);
@@ -215,7 +273,10 @@ export async function updateScheduledAutomation(
         try {
           await handle.update((previous) => {
             previousSpec = { cronExpressions: [toTemporalCron(row.cron)], timezone: row.timezone ?? 'UTC' };
-            return { ...previous, spec: { cronExpressions: [change.temporalCron], timezone: change.timezone ?? 'UTC' } };
+            return {
+              ...previous,
+              spec: { cronExpressions: [change.temporalCron], timezone: change.timezone ?? 'UTC' },
+            };
           });
         } catch (err) {
           throw scheduleFailure(err);
@@ -232,12 +293,15 @@ export async function updateScheduledAutomation(
 
 function scheduleFailure(err: unknown): ApiError {
   const message = err instanceof Error ? err.message : String(err);
-  if (err instanceof ScheduleAlreadyRunning) return new ApiError(409, 'conflict', 'A schedule with this id already exists');
+  if (err instanceof ScheduleAlreadyRunning)
+    return new ApiError(409, 'conflict', 'A schedule with this id already exists');
   if (err instanceof TypeError || /invalid|cron|time zone|parse/i.test(message)) {
     return badRequest(`The schedule was refused: ${message}`, [{ path: 'body/cron', message }]);
   }
   log().error({ err }, 'schedule creation failed');
-  return new ApiError(503, 'service_unavailable', 'The scheduler is unavailable; nothing was stored', undefined, { 'Retry-After': '5' });
+  return new ApiError(503, 'service_unavailable', 'The scheduler is unavailable; nothing was stored', undefined, {
+    'Retry-After': '5',
+  });
 }
 
 /** isPaused and status come from the Schedule itself; a schedule that no longer exists counts as paused. */

@@ -24,15 +24,28 @@ export async function checkCustomAgent(deps: ApiDeps, body: CustomAgentBody): Pr
   if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
   for (const [i, custom] of body.custom_mcps.entries()) {
     const at = `body/custom_mcps/${i}`;
-    if (custom.type === 'remote_mcp' && !custom.source_url) throw badRequest('A remote_mcp selection needs source_url', [{ path: `${at}/source_url`, message: 'is required for type remote_mcp' }]);
-    if (custom.type === 'openapi' && !custom.source_url && (custom.openapi_spec === undefined || custom.openapi_spec === null)) {
-      throw badRequest('An openapi selection needs openapi_spec (the document) or source_url (the URL of the document)', [{ path: at, message: 'give openapi_spec or source_url' }]);
+    if (custom.type === 'remote_mcp' && !custom.source_url)
+      throw badRequest('A remote_mcp selection needs source_url', [
+        { path: `${at}/source_url`, message: 'is required for type remote_mcp' },
+      ]);
+    if (
+      custom.type === 'openapi' &&
+      !custom.source_url &&
+      (custom.openapi_spec === undefined || custom.openapi_spec === null)
+    ) {
+      throw badRequest(
+        'An openapi selection needs openapi_spec (the document) or source_url (the URL of the document)',
+        [{ path: at, message: 'give openapi_spec or source_url' }],
+      );
     }
     if (custom.source_url) {
       try {
         preflightSourceUrl(parseSourceUrl(custom.source_url, 'source_url'), deps.policy);
       } catch (error) {
-        if (error instanceof ToolSourceError) throw new ApiError(sourceErrorStatus(error.code), error.code, error.message, [{ path: `${at}/source_url`, message: error.message }]);
+        if (error instanceof ToolSourceError)
+          throw new ApiError(sourceErrorStatus(error.code), error.code, error.message, [
+            { path: `${at}/source_url`, message: error.message },
+          ]);
         throw error;
       }
     }
@@ -44,7 +57,10 @@ export async function checkCustomAgent(deps: ApiDeps, body: CustomAgentBody): Pr
 export function unsealedAgent(deps: ApiDeps, row: Selectable<AutomationsTable>): CustomAgentBody {
   const payload = row.payload as unknown as CustomAgentBody;
   const secrets = row.secrets_sealed
-    ? (JSON.parse(unseal(deps.config.masterKey, row.secrets_sealed, `automation:${row.id}`)) as { customMcpParams?: CustomAgentBody['custom_mcps'][number]['params'][]; marketMcpParams?: CustomAgentBody['market_mcps'][number]['params'][] })
+    ? (JSON.parse(unseal(deps.config.masterKey, row.secrets_sealed, `automation:${row.id}`)) as {
+        customMcpParams?: CustomAgentBody['custom_mcps'][number]['params'][];
+        marketMcpParams?: CustomAgentBody['market_mcps'][number]['params'][];
+      })
     : {};
   return {
     ...payload,
@@ -77,8 +93,14 @@ export function mergeCustomAgent(current: CustomAgentBody, patch: CustomAgentUpd
 }
 
 /** The bounds of a custom-agent run (the agent loop's: AGENT_MAX_STEPS, AGENT_DEADLINE_MS, AGENT_HISTORY_EVENTS). */
-export function agentRunBounds(deps: ApiDeps): Pick<CustomAgentWorkflowInput, 'maxSteps' | 'deadlineMs' | 'historyEventsLimit'> {
-  return { maxSteps: deps.config.agent.maxSteps, deadlineMs: deps.config.agent.deadlineMs, historyEventsLimit: deps.config.agent.historyEventsLimit };
+export function agentRunBounds(
+  deps: ApiDeps,
+): Pick<CustomAgentWorkflowInput, 'maxSteps' | 'deadlineMs' | 'historyEventsLimit'> {
+  return {
+    maxSteps: deps.config.agent.maxSteps,
+    deadlineMs: deps.config.agent.deadlineMs,
+    historyEventsLimit: deps.config.agent.historyEventsLimit,
+  };
 }
 
 export function scheduledRunInput(deps: ApiDeps, automationId: string): CustomAgentWorkflowInput {

@@ -39,7 +39,11 @@ export async function startMeteredJob(deps: ApiDeps, input: StartJobInput): Prom
     case 'subscription_inactive':
       throw new ApiError(403, 'subscription_inactive', 'The subscription of this account is not active');
     case 'insufficient_funds':
-      throw new ApiError(402, 'insufficient_funds', 'The wallet has no available balance (balance minus the amounts held for running jobs); add credit or wait for running jobs to finish');
+      throw new ApiError(
+        402,
+        'insufficient_funds',
+        'The wallet has no available balance (balance minus the amounts held for running jobs); add credit or wait for running jobs to finish',
+      );
     case 'monthly_limit_reached':
       throw new ApiError(429, 'monthly_limit_reached', `The monthly operation limit of ${admission.limit} is reached`);
   }
@@ -56,16 +60,29 @@ export async function startMeteredJob(deps: ApiDeps, input: StartJobInput): Prom
       kind: job.kind,
     });
   } catch (err) {
-    jobLog(job.id, { workflowId: job.workflow_id }).error({ err }, 'could not start the workflow; the job is abandoned');
-    const abandoned = await abandonJob(deps.db, job, 'The run could not be started; it was not counted against your limit and nothing was charged');
+    jobLog(job.id, { workflowId: job.workflow_id }).error(
+      { err },
+      'could not start the workflow; the job is abandoned',
+    );
+    const abandoned = await abandonJob(
+      deps.db,
+      job,
+      'The run could not be started; it was not counted against your limit and nothing was charged',
+    );
     if (!abandoned) {
       // No longer pending: the pending-job reconciler started it meanwhile, so it runs.
       const current = await getJob(deps.db, job.id);
       if (current.status !== 'failed') return current;
     }
-    throw new ApiError(503, 'service_unavailable', 'The workflow engine is unavailable; the job was not started (retrying with the same Idempotency-Key starts a new one)', undefined, {
-      'Retry-After': '5',
-    });
+    throw new ApiError(
+      503,
+      'service_unavailable',
+      'The workflow engine is unavailable; the job was not started (retrying with the same Idempotency-Key starts a new one)',
+      undefined,
+      {
+        'Retry-After': '5',
+      },
+    );
   }
   return job;
 }

@@ -10,7 +10,8 @@ import type { MarketToolView } from './agent-market-tools';
 /** Builds the URL of an uploaded icon from its object key. */
 export type IconUrl = (key: string) => string;
 
-const iconOf = (sub: { iconObjectKey: string | null; iconUrl: string | null }, iconUrl: IconUrl) => (sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl);
+const iconOf = (sub: { iconObjectKey: string | null; iconUrl: string | null }, iconUrl: IconUrl) =>
+  sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl;
 
 /** McpMarketPublicEntry: what anyone sees of a live approved tool-market entry. */
 export function toolEntryView(sub: McpSubmission, iconUrl: IconUrl) {
@@ -32,7 +33,12 @@ export function toolEntryView(sub: McpSubmission, iconUrl: IconUrl) {
 export type ToolEntryView = ReturnType<typeof toolEntryView>;
 
 /** AgentMarketPublicEntry: what any caller sees of a live approved agent (no prompts, selection params, provider or review data). */
-export function agentEntryView(sub: AgentSubmission, iconUrl: IconUrl, purchased: boolean, marketTools: MarketToolView[]) {
+export function agentEntryView(
+  sub: AgentSubmission,
+  iconUrl: IconUrl,
+  purchased: boolean,
+  marketTools: MarketToolView[],
+) {
   return {
     id: sub.listingId,
     slug: sub.slug,
@@ -55,11 +61,19 @@ export type AgentEntryView = ReturnType<typeof agentEntryView>;
 
 /** Whether `userId` may run the agent without buying it now: its owner, a free agent, or bought before. */
 export async function mayRunAgent(db: Db, agent: AgentSubmission, userId: string): Promise<boolean> {
-  return agent.ownerId === userId || agent.priceMicros === 0 || (await findPurchase(db, agent.listingId, userId)) !== undefined;
+  return (
+    agent.ownerId === userId ||
+    agent.priceMicros === 0 ||
+    (await findPurchase(db, agent.listingId, userId)) !== undefined
+  );
 }
 
 /** The tool market's public catalogue search (GET /mcp-market/mcps and the /market page). */
-export function searchToolMarket(db: Db, filter: CatalogueFilter & { monetizationStrategy?: MonetizationStrategy }, page: PageRequest) {
+export function searchToolMarket(
+  db: Db,
+  filter: CatalogueFilter & { monetizationStrategy?: MonetizationStrategy },
+  page: PageRequest,
+) {
   return searchPublicMcpEntries(db, filter, page);
 }
 

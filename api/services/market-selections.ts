@@ -20,16 +20,27 @@ export async function checkMarketMcps(deps: ApiDeps, selections: readonly Market
   for (const [i, market] of selections.entries()) {
     const at = `body/market_mcps/${i}`;
     const entry = await findPublicMcpEntry(deps.db, market.mcp_id);
-    if (!entry) throw new ApiError(400, 'market_entry_not_found', `No approved tool-market entry has the id ${market.mcp_id}`, [{ path: `${at}/mcp_id`, message: 'not an approved market entry' }]);
-    const offered = new Set((entry.approvedTools ?? entry.tools).filter((t) => t.isEnabled !== false).map((t) => t.toolName));
+    if (!entry)
+      throw new ApiError(400, 'market_entry_not_found', `No approved tool-market entry has the id ${market.mcp_id}`, [
+        { path: `${at}/mcp_id`, message: 'not an approved market entry' },
+      ]);
+    const offered = new Set(
+      (entry.approvedTools ?? entry.tools).filter((t) => t.isEnabled !== false).map((t) => t.toolName),
+    );
     const unknown = market.tool_names.filter((name) => !offered.has(name));
     if (unknown.length) {
-      throw new ApiError(400, 'market_tool_not_found', `The market entry ${market.mcp_id} has no tool named ${unknown.join(', ')}`, unknown.map((name) => ({ path: `${at}/tool_names`, message: `no tool "${name}"` })));
+      throw new ApiError(
+        400,
+        'market_tool_not_found',
+        `The market entry ${market.mcp_id} has no tool named ${unknown.join(', ')}`,
+        unknown.map((name) => ({ path: `${at}/tool_names`, message: `no tool "${name}"` })),
+      );
     }
     try {
       checkUserParams(entry.requiredUserParamsSchema, market.params ?? {}, `${at}/params`);
     } catch (err) {
-      if (err instanceof MarketRuleError) throw new ApiError(err.status, err.code, `market_mcps[${i}]: ${err.message}`, err.details);
+      if (err instanceof MarketRuleError)
+        throw new ApiError(err.status, err.code, `market_mcps[${i}]: ${err.message}`, err.details);
       throw err;
     }
   }

@@ -8,7 +8,15 @@ import type { PriceTable } from '../../lib/billing/pricing';
 import { microsToUsd } from '../../lib/money';
 import { embeddingCostMicros, type Embedder } from '../../lib/skills/embeddings';
 import type { SkillsDirectoryItem } from '../../lib/skills/item';
-import { candidateKey, embeddingCandidates, ftsCandidates, itemsByKeys, plainSearch, searchTerms, type CandidateKey } from '../../db/skills/search';
+import {
+  candidateKey,
+  embeddingCandidates,
+  ftsCandidates,
+  itemsByKeys,
+  plainSearch,
+  searchTerms,
+  type CandidateKey,
+} from '../../db/skills/search';
 
 /**
  * AI search: the need goes through the LLM once for a plan (keywords, likely tags, intent; JSON
@@ -102,7 +110,10 @@ const RERANK_INSTRUCTION = [
  * Plans (with the query vector) and reranks, so paging through one search neither re-asks nor
  * reorders. Keyed by user: a cached answer is only ever one the same account already paid for.
  */
-const planCache = new BoundedCache<{ plan: SearchPlan; vector: number[] | null }>({ maxEntries: CACHE_ENTRIES, ttlMs: CACHE_TTL_MS });
+const planCache = new BoundedCache<{ plan: SearchPlan; vector: number[] | null }>({
+  maxEntries: CACHE_ENTRIES,
+  ttlMs: CACHE_TTL_MS,
+});
 const rerankCache = new BoundedCache<number[]>({ maxEntries: CACHE_ENTRIES, ttlMs: CACHE_TTL_MS });
 
 interface Usage {
@@ -118,7 +129,14 @@ function parseJson(content: string | null | undefined): unknown {
 
 const cleanStrings = (value: unknown, max: number, maxLength: number): string[] =>
   Array.isArray(value)
-    ? [...new Set(value.filter((v): v is string => typeof v === 'string').map((v) => v.trim().slice(0, maxLength)).filter(Boolean))].slice(0, max)
+    ? [
+        ...new Set(
+          value
+            .filter((v): v is string => typeof v === 'string')
+            .map((v) => v.trim().slice(0, maxLength))
+            .filter(Boolean),
+        ),
+      ].slice(0, max)
     : [];
 
 export function readPlan(value: unknown): SearchPlan {
@@ -132,7 +150,15 @@ export function readPlan(value: unknown): SearchPlan {
   };
 }
 
-async function askJson(llm: OpenAI, model: string, usage: Usage, system: string, user: string, name: string, schema: object): Promise<unknown> {
+async function askJson(
+  llm: OpenAI,
+  model: string,
+  usage: Usage,
+  system: string,
+  user: string,
+  name: string,
+  schema: object,
+): Promise<unknown> {
   const completion = await llm.chat.completions.create({
     model,
     messages: [
@@ -140,13 +166,19 @@ async function askJson(llm: OpenAI, model: string, usage: Usage, system: string,
       { role: 'user', content: user },
     ],
     temperature: 0,
-    response_format: { type: 'json_schema', json_schema: { name, schema: schema as Record<string, unknown>, strict: true } },
+    response_format: {
+      type: 'json_schema',
+      json_schema: { name, schema: schema as Record<string, unknown>, strict: true },
+    },
   });
   usage.chat.calls += 1;
   usage.chat.promptTokens += completion.usage?.prompt_tokens ?? 0;
   usage.chat.completionTokens += completion.usage?.completion_tokens ?? 0;
   const choice = completion.choices[0];
-  if (!choice || choice.message.refusal) throw new Error(choice?.message.refusal ? `the model refused: ${choice.message.refusal}` : 'the model returned no answer');
+  if (!choice || choice.message.refusal)
+    throw new Error(
+      choice?.message.refusal ? `the model refused: ${choice.message.refusal}` : 'the model returned no answer',
+    );
   if (choice.finish_reason === 'length') throw new Error('the answer was cut off');
   return parseJson(choice.message.content);
 }
@@ -184,18 +216,34 @@ function rerankPrompt(q: string, plan: SearchPlan, items: readonly SkillsDirecto
     const description = (item.description ?? '').replace(/\s+/g, ' ').slice(0, 300);
     return `[${i + 1}] ${item.name}${item.tags.length ? ` (tags: ${item.tags.join(', ')})` : ''}: ${description}`;
   });
-  return [`User need: ${q}`, ...(plan.intent ? [`Intent: ${plan.intent}`] : []), '', 'Candidates:', ...lines].join('\n');
+  return [`User need: ${q}`, ...(plan.intent ? [`Intent: ${plan.intent}`] : []), '', 'Candidates:', ...lines].join(
+    '\n',
+  );
 }
 
 async function plainFallback(db: Db, request: AiSearchRequest, reason: string) {
   const { items, total } = await plainSearch(db, request.q, request);
-  const meta: AiSearchMeta = { page: request.page, pageSize: request.pageSize, total, mode: 'plain', fallbackReason: reason };
+  const meta: AiSearchMeta = {
+    page: request.page,
+    pageSize: request.pageSize,
+    total,
+    mode: 'plain',
+    fallbackReason: reason,
+  };
   return { items, meta };
 }
 
-async function chargeSearch(deps: AiSearchDeps, request: AiSearchRequest, usage: Usage, outcome: string): Promise<void> {
-  const chatMicros = usage.chat.calls ? deps.prices.costMicros(deps.model, usage.chat.promptTokens, usage.chat.completionTokens) : 0;
-  const embeddingMicros = usage.embeddingTokens && deps.embedder ? embeddingCostMicros(deps.embedder.model, usage.embeddingTokens) : 0;
+async function chargeSearch(
+  deps: AiSearchDeps,
+  request: AiSearchRequest,
+  usage: Usage,
+  outcome: string,
+): Promise<void> {
+  const chatMicros = usage.chat.calls
+    ? deps.prices.costMicros(deps.model, usage.chat.promptTokens, usage.chat.completionTokens)
+    : 0;
+  const embeddingMicros =
+    usage.embeddingTokens && deps.embedder ? embeddingCostMicros(deps.embedder.model, usage.embeddingTokens) : 0;
   const costMicros = chatMicros + embeddingMicros;
   if (usage.chat.calls === 0 && usage.embeddingTokens === 0) return;
   await chargeUsage(deps.db, {
@@ -207,9 +255,20 @@ async function chargeSearch(deps: AiSearchDeps, request: AiSearchRequest, usage:
       requestId: request.requestId,
       q: request.q.slice(0, 500),
       llm: usage.chat.calls
-        ? [{ model: deps.model, calls: usage.chat.calls, promptTokens: usage.chat.promptTokens, completionTokens: usage.chat.completionTokens, costUsd: microsToUsd(chatMicros) }]
+        ? [
+            {
+              model: deps.model,
+              calls: usage.chat.calls,
+              promptTokens: usage.chat.promptTokens,
+              completionTokens: usage.chat.completionTokens,
+              costUsd: microsToUsd(chatMicros),
+            },
+          ]
         : [],
-      embeddings: usage.embeddingTokens && deps.embedder ? { model: deps.embedder.model, promptTokens: usage.embeddingTokens, costUsd: microsToUsd(embeddingMicros) } : null,
+      embeddings:
+        usage.embeddingTokens && deps.embedder
+          ? { model: deps.embedder.model, promptTokens: usage.embeddingTokens, costUsd: microsToUsd(embeddingMicros) }
+          : null,
     },
     costMicros,
     idempotencyKey: `${AI_AGENT_NAME}:${request.requestId}:${randomUUID()}`,
@@ -220,12 +279,25 @@ async function chargeSearch(deps: AiSearchDeps, request: AiSearchRequest, usage:
   });
 }
 
-export async function aiSearch(deps: AiSearchDeps, request: AiSearchRequest): Promise<{ items: SkillsDirectoryItem[]; meta: AiSearchMeta }> {
+export async function aiSearch(
+  deps: AiSearchDeps,
+  request: AiSearchRequest,
+): Promise<{ items: SkillsDirectoryItem[]; meta: AiSearchMeta }> {
   const { db, llm, embedder } = deps;
-  if (!llm) return plainFallback(db, request, 'llm_not_configured: the service LLM endpoint is not configured (OPENAI_BASE_URL / OPENAI_API_KEY)');
-  if (!embedder) return plainFallback(db, request, 'embeddings_not_configured: no embedding model is configured (EMBEDDINGS_MODEL)');
+  if (!llm)
+    return plainFallback(
+      db,
+      request,
+      'llm_not_configured: the service LLM endpoint is not configured (OPENAI_BASE_URL / OPENAI_API_KEY)',
+    );
+  if (!embedder)
+    return plainFallback(db, request, 'embeddings_not_configured: no embedding model is configured (EMBEDDINGS_MODEL)');
   if ((await getWalletSummary(db, request.userId)).availableMicros <= 0) {
-    return plainFallback(db, request, 'insufficient_funds: the available balance (balance minus holds of running jobs) is not positive, so no LLM is used');
+    return plainFallback(
+      db,
+      request,
+      'insufficient_funds: the available balance (balance minus holds of running jobs) is not positive, so no LLM is used',
+    );
   }
 
   const usage: Usage = { chat: { calls: 0, promptTokens: 0, completionTokens: 0 }, embeddingTokens: 0 };
@@ -242,7 +314,11 @@ export async function aiSearch(deps: AiSearchDeps, request: AiSearchRequest): Pr
     ]);
     if (planResult.status === 'rejected') {
       await chargeSearch(deps, request, usage, 'failed');
-      return plainFallback(db, request, `llm_error: planning failed (${(planResult.reason as Error)?.message ?? planResult.reason})`);
+      return plainFallback(
+        db,
+        request,
+        `llm_error: planning failed (${(planResult.reason as Error)?.message ?? planResult.reason})`,
+      );
     }
     planned = { plan: planResult.value, vector: vectorResult.status === 'fulfilled' ? vectorResult.value : null };
     planCache.set(planKey, planned);
@@ -265,14 +341,24 @@ export async function aiSearch(deps: AiSearchDeps, request: AiSearchRequest): Pr
     if (!ranking) {
       try {
         const items = await itemsByKeys(db, head, { withContent: false });
-        const answer = (await askJson(llm, deps.model, usage, RERANK_INSTRUCTION, rerankPrompt(request.q, plan, items), 'skill_rerank', RERANK_SCHEMA)) as {
+        const answer = (await askJson(
+          llm,
+          deps.model,
+          usage,
+          RERANK_INSTRUCTION,
+          rerankPrompt(request.q, plan, items),
+          'skill_rerank',
+          RERANK_SCHEMA,
+        )) as {
           ranking?: unknown;
         };
         if (!Array.isArray(answer?.ranking)) throw new Error('no ranking array');
         // Numbers refer to `items`, which may be shorter than `head` if rows vanished meanwhile.
         // Only whole candidate numbers count; anything else the model wrote is dropped before use.
         const numbers = answer.ranking.filter((n): n is number => Number.isInteger(n) && n >= 1 && n <= items.length);
-        const byItem = items.map((item) => head.findIndex((k) => k.provider === item.provider && k.externalId === item.externalId) + 1);
+        const byItem = items.map(
+          (item) => head.findIndex((k) => k.provider === item.provider && k.externalId === item.externalId) + 1,
+        );
         ranking = numbers.map((n) => byItem[n - 1]).filter((n): n is number => typeof n === 'number' && n > 0);
         rerankCache.set(rerankKey, ranking);
       } catch {
@@ -289,6 +375,14 @@ export async function aiSearch(deps: AiSearchDeps, request: AiSearchRequest): Pr
   const cached = usage.chat.calls === 0 && usage.embeddingTokens === 0;
   const start = (request.page - 1) * request.pageSize;
   const items = await itemsByKeys(db, ordered.slice(start, start + request.pageSize));
-  const meta: AiSearchMeta = { page: request.page, pageSize: request.pageSize, total: ordered.length, mode: 'ai', plan, reranked, ...(cached ? { cached } : {}) };
+  const meta: AiSearchMeta = {
+    page: request.page,
+    pageSize: request.pageSize,
+    total: ordered.length,
+    mode: 'ai',
+    plan,
+    reranked,
+    ...(cached ? { cached } : {}),
+  };
   return { items, meta };
 }

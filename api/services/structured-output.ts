@@ -5,5 +5,9 @@ import { badRequest } from '../errors';
 export function assertStructuredOutput(spec: unknown): void {
   if (spec === undefined) return;
   const problems = validateStructuredOutputSpec(spec);
-  if (problems.length) throw badRequest('structured_output is invalid', problems.map((message) => ({ path: 'body/structured_output', message })));
+  if (problems.length)
+    throw badRequest(
+      'structured_output is invalid',
+      problems.map((message) => ({ path: 'body/structured_output', message })),
+    );
 }

@@ -23,14 +23,20 @@ export type WorkflowCallOutcome<T> = Waited<T> & { workflowId: string; runId: st
  * service_unavailable; a failed workflow is what `failure` says; the bound passing is `finished: false` (the
  * caller answers 202 or 504), after the workflow is cancelled if asked.
  */
-export async function startAndWait<T>(client: Client, start: WorkflowStart, bound: WaitBound): Promise<WorkflowCallOutcome<T>> {
+export async function startAndWait<T>(
+  client: Client,
+  start: WorkflowStart,
+  bound: WaitBound,
+): Promise<WorkflowCallOutcome<T>> {
   let runId: string | undefined;
   try {
     if (bound.join) runId = (await startOrJoin(client, start)).firstExecutionRunId;
     else await startOnce(client, start);
   } catch (err) {
     log().error({ err, workflowId: start.workflowId }, 'could not start the workflow');
-    throw new ApiError(503, 'service_unavailable', 'The workflow engine is unavailable; try again', undefined, { 'Retry-After': '5' });
+    throw new ApiError(503, 'service_unavailable', 'The workflow engine is unavailable; try again', undefined, {
+      'Retry-After': '5',
+    });
   }
   let waited: Waited<T>;
   try {
@@ -38,6 +44,10 @@ export async function startAndWait<T>(client: Client, start: WorkflowStart, boun
   } catch (err) {
     throw bound.failure?.(err) ?? err;
   }
-  if (!waited.finished && bound.cancelOnTimeout) await client.workflow.getHandle(start.workflowId).cancel().catch(() => undefined);
+  if (!waited.finished && bound.cancelOnTimeout)
+    await client.workflow
+      .getHandle(start.workflowId)
+      .cancel()
+      .catch(() => undefined);
   return { ...waited, workflowId: start.workflowId, runId };
 }

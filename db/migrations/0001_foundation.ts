@@ -125,7 +125,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('idempotency_key', 'text', (c) => c.notNull().unique())
     .addColumn('executed_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('agent_transactions_user_idx').on('agent_transactions').columns(['user_id', 'id']).execute();
+  await db.schema
+    .createIndex('agent_transactions_user_idx')
+    .on('agent_transactions')
+    .columns(['user_id', 'id'])
+    .execute();
 
   await db.schema
     .createTable('page_snapshots')

@@ -8,7 +8,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('platform', 'text', (c) => c.notNull().check(sql`platform in ('forum', 'microblog')`))
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('is_active', 'boolean', (c) => c.notNull().defaultTo(true))
-    .addColumn('validation_status', 'text', (c) => c.notNull().check(sql`validation_status in ('valid', 'invalid', 'unchecked')`))
+    .addColumn('validation_status', 'text', (c) =>
+      c.notNull().check(sql`validation_status in ('valid', 'invalid', 'unchecked')`),
+    )
     .addColumn('validation_message', 'text')
     .addColumn('last_validated_at', 'timestamptz')
     .addColumn('meta', 'jsonb', (c) => c.notNull().defaultTo(sql`'{}'::jsonb`))
@@ -17,7 +19,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('social_accounts_user_idx').on('social_accounts').columns(['user_id', 'platform']).execute();
+  await db.schema
+    .createIndex('social_accounts_user_idx')
+    .on('social_accounts')
+    .columns(['user_id', 'platform'])
+    .execute();
 
   await db.schema
     .createTable('automations')

@@ -61,13 +61,21 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('skills_directory_pkey', ['provider', 'external_id'])
     .execute();
   await sql`create index skills_directory_search_idx on skills_directory using gin (search_document)`.execute(db);
-  await sql`create index skills_directory_name_trgm_idx on skills_directory using gin (lower(name) gin_trgm_ops)`.execute(db);
-  await db.schema.createIndex('skills_directory_repo_idx').on('skills_directory').columns(['github_owner', 'github_repo']).execute();
+  await sql`create index skills_directory_name_trgm_idx on skills_directory using gin (lower(name) gin_trgm_ops)`.execute(
+    db,
+  );
+  await db.schema
+    .createIndex('skills_directory_repo_idx')
+    .on('skills_directory')
+    .columns(['github_owner', 'github_repo'])
+    .execute();
 }
 
 /** Creates pgvector when the server offers it; a failure (no permission, broken install) leaves the real[] fallback. */
 async function createVectorExtensionIfAvailable(db: Kysely<any>): Promise<boolean> {
-  const { rows } = await sql<{ available: boolean }>`select exists (select 1 from pg_available_extensions where name = 'vector') as available`.execute(db);
+  const { rows } = await sql<{
+    available: boolean;
+  }>`select exists (select 1 from pg_available_extensions where name = 'vector') as available`.execute(db);
   if (!rows[0]?.available) return false;
   // Migrations run in one transaction: a failed CREATE EXTENSION must only undo itself.
   await sql`savepoint skills_vector`.execute(db);

@@ -18,7 +18,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('settled_micros', 'bigint')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('released_at', 'timestamptz')
-    .addCheckConstraint('job_holds_settled_within_hold', sql`settled_micros is null or (settled_micros >= 0 and settled_micros <= amount_micros)`)
+    .addCheckConstraint(
+      'job_holds_settled_within_hold',
+      sql`settled_micros is null or (settled_micros >= 0 and settled_micros <= amount_micros)`,
+    )
     .addCheckConstraint('job_holds_settled_when_released', sql`settled_micros is null or released_at is not null`)
     .execute();
   await sql`create index job_holds_open_idx on job_holds (user_id) where released_at is null`.execute(db);

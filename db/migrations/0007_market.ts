@@ -32,7 +32,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('market_validations_owner_idx').on('market_validations').columns(['owner_id', 'source_fingerprint']).execute();
+  await db.schema
+    .createIndex('market_validations_owner_idx')
+    .on('market_validations')
+    .columns(['owner_id', 'source_fingerprint'])
+    .execute();
 
   await db.schema
     .createTable('market_event_verifications')
@@ -45,7 +49,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('market_event_verifications_owner_idx').on('market_event_verifications').column('owner_id').execute();
+  await db.schema
+    .createIndex('market_event_verifications_owner_idx')
+    .on('market_event_verifications')
+    .column('owner_id')
+    .execute();
 
   await db.schema
     .createTable('market_verification_charges')
@@ -80,7 +88,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('listing_id', 'uuid', (c) => c.notNull())
     .addColumn('parent_entry_id', 'uuid', (c) => c.references('market_submissions.id'))
     .addColumn('live', 'boolean', (c) => c.notNull().defaultTo(false))
-    .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('draft', 'pending_review', 'approved', 'rejected', 'disabled')`))
+    .addColumn('status', 'text', (c) =>
+      c.notNull().check(sql`status in ('draft', 'pending_review', 'approved', 'rejected', 'disabled')`),
+    )
     .addColumn('slug', 'text', (c) => c.notNull())
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('description', 'text')
@@ -103,10 +113,20 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('market_submissions_owner_idx').on('market_submissions').columns(['market', 'owner_id', 'created_at']).execute();
-  await db.schema.createIndex('market_submissions_status_idx').on('market_submissions').columns(['market', 'status', 'created_at']).execute();
+  await db.schema
+    .createIndex('market_submissions_owner_idx')
+    .on('market_submissions')
+    .columns(['market', 'owner_id', 'created_at'])
+    .execute();
+  await db.schema
+    .createIndex('market_submissions_status_idx')
+    .on('market_submissions')
+    .columns(['market', 'status', 'created_at'])
+    .execute();
   await db.schema.createIndex('market_submissions_listing_idx').on('market_submissions').column('listing_id').execute();
-  await sql`create unique index market_submissions_one_live_idx on market_submissions (listing_id) where live`.execute(db);
+  await sql`create unique index market_submissions_one_live_idx on market_submissions (listing_id) where live`.execute(
+    db,
+  );
   await sql`create index market_submissions_search_idx on market_submissions using gin (search_document)`.execute(db);
 
   await db.schema
@@ -130,7 +150,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('openapi_spec', 'jsonb')
     .addColumn('static_config_sealed', 'text', (c) => c.notNull())
     .addColumn('required_user_params_schema', 'jsonb', (c) => c.notNull())
-    .addColumn('monetization_strategy', 'text', (c) => c.notNull().check(sql`monetization_strategy in ('free', 'provider_event', 'tool_call_fixed')`))
+    .addColumn('monetization_strategy', 'text', (c) =>
+      c.notNull().check(sql`monetization_strategy in ('free', 'provider_event', 'tool_call_fixed')`),
+    )
     .addColumn('pricing_events', 'jsonb', (c) => c.notNull())
     .addColumn('tools', 'jsonb', (c) => c.notNull())
     .addColumn('discovery_cache', 'jsonb', (c) => c.notNull())
@@ -140,7 +162,15 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['mcp_market_details', 'market_slugs', 'market_submissions', 'market_icons', 'market_verification_charges', 'market_event_verifications', 'market_validations']) {
+  for (const table of [
+    'mcp_market_details',
+    'market_slugs',
+    'market_submissions',
+    'market_icons',
+    'market_verification_charges',
+    'market_event_verifications',
+    'market_validations',
+  ]) {
     await db.schema.dropTable(table).ifExists().execute();
   }
 }

@@ -30,14 +30,23 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('cap_micros', 'bigint', (c) => c.check(sql`cap_micros is null or cap_micros >= 0`))
     .addColumn('hold_micros', 'bigint', (c) => c.notNull().check(sql`hold_micros >= 0`))
     .addColumn('charged_micros', 'bigint', (c) => c.notNull().defaultTo(0))
-    .addColumn('status', 'text', (c) => c.notNull().defaultTo('open').check(sql`status in ('open', 'closed')`))
+    .addColumn('status', 'text', (c) =>
+      c
+        .notNull()
+        .defaultTo('open')
+        .check(sql`status in ('open', 'closed')`),
+    )
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
     .addColumn('closed_at', 'timestamptz')
     .addCheckConstraint('market_runs_charged_within_hold', sql`charged_micros >= 0 and charged_micros <= hold_micros`)
     .execute();
   await sql`create index market_runs_open_idx on market_runs (consumer_id) where status = 'open'`.execute(db);
-  await db.schema.createIndex('market_runs_provider_idx').on('market_runs').columns(['provider_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('market_runs_provider_idx')
+    .on('market_runs')
+    .columns(['provider_id', 'created_at'])
+    .execute();
 
   await db.schema
     .createTable('market_run_charges')
@@ -64,7 +73,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 
   await db.schema.alterTable('ledger_entries').addColumn('market_run_id', 'uuid').execute();
-  await sql`create index ledger_entries_market_run_idx on ledger_entries (market_run_id) where market_run_id is not null`.execute(db);
+  await sql`create index ledger_entries_market_run_idx on ledger_entries (market_run_id) where market_run_id is not null`.execute(
+    db,
+  );
   await sql`alter table ledger_entries drop constraint ledger_entries_kind_check`.execute(db);
-  await sql`alter table ledger_entries add constraint ledger_entries_kind_check check (kind in ('credit', 'usage', 'adjustment', 'revenue'))`.execute(db);
+  await sql`alter table ledger_entries add constraint ledger_entries_kind_check check (kind in ('credit', 'usage', 'adjustment', 'revenue'))`.execute(
+    db,
+  );
 }

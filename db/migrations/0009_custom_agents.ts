@@ -37,7 +37,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('completed', 'error', 'failed', 'not_sent')`))
     .addColumn('started_at', 'timestamptz', (c) => c.notNull())
     .addColumn('duration_ms', 'integer', (c) => c.notNull().defaultTo(0))
-    .addColumn('cost_micros', 'bigint', (c) => c.notNull().defaultTo(0).check(sql`cost_micros >= 0`))
+    .addColumn('cost_micros', 'bigint', (c) =>
+      c
+        .notNull()
+        .defaultTo(0)
+        .check(sql`cost_micros >= 0`),
+    )
     .addColumn('error', 'text')
     .addPrimaryKeyConstraint('agent_tool_calls_pk', ['job_id', 'call_index'])
     .execute();

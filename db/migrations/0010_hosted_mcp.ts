@@ -13,8 +13,14 @@ import { type Kysely, sql } from 'kysely';
  *   re-review with a per-tool diff (`tools`), shown to operators by the admin API.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable('market_runs').addColumn('job_id', 'uuid').addColumn('settled_at', 'timestamptz').execute();
-  await sql`create unique index market_runs_agent_open_idx on market_runs (job_id, selection_id) where job_id is not null and status = 'open'`.execute(db);
+  await db.schema
+    .alterTable('market_runs')
+    .addColumn('job_id', 'uuid')
+    .addColumn('settled_at', 'timestamptz')
+    .execute();
+  await sql`create unique index market_runs_agent_open_idx on market_runs (job_id, selection_id) where job_id is not null and status = 'open'`.execute(
+    db,
+  );
   await db.schema
     .createTable('mcp_market_drift')
     .addColumn('submission_id', 'uuid', (c) => c.primaryKey().references('market_submissions.id').onDelete('cascade'))

@@ -50,7 +50,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addUniqueConstraint('agent_market_purchases_once', ['listing_id', 'consumer_id'])
     .addCheckConstraint('agent_market_purchases_split', sql`price_micros = commission_micros + provider_revenue_micros`)
     .execute();
-  await db.schema.createIndex('agent_market_purchases_provider_idx').on('agent_market_purchases').columns(['provider_id', 'listing_id']).execute();
+  await db.schema
+    .createIndex('agent_market_purchases_provider_idx')
+    .on('agent_market_purchases')
+    .columns(['provider_id', 'listing_id'])
+    .execute();
 
   await db.schema
     .createTable('agent_market_runs')
@@ -61,14 +65,23 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('provider_id', 'uuid', (c) => c.notNull().references('users.id').onDelete('cascade'))
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  await db.schema.createIndex('agent_market_runs_provider_idx').on('agent_market_runs').columns(['provider_id', 'listing_id']).execute();
+  await db.schema
+    .createIndex('agent_market_runs_provider_idx')
+    .on('agent_market_runs')
+    .columns(['provider_id', 'listing_id'])
+    .execute();
 
   await sql`alter table ledger_entries drop constraint ledger_entries_kind_check`.execute(db);
-  await sql`alter table ledger_entries add constraint ledger_entries_kind_check check (kind in ('credit', 'usage', 'adjustment', 'revenue', 'sale'))`.execute(db);
+  await sql`alter table ledger_entries add constraint ledger_entries_kind_check check (kind in ('credit', 'usage', 'adjustment', 'revenue', 'sale'))`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['agent_market_runs', 'agent_market_purchases', 'agent_market_details']) await db.schema.dropTable(table).ifExists().execute();
+  for (const table of ['agent_market_runs', 'agent_market_purchases', 'agent_market_details'])
+    await db.schema.dropTable(table).ifExists().execute();
   await sql`alter table ledger_entries drop constraint ledger_entries_kind_check`.execute(db);
-  await sql`alter table ledger_entries add constraint ledger_entries_kind_check check (kind in ('credit', 'usage', 'adjustment', 'revenue'))`.execute(db);
+  await sql`alter table ledger_entries add constraint ledger_entries_kind_check check (kind in ('credit', 'usage', 'adjustment', 'revenue'))`.execute(
+    db,
+  );
 }

@@ -75,6 +75,8 @@ export async function createOpenMarketRun(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  await sql`drop function if exists open_market_run(uuid, uuid, uuid, text, bigint, bigint, timestamptz, timestamptz, uuid)`.execute(db);
+  await sql`drop function if exists open_market_run(uuid, uuid, uuid, text, bigint, bigint, timestamptz, timestamptz, uuid)`.execute(
+    db,
+  );
   await sql`drop function if exists open_holds_micros(uuid)`.execute(db);
 }

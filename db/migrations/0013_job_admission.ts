@@ -75,5 +75,7 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  await sql`drop function if exists admit_job(uuid, uuid, text, jsonb, text, text, text, text, text, jsonb, text, text[], text, bigint, boolean, text)`.execute(db);
+  await sql`drop function if exists admit_job(uuid, uuid, text, jsonb, text, text, text, text, text, jsonb, text, text[], text, bigint, boolean, text)`.execute(
+    db,
+  );
 }

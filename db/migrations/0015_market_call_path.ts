@@ -24,7 +24,9 @@ import { createApplyLedgerEntry } from './0014_usage_charge';
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`alter table market_runs add column workflow_started_at timestamptz`.execute(db);
   await sql`update market_runs set workflow_started_at = created_at`.execute(db);
-  await sql`create index market_runs_workflow_owed_idx on market_runs (created_at) where workflow_started_at is null`.execute(db);
+  await sql`create index market_runs_workflow_owed_idx on market_runs (created_at) where workflow_started_at is null`.execute(
+    db,
+  );
 
   await sql`drop function apply_ledger_entry(uuid, text, bigint, text, uuid, text)`.execute(db);
   await sql`
@@ -112,8 +114,12 @@ export async function createSettleMarketCall(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  await sql`drop function if exists settle_market_call(uuid, uuid, uuid, uuid, text, text, text, text, bigint, bigint, bigint, jsonb, boolean, text, text, jsonb, uuid, text, boolean)`.execute(db);
-  await sql`drop function if exists post_market_charge(uuid, uuid, uuid, uuid, bigint, bigint, text, text, jsonb)`.execute(db);
+  await sql`drop function if exists settle_market_call(uuid, uuid, uuid, uuid, text, text, text, text, bigint, bigint, bigint, jsonb, boolean, text, text, jsonb, uuid, text, boolean)`.execute(
+    db,
+  );
+  await sql`drop function if exists post_market_charge(uuid, uuid, uuid, uuid, bigint, bigint, text, text, jsonb)`.execute(
+    db,
+  );
   await sql`drop function if exists apply_ledger_entry(uuid, text, bigint, text, uuid, text, uuid)`.execute(db);
   await createApplyLedgerEntry(db);
   await sql`drop index if exists market_runs_workflow_owed_idx`.execute(db);

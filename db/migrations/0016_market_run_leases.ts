@@ -42,11 +42,19 @@ export async function up(db: Kysely<any>): Promise<void> {
       add column idle_until timestamptz,
       add column accepts_calls boolean not null default false`.execute(db);
   // Runs opened before this migration keep what they had: active until their expiry, an agent's run shared.
-  await sql`update market_runs set idle_until = expires_at, accepts_calls = job_id is not null where status = 'open'`.execute(db);
+  await sql`update market_runs set idle_until = expires_at, accepts_calls = job_id is not null where status = 'open'`.execute(
+    db,
+  );
   await sql`drop index market_runs_agent_open_idx`.execute(db);
-  await sql`create unique index market_runs_agent_shared_idx on market_runs (job_id, selection_id) where job_id is not null and status = 'open' and accepts_calls`.execute(db);
-  await sql`create unique index market_runs_direct_shared_idx on market_runs (consumer_id, entry_id, selection_id) where job_id is null and status = 'open' and accepts_calls`.execute(db);
-  await sql`create index market_runs_job_idx on market_runs (job_id, selection_id) where job_id is not null`.execute(db);
+  await sql`create unique index market_runs_agent_shared_idx on market_runs (job_id, selection_id) where job_id is not null and status = 'open' and accepts_calls`.execute(
+    db,
+  );
+  await sql`create unique index market_runs_direct_shared_idx on market_runs (consumer_id, entry_id, selection_id) where job_id is null and status = 'open' and accepts_calls`.execute(
+    db,
+  );
+  await sql`create index market_runs_job_idx on market_runs (job_id, selection_id) where job_id is not null`.execute(
+    db,
+  );
 
   await sql`
     create function market_run_active(p_status text, p_expires timestamptz, p_calls integer, p_idle_until timestamptz, p_at timestamptz)
@@ -61,7 +69,9 @@ export async function up(db: Kysely<any>): Promise<void> {
                where consumer_id = p_user and status = 'open' and market_run_active(status, expires_at, calls_in_flight, idle_until, now()))
     $$`.execute(db);
 
-  await sql`drop function open_market_run(uuid, uuid, uuid, text, bigint, bigint, timestamptz, timestamptz, uuid)`.execute(db);
+  await sql`drop function open_market_run(uuid, uuid, uuid, text, bigint, bigint, timestamptz, timestamptz, uuid)`.execute(
+    db,
+  );
   await sql`
     create function acquire_market_run(p_id uuid, p_consumer uuid, p_entry uuid, p_selection text, p_job uuid, p_cap bigint, p_limit bigint,
                                        p_reserve bigint, p_shared boolean, p_min_life interval, p_created timestamptz, p_expires timestamptz)
@@ -183,7 +193,9 @@ export async function up(db: Kysely<any>): Promise<void> {
         where id = p_run
     $$`.execute(db);
 
-  await sql`drop function settle_market_call(uuid, uuid, uuid, uuid, text, text, text, text, bigint, bigint, bigint, jsonb, boolean, text, text, jsonb, uuid, text, boolean)`.execute(db);
+  await sql`drop function settle_market_call(uuid, uuid, uuid, uuid, text, text, text, text, bigint, bigint, bigint, jsonb, boolean, text, text, jsonb, uuid, text, boolean)`.execute(
+    db,
+  );
   await sql`
     create function settle_market_call(p_run uuid, p_charge uuid, p_consumer uuid, p_provider uuid, p_call_key text, p_call_id text,
                                        p_tool text, p_event text, p_price bigint, p_commission bigint, p_revenue bigint, p_charge_result jsonb,
@@ -224,17 +236,27 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  await sql`drop function if exists settle_market_call(uuid, uuid, uuid, uuid, text, text, text, text, bigint, bigint, bigint, jsonb, boolean, text, text, jsonb, uuid, text, boolean, interval)`.execute(db);
+  await sql`drop function if exists settle_market_call(uuid, uuid, uuid, uuid, text, text, text, text, bigint, bigint, bigint, jsonb, boolean, text, text, jsonb, uuid, text, boolean, interval)`.execute(
+    db,
+  );
   await createSettleMarketCall(db);
   await sql`drop function if exists end_market_call(uuid, bigint, boolean, interval)`.execute(db);
-  await sql`drop function if exists acquire_market_run(uuid, uuid, uuid, text, uuid, bigint, bigint, bigint, boolean, interval, timestamptz, timestamptz)`.execute(db);
+  await sql`drop function if exists acquire_market_run(uuid, uuid, uuid, text, uuid, bigint, bigint, bigint, boolean, interval, timestamptz, timestamptz)`.execute(
+    db,
+  );
   await createOpenMarketRun(db);
   await sql`drop function if exists open_holds_micros(uuid)`.execute(db);
   await createOpenHoldsMicros(db);
-  await sql`drop function if exists market_run_active(text, timestamptz, integer, timestamptz, timestamptz)`.execute(db);
+  await sql`drop function if exists market_run_active(text, timestamptz, integer, timestamptz, timestamptz)`.execute(
+    db,
+  );
   await sql`drop index if exists market_runs_job_idx`.execute(db);
   await sql`drop index if exists market_runs_direct_shared_idx`.execute(db);
   await sql`drop index if exists market_runs_agent_shared_idx`.execute(db);
-  await sql`create unique index market_runs_agent_open_idx on market_runs (job_id, selection_id) where job_id is not null and status = 'open'`.execute(db);
-  await sql`alter table market_runs drop column if exists accepts_calls, drop column if exists idle_until, drop column if exists calls_in_flight`.execute(db);
+  await sql`create unique index market_runs_agent_open_idx on market_runs (job_id, selection_id) where job_id is not null and status = 'open'`.execute(
+    db,
+  );
+  await sql`alter table market_runs drop column if exists accepts_calls, drop column if exists idle_until, drop column if exists calls_in_flight`.execute(
+    db,
+  );
 }

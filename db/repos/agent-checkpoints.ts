@@ -2,7 +2,11 @@ import type { Db } from '../connect';
 
 /** A browser agent run's session checkpoint (URL and storage state), sealed by the caller with the master key. */
 export async function findSealedCheckpoint(db: Db, jobId: string): Promise<string | undefined> {
-  const stored = await db.selectFrom('agent_checkpoints').select('sealed_state').where('job_id', '=', jobId).executeTakeFirst();
+  const stored = await db
+    .selectFrom('agent_checkpoints')
+    .select('sealed_state')
+    .where('job_id', '=', jobId)
+    .executeTakeFirst();
   return stored?.sealed_state;
 }
 

@@ -33,26 +33,55 @@ export async function saveObservedStep(db: Db, at: StepKey, values: ObservedStep
 }
 
 export function getStep(db: Db, at: StepKey) {
-  return db.selectFrom('agent_steps').selectAll().where('job_id', '=', at.jobId).where('task_index', '=', at.taskIndex).where('step', '=', at.step).executeTakeFirstOrThrow();
+  return db
+    .selectFrom('agent_steps')
+    .selectAll()
+    .where('job_id', '=', at.jobId)
+    .where('task_index', '=', at.taskIndex)
+    .where('step', '=', at.step)
+    .executeTakeFirstOrThrow();
 }
 
 /** The task's steps up to and including `at.step`, in order. */
 export function stepsThrough(db: Db, at: StepKey) {
-  return db.selectFrom('agent_steps').selectAll().where('job_id', '=', at.jobId).where('task_index', '=', at.taskIndex).where('step', '<=', at.step).orderBy('step').execute();
+  return db
+    .selectFrom('agent_steps')
+    .selectAll()
+    .where('job_id', '=', at.jobId)
+    .where('task_index', '=', at.taskIndex)
+    .where('step', '<=', at.step)
+    .orderBy('step')
+    .execute();
 }
 
 /** A step's outcomes, when the step was observed. */
 export function findStepOutcomes(db: Db, at: StepKey) {
-  return db.selectFrom('agent_steps').select('outcomes').where('job_id', '=', at.jobId).where('task_index', '=', at.taskIndex).where('step', '=', at.step).executeTakeFirst();
+  return db
+    .selectFrom('agent_steps')
+    .select('outcomes')
+    .where('job_id', '=', at.jobId)
+    .where('task_index', '=', at.taskIndex)
+    .where('step', '=', at.step)
+    .executeTakeFirst();
 }
 
 /** The run's latest observed step (by insertion). */
 export function findLatestStep(db: Db, jobId: string) {
-  return db.selectFrom('agent_steps').select(['task_index', 'step']).where('job_id', '=', jobId).orderBy('id', 'desc').limit(1).executeTakeFirst();
+  return db
+    .selectFrom('agent_steps')
+    .select(['task_index', 'step'])
+    .where('job_id', '=', jobId)
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
 }
 
 /** The decision of a step (by row id): its stated goal and the actions kept (JSON text). */
-export async function setStepDecision(db: Db, stepId: number, decision: { goal: string | null; actions: string }): Promise<void> {
+export async function setStepDecision(
+  db: Db,
+  stepId: number,
+  decision: { goal: string | null; actions: string },
+): Promise<void> {
   await db.updateTable('agent_steps').set(decision).where('id', '=', stepId).execute();
 }
 
@@ -69,11 +98,21 @@ export async function setStepOutcomes(db: Db, at: StepKey, outcomes: string): Pr
 
 /** Every step of the run as its result lists them, in order. */
 export function listStepSummaries(db: Db, jobId: string) {
-  return db.selectFrom('agent_steps').select(['task_index', 'step', 'url', 'goal', 'actions', 'outcomes']).where('job_id', '=', jobId).orderBy('id').execute();
+  return db
+    .selectFrom('agent_steps')
+    .select(['task_index', 'step', 'url', 'goal', 'actions', 'outcomes'])
+    .where('job_id', '=', jobId)
+    .orderBy('id')
+    .execute();
 }
 
 /** A finished task's result; a retried save replaces the first. */
-export async function storeTaskResult(db: Db, jobId: string, taskIndex: number, result: AgentTaskResult): Promise<void> {
+export async function storeTaskResult(
+  db: Db,
+  jobId: string,
+  taskIndex: number,
+  result: AgentTaskResult,
+): Promise<void> {
   await db
     .insertInto('agent_task_results')
     .values({ job_id: jobId, task_index: taskIndex, result: JSON.stringify(result) })

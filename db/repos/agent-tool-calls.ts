@@ -33,8 +33,19 @@ export async function recordAgentToolCall(db: Db, call: AgentToolCallRow): Promi
     })
     .onConflict((oc) => oc.columns(['job_id', 'call_index']).doNothing())
     .execute();
-  const outcome = call.status === 'completed' ? 'ok' : call.status === 'error' ? 'the tool reported an error' : call.status === 'not_sent' ? 'not sent (max_tool_calls reached)' : `failed: ${call.error}`;
-  await appendJobLog(db, call.jobId, `tool call ${call.index}: ${call.source} / ${call.tool} → ${outcome} (${Math.round(call.durationMs)} ms)`);
+  const outcome =
+    call.status === 'completed'
+      ? 'ok'
+      : call.status === 'error'
+        ? 'the tool reported an error'
+        : call.status === 'not_sent'
+          ? 'not sent (max_tool_calls reached)'
+          : `failed: ${call.error}`;
+  await appendJobLog(
+    db,
+    call.jobId,
+    `tool call ${call.index}: ${call.source} / ${call.tool} → ${outcome} (${Math.round(call.durationMs)} ms)`,
+  );
 }
 
 /** The run's tool calls in call order (the run record shows them). */

@@ -8,8 +8,19 @@ export async function listAgentTransactions(
   page: PageRequest,
 ): Promise<{ transactions: AgentTransaction[]; meta: PaginationMeta }> {
   const [transactions, count] = await Promise.all([
-    db.selectFrom('agent_transactions').selectAll().where('user_id', '=', userId).orderBy('id', 'desc').limit(page.pageSize).offset(offsetOf(page)).execute(),
-    db.selectFrom('agent_transactions').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow(),
+    db
+      .selectFrom('agent_transactions')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .orderBy('id', 'desc')
+      .limit(page.pageSize)
+      .offset(offsetOf(page))
+      .execute(),
+    db
+      .selectFrom('agent_transactions')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow(),
   ]);
   return { transactions, meta: paginationMeta(page, Number(count.n)) };
 }

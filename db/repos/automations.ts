@@ -11,21 +11,46 @@ export function findAutomation(db: Db, id: string): Promise<AutomationRow | unde
 }
 
 /** The user's automation of this type, or undefined (another user's id or another type is not found). */
-export function findUserAutomation(db: Db, key: { userId: string; id: string; type: AutomationRow['automation_type'] }): Promise<AutomationRow | undefined> {
-  return db.selectFrom('automations').selectAll().where('id', '=', key.id).where('user_id', '=', key.userId).where('automation_type', '=', key.type).executeTakeFirst();
+export function findUserAutomation(
+  db: Db,
+  key: { userId: string; id: string; type: AutomationRow['automation_type'] },
+): Promise<AutomationRow | undefined> {
+  return db
+    .selectFrom('automations')
+    .selectAll()
+    .where('id', '=', key.id)
+    .where('user_id', '=', key.userId)
+    .where('automation_type', '=', key.type)
+    .executeTakeFirst();
 }
 
 /** One page of the user's automations, newest first, and how many there are. */
-export async function listAutomations(db: Db, userId: string, page: PageRequest): Promise<{ rows: AutomationRow[]; total: number }> {
+export async function listAutomations(
+  db: Db,
+  userId: string,
+  page: PageRequest,
+): Promise<{ rows: AutomationRow[]; total: number }> {
   const [rows, count] = await Promise.all([
-    db.selectFrom('automations').selectAll().where('user_id', '=', userId).orderBy('created_at', 'desc').orderBy('id').limit(page.pageSize).offset(offsetOf(page)).execute(),
+    db
+      .selectFrom('automations')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .limit(page.pageSize)
+      .offset(offsetOf(page))
+      .execute(),
     countAutomations(db, userId),
   ]);
   return { rows, total: count };
 }
 
 export async function countAutomations(db: Db, userId: string): Promise<number> {
-  const { n } = await db.selectFrom('automations').select((eb) => eb.fn.countAll<string>().as('n')).where('user_id', '=', userId).executeTakeFirstOrThrow();
+  const { n } = await db
+    .selectFrom('automations')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('user_id', '=', userId)
+    .executeTakeFirstOrThrow();
   return Number(n);
 }
 

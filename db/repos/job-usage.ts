@@ -63,7 +63,8 @@ export function holdExhaustedMessage(status: HoldStatus, nextMicros?: number): s
 /** Before a billable call: fails with HoldExhaustedError unless the job's hold still covers the call's worst case. */
 export async function assertHoldCovers(db: Db, jobId: string, worstCaseMicros: number): Promise<void> {
   const status = await holdStatus(db, jobId);
-  if (status && status.remainingMicros < worstCaseMicros) throw new HoldExhaustedError(holdExhaustedMessage(status, worstCaseMicros));
+  if (status && status.remainingMicros < worstCaseMicros)
+    throw new HoldExhaustedError(holdExhaustedMessage(status, worstCaseMicros));
 }
 
 /**
@@ -72,7 +73,8 @@ export async function assertHoldCovers(db: Db, jobId: string, worstCaseMicros: n
  * run stops. Settlement never debits more than the hold.
  */
 export async function recordUsage(db: Db, usage: UsageRecord): Promise<HoldStatus | null> {
-  if (!Number.isSafeInteger(usage.costMicros) || usage.costMicros < 0) throw new Error('Usage cost must be a non-negative integer of micro-USD');
+  if (!Number.isSafeInteger(usage.costMicros) || usage.costMicros < 0)
+    throw new Error('Usage cost must be a non-negative integer of micro-USD');
   // One statement: the insert runs as a CTE, whose row the hold's sum (same snapshot) adds by hand.
   const row = await db
     .with('recorded', (qb) =>
@@ -94,7 +96,10 @@ export async function recordUsage(db: Db, usage: UsageRecord): Promise<HoldStatu
     .selectFrom('job_holds')
     .select((eb) => [
       'amount_micros',
-      sql<number>`(${eb.selectFrom('job_usage').select(sql`coalesce(sum(cost_micros), 0)`.as('s')).where('job_usage.job_id', '=', usage.jobId)})
+      sql<number>`(${eb
+        .selectFrom('job_usage')
+        .select(sql`coalesce(sum(cost_micros), 0)`.as('s'))
+        .where('job_usage.job_id', '=', usage.jobId)})
         + (${eb.selectFrom('recorded').select(sql`coalesce(sum(cost_micros), 0)`.as('s'))})`.as('used'),
     ])
     .where('job_id', '=', usage.jobId)

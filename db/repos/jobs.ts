@@ -57,7 +57,8 @@ export interface JobRequest {
  * available balance, so concurrent requests can overshoot neither the limit nor the wallet.
  */
 export async function admitJob(db: Db, input: JobRequest, now = new Date()): Promise<JobAdmission> {
-  if (!Number.isSafeInteger(input.holdMaxMicros) || input.holdMaxMicros <= 0) throw new InvalidAmountError('A hold maximum must be a positive whole number of micro-USD');
+  if (!Number.isSafeInteger(input.holdMaxMicros) || input.holdMaxMicros <= 0)
+    throw new InvalidAmountError('A hold maximum must be a positive whole number of micro-USD');
   const id = randomUUID();
   try {
     const result = await sql<{ admission: AdmissionResult }>`
@@ -65,7 +66,9 @@ export async function admitJob(db: Db, input: JobRequest, now = new Date()): Pro
                        ${input.sealSecrets?.(id) ?? null}::text, ${input.workflowId ?? workflowIdFor(input.kind, id)}::text, ${input.workflow?.type ?? null}::text,
                        ${input.workflow?.taskQueue ?? null}::text, ${input.workflow ? JSON.stringify(input.workflow.args({ id })) : null}::jsonb, ${input.idempotencyKey}::text,
                        array[${`${now.toISOString()} ${input.acceptedLog ?? 'job accepted'}`}::text], ${`${input.kind} job ${id} accepted`}::text,
-                       ${input.holdMaxMicros}::bigint, ${input.countsOperation !== false}::boolean, ${billingPeriod(now)}::text) as admission`.execute(db);
+                       ${input.holdMaxMicros}::bigint, ${input.countsOperation !== false}::boolean, ${billingPeriod(now)}::text) as admission`.execute(
+      db,
+    );
     const admission = result.rows[0]!.admission;
     switch (admission.outcome) {
       case 'created':
@@ -119,11 +122,22 @@ function findByIdempotencyKey(db: Db, input: JobRequest): Promise<Job | undefine
  * request admits and starts a new job instead of answering with this one. Only a pending job is
  * abandoned; returns whether this call did it.
  */
-export async function abandonJob(db: Db, job: Pick<Job, 'id' | 'user_id' | 'created_at'>, reason: string, now = new Date()): Promise<boolean> {
+export async function abandonJob(
+  db: Db,
+  job: Pick<Job, 'id' | 'user_id' | 'created_at'>,
+  reason: string,
+  now = new Date(),
+): Promise<boolean> {
   const abandoned = await db.transaction().execute(async (trx) => {
     const failed = await trx
       .updateTable('jobs')
-      .set({ status: 'failed', error: reason, idempotency_key: null, logs: logsWith([`failed: ${reason}`], now), updated_at: now })
+      .set({
+        status: 'failed',
+        error: reason,
+        idempotency_key: null,
+        logs: logsWith([`failed: ${reason}`], now),
+        updated_at: now,
+      })
       .where('id', '=', job.id)
       .where('status', '=', 'pending')
       .returning('kind')
@@ -131,14 +145,18 @@ export async function abandonJob(db: Db, job: Pick<Job, 'id' | 'user_id' | 'crea
     if (!failed) return false;
     await releaseHold(trx, job.id);
     // Automation runs do not count against the monthly operation limit (see admitJob's countsOperation).
-    if (failed.kind !== 'automation') await trx
-      .updateTable('monthly_usage')
-      .set((eb) => ({ operations: eb('operations', '-', 1) }))
-      .where('user_id', '=', job.user_id)
-      .where('period', '=', billingPeriod(job.created_at))
-      .where('operations', '>', 0)
+    if (failed.kind !== 'automation')
+      await trx
+        .updateTable('monthly_usage')
+        .set((eb) => ({ operations: eb('operations', '-', 1) }))
+        .where('user_id', '=', job.user_id)
+        .where('period', '=', billingPeriod(job.created_at))
+        .where('operations', '>', 0)
+        .execute();
+    await trx
+      .insertInto('system_logs')
+      .values({ user_id: job.user_id, job_id: job.id, log_message: `${failed.kind} job ${job.id} failed: ${reason}` })
       .execute();
-    await trx.insertInto('system_logs').values({ user_id: job.user_id, job_id: job.id, log_message: `${failed.kind} job ${job.id} failed: ${reason}` }).execute();
     return true;
   });
   if (abandoned) announceJobTerminal(job.id);
@@ -188,11 +206,18 @@ export function getJob(db: Db, jobId: string): Promise<Job> {
  * writes to the log sets it (array[...] rather than an array parameter, which PGlite and pg type differently).
  */
 export function logsWith(lines: readonly string[], now: Date) {
-  return sql<string[]>`logs || array[${sql.join(lines.map((line) => sql`${`${now.toISOString()} ${line}`}::text`))}]::text[]`;
+  return sql<
+    string[]
+  >`logs || array[${sql.join(lines.map((line) => sql`${`${now.toISOString()} ${line}`}::text`))}]::text[]`;
 }
 
 /** Appends lines to the job's log, in order, in one statement. */
-export async function appendJobLog(db: Db, jobId: string, message: string | readonly string[], now = new Date()): Promise<void> {
+export async function appendJobLog(
+  db: Db,
+  jobId: string,
+  message: string | readonly string[],
+  now = new Date(),
+): Promise<void> {
   const lines = typeof message === 'string' ? [message] : message;
   if (lines.length === 0) return;
   await db
@@ -203,7 +228,11 @@ export async function appendJobLog(db: Db, jobId: string, message: string | read
 }
 
 /** A line in the job's log and one in its owner's system log, written by one statement. */
-export async function logJobEvent(db: Db, event: { jobId: string; jobLog: string; systemLog: string }, now = new Date()): Promise<void> {
+export async function logJobEvent(
+  db: Db,
+  event: { jobId: string; jobLog: string; systemLog: string },
+  now = new Date(),
+): Promise<void> {
   await db
     .with('job', (qb) =>
       qb
@@ -214,7 +243,9 @@ export async function logJobEvent(db: Db, event: { jobId: string; jobLog: string
     )
     .insertInto('system_logs')
     .columns(['user_id', 'job_id', 'log_message'])
-    .expression((eb) => eb.selectFrom('job').select(['user_id', 'id', sql<string>`${event.systemLog}::text`.as('log_message')]))
+    .expression((eb) =>
+      eb.selectFrom('job').select(['user_id', 'id', sql<string>`${event.systemLog}::text`.as('log_message')]),
+    )
     .execute();
 }
 
@@ -227,7 +258,12 @@ export async function transitionJob(
   db: Db,
   jobId: string,
   to: Exclude<JobStatus, 'pending'>,
-  fields: { result?: Record<string, unknown> | null; error?: string | null; log?: string; systemLogEvent?: string } = {},
+  fields: {
+    result?: Record<string, unknown> | null;
+    error?: string | null;
+    log?: string;
+    systemLogEvent?: string;
+  } = {},
   now = new Date(),
 ): Promise<boolean> {
   const from: JobStatus[] = to === 'processing' ? ['pending'] : ['pending', 'processing'];
@@ -265,7 +301,10 @@ export async function transitionJob(
   if (to !== 'processing') {
     const seconds = Math.max(0, (now.getTime() - new Date(updated.created_at).getTime()) / 1000);
     jobDuration.labels(updated.kind, to).observe(seconds);
-    jobLog(jobId, { kind: updated.kind }).info({ status: to, durationSeconds: seconds, ...(fields.error && { error: fields.error }) }, `job ${to}`);
+    jobLog(jobId, { kind: updated.kind }).info(
+      { status: to, durationSeconds: seconds, ...(fields.error && { error: fields.error }) },
+      `job ${to}`,
+    );
     // Inside a caller's transaction the row is not visible yet: waiters find it on their next re-read.
     if (!db.isTransaction) announceJobTerminal(jobId);
   }
@@ -274,17 +313,33 @@ export async function transitionJob(
 
 /** The model a job's request names (`request.llm_model`), when it names one. */
 export async function findJobLlmModel(db: Db, jobId: string): Promise<string | null | undefined> {
-  const row = await db.selectFrom('jobs').select(sql<string | null>`request->>'llm_model'`.as('model')).where('id', '=', jobId).executeTakeFirst();
+  const row = await db
+    .selectFrom('jobs')
+    .select(sql<string | null>`request->>'llm_model'`.as('model'))
+    .where('id', '=', jobId)
+    .executeTakeFirst();
   return row?.model;
 }
 
 /** The user's job of this kind recorded under an idempotency key (a scheduled run's run id). */
-export function findJobByIdempotencyKey(db: Db, key: { userId: string; kind: JobKind; idempotencyKey: string }): Promise<Job | undefined> {
-  return db.selectFrom('jobs').selectAll().where('user_id', '=', key.userId).where('kind', '=', key.kind).where('idempotency_key', '=', key.idempotencyKey).executeTakeFirst();
+export function findJobByIdempotencyKey(
+  db: Db,
+  key: { userId: string; kind: JobKind; idempotencyKey: string },
+): Promise<Job | undefined> {
+  return db
+    .selectFrom('jobs')
+    .selectAll()
+    .where('user_id', '=', key.userId)
+    .where('kind', '=', key.kind)
+    .where('idempotency_key', '=', key.idempotencyKey)
+    .executeTakeFirst();
 }
 
 /** A scheduled run that could not be admitted: a failed job row without a hold, so the run is still visible and reported. */
-export async function recordSkippedRun(db: Db, input: { userId: string; runId: string; request: Record<string, unknown>; webhookUrl: string | null; error: string }): Promise<Job> {
+export async function recordSkippedRun(
+  db: Db,
+  input: { userId: string; runId: string; request: Record<string, unknown>; webhookUrl: string | null; error: string },
+): Promise<Job> {
   const inserted = await db
     .insertInto('jobs')
     .values({
@@ -302,11 +357,19 @@ export async function recordSkippedRun(db: Db, input: { userId: string; runId: s
     .onConflict((oc) => oc.column('workflow_id').doNothing())
     .returningAll()
     .executeTakeFirst();
-  return inserted ?? (await db.selectFrom('jobs').selectAll().where('workflow_id', '=', input.runId).executeTakeFirstOrThrow());
+  return (
+    inserted ??
+    (await db.selectFrom('jobs').selectAll().where('workflow_id', '=', input.runId).executeTakeFirstOrThrow())
+  );
 }
 
 /** How many operations the user's plan has counted in a billing period (0 before the first). */
 export async function monthlyOperations(db: Db, userId: string, period: string): Promise<number> {
-  const usage = await db.selectFrom('monthly_usage').select('operations').where('user_id', '=', userId).where('period', '=', period).executeTakeFirst();
+  const usage = await db
+    .selectFrom('monthly_usage')
+    .select('operations')
+    .where('user_id', '=', userId)
+    .where('period', '=', period)
+    .executeTakeFirst();
   return usage?.operations ?? 0;
 }

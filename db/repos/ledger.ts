@@ -20,17 +20,30 @@ export class InvalidAmountError extends Error {
  */
 async function applyLedgerEntry(
   db: Db,
-  entry: { userId: string; kind: LedgerEntryKind; amountMicros: number; idempotencyKey: string; jobId?: string | null; marketRunId?: string | null; description: string },
+  entry: {
+    userId: string;
+    kind: LedgerEntryKind;
+    amountMicros: number;
+    idempotencyKey: string;
+    jobId?: string | null;
+    marketRunId?: string | null;
+    description: string;
+  },
 ): Promise<LedgerResult> {
   if (!Number.isSafeInteger(entry.amountMicros)) throw new InvalidAmountError('Ledger amounts are integer micro-USD');
   const result = await sql<{ entry: { replayed: boolean; balance: number } }>`
     select apply_ledger_entry(${entry.userId}::uuid, ${entry.kind}::text, ${entry.amountMicros}::bigint, ${entry.idempotencyKey}::text,
-                              ${entry.jobId ?? null}::uuid, ${entry.description}::text, ${entry.marketRunId ?? null}::uuid) as entry`.execute(db);
+                              ${entry.jobId ?? null}::uuid, ${entry.description}::text, ${entry.marketRunId ?? null}::uuid) as entry`.execute(
+    db,
+  );
   const { replayed, balance } = result.rows[0]!.entry;
   return { replayed, balanceMicros: Number(balance) };
 }
 
-export function creditWallet(db: Db, input: { userId: string; amountMicros: number; idempotencyKey: string; description: string }) {
+export function creditWallet(
+  db: Db,
+  input: { userId: string; amountMicros: number; idempotencyKey: string; description: string },
+) {
   if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros <= 0) {
     throw new InvalidAmountError('A credit must be a positive whole number of micro-USD (at least 0.000001 USD)');
   }
@@ -80,7 +93,8 @@ async function openHoldsMicros(db: Db, userId: string): Promise<number> {
  * payload reports it as `unbilledUsd`.
  */
 export async function chargeUsage(db: Db, charge: UsageCharge): Promise<ChargeResult> {
-  if (!Number.isSafeInteger(charge.costMicros) || charge.costMicros < 0) throw new InvalidAmountError('Usage cost must be a non-negative integer');
+  if (!Number.isSafeInteger(charge.costMicros) || charge.costMicros < 0)
+    throw new InvalidAmountError('Usage cost must be a non-negative integer');
   // One round trip: the PL/pgSQL function charge_usage (migration 0014) applies the rules above.
   const result = await sql<{ charge: { replayed: boolean; balance: number; debited: number; unbilled: number } }>`
     select charge_usage(${charge.userId}::uuid, ${charge.jobId}::uuid, ${charge.agentName}::text, ${charge.result}::text,
@@ -116,7 +130,12 @@ export async function getWalletSummary(db: Db, userId: string): Promise<WalletSu
 
 /** Releases a job's open hold without a debit (the job never ran). */
 export async function releaseHold(db: Db, jobId: string): Promise<boolean> {
-  const released = await db.updateTable('job_holds').set({ released_at: new Date() }).where('job_id', '=', jobId).where('released_at', 'is', null).executeTakeFirst();
+  const released = await db
+    .updateTable('job_holds')
+    .set({ released_at: new Date() })
+    .where('job_id', '=', jobId)
+    .where('released_at', 'is', null)
+    .executeTakeFirst();
   return released.numUpdatedRows > 0n;
 }
 
@@ -128,7 +147,13 @@ export async function releaseHold(db: Db, jobId: string): Promise<boolean> {
 export async function lockWallets(trx: Db, userIds: readonly string[]): Promise<void> {
   if (!trx.isTransaction) throw new Error('lockWallets must run inside a transaction');
   // Rows are locked as the sorted result is produced, so in user-id order.
-  await trx.selectFrom('wallets').select('user_id').where('user_id', 'in', [...new Set(userIds)]).orderBy('user_id').forUpdate().execute();
+  await trx
+    .selectFrom('wallets')
+    .select('user_id')
+    .where('user_id', 'in', [...new Set(userIds)])
+    .orderBy('user_id')
+    .forUpdate()
+    .execute();
 }
 
 export interface MarketChargePosting {
@@ -180,14 +205,23 @@ export interface AgentPurchasePosting {
  * 'insufficient_funds' (nothing posted) when the consumer's available balance (balance − open holds)
  * is below the price.
  */
-export async function postAgentPurchase(trx: Db, posting: AgentPurchasePosting): Promise<'posted' | 'insufficient_funds'> {
+export async function postAgentPurchase(
+  trx: Db,
+  posting: AgentPurchasePosting,
+): Promise<'posted' | 'insufficient_funds'> {
   if (!trx.isTransaction) throw new Error('postAgentPurchase must run inside the purchase transaction');
   const { priceMicros, providerRevenueMicros } = posting;
-  if (!Number.isSafeInteger(priceMicros) || priceMicros <= 0) throw new InvalidAmountError('A purchase price is a positive whole number of micro-USD');
-  if (!Number.isSafeInteger(providerRevenueMicros) || providerRevenueMicros < 0 || providerRevenueMicros > priceMicros) {
+  if (!Number.isSafeInteger(priceMicros) || priceMicros <= 0)
+    throw new InvalidAmountError('A purchase price is a positive whole number of micro-USD');
+  if (
+    !Number.isSafeInteger(providerRevenueMicros) ||
+    providerRevenueMicros < 0 ||
+    providerRevenueMicros > priceMicros
+  ) {
     throw new InvalidAmountError('Provider revenue is a whole number of micro-USD between 0 and the price');
   }
-  const available = (await getBalanceMicros(trx, posting.consumerId)) - (await openHoldsMicros(trx, posting.consumerId));
+  const available =
+    (await getBalanceMicros(trx, posting.consumerId)) - (await openHoldsMicros(trx, posting.consumerId));
   if (available < priceMicros) return 'insufficient_funds';
   const debitKey = `agent-purchase:${posting.purchaseId}`;
   await trx
@@ -202,9 +236,21 @@ export async function postAgentPurchase(trx: Db, posting: AgentPurchasePosting):
       idempotency_key: debitKey,
     })
     .execute();
-  await applyLedgerEntry(trx, { userId: posting.consumerId, kind: 'usage', amountMicros: -priceMicros, idempotencyKey: debitKey, description: `${posting.agentName}: purchase` });
+  await applyLedgerEntry(trx, {
+    userId: posting.consumerId,
+    kind: 'usage',
+    amountMicros: -priceMicros,
+    idempotencyKey: debitKey,
+    description: `${posting.agentName}: purchase`,
+  });
   if (providerRevenueMicros > 0) {
-    await applyLedgerEntry(trx, { userId: posting.providerId, kind: 'sale', amountMicros: providerRevenueMicros, idempotencyKey: `agent-sale:${posting.purchaseId}`, description: `${posting.agentName}: sale` });
+    await applyLedgerEntry(trx, {
+      userId: posting.providerId,
+      kind: 'sale',
+      amountMicros: providerRevenueMicros,
+      idempotencyKey: `agent-sale:${posting.purchaseId}`,
+      description: `${posting.agentName}: sale`,
+    });
   }
   return 'posted';
 }

@@ -4,7 +4,14 @@ import type { Db } from '../connect';
 import type { AgentMarketDetailsTable, AgentMarketPurchasesTable, MarketSubmissionsTable } from '../schema';
 import { seal, unseal } from '../../lib/crypto';
 import type { FieldSpec } from '../../lib/llm/structured-output';
-import type { AgentCustomToolSelection, AgentMarketToolSelection, AgentSelectionParams, ApprovedListing, ApprovedToolLookup, PreparedAgentSubmission } from '../../lib/market/agent-submission';
+import type {
+  AgentCustomToolSelection,
+  AgentMarketToolSelection,
+  AgentSelectionParams,
+  ApprovedListing,
+  ApprovedToolLookup,
+  PreparedAgentSubmission,
+} from '../../lib/market/agent-submission';
 import { lockWallets, postAgentPurchase } from './ledger';
 import { findPublicMcpEntry } from './market-mcp';
 import { catalogueOrder, submissionReads, type CatalogueFilter } from './market-listings';
@@ -36,22 +43,38 @@ export interface AgentSecrets {
 }
 
 // Each sealed value is bound to its submission and its role: a value moved to another row or column does not open.
-const aad = (role: 'system-prompt' | 'prompt-template' | 'selection-params', submissionId: string) => `agent-market-${role}:${submissionId}`;
+const aad = (role: 'system-prompt' | 'prompt-template' | 'selection-params', submissionId: string) =>
+  `agent-market-${role}:${submissionId}`;
 
 function sealSecrets(masterKey: Buffer, submissionId: string, secrets: AgentSecrets) {
   return {
     system_prompt_sealed: seal(masterKey, secrets.systemPrompt, aad('system-prompt', submissionId)),
-    prompt_template_sealed: secrets.promptTemplate === null ? null : seal(masterKey, secrets.promptTemplate, aad('prompt-template', submissionId)),
-    selection_params_sealed: seal(masterKey, JSON.stringify(secrets.selectionParams), aad('selection-params', submissionId)),
+    prompt_template_sealed:
+      secrets.promptTemplate === null
+        ? null
+        : seal(masterKey, secrets.promptTemplate, aad('prompt-template', submissionId)),
+    selection_params_sealed: seal(
+      masterKey,
+      JSON.stringify(secrets.selectionParams),
+      aad('selection-params', submissionId),
+    ),
   };
 }
 
 /** The prompts and selection params in plain text: for the owner's view and for admitting a run (sealed again into the run), never for consumers. */
-export function unsealAgentSecrets(masterKey: Buffer, sub: Pick<AgentSubmission, 'id' | 'systemPromptSealed' | 'promptTemplateSealed' | 'selectionParamsSealed'>): AgentSecrets {
+export function unsealAgentSecrets(
+  masterKey: Buffer,
+  sub: Pick<AgentSubmission, 'id' | 'systemPromptSealed' | 'promptTemplateSealed' | 'selectionParamsSealed'>,
+): AgentSecrets {
   return {
     systemPrompt: unseal(masterKey, sub.systemPromptSealed, aad('system-prompt', sub.id)),
-    promptTemplate: sub.promptTemplateSealed === null ? null : unseal(masterKey, sub.promptTemplateSealed, aad('prompt-template', sub.id)),
-    selectionParams: JSON.parse(unseal(masterKey, sub.selectionParamsSealed, aad('selection-params', sub.id))) as AgentSelectionParams,
+    promptTemplate:
+      sub.promptTemplateSealed === null
+        ? null
+        : unseal(masterKey, sub.promptTemplateSealed, aad('prompt-template', sub.id)),
+    selectionParams: JSON.parse(
+      unseal(masterKey, sub.selectionParamsSealed, aad('selection-params', sub.id)),
+    ) as AgentSelectionParams,
   };
 }
 
@@ -131,7 +154,11 @@ export function agentDetailsWriter(masterKey: Buffer, prepared: PreparedAgentSub
 export function agentMarketHooks(masterKey: Buffer): MarketDetailsHooks {
   return {
     async copyDetails(trx, fromId, toId) {
-      const from = await trx.selectFrom('agent_market_details').selectAll().where('submission_id', '=', fromId).executeTakeFirstOrThrow();
+      const from = await trx
+        .selectFrom('agent_market_details')
+        .selectAll()
+        .where('submission_id', '=', fromId)
+        .executeTakeFirstOrThrow();
       const secrets = unsealAgentSecrets(masterKey, {
         id: fromId,
         systemPromptSealed: from.system_prompt_sealed,
@@ -158,9 +185,11 @@ export function agentMarketHooks(masterKey: Buffer): MarketDetailsHooks {
 const reads = submissionReads(joined, (row) => toAgentSubmission(row as JoinedRow));
 
 /** An agent submission by id (only the owner's with `ownerId`), or null. */
-export const findAgentSubmission: (db: Db, id: string, ownerId?: string) => Promise<AgentSubmission | null> = reads.find;
+export const findAgentSubmission: (db: Db, id: string, ownerId?: string) => Promise<AgentSubmission | null> =
+  reads.find;
 
-export const findAgentSubmissions: (db: Db, ids: readonly string[]) => Promise<Map<string, AgentSubmission>> = reads.findMany;
+export const findAgentSubmissions: (db: Db, ids: readonly string[]) => Promise<Map<string, AgentSubmission>> =
+  reads.findMany;
 
 /** The live, approved agent of a listing (its public id, the agentId), or null. */
 export const findPublicAgent: (db: Db, listingId: string) => Promise<AgentSubmission | null> = reads.findPublic;
@@ -172,7 +201,11 @@ const priceMicros = sql<number>`d.price_micros`;
  * The catalogue pages also bound the price (`paid`: only agents with a price, false: only free ones)
  * and sort (price, name or approval; agents have no quality score).
  */
-export async function searchPublicAgents(db: Db, filter: CatalogueFilter & { paid?: boolean }, page: PageRequest): Promise<{ rows: AgentSubmission[]; total: number }> {
+export async function searchPublicAgents(
+  db: Db,
+  filter: CatalogueFilter & { paid?: boolean },
+  page: PageRequest,
+): Promise<{ rows: AgentSubmission[]; total: number }> {
   const { minPriceMicros: min, maxPriceMicros: max, paid } = filter;
   return reads.searchPublic(
     db,
@@ -209,10 +242,16 @@ export function approvedToolLookup(db: Db): ApprovedToolLookup {
 export type AgentPurchase = Selectable<AgentMarketPurchasesTable>;
 
 export async function findPurchase(db: Db, listingId: string, consumerId: string): Promise<AgentPurchase | undefined> {
-  return db.selectFrom('agent_market_purchases').selectAll().where('listing_id', '=', listingId).where('consumer_id', '=', consumerId).executeTakeFirst();
+  return db
+    .selectFrom('agent_market_purchases')
+    .selectAll()
+    .where('listing_id', '=', listingId)
+    .where('consumer_id', '=', consumerId)
+    .executeTakeFirst();
 }
 
-export type PurchaseOutcome = { outcome: 'created' | 'existing'; purchase: AgentPurchase } | { outcome: 'insufficient_funds' };
+export type PurchaseOutcome =
+  { outcome: 'created' | 'existing'; purchase: AgentPurchase } | { outcome: 'insufficient_funds' };
 
 /**
  * Buys a listing once: with both wallets locked (in user-id order), an existing purchase of this
@@ -260,23 +299,42 @@ export async function purchaseAgent(
 }
 
 /** Records which listing and submission a run used (idempotent per job). */
-export async function recordAgentRun(db: Db, run: { jobId: string; agent: AgentSubmission; consumerId: string }): Promise<void> {
+export async function recordAgentRun(
+  db: Db,
+  run: { jobId: string; agent: AgentSubmission; consumerId: string },
+): Promise<void> {
   await db
     .insertInto('agent_market_runs')
-    .values({ job_id: run.jobId, listing_id: run.agent.listingId, submission_id: run.agent.id, consumer_id: run.consumerId, provider_id: run.agent.ownerId })
+    .values({
+      job_id: run.jobId,
+      listing_id: run.agent.listingId,
+      submission_id: run.agent.id,
+      consumer_id: run.consumerId,
+      provider_id: run.agent.ownerId,
+    })
     .onConflict((oc) => oc.column('job_id').doNothing())
     .execute();
 }
 
 /** The provider's aggregates of a listing: purchases, runs and sale revenue (never who bought or ran). */
-export async function listingStats(db: Db, listingId: string): Promise<{ purchases: number; runs: number; revenueMicros: number }> {
+export async function listingStats(
+  db: Db,
+  listingId: string,
+): Promise<{ purchases: number; runs: number; revenueMicros: number }> {
   const [purchases, runs] = await Promise.all([
     db
       .selectFrom('agent_market_purchases')
-      .select((eb) => [eb.fn.countAll<string>().as('n'), eb.fn.coalesce(eb.fn.sum<string>('provider_revenue_micros'), sql<string>`0`).as('revenue')])
+      .select((eb) => [
+        eb.fn.countAll<string>().as('n'),
+        eb.fn.coalesce(eb.fn.sum<string>('provider_revenue_micros'), sql<string>`0`).as('revenue'),
+      ])
       .where('listing_id', '=', listingId)
       .executeTakeFirstOrThrow(),
-    db.selectFrom('agent_market_runs').select((eb) => eb.fn.countAll<string>().as('n')).where('listing_id', '=', listingId).executeTakeFirstOrThrow(),
+    db
+      .selectFrom('agent_market_runs')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('listing_id', '=', listingId)
+      .executeTakeFirstOrThrow(),
   ]);
   return { purchases: Number(purchases.n), runs: Number(runs.n), revenueMicros: Number(purchases.revenue) };
 }

@@ -49,13 +49,26 @@ export async function createEventVerification(
 }
 
 /** The owner's verification with that id (null for unknown ids and other accounts'). */
-export async function findEventVerification(db: Db, ownerId: string, id: string): Promise<EventVerificationRecord | null> {
-  const row = await db.selectFrom('market_event_verifications').selectAll().where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst();
+export async function findEventVerification(
+  db: Db,
+  ownerId: string,
+  id: string,
+): Promise<EventVerificationRecord | null> {
+  const row = await db
+    .selectFrom('market_event_verifications')
+    .selectAll()
+    .where('id', '=', id)
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirst();
   return row ? toRecord(row) : null;
 }
 
 export async function findEventVerificationByRun(db: Db, runId: string): Promise<EventVerificationRecord | null> {
-  const row = await db.selectFrom('market_event_verifications').selectAll().where('run_id', '=', runId).executeTakeFirst();
+  const row = await db
+    .selectFrom('market_event_verifications')
+    .selectAll()
+    .where('run_id', '=', runId)
+    .executeTakeFirst();
   return row ? toRecord(row) : null;
 }
 
@@ -75,10 +88,22 @@ export type VerificationChargeOutcome<R> =
  */
 export async function recordVerificationCharge<R extends Record<string, unknown>>(
   db: Db,
-  input: { runId: string; idempotencyKey: string; requestHash: string; eventName: string; now?: Date; result: (verification: EventVerificationRecord) => R },
+  input: {
+    runId: string;
+    idempotencyKey: string;
+    requestHash: string;
+    eventName: string;
+    now?: Date;
+    result: (verification: EventVerificationRecord) => R;
+  },
 ): Promise<VerificationChargeOutcome<R>> {
   return db.transaction().execute(async (trx) => {
-    const locked = await trx.selectFrom('market_event_verifications').selectAll().where('run_id', '=', input.runId).forUpdate().executeTakeFirst();
+    const locked = await trx
+      .selectFrom('market_event_verifications')
+      .selectAll()
+      .where('run_id', '=', input.runId)
+      .forUpdate()
+      .executeTakeFirst();
     if (!locked) return { kind: 'not_found' } as const;
     const existing = await trx
       .selectFrom('market_verification_charges')
@@ -87,17 +112,27 @@ export async function recordVerificationCharge<R extends Record<string, unknown>
       .where('idempotency_key', '=', input.idempotencyKey)
       .executeTakeFirst();
     if (existing) {
-      return existing.request_hash === input.requestHash ? ({ kind: 'replayed', result: existing.result as unknown as R } as const) : ({ kind: 'conflict' } as const);
+      return existing.request_hash === input.requestHash
+        ? ({ kind: 'replayed', result: existing.result as unknown as R } as const)
+        : ({ kind: 'conflict' } as const);
     }
     const verification = toRecord(locked);
     if (verification.expiresAt <= (input.now ?? new Date())) return { kind: 'expired' } as const;
     if (!verification.eventNames.includes(input.eventName)) return { kind: 'unknown_event' } as const;
-    const verified = verification.verifiedEventNames.includes(input.eventName) ? verification.verifiedEventNames : [...verification.verifiedEventNames, input.eventName];
+    const verified = verification.verifiedEventNames.includes(input.eventName)
+      ? verification.verifiedEventNames
+      : [...verification.verifiedEventNames, input.eventName];
     const updated = { ...verification, verifiedEventNames: verified };
     const result = input.result(updated);
     await trx
       .insertInto('market_verification_charges')
-      .values({ run_id: input.runId, idempotency_key: input.idempotencyKey, request_hash: input.requestHash, event_name: input.eventName, result: JSON.stringify(result) })
+      .values({
+        run_id: input.runId,
+        idempotency_key: input.idempotencyKey,
+        request_hash: input.requestHash,
+        event_name: input.eventName,
+        result: JSON.stringify(result),
+      })
       .execute();
     await trx
       .updateTable('market_event_verifications')

@@ -8,7 +8,10 @@ export interface StoredIcon {
   byteSize: number;
 }
 
-export async function insertIcon(db: Db, input: { ownerId: string; content: Buffer; width: number; height: number; fileName: string }): Promise<StoredIcon> {
+export async function insertIcon(
+  db: Db,
+  input: { ownerId: string; content: Buffer; width: number; height: number; fileName: string },
+): Promise<StoredIcon> {
   const id = randomUUID();
   await db
     .insertInto('market_icons')
@@ -28,7 +31,12 @@ export async function insertIcon(db: Db, input: { ownerId: string; content: Buff
 
 export async function iconBelongsTo(db: Db, ownerId: string, id: string): Promise<boolean> {
   if (!/^[0-9a-f-]{36}$/i.test(id)) return false;
-  return !!(await db.selectFrom('market_icons').select('id').where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst());
+  return !!(await db
+    .selectFrom('market_icons')
+    .select('id')
+    .where('id', '=', id)
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirst());
 }
 
 /** The bytes of an icon, for serving (icons are public once uploaded: their ids are unguessable). */

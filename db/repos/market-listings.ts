@@ -6,7 +6,14 @@ import { offsetOf, type PageRequest } from './pagination';
 
 /** How the public catalogue is ordered: `relevance` is ts_rank with a query and newest approval without one. */
 export type CatalogueSort = 'relevance' | 'newest' | 'price_asc' | 'price_desc' | 'name' | 'quality';
-export const CATALOGUE_SORTS: readonly CatalogueSort[] = ['relevance', 'newest', 'price_asc', 'price_desc', 'name', 'quality'];
+export const CATALOGUE_SORTS: readonly CatalogueSort[] = [
+  'relevance',
+  'newest',
+  'price_asc',
+  'price_desc',
+  'name',
+  'quality',
+];
 
 /** What the catalogue pages narrow a market's search by, beyond the REST list's own filters. */
 export interface CatalogueFilter {
@@ -27,7 +34,11 @@ export interface CatalogueOrder {
  * The order of a sort given the market's price and quality expressions (null: the market has no
  * quality score, and `quality` falls back to newest); undefined keeps the default order.
  */
-export function catalogueOrder(sort: CatalogueSort | undefined, price: RawBuilder<number>, quality: RawBuilder<number> | null): CatalogueOrder | undefined {
+export function catalogueOrder(
+  sort: CatalogueSort | undefined,
+  price: RawBuilder<number>,
+  quality: RawBuilder<number> | null,
+): CatalogueOrder | undefined {
   switch (sort) {
     case 'newest':
       return { expression: sql`s.approved_at`, direction: 'desc' };
@@ -38,21 +49,30 @@ export function catalogueOrder(sort: CatalogueSort | undefined, price: RawBuilde
     case 'name':
       return { expression: sql`lower(s.name)`, direction: 'asc' };
     case 'quality':
-      return quality ? { expression: sql`coalesce(${quality}, -1)`, direction: 'desc' } : { expression: sql`s.approved_at`, direction: 'desc' };
+      return quality
+        ? { expression: sql`coalesce(${quality}, -1)`, direction: 'desc' }
+        : { expression: sql`s.approved_at`, direction: 'desc' };
     default:
       return undefined;
   }
 }
 
 /** One market's submissions (`market_submissions as s`) joined with its details table (`d`), as a query to narrow. */
-export type JoinedSubmissionQuery<Details, Row> = SelectQueryBuilder<Database & { s: MarketSubmissionsTable; d: Details }, 's' | 'd', Row>;
+export type JoinedSubmissionQuery<Details, Row> = SelectQueryBuilder<
+  Database & { s: MarketSubmissionsTable; d: Details },
+  's' | 'd',
+  Row
+>;
 
 /**
  * The reads both markets make of their submissions joined with their details: by id (optionally the
  * owner's), by ids, the live approved entry of a listing, and the public catalogue search.
  * `joined` builds the market's joined query; `toSubmission` maps one of its rows.
  */
-export function submissionReads<Details, Row extends { id: string }, T>(joined: (db: Db) => JoinedSubmissionQuery<Details, Row>, toSubmission: (row: Row) => T) {
+export function submissionReads<Details, Row extends { id: string }, T>(
+  joined: (db: Db) => JoinedSubmissionQuery<Details, Row>,
+  toSubmission: (row: Row) => T,
+) {
   return {
     async find(db: Db, id: string, ownerId?: string): Promise<T | null> {
       let query = joined(db).where('s.id', '=', id);
@@ -69,7 +89,11 @@ export function submissionReads<Details, Row extends { id: string }, T>(joined: 
 
     /** The live, approved entry of a listing (by its public id), or null. */
     async findPublic(db: Db, listingId: string): Promise<T | null> {
-      const row = await joined(db).where('s.listing_id', '=', listingId).where('s.live', '=', true).where('s.status', '=', 'approved').executeTakeFirst();
+      const row = await joined(db)
+        .where('s.listing_id', '=', listingId)
+        .where('s.live', '=', true)
+        .where('s.status', '=', 'approved')
+        .executeTakeFirst();
       return row ? toSubmission(row as Row) : null;
     },
 
@@ -94,13 +118,21 @@ export function submissionReads<Details, Row extends { id: string }, T>(joined: 
         tsQuery = sql<string>`to_tsquery('english', ${text})`;
         base = base.where(sql<boolean>`s.search_document @@ ${tsQuery}`);
       }
-      const first = order ? base.orderBy(order.expression, (ob) => (order.direction === 'asc' ? ob.asc() : ob.desc()).nullsLast()) : base;
+      const first = order
+        ? base.orderBy(order.expression, (ob) => (order.direction === 'asc' ? ob.asc() : ob.desc()).nullsLast())
+        : base;
       const ordered = tsQuery
-        ? first.orderBy(sql`ts_rank(s.search_document, ${tsQuery})`, 'desc').orderBy('s.approved_at', 'desc').orderBy('s.listing_id')
+        ? first
+            .orderBy(sql`ts_rank(s.search_document, ${tsQuery})`, 'desc')
+            .orderBy('s.approved_at', 'desc')
+            .orderBy('s.listing_id')
         : first.orderBy('s.approved_at', 'desc').orderBy('s.listing_id');
       const [rows, count] = await Promise.all([
         ordered.limit(page.pageSize).offset(offsetOf(page)).execute(),
-        base.clearSelect().select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+        base
+          .clearSelect()
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow(),
       ]);
       return { rows: (rows as Row[]).map(toSubmission), total: Number(count.n) };
     },

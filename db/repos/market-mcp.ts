@@ -36,8 +36,14 @@ export function sealStaticConfig(masterKey: Buffer, submissionId: string, config
 }
 
 /** The provider's staticConfig in plain text: for the hosted endpoint's upstream calls only, never for responses. */
-export function unsealStaticConfig(masterKey: Buffer, submission: Pick<McpSubmission, 'id' | 'staticConfigSealed'>): Record<string, unknown> {
-  return JSON.parse(unseal(masterKey, submission.staticConfigSealed, staticConfigAad(submission.id))) as Record<string, unknown>;
+export function unsealStaticConfig(
+  masterKey: Buffer,
+  submission: Pick<McpSubmission, 'id' | 'staticConfigSealed'>,
+): Record<string, unknown> {
+  return JSON.parse(unseal(masterKey, submission.staticConfigSealed, staticConfigAad(submission.id))) as Record<
+    string,
+    unknown
+  >;
 }
 
 type JoinedRow = Selectable<MarketSubmissionsTable> & Omit<Selectable<McpMarketDetailsTable>, 'submission_id'>;
@@ -122,7 +128,11 @@ export function mcpDetailsWriter(masterKey: Buffer, prepared: PreparedMcpSubmiss
 export function mcpMarketHooks(masterKey: Buffer): MarketDetailsHooks {
   return {
     async copyDetails(trx, fromId, toId) {
-      const from = await trx.selectFrom('mcp_market_details').selectAll().where('submission_id', '=', fromId).executeTakeFirstOrThrow();
+      const from = await trx
+        .selectFrom('mcp_market_details')
+        .selectAll()
+        .where('submission_id', '=', fromId)
+        .executeTakeFirstOrThrow();
       const staticConfig = unsealStaticConfig(masterKey, { id: fromId, staticConfigSealed: from.static_config_sealed });
       await trx
         .insertInto('mcp_market_details')
@@ -142,13 +152,19 @@ export function mcpMarketHooks(masterKey: Buffer): MarketDetailsHooks {
     },
     /** The approved tool list and its hash (name, description, inputSchema; see lib/market/fingerprint). */
     async onApprove(trx, submissionId) {
-      const details = await trx.selectFrom('mcp_market_details').select('tools').where('submission_id', '=', submissionId).executeTakeFirstOrThrow();
+      const details = await trx
+        .selectFrom('mcp_market_details')
+        .select('tools')
+        .where('submission_id', '=', submissionId)
+        .executeTakeFirstOrThrow();
       const tools = details.tools as StoredMarketTool[];
       await trx
         .updateTable('mcp_market_details')
         .set({
           approved_tools: JSON.stringify(tools),
-          approved_tools_hash: toolListHash(tools.map((t) => ({ name: t.toolName, description: t.description, inputSchema: t.inputSchema }))),
+          approved_tools_hash: toolListHash(
+            tools.map((t) => ({ name: t.toolName, description: t.description, inputSchema: t.inputSchema })),
+          ),
         })
         .where('submission_id', '=', submissionId)
         .execute();
@@ -161,7 +177,8 @@ const reads = submissionReads(joined, (row) => toMcpSubmission(row as JoinedRow)
 /** A tool-market submission by id (only the owner's with `ownerId`), or null. */
 export const findMcpSubmission: (db: Db, id: string, ownerId?: string) => Promise<McpSubmission | null> = reads.find;
 
-export const findMcpSubmissions: (db: Db, ids: readonly string[]) => Promise<Map<string, McpSubmission>> = reads.findMany;
+export const findMcpSubmissions: (db: Db, ids: readonly string[]) => Promise<Map<string, McpSubmission>> =
+  reads.findMany;
 
 /** The live, approved entry of a listing (its public id), or null. */
 export const findPublicMcpEntry: (db: Db, listingId: string) => Promise<McpSubmission | null> = reads.findPublic;

@@ -108,7 +108,14 @@ export type OpenMarketRunOutcome =
 export type AcquireMarketRunOutcome = OpenMarketRunOutcome | { outcome: 'joined'; run: MarketRun; chargeToken: string };
 
 /** The charge token of a run (kind `run`, bound to the run, its entry and provider, expiring with the run). */
-export const runChargeToken = (key: Buffer, run: MarketRun) => signChargeToken(key, { kind: 'run', runId: run.id, providerId: run.providerId, entryId: run.entryId, exp: run.expiresAt.getTime() });
+export const runChargeToken = (key: Buffer, run: MarketRun) =>
+  signChargeToken(key, {
+    kind: 'run',
+    runId: run.id,
+    providerId: run.providerId,
+    entryId: run.entryId,
+    exp: run.expiresAt.getTime(),
+  });
 
 /** A PostgreSQL interval of whole milliseconds. */
 export const intervalMs = (ms: number) => sql`${`${Math.max(0, Math.round(ms))} milliseconds`}::interval`;
@@ -125,17 +132,28 @@ export const intervalMs = (ms: number) => sql`${`${Math.max(0, Math.round(ms))} 
  * acquired a run gives it back with endMarketCall (or the fixed-price settlement).
  */
 export async function acquireMarketRun(db: Db, input: AcquireMarketRunInput): Promise<AcquireMarketRunOutcome> {
-  if (input.capMicros != null && (!Number.isSafeInteger(input.capMicros) || input.capMicros < 0)) throw new Error('A run cap is a non-negative whole number of micro-USD');
-  if (input.reserveMicros != null && (!Number.isSafeInteger(input.reserveMicros) || input.reserveMicros < 0)) throw new Error('A reservation is a non-negative whole number of micro-USD');
-  if (!Number.isSafeInteger(input.limitMicros) || input.limitMicros <= 0) throw new Error('The run charge limit is a positive whole number of micro-USD');
+  if (input.capMicros != null && (!Number.isSafeInteger(input.capMicros) || input.capMicros < 0))
+    throw new Error('A run cap is a non-negative whole number of micro-USD');
+  if (input.reserveMicros != null && (!Number.isSafeInteger(input.reserveMicros) || input.reserveMicros < 0))
+    throw new Error('A reservation is a non-negative whole number of micro-USD');
+  if (!Number.isSafeInteger(input.limitMicros) || input.limitMicros <= 0)
+    throw new Error('The run charge limit is a positive whole number of micro-USD');
   if (!(input.ttlMs > 0)) throw new Error('A run lives for a positive time');
   const now = input.now ?? new Date();
-  const result = await sql<{ acquired: { outcome: 'opened' | 'joined'; run: Selectable<MarketRunsTable> } | { outcome: 'run_limit_reached'; room: number } | { outcome: 'entry_not_found' | 'subscription_inactive' | 'insufficient_funds' } }>`
+  const result = await sql<{
+    acquired:
+      | { outcome: 'opened' | 'joined'; run: Selectable<MarketRunsTable> }
+      | { outcome: 'run_limit_reached'; room: number }
+      | { outcome: 'entry_not_found' | 'subscription_inactive' | 'insufficient_funds' };
+  }>`
     select acquire_market_run(${randomUUID()}::uuid, ${input.consumerId}::uuid, ${input.entryId}::uuid, ${input.selectionId}::text, ${input.jobId ?? null}::uuid,
                               ${input.capMicros ?? null}::bigint, ${input.limitMicros}::bigint, ${input.reserveMicros}::bigint, ${input.shared}::boolean,
-                              ${intervalMs(input.minLifeMs)}, ${now}::timestamptz, ${new Date(now.getTime() + input.ttlMs)}::timestamptz) as acquired`.execute(db);
+                              ${intervalMs(input.minLifeMs)}, ${now}::timestamptz, ${new Date(now.getTime() + input.ttlMs)}::timestamptz) as acquired`.execute(
+    db,
+  );
   const acquired = result.rows[0]!.acquired;
-  if (acquired.outcome === 'run_limit_reached') return { outcome: 'run_limit_reached', roomMicros: Number(acquired.room) };
+  if (acquired.outcome === 'run_limit_reached')
+    return { outcome: 'run_limit_reached', roomMicros: Number(acquired.room) };
   if (acquired.outcome !== 'opened' && acquired.outcome !== 'joined') return { outcome: acquired.outcome };
   const run = toRun(acquired.run);
   return { outcome: acquired.outcome, run, chargeToken: runChargeToken(input.chargeTokenKey, run) };
@@ -158,8 +176,13 @@ export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<
  * reservation released (a fixed-price call that was not charged), and the grace for the provider's
  * charges restarted from now; `close` closes a run of the call's own. One statement.
  */
-export async function endMarketCall(db: Db, input: { runId: string; releaseMicros: number; close: boolean; graceMs: number }): Promise<void> {
-  await sql`select end_market_call(${input.runId}::uuid, ${input.releaseMicros}::bigint, ${input.close}::boolean, ${intervalMs(input.graceMs)})`.execute(db);
+export async function endMarketCall(
+  db: Db,
+  input: { runId: string; releaseMicros: number; close: boolean; graceMs: number },
+): Promise<void> {
+  await sql`select end_market_call(${input.runId}::uuid, ${input.releaseMicros}::bigint, ${input.close}::boolean, ${intervalMs(input.graceMs)})`.execute(
+    db,
+  );
 }
 
 /**
@@ -203,14 +226,22 @@ export async function runsOwedAWorkflow(db: Db, limit: number): Promise<OwedMark
 /** Records that these runs' workflows were started. */
 export async function markRunWorkflowsStarted(db: Db, runIds: readonly string[]): Promise<void> {
   if (runIds.length === 0) return;
-  await db.updateTable('market_runs').set({ workflow_started_at: new Date() }).where('id', 'in', runIds).where('workflow_started_at', 'is', null).execute();
+  await db
+    .updateTable('market_runs')
+    .set({ workflow_started_at: new Date() })
+    .where('id', 'in', runIds)
+    .where('workflow_started_at', 'is', null)
+    .execute();
 }
 
 /**
  * Closes a run: no charge is accepted afterwards and its unused hold (hold − charged) is released.
  * Idempotent: closing a closed run changes nothing (`closed` false).
  */
-export async function closeMarketRun(db: Db, runId: string): Promise<{ closed: boolean; releasedMicros: number; chargedMicros: number } | null> {
+export async function closeMarketRun(
+  db: Db,
+  runId: string,
+): Promise<{ closed: boolean; releasedMicros: number; chargedMicros: number } | null> {
   const closed = await db
     .updateTable('market_runs')
     .set({ status: 'closed', closed_at: new Date() })
@@ -218,7 +249,12 @@ export async function closeMarketRun(db: Db, runId: string): Promise<{ closed: b
     .where('status', '=', 'open')
     .returning(['hold_micros', 'charged_micros'])
     .executeTakeFirst();
-  if (closed) return { closed: true, releasedMicros: closed.hold_micros - closed.charged_micros, chargedMicros: closed.charged_micros };
+  if (closed)
+    return {
+      closed: true,
+      releasedMicros: closed.hold_micros - closed.charged_micros,
+      chargedMicros: closed.charged_micros,
+    };
   const run = await findMarketRun(db, runId);
   return run ? { closed: false, releasedMicros: 0, chargedMicros: run.chargedMicros } : null;
 }
@@ -272,7 +308,10 @@ export type RunChargeOutcome =
   | { kind: 'entry_not_active' };
 
 /** The answer for a key already used on this run: the stored result (replayed), or a conflict when the request differs. */
-function priorOutcome(request: RunChargeRequest, prior: { request_hash: string | null; result: unknown }): RunChargeOutcome | null {
+function priorOutcome(
+  request: RunChargeRequest,
+  prior: { request_hash: string | null; result: unknown },
+): RunChargeOutcome | null {
   if (prior.request_hash === null) return null;
   if (prior.request_hash !== request.requestHash) return { kind: 'conflict' };
   return { kind: 'replayed', result: { ...(prior.result as ProductionChargeResult), replayed: true } };
@@ -291,8 +330,17 @@ function priorOutcome(request: RunChargeRequest, prior: { request_hash: string |
  */
 export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promise<RunChargeOutcome> {
   const charges = (run: string) =>
-    sql<{ request_hash: string | null; result: unknown }>`(select c.request_hash, c.result from market_run_charges c where c.run_id = ${run}::uuid and c.idempotency_key = ${request.idempotencyKey})`;
-  const seen = await sql<{ consumer_id: string; provider_id: string; entry_id: string; request_hash: string | null; result: unknown }>`
+    sql<{
+      request_hash: string | null;
+      result: unknown;
+    }>`(select c.request_hash, c.result from market_run_charges c where c.run_id = ${run}::uuid and c.idempotency_key = ${request.idempotencyKey})`;
+  const seen = await sql<{
+    consumer_id: string;
+    provider_id: string;
+    entry_id: string;
+    request_hash: string | null;
+    result: unknown;
+  }>`
     select r.consumer_id, r.provider_id, r.entry_id, c.request_hash, c.result
     from market_runs r left join lateral ${charges(request.runId)} c on true
     where r.id = ${request.runId}::uuid`.execute(db);
@@ -306,7 +354,15 @@ export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promis
   return db.transaction().execute(async (trx): Promise<RunChargeOutcome> => {
     await lockWallets(trx, [run.consumer_id, run.provider_id]);
     const locked = (
-      await sql<Selectable<MarketRunsTable> & { active: boolean; live: boolean; request_hash: string | null; result: unknown; entry_slug: string | null }>`
+      await sql<
+        Selectable<MarketRunsTable> & {
+          active: boolean;
+          live: boolean;
+          request_hash: string | null;
+          result: unknown;
+          entry_slug: string | null;
+        }
+      >`
         select r.*, r.expires_at > clock_timestamp() as active,
           market_run_active(r.status, r.expires_at, r.calls_in_flight, r.idle_until, clock_timestamp()) as live, c.request_hash, c.result,
           (select s.slug from market_submissions s
@@ -325,7 +381,12 @@ export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promis
     if (locked.entry_slug === null) return { kind: 'entry_not_active' };
 
     const commissionPpm = ratePpm(request.commissionRate);
-    const split = splitCharge({ count: request.count, unitPriceMicros: event.unitPriceMicros, remainingMicros: locked.hold_micros - locked.charged_micros, commissionPpm });
+    const split = splitCharge({
+      count: request.count,
+      unitPriceMicros: event.unitPriceMicros,
+      remainingMicros: locked.hold_micros - locked.charged_micros,
+      commissionPpm,
+    });
     const chargeId = randomUUID();
     const result: ProductionChargeResult = {
       chargeId,
@@ -362,7 +423,11 @@ export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promis
       })
       .execute();
     if (split.totalMicros > 0) {
-      await trx.updateTable('market_runs').set((eb) => ({ charged_micros: eb('charged_micros', '+', split.totalMicros) })).where('id', '=', request.runId).execute();
+      await trx
+        .updateTable('market_runs')
+        .set((eb) => ({ charged_micros: eb('charged_micros', '+', split.totalMicros) }))
+        .where('id', '=', request.runId)
+        .execute();
       await postMarketCharge(trx, {
         runId: request.runId,
         chargeId,
@@ -391,6 +456,10 @@ export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promis
 
 /** What the job's market runs have charged so far, in micro-USD. */
 export async function chargedMicrosOfJob(db: Db, jobId: string): Promise<number> {
-  const market = await db.selectFrom('market_runs').select(sql<string>`coalesce(sum(charged_micros), 0)::text`.as('charged')).where('job_id', '=', jobId).executeTakeFirstOrThrow();
+  const market = await db
+    .selectFrom('market_runs')
+    .select(sql<string>`coalesce(sum(charged_micros), 0)::text`.as('charged'))
+    .where('job_id', '=', jobId)
+    .executeTakeFirstOrThrow();
   return Number(market.charged);
 }

@@ -78,7 +78,8 @@ export function toCore(row: Row): SubmissionCore {
   };
 }
 
-const inTransaction = <T>(db: Db, run: (trx: Db) => Promise<T>): Promise<T> => (db.isTransaction ? run(db) : db.transaction().execute(run));
+const inTransaction = <T>(db: Db, run: (trx: Db) => Promise<T>): Promise<T> =>
+  db.isTransaction ? run(db) : db.transaction().execute(run);
 
 /**
  * Reserves `slug` for the listing (slugs are unique per market; the listing's revisions share theirs).
@@ -87,24 +88,52 @@ const inTransaction = <T>(db: Db, run: (trx: Db) => Promise<T>): Promise<T> => (
  * for `draftTtlMs` (MARKET_DRAFT_SLUG_DAYS) loses the slug to the claimant; its drafts meet 409
  * slug_taken when they next try to use it. 409 slug_taken when another listing holds it.
  */
-async function reserveSlug(trx: Db, market: Market, slug: string, listingId: string, draftTtlMs: number): Promise<void> {
-  await trx.insertInto('market_slugs').values({ market, slug, listing_id: listingId }).onConflict((oc) => oc.columns(['market', 'slug']).doNothing()).execute();
-  const holderOf = async () => (await trx.selectFrom('market_slugs').select('listing_id').where('market', '=', market).where('slug', '=', slug).executeTakeFirstOrThrow()).listing_id;
+async function reserveSlug(
+  trx: Db,
+  market: Market,
+  slug: string,
+  listingId: string,
+  draftTtlMs: number,
+): Promise<void> {
+  await trx
+    .insertInto('market_slugs')
+    .values({ market, slug, listing_id: listingId })
+    .onConflict((oc) => oc.columns(['market', 'slug']).doNothing())
+    .execute();
+  const holderOf = async () =>
+    (
+      await trx
+        .selectFrom('market_slugs')
+        .select('listing_id')
+        .where('market', '=', market)
+        .where('slug', '=', slug)
+        .executeTakeFirstOrThrow()
+    ).listing_id;
   let holder = await holderOf();
   if (holder !== listingId) {
     await sql`update market_slugs s set listing_id = ${listingId}::uuid, created_at = now()
       where s.market = ${market} and s.slug = ${slug} and s.listing_id = ${holder}::uuid
         and not exists (select 1 from market_submissions m where m.market = ${market} and m.listing_id = ${holder}::uuid
-          and (m.status not in ('draft', 'rejected') or m.updated_at > now() - ${draftTtlMs}::float8 * interval '1 millisecond'))`.execute(trx);
+          and (m.status not in ('draft', 'rejected') or m.updated_at > now() - ${draftTtlMs}::float8 * interval '1 millisecond'))`.execute(
+      trx,
+    );
     holder = await holderOf();
   }
-  if (holder !== listingId) throw new MarketRuleError(409, 'slug_taken', `The slug "${slug}" is taken in the ${market} market; choose another`, [{ path: 'body/slug', message: 'is taken' }]);
+  if (holder !== listingId)
+    throw new MarketRuleError(
+      409,
+      'slug_taken',
+      `The slug "${slug}" is taken in the ${market} market; choose another`,
+      [{ path: 'body/slug', message: 'is taken' }],
+    );
 }
 
 /** Frees the listing's slugs that none of its submissions uses any more (after a rename). */
 async function releaseUnusedSlugs(trx: Db, market: Market, listingId: string): Promise<void> {
   await sql`delete from market_slugs s where s.market = ${market} and s.listing_id = ${listingId}::uuid
-    and not exists (select 1 from market_submissions m where m.market = ${market} and m.listing_id = ${listingId}::uuid and m.slug = s.slug)`.execute(trx);
+    and not exists (select 1 from market_submissions m where m.market = ${market} and m.listing_id = ${listingId}::uuid and m.slug = s.slug)`.execute(
+    trx,
+  );
 }
 
 /**
@@ -117,7 +146,12 @@ const draftSlugTtl = (given: DraftSlugTtl) => given.draftSlugTtlMs ?? DEFAULT_DR
 /** A new draft listing; `writeDetails` stores the market's details in the same transaction. */
 export async function createSubmission(
   db: Db,
-  input: { market: Market; ownerId: string; fields: CoreFields; writeDetails: (trx: Db, id: string) => Promise<void> } & DraftSlugTtl,
+  input: {
+    market: Market;
+    ownerId: string;
+    fields: CoreFields;
+    writeDetails: (trx: Db, id: string) => Promise<void>;
+  } & DraftSlugTtl,
 ): Promise<string> {
   const id = randomUUID();
   await inTransaction(db, async (trx) => {
@@ -154,7 +188,13 @@ async function lockSubmission(trx: Db, market: Market, id: string, ownerId?: str
 
 /** The owner's submission; 404 for unknown ids and other accounts'. */
 export async function getOwnSubmission(db: Db, market: Market, ownerId: string, id: string): Promise<SubmissionCore> {
-  const row = await db.selectFrom('market_submissions').selectAll().where('id', '=', id).where('market', '=', market).where('owner_id', '=', ownerId).executeTakeFirst();
+  const row = await db
+    .selectFrom('market_submissions')
+    .selectAll()
+    .where('id', '=', id)
+    .where('market', '=', market)
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirst();
   if (!row) throw new MarketRuleError(404, 'not_found', 'Submission not found');
   return toCore(row);
 }
@@ -165,7 +205,13 @@ export async function getOwnSubmission(db: Db, market: Market, ownerId: string, 
  */
 export async function replaceSubmission(
   db: Db,
-  input: { market: Market; ownerId: string; id: string; fields: CoreFields; writeDetails: (trx: Db, id: string) => Promise<void> } & DraftSlugTtl,
+  input: {
+    market: Market;
+    ownerId: string;
+    id: string;
+    fields: CoreFields;
+    writeDetails: (trx: Db, id: string) => Promise<void>;
+  } & DraftSlugTtl,
 ): Promise<void> {
   await inTransaction(db, async (trx) => {
     const row = await lockSubmission(trx, input.market, input.id, input.ownerId);
@@ -195,12 +241,22 @@ export async function replaceSubmission(
  * listing must (still) hold the submission's slug: a draft left unchanged past MARKET_DRAFT_SLUG_DAYS
  * may have lost it to another listing (409 slug_taken).
  */
-export async function submitForReview(db: Db, market: Market, ownerId: string, id: string, slugs: DraftSlugTtl = {}): Promise<void> {
+export async function submitForReview(
+  db: Db,
+  market: Market,
+  ownerId: string,
+  id: string,
+  slugs: DraftSlugTtl = {},
+): Promise<void> {
   await inTransaction(db, async (trx) => {
     const row = await lockSubmission(trx, market, id, ownerId);
     const status = transition('submit', row.status);
     await reserveSlug(trx, market, row.slug, row.listing_id, draftSlugTtl(slugs));
-    await trx.updateTable('market_submissions').set({ status, submitted_at: new Date(), updated_at: new Date() }).where('id', '=', id).execute();
+    await trx
+      .updateTable('market_submissions')
+      .set({ status, submitted_at: new Date(), updated_at: new Date() })
+      .where('id', '=', id)
+      .execute();
   });
 }
 
@@ -223,12 +279,23 @@ export async function deleteSubmission(db: Db, market: Market, ownerId: string, 
  * (so it keeps the public id and may keep the slug). 409 invalid_state unless the source is
  * approved and live.
  */
-export async function createRevision(db: Db, market: Market, ownerId: string, id: string, hooks: MarketDetailsHooks): Promise<string> {
+export async function createRevision(
+  db: Db,
+  market: Market,
+  ownerId: string,
+  id: string,
+  hooks: MarketDetailsHooks,
+): Promise<string> {
   const revisionId = randomUUID();
   await inTransaction(db, async (trx) => {
     const row = await lockSubmission(trx, market, id, ownerId);
     transition('revise', row.status);
-    if (!row.live) throw new MarketRuleError(409, 'invalid_state', 'This approved submission has been replaced by a newer revision; revise the live one');
+    if (!row.live)
+      throw new MarketRuleError(
+        409,
+        'invalid_state',
+        'This approved submission has been replaced by a newer revision; revise the live one',
+      );
     await trx
       .insertInto('market_submissions')
       .values({
@@ -251,10 +318,21 @@ export async function createRevision(db: Db, market: Market, ownerId: string, id
   return revisionId;
 }
 
-export async function listOwnSubmissions(db: Db, market: Market, ownerId: string, page: PageRequest): Promise<{ rows: SubmissionCore[]; total: number }> {
+export async function listOwnSubmissions(
+  db: Db,
+  market: Market,
+  ownerId: string,
+  page: PageRequest,
+): Promise<{ rows: SubmissionCore[]; total: number }> {
   const base = db.selectFrom('market_submissions').where('market', '=', market).where('owner_id', '=', ownerId);
   const [rows, count] = await Promise.all([
-    base.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.pageSize).offset(offsetOf(page)).execute(),
+    base
+      .selectAll()
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(page.pageSize)
+      .offset(offsetOf(page))
+      .execute(),
     base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows: rows.map(toCore), total: Number(count.n) };
@@ -269,14 +347,26 @@ export async function listSubmissionsForReview(
   let base = db.selectFrom('market_submissions').where('market', '=', market);
   if (filter.status) base = base.where('status', '=', filter.status);
   const [rows, count] = await Promise.all([
-    base.selectAll().orderBy('submitted_at', 'asc').orderBy('created_at', 'asc').orderBy('id').limit(page.pageSize).offset(offsetOf(page)).execute(),
+    base
+      .selectAll()
+      .orderBy('submitted_at', 'asc')
+      .orderBy('created_at', 'asc')
+      .orderBy('id')
+      .limit(page.pageSize)
+      .offset(offsetOf(page))
+      .execute(),
     base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rows: rows.map(toCore), total: Number(count.n) };
 }
 
 export async function getSubmissionForReview(db: Db, market: Market, id: string): Promise<SubmissionCore> {
-  const row = await db.selectFrom('market_submissions').selectAll().where('id', '=', id).where('market', '=', market).executeTakeFirst();
+  const row = await db
+    .selectFrom('market_submissions')
+    .selectAll()
+    .where('id', '=', id)
+    .where('market', '=', market)
+    .executeTakeFirst();
   if (!row) throw new MarketRuleError(404, 'not_found', 'Submission not found');
   return toCore(row);
 }
@@ -309,21 +399,44 @@ export async function reviewSubmission(
   return reviewed;
 }
 
-async function reviewInTransaction(db: Db, input: { market: Market; id: string; action: ReviewAction; reason?: string | null }, hooks: MarketDetailsHooks): Promise<SubmissionCore> {
+async function reviewInTransaction(
+  db: Db,
+  input: { market: Market; id: string; action: ReviewAction; reason?: string | null },
+  hooks: MarketDetailsHooks,
+): Promise<SubmissionCore> {
   return inTransaction(db, async (trx) => {
     const row = await lockSubmission(trx, input.market, input.id);
     const status = transition(input.action, row.status);
     const now = new Date();
     if (input.action === 'approve') {
-      const live = await trx.selectFrom('market_submissions').select(['id', 'status']).where('listing_id', '=', row.listing_id).where('live', '=', true).forUpdate().executeTakeFirst();
+      const live = await trx
+        .selectFrom('market_submissions')
+        .select(['id', 'status'])
+        .where('listing_id', '=', row.listing_id)
+        .where('live', '=', true)
+        .forUpdate()
+        .executeTakeFirst();
       // Disabling is final: a revision (made before or after) cannot bring the listing back.
       if (live?.status === 'disabled') {
-        throw new MarketRuleError(409, 'listing_disabled', 'An operator disabled this listing; a revision of it cannot be approved (reject it instead)');
+        throw new MarketRuleError(
+          409,
+          'listing_disabled',
+          'An operator disabled this listing; a revision of it cannot be approved (reject it instead)',
+        );
       }
       if (row.parent_entry_id !== null && live?.id !== row.parent_entry_id) {
-        throw new MarketRuleError(409, 'stale_revision', 'The entry this revision was made from is no longer the live listing; create a new revision from the live entry');
+        throw new MarketRuleError(
+          409,
+          'stale_revision',
+          'The entry this revision was made from is no longer the live listing; create a new revision from the live entry',
+        );
       }
-      if (live && live.id !== row.id) await trx.updateTable('market_submissions').set({ live: false, updated_at: now }).where('id', '=', live.id).execute();
+      if (live && live.id !== row.id)
+        await trx
+          .updateTable('market_submissions')
+          .set({ live: false, updated_at: now })
+          .where('id', '=', live.id)
+          .execute();
       await hooks.onApprove?.(trx, row.id);
     }
     const updated = await trx

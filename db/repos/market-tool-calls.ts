@@ -4,7 +4,15 @@ import type { MarketCallContinuationsTable } from '../schema';
 import type { Db } from '../connect';
 import { hashApiKey } from '../../lib/crypto';
 import { ratePpm, splitCharge } from '../../lib/market/commission';
-import type { AcquiredRun, MarketCallEntry, MarketCallRecord, MarketCallStore, MarketRunHandle, SettleOutcome, WaitingCall } from '../../lib/market/tool-call';
+import type {
+  AcquiredRun,
+  MarketCallEntry,
+  MarketCallRecord,
+  MarketCallStore,
+  MarketRunHandle,
+  SettleOutcome,
+  WaitingCall,
+} from '../../lib/market/tool-call';
 import type { DriftReport, ToolDrift } from '../../lib/market/tool-drift';
 import { microsToUsd } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
@@ -12,7 +20,15 @@ import type { MarketConfig } from '../../lib/config';
 import { findPublicMcpEntry, unsealStaticConfig } from './market-mcp';
 import { marketReviewsGeneration } from './market-submissions';
 import { createGenerationCache } from '../../lib/bounded-cache';
-import { acquireMarketRun, closeMarketRun, endMarketCall, findMarketRun, intervalMs, runChargeToken, type MarketRun } from './market-runs';
+import {
+  acquireMarketRun,
+  closeMarketRun,
+  endMarketCall,
+  findMarketRun,
+  intervalMs,
+  runChargeToken,
+  type MarketRun,
+} from './market-runs';
 import { offsetOf, type PageRequest } from './pagination';
 import { writeSystemLog } from './system-logs';
 import { API_KEY_CACHE_TTL_MS, apiKeysGeneration } from './users';
@@ -52,7 +68,11 @@ export async function loadCallEntry(db: Db, masterKey: Buffer, entryId: string):
  * the call's run re-checks in its own statement that the entry is still live and approved.
  */
 export const ENTRY_CACHE_TTL_MS = 2_000;
-const entryCache = createGenerationCache<MarketCallEntry>({ ttlMs: ENTRY_CACHE_TTL_MS, maxEntries: 1_000, generation: marketReviewsGeneration });
+const entryCache = createGenerationCache<MarketCallEntry>({
+  ttlMs: ENTRY_CACHE_TTL_MS,
+  maxEntries: 1_000,
+  generation: marketReviewsGeneration,
+});
 
 export function loadCallEntryCached(db: Db, masterKey: Buffer, entryId: string): Promise<MarketCallEntry | null> {
   return entryCache(db, entryId, () => loadCallEntry(db, masterKey, entryId));
@@ -97,7 +117,11 @@ export async function findLiveApiKey(db: Db, apiKeyId: string, userId: string): 
  * process takes effect within the TTL; dead keys are never remembered. Opening a run re-reads the
  * subscription in its own transaction either way.
  */
-const liveKeyCache = createGenerationCache<ApiKeyOwner>({ ttlMs: API_KEY_CACHE_TTL_MS, maxEntries: 10_000, generation: apiKeysGeneration });
+const liveKeyCache = createGenerationCache<ApiKeyOwner>({
+  ttlMs: API_KEY_CACHE_TTL_MS,
+  maxEntries: 10_000,
+  generation: apiKeysGeneration,
+});
 
 export function findLiveApiKeyCached(db: Db, apiKeyId: string, userId: string): Promise<ApiKeyOwner | null> {
   return liveKeyCache(db, `${userId}:${apiKeyId}`, () => findLiveApiKey(db, apiKeyId, userId));
@@ -117,7 +141,12 @@ export interface RunSettings {
  * call may take plus the grace for the provider's charges after it (and half a minute of margin), so
  * a provider can always charge a call's events until the grace after it is over.
  */
-export function runSettings(market: Pick<MarketConfig, 'runTtlMs' | 'runChargeLimitMicros' | 'chargeTokenKey' | 'toolCallTimeoutMs' | 'runIdleGraceMs'>): RunSettings {
+export function runSettings(
+  market: Pick<
+    MarketConfig,
+    'runTtlMs' | 'runChargeLimitMicros' | 'chargeTokenKey' | 'toolCallTimeoutMs' | 'runIdleGraceMs'
+  >,
+): RunSettings {
   return {
     ttlMs: market.runTtlMs,
     limitMicros: market.runChargeLimitMicros,
@@ -142,7 +171,15 @@ const handleOf = (run: MarketRun, chargeToken: string): MarketRunHandle => ({
 export async function acquireCallRun(
   db: Db,
   settings: RunSettings,
-  input: { consumerId: string; entryId: string; selectionId: string; jobId: string | null; capMicros: number | null; reserveMicros: number | null; shared: boolean },
+  input: {
+    consumerId: string;
+    entryId: string;
+    selectionId: string;
+    jobId: string | null;
+    capMicros: number | null;
+    reserveMicros: number | null;
+    shared: boolean;
+  },
 ): Promise<AcquiredRun> {
   const acquired = await acquireMarketRun(db, { ...input, ...settings });
   switch (acquired.outcome) {
@@ -173,7 +210,12 @@ function callPayload(record: MarketCallRecord) {
 }
 
 function logLine(record: MarketCallRecord): string {
-  const how = record.outcome === 'answered' ? (record.isError ? 'answered with a tool error' : 'answered') : `${record.outcome} (${record.code})`;
+  const how =
+    record.outcome === 'answered'
+      ? record.isError
+        ? 'answered with a tool error'
+        : 'answered'
+      : `${record.outcome} (${record.code})`;
   return `market tool ${record.entry.slug}/${record.toolName}: ${how} in ${record.durationMs} ms, cost ${microsToUsd(record.costMicros)} USD${record.runId ? ` (run ${record.runId})` : ''}`;
 }
 
@@ -192,13 +234,27 @@ export const TOOL_CALL_EVENT = 'tool_call';
  * derive from a fresh charge id and the transaction line carries no job, as postMarketCharge's do
  * (the ledger reconciliation ties a debit outside a job to its line).
  */
-async function settleFixedCall(db: Db, input: Parameters<MarketCallStore['settleFixedCall']>[0], options: CallStoreOptions): Promise<SettleOutcome> {
+async function settleFixedCall(
+  db: Db,
+  input: Parameters<MarketCallStore['settleFixedCall']>[0],
+  options: CallStoreOptions,
+): Promise<SettleOutcome> {
   const { record, runId, priceMicros, commissionRate, closeRun } = input;
   // splitCharge refuses a price that is not a positive whole number of micro-USD.
-  const split = splitCharge({ count: 1, unitPriceMicros: priceMicros, remainingMicros: priceMicros, commissionPpm: ratePpm(commissionRate) });
+  const split = splitCharge({
+    count: 1,
+    unitPriceMicros: priceMicros,
+    remainingMicros: priceMicros,
+    commissionPpm: ratePpm(commissionRate),
+  });
   const chargeId = randomUUID();
   const payload = callPayload(record);
-  const chargeResult = { chargeId, ...payload, commissionUsd: microsToUsd(split.commissionMicros), providerRevenueUsd: microsToUsd(split.providerRevenueMicros) };
+  const chargeResult = {
+    chargeId,
+    ...payload,
+    commissionUsd: microsToUsd(split.commissionMicros),
+    providerRevenueUsd: microsToUsd(split.providerRevenueMicros),
+  };
   const outcome = await sql<{ outcome: 'charged' | 'run_closed' | 'run_expired' | 'run_limit_reached' }>`
     select settle_market_call(${runId}::uuid, ${chargeId}::uuid, ${record.consumerId}::uuid, ${record.entry.providerId}::uuid,
                               ${`tool-call:${record.callId}`}::text, ${record.callId}::text, ${record.toolName}::text, ${TOOL_CALL_EVENT}::text,
@@ -265,7 +321,8 @@ export function createMarketCallStore(db: Db, options: CallStoreOptions): Market
             job_id: record.jobId,
             user_id: record.consumerId,
             agent_name: `market:${record.entry.slug}`,
-            result: `${record.toolName} call ${record.outcome === 'answered' ? (record.isError ? '(tool error)' : '') : `failed (${record.code})`}`.trim(),
+            result:
+              `${record.toolName} call ${record.outcome === 'answered' ? (record.isError ? '(tool error)' : '') : `failed (${record.code})`}`.trim(),
             payload: JSON.stringify(callPayload(record)),
             cost_micros: 0,
             idempotency_key: `market-call:${record.callId}`,
@@ -312,7 +369,10 @@ export function createMarketCallStore(db: Db, options: CallStoreOptions): Market
       if (!row) return null;
       const run = await findMarketRun(db, row.run_id);
       const live = run && run.status === 'open' && run.expiresAt.getTime() > Date.now();
-      return { waiting: waitingCall(row), run: live && options.chargeTokenKey ? handleOf(run, runChargeToken(options.chargeTokenKey, run)) : null };
+      return {
+        waiting: waitingCall(row),
+        run: live && options.chargeTokenKey ? handleOf(run, runChargeToken(options.chargeTokenKey, run)) : null,
+      };
     },
 
     async abandonCall(id) {
@@ -324,12 +384,22 @@ export function createMarketCallStore(db: Db, options: CallStoreOptions): Market
         .returning(['run_id', 'release_micros', 'close_run'])
         .executeTakeFirst();
       if (!row) return false;
-      await endMarketCall(db, { runId: row.run_id, releaseMicros: Number(row.release_micros), close: row.close_run, graceMs: options.idleGraceMs });
+      await endMarketCall(db, {
+        runId: row.run_id,
+        releaseMicros: Number(row.release_micros),
+        close: row.close_run,
+        graceMs: options.idleGraceMs,
+      });
       return true;
     },
 
     async flagDrift(entry, report: DriftReport) {
-      const values = { entry_id: entry.entryId, approved_hash: report.approvedHash, upstream_hash: report.upstreamHash, tools: JSON.stringify(report.drifted) };
+      const values = {
+        entry_id: entry.entryId,
+        approved_hash: report.approvedHash,
+        upstream_hash: report.upstreamHash,
+        tools: JSON.stringify(report.drifted),
+      };
       await db
         .insertInto('mcp_market_drift')
         .values({ submission_id: entry.submissionId, ...values })
@@ -351,7 +421,11 @@ export interface DriftFlag {
 /** The rug-pull flags of these submissions (admin review view). */
 export async function findDriftFlags(db: Db, submissionIds: readonly string[]): Promise<Map<string, DriftFlag>> {
   if (submissionIds.length === 0) return new Map();
-  const rows = await db.selectFrom('mcp_market_drift').selectAll().where('submission_id', 'in', submissionIds).execute();
+  const rows = await db
+    .selectFrom('mcp_market_drift')
+    .selectAll()
+    .where('submission_id', 'in', submissionIds)
+    .execute();
   return new Map(
     rows.map((r) => [
       r.submission_id,
@@ -385,23 +459,41 @@ export async function settleMarketRun(db: Db, runId: string): Promise<RunSettlem
   const closed = await closeMarketRun(db, runId);
   if (!closed) return null;
   return db.transaction().execute(async (trx) => {
-    const run = await trx.selectFrom('market_runs').selectAll().where('id', '=', runId).forUpdate().executeTakeFirstOrThrow();
+    const run = await trx
+      .selectFrom('market_runs')
+      .selectAll()
+      .where('id', '=', runId)
+      .forUpdate()
+      .executeTakeFirstOrThrow();
     const totals = await trx
       .selectFrom('market_run_charges')
       .select((eb) => [eb.fn.coalesce(eb.fn.sum<string>('provider_revenue_micros'), sql<string>`0`).as('revenue')])
       .where('run_id', '=', runId)
       .executeTakeFirstOrThrow();
     const revenue = Number(totals.revenue);
-    const settlement = { runId, closedNow: closed.closed, releasedMicros: run.hold_micros - run.charged_micros, chargedMicros: run.charged_micros, providerRevenueMicros: revenue };
+    const settlement = {
+      runId,
+      closedNow: closed.closed,
+      releasedMicros: run.hold_micros - run.charged_micros,
+      chargedMicros: run.charged_micros,
+      providerRevenueMicros: revenue,
+    };
     if (run.settled_at !== null) return { ...settlement, settledNow: false };
     await trx.updateTable('market_runs').set({ settled_at: new Date() }).where('id', '=', runId).execute();
     // Runs that ended with their call (fixed-price and free direct calls) were already reported per call.
     if (!closed.closed) return { ...settlement, settledNow: true };
     if (run.charged_micros > 0 || run.hold_micros > 0) {
-      await writeSystemLog(trx, { userId: run.consumer_id, jobId: run.job_id, message: `market run ${runId} settled: charged ${microsToUsd(run.charged_micros)} USD of a ${microsToUsd(run.hold_micros)} USD hold; the rest is released` });
+      await writeSystemLog(trx, {
+        userId: run.consumer_id,
+        jobId: run.job_id,
+        message: `market run ${runId} settled: charged ${microsToUsd(run.charged_micros)} USD of a ${microsToUsd(run.hold_micros)} USD hold; the rest is released`,
+      });
     }
     if (revenue > 0) {
-      await writeSystemLog(trx, { userId: run.provider_id, message: `market run ${runId} settled: ${microsToUsd(revenue)} USD revenue credited` });
+      await writeSystemLog(trx, {
+        userId: run.provider_id,
+        message: `market run ${runId} settled: ${microsToUsd(revenue)} USD revenue credited`,
+      });
     }
     return { ...settlement, settledNow: true };
   });
@@ -410,7 +502,15 @@ export async function settleMarketRun(db: Db, runId: string): Promise<RunSettlem
 /** GET /provider/revenue: the provider's runs (newest first) with their charges per event and the amounts. */
 export async function listProviderRevenue(db: Db, providerId: string, page: PageRequest) {
   const [runs, totals] = await Promise.all([
-    db.selectFrom('market_runs').selectAll().where('provider_id', '=', providerId).orderBy('created_at', 'desc').orderBy('id').limit(page.pageSize).offset(offsetOf(page)).execute(),
+    db
+      .selectFrom('market_runs')
+      .selectAll()
+      .where('provider_id', '=', providerId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .limit(page.pageSize)
+      .offset(offsetOf(page))
+      .execute(),
     sql<{ runs: string; total: string; commission: string; revenue: string }>`
       select count(distinct r.id) as runs, coalesce(sum(c.total_micros), 0) as total, coalesce(sum(c.commission_micros), 0) as commission,
              coalesce(sum(c.provider_revenue_micros), 0) as revenue
@@ -438,7 +538,12 @@ export async function listProviderRevenue(db: Db, providerId: string, page: Page
     : [];
   const t = totals.rows[0]!;
   return {
-    totals: { runs: Number(t.runs), totalChargedUsd: microsToUsd(Number(t.total)), commissionUsd: microsToUsd(Number(t.commission)), providerRevenueUsd: microsToUsd(Number(t.revenue)) },
+    totals: {
+      runs: Number(t.runs),
+      totalChargedUsd: microsToUsd(Number(t.total)),
+      commissionUsd: microsToUsd(Number(t.commission)),
+      providerRevenueUsd: microsToUsd(Number(t.revenue)),
+    },
     total: Number(t.runs),
     runs: runs.map((r) => {
       const own = charges.filter((c) => c.run_id === r.id);
@@ -468,4 +573,3 @@ export async function listProviderRevenue(db: Db, providerId: string, page: Page
     }),
   };
 }
-

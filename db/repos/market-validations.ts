@@ -1,9 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../connect';
-import { normalisedDiscovery, type Discovery, type DiscoveryParam, type MarketSourceType } from '../../lib/market/discovery';
+import {
+  normalisedDiscovery,
+  type Discovery,
+  type DiscoveryParam,
+  type MarketSourceType,
+} from '../../lib/market/discovery';
 import { sourceFingerprint, type SourceIdentity } from '../../lib/market/fingerprint';
 import type { ValidationRecord } from '../../lib/market/records';
-import { buildValidationReport, type ValidationReport, type ValidationStatus } from '../../lib/market/validation-report';
+import {
+  buildValidationReport,
+  type ValidationReport,
+  type ValidationStatus,
+} from '../../lib/market/validation-report';
 
 export const DEFAULT_VALIDATION_TTL_MS = 24 * 3_600_000;
 
@@ -45,7 +54,11 @@ export async function recordValidation(db: Db, input: RecordValidationInput): Pr
     expires_at: new Date(now.getTime() + (input.ttlMs ?? DEFAULT_VALIDATION_TTL_MS)),
   };
   // A workflow retry records the same validation id again: the first write wins.
-  await db.insertInto('market_validations').values(row).onConflict((oc) => oc.column('id').doNothing()).execute();
+  await db
+    .insertInto('market_validations')
+    .values(row)
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
   const stored = await findValidation(db, input.ownerId, row.id);
   if (!stored) throw new Error(`validation ${row.id} belongs to another account`);
   return stored;
@@ -53,7 +66,12 @@ export async function recordValidation(db: Db, input: RecordValidationInput): Pr
 
 /** The owner's validation with that id (null for unknown ids and for other accounts' validations). */
 export async function findValidation(db: Db, ownerId: string, id: string): Promise<StoredValidation | null> {
-  const row = await db.selectFrom('market_validations').selectAll().where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst();
+  const row = await db
+    .selectFrom('market_validations')
+    .selectAll()
+    .where('id', '=', id)
+    .where('owner_id', '=', ownerId)
+    .executeTakeFirst();
   if (!row) return null;
   return {
     id: row.id,
@@ -71,7 +89,12 @@ export async function findValidation(db: Db, ownerId: string, id: string): Promi
 }
 
 /** The owner's newest unexpired `valid` validation with that fingerprint. */
-export async function findValidValidationByFingerprint(db: Db, ownerId: string, fingerprint: string, now = new Date()): Promise<StoredValidation | null> {
+export async function findValidValidationByFingerprint(
+  db: Db,
+  ownerId: string,
+  fingerprint: string,
+  now = new Date(),
+): Promise<StoredValidation | null> {
   const row = await db
     .selectFrom('market_validations')
     .select('id')
@@ -88,8 +111,20 @@ export async function findValidValidationByFingerprint(db: Db, ownerId: string, 
  * The report and status of validations by id, whoever owns them: for the public listing page of an
  * approved entry (its quality score and scan result describe the tools anyone can list).
  */
-export async function findValidationReports(db: Db, ids: readonly string[]): Promise<Map<string, { status: ValidationStatus; report: ValidationReport }>> {
+export async function findValidationReports(
+  db: Db,
+  ids: readonly string[],
+): Promise<Map<string, { status: ValidationStatus; report: ValidationReport }>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('market_validations').select(['id', 'status', 'report']).where('id', 'in', ids).execute();
-  return new Map(rows.map((row) => [row.id, { status: row.status as ValidationStatus, report: row.report as unknown as ValidationReport }]));
+  const rows = await db
+    .selectFrom('market_validations')
+    .select(['id', 'status', 'report'])
+    .where('id', 'in', ids)
+    .execute();
+  return new Map(
+    rows.map((row) => [
+      row.id,
+      { status: row.status as ValidationStatus, report: row.report as unknown as ValidationReport },
+    ]),
+  );
 }

@@ -35,9 +35,21 @@ export async function saveSnapshot(
 }
 
 /** Stores the data extracted from the job's page, and appends `jobLog` to the job's log, in one statement. */
-export async function saveExtractedData(db: Db, jobId: string, data: unknown, jobLog: string, now = new Date()): Promise<void> {
+export async function saveExtractedData(
+  db: Db,
+  jobId: string,
+  data: unknown,
+  jobLog: string,
+  now = new Date(),
+): Promise<void> {
   await db
-    .with('saved', (qb) => qb.updateTable('page_snapshots').set({ data: JSON.stringify(data) }).where('job_id', '=', jobId).returning('job_id'))
+    .with('saved', (qb) =>
+      qb
+        .updateTable('page_snapshots')
+        .set({ data: JSON.stringify(data) })
+        .where('job_id', '=', jobId)
+        .returning('job_id'),
+    )
     .updateTable('jobs')
     .set({ logs: logsWith([jobLog], now), updated_at: now })
     .where('id', '=', jobId)
@@ -51,5 +63,10 @@ export function getPageSnapshot(db: Db, jobId: string) {
 
 /** Whether the job's page was already fetched and converted without a browser. */
 export async function hasHttpSnapshot(db: Db, jobId: string): Promise<boolean> {
-  return !!(await db.selectFrom('page_snapshots').select('job_id').where('job_id', '=', jobId).where('rendered_with', '=', 'http').executeTakeFirst());
+  return !!(await db
+    .selectFrom('page_snapshots')
+    .select('job_id')
+    .where('job_id', '=', jobId)
+    .where('rendered_with', '=', 'http')
+    .executeTakeFirst());
 }

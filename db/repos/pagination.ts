@@ -16,8 +16,17 @@ export function paginationMeta({ page, pageSize }: PageRequest, total: number): 
 
 /** The row offset of a page; the API schemas bound page and pageSize, so this only guards against callers that skipped them. */
 export function offsetOf({ page, pageSize }: PageRequest): number {
-  if (!Number.isInteger(page) || page < 1 || page > MAX_PAGE || !Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
-    throw new RangeError(`page must be an integer from 1 to ${MAX_PAGE} and pageSize from 1 to ${MAX_PAGE_SIZE}, got ${page} and ${pageSize}`);
+  if (
+    !Number.isInteger(page) ||
+    page < 1 ||
+    page > MAX_PAGE ||
+    !Number.isInteger(pageSize) ||
+    pageSize < 1 ||
+    pageSize > MAX_PAGE_SIZE
+  ) {
+    throw new RangeError(
+      `page must be an integer from 1 to ${MAX_PAGE} and pageSize from 1 to ${MAX_PAGE_SIZE}, got ${page} and ${pageSize}`,
+    );
   }
   return (page - 1) * pageSize;
 }

@@ -19,7 +19,9 @@ async function openHolds(db: Db): Promise<PlatformState['holds']> {
          + (select cast(count(*) as bigint) from market_runs where status = 'open' and market_run_active(status, expires_at, calls_in_flight, idle_until, now())) as open,
            (select cast(coalesce(sum(amount_micros), 0) as bigint) from job_holds where released_at is null)
          + (select cast(coalesce(sum(hold_micros - charged_micros), 0) as bigint) from market_runs
-             where status = 'open' and market_run_active(status, expires_at, calls_in_flight, idle_until, now())) as micros`.execute(db);
+             where status = 'open' and market_run_active(status, expires_at, calls_in_flight, idle_until, now())) as micros`.execute(
+    db,
+  );
   return { open: Number(rows[0]?.open ?? 0), micros: Number(rows[0]?.micros ?? 0) };
 }
 
@@ -32,12 +34,19 @@ export async function readPlatformState(db: Db): Promise<PlatformState> {
       .execute(),
     db
       .selectFrom('ledger_entries')
-      .select(['kind', sql<number>`cast(count(*) as bigint)`.as('entries'), sql<number>`cast(coalesce(sum(amount_micros), 0) as bigint)`.as('amountMicros')])
+      .select([
+        'kind',
+        sql<number>`cast(count(*) as bigint)`.as('entries'),
+        sql<number>`cast(coalesce(sum(amount_micros), 0) as bigint)`.as('amountMicros'),
+      ])
       .groupBy('kind')
       .execute(),
     db
       .selectFrom('wallets')
-      .select([sql<number>`cast(count(*) as bigint)`.as('count'), sql<number>`cast(coalesce(sum(balance_micros), 0) as bigint)`.as('balanceMicros')])
+      .select([
+        sql<number>`cast(count(*) as bigint)`.as('count'),
+        sql<number>`cast(coalesce(sum(balance_micros), 0) as bigint)`.as('balanceMicros'),
+      ])
       .executeTakeFirstOrThrow(),
     openHolds(db),
   ]);

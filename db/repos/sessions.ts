@@ -49,7 +49,13 @@ export async function createSession(
     await trx
       .deleteFrom('sessions')
       .where('user_id', '=', input.userId)
-      .where((eb) => eb.or([eb('revoked_at', 'is not', null), eb('expires_at', '<=', now), eb('last_seen_at', '<=', new Date(now.getTime() - input.lifetimes.idleMs))]))
+      .where((eb) =>
+        eb.or([
+          eb('revoked_at', 'is not', null),
+          eb('expires_at', '<=', now),
+          eb('last_seen_at', '<=', new Date(now.getTime() - input.lifetimes.idleMs)),
+        ]),
+      )
       .execute();
     await trx.insertInto('sessions').values(row).execute();
   });
@@ -61,7 +67,12 @@ export async function createSession(
  * time, and made with an API key that has not been rotated since. Marks it seen (at most once per
  * LAST_SEEN_RESOLUTION_MS). Null for anything else.
  */
-export async function findLiveSession(db: Db, token: string, lifetimes: SessionLifetimes, now = new Date()): Promise<WebSession | null> {
+export async function findLiveSession(
+  db: Db,
+  token: string,
+  lifetimes: SessionLifetimes,
+  now = new Date(),
+): Promise<WebSession | null> {
   if (!token || token.length > 128) return null;
   const row = await db
     .selectFrom('sessions as s')
@@ -85,7 +96,12 @@ export async function findLiveSession(db: Db, token: string, lifetimes: SessionL
     user: {
       userId: row.user_id,
       email: row.email,
-      subscription: { status: row.status, planId: row.plan_id, monthlyOperationLimit: row.monthly_operation_limit, automationLimit: row.automation_limit },
+      subscription: {
+        status: row.status,
+        planId: row.plan_id,
+        monthlyOperationLimit: row.monthly_operation_limit,
+        automationLimit: row.automation_limit,
+      },
     },
     csrfToken: row.csrf_token,
     createdAt: new Date(row.created_at),
@@ -95,17 +111,32 @@ export async function findLiveSession(db: Db, token: string, lifetimes: SessionL
 
 /** Ends one session (sign-out). */
 export async function revokeSession(db: Db, sessionId: string, now = new Date()): Promise<void> {
-  await db.updateTable('sessions').set({ revoked_at: now }).where('id', '=', sessionId).where('revoked_at', 'is', null).execute();
+  await db
+    .updateTable('sessions')
+    .set({ revoked_at: now })
+    .where('id', '=', sessionId)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 /** Ends every session of the account (sign-out everywhere); returns how many were live. */
 export async function revokeUserSessions(db: Db, userId: string, now = new Date()): Promise<number> {
-  const result = await db.updateTable('sessions').set({ revoked_at: now }).where('user_id', '=', userId).where('revoked_at', 'is', null).executeTakeFirst();
+  const result = await db
+    .updateTable('sessions')
+    .set({ revoked_at: now })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }
 
 /** How many sessions of the account are live now (the console shows it beside "sign out everywhere"). */
-export async function countLiveSessions(db: Db, userId: string, lifetimes: SessionLifetimes, now = new Date()): Promise<number> {
+export async function countLiveSessions(
+  db: Db,
+  userId: string,
+  lifetimes: SessionLifetimes,
+  now = new Date(),
+): Promise<number> {
   const row = await db
     .selectFrom('sessions')
     .select((eb) => eb.fn.countAll<string>().as('n'))

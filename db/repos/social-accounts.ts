@@ -45,7 +45,15 @@ export function unsealSession<T>(masterKey: Buffer, row: Pick<SocialAccountRow, 
 export async function insertValidatedAccount(
   db: Db,
   masterKey: Buffer,
-  input: { userId: string; platform: SocialPlatform; name: string; isActive: boolean; credentials: object; meta: Record<string, unknown>; session: unknown | null },
+  input: {
+    userId: string;
+    platform: SocialPlatform;
+    name: string;
+    isActive: boolean;
+    credentials: object;
+    meta: Record<string, unknown>;
+    session: unknown | null;
+  },
 ): Promise<SocialAccountRow> {
   const id = randomUUID();
   return db
@@ -68,7 +76,12 @@ export async function insertValidatedAccount(
 }
 
 export function findAccount(db: Db, userId: string, id: string) {
-  return db.selectFrom('social_accounts').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
+  return db
+    .selectFrom('social_accounts')
+    .selectAll()
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
 }
 
 export function listAccounts(db: Db, userId: string, platform?: SocialPlatform) {
@@ -79,28 +92,57 @@ export function listAccounts(db: Db, userId: string, platform?: SocialPlatform) 
 
 /** The account, which must exist and be the user's (an agent run acting with it). */
 export function getAccount(db: Db, userId: string, id: string) {
-  return db.selectFrom('social_accounts').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirstOrThrow();
+  return db
+    .selectFrom('social_accounts')
+    .selectAll()
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .executeTakeFirstOrThrow();
 }
 
 /** The user's accounts on a platform, oldest first: all of them, or those of `accountIds`. */
-export function listAccountsOf(db: Db, userId: string, platform: SocialPlatform, accountIds: readonly string[] | 'all') {
-  let query = db.selectFrom('social_accounts').selectAll().where('user_id', '=', userId).where('platform', '=', platform);
+export function listAccountsOf(
+  db: Db,
+  userId: string,
+  platform: SocialPlatform,
+  accountIds: readonly string[] | 'all',
+) {
+  let query = db
+    .selectFrom('social_accounts')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('platform', '=', platform);
   if (accountIds !== 'all') query = query.where('id', 'in', accountIds);
   return query.orderBy('created_at').execute();
 }
 
 /** The ids of the user's accounts on a platform. */
 export function listAccountIds(db: Db, userId: string, platform: SocialPlatform) {
-  return db.selectFrom('social_accounts').select(['id', 'platform']).where('user_id', '=', userId).where('platform', '=', platform).execute();
+  return db
+    .selectFrom('social_accounts')
+    .select(['id', 'platform'])
+    .where('user_id', '=', userId)
+    .where('platform', '=', platform)
+    .execute();
 }
 
 /** Keeps a fresh platform session (sealed) on the account. */
 export async function saveAccountSession(db: Db, id: string, sessionSealed: string | null): Promise<void> {
-  await db.updateTable('social_accounts').set({ session_sealed: sessionSealed, updated_at: new Date() }).where('id', '=', id).execute();
+  await db
+    .updateTable('social_accounts')
+    .set({ session_sealed: sessionSealed, updated_at: new Date() })
+    .where('id', '=', id)
+    .execute();
 }
 
 export function updateAccount(db: Db, userId: string, id: string, changes: Updateable<SocialAccountsTable>) {
-  return db.updateTable('social_accounts').set(changes).where('id', '=', id).where('user_id', '=', userId).returningAll().executeTakeFirstOrThrow();
+  return db
+    .updateTable('social_accounts')
+    .set(changes)
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
 export async function deleteAccount(db: Db, userId: string, id: string): Promise<void> {

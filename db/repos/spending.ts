@@ -17,29 +17,45 @@ const AGENT_PURCHASE_PREFIX = 'agent-market:';
 const dayOf = (date: Date) => date.toISOString().slice(0, 10);
 
 /** Spend per UTC day from `from` (its day) to `to` (its day), every day present (0 when nothing was spent). */
-export async function spendPerDay(db: Db, userId: string, range: { from: Date; to: Date }): Promise<{ day: string; micros: number }[]> {
+export async function spendPerDay(
+  db: Db,
+  userId: string,
+  range: { from: Date; to: Date },
+): Promise<{ day: string; micros: number }[]> {
   const start = new Date(`${dayOf(range.from)}T00:00:00.000Z`);
   const rows = await db
     .selectFrom('agent_transactions')
-    .select([sql<string>`to_char(executed_at at time zone 'UTC', 'YYYY-MM-DD')`.as('day'), sql<string>`sum(cost_micros)`.as('micros')])
+    .select([
+      sql<string>`to_char(executed_at at time zone 'UTC', 'YYYY-MM-DD')`.as('day'),
+      sql<string>`sum(cost_micros)`.as('micros'),
+    ])
     .where('user_id', '=', userId)
     .where('executed_at', '>=', start)
     .groupBy(sql`1`)
     .execute();
   const spent = new Map(rows.map((row) => [row.day, Number(row.micros)]));
   const days: { day: string; micros: number }[] = [];
-  for (let at = start; dayOf(at) <= dayOf(range.to); at = new Date(at.getTime() + 86_400_000)) days.push({ day: dayOf(at), micros: spent.get(dayOf(at)) ?? 0 });
+  for (let at = start; dayOf(at) <= dayOf(range.to); at = new Date(at.getTime() + 86_400_000))
+    days.push({ day: dayOf(at), micros: spent.get(dayOf(at)) ?? 0 });
   return days;
 }
 
 /** Spend since `since` per category, largest first. */
-export async function spendPerCategory(db: Db, userId: string, since: Date): Promise<{ category: SpendCategory; micros: number; charges: number }[]> {
+export async function spendPerCategory(
+  db: Db,
+  userId: string,
+  since: Date,
+): Promise<{ category: SpendCategory; micros: number; charges: number }[]> {
   const category = sql<string>`coalesce(j.kind, case when t.agent_name like ${`${MARKET_CALL_PREFIX}%`} then 'market-call'
     when t.agent_name like ${`${AGENT_PURCHASE_PREFIX}%`} then 'agent-purchase' else t.agent_name end)`;
   const rows = await db
     .selectFrom('agent_transactions as t')
     .leftJoin('jobs as j', 'j.id', 't.job_id')
-    .select([category.as('category'), sql<string>`sum(t.cost_micros)`.as('micros'), sql<string>`count(*)`.as('charges')])
+    .select([
+      category.as('category'),
+      sql<string>`sum(t.cost_micros)`.as('micros'),
+      sql<string>`count(*)`.as('charges'),
+    ])
     .where('t.user_id', '=', userId)
     .where('t.executed_at', '>=', since)
     .groupBy(sql`1`)
@@ -50,11 +66,22 @@ export async function spendPerCategory(db: Db, userId: string, since: Date): Pro
 }
 
 /** Spend since `since` on each tool-market listing (its calls, from agents' runs too), largest first; the listing id when its slug still names one. */
-export async function spendPerListing(db: Db, userId: string, since: Date): Promise<{ slug: string; listingId: string | null; micros: number; charges: number }[]> {
+export async function spendPerListing(
+  db: Db,
+  userId: string,
+  since: Date,
+): Promise<{ slug: string; listingId: string | null; micros: number; charges: number }[]> {
   const rows = await db
     .selectFrom('agent_transactions as t')
-    .leftJoin('market_slugs as m', (join) => join.on('m.market', '=', 'mcp').on(sql`m.slug`, '=', sql`substr(t.agent_name, ${MARKET_CALL_PREFIX.length + 1})`))
-    .select([sql<string>`substr(t.agent_name, ${MARKET_CALL_PREFIX.length + 1})`.as('slug'), 'm.listing_id', sql<string>`sum(t.cost_micros)`.as('micros'), sql<string>`count(*)`.as('charges')])
+    .leftJoin('market_slugs as m', (join) =>
+      join.on('m.market', '=', 'mcp').on(sql`m.slug`, '=', sql`substr(t.agent_name, ${MARKET_CALL_PREFIX.length + 1})`),
+    )
+    .select([
+      sql<string>`substr(t.agent_name, ${MARKET_CALL_PREFIX.length + 1})`.as('slug'),
+      'm.listing_id',
+      sql<string>`sum(t.cost_micros)`.as('micros'),
+      sql<string>`count(*)`.as('charges'),
+    ])
     .where('t.user_id', '=', userId)
     .where('t.executed_at', '>=', since)
     .where('t.agent_name', 'like', `${MARKET_CALL_PREFIX}%`)
@@ -62,7 +89,12 @@ export async function spendPerListing(db: Db, userId: string, since: Date): Prom
     .orderBy(sql`3`, 'desc')
     .orderBy(sql`1`)
     .execute();
-  return rows.map((row) => ({ slug: row.slug, listingId: row.listing_id, micros: Number(row.micros), charges: Number(row.charges) }));
+  return rows.map((row) => ({
+    slug: row.slug,
+    listingId: row.listing_id,
+    micros: Number(row.micros),
+    charges: Number(row.charges),
+  }));
 }
 
 export interface OpenHolds {
@@ -92,7 +124,17 @@ export async function listOpenHolds(db: Db, userId: string): Promise<OpenHolds> 
       .execute(),
   ]);
   return {
-    jobs: jobs.map((row) => ({ jobId: row.job_id, kind: row.kind, micros: Number(row.amount_micros), since: new Date(row.created_at) })),
-    marketRuns: runs.map((row) => ({ runId: row.id, entryId: row.entry_id, micros: Number(row.micros), expiresAt: new Date(row.expires_at) })),
+    jobs: jobs.map((row) => ({
+      jobId: row.job_id,
+      kind: row.kind,
+      micros: Number(row.amount_micros),
+      since: new Date(row.created_at),
+    })),
+    marketRuns: runs.map((row) => ({
+      runId: row.id,
+      entryId: row.entry_id,
+      micros: Number(row.micros),
+      expiresAt: new Date(row.expires_at),
+    })),
   };
 }

@@ -31,17 +31,29 @@ async function insertApiKey(db: Db, userId: string): Promise<string> {
   return apiKey;
 }
 
-export async function createUser(db: Db, masterKey: Buffer, input: NewUserInput): Promise<{ userId: string; apiKey: string }> {
+export async function createUser(
+  db: Db,
+  masterKey: Buffer,
+  input: NewUserInput,
+): Promise<{ userId: string; apiKey: string }> {
   const userId = randomUUID();
   return db.transaction().execute(async (trx) => {
-    const plan = await trx.selectFrom('plans').selectAll().where('id', '=', input.planId ?? 'starter').executeTakeFirst();
+    const plan = await trx
+      .selectFrom('plans')
+      .selectAll()
+      .where('id', '=', input.planId ?? 'starter')
+      .executeTakeFirst();
     if (!plan) throw new UnknownPlanError(`Unknown plan "${input.planId}"`);
     const email = input.email.trim().toLowerCase();
     const existing = await trx.selectFrom('users').select('id').where('email', '=', email).executeTakeFirst();
     if (existing) throw new DuplicateEmailError(`A user with email ${email} already exists`);
     await trx
       .insertInto('users')
-      .values({ id: userId, email, webhook_secret_sealed: seal(masterKey, generateWebhookSecret(), `webhook:${userId}`) })
+      .values({
+        id: userId,
+        email,
+        webhook_secret_sealed: seal(masterKey, generateWebhookSecret(), `webhook:${userId}`),
+      })
       .execute();
     await trx
       .insertInto('subscriptions')
@@ -56,7 +68,12 @@ export async function createUser(db: Db, masterKey: Buffer, input: NewUserInput)
     await trx.insertInto('wallets').values({ user_id: userId, balance_micros: 0 }).execute();
     const apiKey = await insertApiKey(trx, userId);
     if (input.creditMicros && input.creditMicros > 0) {
-      await creditWallet(trx, { userId, amountMicros: input.creditMicros, idempotencyKey: `signup-credit:${userId}`, description: 'Initial credit' });
+      await creditWallet(trx, {
+        userId,
+        amountMicros: input.creditMicros,
+        idempotencyKey: `signup-credit:${userId}`,
+        description: 'Initial credit',
+      });
     }
     return { userId, apiKey };
   });
@@ -101,7 +118,11 @@ export async function findUserByApiKey(db: Db, apiKey: string): Promise<Authenti
  */
 export const API_KEY_CACHE_TTL_MS = 5_000;
 let apiKeyCacheGeneration = 0;
-const apiKeyCache = createGenerationCache<AuthenticatedUser>({ ttlMs: API_KEY_CACHE_TTL_MS, maxEntries: 10_000, generation: () => apiKeyCacheGeneration });
+const apiKeyCache = createGenerationCache<AuthenticatedUser>({
+  ttlMs: API_KEY_CACHE_TTL_MS,
+  maxEntries: 10_000,
+  generation: () => apiKeyCacheGeneration,
+});
 
 export function findUserByApiKeyCached(db: Db, apiKey: string): Promise<AuthenticatedUser | null> {
   return apiKeyCache(db, hashApiKey(apiKey), () => findUserByApiKey(db, apiKey));
@@ -130,7 +151,12 @@ export async function rotateApiKey(db: Db, userId: string): Promise<string> {
   forgetCachedApiKeys(); // lookups already under way are not stored
   try {
     return await db.transaction().execute(async (trx) => {
-      await trx.updateTable('api_keys').set({ revoked_at: new Date() }).where('user_id', '=', userId).where('revoked_at', 'is', null).execute();
+      await trx
+        .updateTable('api_keys')
+        .set({ revoked_at: new Date() })
+        .where('user_id', '=', userId)
+        .where('revoked_at', 'is', null)
+        .execute();
       return insertApiKey(trx, userId);
     });
   } finally {
@@ -166,22 +192,40 @@ export function getSubscription(db: Db, userId: string) {
 
 /** The subscription's status, when the user has a subscription. */
 export async function findSubscriptionStatus(db: Db, userId: string): Promise<SubscriptionStatus | undefined> {
-  const subscription = await db.selectFrom('subscriptions').select('status').where('user_id', '=', userId).executeTakeFirst();
+  const subscription = await db
+    .selectFrom('subscriptions')
+    .select('status')
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return subscription?.status;
 }
 
 /** The plan's automation limit, read under a lock on the subscription (held to the end of `trx`). */
 export async function lockAutomationLimit(trx: Db, userId: string): Promise<number> {
-  const subscription = await trx.selectFrom('subscriptions').select('automation_limit').where('user_id', '=', userId).forUpdate().executeTakeFirstOrThrow();
+  const subscription = await trx
+    .selectFrom('subscriptions')
+    .select('automation_limit')
+    .where('user_id', '=', userId)
+    .forUpdate()
+    .executeTakeFirstOrThrow();
   return subscription.automation_limit;
 }
 
 export async function getWebhookSecret(db: Db, masterKey: Buffer, userId: string): Promise<string> {
-  const row = await db.selectFrom('users').select('webhook_secret_sealed').where('id', '=', userId).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('users')
+    .select('webhook_secret_sealed')
+    .where('id', '=', userId)
+    .executeTakeFirstOrThrow();
   return unseal(masterKey, row.webhook_secret_sealed, `webhook:${userId}`);
 }
 
-export async function setRouterApiKey(db: Db, masterKey: Buffer, userId: string, routerKey: string | null): Promise<void> {
+export async function setRouterApiKey(
+  db: Db,
+  masterKey: Buffer,
+  userId: string,
+  routerKey: string | null,
+): Promise<void> {
   await db
     .updateTable('users')
     .set({ router_api_key_sealed: routerKey ? seal(masterKey, routerKey, `router:${userId}`) : null })
@@ -197,6 +241,10 @@ export async function getRouterApiKey(db: Db, masterKey: Buffer, userId: string)
 /** The email addresses of accounts by id (the catalogue names a listing's provider by its domain). */
 export async function findEmails(db: Db, userIds: readonly string[]): Promise<Map<string, string>> {
   if (userIds.length === 0) return new Map();
-  const rows = await db.selectFrom('users').select(['id', 'email']).where('id', 'in', [...new Set(userIds)]).execute();
+  const rows = await db
+    .selectFrom('users')
+    .select(['id', 'email'])
+    .where('id', 'in', [...new Set(userIds)])
+    .execute();
   return new Map(rows.map((row) => [row.id, row.email]));
 }

@@ -53,7 +53,9 @@ async function existingRows(db: Db, items: readonly CatalogueItem[]): Promise<Ma
     const rows = await db
       .selectFrom('skills_directory')
       .select(['provider', 'external_id', 'content_hash', 'embedding_hash'])
-      .where((eb) => eb.or(slice.map((i) => eb.and([eb('provider', '=', i.provider), eb('external_id', '=', i.externalId)]))))
+      .where((eb) =>
+        eb.or(slice.map((i) => eb.and([eb('provider', '=', i.provider), eb('external_id', '=', i.externalId)]))),
+      )
       .execute();
     for (const row of rows) found.set(keyOf(row.provider, row.external_id), row);
   }
@@ -66,7 +68,11 @@ async function existingRows(db: Db, items: readonly CatalogueItem[]): Promise<Ma
  * Embeddings are computed in batches beforehand, only for items whose embedding text (or the model)
  * changed or that have none yet; a failing embeddings endpoint does not stop the import.
  */
-export async function upsertItems(db: Db, items: readonly CatalogueItem[], embedder: Embedder | null): Promise<UpsertResult> {
+export async function upsertItems(
+  db: Db,
+  items: readonly CatalogueItem[],
+  embedder: Embedder | null,
+): Promise<UpsertResult> {
   const storage = await embeddingStorage(db);
   const existing = await existingRows(db, items);
   const hashes = items.map(contentHash);
@@ -76,7 +82,11 @@ export async function upsertItems(db: Db, items: readonly CatalogueItem[], embed
   const vectors = new Map<number, number[]>();
   let embeddingError: string | null = null;
   if (embedder) {
-    const wanted = items.map((_, i) => i).filter((i) => existing.get(keyOf(items[i].provider, items[i].externalId))?.embedding_hash !== embeddingHashes[i]);
+    const wanted = items
+      .map((_, i) => i)
+      .filter(
+        (i) => existing.get(keyOf(items[i].provider, items[i].externalId))?.embedding_hash !== embeddingHashes[i],
+      );
     if (wanted.length > 0) {
       try {
         const { vectors: computed } = await embedder.embed(wanted.map((i) => texts[i]));
@@ -100,12 +110,19 @@ export async function upsertItems(db: Db, items: readonly CatalogueItem[], embed
   }
   return { outcomes, embedded, embeddingError };
 
-  async function writeItem(index: number, item: CatalogueItem): Promise<{ outcome: UpsertOutcome; wroteEmbedding: boolean }> {
+  async function writeItem(
+    index: number,
+    item: CatalogueItem,
+  ): Promise<{ outcome: UpsertOutcome; wroteEmbedding: boolean }> {
     const before = existing.get(keyOf(item.provider, item.externalId));
     const vector = vectors.get(index);
     const keepsEmbedding = !!before && !!embedder && before.embedding_hash === embeddingHashes[index];
     const embeddingColumns = vector
-      ? { embedding: vectorValue(storage, vector), embedding_model: embedder!.model, embedding_hash: embeddingHashes[index] }
+      ? {
+          embedding: vectorValue(storage, vector),
+          embedding_model: embedder!.model,
+          embedding_hash: embeddingHashes[index],
+        }
       : before && !keepsEmbedding
         ? // The content changed and no fresh vector was computed: a stale one would mislead.
           { embedding: null, embedding_model: null, embedding_hash: null }
@@ -146,7 +163,10 @@ export async function upsertItems(db: Db, items: readonly CatalogueItem[], embed
       )
       .returning(sql<boolean>`(xmax = 0)`.as('inserted'))
       .executeTakeFirst();
-    return { outcome: !written ? 'unchanged' : written.inserted ? 'inserted' : 'updated', wroteEmbedding: !!vector && !!written };
+    return {
+      outcome: !written ? 'unchanged' : written.inserted ? 'inserted' : 'updated',
+      wroteEmbedding: !!vector && !!written,
+    };
   }
 }
 
@@ -182,7 +202,11 @@ export async function backfillEmbeddings(db: Db, embedder: Embedder, limit = 500
   for (const [i, item] of items.entries()) {
     await db
       .updateTable('skills_directory')
-      .set({ embedding: vectorValue(storage, vectors[i]), embedding_model: embedder.model, embedding_hash: embeddingHash(embedder.model, texts[i]) })
+      .set({
+        embedding: vectorValue(storage, vectors[i]),
+        embedding_model: embedder.model,
+        embedding_hash: embeddingHash(embedder.model, texts[i]),
+      })
       .where('provider', '=', item.provider)
       .where('external_id', '=', item.externalId)
       .where('content_hash', '=', rows[i].content_hash)
@@ -192,15 +216,27 @@ export async function backfillEmbeddings(db: Db, embedder: Embedder, limit = 500
 }
 
 /** Removes a repository's GitHub items that its latest complete listing no longer has. */
-export async function deleteMissingFromRepository(db: Db, owner: string, repo: string, keepExternalIds: readonly string[]): Promise<number> {
-  let query = db.deleteFrom('skills_directory').where('provider', '=', 'github').where('github_owner', '=', owner).where('github_repo', '=', repo);
+export async function deleteMissingFromRepository(
+  db: Db,
+  owner: string,
+  repo: string,
+  keepExternalIds: readonly string[],
+): Promise<number> {
+  let query = db
+    .deleteFrom('skills_directory')
+    .where('provider', '=', 'github')
+    .where('github_owner', '=', owner)
+    .where('github_repo', '=', repo);
   if (keepExternalIds.length > 0) query = query.where('external_id', 'not in', [...keepExternalIds]);
   const result = await query.executeTakeFirst();
   return Number(result.numDeletedRows ?? 0);
 }
 
 /** The SKILL.md text of a directory skill, or null when the directory has no such skill (or no text for it). */
-export async function findSkillMdContent(db: Db, key: { provider: string; externalId: string }): Promise<string | null> {
+export async function findSkillMdContent(
+  db: Db,
+  key: { provider: string; externalId: string },
+): Promise<string | null> {
   const copy = await db
     .selectFrom('skills_directory')
     .select('skill_md_content')

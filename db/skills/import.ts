@@ -36,7 +36,9 @@ export function addCounts(total: ImportCounts, part: ImportCounts): ImportCounts
     skipped: total.skipped + part.skipped,
     errors,
     embedded: total.embedded + part.embedded,
-    ...((total.embeddingError ?? part.embeddingError) ? { embeddingError: total.embeddingError ?? part.embeddingError } : {}),
+    ...((total.embeddingError ?? part.embeddingError)
+      ? { embeddingError: total.embeddingError ?? part.embeddingError }
+      : {}),
   };
 }
 
@@ -46,7 +48,11 @@ export function addCounts(total: ImportCounts, part: ImportCounts): ImportCounts
  * are upserted each in its own transaction, so nothing is half-written. A key repeated within the
  * text keeps its last occurrence; the earlier lines count as skipped with an error.
  */
-export async function importJsonLines(db: Db, text: string, options: { firstLine?: number; embedder: Embedder | null }): Promise<ImportCounts> {
+export async function importJsonLines(
+  db: Db,
+  text: string,
+  options: { firstLine?: number; embedder: Embedder | null },
+): Promise<ImportCounts> {
   const counts = emptyCounts();
   const firstLine = options.firstLine ?? 1;
   const accepted = new Map<string, { line: number; item: CatalogueItem }>();

@@ -38,7 +38,12 @@ const TS_WEIGHTS = '{0.1, 0.2, 0.4, 1.0}';
 
 /** Lower-cased words of a query (letters and digits only, so they are safe inside to_tsquery). */
 export function queryWords(q: string): string[] {
-  return q.normalize('NFKC').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  return (
+    q
+      .normalize('NFKC')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? []
+  );
 }
 
 /** The distinct non-stop-word terms of a query, at most `max` (MAX_QUERY_TERMS), in order. */
@@ -65,7 +70,8 @@ interface RankingSql {
 
 function rankingSql(query: RankedQuery): RankingSql {
   const { terms } = query;
-  const lexeme = (term: string, index: number) => (query.prefixLast && index === terms.length - 1 ? `${term}:*` : `${term}:`);
+  const lexeme = (term: string, index: number) =>
+    query.prefixLast && index === terms.length - 1 ? `${term}:*` : `${term}:`;
   const anyText = terms.map((t, i) => (query.prefixLast && i === terms.length - 1 ? `${t}:*` : t)).join(' | ');
   const allText = terms.map((t, i) => (query.prefixLast && i === terms.length - 1 ? `${t}:*` : t)).join(' & ');
   // Scoring reads the document many times per row; `d.doc` is a detoasted copy made once per matching row.
@@ -114,12 +120,19 @@ export interface RankedRow extends SkillRow {
  * enable_seqscan off, so matching goes through the GIN indexes (a sequential scan would detoast and
  * test every document; the planner picks it for small tables).
  */
-export async function rankedPage(db: Db, query: RankedQuery, limit: number, offset: number): Promise<{ rows: RankedRow[]; total: number }> {
+export async function rankedPage(
+  db: Db,
+  query: RankedQuery,
+  limit: number,
+  offset: number,
+): Promise<{ rows: RankedRow[]; total: number }> {
   if (query.terms.length === 0) return { rows: [], total: 0 };
   const { where, score } = rankingSql(query);
   const columns = sql.join(SKILL_ROW_COLUMNS.map((c) => sql.ref(`s.${c}`)));
   return db.transaction().execute(async (trx) => {
-    await sql`select set_config('pg_trgm.word_similarity_threshold', ${String(WORD_SIMILARITY_THRESHOLD)}::text, true), set_config('enable_seqscan', 'off', true)`.execute(trx);
+    await sql`select set_config('pg_trgm.word_similarity_threshold', ${String(WORD_SIMILARITY_THRESHOLD)}::text, true), set_config('enable_seqscan', 'off', true)`.execute(
+      trx,
+    );
     const { rows } = await sql<RankedRow>`
       select ${columns}, ranked.score, count(*) over () as total
       from skills_directory s
@@ -130,7 +143,9 @@ export async function rankedPage(db: Db, query: RankedQuery, limit: number, offs
       limit ${limit}::int offset ${offset}::int`.execute(trx);
     let total = rows.length ? Number(rows[0].total) : 0;
     if (rows.length === 0 && offset > 0) {
-      const counted = await sql<{ n: number }>`select count(*)::int as n from skills_directory s where ${where}`.execute(trx);
+      const counted = await sql<{
+        n: number;
+      }>`select count(*)::int as n from skills_directory s where ${where}`.execute(trx);
       total = counted.rows[0]?.n ?? 0;
     }
     return { rows, total };
@@ -144,7 +159,12 @@ export interface SearchPage {
 
 export async function plainSearch(db: Db, q: string, page: { page: number; pageSize: number }): Promise<SearchPage> {
   const terms = searchTerms(q);
-  const { rows, total } = await rankedPage(db, { terms, prefixLast: true, phrase: queryWords(q).join(' ') }, page.pageSize, (page.page - 1) * page.pageSize);
+  const { rows, total } = await rankedPage(
+    db,
+    { terms, prefixLast: true, phrase: queryWords(q).join(' ') },
+    page.pageSize,
+    (page.page - 1) * page.pageSize,
+  );
   return { items: rows.map(toDirectoryItem), total };
 }
 
@@ -162,7 +182,12 @@ export async function ftsCandidates(db: Db, terms: string[], limit: number): Pro
 }
 
 /** The `limit` nearest items by cosine similarity to a unit query vector, among items embedded with `model`. */
-export async function embeddingCandidates(db: Db, vector: number[], model: string, limit: number): Promise<CandidateKey[]> {
+export async function embeddingCandidates(
+  db: Db,
+  vector: number[],
+  model: string,
+  limit: number,
+): Promise<CandidateKey[]> {
   const storage = await embeddingStorage(db);
   const value = vectorValue(storage, vector);
   const { rows } =
@@ -181,14 +206,26 @@ export async function embeddingCandidates(db: Db, vector: number[], model: strin
 }
 
 /** The items of `keys`, in that order (keys no longer in the catalogue are dropped); `withContent: false` leaves skillMdContent null. */
-export async function itemsByKeys(db: Db, keys: readonly CandidateKey[], options: { withContent?: boolean } = {}): Promise<SkillsDirectoryItem[]> {
+export async function itemsByKeys(
+  db: Db,
+  keys: readonly CandidateKey[],
+  options: { withContent?: boolean } = {},
+): Promise<SkillsDirectoryItem[]> {
   if (keys.length === 0) return [];
-  const columns = options.withContent === false ? SKILL_ROW_COLUMNS.filter((c) => c !== 'skill_md_content') : SKILL_ROW_COLUMNS;
+  const columns =
+    options.withContent === false ? SKILL_ROW_COLUMNS.filter((c) => c !== 'skill_md_content') : SKILL_ROW_COLUMNS;
   const rows = await db
     .selectFrom('skills_directory')
     .select([...columns])
-    .where((eb) => eb.or(keys.map((k) => eb.and([eb('provider', '=', k.provider), eb('external_id', '=', k.externalId)]))))
+    .where((eb) =>
+      eb.or(keys.map((k) => eb.and([eb('provider', '=', k.provider), eb('external_id', '=', k.externalId)]))),
+    )
     .execute();
-  const byKey = new Map(rows.map((r) => [candidateKey({ provider: r.provider, externalId: r.external_id }), toDirectoryItem({ ...r, skill_md_content: options.withContent === false ? null : r.skill_md_content })]));
+  const byKey = new Map(
+    rows.map((r) => [
+      candidateKey({ provider: r.provider, externalId: r.external_id }),
+      toDirectoryItem({ ...r, skill_md_content: options.withContent === false ? null : r.skill_md_content }),
+    ]),
+  );
   return keys.map((k) => byKey.get(candidateKey(k))).filter((item): item is SkillsDirectoryItem => item !== undefined);
 }

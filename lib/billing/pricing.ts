@@ -34,7 +34,7 @@ export const DEFAULT_MODEL_PRICES: Readonly<Record<string, ModelPrice>> = Object
   'gpt-5': price(1_250_000, 10_000_000, VISION),
   'gpt-5-mini': price(250_000, 2_000_000, VISION),
   'gpt-5-nano': price(50_000, 400_000, VISION),
-  'o3': price(2_000_000, 8_000_000, VISION),
+  o3: price(2_000_000, 8_000_000, VISION),
   'o3-mini': price(1_100_000, 4_400_000),
   'o4-mini': price(1_100_000, 4_400_000, VISION),
   'claude-3-5-haiku': price(800_000, 4_000_000),
@@ -84,7 +84,11 @@ export interface PriceTable {
 
 export function createPriceTable(prices: Readonly<Record<string, ModelPrice>>): PriceTable {
   const table = new Map<string, ModelPrice>();
-  for (const [model, entry] of Object.entries(prices)) table.set(model.trim().toLowerCase(), price(entry.inputMicrosPerMillion, entry.outputMicrosPerMillion, entry.vision === true));
+  for (const [model, entry] of Object.entries(prices))
+    table.set(
+      model.trim().toLowerCase(),
+      price(entry.inputMicrosPerMillion, entry.outputMicrosPerMillion, entry.vision === true),
+    );
   const priceOf = (model: string): ModelPrice | null => {
     for (const key of priceTableKeys(model)) {
       const found = table.get(key);
@@ -155,9 +159,15 @@ export function parseModelPriceOverrides(raw: string): Map<string, ModelPriceOve
     const inMicros = usdToMicros(String(input));
     const outMicros = usdToMicros(String(output));
     if (inMicros === null || outMicros === null) {
-      throw new Error(`"${model}" needs two USD amounts per 1M tokens (input and output, at most 6 decimals), got ${JSON.stringify(input)} and ${JSON.stringify(output)}`);
+      throw new Error(
+        `"${model}" needs two USD amounts per 1M tokens (input and output, at most 6 decimals), got ${JSON.stringify(input)} and ${JSON.stringify(output)}`,
+      );
     }
-    return Object.freeze({ inputMicrosPerMillion: inMicros, outputMicrosPerMillion: outMicros, ...(vision !== undefined && { vision }) });
+    return Object.freeze({
+      inputMicrosPerMillion: inMicros,
+      outputMicrosPerMillion: outMicros,
+      ...(vision !== undefined && { vision }),
+    });
   };
   const trimmed = raw.trim();
   if (trimmed.startsWith('{')) {
@@ -167,16 +177,23 @@ export function parseModelPriceOverrides(raw: string): Map<string, ModelPriceOve
     } catch (err) {
       throw new Error(`is not valid JSON (${(err as Error).message})`);
     }
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('must be a JSON object of model → price');
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw new Error('must be a JSON object of model → price');
     for (const [model, value] of Object.entries(parsed as Record<string, unknown>)) {
       if (value === 'off') add(model, 'off');
       else if (Array.isArray(value) && value.length === 2) add(model, amounts(model, value[0], value[1]));
       else if (isPriceObject(value)) add(model, amounts(model, value.input, value.output, value.vision));
-      else throw new Error(`"${model}" must be {"input": USD, "output": USD} (with "vision": true or false if you like), [input, output] or "off"`);
+      else
+        throw new Error(
+          `"${model}" must be {"input": USD, "output": USD} (with "vision": true or false if you like), [input, output] or "off"`,
+        );
     }
     return overrides;
   }
-  for (const entry of trimmed.split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of trimmed
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const equals = entry.lastIndexOf('=');
     const form = `"${entry}" must be model=input:output (USD per 1M tokens, then :vision or :text if you like) or model=off`;
     if (equals <= 0) throw new Error(form);
@@ -188,14 +205,16 @@ export function parseModelPriceOverrides(raw: string): Map<string, ModelPriceOve
     }
     const parts = value.split(':');
     const flag = parts[2]?.trim().toLowerCase();
-    if (parts.length < 2 || parts.length > 3 || (flag !== undefined && flag !== 'vision' && flag !== 'text')) throw new Error(form);
+    if (parts.length < 2 || parts.length > 3 || (flag !== undefined && flag !== 'vision' && flag !== 'text'))
+      throw new Error(form);
     add(model, amounts(model, parts[0], parts[1], flag === undefined ? undefined : flag === 'vision'));
   }
   return overrides;
 }
 
 function isPriceObject(value: unknown): value is { input: unknown; output: unknown; vision?: boolean } {
-  if (!value || typeof value !== 'object' || Array.isArray(value) || !('input' in value) || !('output' in value)) return false;
+  if (!value || typeof value !== 'object' || Array.isArray(value) || !('input' in value) || !('output' in value))
+    return false;
   const keys = Object.keys(value);
   if (!keys.every((key) => key === 'input' || key === 'output' || key === 'vision')) return false;
   return !('vision' in value) || typeof value.vision === 'boolean';
@@ -206,7 +225,8 @@ export function priceTableFromSetting(raw: string | null): PriceTable {
   if (raw === null || !raw.trim()) return DEFAULT_PRICE_TABLE;
   const prices: Record<string, ModelPrice> = { ...DEFAULT_MODEL_PRICES };
   for (const [model, value] of parseModelPriceOverrides(raw)) {
-    if (value !== 'off') prices[model] = { ...value, vision: value.vision ?? (Object.hasOwn(prices, model) && prices[model].vision) };
+    if (value !== 'off')
+      prices[model] = { ...value, vision: value.vision ?? (Object.hasOwn(prices, model) && prices[model].vision) };
     else if (Object.hasOwn(prices, model)) delete prices[model];
     else throw new Error(`"${model}=off" withdraws a model the default table does not have`);
   }
@@ -226,7 +246,10 @@ export interface LlmModelProblem {
  * `service` provider (billed from the wallet) only models in the price table are accepted; the
  * `router` provider runs on the account's own key, so its model id is free text.
  */
-export function checkLlmModel(prices: PriceTable, request: { llm_provider: string; llm_model: string }): LlmModelProblem | null {
+export function checkLlmModel(
+  prices: PriceTable,
+  request: { llm_provider: string; llm_model: string },
+): LlmModelProblem | null {
   if (request.llm_provider !== 'service' || prices.accepts(request.llm_model)) return null;
   return {
     code: 'model_not_supported',

@@ -18,21 +18,35 @@ function textTokens(text: string): number {
 }
 
 /** An upper bound of the prompt tokens of a chat request. */
-export function promptTokenBound(messages: readonly ChatCompletionMessageParam[], tools: readonly ChatCompletionTool[] = []): number {
+export function promptTokenBound(
+  messages: readonly ChatCompletionMessageParam[],
+  tools: readonly ChatCompletionTool[] = [],
+): number {
   let tokens = textTokens(JSON.stringify(tools));
   for (const message of messages) {
     tokens += MESSAGE_OVERHEAD_TOKENS;
     const content = message.content;
     if (typeof content === 'string') tokens += textTokens(content);
     else if (Array.isArray(content)) {
-      for (const part of content) tokens += part.type === 'text' ? textTokens(part.text) : part.type === 'image_url' ? IMAGE_TOKEN_ALLOWANCE : textTokens(JSON.stringify(part));
+      for (const part of content)
+        tokens +=
+          part.type === 'text'
+            ? textTokens(part.text)
+            : part.type === 'image_url'
+              ? IMAGE_TOKEN_ALLOWANCE
+              : textTokens(JSON.stringify(part));
     }
   }
   return tokens;
 }
 
 /** The most one LLM call with this prompt may cost, in micro-USD. */
-export function llmCallWorstCaseMicros(prices: PriceTable, model: string, promptTokens: number, completionTokens = COMPLETION_TOKEN_ALLOWANCE): number {
+export function llmCallWorstCaseMicros(
+  prices: PriceTable,
+  model: string,
+  promptTokens: number,
+  completionTokens = COMPLETION_TOKEN_ALLOWANCE,
+): number {
   return prices.costMicros(model, promptTokens, completionTokens);
 }
 
@@ -44,7 +58,9 @@ export function agentStepWorstCaseMicros(input: {
   messages: readonly ChatCompletionMessageParam[];
   tools: readonly ChatCompletionTool[];
 }): number {
-  const llm = input.walletBilled ? llmCallWorstCaseMicros(input.prices, input.model, promptTokenBound(input.messages, input.tools)) : 0;
+  const llm = input.walletBilled
+    ? llmCallWorstCaseMicros(input.prices, input.model, promptTokenBound(input.messages, input.tools))
+    : 0;
   return llm + STEP_BROWSER_ALLOWANCE_SECONDS * BROWSER_MICROS_PER_SECOND;
 }
 

@@ -15,8 +15,13 @@ import { RE2JS } from 're2js';
  */
 export class UnsupportedPatternError extends Error {
   override readonly name = 'UnsupportedPatternError';
-  constructor(readonly pattern: string, reason: string) {
-    super(`pattern ${JSON.stringify(pattern.length > 200 ? `${pattern.slice(0, 200)}…` : pattern)} cannot be used: ${reason}`);
+  constructor(
+    readonly pattern: string,
+    reason: string,
+  ) {
+    super(
+      `pattern ${JSON.stringify(pattern.length > 200 ? `${pattern.slice(0, 200)}…` : pattern)} cannot be used: ${reason}`,
+    );
   }
 }
 
@@ -66,8 +71,10 @@ export function toRe2Syntax(pattern: string): string {
 }
 
 function explain(message: string): string {
-  if (/invalid escape sequence: `\\[1-9k]/.test(message)) return 'backreferences are not supported (patterns run on a linear-time engine, RE2)';
-  if (/`\(\?(=|!|<=|<!)/.test(message)) return 'lookahead and lookbehind are not supported (patterns run on a linear-time engine, RE2)';
+  if (/invalid escape sequence: `\\[1-9k]/.test(message))
+    return 'backreferences are not supported (patterns run on a linear-time engine, RE2)';
+  if (/`\(\?(=|!|<=|<!)/.test(message))
+    return 'lookahead and lookbehind are not supported (patterns run on a linear-time engine, RE2)';
   return `${message} (patterns run on a linear-time engine with RE2 syntax)`;
 }
 
@@ -75,7 +82,8 @@ function explain(message: string): string {
 export function compileLinearPattern(pattern: string, flags = ''): RE2JS {
   let bits = 0;
   for (const flag of flags) {
-    if (!(flag in FLAGS)) throw new UnsupportedPatternError(pattern, `the regular expression flag "${flag}" is not supported`);
+    if (!(flag in FLAGS))
+      throw new UnsupportedPatternError(pattern, `the regular expression flag "${flag}" is not supported`);
     bits |= FLAGS[flag];
   }
   let compiled: RE2JS;
@@ -85,7 +93,10 @@ export function compileLinearPattern(pattern: string, flags = ''): RE2JS {
     throw new UnsupportedPatternError(pattern, explain((error as Error).message));
   }
   if (compiled.programSize() > MAX_PATTERN_PROGRAM_SIZE) {
-    throw new UnsupportedPatternError(pattern, `it is too complex (${compiled.programSize()} instructions; at most ${MAX_PATTERN_PROGRAM_SIZE}): use a shorter pattern, or maxLength for lengths`);
+    throw new UnsupportedPatternError(
+      pattern,
+      `it is too complex (${compiled.programSize()} instructions; at most ${MAX_PATTERN_PROGRAM_SIZE}): use a shorter pattern, or maxLength for lengths`,
+    );
   }
   return compiled;
 }

@@ -12,7 +12,9 @@ export const mcpOutputSchemaValidator: jsonSchemaValidator = {
     const validate = compileUntrustedSchema(schema, { defaultDialect: '2020-12' });
     return (input: unknown) => {
       if (validate(input)) return { valid: true, data: input as T, errorMessage: undefined };
-      const errorMessage = (validate.errors ?? []).map((e) => `${e.instancePath || '(root)'} ${e.message ?? `fails "${e.keyword}"`}`).join('; ');
+      const errorMessage = (validate.errors ?? [])
+        .map((e) => `${e.instancePath || '(root)'} ${e.message ?? `fails "${e.keyword}"`}`)
+        .join('; ');
       return { valid: false, data: undefined, errorMessage: errorMessage || 'does not match the output schema' };
     };
   },

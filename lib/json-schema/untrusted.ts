@@ -33,7 +33,10 @@ import { linearRegExp } from './linear-regexp';
 export class UntrustedSchemaError extends Error {
   override readonly name = 'UntrustedSchemaError';
   /** `at`: a JSON pointer into the schema ('' for the schema itself). */
-  constructor(message: string, readonly at = '') {
+  constructor(
+    message: string,
+    readonly at = '',
+  ) {
     super(message);
   }
 }
@@ -45,11 +48,24 @@ export const MAX_SCHEMA_DEPTH = 64;
 export const MAX_EXPANDED_SUBSCHEMAS = 20_000;
 
 type SchemaObject = Record<string, unknown>;
-const isObject = (value: unknown): value is SchemaObject => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isObject = (value: unknown): value is SchemaObject =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 const isSchema = (value: unknown): value is SchemaObject | boolean => typeof value === 'boolean' || isObject(value);
 
 /** Keywords whose value is one subschema, a list of them, or a map of them; and which apply at the value itself (not at a part of it). */
-const ONE = new Set(['additionalItems', 'additionalProperties', 'contains', 'else', 'if', 'items', 'not', 'propertyNames', 'then', 'unevaluatedItems', 'unevaluatedProperties']);
+const ONE = new Set([
+  'additionalItems',
+  'additionalProperties',
+  'contains',
+  'else',
+  'if',
+  'items',
+  'not',
+  'propertyNames',
+  'then',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+]);
 const LIST = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems', 'items']);
 const MAP = new Set(['$defs', 'definitions', 'dependentSchemas', 'dependencies', 'patternProperties', 'properties']);
 const IN_PLACE = new Set(['allOf', 'anyOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentSchemas', 'dependencies']);
@@ -75,23 +91,39 @@ function childrenOf(node: SchemaObject, at: string): Child[] {
     const definition = DEFINITIONS.has(keyword);
     if (ONE.has(keyword) && isSchema(value)) children.push({ at: here, schema: value, inPlace, definition });
     else if (LIST.has(keyword) && Array.isArray(value)) {
-      value.forEach((schema, i) => isSchema(schema) && children.push({ at: `${here}/${i}`, schema, inPlace, definition }));
+      value.forEach(
+        (schema, i) => isSchema(schema) && children.push({ at: `${here}/${i}`, schema, inPlace, definition }),
+      );
     } else if (MAP.has(keyword) && isObject(value)) {
-      for (const [name, schema] of Object.entries(value)) if (isSchema(schema)) children.push({ at: `${here}/${escapeToken(name)}`, schema, inPlace, definition });
+      for (const [name, schema] of Object.entries(value))
+        if (isSchema(schema)) children.push({ at: `${here}/${escapeToken(name)}`, schema, inPlace, definition });
     }
   }
   return children;
 }
 
 /** The subschema a local `$ref` names, or an UntrustedSchemaError. */
-function resolveLocalRef(root: SchemaObject | boolean, ref: unknown, at: string): { target: string; schema: SchemaObject | boolean } {
+function resolveLocalRef(
+  root: SchemaObject | boolean,
+  ref: unknown,
+  at: string,
+): { target: string; schema: SchemaObject | boolean } {
   if (typeof ref !== 'string') throw new UntrustedSchemaError('$ref must be a string', at);
   if (ref !== '#' && !ref.startsWith('#/')) {
-    throw new UntrustedSchemaError(`$ref ${JSON.stringify(ref)} is not supported: only references inside the schema ("#/$defs/name") are`, at);
+    throw new UntrustedSchemaError(
+      `$ref ${JSON.stringify(ref)} is not supported: only references inside the schema ("#/$defs/name") are`,
+      at,
+    );
   }
   let tokens: string[];
   try {
-    tokens = ref === '#' ? [] : ref.slice(2).split('/').map((token) => decodeURIComponent(token).replace(/~1/g, '/').replace(/~0/g, '~'));
+    tokens =
+      ref === '#'
+        ? []
+        : ref
+            .slice(2)
+            .split('/')
+            .map((token) => decodeURIComponent(token).replace(/~1/g, '/').replace(/~0/g, '~'));
   } catch {
     throw new UntrustedSchemaError(`$ref ${JSON.stringify(ref)} is not a valid JSON pointer`, at);
   }
@@ -115,12 +147,18 @@ interface Shape {
 function checkKeywords(root: SchemaObject | boolean): Shape {
   const targets = new Map<string, SchemaObject | boolean>();
   const visit = (node: SchemaObject | boolean, at: string, depth: number) => {
-    if (depth > MAX_SCHEMA_DEPTH) throw new UntrustedSchemaError(`the schema is nested more than ${MAX_SCHEMA_DEPTH} levels deep`, at);
+    if (depth > MAX_SCHEMA_DEPTH)
+      throw new UntrustedSchemaError(`the schema is nested more than ${MAX_SCHEMA_DEPTH} levels deep`, at);
     if (typeof node === 'boolean') return;
     for (const keyword of REFUSED_KEYWORDS) {
-      if (keyword in node) throw new UntrustedSchemaError(`${keyword} is not supported: use "$ref": "#/$defs/name" for a reference inside the schema`, `${at}/${keyword}`);
+      if (keyword in node)
+        throw new UntrustedSchemaError(
+          `${keyword} is not supported: use "$ref": "#/$defs/name" for a reference inside the schema`,
+          `${at}/${keyword}`,
+        );
     }
-    if ('$id' in node && at !== '') throw new UntrustedSchemaError('$id is only allowed at the root of the schema', `${at}/$id`);
+    if ('$id' in node && at !== '')
+      throw new UntrustedSchemaError('$id is only allowed at the root of the schema', `${at}/$id`);
     if ('$ref' in node) {
       const { target, schema } = resolveLocalRef(root, node.$ref, `${at}/$ref`);
       targets.set(target, schema);
@@ -132,11 +170,16 @@ function checkKeywords(root: SchemaObject | boolean): Shape {
 }
 
 /** The references a subschema reaches without descending into a part of the value. */
-function inPlaceRefs(root: SchemaObject | boolean, node: SchemaObject | boolean, at: string): { target: string; at: string }[] {
+function inPlaceRefs(
+  root: SchemaObject | boolean,
+  node: SchemaObject | boolean,
+  at: string,
+): { target: string; at: string }[] {
   if (typeof node === 'boolean') return [];
   const found: { target: string; at: string }[] = [];
   if ('$ref' in node) found.push({ target: resolveLocalRef(root, node.$ref, `${at}/$ref`).target, at: `${at}/$ref` });
-  for (const child of childrenOf(node, at)) if (child.inPlace && !child.definition) found.push(...inPlaceRefs(root, child.schema, child.at));
+  for (const child of childrenOf(node, at))
+    if (child.inPlace && !child.definition) found.push(...inPlaceRefs(root, child.schema, child.at));
   return found;
 }
 
@@ -147,7 +190,11 @@ function checkInPlaceLoops(root: SchemaObject | boolean, shape: Shape): void {
     state.set(target, 'visiting');
     for (const next of inPlaceRefs(root, schema, target.slice(1))) {
       const seen = state.get(next.target);
-      if (seen === 'visiting') throw new UntrustedSchemaError(`$ref ${JSON.stringify(next.target)} refers back to itself without descending into the value, so validation would never end`, next.at);
+      if (seen === 'visiting')
+        throw new UntrustedSchemaError(
+          `$ref ${JSON.stringify(next.target)} refers back to itself without descending into the value, so validation would never end`,
+          next.at,
+        );
       if (!seen) visit(next.target, shape.targets.get(next.target)!);
     }
     state.set(target, 'done');
@@ -164,7 +211,8 @@ function checkExpandedSize(root: SchemaObject | boolean, shape: Shape): void {
     if (typeof node === 'boolean') return 1;
     let size = 1;
     if ('$ref' in node) size += sizeOfTarget(resolveLocalRef(root, node.$ref, at).target);
-    for (const child of childrenOf(node, at)) if (!child.definition) size = Math.min(limit, size + sizeOf(child.schema, child.at));
+    for (const child of childrenOf(node, at))
+      if (!child.definition) size = Math.min(limit, size + sizeOf(child.schema, child.at));
     return Math.min(limit, size);
   };
   const sizeOfTarget = (target: string): number => {
@@ -176,7 +224,9 @@ function checkExpandedSize(root: SchemaObject | boolean, shape: Shape): void {
     return size;
   };
   if (sizeOf(root, '') > MAX_EXPANDED_SUBSCHEMAS) {
-    throw new UntrustedSchemaError(`the schema expands, through its references, to more than ${MAX_EXPANDED_SUBSCHEMAS} subschemas: simplify it`);
+    throw new UntrustedSchemaError(
+      `the schema expands, through its references, to more than ${MAX_EXPANDED_SUBSCHEMAS} subschemas: simplify it`,
+    );
   }
 }
 
@@ -191,7 +241,8 @@ export function checkUntrustedSchemaShape(schema: unknown): void {
 type AjvInstance = Ajv | Ajv2019 | Ajv2020;
 
 function newAjv(dialect: SchemaDialect, options: Options): AjvInstance {
-  const ajv = dialect === '2020-12' ? new Ajv2020(options) : dialect === '2019-09' ? new Ajv2019(options) : new Ajv(options);
+  const ajv =
+    dialect === '2020-12' ? new Ajv2020(options) : dialect === '2019-09' ? new Ajv2019(options) : new Ajv(options);
   addFormats(ajv as Ajv);
   return ajv;
 }
@@ -208,7 +259,13 @@ function metaChecker(dialect: SchemaDialect): AjvInstance {
   return ajv;
 }
 
-const COMPILE_OPTIONS: Options = { allErrors: true, strict: false, logger: false, validateSchema: false, code: { regExp: linearRegExp } };
+const COMPILE_OPTIONS: Options = {
+  allErrors: true,
+  strict: false,
+  logger: false,
+  validateSchema: false,
+  code: { regExp: linearRegExp },
+};
 
 export function dialectOf(schema: unknown, fallback: SchemaDialect = 'draft-07'): SchemaDialect {
   const declared = isObject(schema) && typeof schema.$schema === 'string' ? schema.$schema : null;
@@ -216,7 +273,10 @@ export function dialectOf(schema: unknown, fallback: SchemaDialect = 'draft-07')
   return declared.includes('2020-12') ? '2020-12' : declared.includes('2019-09') ? '2019-09' : 'draft-07';
 }
 
-const compiled = new BoundedCache<{ validate: ValidateFunction } | { error: UntrustedSchemaError }>({ maxEntries: 500, idleMs: 60 * 60_000 });
+const compiled = new BoundedCache<{ validate: ValidateFunction } | { error: UntrustedSchemaError }>({
+  maxEntries: 500,
+  idleMs: 60 * 60_000,
+});
 
 function compileChecked(schema: SchemaObject | boolean, dialect: SchemaDialect): ValidateFunction {
   checkUntrustedSchemaShape(schema);
@@ -240,7 +300,10 @@ function compileChecked(schema: SchemaObject | boolean, dialect: SchemaDialect):
  * content was compiled before. `defaultDialect` applies when the schema names no `$schema`.
  * Throws UntrustedSchemaError.
  */
-export function compileUntrustedSchema(schema: unknown, options: { defaultDialect?: SchemaDialect } = {}): ValidateFunction {
+export function compileUntrustedSchema(
+  schema: unknown,
+  options: { defaultDialect?: SchemaDialect } = {},
+): ValidateFunction {
   if (!isSchema(schema)) throw new UntrustedSchemaError('a JSON Schema is an object (or true / false)');
   let text: string;
   try {
@@ -248,7 +311,8 @@ export function compileUntrustedSchema(schema: unknown, options: { defaultDialec
   } catch {
     throw new UntrustedSchemaError('the schema is not a JSON document (or is nested too deeply)');
   }
-  if (text.length > MAX_UNTRUSTED_SCHEMA_CHARS) throw new UntrustedSchemaError(`the schema is larger than ${MAX_UNTRUSTED_SCHEMA_CHARS} characters of JSON`);
+  if (text.length > MAX_UNTRUSTED_SCHEMA_CHARS)
+    throw new UntrustedSchemaError(`the schema is larger than ${MAX_UNTRUSTED_SCHEMA_CHARS} characters of JSON`);
   const dialect = dialectOf(schema, options.defaultDialect);
   const key = createHash('sha256').update(`${dialect}\n${text}`).digest('base64url');
   const known = compiled.get(key);

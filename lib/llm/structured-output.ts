@@ -102,9 +102,22 @@ export function fieldListToJsonSchema(fields: readonly FieldSpec[]): JsonSchema 
 }
 
 const STRICT_UNSUPPORTED_KEYWORDS = [
-  'allOf', 'oneOf', 'not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas',
-  'patternProperties', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames',
-  'minProperties', 'maxProperties', 'contains', 'prefixItems',
+  'allOf',
+  'oneOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'dependentRequired',
+  'dependentSchemas',
+  'patternProperties',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'propertyNames',
+  'minProperties',
+  'maxProperties',
+  'contains',
+  'prefixItems',
 ];
 const STRICT_TYPE_KEYWORDS = ['type', 'anyOf', '$ref', 'enum', 'const'];
 const SUBSCHEMA_MAP_KEYWORDS = ['properties', '$defs', 'definitions'];
@@ -237,7 +250,11 @@ export function validateStructuredOutputSpec(spec: unknown): string[] {
 
 function schemaNameFromTitle(title: unknown): string {
   if (typeof title !== 'string') return FIELD_LIST_SCHEMA_NAME;
-  const name = title.trim().replace(/[^A-Za-z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, SCHEMA_NAME_MAX_CHARS);
+  const name = title
+    .trim()
+    .replace(/[^A-Za-z0-9_-]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, SCHEMA_NAME_MAX_CHARS);
   return name || FIELD_LIST_SCHEMA_NAME;
 }
 

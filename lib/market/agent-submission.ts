@@ -90,7 +90,7 @@ export function checkRunInputs(inputSchema: Record<string, unknown> | null, inpu
       400,
       'unknown_input',
       `inputs has keys the agent does not declare: ${unknown.join(', ')}${declared.size ? ` (declared: ${[...declared].join(', ')})` : ' (it declares none)'}`,
-      unknown.map((key) => ({ path: `body/inputs/${key}`, message: 'is not declared by the agent\'s inputSchema' })),
+      unknown.map((key) => ({ path: `body/inputs/${key}`, message: "is not declared by the agent's inputSchema" })),
     );
   }
   let validate: (value: unknown) => string[];
@@ -98,20 +98,39 @@ export function checkRunInputs(inputSchema: Record<string, unknown> | null, inpu
     validate = compileSchemaValidator({ ...(inputSchema ?? { type: 'object' }), additionalProperties: false });
   } catch (err) {
     // A listing approved before today's schema rules: nothing can be checked until its owner revises it.
-    throw new MarketRuleError(409, 'invalid_input_schema', `The agent's inputSchema cannot be used (${(err as Error).message}); its owner must revise the agent`);
+    throw new MarketRuleError(
+      409,
+      'invalid_input_schema',
+      `The agent's inputSchema cannot be used (${(err as Error).message}); its owner must revise the agent`,
+    );
   }
   const problems = validate(inputs);
-  if (problems.length) throw new MarketRuleError(400, 'invalid_inputs', `inputs do not match the agent's inputSchema: ${problems.join('; ')}`, problems.map((message) => ({ path: 'body/inputs', message })));
+  if (problems.length)
+    throw new MarketRuleError(
+      400,
+      'invalid_inputs',
+      `inputs do not match the agent's inputSchema: ${problems.join('; ')}`,
+      problems.map((message) => ({ path: 'body/inputs', message })),
+    );
 }
 
 function checkInputSchema(schema: Record<string, unknown> | undefined): void {
   if (schema === undefined) return;
-  if (schema.type !== 'object') throw ruleBroken('invalid_input_schema', 'inputSchema must be a JSON Schema with "type": "object" at the root', 'body/inputSchema');
+  if (schema.type !== 'object')
+    throw ruleBroken(
+      'invalid_input_schema',
+      'inputSchema must be a JSON Schema with "type": "object" at the root',
+      'body/inputSchema',
+    );
   try {
     compileSchemaValidator(schema);
   } catch (err) {
     const at = err instanceof UntrustedSchemaError ? err.at : '';
-    throw ruleBroken('invalid_input_schema', `inputSchema is not a valid JSON Schema: ${(err as Error).message}`, `body/inputSchema${at}`);
+    throw ruleBroken(
+      'invalid_input_schema',
+      `inputSchema is not a valid JSON Schema: ${(err as Error).message}`,
+      `body/inputSchema${at}`,
+    );
   }
 }
 
@@ -124,29 +143,53 @@ export async function prepareAgentSubmission(
   context: { iconOwned: boolean; prices: PriceTable; policy: NetworkPolicy; approvedTools: ApprovedToolLookup },
 ): Promise<PreparedAgentSubmission> {
   const slug = slugFor(body.slug, body.name);
-  if (body.iconObjectKey && !context.iconOwned) throw ruleBroken('icon_not_found', 'iconObjectKey does not name an icon this account uploaded (POST /market/icons)', 'body/iconObjectKey');
-  const model = checkLlmModel(context.prices, { llm_provider: body.suggestedLlmProvider, llm_model: body.suggestedLlmModel });
+  if (body.iconObjectKey && !context.iconOwned)
+    throw ruleBroken(
+      'icon_not_found',
+      'iconObjectKey does not name an icon this account uploaded (POST /market/icons)',
+      'body/iconObjectKey',
+    );
+  const model = checkLlmModel(context.prices, {
+    llm_provider: body.suggestedLlmProvider,
+    llm_model: body.suggestedLlmModel,
+  });
   if (model) throw ruleBroken(model.code, model.message, 'body/suggestedLlmModel');
   checkInputSchema(body.inputSchema);
   const template = body.promptTemplate ?? null;
   if (body.runMode === 'template') {
-    if (!template || !template.trim()) throw ruleBroken('prompt_template_required', 'A template agent needs promptTemplate', 'body/promptTemplate');
+    if (!template || !template.trim())
+      throw ruleBroken('prompt_template_required', 'A template agent needs promptTemplate', 'body/promptTemplate');
     const declared = new Set(declaredInputs(body.inputSchema));
     const undeclared = templatePlaceholders(template).filter((name) => !declared.has(name));
     if (undeclared.length) {
-      throw ruleBroken('undeclared_placeholder', `promptTemplate uses placeholders that inputSchema.properties does not declare: ${undeclared.map((n) => `{{${n}}}`).join(', ')}`, 'body/promptTemplate');
+      throw ruleBroken(
+        'undeclared_placeholder',
+        `promptTemplate uses placeholders that inputSchema.properties does not declare: ${undeclared.map((n) => `{{${n}}}`).join(', ')}`,
+        'body/promptTemplate',
+      );
     }
   }
   if (body.structuredOutput !== undefined) {
     const problems = validateStructuredOutputSpec(body.structuredOutput);
-    if (problems.length) throw new MarketRuleError(400, 'invalid_structured_output', `structuredOutput is invalid: ${problems.join('; ')}`, problems.map((message) => ({ path: 'body/structuredOutput', message })));
+    if (problems.length)
+      throw new MarketRuleError(
+        400,
+        'invalid_structured_output',
+        `structuredOutput is invalid: ${problems.join('; ')}`,
+        problems.map((message) => ({ path: 'body/structuredOutput', message })),
+      );
   }
   await checkMarketSelections(body.mcpSelections, context.approvedTools, 'body/mcpSelections');
   body.customMcpSelections.forEach((selection, i) => {
     const at = `body/customMcpSelections/${i}`;
     const url = typeof selection.source_url === 'string' ? selection.source_url : null;
-    if (selection.type === 'remote_mcp' && !url) throw ruleBroken('invalid_custom_selection', 'A remote_mcp selection needs source_url', `${at}/source_url`);
-    if (selection.type === 'openapi' && !url && (selection.openapi_spec === undefined || selection.openapi_spec === null)) {
+    if (selection.type === 'remote_mcp' && !url)
+      throw ruleBroken('invalid_custom_selection', 'A remote_mcp selection needs source_url', `${at}/source_url`);
+    if (
+      selection.type === 'openapi' &&
+      !url &&
+      (selection.openapi_spec === undefined || selection.openapi_spec === null)
+    ) {
       throw ruleBroken('invalid_custom_selection', 'An openapi selection needs openapi_spec or source_url', at);
     }
     if (url) requireSecureSourceUrl(url, `customMcpSelections[${i}].source_url`, context.policy);
@@ -168,9 +211,18 @@ export async function prepareAgentSubmission(
     inputSchema: body.inputSchema ?? null,
     structuredOutput: (body.structuredOutput as FieldSpec[] | undefined) ?? null,
     skills: (body.skills as Record<string, unknown> | undefined) ?? null,
-    mcpSelections: body.mcpSelections.map((s) => ({ mcp_id: s.mcp_id, tool_names: s.tool_names, ...(s.max_total_usd !== undefined && { max_total_usd: s.max_total_usd }) })),
-    customMcpSelections: body.customMcpSelections.map(({ params: _params, ...rest }) => rest as AgentCustomToolSelection),
-    selectionParams: { market: body.mcpSelections.map((s) => s.params ?? {}), custom: body.customMcpSelections.map((s) => s.params ?? {}) },
+    mcpSelections: body.mcpSelections.map((s) => ({
+      mcp_id: s.mcp_id,
+      tool_names: s.tool_names,
+      ...(s.max_total_usd !== undefined && { max_total_usd: s.max_total_usd }),
+    })),
+    customMcpSelections: body.customMcpSelections.map(
+      ({ params: _params, ...rest }) => rest as AgentCustomToolSelection,
+    ),
+    selectionParams: {
+      market: body.mcpSelections.map((s) => s.params ?? {}),
+      custom: body.customMcpSelections.map((s) => s.params ?? {}),
+    },
     // Consumers find agents by what they are for: the name and description (the prompts stay private).
     searchText: '',
   };
@@ -193,11 +245,23 @@ export async function checkMarketSelections(
   selections.forEach((selection, i) => {
     const listing = offered.get(selection.mcp_id);
     const code = status === 400 ? 'unknown_market_tool' : 'market_tool_unavailable';
-    if (!listing) throw new MarketRuleError(status, code, `mcpSelections[${i}].mcp_id ${selection.mcp_id} is not an approved tool-market listing`, [{ path: `${path}/${i}/mcp_id`, message: 'not an approved listing' }]);
+    if (!listing)
+      throw new MarketRuleError(
+        status,
+        code,
+        `mcpSelections[${i}].mcp_id ${selection.mcp_id} is not an approved tool-market listing`,
+        [{ path: `${path}/${i}/mcp_id`, message: 'not an approved listing' }],
+      );
     const missing = selection.tool_names.filter((name) => !listing.tools.has(name));
     if (missing.length) {
-      throw new MarketRuleError(status, code, `mcpSelections[${i}] names tools the listing does not offer: ${missing.join(', ')}`, [{ path: `${path}/${i}/tool_names`, message: `unknown: ${missing.join(', ')}` }]);
+      throw new MarketRuleError(
+        status,
+        code,
+        `mcpSelections[${i}] names tools the listing does not offer: ${missing.join(', ')}`,
+        [{ path: `${path}/${i}/tool_names`, message: `unknown: ${missing.join(', ')}` }],
+      );
     }
-    if (selection.params !== undefined) checkUserParams(listing.requiredUserParamsSchema, selection.params, `${path}/${i}/params`);
+    if (selection.params !== undefined)
+      checkUserParams(listing.requiredUserParamsSchema, selection.params, `${path}/${i}/params`);
   });
 }

@@ -9,11 +9,13 @@ import type { SourceParamValues } from '../tools/types';
  * tool runtime's rule (lib/tools/consumer-params.ts).
  */
 export type ConfinedParams =
-  | { ok: true; values: SourceParamValues; choices: Record<string, string[]> }
-  | { ok: false; message: string };
+  { ok: true; values: SourceParamValues; choices: Record<string, string[]> } | { ok: false; message: string };
 
 export function confineConsumerParams(schema: Record<string, unknown>, given: SourceParamValues): ConfinedParams {
-  const properties = (schema?.properties && typeof schema.properties === 'object' ? schema.properties : {}) as Record<string, { enum?: unknown } | undefined>;
+  const properties = (schema?.properties && typeof schema.properties === 'object' ? schema.properties : {}) as Record<
+    string,
+    { enum?: unknown } | undefined
+  >;
   const declared = Object.keys(properties);
   const undeclared = Object.keys(given).filter((name) => !Object.prototype.hasOwnProperty.call(properties, name));
   if (undeclared.length) {
@@ -29,7 +31,10 @@ export function confineConsumerParams(schema: Record<string, unknown>, given: So
   }
   for (const [name, value] of Object.entries(given)) {
     if (choices[name] && !choices[name].includes(String(value))) {
-      return { ok: false, message: `The value of ${name} is not one the entry allows (${choices[name].join(', ')}). Nothing was sent or charged.` };
+      return {
+        ok: false,
+        message: `The value of ${name} is not one the entry allows (${choices[name].join(', ')}). Nothing was sent or charged.`,
+      };
     }
   }
   return { ok: true, values: given, choices };

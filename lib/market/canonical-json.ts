@@ -17,7 +17,8 @@ export function canonicalJson(value: unknown): string {
       if (!Number.isFinite(value)) throw new TypeError(`canonicalJson: ${value} is not a JSON number`);
       return JSON.stringify(value);
     case 'object': {
-      if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
+      if (Array.isArray(value))
+        return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
       const entries = Object.keys(value as object)
         .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
         .sort()

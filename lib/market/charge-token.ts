@@ -20,7 +20,8 @@ export interface ChargeTokenClaims {
 
 const PREFIX = 'mct1';
 
-export type TokenCheck = { ok: true; claims: ChargeTokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
+export type TokenCheck =
+  { ok: true; claims: ChargeTokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
 function mac(key: Buffer, signed: string): Buffer {
   return createHmac('sha256', key).update(signed).digest();
@@ -37,14 +38,16 @@ export function verifyChargeToken(key: Buffer, token: string, now = Date.now()):
   if (parts.length !== 3 || parts[0] !== PREFIX || !parts[1] || !parts[2]) return { ok: false, reason: 'malformed' };
   const expected = mac(key, `${parts[0]}.${parts[1]}`);
   const given = Buffer.from(parts[2], 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
+  if (given.length !== expected.length || !timingSafeEqual(given, expected))
+    return { ok: false, reason: 'bad_signature' };
   let claims: ChargeTokenClaims;
   try {
     claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8')) as ChargeTokenClaims;
   } catch {
     return { ok: false, reason: 'malformed' };
   }
-  if (typeof claims.exp !== 'number' || typeof claims.runId !== 'string' || typeof claims.providerId !== 'string') return { ok: false, reason: 'malformed' };
+  if (typeof claims.exp !== 'number' || typeof claims.runId !== 'string' || typeof claims.providerId !== 'string')
+    return { ok: false, reason: 'malformed' };
   if (claims.exp <= now) return { ok: false, reason: 'expired' };
   return { ok: true, claims };
 }

@@ -24,7 +24,8 @@ export const PPM = 1_000_000;
 
 /** A commission rate (0–1) as parts per million. */
 export function ratePpm(rate: number): number {
-  if (!Number.isFinite(rate) || rate < 0 || rate > 1) throw new Error(`A commission rate is between 0 and 1, got ${rate}`);
+  if (!Number.isFinite(rate) || rate < 0 || rate > 1)
+    throw new Error(`A commission rate is between 0 and 1, got ${rate}`);
   return Math.round(rate * PPM);
 }
 
@@ -32,9 +33,15 @@ export function commissionOf(totalMicros: number, commissionPpm: number): number
   return Number((BigInt(totalMicros) * BigInt(commissionPpm)) / BigInt(PPM));
 }
 
-export function splitCharge(input: { count: number; unitPriceMicros: number; remainingMicros: number; commissionPpm: number }): ChargeSplit {
+export function splitCharge(input: {
+  count: number;
+  unitPriceMicros: number;
+  remainingMicros: number;
+  commissionPpm: number;
+}): ChargeSplit {
   const { count, unitPriceMicros, commissionPpm } = input;
-  if (!Number.isSafeInteger(unitPriceMicros) || unitPriceMicros <= 0) throw new Error('A unit price is a positive whole number of micro-USD');
+  if (!Number.isSafeInteger(unitPriceMicros) || unitPriceMicros <= 0)
+    throw new Error('A unit price is a positive whole number of micro-USD');
   const remaining = Math.max(0, input.remainingMicros);
   const affordable = Math.floor(remaining / unitPriceMicros);
   const chargedCount = Math.min(count, affordable);

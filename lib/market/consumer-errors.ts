@@ -76,7 +76,14 @@ export function consumerText(
   return {
     result,
     error,
-    answer: (answer) => (answer.isError ? (secrets.length || hosts.length ? scrubbedAnswer(answer, error) : answer) : secrets.length ? scrubbedAnswer(answer, result) : answer),
+    answer: (answer) =>
+      answer.isError
+        ? secrets.length || hosts.length
+          ? scrubbedAnswer(answer, error)
+          : answer
+        : secrets.length
+          ? scrubbedAnswer(answer, result)
+          : answer,
     value: (value) => (secrets.length ? deepScrub(value, result) : value),
   };
 }
@@ -90,7 +97,8 @@ export function consumerText(
 export function scrubbedAnswer(answer: ToolCallResult, scrub: (text: string) => string): ToolCallResult {
   const scrubbed: ToolCallResult = { ...answer, text: scrub(answer.text) };
   if (answer.content) scrubbed.content = answer.content.map((block) => scrubbedBlock(block, scrub));
-  if (answer.structuredContent) scrubbed.structuredContent = deepScrub(answer.structuredContent, scrub) as Record<string, unknown>;
+  if (answer.structuredContent)
+    scrubbed.structuredContent = deepScrub(answer.structuredContent, scrub) as Record<string, unknown>;
   if (answer.meta) scrubbed.meta = deepScrub(answer.meta, scrub) as Record<string, unknown>;
   return scrubbed;
 }
@@ -103,7 +111,10 @@ function scrubbedBlock(block: ToolContentBlock, scrub: (text: string) => string)
   if (block.type === 'resource') {
     const { resource, ...rest } = block;
     const { blob, ...contents } = resource as typeof resource & { blob?: string };
-    return { ...(deepScrub(rest, scrub) as object), resource: { ...(deepScrub(contents, scrub) as object), ...(blob !== undefined && { blob }) } } as ToolContentBlock;
+    return {
+      ...(deepScrub(rest, scrub) as object),
+      resource: { ...(deepScrub(contents, scrub) as object), ...(blob !== undefined && { blob }) },
+    } as ToolContentBlock;
   }
   return deepScrub(block, scrub) as ToolContentBlock;
 }
@@ -127,12 +138,15 @@ function deepScrub(value: unknown, scrub: (text: string) => string): unknown {
 
 function scrubHosts(text: string, hosts: string[]): string {
   let scrubbed = text;
-  for (const host of hosts) scrubbed = scrubbed.replace(new RegExp(host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'), '[provider host]');
+  for (const host of hosts)
+    scrubbed = scrubbed.replace(new RegExp(host.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'gi'), '[provider host]');
   return scrubbed;
 }
 
 /** The provider's hosts (with and without port), longest first: its MCP URL, base URL, and the literal parts of its OpenAPI server URLs. */
-export function upstreamHosts(entry: Pick<UpstreamPrivacy, 'remoteMcpUrl' | 'openapiBaseUrl' | 'openapiSpec'>): string[] {
+export function upstreamHosts(
+  entry: Pick<UpstreamPrivacy, 'remoteMcpUrl' | 'openapiBaseUrl' | 'openapiSpec'>,
+): string[] {
   const found = new Set<string>();
   const addUrl = (raw: unknown) => {
     if (typeof raw !== 'string') return;
@@ -151,11 +165,13 @@ export function upstreamHosts(entry: Pick<UpstreamPrivacy, 'remoteMcpUrl' | 'ope
   addUrl(entry.openapiBaseUrl);
   const spec = (entry.openapiSpec ?? {}) as Record<string, any>;
   if (typeof spec.host === 'string') addUrl(`https://${spec.host}`);
-  const serversOf = (node: any) => (Array.isArray(node?.servers) ? node.servers : []).forEach((server: any) => addUrl(server?.url));
+  const serversOf = (node: any) =>
+    (Array.isArray(node?.servers) ? node.servers : []).forEach((server: any) => addUrl(server?.url));
   serversOf(spec);
   for (const item of Object.values<any>(spec.paths ?? {})) {
     serversOf(item);
-    for (const operation of Object.values<any>(item ?? {})) if (operation && typeof operation === 'object') serversOf(operation);
+    for (const operation of Object.values<any>(item ?? {}))
+      if (operation && typeof operation === 'object') serversOf(operation);
   }
   return [...found].filter((host) => host.length >= 4).sort((a, b) => b.length - a.length);
 }

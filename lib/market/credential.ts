@@ -34,7 +34,11 @@ export function paramsSchemaHash(schema: Record<string, unknown>): string {
   return sha256Hex(canonicalJson(schema ?? {}));
 }
 
-export function issueMcpCredential(masterKey: Buffer, claims: Omit<McpCredentialClaims, 'id' | 'iat'>, now = Date.now()): { token: string; claims: McpCredentialClaims } {
+export function issueMcpCredential(
+  masterKey: Buffer,
+  claims: Omit<McpCredentialClaims, 'id' | 'iat'>,
+  now = Date.now(),
+): { token: string; claims: McpCredentialClaims } {
   const full: McpCredentialClaims = { id: randomUUID(), iat: now, ...claims };
   return { token: PREFIX + seal(masterKey, JSON.stringify(full), AAD), claims: full };
 }
@@ -48,7 +52,8 @@ export function openMcpCredential(masterKey: Buffer, token: string): McpCredenti
   if (!looksLikeMcpCredential(token) || token.length > 16_384) return null;
   try {
     const claims = JSON.parse(unseal(masterKey, token.slice(PREFIX.length), AAD)) as McpCredentialClaims;
-    if (typeof claims.entryId !== 'string' || typeof claims.apiKeyId !== 'string' || typeof claims.userId !== 'string') return null;
+    if (typeof claims.entryId !== 'string' || typeof claims.apiKeyId !== 'string' || typeof claims.userId !== 'string')
+      return null;
     return claims;
   } catch {
     return null;

@@ -25,8 +25,7 @@ import type { MarketSourceType } from './discovery';
 export const FINGERPRINT_VERSION = 1;
 
 export type SourceIdentity =
-  | { type: 'remote_mcp'; url: string }
-  | { type: 'openapi'; document: Record<string, unknown>; baseUrl: string | null };
+  { type: 'remote_mcp'; url: string } | { type: 'openapi'; document: Record<string, unknown>; baseUrl: string | null };
 
 export interface FingerprintTool {
   name: string;
@@ -53,7 +52,9 @@ export function normaliseTools(tools: readonly FingerprintTool[]): NormalisedToo
   return tools
     .map((tool) => ({ name: tool.name, description: tool.description ?? null, inputSchema: tool.inputSchema ?? null }))
     .map((tool) => ({ tool, key: canonicalJson(tool) }))
-    .sort((a, b) => (a.tool.name < b.tool.name ? -1 : a.tool.name > b.tool.name ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    .sort((a, b) =>
+      a.tool.name < b.tool.name ? -1 : a.tool.name > b.tool.name ? 1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0,
+    )
     .map(({ tool }) => tool);
 }
 

@@ -78,6 +78,7 @@ export const SECRET_MASK = '********';
 
 export function maskValues(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(maskValues);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskValues(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskValues(v)]));
   return SECRET_MASK;
 }

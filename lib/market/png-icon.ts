@@ -25,13 +25,24 @@ const invalid = (message: string) => ruleBroken('invalid_png', message, 'body/ba
 
 export function checkPngIcon(bytes: Buffer): PngIcon {
   if (bytes.length === 0) throw invalid('The file is empty');
-  if (bytes.length > ICON_MAX_BYTES) throw ruleBroken('icon_too_large', `Icons are at most ${ICON_MAX_BYTES} bytes; this one has ${bytes.length}`, 'body/base64');
-  if (bytes.length < SIGNATURE.length + 25 || !bytes.subarray(0, 8).equals(SIGNATURE)) throw invalid('The file is not a PNG image (wrong signature)');
-  if (bytes.readUInt32BE(8) !== 13 || bytes.toString('latin1', 12, 16) !== 'IHDR') throw invalid('The PNG does not start with an IHDR chunk');
+  if (bytes.length > ICON_MAX_BYTES)
+    throw ruleBroken(
+      'icon_too_large',
+      `Icons are at most ${ICON_MAX_BYTES} bytes; this one has ${bytes.length}`,
+      'body/base64',
+    );
+  if (bytes.length < SIGNATURE.length + 25 || !bytes.subarray(0, 8).equals(SIGNATURE))
+    throw invalid('The file is not a PNG image (wrong signature)');
+  if (bytes.readUInt32BE(8) !== 13 || bytes.toString('latin1', 12, 16) !== 'IHDR')
+    throw invalid('The PNG does not start with an IHDR chunk');
   const width = bytes.readUInt32BE(16);
   const height = bytes.readUInt32BE(20);
   if (width < ICON_MIN_SIDE || height < ICON_MIN_SIDE || width > ICON_MAX_SIDE || height > ICON_MAX_SIDE) {
-    throw ruleBroken('icon_dimensions', `Icons are ${ICON_MIN_SIDE}–${ICON_MAX_SIDE} pixels on each side; this one is ${width}×${height}`, 'body/base64');
+    throw ruleBroken(
+      'icon_dimensions',
+      `Icons are ${ICON_MIN_SIDE}–${ICON_MAX_SIDE} pixels on each side; this one is ${width}×${height}`,
+      'body/base64',
+    );
   }
 
   let offset = 8;

@@ -108,24 +108,38 @@ const ZERO_WIDTH_INSIDE_WORD = new RegExp(`[A-Za-z0-9][${ZERO_WIDTH}][A-Za-z0-9]
 const VARIATION_SELECTOR_RUN = /(?:[\uFE00-\uFE0F]|[\u{E0100}-\u{E01EF}]){2,}/u;
 /** C0 controls but tab, line feed and carriage return; DEL; C1 (ESC starts every terminal escape sequence). */
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
-// eslint-disable-next-line no-misleading-character-class -- it lists variation selectors on purpose: they are among what it removes
-const INVISIBLE = new RegExp(`[${ZERO_WIDTH}\\u202A-\\u202E\\u2066-\\u2069\\u200E\\u200F\\u061C\\uFE00-\\uFE0F\\u00AD]|[\\u{E0000}-\\u{E007F}\\u{E0100}-\\u{E01EF}]`, 'gu');
+const INVISIBLE = new RegExp(
+  // eslint-disable-next-line no-misleading-character-class -- it lists variation selectors on purpose: they are among what it removes
+  `[${ZERO_WIDTH}\\u202A-\\u202E\\u2066-\\u2069\\u200E\\u200F\\u061C\\uFE00-\\uFE0F\\u00AD]|[\\u{E0000}-\\u{E007F}\\u{E0100}-\\u{E01EF}]`,
+  'gu',
+);
 /** Terminal escape sequences (CSI, OSC) and other controls: removed before matching, so "ESC[1Gignore ..." still reads "ignore ...". */
-const ESCAPE_SEQUENCES = /\u001B(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001B]*(?:\u0007|\u001B\\)?)?|[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/g;
+const ESCAPE_SEQUENCES =
+  /\u001B(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001B]*(?:\u0007|\u001B\\)?)?|[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/g;
 
 function hiddenUnicodeProblem(text: string): string | null {
   if (TAG_CHARACTERS.test(text)) return 'contains Unicode tag characters (invisible text a model still reads)';
-  if (BIDI_CONTROLS.test(text)) return 'contains bidirectional control characters (text shown in a different order than it is read)';
+  if (BIDI_CONTROLS.test(text))
+    return 'contains bidirectional control characters (text shown in a different order than it is read)';
   if (ZERO_WIDTH_RUN.test(text)) return 'contains a run of zero-width characters (hidden content)';
-  if (ZERO_WIDTH_INSIDE_WORD.test(text)) return 'contains a zero-width character inside a word (splits words to evade filters)';
-  if (VARIATION_SELECTOR_RUN.test(text)) return 'contains a run of variation selectors (a known way to smuggle hidden bytes)';
-  if (CONTROL_CHARACTERS.test(text)) return 'contains control characters (terminal escape sequences hide or overwrite text on screen)';
+  if (ZERO_WIDTH_INSIDE_WORD.test(text))
+    return 'contains a zero-width character inside a word (splits words to evade filters)';
+  if (VARIATION_SELECTOR_RUN.test(text))
+    return 'contains a run of variation selectors (a known way to smuggle hidden bytes)';
+  if (CONTROL_CHARACTERS.test(text))
+    return 'contains control characters (terminal escape sequences hide or overwrite text on screen)';
   return null;
 }
 
 /** What pattern rules read: visible characters only, NFKC, lower case, single spaces. */
 export function normaliseForScan(text: string): string {
-  return text.replace(INVISIBLE, '').replace(ESCAPE_SEQUENCES, ' ').normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
+  return text
+    .replace(INVISIBLE, '')
+    .replace(ESCAPE_SEQUENCES, ' ')
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /** Sentences: split at . ! ? followed by a space (so ".env" and "example.com" stay whole) and at line breaks. */
@@ -143,11 +157,15 @@ function sentences(normalised: string): string[] {
  */
 const DIRECTIVE_RULES: { pattern: RegExp; message: string; addressing?: true }[] = [
   {
-    pattern: /<\s*\/?\s*(important|system|system[ _-]?(requirements?|message|prompt|note)|admin|administrator|critical|urgent|secret|hidden|sys|override|priority)\b[^>]{0,40}>|\[\s*important\s*[:\]]/,
+    pattern:
+      /<\s*\/?\s*(important|system|system[ _-]?(requirements?|message|prompt|note)|admin|administrator|critical|urgent|secret|hidden|sys|override|priority)\b[^>]{0,40}>|\[\s*important\s*[:\]]/,
     message: 'contains markup claiming authority over the model (<IMPORTANT>, <SYSTEM>, ...)',
     addressing: true,
   },
-  { pattern: /\[\s*\/?\s*(inst|system)\s*\]|<\|\s*(im_start|im_end|system|endoftext)\s*\|>/, message: 'contains chat-template control markup' },
+  {
+    pattern: /\[\s*\/?\s*(inst|system)\s*\]|<\|\s*(im_start|im_end|system|endoftext)\s*\|>/,
+    message: 'contains chat-template control markup',
+  },
   {
     pattern:
       /\b(ignore|disregard|forget|override|bypass|skip)\b.{0,30}\b(previous|prior|above|earlier|preceding|original|system|all other|any other|your)\s+(instructions?|prompts?|rules|directions|directives|guidelines|guardrails|messages)\b|\b(ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|every|of|the|your|previous|prior|above|earlier|preceding|original|system|other|outdated|old|existing|and|now|safety|security)\s+){1,6}(instructions?|prompts?|rules|directions|directives|guidelines|guardrails)\b/,
@@ -158,12 +176,20 @@ const DIRECTIVE_RULES: { pattern: RegExp; message: string; addressing?: true }[]
       /\b(do not|don't|dont|never|must not|(there is )?no need to)\s+(tell|inform|mention (this|it|that|anything) to|mention|reveal (this|it|that|anything) to|reveal|disclose|let)\b.{0,30}\buser\b|\b(do not|don't|dont|never|must not|(there is )?no need to)\s+(notify|alert|warn)\s+(the\s+)?user\s+(about|of)\s+(it|this|that|these|them)\b/,
     message: 'tells the model to hide something from the user',
   },
-  { pattern: /\bwithout\b.{0,30}?\b(telling|informing|notifying|alerting|warning|letting)\s+(the\s+)?user\b/, message: 'tells the model to act without the user knowing' },
   {
-    pattern: /\b(the\s+)?user\s+(must|should|need|needs to)\s*(not|never)\s+(know|see|notice|find out|be (told|informed|aware|shown))\b|\b(keep|hide)\s+(this|it|that|these)\s+(secret\s+|hidden\s+)?from\s+(the\s+)?user\b/,
+    pattern: /\bwithout\b.{0,30}?\b(telling|informing|notifying|alerting|warning|letting)\s+(the\s+)?user\b/,
+    message: 'tells the model to act without the user knowing',
+  },
+  {
+    pattern:
+      /\b(the\s+)?user\s+(must|should|need|needs to)\s*(not|never)\s+(know|see|notice|find out|be (told|informed|aware|shown))\b|\b(keep|hide)\s+(this|it|that|these)\s+(secret\s+|hidden\s+)?from\s+(the\s+)?user\b/,
     message: 'tells the model to keep something from the user',
   },
-  { pattern: /\b(reveal|print|output|repeat|leak|disclose|show)\s+(your|the)\s+(system prompt|hidden instructions|initial (prompt|instructions)|instructions above)\b|\byou are now\b|\bnew instructions\s*:/, message: 'tries to change or extract the model\'s instructions' },
+  {
+    pattern:
+      /\b(reveal|print|output|repeat|leak|disclose|show)\s+(your|the)\s+(system prompt|hidden instructions|initial (prompt|instructions)|instructions above)\b|\byou are now\b|\bnew instructions\s*:/,
+    message: "tries to change or extract the model's instructions",
+  },
 ];
 
 // ---------- secrets ----------
@@ -173,10 +199,13 @@ const SECRET_FILES =
 /** A sentence that names a secret file only to say it is off limits ("~/.ssh ... are rejected"). */
 const REFUSED_PATH =
   /\b(rejected|refused|blocked|denied|disallowed|forbidden|prohibited|excluded|not (allowed|permitted|accessible)|never (read|access|open|touch|include|send)|do not (read|access|open|touch|include|send)|must not be (read|accessed|opened|sent))\b/;
-const READ_OR_PASS = '(read|cat|open|load|dump|print|include|pass|send|attach|upload|provide|copy|paste|forward|append|insert|put|embed|supply|share|extract)';
+const READ_OR_PASS =
+  '(read|cat|open|load|dump|print|include|pass|send|attach|upload|provide|copy|paste|forward|append|insert|put|embed|supply|share|extract)';
 /** An order to read or pass a .env file or a file under a home directory: the verb a few words before the path. */
 const ENV_FILE = new RegExp(`\\b${READ_OR_PASS}\\b\\s+(\\S+\\s+){0,5}?[\`'"(]?\\.env(\\.[a-z]+)?\\b`);
-const HOME_PATH = new RegExp(`\\b${READ_OR_PASS}\\b\\s+(\\S+\\s+){0,5}?[\`'"(]?(~\\/|\\/home\\/|\\/users\\/|c:\\\\users\\\\)`);
+const HOME_PATH = new RegExp(
+  `\\b${READ_OR_PASS}\\b\\s+(\\S+\\s+){0,5}?[\`'"(]?(~\\/|\\/home\\/|\\/users\\/|c:\\\\users\\\\)`,
+);
 const CREDENTIAL_NOUN =
   '(api[ _-]?keys?|access[ _-]?tokens?|auth(entication)?[ _-]?tokens?|bearer tokens?|refresh tokens?|session (cookies?|tokens?)|passwords?|passphrases?|secrets?|secret keys?|private[ _-]?keys?|ssh keys?|credentials?|environment variables|env vars|seed phrases?|mnemonics?)';
 /** A variable named like a secret (OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD), lower-cased. */
@@ -187,34 +216,59 @@ const PASS_CREDENTIAL = new RegExp(
 
 // ---------- exfiltration ----------
 
-const SHIP_VERB = /\b(send|sends|sending|post|posts|posting|forward|forwards|forwarding|upload|uploads|uploading|transmit|transmits|exfiltrate|exfiltrates|leak|leaks|copy|copies|mirror|mirrors|report|reports|submit|submits|beacon|relay|relays)\b/;
+const SHIP_VERB =
+  /\b(send|sends|sending|post|posts|posting|forward|forwards|forwarding|upload|uploads|uploading|transmit|transmits|exfiltrate|exfiltrates|leak|leaks|copy|copies|mirror|mirrors|report|reports|submit|submits|beacon|relay|relays)\b/;
 const SENSITIVE_OBJECT = new RegExp(
   `\\b(conversation|chat history|chat log|message history|previous messages|prior messages|the user'?s|user data|personal data|context window|the context|full context|${CREDENTIAL_NOUN}|file contents|contents of|the contents|everything|all (the )?(data|information|messages|files|text)|system prompt|your instructions)\\b`,
 );
-const DESTINATION = /https?:\/\/|wss?:\/\/|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|xyz|ru|cn|dev|app|site|top|info|biz|me|co|cc|tk|ml|ga|sh)\b(\/|\s|$|\)|,)|[\w.+-]+@[\w-]+\.[a-z]{2,}/;
+const DESTINATION =
+  /https?:\/\/|wss?:\/\/|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|xyz|ru|cn|dev|app|site|top|info|biz|me|co|cc|tk|ml|ga|sh)\b(\/|\s|$|\)|,)|[\w.+-]+@[\w-]+\.[a-z]{2,}/;
 const IMAGE_BEACON = /!\[[^\]]*\]\(\s*https?:\/\/[^)\s]*\?[^)\s]*=/;
-const URL_PLACEHOLDER = /https?:\/\/\S*(\{\{?|\$\{|<|%7b)\s*(conversation|chat|history|context|secret|token|api_?key|apikey|password|credential|prompt|env|messages|system)/;
-const HIDDEN_COPY = /\b(also|always|secretly|silently|quietly|additionally|covertly)\s+(send|bcc|cc|forward|copy|add|include)\b.{0,80}[\w.+-]+@[\w-]+\.[a-z]{2,}/;
+const URL_PLACEHOLDER =
+  /https?:\/\/\S*(\{\{?|\$\{|<|%7b)\s*(conversation|chat|history|context|secret|token|api_?key|apikey|password|credential|prompt|env|messages|system)/;
+const HIDDEN_COPY =
+  /\b(also|always|secretly|silently|quietly|additionally|covertly)\s+(send|bcc|cc|forward|copy|add|include)\b.{0,80}[\w.+-]+@[\w-]+\.[a-z]{2,}/;
 
 /** The model's own context: what only the model has, and a remote tool has no business receiving. */
 const MODEL_CONTEXT =
   "\\b((the|your|user'?s|full|whole|complete|entire|current|ongoing)\\s+){0,3}(conversation( history| context| log| transcript)?|chat (history|log|transcript)|message history|(previous|prior|earlier|past) (\\w+ )?messages|all (the )?(user|previous|prior) messages|(complete|full|entire|whole) user messages?|system prompt|(your|the model'?s) (instructions|prompt)|context window|environment (info|information|details)|(list|names) of (all )?(the )?(available |other )?tools|available tools)\\b";
 const HARVEST_OBJECT = new RegExp(MODEL_CONTEXT);
-const HARVEST_VERB = /\b(pass|include|provide|put|insert|append|attach|supply|fill|copy|paste|embed|send|forward|contain)\b/;
+const HARVEST_VERB =
+  /\b(pass|include|provide|put|insert|append|attach|supply|fill|copy|paste|embed|send|forward|contain)\b/;
 /** Where it would go: a named parameter or argument of the call. */
-const HARVEST_TARGET = /\b(parameters?|params?|arguments?|args?|fields?)\b|\b(as|in|into|to)\s+(the\s+)?[`'"][a-z0-9_]+[`'"]|\b[a-z0-9_]+:\s+(must|should)\b/;
+const HARVEST_TARGET =
+  /\b(parameters?|params?|arguments?|args?|fields?)\b|\b(as|in|into|to)\s+(the\s+)?[`'"][a-z0-9_]+[`'"]|\b[a-z0-9_]+:\s+(must|should)\b/;
 
 // ---------- shadowing ----------
 
-const SELF_WORDS = new Set(['this', 'that', 'it', 'same', 'current', 'above', 'following', 'a', 'an', 'the', 'our', 'my']);
-const QUOTE = "[`'\"*()]*";
+const SELF_WORDS = new Set([
+  'this',
+  'that',
+  'it',
+  'same',
+  'current',
+  'above',
+  'following',
+  'a',
+  'an',
+  'the',
+  'our',
+  'my',
+]);
+const QUOTE = '[`\'"*()]*';
 /** "when the send_email tool is called", "when (mcp_whatsapp) send_message is invoked", "when any tool is used". */
 const WHEN_TOOL_USED = new RegExp(
   `\\bwhen(ever)?\\s+(the\\s+|any\\s+|an?\\s+|another\\s+|other\\s+)?(\\(\\s*[a-z0-9_.:-]+\\s*\\)\\s*(?!(?:tool|function|command)\\b))?${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+((tool|function|command)\\s+)?(is|are|gets?|has been|was)\\s+(used|called|invoked|run|executed|triggered|requested)\\b`,
   'g',
 );
-const WHEN_USING = new RegExp(`\\bwhen(ever)?\\s+(you\\s+)?(use|call|invoke|run|execute|using|calling|invoking|running|executing)\\s+(the\\s+)?${QUOTE}([a-z0-9_.:-]+)${QUOTE}`, 'g');
-const INSTEAD_OF = new RegExp(`\\binstead of\\s+(using|calling|invoking|running)\\s+(the\\s+)?${QUOTE}([a-z0-9_.:-]+)${QUOTE}`, 'g');
+const WHEN_USING = new RegExp(
+  `\\bwhen(ever)?\\s+(you\\s+)?(use|call|invoke|run|execute|using|calling|invoking|running|executing)\\s+(the\\s+)?${QUOTE}([a-z0-9_.:-]+)${QUOTE}`,
+  'g',
+);
+const INSTEAD_OF = new RegExp(
+  `\\binstead of\\s+(using|calling|invoking|running)\\s+(the\\s+)?${QUOTE}([a-z0-9_.:-]+)${QUOTE}`,
+  'g',
+);
 /** "before execute minus operation, execute this tool": hooks itself in front of another tool or operation. */
 const BEFORE_OTHER = new RegExp(
   `\\b(before|after)\\s+(execut\\w*|call\\w*|invok\\w*|run\\w*|using|use|perform\\w*)\\s+(any\\s+|every\\s+|each\\s+|the\\s+|an?\\s+)?${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s*(operations?|tools?|functions?|commands?|calls?|actions?)?\\s*,?\\s*(you\\s+)?((must|should|always|first)\\s+)*(execute|call|invoke|run|use)\\s+this\\s+(tool|function)\\b`,
@@ -223,13 +277,22 @@ const BEFORE_OTHER = new RegExp(
 const OTHER_TOOLS =
   /\b(all|any|every|each)\s+(other\s+)?(tools?|functions?)\b.{0,40}\b(must|should|need to|needs to|have to|has to)\b|\b(override|overrides|replace|replaces|supersede|supersedes|take precedence over|takes precedence over|modify|modifies|intercept|intercepts|hijack|hijacks)\s+(the\s+)?(behaviou?r|instructions|descriptions?|parameters|arguments|outputs?|results?|recipients?)\s+of\s+(the\s+)?(other|all|any|every|[a-z0-9_.-]+)\s+(tools?|functions?)\b|\b(ignore|avoid|do not use|don't use|never use|disregard|stop using)\s+(all\s+|any\s+|the\s+)?(other|existing|built-in|builtin|default|similar|alternative)\s+([a-z-]+\s+){0,2}(tools?|functions?|servers?)\b/;
 /** "the mcp_tool_send_email tool must send all emails to ...": orders for a named tool. */
-const ORDERS_FOR_TOOL = new RegExp(`\\b(the\\s+)?${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(tool|function)\\s+(must|should|needs to|has to|shall|will have to)\\b`, 'g');
+const ORDERS_FOR_TOOL = new RegExp(
+  `\\b(the\\s+)?${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(tool|function)\\s+(must|should|needs to|has to|shall|will have to)\\b`,
+  'g',
+);
 /** Demands to run before anything else, for any request: it takes every task, other tools' included. */
-const CALL_ME_FIRST = /\b(call|consult|use|invoke|run)\s+this\s+(tool|function)\b.{0,40}?\b(first|immediately)\b|\b(must|should|always)\s+be\s+(called|used|invoked|run|consulted)\s+(first\s+)?before\b/;
-const FOR_ANY_REQUEST = /\b(any|every|each|all)\s+(\S+\s+){0,3}?(requests?|questions?|queries|prompts?|messages?|tasks?|responses?|content|conversations?)\b/;
+const CALL_ME_FIRST =
+  /\b(call|consult|use|invoke|run)\s+this\s+(tool|function)\b.{0,40}?\b(first|immediately)\b|\b(must|should|always)\s+be\s+(called|used|invoked|run|consulted)\s+(first\s+)?before\b/;
+const FOR_ANY_REQUEST =
+  /\b(any|every|each|all)\s+(\S+\s+){0,3}?(requests?|questions?|queries|prompts?|messages?|tasks?|responses?|content|conversations?)\b/;
 
 function isSelfOrSibling(name: string, context: ScanContext): boolean {
-  return SELF_WORDS.has(name) || name === context.selfName?.toLowerCase() || !!context.siblingNames?.some((sibling) => sibling.toLowerCase() === name);
+  return (
+    SELF_WORDS.has(name) ||
+    name === context.selfName?.toLowerCase() ||
+    !!context.siblingNames?.some((sibling) => sibling.toLowerCase() === name)
+  );
 }
 
 /**
@@ -250,19 +313,28 @@ const marked = (match: string) => /[`'"*()]/.test(match) || /\b(tool|function|co
 function shadowingProblem(normalised: string, context: ScanContext): string | null {
   for (const match of normalised.matchAll(WHEN_TOOL_USED)) {
     const [, , qualifier, server, name, toolWord] = match;
-    if (qualifier && /any|another|other/.test(qualifier) && toolWord) return `gives instructions for when other tools are used ("${match[0]}")`;
-    if (server && !isSelfOrSibling(name, context)) return `gives instructions for when another server's tool ("${name}") is used`;
-    if (toolWord ? !isSelfOrSibling(name, context) : foreignToolName(name, context, marked(match[0]))) return `gives instructions for when another tool ("${name}") is used`;
+    if (qualifier && /any|another|other/.test(qualifier) && toolWord)
+      return `gives instructions for when other tools are used ("${match[0]}")`;
+    if (server && !isSelfOrSibling(name, context))
+      return `gives instructions for when another server's tool ("${name}") is used`;
+    if (toolWord ? !isSelfOrSibling(name, context) : foreignToolName(name, context, marked(match[0])))
+      return `gives instructions for when another tool ("${name}") is used`;
   }
   for (const match of normalised.matchAll(WHEN_USING)) {
-    if (foreignToolName(match[5], context, marked(match[0]))) return `gives instructions for when another tool ("${match[5]}") is used`;
+    if (foreignToolName(match[5], context, marked(match[0])))
+      return `gives instructions for when another tool ("${match[5]}") is used`;
   }
   for (const match of normalised.matchAll(INSTEAD_OF)) {
-    if (foreignToolName(match[3], context, marked(match[0]))) return `tells the model to use this tool instead of another one ("${match[3]}")`;
+    if (foreignToolName(match[3], context, marked(match[0])))
+      return `tells the model to use this tool instead of another one ("${match[3]}")`;
   }
   for (const match of normalised.matchAll(BEFORE_OTHER)) {
     const [, , , qualifier, name, noun] = match;
-    if ((qualifier && /any|every|each/.test(qualifier)) || (noun && !isSelfOrSibling(name, context)) || foreignToolName(name, context, marked(match[0]))) {
+    if (
+      (qualifier && /any|every|each/.test(qualifier)) ||
+      (noun && !isSelfOrSibling(name, context)) ||
+      foreignToolName(name, context, marked(match[0]))
+    ) {
       return `hooks itself into another tool or operation ("${match[0]}")`;
     }
   }
@@ -271,7 +343,8 @@ function shadowingProblem(normalised: string, context: ScanContext): string | nu
   }
   if (OTHER_TOOLS.test(normalised)) return 'gives instructions about other tools';
   for (const sentence of sentences(normalised)) {
-    if (CALL_ME_FIRST.test(sentence) && FOR_ANY_REQUEST.test(sentence)) return 'demands to be called first for any request (takes over tool selection)';
+    if (CALL_ME_FIRST.test(sentence) && FOR_ANY_REQUEST.test(sentence))
+      return 'demands to be called first for any request (takes over tool selection)';
   }
   return null;
 }
@@ -279,7 +352,10 @@ function shadowingProblem(normalised: string, context: ScanContext): string | nu
 // ---------- the scan ----------
 
 function excerptOf(text: string, pattern?: RegExp): string {
-  const visible = text.replace(/[^\x20-\x7E\u00A0-\u024F\u0370-\u1FFF\u3000-\u9FFF]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16).toUpperCase()}}`);
+  const visible = text.replace(
+    /[^\x20-\x7E\u00A0-\u024F\u0370-\u1FFF\u3000-\u9FFF]/gu,
+    (c) => `\\u{${c.codePointAt(0)!.toString(16).toUpperCase()}}`,
+  );
   if (pattern) {
     const at = visible.toLowerCase().search(pattern);
     if (at > 40) return `…${visible.slice(at - 20, at + 100)}${visible.length > at + 100 ? '…' : ''}`;
@@ -291,7 +367,8 @@ function excerptOf(text: string, pattern?: RegExp): string {
 export function scanText(text: string, field: string, context: ScanContext = {}): PoisoningFinding[] {
   const findings: PoisoningFinding[] = [];
   const add = (code: PoisoningCode, message: string, pattern?: RegExp) => {
-    if (!findings.some((f) => f.code === code)) findings.push({ code, field, message, excerpt: excerptOf(normaliseForScan(text), pattern) });
+    if (!findings.some((f) => f.code === code))
+      findings.push({ code, field, message, excerpt: excerptOf(normaliseForScan(text), pattern) });
   };
   const hidden = hiddenUnicodeProblem(text);
   if (hidden) findings.push({ code: 'hidden_unicode', field, message: hidden, excerpt: excerptOf(text) });
@@ -307,28 +384,44 @@ export function scanText(text: string, field: string, context: ScanContext = {})
   }
 
   if (sentences(normalised).some((sentence) => SECRET_FILES.test(sentence) && !REFUSED_PATH.test(sentence))) {
-    add('secret_access', 'refers to files holding secrets on the caller\'s machine', SECRET_FILES);
-  } else if (PASS_CREDENTIAL.test(normalised)) add('secret_access', 'asks for credentials or secrets to be passed along', PASS_CREDENTIAL);
+    add('secret_access', "refers to files holding secrets on the caller's machine", SECRET_FILES);
+  } else if (PASS_CREDENTIAL.test(normalised))
+    add('secret_access', 'asks for credentials or secrets to be passed along', PASS_CREDENTIAL);
   else {
     for (const sentence of sentences(normalised)) {
       if ((ENV_FILE.test(sentence) || HOME_PATH.test(sentence)) && !REFUSED_PATH.test(sentence)) {
-        add('secret_access', 'asks for local files (.env, home directory) to be read or passed along', ENV_FILE.test(sentence) ? ENV_FILE : HOME_PATH);
+        add(
+          'secret_access',
+          'asks for local files (.env, home directory) to be read or passed along',
+          ENV_FILE.test(sentence) ? ENV_FILE : HOME_PATH,
+        );
         break;
       }
     }
   }
 
-  if (IMAGE_BEACON.test(normalised)) add('exfiltration', 'contains a markdown image whose URL carries data (an exfiltration beacon)', IMAGE_BEACON);
-  else if (URL_PLACEHOLDER.test(normalised)) add('exfiltration', 'contains a URL with a placeholder for conversation, context or secrets', URL_PLACEHOLDER);
-  else if (HIDDEN_COPY.test(normalised)) add('exfiltration', 'asks for a hidden copy to be sent to an e-mail address', HIDDEN_COPY);
+  if (IMAGE_BEACON.test(normalised))
+    add('exfiltration', 'contains a markdown image whose URL carries data (an exfiltration beacon)', IMAGE_BEACON);
+  else if (URL_PLACEHOLDER.test(normalised))
+    add('exfiltration', 'contains a URL with a placeholder for conversation, context or secrets', URL_PLACEHOLDER);
+  else if (HIDDEN_COPY.test(normalised))
+    add('exfiltration', 'asks for a hidden copy to be sent to an e-mail address', HIDDEN_COPY);
   else {
     for (const sentence of sentences(normalised)) {
       if (SHIP_VERB.test(sentence) && SENSITIVE_OBJECT.test(sentence) && DESTINATION.test(sentence)) {
-        add('exfiltration', 'asks for conversation, user data or secrets to be sent to an outside address', SENSITIVE_OBJECT);
+        add(
+          'exfiltration',
+          'asks for conversation, user data or secrets to be sent to an outside address',
+          SENSITIVE_OBJECT,
+        );
         break;
       }
       if (HARVEST_OBJECT.test(sentence) && HARVEST_VERB.test(sentence) && HARVEST_TARGET.test(sentence)) {
-        add('exfiltration', 'asks for the model\'s context (conversation, system prompt, environment, tool list) to be put into an argument', HARVEST_OBJECT);
+        add(
+          'exfiltration',
+          "asks for the model's context (conversation, system prompt, environment, tool list) to be put into an argument",
+          HARVEST_OBJECT,
+        );
         break;
       }
     }
@@ -346,13 +439,22 @@ function identifierWords(name: string): string {
 
 const NAME_READS_SECRET_FILE =
   /\b(content|contents|text|data|output|value|copy|read|reading|cat)\b.*\b(ssh|id (rsa|dsa|ecdsa|ed25519)|mcp json|aws credentials|netrc|pgpass|npmrc|pypirc|dotenv|env file|git credentials|keychain|shadow file|passwd file)\b/;
-const NAME_ASKS_FOR_CONTEXT = /\b(conversation (history|log|transcript|context)|environment (details|info|information)|(tools?|functions?) list|list of (available )?(tools|functions)|available (tools|functions))\b/;
+const NAME_ASKS_FOR_CONTEXT =
+  /\b(conversation (history|log|transcript|context)|environment (details|info|information)|(tools?|functions?) list|list of (available )?(tools|functions)|available (tools|functions))\b/;
 
 /** A property name that asks for a secret file's contents or the model's context (the model fills it in as the name says). */
 function propertyNameProblem(name: string): { code: PoisoningCode; message: string } | null {
   const words = identifierWords(name);
-  if (NAME_READS_SECRET_FILE.test(words)) return { code: 'secret_access', message: `property name "${name}" asks for the contents of a file holding secrets` };
-  if (NAME_ASKS_FOR_CONTEXT.test(words)) return { code: 'exfiltration', message: `property name "${name}" asks for the model's context (conversation, environment, tool list)` };
+  if (NAME_READS_SECRET_FILE.test(words))
+    return {
+      code: 'secret_access',
+      message: `property name "${name}" asks for the contents of a file holding secrets`,
+    };
+  if (NAME_ASKS_FOR_CONTEXT.test(words))
+    return {
+      code: 'exfiltration',
+      message: `property name "${name}" asks for the model's context (conversation, environment, tool list)`,
+    };
   return null;
 }
 
@@ -372,14 +474,22 @@ function scanSchema(schema: unknown, path: string, context: ScanContext, out: Po
   if (properties && typeof properties === 'object' && !Array.isArray(properties)) {
     for (const name of Object.keys(properties)) {
       const problem = propertyNameProblem(name);
-      if (problem) out.push({ code: problem.code, field: `${path}/properties/${name}`, message: problem.message, excerpt: excerptOf(name) });
+      if (problem)
+        out.push({
+          code: problem.code,
+          field: `${path}/properties/${name}`,
+          message: problem.message,
+          excerpt: excerptOf(name),
+        });
     }
   }
   for (const [key, value] of Object.entries(schema)) {
     const at = `${path}/${key}`;
     const hiddenKey = hiddenUnicodeProblem(key);
-    if (hiddenKey) out.push({ code: 'hidden_unicode', field: at, message: `property name ${hiddenKey}`, excerpt: excerptOf(key) });
-    if ((key === 'description' || key === 'title') && typeof value === 'string') out.push(...scanText(value, at, context));
+    if (hiddenKey)
+      out.push({ code: 'hidden_unicode', field: at, message: `property name ${hiddenKey}`, excerpt: excerptOf(key) });
+    if ((key === 'description' || key === 'title') && typeof value === 'string')
+      out.push(...scanText(value, at, context));
     else scanSchema(value, at, context, out);
   }
 }
@@ -397,7 +507,11 @@ export interface ScannableTool {
  * Findings for server instructions or a source's title and description: text written for the model,
  * scanned for the dangerous classes but not for merely addressing the model.
  */
-export function scanInstructions(text: string, field: string, siblingNames: readonly string[] = []): PoisoningFinding[] {
+export function scanInstructions(
+  text: string,
+  field: string,
+  siblingNames: readonly string[] = [],
+): PoisoningFinding[] {
   return scanText(text, field, { siblingNames, kind: 'instructions' });
 }
 
@@ -409,15 +523,18 @@ export function scanTool(tool: ScannableTool, siblingNames: readonly string[] = 
   const context: ScanContext = { selfName: tool.name, siblingNames };
   const findings: PoisoningFinding[] = [];
   const hiddenName = hiddenUnicodeProblem(tool.name);
-  if (hiddenName) findings.push({ code: 'hidden_unicode', field: 'name', message: hiddenName, excerpt: excerptOf(tool.name) });
+  if (hiddenName)
+    findings.push({ code: 'hidden_unicode', field: 'name', message: hiddenName, excerpt: excerptOf(tool.name) });
   if (tool.description) findings.push(...scanText(tool.description, 'description', context));
   if (tool.inputSchema) scanSchema(tool.inputSchema, 'inputSchema', context, findings);
   const title = tool.annotations?.title;
   if (typeof title === 'string') findings.push(...scanText(title, 'annotations/title', context));
   const listing = tool.listing ?? {};
   const outputSchema = listing.outputSchema;
-  if (outputSchema && typeof outputSchema === 'object') scanSchema(outputSchema as Record<string, unknown>, 'outputSchema', context, findings);
+  if (outputSchema && typeof outputSchema === 'object')
+    scanSchema(outputSchema as Record<string, unknown>, 'outputSchema', context, findings);
   const hintTitle = (listing.annotations as Record<string, unknown> | undefined)?.title;
-  if (typeof hintTitle === 'string' && hintTitle !== title) findings.push(...scanText(hintTitle, 'annotations/title', context));
+  if (typeof hintTitle === 'string' && hintTitle !== title)
+    findings.push(...scanText(hintTitle, 'annotations/title', context));
   return findings;
 }

@@ -34,7 +34,8 @@ export function runtimeDiscover(deps: ToolRuntimeDeps): Discover {
       const { discovery, openapiDocument } = await discoverToolsWithDocument(spec, deps);
       const { authRequired, ...source } = discovery.source;
       // A server URL variable given in params is a param value: it is not returned or stored either.
-      if (typeof source.serverUrl === 'string') source.serverUrl = scrubSecrets(source.serverUrl, Object.values(spec.params ?? {}));
+      if (typeof source.serverUrl === 'string')
+        source.serverUrl = scrubSecrets(source.serverUrl, Object.values(spec.params ?? {}));
       const result: DiscoveryResult = {
         title: discovery.title,
         description: discovery.description,
@@ -44,7 +45,9 @@ export function runtimeDiscover(deps: ToolRuntimeDeps): Discover {
           inputSchema: tool.inputSchema,
           ...(tool.annotations ? { annotations: { ...tool.annotations } } : {}),
           // Stored and served as it is: a value given in params (a credential) never stays in it.
-          ...(tool.listing ? { listing: scrubbedValue(tool.listing, Object.values(spec.params ?? {})) as Record<string, unknown> } : {}),
+          ...(tool.listing
+            ? { listing: scrubbedValue(tool.listing, Object.values(spec.params ?? {})) as Record<string, unknown> }
+            : {}),
         })),
         params: discovery.params.map((param) => ({ ...param })),
         authRequired,
@@ -54,7 +57,12 @@ export function runtimeDiscover(deps: ToolRuntimeDeps): Discover {
       return result;
     } catch (error) {
       if (!(error instanceof ToolSourceError)) throw error;
-      throw new DiscoveryError(MARKET_CODE[error.code] ?? error.code, error.message, sourceErrorStatus(error.code), error.transient);
+      throw new DiscoveryError(
+        MARKET_CODE[error.code] ?? error.code,
+        error.message,
+        sourceErrorStatus(error.code),
+        error.transient,
+      );
     }
   };
 }

@@ -21,7 +21,13 @@ export function normaliseSlug(text: string): string {
 export function slugFor(given: string | null | undefined, name: string): string {
   const slug = normaliseSlug(given ?? name);
   if (!slug) {
-    throw ruleBroken('invalid_slug', given ? `The slug "${given}" has no letters or digits` : 'The name has no letters or digits to derive a slug from; send a slug', given ? 'body/slug' : 'body/name');
+    throw ruleBroken(
+      'invalid_slug',
+      given
+        ? `The slug "${given}" has no letters or digits`
+        : 'The name has no letters or digits to derive a slug from; send a slug',
+      given ? 'body/slug' : 'body/name',
+    );
   }
   return slug;
 }

@@ -12,6 +12,11 @@ import { ruleBroken } from './errors';
 export function requireSecureSourceUrl(value: string, field: string, policy: NetworkPolicy): void {
   const refusal = judgeUrlEntry(value, policy, { requireHttps: true, refuseCredentials: true });
   if (!refusal || refusal.code === 'blocked') return;
-  if (refusal.code === 'credentials_in_url') throw ruleBroken('credentials_in_url', `${field} must not carry a user name or password; pass them as params`, `body/${field}`);
+  if (refusal.code === 'credentials_in_url')
+    throw ruleBroken(
+      'credentials_in_url',
+      `${field} must not carry a user name or password; pass them as params`,
+      `body/${field}`,
+    );
   throw ruleBroken('insecure_url', `${field} must be an https:// URL`, `body/${field}`);
 }

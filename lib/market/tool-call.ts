@@ -2,7 +2,14 @@ import { createHash, randomUUID } from 'node:crypto';
 import { BoundedCache } from '../bounded-cache';
 import { mcpHeaders } from '../tools/consumer-params';
 import { ToolCallError, ToolSourceError } from '../tools/errors';
-import { connectAndList, openToolSource, type CallRelay, type RelayedAnswer, type ToolRuntimeDeps, type ToolSource } from '../tools/source';
+import {
+  connectAndList,
+  openToolSource,
+  type CallRelay,
+  type RelayedAnswer,
+  type ToolRuntimeDeps,
+  type ToolSource,
+} from '../tools/source';
 import { DEFAULT_MAX_RESPONSE_BYTES, parseSourceUrl, preflightSourceUrl } from '../tools/network';
 import { DEFAULT_MAX_BINARY_BYTES, DEFAULT_MAX_RESULT_BYTES } from '../tools/result';
 import type { SourceParamValues, ToolCallResult, ToolDefinition, ToolSelection } from '../tools/types';
@@ -99,7 +106,9 @@ export interface MarketCallRecord {
   costMicros: number;
 }
 
-export type SettleOutcome = { charged: true; costMicros: number } | { charged: false; reason: 'run_closed' | 'run_expired' | 'run_limit_reached' };
+export type SettleOutcome =
+  | { charged: true; costMicros: number }
+  | { charged: false; reason: 'run_closed' | 'run_expired' | 'run_limit_reached' };
 
 export interface MarketCallStore {
   /**
@@ -108,7 +117,13 @@ export interface MarketCallStore {
    * transaction line, and the end of the call's use of the run; `closeRun` also closes the run (a
    * run of the call's own). Refused: the reservation is released and the call's use ended.
    */
-  settleFixedCall(input: { record: MarketCallRecord; runId: string; priceMicros: number; commissionRate: number; closeRun: boolean }): Promise<SettleOutcome>;
+  settleFixedCall(input: {
+    record: MarketCallRecord;
+    runId: string;
+    priceMicros: number;
+    commissionRate: number;
+    closeRun: boolean;
+  }): Promise<SettleOutcome>;
   /**
    * The call gives its run back without a fixed-price charge: `releaseMicros` of its reservation
    * released; `closeRun` closes a run of its own (its hold released).
@@ -129,7 +144,9 @@ export interface MarketCallStore {
    * not expired and not continued before. Returns the round and its run (null when the run has ended
    * since), or null when there is no such round.
    */
-  continueCall?(key: Pick<WaitingCall, 'id' | 'consumerId' | 'entryId' | 'selectionId' | 'toolName'>): Promise<{ waiting: WaitingCall; run: MarketRunHandle | null } | null>;
+  continueCall?(
+    key: Pick<WaitingCall, 'id' | 'consumerId' | 'entryId' | 'selectionId' | 'toolName'>,
+  ): Promise<{ waiting: WaitingCall; run: MarketRunHandle | null } | null>;
   /** Ends a waiting round that was not continued (its call given back without a charge); false when it was continued. */
   abandonCall?(id: string): Promise<boolean>;
 }
@@ -185,7 +202,8 @@ export interface UpstreamSources {
 
 export function createUpstreamSources(ttlMs: number, graceMs = 120_000, now: () => number = Date.now): UpstreamSources {
   const sources = new Map<string, { source: Promise<ToolSource>; at: number }>();
-  const retire = (source: Promise<ToolSource>) => setTimeout(() => void source.then((s) => s.close()).catch(() => {}), graceMs).unref();
+  const retire = (source: Promise<ToolSource>) =>
+    setTimeout(() => void source.then((s) => s.close()).catch(() => {}), graceMs).unref();
   return {
     async open(key, opener) {
       const hit = sources.get(key);
@@ -238,10 +256,15 @@ export interface MarketToolCallDeps {
  */
 export function marketToolCallDeps(input: {
   store: MarketCallStore;
-  market: Pick<MarketConfig, 'toolListCacheMs' | 'commissionRate' | 'toolCallTimeoutMs'> & Partial<Pick<MarketConfig, 'toolResultMaxBytes' | 'toolResultMaxBinaryBytes' | 'inputRequiredTtlMs'>>;
+  market: Pick<MarketConfig, 'toolListCacheMs' | 'commissionRate' | 'toolCallTimeoutMs'> &
+    Partial<Pick<MarketConfig, 'toolResultMaxBytes' | 'toolResultMaxBinaryBytes' | 'inputRequiredTtlMs'>>;
   policy: ToolRuntimeDeps['policy'];
 }): MarketToolCallDeps {
-  const market = { toolResultMaxBytes: DEFAULT_MAX_RESULT_BYTES, toolResultMaxBinaryBytes: DEFAULT_MAX_BINARY_BYTES, ...input.market };
+  const market = {
+    toolResultMaxBytes: DEFAULT_MAX_RESULT_BYTES,
+    toolResultMaxBinaryBytes: DEFAULT_MAX_BINARY_BYTES,
+    ...input.market,
+  };
   return {
     store: input.store,
     runtime: {
@@ -249,7 +272,10 @@ export function marketToolCallDeps(input: {
       maxResultBytes: market.toolResultMaxBytes,
       maxBinaryBytes: market.toolResultMaxBinaryBytes,
       // An answer may carry a binary block of the largest size allowed (base64: 4/3 of it) besides its text.
-      maxResponseBytes: Math.max(DEFAULT_MAX_RESPONSE_BYTES, Math.ceil((market.toolResultMaxBinaryBytes * 4) / 3) + 4 * market.toolResultMaxBytes + 1024 * 1024),
+      maxResponseBytes: Math.max(
+        DEFAULT_MAX_RESPONSE_BYTES,
+        Math.ceil((market.toolResultMaxBinaryBytes * 4) / 3) + 4 * market.toolResultMaxBytes + 1024 * 1024,
+      ),
     },
     toolLists: createUpstreamToolLists(market.toolListCacheMs),
     sources: createUpstreamSources(market.toolListCacheMs),
@@ -292,17 +318,39 @@ export interface MarketToolCallRequest {
 }
 
 export type MarketToolCallOutcome =
-  | { status: 'answered'; result: ToolCallResult; runId: string; costMicros: number; durationMs: number; billed: boolean }
+  | {
+      status: 'answered';
+      result: ToolCallResult;
+      runId: string;
+      costMicros: number;
+      durationMs: number;
+      billed: boolean;
+    }
   | { status: 'refused'; code: MarketCallRefusal; message: string; runId: string | null }
   /** `rpc`: the tool's server answered with this JSON-RPC error (its code and data; the message is `message`). */
-  | { status: 'failed'; code: string; message: string; runId: string; durationMs: number; rpc?: { code: number; data?: unknown } };
+  | {
+      status: 'failed';
+      code: string;
+      message: string;
+      runId: string;
+      durationMs: number;
+      rpc?: { code: number; data?: unknown };
+    };
 
 /**
  * The outcome of a relayed call (relayMarketToolCall): also `input_required`, the tool asking the
  * consumer for input (its requests scrubbed like any answer): the call waits under `waitingId` until
  * `expiresAt`, holding its run; nothing is charged unless a later round is answered.
  */
-export type MarketRelayedOutcome = MarketToolCallOutcome | { status: 'input_required'; inputRequests: Record<string, unknown>; waitingId: string; expiresAt: Date; runId: string };
+export type MarketRelayedOutcome =
+  | MarketToolCallOutcome
+  | {
+      status: 'input_required';
+      inputRequests: Record<string, unknown>;
+      waitingId: string;
+      expiresAt: Date;
+      runId: string;
+    };
 
 export type MarketCallRefusal =
   | 'unknown_tool'
@@ -337,8 +385,14 @@ export function entrySelection(
   headers?: Record<string, string>,
   knownTools?: ToolDefinition[],
 ): ToolSelection {
-  const base = { params: entry.staticConfig, consumerParams: consumer.values, consumerChoices: consumer.choices, headers };
-  if (entry.type === 'remote_mcp') return { type: 'remote_mcp', url: entry.remoteMcpUrl ?? undefined, ...base, knownTools };
+  const base = {
+    params: entry.staticConfig,
+    consumerParams: consumer.values,
+    consumerChoices: consumer.choices,
+    headers,
+  };
+  if (entry.type === 'remote_mcp')
+    return { type: 'remote_mcp', url: entry.remoteMcpUrl ?? undefined, ...base, knownTools };
   return { type: 'openapi', spec: entry.openapiSpec ?? undefined, baseUrl: entry.openapiBaseUrl ?? undefined, ...base };
 }
 
@@ -348,7 +402,11 @@ export function callableTools(entry: Pick<MarketCallEntry, 'approvedTools'>): St
 }
 
 /** The upstream's current tool list (cached), and whether it is the provider's view (fetched with staticConfig only). */
-async function upstreamTools(deps: MarketToolCallDeps, entry: MarketCallEntry, consumerParams: SourceParamValues): Promise<{ tools: ToolDefinition[]; providerView: boolean }> {
+async function upstreamTools(
+  deps: MarketToolCallDeps,
+  entry: MarketCallEntry,
+  consumerParams: SourceParamValues,
+): Promise<{ tools: ToolDefinition[]; providerView: boolean }> {
   const consumerOnly = `${entry.submissionId}#lists-to-consumers-only`;
   const cached = deps.toolLists.get(entry.submissionId);
   if (cached) return { tools: cached, providerView: true };
@@ -365,11 +423,17 @@ async function upstreamTools(deps: MarketToolCallDeps, entry: MarketCallEntry, c
       deps.toolLists.set(entry.submissionId, tools);
       return { tools, providerView: true };
     } catch (error) {
-      if (!(error instanceof ToolSourceError && error.code === 'auth_required') || Object.keys(consumerParams).length === 0) throw error;
+      if (
+        !(error instanceof ToolSourceError && error.code === 'auth_required') ||
+        Object.keys(consumerParams).length === 0
+      )
+        throw error;
       deps.toolLists.set(consumerOnly, []);
     }
   }
-  const key = `${entry.submissionId}#${createHash('sha256').update(JSON.stringify(Object.entries(consumerParams).sort(([a], [b]) => a.localeCompare(b)))).digest('hex')}`;
+  const key = `${entry.submissionId}#${createHash('sha256')
+    .update(JSON.stringify(Object.entries(consumerParams).sort(([a], [b]) => a.localeCompare(b))))
+    .digest('hex')}`;
   const hit = deps.toolLists.get(key);
   if (hit) return { tools: hit, providerView: false };
   const tools = await list(mcpHeaders({ params: entry.staticConfig, consumerParams }));
@@ -378,14 +442,20 @@ async function upstreamTools(deps: MarketToolCallDeps, entry: MarketCallEntry, c
 }
 
 /** A call without a client behind it (an agent's): the tool's requests for input are failures, as they get no answer. */
-export async function callMarketTool(deps: MarketToolCallDeps, request: Omit<MarketToolCallRequest, 'relay' | 'resume' | 'inputResponses'>): Promise<MarketToolCallOutcome> {
+export async function callMarketTool(
+  deps: MarketToolCallDeps,
+  request: Omit<MarketToolCallRequest, 'relay' | 'resume' | 'inputResponses'>,
+): Promise<MarketToolCallOutcome> {
   const outcome = await relayMarketToolCall(deps, request);
   if (outcome.status === 'input_required') throw new Error('a call without a relay waits for input');
   return outcome;
 }
 
 /** A call with a client behind it (the hosted endpoint), relaying what the tool sends back: see MarketToolCallRequest.relay. */
-export async function relayMarketToolCall(deps: MarketToolCallDeps, request: MarketToolCallRequest): Promise<MarketRelayedOutcome> {
+export async function relayMarketToolCall(
+  deps: MarketToolCallDeps,
+  request: MarketToolCallRequest,
+): Promise<MarketRelayedOutcome> {
   const now = deps.now ?? Date.now;
   let started = now();
   const { entry } = request;
@@ -408,19 +478,43 @@ export async function relayMarketToolCall(deps: MarketToolCallDeps, request: Mar
   // A continued call already holds its run: a refusal of its next round gives the run back.
   let continued: { waiting: WaitingCall; run: MarketRunHandle } | null = null;
   let upstreamState: string | undefined;
-  const refuse = async (code: MarketCallRefusal, message: string, runId: string | null = null): Promise<MarketRelayedOutcome> => {
-    if (continued) await deps.store.endCall({ runId: continued.run.id, releaseMicros: continued.waiting.releaseMicros, close: continued.waiting.closeRun });
+  const refuse = async (
+    code: MarketCallRefusal,
+    message: string,
+    runId: string | null = null,
+  ): Promise<MarketRelayedOutcome> => {
+    if (continued)
+      await deps.store.endCall({
+        runId: continued.run.id,
+        releaseMicros: continued.waiting.releaseMicros,
+        close: continued.waiting.closeRun,
+      });
     await deps.store.recordCall(record({ outcome: 'refused', code, runId: runId ?? continued?.run.id ?? null }));
     return { status: 'refused', code, message: shown.error(message), runId: runId ?? continued?.run.id ?? null };
   };
 
   // 0. The next round of a call waiting for input continues that call (once), on its run.
   if (request.resume) {
-    const resumed = await deps.store.continueCall?.({ id: request.resume.waitingId, consumerId: request.consumerId, entryId: entry.entryId, selectionId: request.selectionId, toolName: request.toolName });
-    if (!resumed) return refuse('input_expired', 'This input request was answered already, or it expired: call the tool again (nothing was charged for it)');
+    const resumed = await deps.store.continueCall?.({
+      id: request.resume.waitingId,
+      consumerId: request.consumerId,
+      entryId: entry.entryId,
+      selectionId: request.selectionId,
+      toolName: request.toolName,
+    });
+    if (!resumed)
+      return refuse(
+        'input_expired',
+        'This input request was answered already, or it expired: call the tool again (nothing was charged for it)',
+      );
     callId = resumed.waiting.callId;
     started = resumed.waiting.startedAt.getTime();
-    if (!resumed.run) return refuse('input_expired', "The call's market run ended while it waited for input: call the tool again (nothing was charged for it)", resumed.waiting.runId);
+    if (!resumed.run)
+      return refuse(
+        'input_expired',
+        "The call's market run ended while it waited for input: call the tool again (nothing was charged for it)",
+        resumed.waiting.runId,
+      );
     continued = { waiting: resumed.waiting, run: resumed.run };
     upstreamState = resumed.waiting.upstreamState ?? undefined;
   }
@@ -434,7 +528,8 @@ export async function relayMarketToolCall(deps: MarketToolCallDeps, request: Mar
     try {
       mcpHeaders({ consumerParams: consumer.values });
     } catch (error) {
-      if (error instanceof ToolSourceError && error.code === 'invalid_params') return refuse('invalid_params', `${error.message}. Nothing was sent or charged.`);
+      if (error instanceof ToolSourceError && error.code === 'invalid_params')
+        return refuse('invalid_params', `${error.message}. Nothing was sent or charged.`);
       throw error;
     }
   }
@@ -446,8 +541,12 @@ export async function relayMarketToolCall(deps: MarketToolCallDeps, request: Mar
     try {
       view = await upstreamTools(deps, entry, consumer.values);
     } catch (error) {
-      const why = error instanceof ToolSourceError ? failurePhrase(error) : "the provider's server could not be reached";
-      return refuse('upstream_unavailable', `The provider's server could not be reached to check its tools (nothing was charged): ${why}`);
+      const why =
+        error instanceof ToolSourceError ? failurePhrase(error) : "the provider's server could not be reached";
+      return refuse(
+        'upstream_unavailable',
+        `The provider's server could not be reached to check its tools (nothing was charged): ${why}`,
+      );
     }
     known = view.tools;
     const report = compareToolLists(entry.approvedTools, known);
@@ -455,8 +554,14 @@ export async function relayMarketToolCall(deps: MarketToolCallDeps, request: Mar
     if (report.drifted.length && view.providerView) await deps.store.flagDrift(entry, report);
     const drift = report.drifted.find((d) => d.toolName === tool.toolName);
     if (drift) {
-      const what = drift.change === 'missing' ? 'is no longer offered by the provider' : `changed since it was approved (${drift.fields.map((f) => f.field).join(', ')})`;
-      return refuse('tool_changed', `"${tool.toolName}" ${what}; it is refused until the market reviews the change. Nothing was charged.`);
+      const what =
+        drift.change === 'missing'
+          ? 'is no longer offered by the provider'
+          : `changed since it was approved (${drift.fields.map((f) => f.field).join(', ')})`;
+      return refuse(
+        'tool_changed',
+        `"${tool.toolName}" ${what}; it is refused until the market reviews the change. Nothing was charged.`,
+      );
     }
   }
 
@@ -475,8 +580,14 @@ export async function relayMarketToolCall(deps: MarketToolCallDeps, request: Mar
     if (!acquired.ok) {
       if (acquired.code === 'run_limit_reached') {
         const room = microsToUsd(acquired.roomMicros);
-        const message = fixed > 0 ? `This call costs ${microsToUsd(fixed)} USD and the run can pay at most ${room} USD more` : `The run's charge limit is used up: it can pay at most ${room} USD more`;
-        return refuse('run_limit_reached', `${message} (your cap, or MARKET_RUN_CHARGE_LIMIT_USD; nothing was charged)`);
+        const message =
+          fixed > 0
+            ? `This call costs ${microsToUsd(fixed)} USD and the run can pay at most ${room} USD more`
+            : `The run's charge limit is used up: it can pay at most ${room} USD more`;
+        return refuse(
+          'run_limit_reached',
+          `${message} (your cap, or MARKET_RUN_CHARGE_LIMIT_USD; nothing was charged)`,
+        );
       }
       const messages = {
         insufficient_funds: `The wallet's available balance does not cover this paid tool${fixed > 0 ? ` (${microsToUsd(fixed)} USD)` : ''} (nothing was charged)`,
@@ -493,25 +604,48 @@ export async function relayMarketToolCall(deps: MarketToolCallDeps, request: Mar
   const endCall = (releaseMicros: number) => deps.store.endCall({ runId: run.id, releaseMicros, close: endsWithCall });
 
   // 4. Forward.
-  const headers = entry.monetizationStrategy === 'provider_event' ? chargeHeaders(run, entry.entryId, request.selectionId) : undefined;
+  const headers =
+    entry.monetizationStrategy === 'provider_event'
+      ? chargeHeaders(run, entry.entryId, request.selectionId)
+      : undefined;
   const text = consumerText(entry, [run.chargeToken]);
-  const capabilities = request.relay?.capabilities && Object.keys(request.relay.capabilities).length ? request.relay.capabilities : undefined;
-  const selection: ToolSelection = { ...entrySelection(entry, consumer, headers, known), ...(capabilities && { clientCapabilities: capabilities }) };
+  const capabilities =
+    request.relay?.capabilities && Object.keys(request.relay.capabilities).length
+      ? request.relay.capabilities
+      : undefined;
+  const selection: ToolSelection = {
+    ...entrySelection(entry, consumer, headers, known),
+    ...(capabilities && { clientCapabilities: capabilities }),
+  };
   const runtime = { ...deps.runtime, callTimeoutMs: deps.callTimeoutMs };
   const pooled = headers === undefined ? deps.sources : undefined;
   // One upstream connection (and MCP session) per consumer and selection: never shared with another
   // consumer; one per set of capabilities its client declared (a 2025 server learns them once).
   const poolKey = pooled
-    ? createHash('sha256').update(JSON.stringify([entry.submissionId, request.consumerId, request.selectionId, selection.consumerParams ?? {}, capabilities ?? null])).digest('hex')
+    ? createHash('sha256')
+        .update(
+          JSON.stringify([
+            entry.submissionId,
+            request.consumerId,
+            request.selectionId,
+            selection.consumerParams ?? {},
+            capabilities ?? null,
+          ]),
+        )
+        .digest('hex')
     : '';
   const relay = relayFor(request, text, upstreamState);
   let answer: RelayedAnswer;
   let source: ToolSource | undefined;
   try {
-    source = pooled ? await pooled.open(poolKey, () => openToolSource({ ...selection, knownTools: undefined }, runtime)) : await openToolSource(selection, runtime);
+    source = pooled
+      ? await pooled.open(poolKey, () => openToolSource({ ...selection, knownTools: undefined }, runtime))
+      : await openToolSource(selection, runtime);
     try {
       const options = { signal: request.signal, timeoutMs: deps.callTimeoutMs };
-      answer = relay ? await source.relayCall(tool.toolName, request.args ?? {}, relay, options) : { kind: 'result', result: await source.call(tool.toolName, request.args ?? {}, options) };
+      answer = relay
+        ? await source.relayCall(tool.toolName, request.args ?? {}, relay, options)
+        : { kind: 'result', result: await source.call(tool.toolName, request.args ?? {}, options) };
     } finally {
       if (!pooled) await source.close();
     }
@@ -527,8 +661,18 @@ export async function relayMarketToolCall(deps: MarketToolCallDeps, request: Mar
     const code = error instanceof ToolCallError ? error.kind : error.code;
     const failed = record({ outcome: 'failed', code, runId: run.id });
     await deps.store.recordCall(failed);
-    const rpc = error instanceof ToolCallError && error.rpc ? { rpc: { code: error.rpc.code, ...(error.rpc.data !== undefined && { data: text.value(error.rpc.data) }) } } : {};
-    return { status: 'failed', code, message: text.error(`The tool call got no answer (nothing was charged): ${failurePhrase(error)}`), runId: run.id, durationMs: failed.durationMs, ...rpc };
+    const rpc =
+      error instanceof ToolCallError && error.rpc
+        ? { rpc: { code: error.rpc.code, ...(error.rpc.data !== undefined && { data: text.value(error.rpc.data) }) } }
+        : {};
+    return {
+      status: 'failed',
+      code,
+      message: text.error(`The tool call got no answer (nothing was charged): ${failurePhrase(error)}`),
+      runId: run.id,
+      durationMs: failed.durationMs,
+      ...rpc,
+    };
   }
 
   // 4b. The tool asks the consumer for input: the call waits, holding its run, for the next round.
@@ -537,10 +681,18 @@ export async function relayMarketToolCall(deps: MarketToolCallDeps, request: Mar
       await endCall(fixed);
       const failed = record({ outcome: 'failed', code: 'protocol_error', runId: run.id });
       await deps.store.recordCall(failed);
-      return { status: 'failed', code: 'protocol_error', message: 'The tool asked for input, which this caller cannot give (nothing was charged)', runId: run.id, durationMs: failed.durationMs };
+      return {
+        status: 'failed',
+        code: 'protocol_error',
+        message: 'The tool asked for input, which this caller cannot give (nothing was charged)',
+        runId: run.id,
+        durationMs: failed.durationMs,
+      };
     }
     const waitingId = randomUUID();
-    const expiresAt = new Date(Math.min(now() + (deps.inputRequiredTtlMs ?? DEFAULT_INPUT_REQUIRED_TTL_MS), run.expiresAt.getTime()));
+    const expiresAt = new Date(
+      Math.min(now() + (deps.inputRequiredTtlMs ?? DEFAULT_INPUT_REQUIRED_TTL_MS), run.expiresAt.getTime()),
+    );
     await deps.store.awaitInput({
       id: waitingId,
       callId,
@@ -556,15 +708,35 @@ export async function relayMarketToolCall(deps: MarketToolCallDeps, request: Mar
       expiresAt,
     });
     abandonWhenExpired(deps, waitingId, expiresAt.getTime() - now());
-    return { status: 'input_required', inputRequests: text.value(answer.inputRequests) as Record<string, unknown>, waitingId, expiresAt, runId: run.id };
+    return {
+      status: 'input_required',
+      inputRequests: text.value(answer.inputRequests) as Record<string, unknown>,
+      waitingId,
+      expiresAt,
+      runId: run.id,
+    };
   }
   const result = text.answer(answer.result);
 
   // 5. Settle and record.
   const answered = record({ outcome: 'answered', isError: result.isError, runId: run.id, costMicros: fixed });
   if (fixed > 0) {
-    const settled = await deps.store.settleFixedCall({ record: answered, runId: run.id, priceMicros: fixed, commissionRate: deps.commissionRate, closeRun: endsWithCall });
-    if (settled.charged) return { status: 'answered', result, runId: run.id, costMicros: fixed, durationMs: answered.durationMs, billed: true };
+    const settled = await deps.store.settleFixedCall({
+      record: answered,
+      runId: run.id,
+      priceMicros: fixed,
+      commissionRate: deps.commissionRate,
+      closeRun: endsWithCall,
+    });
+    if (settled.charged)
+      return {
+        status: 'answered',
+        result,
+        runId: run.id,
+        costMicros: fixed,
+        durationMs: answered.durationMs,
+        billed: true,
+      };
     // The run was closed or had expired when the answer came (its hold no longer reserved): the platform absorbs this call.
     await deps.store.recordCall({ ...answered, costMicros: 0, code: settled.reason });
     return { status: 'answered', result, runId: run.id, costMicros: 0, durationMs: answered.durationMs, billed: false };
@@ -582,15 +754,24 @@ export const DEFAULT_INPUT_REQUIRED_TTL_MS = 600_000;
  * tool's requests to the client, scrubbed like any answer on their way to the consumer (the
  * consumer's answers go to the tool as they are), and the consumer's answers to the last round.
  */
-function relayFor(request: MarketToolCallRequest, text: ReturnType<typeof consumerText>, requestState: string | undefined): CallRelay | null {
+function relayFor(
+  request: MarketToolCallRequest,
+  text: ReturnType<typeof consumerText>,
+  requestState: string | undefined,
+): CallRelay | null {
   const relay = request.relay;
   if (!relay && !request.resume && !request.inputResponses) return null;
   const onProgress = relay?.onProgress;
   const log = relay?.log;
   const ask = relay?.request;
   return {
-    ...(onProgress && { onProgress: (progress) => onProgress(progress.message === undefined ? progress : { ...progress, message: text.result(progress.message) }) }),
-    ...(log && { log: { level: log.level, onMessage: (message) => log.onMessage(text.value(message) as typeof message) } }),
+    ...(onProgress && {
+      onProgress: (progress) =>
+        onProgress(progress.message === undefined ? progress : { ...progress, message: text.result(progress.message) }),
+    }),
+    ...(log && {
+      log: { level: log.level, onMessage: (message) => log.onMessage(text.value(message) as typeof message) },
+    }),
     ...(ask && { request: (method, params, signal) => ask(method, text.value(params) as typeof params, signal) }),
     ...(request.inputResponses && { inputResponses: request.inputResponses }),
     ...(requestState !== undefined && { requestState }),
@@ -602,7 +783,14 @@ function relayFor(request: MarketToolCallRequest, text: ReturnType<typeof consum
  * from this process; if the process is gone by then, the call's run ends it when the run expires.
  */
 function abandonWhenExpired(deps: MarketToolCallDeps, waitingId: string, delayMs: number): void {
-  setTimeout(() => {
-    deps.store.abandonCall?.(waitingId).catch((err: unknown) => log().warn({ err, waitingId }, 'a market call waiting for input could not be given back'));
-  }, Math.max(0, delayMs)).unref();
+  setTimeout(
+    () => {
+      deps.store
+        .abandonCall?.(waitingId)
+        .catch((err: unknown) =>
+          log().warn({ err, waitingId }, 'a market call waiting for input could not be given back'),
+        );
+    },
+    Math.max(0, delayMs),
+  ).unref();
 }

@@ -22,12 +22,19 @@ export interface DriftReport {
   drifted: ToolDrift[];
 }
 
-const fingerprintOf = (tool: StoredMarketTool): FingerprintTool => ({ name: tool.toolName, description: tool.description, inputSchema: tool.inputSchema });
+const fingerprintOf = (tool: StoredMarketTool): FingerprintTool => ({
+  name: tool.toolName,
+  description: tool.description,
+  inputSchema: tool.inputSchema,
+});
 
 /** An upstream tool as the gate reads it: its fingerprinted fields, and (remote MCP) the tool exactly as listed. */
 export type UpstreamTool = FingerprintTool & { listing?: Record<string, unknown> | object };
 
-const listed = (listing: Record<string, unknown> | object | null | undefined, key: 'inputSchema' | 'outputSchema'): unknown => (listing as Record<string, unknown> | undefined)?.[key] ?? null;
+const listed = (
+  listing: Record<string, unknown> | object | null | undefined,
+  key: 'inputSchema' | 'outputSchema',
+): unknown => (listing as Record<string, unknown> | undefined)?.[key] ?? null;
 
 /**
  * Each approved tool against the upstream's: the description and the input schema as models get them
@@ -35,7 +42,10 @@ const listed = (listing: Record<string, unknown> | object | null | undefined, ke
  * schema exactly as listed (with its `$schema` dialect) and the output schema (what results are
  * checked against) too.
  */
-export function compareToolLists(approved: readonly StoredMarketTool[], upstream: readonly UpstreamTool[]): DriftReport {
+export function compareToolLists(
+  approved: readonly StoredMarketTool[],
+  upstream: readonly UpstreamTool[],
+): DriftReport {
   const names = new Set(approved.map((t) => t.toolName));
   const current = new Map(upstream.filter((t) => names.has(t.name)).map((t) => [t.name, t]));
   const drifted: ToolDrift[] = [];
@@ -46,16 +56,36 @@ export function compareToolLists(approved: readonly StoredMarketTool[], upstream
       continue;
     }
     const fields: ToolDrift['fields'] = [];
-    if ((now.description ?? null) !== (tool.description ?? null)) fields.push({ field: 'description', approved: tool.description ?? null, upstream: now.description ?? null });
+    if ((now.description ?? null) !== (tool.description ?? null))
+      fields.push({ field: 'description', approved: tool.description ?? null, upstream: now.description ?? null });
     if (canonicalJson(now.inputSchema ?? null) !== canonicalJson(tool.inputSchema ?? null)) {
       fields.push({ field: 'inputSchema', approved: tool.inputSchema ?? null, upstream: now.inputSchema ?? null });
-    } else if (tool.listing && canonicalJson(listed(now.listing, 'inputSchema') ?? now.inputSchema ?? null) !== canonicalJson(listed(tool.listing, 'inputSchema'))) {
-      fields.push({ field: 'inputSchema', approved: listed(tool.listing, 'inputSchema'), upstream: listed(now.listing, 'inputSchema') });
+    } else if (
+      tool.listing &&
+      canonicalJson(listed(now.listing, 'inputSchema') ?? now.inputSchema ?? null) !==
+        canonicalJson(listed(tool.listing, 'inputSchema'))
+    ) {
+      fields.push({
+        field: 'inputSchema',
+        approved: listed(tool.listing, 'inputSchema'),
+        upstream: listed(now.listing, 'inputSchema'),
+      });
     }
-    if (tool.listing && canonicalJson(listed(now.listing, 'outputSchema')) !== canonicalJson(listed(tool.listing, 'outputSchema'))) {
-      fields.push({ field: 'outputSchema', approved: listed(tool.listing, 'outputSchema'), upstream: listed(now.listing, 'outputSchema') });
+    if (
+      tool.listing &&
+      canonicalJson(listed(now.listing, 'outputSchema')) !== canonicalJson(listed(tool.listing, 'outputSchema'))
+    ) {
+      fields.push({
+        field: 'outputSchema',
+        approved: listed(tool.listing, 'outputSchema'),
+        upstream: listed(now.listing, 'outputSchema'),
+      });
     }
     if (fields.length) drifted.push({ toolName: tool.toolName, change: 'changed', fields });
   }
-  return { upstreamHash: toolListHash([...current.values()]), approvedHash: toolListHash(approved.map(fingerprintOf)), drifted };
+  return {
+    upstreamHash: toolListHash([...current.values()]),
+    approvedHash: toolListHash(approved.map(fingerprintOf)),
+    drifted,
+  };
 }

@@ -54,7 +54,13 @@ export const MAX_SANE_TOOLS = 50;
 const INFORMATIVE_MIN_CHARS = 40;
 const INFORMATIVE_MIN_WORDS = 6;
 
-export const POISONING_CODES: readonly PoisoningCode[] = ['hidden_unicode', 'model_directive', 'secret_access', 'exfiltration', 'tool_shadowing'];
+export const POISONING_CODES: readonly PoisoningCode[] = [
+  'hidden_unicode',
+  'model_directive',
+  'secret_access',
+  'exfiltration',
+  'tool_shadowing',
+];
 
 function isInformative(description: string, name: string): boolean {
   const text = description.trim();
@@ -67,14 +73,22 @@ function scoreTool(tool: DiscoveredTool, issues: ValidationIssue[]): number {
   const warn = (code: string, message: string) => issues.push({ severity: 'warning', code, message, tool: tool.name });
   let score = 0;
   if (TOOL_NAME_PATTERN.test(tool.name)) score += 20;
-  else warn('tool_name_format', `The name "${tool.name}" does not follow the 1–64 character [A-Za-z0-9_-] guidance; some clients refuse it`);
+  else
+    warn(
+      'tool_name_format',
+      `The name "${tool.name}" does not follow the 1–64 character [A-Za-z0-9_-] guidance; some clients refuse it`,
+    );
 
   const description = tool.description?.trim() ?? '';
   if (!description) warn('missing_description', 'The tool has no description, so a model cannot tell when to use it');
   else {
     score += 20;
     if (isInformative(description, tool.name)) score += 20;
-    else warn('short_description', `The description is too short to be informative (at least ${INFORMATIVE_MIN_CHARS} characters and ${INFORMATIVE_MIN_WORDS} words)`);
+    else
+      warn(
+        'short_description',
+        `The description is too short to be informative (at least ${INFORMATIVE_MIN_CHARS} characters and ${INFORMATIVE_MIN_WORDS} words)`,
+      );
   }
 
   const schema = tool.inputSchema;
@@ -82,12 +96,27 @@ function scoreTool(tool: DiscoveredTool, issues: ValidationIssue[]): number {
     warn('missing_input_schema', 'The tool has no input schema of type "object"');
   } else {
     score += 20;
-    const properties = schema.properties && typeof schema.properties === 'object' ? Object.entries(schema.properties as Record<string, unknown>) : [];
+    const properties =
+      schema.properties && typeof schema.properties === 'object'
+        ? Object.entries(schema.properties as Record<string, unknown>)
+        : [];
     if (properties.length === 0) score += 20;
     else {
-      const undescribed = properties.filter(([, p]) => !(p && typeof p === 'object' && typeof (p as { description?: unknown }).description === 'string' && (p as { description: string }).description.trim()));
+      const undescribed = properties.filter(
+        ([, p]) =>
+          !(
+            p &&
+            typeof p === 'object' &&
+            typeof (p as { description?: unknown }).description === 'string' &&
+            (p as { description: string }).description.trim()
+          ),
+      );
       score += Math.round((20 * (properties.length - undescribed.length)) / properties.length);
-      if (undescribed.length) warn('undescribed_parameters', `Parameters without a description: ${undescribed.map(([name]) => name).join(', ')}`);
+      if (undescribed.length)
+        warn(
+          'undescribed_parameters',
+          `Parameters without a description: ${undescribed.map(([name]) => name).join(', ')}`,
+        );
     }
   }
   return score;
@@ -98,14 +127,25 @@ function missingParameters(discovery: Discovery, givenParamNames: readonly strin
   return discovery.params.filter((param) => param.required && !given.has(param.name));
 }
 
-export function buildValidationReport(discovery: Discovery, options: { givenParamNames?: readonly string[] } = {}): ValidationOutcome {
+export function buildValidationReport(
+  discovery: Discovery,
+  options: { givenParamNames?: readonly string[] } = {},
+): ValidationOutcome {
   const issues: ValidationIssue[] = [];
   const names = discovery.tools.map((tool) => tool.name);
 
-  for (const [field, text] of [['title', discovery.title], ['description', discovery.description]] as const) {
+  for (const [field, text] of [
+    ['title', discovery.title],
+    ['description', discovery.description],
+  ] as const) {
     if (!text) continue;
     for (const finding of scanInstructions(text, `source/${field}`, names)) {
-      issues.push({ severity: 'error', code: finding.code, message: `The source ${field} ${finding.message}: "${finding.excerpt}"`, field: `source/${field}` });
+      issues.push({
+        severity: 'error',
+        code: finding.code,
+        message: `The source ${field} ${finding.message}: "${finding.excerpt}"`,
+        field: `source/${field}`,
+      });
     }
   }
 
@@ -115,28 +155,47 @@ export function buildValidationReport(discovery: Discovery, options: { givenPara
   for (const tool of discovery.tools) {
     if (seen.has(tool.name)) {
       duplicates++;
-      issues.push({ severity: 'error', code: 'duplicate_tool_name', message: `Two tools are named "${tool.name}"; clients cannot tell them apart`, tool: tool.name });
+      issues.push({
+        severity: 'error',
+        code: 'duplicate_tool_name',
+        message: `Two tools are named "${tool.name}"; clients cannot tell them apart`,
+        tool: tool.name,
+      });
       continue;
     }
     seen.add(tool.name);
     const siblings = names.filter((name) => name !== tool.name);
     for (const finding of scanTool(tool, siblings)) {
-      issues.push({ severity: 'error', code: finding.code, message: `${finding.field} ${finding.message}: "${finding.excerpt}"`, tool: tool.name, field: finding.field });
+      issues.push({
+        severity: 'error',
+        code: finding.code,
+        message: `${finding.field} ${finding.message}: "${finding.excerpt}"`,
+        tool: tool.name,
+        field: finding.field,
+      });
     }
     toolScores.push({ tool: tool.name, score: scoreTool(tool, issues) });
   }
 
   const toolCount = discovery.tools.length;
   if (toolCount > MAX_SANE_TOOLS) {
-    issues.push({ severity: 'warning', code: 'too_many_tools', message: `${toolCount} tools; clients and models work best with at most ${MAX_SANE_TOOLS}` });
+    issues.push({
+      severity: 'warning',
+      code: 'too_many_tools',
+      message: `${toolCount} tools; clients and models work best with at most ${MAX_SANE_TOOLS}`,
+    });
   }
   const scores = toolScores.map((t) => t.score);
   const mean = scores.length ? scores.reduce((a, b) => a + b, 0) / scores.length : 0;
-  const qualityScore = toolCount === 0 ? 0 : Math.max(0, Math.min(100, Math.round(mean - (toolCount > MAX_SANE_TOOLS ? 10 : 0) - 20 * duplicates)));
+  const qualityScore =
+    toolCount === 0
+      ? 0
+      : Math.max(0, Math.min(100, Math.round(mean - (toolCount > MAX_SANE_TOOLS ? 10 : 0) - 20 * duplicates)));
 
   const required = missingParameters(discovery, options.givenParamNames ?? []);
   const needsParameters = required.length > 0 || (discovery.authRequired === true && toolCount === 0);
-  if (toolCount === 0 && !needsParameters) issues.push({ severity: 'error', code: 'no_tools', message: 'The source offers no tools' });
+  if (toolCount === 0 && !needsParameters)
+    issues.push({ severity: 'error', code: 'no_tools', message: 'The source offers no tools' });
   if (needsParameters) {
     issues.push({
       severity: 'info',

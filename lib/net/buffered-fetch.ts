@@ -4,7 +4,15 @@ import zlib from 'node:zlib';
 
 import type { ProxyConfig } from './proxy';
 import type { NetworkPolicy, Resolver } from './ssrf';
-import { classifyFailure, createTransport, displayUrl, exchange, FetchError, type CaCertificates, type Hop } from './transport';
+import {
+  classifyFailure,
+  createTransport,
+  displayUrl,
+  exchange,
+  FetchError,
+  type CaCertificates,
+  type Hop,
+} from './transport';
 
 /**
  * The buffered HTTP client: the whole body is read (decoded, size-limited, optionally from a budget shared with
@@ -83,7 +91,12 @@ export async function fetchBuffered(input: string | URL, options: BufferedFetchO
   }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const deadline = startDeadline(timeoutMs, `Fetching ${url.origin} timed out after ${timeoutMs} ms`, options.signal);
-  const transport = createTransport({ policy: options.policy, resolver: options.resolver, proxy: options.proxy, extraCa: options.extraCa });
+  const transport = createTransport({
+    policy: options.policy,
+    resolver: options.resolver,
+    proxy: options.proxy,
+    extraCa: options.extraCa,
+  });
   const headers = lowerCaseKeys(options.headers ?? {});
   headers['accept-encoding'] ??= 'gzip, deflate, br';
   const firstHop: Hop = {
@@ -99,24 +112,40 @@ export async function fetchBuffered(input: string | URL, options: BufferedFetchO
       { maxRedirects: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS, crossOrigin: true },
       deadline.signal,
     );
-    const context: BodyContext = { maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES, budget: options.budget, signal: deadline.signal };
+    const context: BodyContext = {
+      maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
+      budget: options.budget,
+      signal: deadline.signal,
+    };
     const { body, decoded } = await readBody(response, hop, context);
     const flattened = flattenHeaders(response);
     if (decoded) {
       delete flattened.headers['content-encoding'];
       delete flattened.headers['content-length'];
     }
-    return { url: displayUrl(hop.url), status: response.statusCode ?? 0, headers: flattened.headers, setCookies: flattened.setCookies, body, redirects };
+    return {
+      url: displayUrl(hop.url),
+      status: response.statusCode ?? 0,
+      headers: flattened.headers,
+      setCookies: flattened.setCookies,
+      body,
+      redirects,
+    };
   } finally {
     deadline.dispose();
   }
 }
 
-async function readBody(response: IncomingMessage, hop: Hop, context: BodyContext): Promise<{ body: Buffer; decoded: boolean }> {
+async function readBody(
+  response: IncomingMessage,
+  hop: Hop,
+  context: BodyContext,
+): Promise<{ body: Buffer; decoded: boolean }> {
   const status = response.statusCode ?? 0;
   const bodyless = hop.method === 'HEAD' || status === 204 || status === 304 || (status >= 100 && status < 200);
   const encodings = bodyless ? [] : contentEncodings(response.headers['content-encoding']);
-  const tooLarge = () => new FetchError('too_large', `The response from ${hop.url.origin} exceeds ${context.maxBytes} bytes`, true);
+  const tooLarge = () =>
+    new FetchError('too_large', `The response from ${hop.url.origin} exceeds ${context.maxBytes} bytes`, true);
   const declaredLength = Number(response.headers['content-length']);
   if (!bodyless && encodings?.length === 0 && declaredLength > context.maxBytes) {
     response.destroy();
@@ -129,20 +158,34 @@ async function readBody(response: IncomingMessage, hop: Hop, context: BodyContex
     const collector = new Writable({
       write(chunk: Buffer, _encoding, callback) {
         if (budget && !budget.take(chunk.length)) {
-          callback(new FetchError('too_large', `The response from ${hop.url.origin} exceeds the ${budget.limit} bytes shared with related responses`, true));
+          callback(
+            new FetchError(
+              'too_large',
+              `The response from ${hop.url.origin} exceeds the ${budget.limit} bytes shared with related responses`,
+              true,
+            ),
+          );
           return;
         }
         chunks.push(chunk);
         callback();
       },
     });
-    pipeline([response, byteLimit(context.maxBytes, tooLarge), ...decoders, byteLimit(context.maxBytes, tooLarge), collector], (error) => {
-      if (!error) return resolve(Buffer.concat(chunks));
-      const failure = isZlibError(error)
-        ? new FetchError('network', `Could not decode the ${encodings?.join(', ')} body from ${hop.url.origin}`, true, { cause: error })
-        : classifyFailure(error, hop.url, true);
-      reject(failure);
-    });
+    pipeline(
+      [response, byteLimit(context.maxBytes, tooLarge), ...decoders, byteLimit(context.maxBytes, tooLarge), collector],
+      (error) => {
+        if (!error) return resolve(Buffer.concat(chunks));
+        const failure = isZlibError(error)
+          ? new FetchError(
+              'network',
+              `Could not decode the ${encodings?.join(', ')} body from ${hop.url.origin}`,
+              true,
+              { cause: error },
+            )
+          : classifyFailure(error, hop.url, true);
+        reject(failure);
+      },
+    );
     return () => response.destroy();
   });
   return { body, decoded: decoders.length > 0 };

@@ -21,10 +21,13 @@ export function parseDnsServers(value: string | undefined | null): DnsServer[] {
   for (const raw of (value ?? '').split(',')) {
     const entry = raw.trim();
     if (entry === '') continue;
-    const match = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry) ?? (isIP(entry) === 6 ? [entry, entry, undefined] : /^([^:]+)(?::(\d{1,5}))?$/.exec(entry));
+    const match =
+      /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry) ??
+      (isIP(entry) === 6 ? [entry, entry, undefined] : /^([^:]+)(?::(\d{1,5}))?$/.exec(entry));
     const address = match?.[1];
     const port = match?.[2] === undefined ? 53 : Number(match[2]);
-    if (!address || isIP(address) === 0) throw new Error(`"${entry}" is not an IP address (expected ip, ip:port or [ipv6]:port)`);
+    if (!address || isIP(address) === 0)
+      throw new Error(`"${entry}" is not an IP address (expected ip, ip:port or [ipv6]:port)`);
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`"${entry}" has a port outside 1-65535`);
     servers.push({ address, port });
   }
@@ -51,7 +54,10 @@ function lookupError(hostname: string, code: 'ENOTFOUND' | 'EAI_AGAIN', detail?:
  * the servers could not answer (timeout, refusal, SERVFAIL). `localhost` and `*.localhost` are loopback without a
  * query (RFC 6761), as the system resolver's hosts file has them.
  */
-export function dnsServersResolver(servers: readonly DnsServer[], options: { timeoutMs?: number; tries?: number } = {}): Resolver {
+export function dnsServersResolver(
+  servers: readonly DnsServer[],
+  options: { timeoutMs?: number; tries?: number } = {},
+): Resolver {
   if (servers.length === 0) throw new Error('dnsServersResolver needs at least one server');
   const resolver = new DnsResolver({ timeout: options.timeoutMs ?? 2_000, tries: options.tries ?? 2 });
   resolver.setServers(servers.map(serverString));
@@ -69,8 +75,14 @@ export function dnsServersResolver(servers: readonly DnsServer[], options: { tim
       ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 as const })) : []),
     ];
     if (addresses.length > 0) return addresses;
-    const codes = [v4, v6].map((r) => (r.status === 'rejected' ? String((r.reason as NodeJS.ErrnoException)?.code ?? 'EUNKNOWN') : 'ENODATA'));
+    const codes = [v4, v6].map((r) =>
+      r.status === 'rejected' ? String((r.reason as NodeJS.ErrnoException)?.code ?? 'EUNKNOWN') : 'ENODATA',
+    );
     if (codes.every((code) => NO_SUCH_NAME.has(code))) throw lookupError(name, 'ENOTFOUND');
-    throw lookupError(name, 'EAI_AGAIN', codes.find((code) => !NO_SUCH_NAME.has(code)));
+    throw lookupError(
+      name,
+      'EAI_AGAIN',
+      codes.find((code) => !NO_SUCH_NAME.has(code)),
+    );
   };
 }

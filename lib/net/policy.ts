@@ -15,7 +15,10 @@ export interface NetworkPolicyConfig {
  * system resolver otherwise. Every lookup made for a user URL (scrapes, the browser's routed requests, tool and
  * market discovery, webhooks) goes through the policy's resolver.
  */
-export function networkPolicyFromConfig(config: NetworkPolicyConfig, extraHosts: readonly string[] = []): NetworkPolicy {
+export function networkPolicyFromConfig(
+  config: NetworkPolicyConfig,
+  extraHosts: readonly string[] = [],
+): NetworkPolicy {
   const policy = parseNetworkAllowlist([config.networkAllowlist, ...extraHosts].filter(Boolean).join(','));
   return withResolver(policy, config.dnsServers.length > 0 ? dnsServersResolver(config.dnsServers) : undefined);
 }

@@ -112,7 +112,12 @@ function parseNetwork(cidr: string): IpNetwork | null {
   const prefix = Number(prefixText);
   if (prefix > maxPrefix) return null;
   const bytes = address.bytes.map((byte, index) => byte & maskByte(prefix, index));
-  return { cidr: `${formatAddress({ family: address.family, bytes })}/${prefix}`, family: address.family, bytes, prefix };
+  return {
+    cidr: `${formatAddress({ family: address.family, bytes })}/${prefix}`,
+    family: address.family,
+    bytes,
+    prefix,
+  };
 }
 
 function maskByte(prefix: number, byteIndex: number): number {
@@ -212,7 +217,10 @@ export function classifyAddress(ip: string): AddressClass {
 /** ::ffff:a.b.c.d connects to a.b.c.d, so allowlist matching treats it as that IPv4 address. */
 function unmapIPv4(address: ParsedAddress): ParsedAddress {
   const isMapped =
-    address.family === 6 && address.bytes.subarray(0, 10).every((b) => b === 0) && address.bytes[10] === 0xff && address.bytes[11] === 0xff;
+    address.family === 6 &&
+    address.bytes.subarray(0, 10).every((b) => b === 0) &&
+    address.bytes[10] === 0xff &&
+    address.bytes[11] === 0xff;
   return isMapped ? { family: 4, bytes: address.bytes.slice(12) } : address;
 }
 
@@ -224,11 +232,13 @@ export function checkAddress(ip: string, hostname: string, policy: NetworkPolicy
   const parsed = parseAddress(ip);
   if (!parsed) return { allowed: false, reason: `${JSON.stringify(ip)} is not an IP address` };
   const addressClass = classifyParsed(parsed);
-  if (addressClass === 'metadata') return { allowed: false, reason: `${ip} is a cloud metadata address (always refused)` };
+  if (addressClass === 'metadata')
+    return { allowed: false, reason: `${ip} is a cloud metadata address (always refused)` };
   if (addressClass === 'public') return { allowed: true };
   const candidate = unmapIPv4(parsed);
   const allowlisted =
-    policy.hostnames.has(normalizeHostname(hostname)) || policy.networks.some((allowed) => networkContains(allowed, candidate));
+    policy.hostnames.has(normalizeHostname(hostname)) ||
+    policy.networks.some((allowed) => networkContains(allowed, candidate));
   if (allowlisted) return { allowed: true };
   return { allowed: false, reason: `${ip} is a ${addressClass} address and is not in the network allowlist` };
 }
@@ -261,7 +271,8 @@ export function parseNetworkAllowlist(value: string | undefined): NetworkPolicy 
       continue;
     }
     const hostname = parseHostnameEntry(entry);
-    if (!hostname) throw new Error(`Invalid network allowlist entry "${entry}": expected a hostname, IP address or CIDR range`);
+    if (!hostname)
+      throw new Error(`Invalid network allowlist entry "${entry}": expected a hostname, IP address or CIDR range`);
     hostnames.add(hostname);
   }
   return Object.freeze({ hostnames, networks: Object.freeze(networks) });
@@ -325,7 +336,11 @@ function requestedFamily(options: LookupOptions | number | undefined): 0 | 4 | 6
  * hands back is the address it checked, so there is no DNS-rebinding window between check and connect.
  */
 export function createGuardedLookup(policy: NetworkPolicy, resolver: Resolver = resolverOf(policy)): LookupFunction {
-  return (hostname: string, optionsOrCallback: LookupOptions | number | LookupCallback, maybeCallback?: LookupCallback) => {
+  return (
+    hostname: string,
+    optionsOrCallback: LookupOptions | number | LookupCallback,
+    maybeCallback?: LookupCallback,
+  ) => {
     const callback = typeof optionsOrCallback === 'function' ? optionsOrCallback : maybeCallback;
     const options = typeof optionsOrCallback === 'function' ? undefined : optionsOrCallback;
     if (!callback) throw new TypeError('lookup requires a callback');
@@ -335,7 +350,11 @@ export function createGuardedLookup(policy: NetworkPolicy, resolver: Resolver = 
       (addresses) => {
         const usable = addresses.filter((address) => family === 0 || address.family === family);
         if (usable.length === 0) return callback(notFoundError(hostname), wantsAll ? [] : '');
-        if (wantsAll) return callback(null, usable.map(({ address, family: f }) => ({ address, family: f })));
+        if (wantsAll)
+          return callback(
+            null,
+            usable.map(({ address, family: f }) => ({ address, family: f })),
+          );
         callback(null, usable[0].address, usable[0].family);
       },
       (error: NodeJS.ErrnoException) => callback(error, wantsAll ? [] : ''),
@@ -344,10 +363,17 @@ export function createGuardedLookup(policy: NetworkPolicy, resolver: Resolver = 
 }
 
 /** Pre-flight check for user-supplied URLs: http(s) only, and every resolved address must be allowed. */
-export async function assertUrlAllowed(url: string | URL, policy: NetworkPolicy, resolver: Resolver = resolverOf(policy)): Promise<void> {
+export async function assertUrlAllowed(
+  url: string | URL,
+  policy: NetworkPolicy,
+  resolver: Resolver = resolverOf(policy),
+): Promise<void> {
   const parsed = typeof url === 'string' ? new URL(url) : url;
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new SsrfBlockedError(parsed.hostname || parsed.protocol, `scheme ${parsed.protocol} is not allowed (only http: and https:)`);
+    throw new SsrfBlockedError(
+      parsed.hostname || parsed.protocol,
+      `scheme ${parsed.protocol} is not allowed (only http: and https:)`,
+    );
   }
   await resolveAllowedAddresses(parsed.hostname, policy, resolver);
 }

@@ -65,7 +65,10 @@ export function createStreamingFetch(options: StreamingFetchOptions): StreamingF
     onConnected: options.onConnected,
   });
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-  const redirects = { maxRedirects: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS, crossOrigin: options.crossOriginRedirects ?? true };
+  const redirects = {
+    maxRedirects: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS,
+    crossOrigin: options.crossOriginRedirects ?? true,
+  };
 
   return async (input, init = {}) => {
     const first = await toHop(input, init);
@@ -86,7 +89,10 @@ async function toHop(input: string | URL | Request, init: RequestInit): Promise<
   return { url, method, headers, body: await bodyBuffer(rawBody, headers) };
 }
 
-async function bodyBuffer(body: BodyInit | ArrayBuffer | null | undefined, headers: Record<string, string>): Promise<Buffer | undefined> {
+async function bodyBuffer(
+  body: BodyInit | ArrayBuffer | null | undefined,
+  headers: Record<string, string>,
+): Promise<Buffer | undefined> {
   if (body === null || body === undefined) return undefined;
   if (typeof body === 'string') {
     headers['content-type'] ??= 'text/plain;charset=UTF-8';
@@ -99,7 +105,9 @@ async function bodyBuffer(body: BodyInit | ArrayBuffer | null | undefined, heade
   if (body instanceof ArrayBuffer) return Buffer.from(body);
   if (ArrayBuffer.isView(body)) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (body instanceof Blob) return Buffer.from(await body.arrayBuffer());
-  throw new TypeError('The streaming fetch sends string, URLSearchParams, ArrayBuffer, typed-array or Blob bodies only');
+  throw new TypeError(
+    'The streaming fetch sends string, URLSearchParams, ArrayBuffer, typed-array or Blob bodies only',
+  );
 }
 
 function toWebResponse(incoming: IncomingMessage, method: string, url: URL, maxBytes: number): Response {
@@ -110,21 +118,27 @@ function toWebResponse(incoming: IncomingMessage, method: string, url: URL, maxB
   }
   if (method === 'HEAD' || NULL_BODY_STATUSES.has(status)) {
     incoming.resume();
-    return new Response(null, { status: status === 101 || status === 103 ? 502 : status, statusText: incoming.statusMessage, headers });
+    return new Response(null, {
+      status: status === 101 || status === 103 ? 502 : status,
+      statusText: incoming.statusMessage,
+      headers,
+    });
   }
   let seen = 0;
   const limited = incoming.pipe(
     new Transform({
       transform(chunk: Buffer, _encoding, callback) {
         seen += chunk.length;
-        if (seen > maxBytes) callback(new FetchError('too_large', `The response from ${url.origin} exceeds ${maxBytes} bytes`, true));
+        if (seen > maxBytes)
+          callback(new FetchError('too_large', `The response from ${url.origin} exceeds ${maxBytes} bytes`, true));
         else callback(null, chunk);
       },
     }),
   );
   incoming.on('error', (error) => limited.destroy(classifyFailure(error, url, true)));
   incoming.once('close', () => {
-    if (!incoming.complete && !limited.destroyed) limited.destroy(new FetchError('reset', `${url.origin} closed the connection mid-response`, true));
+    if (!incoming.complete && !limited.destroyed)
+      limited.destroy(new FetchError('reset', `${url.origin} closed the connection mid-response`, true));
   });
   limited.once('close', () => incoming.destroy());
   return new Response(webStream(limited), { status, statusText: incoming.statusMessage, headers });

@@ -7,7 +7,14 @@ import tls from 'node:tls';
 import { HOST_NOT_FOUND } from './dns';
 import { bracketHost, unbracketHost } from './host';
 import { proxyAuthorization, proxyHost, proxyPort, type ProxyConfig } from './proxy';
-import { createGuardedLookup, resolveAllowedAddresses, resolverOf, SsrfBlockedError, type NetworkPolicy, type Resolver } from './ssrf';
+import {
+  createGuardedLookup,
+  resolveAllowedAddresses,
+  resolverOf,
+  SsrfBlockedError,
+  type NetworkPolicy,
+  type Resolver,
+} from './ssrf';
 import { judgeUrlEntry } from './url-entry';
 
 /**
@@ -107,7 +114,14 @@ const BODY_HEADERS = ['content-type', 'content-length', 'content-encoding', 'con
  * (Authorization, Cookie, Proxy-Authorization, X-API-Key), the Host, and the platform's own secrets (the market's
  * x-service-charge-* headers, a webhook's signature).
  */
-const ORIGIN_BOUND_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-api-key', 'host', 'x-webhook-signature']);
+const ORIGIN_BOUND_HEADERS: ReadonlySet<string> = new Set([
+  'authorization',
+  'cookie',
+  'proxy-authorization',
+  'x-api-key',
+  'host',
+  'x-webhook-signature',
+]);
 const ORIGIN_BOUND_PREFIXES = ['x-service-charge-'];
 
 export function isOriginBoundHeader(name: string): boolean {
@@ -118,7 +132,9 @@ export function isOriginBoundHeader(name: string): boolean {
 /** Whether a redirect stays on the request's origin (or only upgrades http to https on the same host and default ports). */
 function staysWithinOrigin(from: URL, to: URL): boolean {
   if (to.origin === from.origin) return true;
-  return from.protocol === 'http:' && to.protocol === 'https:' && from.hostname === to.hostname && !from.port && !to.port;
+  return (
+    from.protocol === 'http:' && to.protocol === 'https:' && from.hostname === to.hostname && !from.port && !to.port
+  );
 }
 
 /**
@@ -133,12 +149,20 @@ export function redirectedHop(hop: Hop, status: number, location: string): Hop {
     throw new FetchError('network', `${hop.url.origin} redirected to an invalid Location`, true);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new FetchError('bad_scheme', `${hop.url.origin} redirected to a ${url.protocol} URL; only http: and https: are followed`, true);
+    throw new FetchError(
+      'bad_scheme',
+      `${hop.url.origin} redirected to a ${url.protocol} URL; only http: and https: are followed`,
+      true,
+    );
   }
-  const becomesGet = status === 303 ? hop.method !== 'HEAD' : (status === 301 || status === 302) && hop.method === 'POST';
+  const becomesGet =
+    status === 303 ? hop.method !== 'HEAD' : (status === 301 || status === 302) && hop.method === 'POST';
   const headers = { ...hop.headers };
   if (becomesGet) BODY_HEADERS.forEach((name) => delete headers[name]);
-  if (url.origin !== hop.url.origin) Object.keys(headers).filter(isOriginBoundHeader).forEach((name) => delete headers[name]);
+  if (url.origin !== hop.url.origin)
+    Object.keys(headers)
+      .filter(isOriginBoundHeader)
+      .forEach((name) => delete headers[name]);
   return { url, method: becomesGet ? 'GET' : hop.method, headers, body: becomesGet ? undefined : hop.body };
 }
 
@@ -163,7 +187,12 @@ export interface Exchange {
 }
 
 /** Sends `first` and follows its redirects by the one redirect rule. */
-export async function exchange(transport: Transport, first: Hop, options: RedirectOptions, signal?: AbortSignal | null): Promise<Exchange> {
+export async function exchange(
+  transport: Transport,
+  first: Hop,
+  options: RedirectOptions,
+  signal?: AbortSignal | null,
+): Promise<Exchange> {
   const redirects: string[] = [];
   const mode = options.mode ?? 'follow';
   let hop = first;
@@ -171,11 +200,23 @@ export async function exchange(transport: Transport, first: Hop, options: Redire
     const response = await transport.send(hop, signal);
     const status = response.statusCode ?? 0;
     const location = response.headers.location;
-    if (!REDIRECT_STATUSES.has(status) || !location || mode === 'manual' || options.maxRedirects === 0) return { response, hop, redirects };
-    if (mode === 'follow' && !options.crossOrigin && !staysWithin(hop.url, location)) return { response, hop, redirects };
+    if (!REDIRECT_STATUSES.has(status) || !location || mode === 'manual' || options.maxRedirects === 0)
+      return { response, hop, redirects };
+    if (mode === 'follow' && !options.crossOrigin && !staysWithin(hop.url, location))
+      return { response, hop, redirects };
     response.destroy();
-    if (mode === 'error') throw new FetchError('network', `${hop.url.origin} answered with a redirect and redirects are not allowed here`, true);
-    if (redirects.length >= options.maxRedirects) throw new FetchError('too_many_redirects', `Gave up after ${options.maxRedirects} redirects (last at ${hop.url.origin})`, true);
+    if (mode === 'error')
+      throw new FetchError(
+        'network',
+        `${hop.url.origin} answered with a redirect and redirects are not allowed here`,
+        true,
+      );
+    if (redirects.length >= options.maxRedirects)
+      throw new FetchError(
+        'too_many_redirects',
+        `Gave up after ${options.maxRedirects} redirects (last at ${hop.url.origin})`,
+        true,
+      );
     redirects.push(displayUrl(hop.url));
     hop = redirectedHop(hop, status, location);
   }
@@ -283,7 +324,10 @@ function targetRequestOptions(hop: Hop): https.RequestOptions {
     port: targetPort(url),
     path: url.pathname + url.search,
     headers: hop.body === undefined ? hop.headers : { ...hop.headers, 'content-length': String(hop.body.length) },
-    auth: url.username || url.password ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
+    auth:
+      url.username || url.password
+        ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`
+        : undefined,
   };
 }
 
@@ -344,7 +388,17 @@ function sendHop(hop: Hop, settings: Settings, signal: AbortSignal | undefined):
     const headersTimer =
       settings.headersTimeoutMs === undefined
         ? undefined
-        : setTimeout(() => fail(new FetchError('timeout', `${url.origin} did not answer within ${settings.headersTimeoutMs} ms`, connected)), settings.headersTimeoutMs);
+        : setTimeout(
+            () =>
+              fail(
+                new FetchError(
+                  'timeout',
+                  `${url.origin} did not answer within ${settings.headersTimeoutMs} ms`,
+                  connected,
+                ),
+              ),
+            settings.headersTimeoutMs,
+          );
     if (signal?.aborted) return onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -352,7 +406,10 @@ function sendHop(hop: Hop, settings: Settings, signal: AbortSignal | undefined):
       outgoing.once('socket', (socket: Socket) => {
         if (settings.idleTimeoutMs !== undefined) {
           // This request's silence bound; a kept-alive socket outlives the request, so the listener goes with it.
-          const onSilent = () => socket.destroy(new FetchError('timeout', `${url.origin} went silent for ${settings.idleTimeoutMs} ms`, true));
+          const onSilent = () =>
+            socket.destroy(
+              new FetchError('timeout', `${url.origin} went silent for ${settings.idleTimeoutMs} ms`, true),
+            );
           socket.setTimeout(settings.idleTimeoutMs);
           socket.on('timeout', onSilent);
           outgoing.once('close', () => socket.off('timeout', onSilent));
@@ -433,7 +490,11 @@ function sendHop(hop: Hop, settings: Settings, signal: AbortSignal | undefined):
   });
 }
 
-function openTunnel(proxy: ProxyConfig, authority: string, track: (request: http.ClientRequest) => void): Promise<Socket> {
+function openTunnel(
+  proxy: ProxyConfig,
+  authority: string,
+  track: (request: http.ClientRequest) => void,
+): Promise<Socket> {
   return new Promise<Socket>((resolve, reject) => {
     const request = http.request({
       method: 'CONNECT',
@@ -458,7 +519,8 @@ function openTunnel(proxy: ProxyConfig, authority: string, track: (request: http
   });
 }
 
-const TLS_ERROR = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|HOSTNAME_MISMATCH|ERR_CERT)/;
+const TLS_ERROR =
+  /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|HOSTNAME_MISMATCH|ERR_CERT)/;
 
 /** The FetchError for what a request to `url` failed with (FetchErrors and abort reasons pass through). */
 export function classifyFailure(error: unknown, url: URL, connected: boolean, atProxy = false): Error {
@@ -470,13 +532,21 @@ export function classifyFailure(error: unknown, url: URL, connected: boolean, at
   const where = url.origin;
   if (atProxy) return proxyFailure(`Could not reach the proxy${code ? ` (${code})` : `: ${message}`}`, error);
   if (!connected) {
-    if (code === 'ECONNREFUSED') return new FetchError('refused', `${where} refused the connection (ECONNREFUSED)`, false, { cause: error });
+    if (code === 'ECONNREFUSED')
+      return new FetchError('refused', `${where} refused the connection (ECONNREFUSED)`, false, { cause: error });
     if (HOST_NOT_FOUND.has(code)) {
       const host = unbracketHost(url.hostname);
-      return new FetchError('host_not_found', `Host not found: ${host} does not resolve (DNS has no address for it: ${code} ${host})`, false, { cause: error });
+      return new FetchError(
+        'host_not_found',
+        `Host not found: ${host} does not resolve (DNS has no address for it: ${code} ${host})`,
+        false,
+        { cause: error },
+      );
     }
     if (code === 'EAI_AGAIN' || code === 'EAI_FAIL') {
-      return new FetchError('dns', `Could not resolve ${url.hostname} (${code}: DNS did not answer)`, false, { cause: error });
+      return new FetchError('dns', `Could not resolve ${url.hostname} (${code}: DNS did not answer)`, false, {
+        cause: error,
+      });
     }
     if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'EADDRNOTAVAIL') {
       return new FetchError('unreachable', `${where} is unreachable (${code})`, false, { cause: error });

@@ -38,7 +38,11 @@ export function isAllowlistedHost(hostname: string, policy: NetworkPolicy): bool
 }
 
 /** The first rule the URL breaks, or null when it may be tried (the SSRF guard still checks every address it resolves to). */
-export function judgeUrlEntry(value: string | URL, policy: NetworkPolicy, rules: UrlEntryRules = {}): UrlRefusal | null {
+export function judgeUrlEntry(
+  value: string | URL,
+  policy: NetworkPolicy,
+  rules: UrlEntryRules = {},
+): UrlRefusal | null {
   let url: URL;
   try {
     url = typeof value === 'string' ? new URL(value) : value;
@@ -52,7 +56,10 @@ export function judgeUrlEntry(value: string | URL, policy: NetworkPolicy, rules:
     return { code: 'credentials_in_url', message: 'must not carry a user name or password' };
   }
   if (rules.requireHttps && url.protocol === 'http:' && !isAllowlistedHost(url.hostname, policy)) {
-    return { code: 'insecure', message: `${url.origin} uses plain http; only https is allowed (except for hosts in NETWORK_ALLOWLIST)` };
+    return {
+      code: 'insecure',
+      message: `${url.origin} uses plain http; only https is allowed (except for hosts in NETWORK_ALLOWLIST)`,
+    };
   }
   const host = unbracketHost(url.hostname);
   const literal = isIP(host) ? host : /^localhost\.?$|\.localhost\.?$/i.test(host) ? '127.0.0.1' : null;

@@ -23,12 +23,31 @@ const MAX_LINKS = 500;
 const LABEL_CHARS = 300;
 const LABEL_NODES = 2_000;
 const NOISE_TAGS = new Set([
-  'script', 'style', 'noscript', 'template', 'svg', 'iframe', 'frame', 'object', 'embed', 'canvas',
-  'link', 'meta', 'base', 'head', 'title',
-  'nav', 'button', 'input', 'select', 'textarea', 'dialog',
+  'script',
+  'style',
+  'noscript',
+  'template',
+  'svg',
+  'iframe',
+  'frame',
+  'object',
+  'embed',
+  'canvas',
+  'link',
+  'meta',
+  'base',
+  'head',
+  'title',
+  'nav',
+  'button',
+  'input',
+  'select',
+  'textarea',
+  'dialog',
 ]);
 const INVISIBLE_STYLE = /(^|;)\s*(display\s*:\s*none|visibility\s*:\s*hidden)/i;
-const CONSENT_MARKER = /(^|[\s_-])(cookie|consent|gdpr)[-_]?(banner|bar|notice|popup|consent|modal|dialog|wall|overlay|law|message)($|[\s_-])|onetrust|cookiebot|usercentrics|cc-window/i;
+const CONSENT_MARKER =
+  /(^|[\s_-])(cookie|consent|gdpr)[-_]?(banner|bar|notice|popup|consent|modal|dialog|wall|overlay|law|message)($|[\s_-])|onetrust|cookiebot|usercentrics|cc-window/i;
 
 function collapse(text: string | null | undefined): string {
   return (text ?? '').replace(/\s+/g, ' ').trim();
@@ -70,8 +89,17 @@ function label(element: HtmlElement): string {
 }
 
 function linkText(anchor: HtmlElement): string {
-  const imageAlt = () => attribute(findElement(anchor, (element) => element.name === 'img' && element.attributes.has('alt'), LABEL_NODES), 'alt');
-  return label(anchor) || collapse(attribute(anchor, 'aria-label')) || collapse(attribute(anchor, 'title')) || collapse(imageAlt());
+  const imageAlt = () =>
+    attribute(
+      findElement(anchor, (element) => element.name === 'img' && element.attributes.has('alt'), LABEL_NODES),
+      'alt',
+    );
+  return (
+    label(anchor) ||
+    collapse(attribute(anchor, 'aria-label')) ||
+    collapse(attribute(anchor, 'title')) ||
+    collapse(imageAlt())
+  );
 }
 
 /** Title, description, language and links, from one pass over the whole document (navigation included). */
@@ -93,8 +121,10 @@ function extractMetadata(document: HtmlElement, pageUrl: string): { metadata: Pa
       case 'meta':
         if (attributeIs(element, 'property', 'og:title')) ogTitle ??= nonEmpty(attribute(element, 'content'));
         else if (attributeIs(element, 'name', 'description')) description ??= nonEmpty(attribute(element, 'content'));
-        else if (attributeIs(element, 'property', 'og:description')) ogDescription ??= nonEmpty(attribute(element, 'content'));
-        else if (attributeIs(element, 'http-equiv', 'content-language')) contentLanguage ??= nonEmpty(attribute(element, 'content'));
+        else if (attributeIs(element, 'property', 'og:description'))
+          ogDescription ??= nonEmpty(attribute(element, 'content'));
+        else if (attributeIs(element, 'http-equiv', 'content-language'))
+          contentLanguage ??= nonEmpty(attribute(element, 'content'));
         break;
       case 'base':
         if (baseHref === null && element.attributes.has('href')) baseHref = attribute(element, 'href');
@@ -120,12 +150,25 @@ function extractMetadata(document: HtmlElement, pageUrl: string): { metadata: Pa
     seen.add(url.href);
     links.push({ url: url.href, text: linkText(anchor) });
   }
-  return { metadata: { title: title ?? ogTitle, description: description ?? ogDescription, links, language: htmlLang ?? contentLanguage }, base };
+  return {
+    metadata: {
+      title: title ?? ogTitle,
+      description: description ?? ogDescription,
+      links,
+      language: htmlLang ?? contentLanguage,
+    },
+    base,
+  };
 }
 
 function isNoise(element: HtmlElement): boolean {
   if (NOISE_TAGS.has(element.name)) return true;
-  if (element.attributes.has('hidden') || attributeIs(element, 'aria-hidden', 'true') || attributeIs(element, 'role', 'navigation')) return true;
+  if (
+    element.attributes.has('hidden') ||
+    attributeIs(element, 'aria-hidden', 'true') ||
+    attributeIs(element, 'role', 'navigation')
+  )
+    return true;
   const style = element.attributes.get('style');
   if (style && INVISIBLE_STYLE.test(style)) return true;
   const id = element.attributes.get('id');
@@ -151,8 +194,10 @@ export function htmlToPage(html: string, pageUrl: string): ConvertedPage {
 const HTML_TYPES = /^(text\/html|application\/xhtml\+xml)\b/i;
 const SPA_MOUNT_IDS = new Set(['root', 'app', '__next', '__nuxt', '___gatsby', 'svelte']);
 const SPA_MOUNT_ATTRIBUTES = ['data-reactroot', 'ng-app', 'ng-version'];
-const JS_REQUIRED = /(enable|turn on|activate|requires?|need)\s+(your\s+)?javascript|javascript\s+(is\s+)?(required|disabled|must be enabled|needs to be enabled)/i;
-const BOT_CHALLENGE = /cf-browser-verification|challenge-platform|cf_chl_|just a moment\.\.\.|checking your browser|ddos-guard|_incapsula_resource|px-captcha/i;
+const JS_REQUIRED =
+  /(enable|turn on|activate|requires?|need)\s+(your\s+)?javascript|javascript\s+(is\s+)?(required|disabled|must be enabled|needs to be enabled)/i;
+const BOT_CHALLENGE =
+  /cf-browser-verification|challenge-platform|cf_chl_|just a moment\.\.\.|checking your browser|ddos-guard|_incapsula_resource|px-captcha/i;
 const JS_REDIRECT = /(window\.|document\.|top\.)?location(\.href)?\s*=[^=]|location\.(replace|assign)\s*\(/;
 const DATA_SCRIPT_TYPES = /json|template|html|text\/x-/i;
 const INVISIBLE_TAGS = new Set(['script', 'style', 'noscript', 'template', 'svg', 'head', 'title']);
@@ -176,7 +221,9 @@ function looksLikeHtml(html: string): boolean {
     at = end + 3;
   }
   const head = html.slice(at, at + 15).toLowerCase();
-  return ['<!doctype html', '<html', '<head', '<body'].some((start) => head.startsWith(start) && /[\s>]/.test(head[start.length] ?? ''));
+  return ['<!doctype html', '<html', '<head', '<body'].some(
+    (start) => head.startsWith(start) && /[\s>]/.test(head[start.length] ?? ''),
+  );
 }
 
 function isExecutableScript(element: HtmlElement): boolean {
@@ -189,7 +236,17 @@ function isExecutableScript(element: HtmlElement): boolean {
 function isWhitespace(code: number): boolean {
   if (code <= 32) return code === 32 || (code >= 9 && code <= 13);
   if (code < 160) return false;
-  return code === 160 || code === 5760 || (code >= 8192 && code <= 8202) || code === 8232 || code === 8233 || code === 8239 || code === 8287 || code === 12288 || code === 65279;
+  return (
+    code === 160 ||
+    code === 5760 ||
+    (code >= 8192 && code <= 8202) ||
+    code === 8232 ||
+    code === 8233 ||
+    code === 8239 ||
+    code === 8287 ||
+    code === 12288 ||
+    code === 65279
+  );
 }
 
 /** The length the visible text would have with whitespace runs collapsed to one space and the ends trimmed. */
@@ -211,12 +268,17 @@ function visibleTextLength(root: HtmlElement): number {
 }
 
 function* elementsAndText(root: HtmlElement): Generator<string> {
-  for (const node of descendants(root, (element) => INVISIBLE_TAGS.has(element.name))) if (node.type === 'text') yield node.data;
+  for (const node of descendants(root, (element) => INVISIBLE_TAGS.has(element.name)))
+    if (node.type === 'text') yield node.data;
 }
 
 function isMountPoint(element: HtmlElement): boolean {
   const id = element.attributes.get('id');
-  return (id !== undefined && SPA_MOUNT_IDS.has(id)) || element.name === 'app-root' || SPA_MOUNT_ATTRIBUTES.some((name) => element.attributes.has(name));
+  return (
+    (id !== undefined && SPA_MOUNT_IDS.has(id)) ||
+    element.name === 'app-root' ||
+    SPA_MOUNT_ATTRIBUTES.some((name) => element.attributes.has(name))
+  );
 }
 
 function isEmptyMount(mount: HtmlElement): boolean {
@@ -265,7 +327,9 @@ export function needsBrowser(html: string, contentType: string): BrowserNeed {
     const emptyMount = mounts.find(isEmptyMount);
     if (emptyMount) return { needed: true, reason: `empty SPA mount point ${describeMount(emptyMount)}` };
   }
-  const noscriptWarning = noscripts.some((n) => JS_REQUIRED.test(textOf(n, { maxChars: NOSCRIPT_CHARS_EXAMINED, maxNodes: MOUNT_NODES_EXAMINED })));
+  const noscriptWarning = noscripts.some((n) =>
+    JS_REQUIRED.test(textOf(n, { maxChars: NOSCRIPT_CHARS_EXAMINED, maxNodes: MOUNT_NODES_EXAMINED })),
+  );
   if (noscriptWarning && textLength < SHORT_TEXT_WITH_NOSCRIPT_WARNING) {
     return { needed: true, reason: '<noscript> says JavaScript is required and little text is present' };
   }
@@ -278,5 +342,8 @@ export function needsBrowser(html: string, contentType: string): BrowserNeed {
   if (textLength < SHORT_TEXT && scripts.length > 0) {
     return { needed: true, reason: `only ${textLength} characters of visible text with ${scripts.length} script(s)` };
   }
-  return { needed: false, reason: scripts.length > 0 ? `static HTML with ${textLength} characters of text` : 'static HTML without scripts' };
+  return {
+    needed: false,
+    reason: scripts.length > 0 ? `static HTML with ${textLength} characters of text` : 'static HTML without scripts',
+  };
 }

@@ -90,7 +90,9 @@ function checkDomain(domain: string, where: string): string {
 
 function checkSameSite(sameSite: unknown, where: string): CookieSameSite {
   if (sameSite === undefined) return 'Lax';
-  const match = (['Strict', 'Lax', 'None'] as const).find((s) => typeof sameSite === 'string' && s.toLowerCase() === sameSite.toLowerCase());
+  const match = (['Strict', 'Lax', 'None'] as const).find(
+    (s) => typeof sameSite === 'string' && s.toLowerCase() === sameSite.toLowerCase(),
+  );
   if (!match) throw new CookieInputError(where, 'has sameSite that is not one of "Strict", "Lax", "None"');
   return match;
 }
@@ -152,7 +154,8 @@ function fromObject(item: unknown, index: number, host: string): PageCookie {
   const c = item as Record<string, unknown>;
   if (typeof c.name !== 'string') throw new CookieInputError(where, 'must have a string name');
   if (typeof c.value !== 'string') throw new CookieInputError(where, 'must have a string value');
-  if (c.domain !== undefined && typeof c.domain !== 'string') throw new CookieInputError(where, 'has a non-string domain');
+  if (c.domain !== undefined && typeof c.domain !== 'string')
+    throw new CookieInputError(where, 'has a non-string domain');
   if (c.path !== undefined && (typeof c.path !== 'string' || !c.path.startsWith('/'))) {
     throw new CookieInputError(where, 'has a path that does not start with "/"');
   }
@@ -182,7 +185,10 @@ export function normalizeCookies(input: unknown, targetUrl: string): PageCookie[
   if (typeof input === 'string') cookies = fromHeaderString(input, host);
   else if (Array.isArray(input)) cookies = input.map((item, i) => fromObject(item, i, host));
   else if (typeof input === 'object') cookies = fromRecord(input as Record<string, unknown>, host);
-  else throw new Error('Invalid cookies: expected a "name=value; ..." string, an object of strings, or an array of cookie objects');
+  else
+    throw new Error(
+      'Invalid cookies: expected a "name=value; ..." string, an object of strings, or an array of cookie objects',
+    );
   if (cookies.length > MAX_COOKIES) throw new Error(`Invalid cookies: at most ${MAX_COOKIES} cookies are allowed`);
   return cookies;
 }

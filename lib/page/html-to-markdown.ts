@@ -16,10 +16,57 @@ const MAX_PREFIX_LEVELS = 8;
 const MAX_TABLE_COLUMNS_FROM_COLSPAN = 50;
 
 const BLOCK_ELEMENTS = new Set([
-  'address', 'article', 'aside', 'audio', 'blockquote', 'body', 'canvas', 'center', 'dd', 'details', 'dialog', 'dir', 'div', 'dl',
-  'dt', 'fieldset', 'figcaption', 'figure', 'footer', 'form', 'frameset', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'header', 'hgroup',
-  'hr', 'html', 'li', 'main', 'menu', 'nav', 'noframes', 'ol', 'output', 'p', 'pre', 'section', 'summary', 'table', 'tbody', 'td',
-  'tfoot', 'th', 'thead', 'tr', 'ul', 'caption',
+  'address',
+  'article',
+  'aside',
+  'audio',
+  'blockquote',
+  'body',
+  'canvas',
+  'center',
+  'dd',
+  'details',
+  'dialog',
+  'dir',
+  'div',
+  'dl',
+  'dt',
+  'fieldset',
+  'figcaption',
+  'figure',
+  'footer',
+  'form',
+  'frameset',
+  'h1',
+  'h2',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+  'header',
+  'hgroup',
+  'hr',
+  'html',
+  'li',
+  'main',
+  'menu',
+  'nav',
+  'noframes',
+  'ol',
+  'output',
+  'p',
+  'pre',
+  'section',
+  'summary',
+  'table',
+  'tbody',
+  'td',
+  'tfoot',
+  'th',
+  'thead',
+  'tr',
+  'ul',
+  'caption',
 ]);
 const HEADINGS: Record<string, string> = { h1: '# ', h2: '## ', h3: '### ', h4: '#### ', h5: '##### ', h6: '###### ' };
 
@@ -36,7 +83,7 @@ export function collapseSpaces(text: string): string {
   if (!UNCOLLAPSED_SPACE.test(text)) return text;
   const parts: string[] = [];
   let kept = 0;
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     const code = text.charCodeAt(i);
     if (!isSpace(code)) {
       i++;
@@ -70,7 +117,8 @@ function escapeText(text: string, atLineStart: boolean): string {
   if (first >= 48 && first <= 57) {
     let digits = 0;
     while (digits < escaped.length && escaped.charCodeAt(digits) >= 48 && escaped.charCodeAt(digits) <= 57) digits++;
-    if (escaped.charCodeAt(digits) === 46 && escaped.charCodeAt(digits + 1) === 32) escaped = `${escaped.slice(0, digits)}\\${escaped.slice(digits)}`;
+    if (escaped.charCodeAt(digits) === 46 && escaped.charCodeAt(digits + 1) === 32)
+      escaped = `${escaped.slice(0, digits)}\\${escaped.slice(digits)}`;
   }
   return escaped;
 }
@@ -283,7 +331,9 @@ interface ListState {
 }
 
 function directChildren(element: HtmlElement, names: readonly string[]): HtmlElement[] {
-  return element.children.filter((child): child is HtmlElement => child.type === 'element' && names.includes(child.name));
+  return element.children.filter(
+    (child): child is HtmlElement => child.type === 'element' && names.includes(child.name),
+  );
 }
 
 function tableRows(table: HtmlElement): HtmlElement[] {
@@ -291,7 +341,8 @@ function tableRows(table: HtmlElement): HtmlElement[] {
   for (const child of table.children) {
     if (child.type !== 'element') continue;
     if (child.name === 'tr') rows.push(child);
-    else if (child.name === 'thead' || child.name === 'tbody' || child.name === 'tfoot') rows.push(...directChildren(child, ['tr']));
+    else if (child.name === 'thead' || child.name === 'tbody' || child.name === 'tfoot')
+      rows.push(...directChildren(child, ['tr']));
   }
   return rows;
 }
@@ -332,8 +383,11 @@ function render(root: HtmlElement, options: MarkdownOptions, singleLine: boolean
     let code = textOf(pre);
     if (code.startsWith('\n')) code = code.slice(1);
     if (code.endsWith('\n')) code = code.slice(0, -1);
-    const codeChild = pre.children.find((child): child is HtmlElement => child.type === 'element' && child.name === 'code');
-    const language = /(?:^|\s)language-([\w+#.-]{1,40})(?:\s|$)/.exec(codeChild?.attributes.get('class') ?? '')?.[1] ?? '';
+    const codeChild = pre.children.find(
+      (child): child is HtmlElement => child.type === 'element' && child.name === 'code',
+    );
+    const language =
+      /(?:^|\s)language-([\w+#.-]{1,40})(?:\s|$)/.exec(codeChild?.attributes.get('class') ?? '')?.[1] ?? '';
     if (singleLine) {
       writeText(code);
       return;
@@ -346,7 +400,11 @@ function render(root: HtmlElement, options: MarkdownOptions, singleLine: boolean
   };
 
   const image = (element: HtmlElement) => {
-    const candidates = [element.attributes.get('src'), element.attributes.get('data-src'), element.attributes.get('data-lazy-src')];
+    const candidates = [
+      element.attributes.get('src'),
+      element.attributes.get('data-src'),
+      element.attributes.get('data-lazy-src'),
+    ];
     let src: string | null = null;
     for (const candidate of candidates) {
       if (candidate && (src = options.resolveHref(candidate, 'image'))) break;

@@ -35,8 +35,25 @@ export interface HtmlLimits {
 }
 
 const VOID_ELEMENTS = new Set([
-  'area', 'base', 'basefont', 'br', 'col', 'command', 'embed', 'frame', 'hr', 'img', 'input', 'isindex', 'keygen', 'link',
-  'meta', 'param', 'source', 'track', 'wbr',
+  'area',
+  'base',
+  'basefont',
+  'br',
+  'col',
+  'command',
+  'embed',
+  'frame',
+  'hr',
+  'img',
+  'input',
+  'isindex',
+  'keygen',
+  'link',
+  'meta',
+  'param',
+  'source',
+  'track',
+  'wbr',
 ]);
 
 const FORM_TAGS = new Set(['input', 'option', 'optgroup', 'select', 'button', 'datalist', 'textarea']);
@@ -59,14 +76,53 @@ const OPEN_IMPLIES_CLOSE = new Map<string, ReadonlySet<string>>([
   ['rp', RT_RP_TAGS],
   ['tbody', TABLE_SECTION_TAGS],
   ['tfoot', TABLE_SECTION_TAGS],
-  ...['select', 'input', 'output', 'button', 'datalist', 'textarea'].map((tag): [string, ReadonlySet<string>] => [tag, FORM_TAGS]),
+  ...['select', 'input', 'output', 'button', 'datalist', 'textarea'].map((tag): [string, ReadonlySet<string>] => [
+    tag,
+    FORM_TAGS,
+  ]),
   ...[
-    'p', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'address', 'article', 'aside', 'blockquote', 'details', 'div', 'dl', 'fieldset',
-    'figcaption', 'figure', 'footer', 'form', 'header', 'hr', 'main', 'nav', 'ol', 'pre', 'section', 'table', 'ul',
+    'p',
+    'h1',
+    'h2',
+    'h3',
+    'h4',
+    'h5',
+    'h6',
+    'address',
+    'article',
+    'aside',
+    'blockquote',
+    'details',
+    'div',
+    'dl',
+    'fieldset',
+    'figcaption',
+    'figure',
+    'footer',
+    'form',
+    'header',
+    'hr',
+    'main',
+    'nav',
+    'ol',
+    'pre',
+    'section',
+    'table',
+    'ul',
   ].map((tag): [string, ReadonlySet<string>] => [tag, P_TAG]),
 ]);
 const FOREIGN_CONTEXT_ELEMENTS = new Set(['math', 'svg']);
-const HTML_INTEGRATION_ELEMENTS = new Set(['mi', 'mo', 'mn', 'ms', 'mtext', 'annotation-xml', 'foreignobject', 'desc', 'title']);
+const HTML_INTEGRATION_ELEMENTS = new Set([
+  'mi',
+  'mo',
+  'mn',
+  'ms',
+  'mtext',
+  'annotation-xml',
+  'foreignobject',
+  'desc',
+  'title',
+]);
 
 /** Shared by every element without attributes (most of them), so those cost no map of their own. */
 const NO_ATTRIBUTES: ReadonlyMap<string, string> = new Map();
@@ -86,7 +142,10 @@ function setAttribute(element: MutableElement, name: string, value: string): voi
 }
 
 /** Parses a whole document or a fragment; never throws on malformed input. */
-export function parseHtmlTree(html: string, limits: HtmlLimits = { maxDepth: MAX_DEPTH, maxElements: MAX_ELEMENTS }): HtmlElement {
+export function parseHtmlTree(
+  html: string,
+  limits: HtmlLimits = { maxDepth: MAX_DEPTH, maxElements: MAX_ELEMENTS },
+): HtmlElement {
   const root = newElement('#document', null);
   const open: HtmlElement[] = [];
   /** How many elements of each name are open, so an end tag with nothing to close costs nothing. */
@@ -203,7 +262,8 @@ export function parseHtmlTree(html: string, limits: HtmlLimits = { maxDepth: MAX
     onselfclosingtag() {
       // Only foreign content (svg, math) has self-closing tags; in HTML `<div/>` is a start tag.
       if (foreignContext[foreignContext.length - 1] && !ignoringTag && tag && current() === tag) pop();
-      else if (foreignContext[foreignContext.length - 1] && ignoringTag && !VOID_ELEMENTS.has(tagName)) bump(ignoredOpen, tagName, -1);
+      else if (foreignContext[foreignContext.length - 1] && ignoringTag && !VOID_ELEMENTS.has(tagName))
+        bump(ignoredOpen, tagName, -1);
       tag = null;
     },
     onclosetag(start, end) {
@@ -244,7 +304,11 @@ export function* elementsIn(root: HtmlElement, skip?: (element: HtmlElement) => 
 }
 
 /** The first element below `root` that matches, looking at no more than `maxNodes` nodes. */
-export function findElement(root: HtmlElement, predicate: (element: HtmlElement) => boolean, maxNodes = Infinity): HtmlElement | null {
+export function findElement(
+  root: HtmlElement,
+  predicate: (element: HtmlElement) => boolean,
+  maxNodes = Infinity,
+): HtmlElement | null {
   let visited = 0;
   for (const node of descendants(root)) {
     if (++visited > maxNodes) return null;
@@ -254,7 +318,10 @@ export function findElement(root: HtmlElement, predicate: (element: HtmlElement)
 }
 
 /** The text below `root`, stopping once `maxChars` are collected or `maxNodes` visited (so a caller looping over many elements stays linear). */
-export function textOf(root: HtmlElement, options: { maxChars?: number; maxNodes?: number; skip?: (element: HtmlElement) => boolean } = {}): string {
+export function textOf(
+  root: HtmlElement,
+  options: { maxChars?: number; maxNodes?: number; skip?: (element: HtmlElement) => boolean } = {},
+): string {
   const maxChars = options.maxChars ?? Infinity;
   const maxNodes = options.maxNodes ?? Infinity;
   let text = '';

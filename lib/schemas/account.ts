@@ -16,12 +16,23 @@ export const AccountSummary = {
       },
     },
     balanceUsd: { type: 'number', description: 'The ledger balance: credits minus debits (never negative)' },
-    heldUsd: { type: 'number', description: 'What running work has reserved and not yet spent: the holds of running jobs (released when they are settled) plus the unused part (hold − charged) of open, unexpired tool-market runs' },
-    availableUsd: { type: 'number', description: 'balanceUsd − heldUsd: what new runs can reserve; a run is refused with 402 insufficient_funds when it is not positive' },
+    heldUsd: {
+      type: 'number',
+      description:
+        'What running work has reserved and not yet spent: the holds of running jobs (released when they are settled) plus the unused part (hold − charged) of open, unexpired tool-market runs',
+    },
+    availableUsd: {
+      type: 'number',
+      description:
+        'balanceUsd − heldUsd: what new runs can reserve; a run is refused with 402 insufficient_funds when it is not positive',
+    },
     usage: {
       type: 'object',
       required: ['period', 'operations'],
-      properties: { period: { type: 'string', description: 'YYYY-MM (UTC)' }, operations: { type: 'integer', description: 'Operations counted this month' } },
+      properties: {
+        period: { type: 'string', description: 'YYYY-MM (UTC)' },
+        operations: { type: 'integer', description: 'Operations counted this month' },
+      },
     },
   },
 } as const;

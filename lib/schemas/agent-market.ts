@@ -5,8 +5,15 @@ import { LLM_MODEL_DESCRIPTION } from './llm';
 
 /** JSON Schemas of the agent market: requests validated by ajv and documented in the OpenAPI document. */
 
-const submissionStatus = { type: 'string', enum: ['draft', 'pending_review', 'approved', 'rejected', 'disabled'] } as const;
-const runMode = { type: 'string', enum: ['template', 'task'], description: '`template`: the run fills promptTemplate with `inputs`; `task`: the run request gives the task' } as const;
+const submissionStatus = {
+  type: 'string',
+  enum: ['draft', 'pending_review', 'approved', 'rejected', 'disabled'],
+} as const;
+const runMode = {
+  type: 'string',
+  enum: ['template', 'task'],
+  description: '`template`: the run fills promptTemplate with `inputs`; `task`: the run request gives the task',
+} as const;
 const llmProvider = { type: 'string', enum: ['service', 'router'] } as const;
 const nullableUri = { type: ['string', 'null'], format: 'uri', maxLength: 2048 } as const;
 const structuredOutput = { type: 'array', minItems: 1, maxItems: 100, items: AgentStructuredOutputField } as const;
@@ -20,26 +27,56 @@ export const AgentMarketSubmissionRequest = {
     'Full replacement on update. systemPrompt, promptTemplate and selection params are sealed at rest and never shown to consumers. ' +
     'Rules (400 with the rule as code): prompt_template_required (runMode template), undeclared_placeholder (a {{name}} of promptTemplate not in inputSchema.properties), ' +
     'invalid_input_schema, invalid_structured_output, model_not_supported (suggestedLlmModel with provider service), unknown_market_tool (an mcpSelections entry that is not an approved tool-market listing, or a tool it does not offer), ' +
-    'invalid_params (an mcpSelections params key the listing\'s requiredUserParamsSchema does not declare, or a value it refuses), invalid_custom_selection, invalid_slug, icon_not_found. 409 slug_taken.',
+    "invalid_params (an mcpSelections params key the listing's requiredUserParamsSchema does not declare, or a value it refuses), invalid_custom_selection, invalid_slug, icon_not_found. 409 slug_taken.",
   properties: {
     slug: { type: 'string', minLength: 1, maxLength: 200, description: 'Normalised; derived from name when omitted' },
     name: { type: 'string', minLength: 1, maxLength: 200 },
     description: { type: ['string', 'null'], maxLength: 10_000 },
     iconUrl: nullableUri,
-    iconObjectKey: { type: ['string', 'null'], format: 'uuid', description: 'An icon uploaded by the caller (POST /market/icons)' },
-    priceUsd: { type: 'number', minimum: 0, maximum: 1_000_000, default: 0, description: 'One-time purchase price in USD; 0 means free' },
+    iconObjectKey: {
+      type: ['string', 'null'],
+      format: 'uuid',
+      description: 'An icon uploaded by the caller (POST /market/icons)',
+    },
+    priceUsd: {
+      type: 'number',
+      minimum: 0,
+      maximum: 1_000_000,
+      default: 0,
+      description: 'One-time purchase price in USD; 0 means free',
+    },
     suggestedLlmProvider: { ...llmProvider, description: 'Used when the run request gives no llm_provider' },
-    suggestedLlmModel: { type: 'string', minLength: 1, maxLength: 200, description: `Used when the run request gives no llm_model. ${LLM_MODEL_DESCRIPTION}` },
+    suggestedLlmModel: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+      description: `Used when the run request gives no llm_model. ${LLM_MODEL_DESCRIPTION}`,
+    },
     runMode,
     allowTaskOverride: {
       type: 'boolean',
       default: false,
-      description: 'Extension: a template agent accepts a `task` in the run request, appended after the filled template (400 task_not_allowed otherwise)',
+      description:
+        'Extension: a template agent accepts a `task` in the run request, appended after the filled template (400 task_not_allowed otherwise)',
     },
-    systemPrompt: { type: 'string', minLength: 1, maxLength: 50_000, description: 'Private: instructions added to the agent runtime\'s system prompt' },
-    promptTemplate: { type: ['string', 'null'], maxLength: 50_000, description: 'Private: the task of a template agent; {{name}} placeholders are filled with the run\'s inputs as plain text' },
-    inputSchema: { type: 'object', description: 'JSON Schema (type object) of the template inputs; every placeholder must be one of its properties; runs reject unknown keys' },
-    structuredOutput: { ...structuredOutput, description: 'Field list the run\'s result.data must match' },
+    systemPrompt: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 50_000,
+      description: "Private: instructions added to the agent runtime's system prompt",
+    },
+    promptTemplate: {
+      type: ['string', 'null'],
+      maxLength: 50_000,
+      description:
+        "Private: the task of a template agent; {{name}} placeholders are filled with the run's inputs as plain text",
+    },
+    inputSchema: {
+      type: 'object',
+      description:
+        'JSON Schema (type object) of the template inputs; every placeholder must be one of its properties; runs reject unknown keys',
+    },
+    structuredOutput: { ...structuredOutput, description: "Field list the run's result.data must match" },
     skills: SkillsConfig,
     mcpSelections: {
       type: 'array',
@@ -50,13 +87,23 @@ export const AgentMarketSubmissionRequest = {
         "Approved tool-market entries and tools the agent uses; params sealed, only the names each entry's requiredUserParamsSchema declares (400 invalid_params). " +
         'max_total_usd (extension) caps what one run of the agent may spend through the selection; consumers see the tools, their prices and this cap in the public agent view',
     },
-    customMcpSelections: { type: 'array', maxItems: 20, items: CustomMcpSelectionRequest, default: [], description: 'The owner\'s private tool sources; params sealed' },
+    customMcpSelections: {
+      type: 'array',
+      maxItems: 20,
+      items: CustomMcpSelectionRequest,
+      default: [],
+      description: "The owner's private tool sources; params sealed",
+    },
   },
 } as const;
 
 const ownerProperties = {
   id: { type: 'string', format: 'uuid' },
-  publicId: { type: 'string', format: 'uuid', description: 'The listing\'s public id (agentId), shared by its revisions' },
+  publicId: {
+    type: 'string',
+    format: 'uuid',
+    description: "The listing's public id (agentId), shared by its revisions",
+  },
   live: { type: 'boolean' },
   slug: { type: 'string' },
   name: { type: 'string' },
@@ -92,7 +139,7 @@ const ownerProperties = {
 export const AgentMarketSubmission = {
   $id: 'AgentMarketSubmission',
   type: 'object',
-  description: 'The owner\'s view: prompts decrypted for the owner only',
+  description: "The owner's view: prompts decrypted for the owner only",
   required: ['id', 'slug', 'name', 'status', 'priceUsd', 'runMode', 'systemPrompt'],
   properties: ownerProperties,
 } as const;
@@ -101,13 +148,17 @@ export const AgentMarketSubmissionsResponse = {
   $id: 'AgentMarketSubmissionsResponse',
   type: 'object',
   required: ['submissions', 'meta'],
-  properties: { submissions: { type: 'array', items: { $ref: 'AgentMarketSubmission' } }, meta: { $ref: 'PaginationMeta' } },
+  properties: {
+    submissions: { type: 'array', items: { $ref: 'AgentMarketSubmission' } },
+    meta: { $ref: 'PaginationMeta' },
+  },
 } as const;
 
 export const AgentMarketPublicEntry = {
   $id: 'AgentMarketPublicEntry',
   type: 'object',
-  description: 'An approved agent; prompts, selection parameters, provider identity and review data are omitted (marketTools shows which market tools it calls and their prices)',
+  description:
+    'An approved agent; prompts, selection parameters, provider identity and review data are omitted (marketTools shows which market tools it calls and their prices)',
   required: ['id', 'slug', 'name', 'priceUsd', 'runMode'],
   properties: {
     id: { type: 'string', format: 'uuid', description: 'The agentId' },
@@ -125,7 +176,8 @@ export const AgentMarketPublicEntry = {
     purchased: { type: 'boolean', description: 'Whether the caller may run it: bought, free, or their own' },
     marketTools: {
       type: 'array',
-      description: "Extension: the tool-market tools the agent calls, billed to the consumer's wallet on top of the run (see MarketAgentRunRequest.max_total_usd)",
+      description:
+        "Extension: the tool-market tools the agent calls, billed to the consumer's wallet on top of the run (see MarketAgentRunRequest.max_total_usd)",
       items: { $ref: 'AgentMarketToolPricing' },
     },
   },
@@ -134,11 +186,16 @@ export const AgentMarketPublicEntry = {
 export const AgentMarketToolPricing = {
   $id: 'AgentMarketToolPricing',
   type: 'object',
-  description: "A market tool an agent uses, with what its calls cost the consumer (the listing's public id, the selected tools, their prices)",
+  description:
+    "A market tool an agent uses, with what its calls cost the consumer (the listing's public id, the selected tools, their prices)",
   required: ['mcpId', 'available'],
   properties: {
     mcpId: { type: 'string', format: 'uuid', description: 'The tool-market listing (GET /mcp-market/mcps/{id})' },
-    available: { type: 'boolean', description: 'false: the listing is no longer approved; runs of the agent are refused (409 market_tool_unavailable) until its provider changes it' },
+    available: {
+      type: 'boolean',
+      description:
+        'false: the listing is no longer approved; runs of the agent are refused (409 market_tool_unavailable) until its provider changes it',
+    },
     slug: { type: 'string' },
     name: { type: 'string' },
     monetizationStrategy: { type: 'string', enum: ['free', 'provider_event', 'tool_call_fixed'] },
@@ -157,9 +214,19 @@ export const AgentMarketToolPricing = {
     pricingEvents: {
       type: 'array',
       description: 'provider_event: what the provider charges per unit of each event',
-      items: { type: 'object', properties: { eventName: { type: 'string' }, description: { type: ['string', 'null'] }, unitPriceUsd: { type: 'number' } } },
+      items: {
+        type: 'object',
+        properties: {
+          eventName: { type: 'string' },
+          description: { type: ['string', 'null'] },
+          unitPriceUsd: { type: 'number' },
+        },
+      },
     },
-    maxTotalUsd: { type: ['number', 'null'], description: "The agent's cap on what one run may spend through this tool (null: none but the run charge limit)" },
+    maxTotalUsd: {
+      type: ['number', 'null'],
+      description: "The agent's cap on what one run may spend through this tool (null: none but the run charge limit)",
+    },
   },
 } as const;
 
@@ -167,14 +234,21 @@ export const AgentMarketListResponse = {
   $id: 'AgentMarketListResponse',
   type: 'object',
   required: ['agents', 'meta'],
-  properties: { agents: { type: 'array', items: { $ref: 'AgentMarketPublicEntry' } }, meta: { $ref: 'PaginationMeta' } },
+  properties: {
+    agents: { type: 'array', items: { $ref: 'AgentMarketPublicEntry' } },
+    meta: { $ref: 'PaginationMeta' },
+  },
 } as const;
 
 export const AgentMarketListQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    q: { type: 'string', maxLength: 200, description: 'Full text over name and description (every word must match; the last as a prefix)' },
+    q: {
+      type: 'string',
+      maxLength: 200,
+      description: 'Full text over name and description (every word must match; the last as a prefix)',
+    },
     ...paginationQuery(20).properties,
   },
 } as const;
@@ -196,11 +270,28 @@ export const MarketAgentRunRequest = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    inputs: { type: 'object', description: 'Template values; validated against the agent\'s inputSchema (unknown keys are refused)' },
-    task: { type: 'string', minLength: 1, maxLength: 20_000, description: 'Required by task agents; a template agent accepts it only with allowTaskOverride' },
-    llm_provider: { ...llmProvider, description: 'Falls back to the listing\'s suggestedLlmProvider' },
-    llm_model: { type: 'string', minLength: 1, maxLength: 200, description: 'Falls back to the listing\'s suggestedLlmModel' },
-    webhook_url: { ...httpUrl, description: 'HTTPS endpoint (plain http only for hosts opened by NETWORK_ALLOWLIST) that receives the completed or failed run, signed' },
+    inputs: {
+      type: 'object',
+      description: "Template values; validated against the agent's inputSchema (unknown keys are refused)",
+    },
+    task: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 20_000,
+      description: 'Required by task agents; a template agent accepts it only with allowTaskOverride',
+    },
+    llm_provider: { ...llmProvider, description: "Falls back to the listing's suggestedLlmProvider" },
+    llm_model: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+      description: "Falls back to the listing's suggestedLlmModel",
+    },
+    webhook_url: {
+      ...httpUrl,
+      description:
+        'HTTPS endpoint (plain http only for hosts opened by NETWORK_ALLOWLIST) that receives the completed or failed run, signed',
+    },
     headless: { type: 'boolean', default: false, description: 'false runs a headed Chromium under a virtual display' },
     max_total_usd: {
       type: 'number',
@@ -224,24 +315,46 @@ export const MarketAgentRunResponse = {
 export const MarketAgentRunRecord = {
   $id: 'MarketAgentRunRecord',
   type: 'object',
-  description: 'The job record plus agentId, toolCalls and usage. Prompts and the messages sent to the model never appear.',
-  required: ['id', 'userId', 'status', 'request', 'result', 'error', 'logs', 'createdAt', 'updatedAt', 'agentId', 'toolCalls', 'usage'],
+  description:
+    'The job record plus agentId, toolCalls and usage. Prompts and the messages sent to the model never appear.',
+  required: [
+    'id',
+    'userId',
+    'status',
+    'request',
+    'result',
+    'error',
+    'logs',
+    'createdAt',
+    'updatedAt',
+    'agentId',
+    'toolCalls',
+    'usage',
+  ],
   properties: {
     id: { type: 'string', format: 'uuid' },
     userId: { type: 'string', format: 'uuid' },
     status: { type: 'string', enum: ['pending', 'processing', 'completed', 'failed'] },
     request: { type: 'object' },
-    result: { type: ['object', 'null'], description: 'AgentResult: answer, data (structured output), tasks, steps, summary' },
+    result: {
+      type: ['object', 'null'],
+      description: 'AgentResult: answer, data (structured output), tasks, steps, summary',
+    },
     error: { type: ['string', 'null'] },
     logs: { type: 'array', items: { type: 'string' } },
     webhookUrl: { type: ['string', 'null'] },
     createdAt: { type: 'string', format: 'date-time' },
     updatedAt: { type: 'string', format: 'date-time' },
     agentId: { type: 'string', format: 'uuid' },
-    toolCalls: { type: 'array', items: { type: 'object' }, description: 'The MCP tool calls of the run, as in custom-agent runs' },
+    toolCalls: {
+      type: 'array',
+      items: { type: 'object' },
+      description: 'The MCP tool calls of the run, as in custom-agent runs',
+    },
     usage: {
       type: 'object',
-      description: 'As in custom-agent runs (llmTokens, toolCalls, costUsd: everything charged to the run), with the model calls and browser seconds',
+      description:
+        'As in custom-agent runs (llmTokens, toolCalls, costUsd: everything charged to the run), with the model calls and browser seconds',
       properties: {
         llmTokens: { type: 'integer' },
         toolCalls: { type: 'integer' },
@@ -272,7 +385,10 @@ export interface AgentMarketSubmissionBody {
   structuredOutput?: { id: string; type: string; description?: string }[];
   skills?: { mode: 'none' | 'selected'; selected?: Record<string, unknown>[] };
   mcpSelections: { mcp_id: string; tool_names: string[]; params: Record<string, unknown>; max_total_usd?: number }[];
-  customMcpSelections: (Record<string, unknown> & { type: 'remote_mcp' | 'openapi'; params: Record<string, unknown> })[];
+  customMcpSelections: (Record<string, unknown> & {
+    type: 'remote_mcp' | 'openapi';
+    params: Record<string, unknown>;
+  })[];
 }
 
 export interface MarketAgentRunBody {

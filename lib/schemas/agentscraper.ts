@@ -8,7 +8,10 @@ export const AgentStructuredOutputField = {
   required: ['id', 'type'],
   properties: {
     id: { type: 'string', minLength: 1, maxLength: 64 },
-    type: { type: 'string', description: 'string, number, integer, boolean, object, or an array form such as string[]' },
+    type: {
+      type: 'string',
+      description: 'string, number, integer, boolean, object, or an array form such as string[]',
+    },
     description: { type: 'string', maxLength: 1000 },
   },
 } as const;
@@ -18,14 +21,24 @@ export const SensitiveDataItem = {
   additionalProperties: false,
   required: ['id', 'value'],
   properties: {
-    id: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'Placeholder name; the model writes <secret>id</secret>' },
-    value: { type: 'string', minLength: 1, maxLength: 4096, description: 'Never shown to the model, logs, results or screenshots' },
+    id: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9_.-]{1,64}$',
+      description: 'Placeholder name; the model writes <secret>id</secret>',
+    },
+    value: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 4096,
+      description: 'Never shown to the model, logs, results or screenshots',
+    },
     domain_pattern: {
       type: 'string',
       minLength: 1,
       maxLength: 253,
       pattern: '^(\\*\\.)?[A-Za-z0-9.-]+$',
-      description: 'Host glob where the value may be typed: "example.com" exactly, "*.example.com" for it and its subdomains',
+      description:
+        'Host glob where the value may be typed: "example.com" exactly, "*.example.com" for it and its subdomains',
     },
   },
 } as const;
@@ -37,9 +50,24 @@ export const AgenticScraperRequest = {
   required: ['task'],
   properties: {
     task: { type: 'string', minLength: 1, maxLength: 20000 },
-    llm_provider: { type: 'string', enum: ['service', 'router'], default: 'service', description: LLM_PROVIDER_DESCRIPTION },
-    llm_model: { type: 'string', minLength: 1, maxLength: 200, default: 'router/auto', description: LLM_MODEL_DESCRIPTION },
-    headless: { type: 'boolean', default: false, description: 'false runs a headed Chromium (under a virtual display on servers)' },
+    llm_provider: {
+      type: 'string',
+      enum: ['service', 'router'],
+      default: 'service',
+      description: LLM_PROVIDER_DESCRIPTION,
+    },
+    llm_model: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+      default: 'router/auto',
+      description: LLM_MODEL_DESCRIPTION,
+    },
+    headless: {
+      type: 'boolean',
+      default: false,
+      description: 'false runs a headed Chromium (under a virtual display on servers)',
+    },
     vision_mode: { type: 'string', enum: ['auto', 'visual', 'text_only'], default: 'auto' },
     vision_detail_level: { type: 'string', enum: ['auto', 'low', 'high'], default: 'auto' },
     optimization_mode: { type: 'string', enum: ['balanced', 'speed', 'consistency'], default: 'balanced' },
@@ -47,7 +75,10 @@ export const AgenticScraperRequest = {
     follow_up_tasks: { type: 'array', maxItems: 20, items: { type: 'string', minLength: 1, maxLength: 20000 } },
     cookies: {
       description: 'Set before the first navigation: a Cookie header string or an object of name → value',
-      oneOf: [{ type: 'string', minLength: 1, maxLength: 16384 }, { type: 'object', additionalProperties: { type: 'string' } }],
+      oneOf: [
+        { type: 'string', minLength: 1, maxLength: 16384 },
+        { type: 'object', additionalProperties: { type: 'string' } },
+      ],
     },
     sensitive_data: { type: 'array', maxItems: 50, items: SensitiveDataItem },
     structured_output: { type: 'array', minItems: 1, maxItems: 100, items: AgentStructuredOutputField },
@@ -98,7 +129,13 @@ export const AgentResult = {
       description: 'The main task then each follow-up task, in order',
       items: {
         type: 'object',
-        properties: { task: { type: 'string' }, success: { type: 'boolean' }, answer: { type: ['string', 'null'] }, data: {}, steps: { type: 'integer' } },
+        properties: {
+          task: { type: 'string' },
+          success: { type: 'boolean' },
+          answer: { type: ['string', 'null'] },
+          data: {},
+          steps: { type: 'integer' },
+        },
       },
     },
     steps: {
@@ -110,8 +147,17 @@ export const AgentResult = {
           step: { type: 'integer' },
           url: { type: 'string' },
           goal: { type: ['string', 'null'] },
-          actions: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, args: { type: 'object' } } } },
-          outcomes: { type: 'array', items: { type: 'object', properties: { action: { type: 'string' }, ok: { type: 'boolean' }, message: { type: 'string' } } } },
+          actions: {
+            type: 'array',
+            items: { type: 'object', properties: { name: { type: 'string' }, args: { type: 'object' } } },
+          },
+          outcomes: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: { action: { type: 'string' }, ok: { type: 'boolean' }, message: { type: 'string' } },
+            },
+          },
         },
       },
     },

@@ -101,8 +101,19 @@ export const AutomationCreateRequest = {
     timezone: { type: 'string', minLength: 1, maxLength: 100, description: 'IANA time zone, default UTC' },
     task: { type: 'string', minLength: 1, maxLength: 20000 },
     automation_type: { type: 'string', enum: ['forum-agent', 'microblog-agent'] },
-    llm_provider: { type: 'string', enum: ['service', 'router'], default: 'service', description: LLM_PROVIDER_DESCRIPTION },
-    llm_model: { type: 'string', minLength: 1, maxLength: 200, default: 'router/auto', description: LLM_MODEL_DESCRIPTION },
+    llm_provider: {
+      type: 'string',
+      enum: ['service', 'router'],
+      default: 'service',
+      description: LLM_PROVIDER_DESCRIPTION,
+    },
+    llm_model: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+      default: 'router/auto',
+      description: LLM_MODEL_DESCRIPTION,
+    },
     webhook_url: httpUrl,
     structured_output: { type: 'array', minItems: 1, maxItems: 100, items: AgentStructuredOutputField },
     captcha_solver_enabled: { type: 'boolean', default: false },
@@ -116,7 +127,8 @@ export const AutomationCreateRequest = {
       maxItems: 50,
       items: MarketMcpSelectionRequest,
       default: [],
-      description: 'Approved tool-market entries the agent may call: 400 market_entry_not_found, market_tool_not_found, or invalid_params (a params key the entry does not declare, or a value its requiredUserParamsSchema refuses)',
+      description:
+        'Approved tool-market entries the agent may call: 400 market_entry_not_found, market_tool_not_found, or invalid_params (a params key the entry does not declare, or a value its requiredUserParamsSchema refuses)',
     },
     custom_mcps: { type: 'array', maxItems: 50, items: CustomMcpSelectionRequest, default: [] },
   },
@@ -159,7 +171,10 @@ export interface AutomationCreateBody {
   proxy_country?: string;
   forum?: SavedSelection | InlineForumSelection;
   microblog?: SavedSelection;
-  skills?: { mode: 'none' | 'selected'; selected?: { name: string; skillMdContent?: string | null; description?: string | null }[] };
+  skills?: {
+    mode: 'none' | 'selected';
+    selected?: { name: string; skillMdContent?: string | null; description?: string | null }[];
+  };
   market_mcps: { mcp_id: string; tool_names: string[]; params: Record<string, unknown>; max_total_usd?: number }[];
   custom_mcps: { type: string; params: Record<string, unknown>; [key: string]: unknown }[];
 }

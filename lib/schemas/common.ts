@@ -22,7 +22,10 @@ export const ErrorResponse = {
             type: 'object',
             required: ['path', 'message'],
             properties: {
-              path: { type: 'string', description: 'JSON pointer into the body (body/...), or query.<name>, path.<name>' },
+              path: {
+                type: 'string',
+                description: 'JSON pointer into the body (body/...), or query.<name>, path.<name>',
+              },
               message: { type: 'string' },
             },
           },
@@ -58,7 +61,13 @@ export const pageParameter = {
 } as const;
 
 export function pageSizeParameter(defaultPageSize: number) {
-  return { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: defaultPageSize, description: `Items per page, 1 to ${MAX_PAGE_SIZE}` } as const;
+  return {
+    type: 'integer',
+    minimum: 1,
+    maximum: MAX_PAGE_SIZE,
+    default: defaultPageSize,
+    description: `Items per page, 1 to ${MAX_PAGE_SIZE}`,
+  } as const;
 }
 
 export function paginationQuery(defaultPageSize: number) {
@@ -74,7 +83,12 @@ export function paginationQuery(defaultPageSize: number) {
 
 export const PaginationQuery = paginationQuery(10);
 
-export const httpUrl = { type: 'string', format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', maxLength: 2048 } as const;
+export const httpUrl = {
+  type: 'string',
+  format: 'uri',
+  pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+  maxLength: 2048,
+} as const;
 
 export const proxyCountry = { type: 'string', pattern: '^[A-Za-z]{2}$' } as const;
 

@@ -9,7 +9,8 @@ const uuid = { type: 'string', format: 'uuid' } as const;
 
 export const DEFAULT_MAX_TOOL_CALLS = 20;
 
-const paramsDescription = 'Values the source needs (see POST /agents/discover-mcp): sealed at rest, never returned (shown as "[redacted]")';
+const paramsDescription =
+  'Values the source needs (see POST /agents/discover-mcp): sealed at rest, never returned (shown as "[redacted]")';
 
 /** The fields of a custom agent, shared by create, run and update (update: every field optional, null clears a nullable one). */
 const customAgentFields = {
@@ -18,39 +19,78 @@ const customAgentFields = {
     type: 'string',
     minLength: 1,
     maxLength: 200,
-    description: 'Cron expression (as for POST /automations, with the same minimum interval). Required by POST /agents; ignored by POST /agents/run',
+    description:
+      'Cron expression (as for POST /automations, with the same minimum interval). Required by POST /agents; ignored by POST /agents/run',
   },
-  timezone: { type: 'string', minLength: 1, maxLength: 100, description: 'IANA time zone of the cron expression, default UTC' },
+  timezone: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 100,
+    description: 'IANA time zone of the cron expression, default UTC',
+  },
   task: { type: 'string', minLength: 1, maxLength: 20000 },
-  system_prompt: { type: ['string', 'null'], maxLength: 20000, description: 'Instructions placed before the platform\'s own in the system prompt' },
-  expected_output: { type: ['string', 'null'], maxLength: 5000, description: 'What the final answer should look like, in words' },
-  llm_provider: { type: 'string', enum: ['service', 'router'], default: 'service', description: LLM_PROVIDER_DESCRIPTION },
-  llm_model: { type: 'string', minLength: 1, maxLength: 200, default: 'router/auto', description: LLM_MODEL_DESCRIPTION },
+  system_prompt: {
+    type: ['string', 'null'],
+    maxLength: 20000,
+    description: "Instructions placed before the platform's own in the system prompt",
+  },
+  expected_output: {
+    type: ['string', 'null'],
+    maxLength: 5000,
+    description: 'What the final answer should look like, in words',
+  },
+  llm_provider: {
+    type: 'string',
+    enum: ['service', 'router'],
+    default: 'service',
+    description: LLM_PROVIDER_DESCRIPTION,
+  },
+  llm_model: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 200,
+    default: 'router/auto',
+    description: LLM_MODEL_DESCRIPTION,
+  },
   max_tool_calls: {
     type: 'integer',
     minimum: 1,
     maximum: 1000,
     default: DEFAULT_MAX_TOOL_CALLS,
-    description: 'Bounds the tool invocations of one whole execution (counted durably, across worker restarts); the call past the bound is not sent and the model is told to finish',
+    description:
+      'Bounds the tool invocations of one whole execution (counted durably, across worker restarts); the call past the bound is not sent and the model is told to finish',
   },
   skills: {
     oneOf: [{ type: 'array', maxItems: 20, items: AgentSkillSelection }, SkillsConfig],
     default: [],
-    description: 'AgentSkillSelection items (or a SkillsConfig object); each skill\'s skillMdContent (or its description) joins the system prompt',
+    description:
+      "AgentSkillSelection items (or a SkillsConfig object); each skill's skillMdContent (or its description) joins the system prompt",
   },
   market_mcps: {
     type: 'array',
     maxItems: 50,
-    items: { ...MarketMcpSelectionRequest, properties: { ...MarketMcpSelectionRequest.properties, params: { ...SourceParamValuesSchema, default: {}, description: paramsDescription } } },
+    items: {
+      ...MarketMcpSelectionRequest,
+      properties: {
+        ...MarketMcpSelectionRequest.properties,
+        params: { ...SourceParamValuesSchema, default: {}, description: paramsDescription },
+      },
+    },
     default: [],
     description:
       'Approved tool-market entries (mcp_id is the listing id) and the tools used of each; unknown entries are 400 market_entry_not_found, unknown tool names 400 market_tool_not_found; ' +
-      'params take only the names the entry\'s requiredUserParamsSchema declares, with values it allows (none for an entry without parameters), else 400 invalid_params naming the key',
+      "params take only the names the entry's requiredUserParamsSchema declares, with values it allows (none for an entry without parameters), else 400 invalid_params naming the key",
   },
   custom_mcps: {
     type: 'array',
     maxItems: 50,
-    items: { ...CustomMcpSelectionRequest, properties: { ...CustomMcpSelectionRequest.properties, params: { ...SourceParamValuesSchema, default: {}, description: paramsDescription } } },
+    items: {
+      ...CustomMcpSelectionRequest,
+      properties: {
+        ...CustomMcpSelectionRequest.properties,
+        params: { ...SourceParamValuesSchema, default: {}, description: paramsDescription },
+      },
+    },
     default: [],
     description: 'Remote MCP servers and OpenAPI APIs used as tools',
   },
@@ -61,7 +101,13 @@ const customAgentFields = {
     items: AgentStructuredOutputField,
     description: 'Fields of the final result (result.data), validated; an invalid answer is re-asked once',
   },
-  webhook_url: { type: 'string', format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://', maxLength: 2048, description: 'Receives each finished run' },
+  webhook_url: {
+    type: 'string',
+    format: 'uri',
+    pattern: '^[Hh][Tt][Tt][Pp][Ss]?://',
+    maxLength: 2048,
+    description: 'Receives each finished run',
+  },
 } as const;
 
 export const CustomAgentRequest = {
@@ -71,7 +117,6 @@ export const CustomAgentRequest = {
   required: ['task'],
   properties: customAgentFields,
 } as const;
-
 
 /** A field of PATCH: no default (an omitted field is kept, not reset), and null allowed when `clearable`. */
 function patchField(schema: Record<string, unknown>, clearable: boolean): Record<string, unknown> {
@@ -90,7 +135,12 @@ export const CustomAgentUpdateRequest = {
   type: 'object',
   additionalProperties: false,
   minProperties: 1,
-  properties: Object.fromEntries(Object.entries(customAgentFields).map(([key, schema]) => [key, patchField(schema as Record<string, unknown>, !NOT_CLEARABLE.has(key))])),
+  properties: Object.fromEntries(
+    Object.entries(customAgentFields).map(([key, schema]) => [
+      key,
+      patchField(schema as Record<string, unknown>, !NOT_CLEARABLE.has(key)),
+    ]),
+  ),
 };
 
 export const CustomAgentResponse = {
@@ -104,7 +154,10 @@ export const CustomAgentResponse = {
       properties: {
         id: { ...uuid, description: 'Also the id of its automation (GET /automations)' },
         name: { type: 'string' },
-        payload: { type: 'object', description: 'The stored request; every params value of custom_mcps and market_mcps reads "[redacted]"' },
+        payload: {
+          type: 'object',
+          description: 'The stored request; every params value of custom_mcps and market_mcps reads "[redacted]"',
+        },
       },
     },
   },
@@ -132,7 +185,8 @@ export const ToolCallRecord = {
     status: {
       type: 'string',
       enum: ['completed', 'error', 'failed', 'not_sent'],
-      description: 'completed: the tool answered; error: the tool reported an error; failed: no answer (unreachable, timeout, not resent because it may have run); not_sent: past max_tool_calls',
+      description:
+        'completed: the tool answered; error: the tool reported an error; failed: no answer (unreachable, timeout, not resent because it may have run); not_sent: past max_tool_calls',
     },
     startedAt: { type: 'string', format: 'date-time' },
     durationMs: { type: 'integer' },
@@ -144,7 +198,8 @@ export const ToolCallRecord = {
 export const CustomAgentRun = {
   $id: 'CustomAgentRun',
   type: 'object',
-  description: 'The job record (as for scrape and agentic jobs) plus the tool calls and the usage of the run. Arguments and results of tool calls are not shown: they can hold secrets.',
+  description:
+    'The job record (as for scrape and agentic jobs) plus the tool calls and the usage of the run. Arguments and results of tool calls are not shown: they can hold secrets.',
   required: [...JobRecord.required, 'toolCalls', 'usage'],
   properties: {
     ...JobRecord.properties,
@@ -155,7 +210,10 @@ export const CustomAgentRun = {
       properties: {
         llmTokens: { type: 'integer', description: 'Prompt and completion tokens of every model call so far' },
         toolCalls: { type: 'integer', description: 'Tool calls sent so far' },
-        costUsd: { type: 'number', description: 'Cost recorded so far (what settlement charges, within the run\'s hold)' },
+        costUsd: {
+          type: 'number',
+          description: "Cost recorded so far (what settlement charges, within the run's hold)",
+        },
         llmCalls: { type: 'integer', description: 'Model calls so far' },
         promptTokens: { type: 'integer' },
         completionTokens: { type: 'integer' },
@@ -181,7 +239,18 @@ export interface MarketMcpBody {
   params: Record<string, string | number | boolean>;
 }
 
-export type SkillsBody = { provider?: string; externalId?: string; name: string; description?: string | null; skillMdContent?: string | null }[] | { mode: 'none' | 'selected'; selected?: { name: string; description?: string | null; skillMdContent?: string | null }[] };
+export type SkillsBody =
+  | {
+      provider?: string;
+      externalId?: string;
+      name: string;
+      description?: string | null;
+      skillMdContent?: string | null;
+    }[]
+  | {
+      mode: 'none' | 'selected';
+      selected?: { name: string; description?: string | null; skillMdContent?: string | null }[];
+    };
 
 export interface CustomAgentBody {
   name?: string;
@@ -202,4 +271,11 @@ export interface CustomAgentBody {
 
 export type CustomAgentUpdateBody = { [K in keyof CustomAgentBody]?: CustomAgentBody[K] | null };
 
-export const customAgentSchemas = [CustomAgentRequest, CustomAgentUpdateRequest, CustomAgentResponse, CustomAgentRunResponse, ToolCallRecord, CustomAgentRun];
+export const customAgentSchemas = [
+  CustomAgentRequest,
+  CustomAgentUpdateRequest,
+  CustomAgentResponse,
+  CustomAgentRunResponse,
+  ToolCallRecord,
+  CustomAgentRun,
+];

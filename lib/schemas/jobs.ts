@@ -12,7 +12,11 @@ export const JobRecord = {
     request: { type: 'object', description: 'The accepted request, with defaults applied' },
     result: { type: ['object', 'null'], description: 'Set when the job completed' },
     error: { type: ['string', 'null'], description: 'Set when the job failed' },
-    logs: { type: 'array', items: { type: 'string' }, description: 'Progress lines, "<ISO time> <message>", appended as the run progresses' },
+    logs: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'Progress lines, "<ISO time> <message>", appended as the run progresses',
+    },
     webhookUrl: { type: ['string', 'null'] },
     createdAt: { type: 'string', format: 'date-time' },
     updatedAt: { type: 'string', format: 'date-time' },
@@ -29,7 +33,8 @@ export const JobAccepted = {
 export const JobFallback = {
   $id: 'JobFallback',
   type: 'object',
-  description: 'Answer of a synchronous request whose run failed or did not finish within the wait limit; poll the status endpoint for the outcome',
+  description:
+    'Answer of a synchronous request whose run failed or did not finish within the wait limit; poll the status endpoint for the outcome',
   required: ['jobId', 'status', 'error'],
   properties: {
     jobId: { type: 'string', format: 'uuid' },

@@ -22,8 +22,15 @@ export const AgentTransaction = {
     userId: { type: 'string', format: 'uuid' },
     agentName: { type: 'string', description: 'Which runtime incurred the usage, e.g. "scrape"' },
     result: { type: ['string', 'null'], description: '"completed" or "failed" for job usage' },
-    payload: { type: ['object', 'null'], description: 'Usage breakdown: LLM calls and tokens by model, browser seconds, captcha solves, proxy requests, each with its cost' },
-    cost: { type: 'number', description: 'USD charged to the wallet for this usage (ledger amounts are integer micro-USD)' },
+    payload: {
+      type: ['object', 'null'],
+      description:
+        'Usage breakdown: LLM calls and tokens by model, browser seconds, captcha solves, proxy requests, each with its cost',
+    },
+    cost: {
+      type: 'number',
+      description: 'USD charged to the wallet for this usage (ledger amounts are integer micro-USD)',
+    },
     executedAt: { type: 'string', format: 'date-time' },
   },
 } as const;
@@ -39,7 +46,10 @@ export const TransactionsResponse = {
   $id: 'TransactionsResponse',
   type: 'object',
   required: ['transactions', 'meta'],
-  properties: { transactions: { type: 'array', items: { $ref: 'AgentTransaction' } }, meta: { $ref: 'PaginationMeta' } },
+  properties: {
+    transactions: { type: 'array', items: { $ref: 'AgentTransaction' } },
+    meta: { $ref: 'PaginationMeta' },
+  },
 } as const;
 
 export const logSchemas = [SystemLog, AgentTransaction, LogsResponse, TransactionsResponse, PaginationMeta];

@@ -14,7 +14,8 @@ export const McpCredentialRequest = {
       default: {},
       maxProperties: 50,
       additionalProperties: { type: ['string', 'number', 'boolean'] },
-      description: "Values for the entry's requiredUserParamsSchema: only the names it declares (none for an entry without parameters), valid for it, else 400 invalid_params naming the key; sealed inside the credential, never returned",
+      description:
+        "Values for the entry's requiredUserParamsSchema: only the names it declares (none for an entry without parameters), valid for it, else 400 invalid_params naming the key; sealed inside the credential, never returned",
     },
     maxTotalUsdPerRun: {
       type: 'number',
@@ -30,7 +31,8 @@ export const McpCredentialRequest = {
       exclusiveMinimum: 0,
       maximum: 1_000_000,
       deprecated: true,
-      description: 'Deprecated alias of maxTotalUsdPerRun (sending both with different values is 400 validation_failed)',
+      description:
+        'Deprecated alias of maxTotalUsdPerRun (sending both with different values is 400 validation_failed)',
     },
   },
 } as const;
@@ -40,12 +42,25 @@ export const McpCredentialResponse = {
   type: 'object',
   required: ['credential', 'mcpUrl'],
   properties: {
-    credential: { type: 'string', description: 'MCP_CLIENT_CREDENTIAL: send it as Authorization: Bearer <credential>. A secret equivalent to your API key; bound to this entry' },
+    credential: {
+      type: 'string',
+      description:
+        'MCP_CLIENT_CREDENTIAL: send it as Authorization: Bearer <credential>. A secret equivalent to your API key; bound to this entry',
+    },
     mcpUrl: { type: 'string', format: 'uri', description: '{mcp_url}/mcp/{entryId}' },
     credentialId: { type: 'string', format: 'uuid', description: 'Sent to providers as x-service-charge-selection-id' },
     entryId: { type: 'string', format: 'uuid' },
-    maxTotalUsdPerRun: { type: ['number', 'null'], format: 'double', description: 'Extension: your cap per market run of this credential (null: none but the run charge limit)' },
-    maxRunChargeUsd: { type: ['number', 'null'], format: 'double', deprecated: true, description: 'Deprecated: the same value as maxTotalUsdPerRun' },
+    maxTotalUsdPerRun: {
+      type: ['number', 'null'],
+      format: 'double',
+      description: 'Extension: your cap per market run of this credential (null: none but the run charge limit)',
+    },
+    maxRunChargeUsd: {
+      type: ['number', 'null'],
+      format: 'double',
+      deprecated: true,
+      description: 'Deprecated: the same value as maxTotalUsdPerRun',
+    },
   },
 } as const;
 
@@ -65,7 +80,17 @@ const RevenueEvent = {
 export const ProviderRevenueRun = {
   $id: 'ProviderRevenueRun',
   type: 'object',
-  required: ['runId', 'entryId', 'status', 'createdAt', 'maxTotalUsd', 'totalChargedUsd', 'commissionUsd', 'providerRevenueUsd', 'events'],
+  required: [
+    'runId',
+    'entryId',
+    'status',
+    'createdAt',
+    'maxTotalUsd',
+    'totalChargedUsd',
+    'commissionUsd',
+    'providerRevenueUsd',
+    'events',
+  ],
   properties: {
     runId: { type: 'string', format: 'uuid' },
     entryId: { type: 'string', format: 'uuid' },
@@ -91,7 +116,12 @@ export const ProviderRevenueResponse = {
     totals: {
       type: 'object',
       required: ['runs', 'totalChargedUsd', 'commissionUsd', 'providerRevenueUsd'],
-      properties: { runs: { type: 'integer' }, totalChargedUsd: money, commissionUsd: money, providerRevenueUsd: money },
+      properties: {
+        runs: { type: 'integer' },
+        totalChargedUsd: money,
+        commissionUsd: money,
+        providerRevenueUsd: money,
+      },
     },
     runs: { type: 'array', items: { $ref: 'ProviderRevenueRun' } },
     meta: { $ref: 'PaginationMeta' },

@@ -2,10 +2,17 @@ import { httpUrl, paginationQuery } from './common';
 
 /** JSON Schemas of the tool market (provider side): requests validated by ajv and documented in the OpenAPI document. */
 
-const fingerprint = { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'SHA-256 source fingerprint (64 lowercase hex characters) returned by validation' } as const;
+const fingerprint = {
+  type: 'string',
+  pattern: '^[0-9a-f]{64}$',
+  description: 'SHA-256 source fingerprint (64 lowercase hex characters) returned by validation',
+} as const;
 const sourceType = { type: 'string', enum: ['remote_mcp', 'openapi'] } as const;
 const monetization = { type: 'string', enum: ['free', 'provider_event', 'tool_call_fixed'] } as const;
-const submissionStatus = { type: 'string', enum: ['draft', 'pending_review', 'approved', 'rejected', 'disabled'] } as const;
+const submissionStatus = {
+  type: 'string',
+  enum: ['draft', 'pending_review', 'approved', 'rejected', 'disabled'],
+} as const;
 const usd = { type: 'number', minimum: 0, maximum: 1_000_000 } as const;
 const eventName = {
   type: 'string',
@@ -18,27 +25,42 @@ const jsonObject = { type: 'object' } as const;
 const nullableUri = { type: ['string', 'null'], format: 'uri', maxLength: 2048 } as const;
 
 const toolProperties = {
-  toolName: { type: 'string', minLength: 1, maxLength: 128, description: 'The tool\'s name at the source (must be one of the validated tools)' },
+  toolName: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 128,
+    description: "The tool's name at the source (must be one of the validated tools)",
+  },
   displayName: {
     type: 'string',
     minLength: 1,
     maxLength: 200,
-    description: 'Shown in the catalogue and served as the tool\'s title on the hosted endpoint; scanned like upstream text (400 tool_poisoning)',
+    description:
+      "Shown in the catalogue and served as the tool's title on the hosted endpoint; scanned like upstream text (400 tool_poisoning)",
   },
   description: {
     type: ['string', 'null'],
     maxLength: 10_000,
     description:
-      'What buyers read in the catalogue and models read in the hosted endpoint\'s tools/list. Omitted, null or blank: the upstream\'s validated description. Your own text is scanned like upstream text ' +
-      '(a finding is 400 tool_poisoning); the rug-pull gate keeps comparing the upstream\'s current definitions with its validated ones, not with this text',
+      "What buyers read in the catalogue and models read in the hosted endpoint's tools/list. Omitted, null or blank: the upstream's validated description. Your own text is scanned like upstream text " +
+      "(a finding is 400 tool_poisoning); the rug-pull gate keeps comparing the upstream's current definitions with its validated ones, not with this text",
   },
   upstreamDescription: {
     type: ['string', 'null'],
     readOnly: true,
-    description: 'Owner view only: the upstream\'s own description as validated (what the rug-pull gate watches). Ignored when sent',
+    description:
+      "Owner view only: the upstream's own description as validated (what the rug-pull gate watches). Ignored when sent",
   },
-  inputSchema: { type: 'object', description: 'JSON Schema of the arguments; taken from the validated source; when sent it must equal it (400 tool_definition_mismatch)' },
-  clientPriceUsd: { ...usd, description: 'Per upstream call under tool_call_fixed (required for every tool there; an upstream error result is still billable; calls refused before reaching the upstream are not); ignored for other strategies' },
+  inputSchema: {
+    type: 'object',
+    description:
+      'JSON Schema of the arguments; taken from the validated source; when sent it must equal it (400 tool_definition_mismatch)',
+  },
+  clientPriceUsd: {
+    ...usd,
+    description:
+      'Per upstream call under tool_call_fixed (required for every tool there; an upstream error result is still billable; calls refused before reaching the upstream are not); ignored for other strategies',
+  },
   providerRevenueUsd: { ...usd, description: 'Informational; settlement follows MARKET_COMMISSION_RATE' },
   isEnabled: { type: 'boolean', default: true },
 } as const;
@@ -54,7 +76,12 @@ const pricingEventProperties = {
   eventName,
   title: { type: 'string', maxLength: 200 },
   description: { type: ['string', 'null'], maxLength: 2000 },
-  unitPriceUsd: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000, description: 'USD per event unit; > 0 (at least 0.000001)' },
+  unitPriceUsd: {
+    type: 'number',
+    exclusiveMinimum: 0,
+    maximum: 1_000_000,
+    description: 'USD per event unit; > 0 (at least 0.000001)',
+  },
   providerRevenueUsd: { ...usd, description: 'Requested revenue; settlement follows MARKET_COMMISSION_RATE' },
 } as const;
 
@@ -76,7 +103,10 @@ export const McpMarketDiscoveryRequest = {
   properties: {
     type: sourceType,
     url: { ...httpUrl, description: 'Remote MCP URL, or hosted OpenAPI document URL' },
-    openapiBaseUrl: { ...httpUrl, description: 'Absolute HTTPS base; overrides the document\'s servers; ignored for remote MCP' },
+    openapiBaseUrl: {
+      ...httpUrl,
+      description: "Absolute HTTPS base; overrides the document's servers; ignored for remote MCP",
+    },
     specText: { type: 'string', maxLength: 900_000, description: 'Inline OpenAPI document, JSON or YAML' },
     spec: { type: ['object', 'null'], description: 'Parsed OpenAPI document' },
     params: {
@@ -84,7 +114,8 @@ export const McpMarketDiscoveryRequest = {
       default: {},
       maxProperties: 50,
       additionalProperties: { type: ['string', 'number', 'boolean'] },
-      description: 'Temporary discovery parameters (auth values, ...): used for this call only, never stored in plain text, never returned',
+      description:
+        'Temporary discovery parameters (auth values, ...): used for this call only, never stored in plain text, never returned',
     },
   },
 } as const;
@@ -95,7 +126,11 @@ const discoveredTool = {
   properties: {
     name: { type: 'string' },
     description: { type: ['string', 'null'] },
-    inputSchema: { type: ['object', 'null'], description: 'JSON Schema of the arguments, as models get it (an MCP server\'s `$schema` left out; `listing` has it)' },
+    inputSchema: {
+      type: ['object', 'null'],
+      description:
+        "JSON Schema of the arguments, as models get it (an MCP server's `$schema` left out; `listing` has it)",
+    },
     annotations: { type: ['object', 'null'] },
     listing: {
       type: 'object',
@@ -125,7 +160,11 @@ export const McpMarketDiscoveryResponse = {
     title: { type: ['string', 'null'] },
     description: { type: ['string', 'null'] },
     tools: { type: 'array', items: discoveredTool },
-    params: { type: 'array', items: discoveryParam, description: 'Parameters the source needs (names and where they go; never values)' },
+    params: {
+      type: 'array',
+      items: discoveryParam,
+      description: 'Parameters the source needs (names and where they go; never values)',
+    },
     authRequired: { type: 'boolean', description: 'The source refused discovery without credentials' },
     source: {
       type: 'object',
@@ -142,7 +181,7 @@ export const ValidationReport = {
   description:
     'qualityScore 0–100: the mean of per-tool scores (20 each: name of 1–64 [A-Za-z0-9_-]; a description; an informative description of 40+ characters and 6+ words; an object input schema; described properties), ' +
     'minus 10 above 50 tools and 20 per duplicated name. Error issues (tool poisoning: hidden_unicode, model_directive, secret_access, exfiltration, tool_shadowing; duplicate_tool_name; no_tools) make the source invalid. ' +
-    'The scan reads each tool\'s name, description, annotation title and input schema (descriptions, and property names as words); the source title and description (an MCP server\'s instructions) are text written for the model and are scanned for the dangerous classes only, not for addressing the model. ' +
+    "The scan reads each tool's name, description, annotation title and input schema (descriptions, and property names as words); the source title and description (an MCP server's instructions) are text written for the model and are scanned for the dangerous classes only, not for addressing the model. " +
     'Its rules and their measured false-positive rate and recall on real servers and published attacks are in the selling guide (npm run eval:poisoning).',
   properties: {
     issues: {
@@ -155,13 +194,19 @@ export const ValidationReport = {
           code: { type: 'string' },
           message: { type: 'string' },
           tool: { type: 'string' },
-          field: { type: 'string', description: 'Which text of the tool: name, description, inputSchema/properties/x/description, ...' },
+          field: {
+            type: 'string',
+            description: 'Which text of the tool: name, description, inputSchema/properties/x/description, ...',
+          },
         },
       },
     },
     toolCount: { type: 'integer' },
     qualityScore: { type: 'integer', minimum: 0, maximum: 100 },
-    toolScores: { type: 'array', items: { type: 'object', properties: { tool: { type: 'string' }, score: { type: 'integer' } } } },
+    toolScores: {
+      type: 'array',
+      items: { type: 'object', properties: { tool: { type: 'string' }, score: { type: 'integer' } } },
+    },
   },
 } as const;
 
@@ -174,10 +219,18 @@ export const McpMarketValidationResponse = {
     status: { type: 'string', enum: ['valid', 'invalid', 'needs_parameters'] },
     sourceFingerprint: fingerprint,
     parametersRequired: { type: 'boolean' },
-    requiredParameters: { type: 'array', items: discoveryParam, description: 'With needs_parameters: the parameters to give in params' },
+    requiredParameters: {
+      type: 'array',
+      items: discoveryParam,
+      description: 'With needs_parameters: the parameters to give in params',
+    },
     report: { $ref: 'MarketValidationReport' },
     discovery: { $ref: 'McpMarketDiscoveryResponse' },
-    expiresAt: { type: 'string', format: 'date-time', description: 'Validations are owned by the caller and expire (24 h by default)' },
+    expiresAt: {
+      type: 'string',
+      format: 'date-time',
+      description: 'Validations are owned by the caller and expire (24 h by default)',
+    },
   },
 } as const;
 
@@ -204,8 +257,15 @@ export const MarketEventVerification = {
     verifiedEventNames: { type: 'array', items: { type: 'string' } },
     complete: { type: 'boolean', description: 'True when every event name has been charged once in verification mode' },
     expiresAt: { type: 'string', format: 'date-time' },
-    chargeToken: { type: 'string', description: 'Secret, returned only when the verification is created: send it as x-service-charge-token' },
-    apiBaseUrl: { type: 'string', format: 'uri', description: 'Canonical REST base for verification and production charges' },
+    chargeToken: {
+      type: 'string',
+      description: 'Secret, returned only when the verification is created: send it as x-service-charge-token',
+    },
+    apiBaseUrl: {
+      type: 'string',
+      format: 'uri',
+      description: 'Canonical REST base for verification and production charges',
+    },
   },
 } as const;
 
@@ -217,7 +277,12 @@ export const MarketIconUploadRequest = {
   properties: {
     fileName: { type: 'string', minLength: 1, maxLength: 255 },
     contentType: { type: 'string', enum: ['image/png'] },
-    base64: { type: 'string', minLength: 1, maxLength: 400_000, description: 'The PNG file, base64 (at most 256 KiB decoded, 16–1024 px per side)' },
+    base64: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 400_000,
+      description: 'The PNG file, base64 (at most 256 KiB decoded, 16–1024 px per side)',
+    },
   },
 } as const;
 
@@ -245,22 +310,57 @@ export const McpMarketSubmissionRequest = {
     validationId: { type: 'string', format: 'uuid' },
     sourceFingerprint: fingerprint,
     eventVerificationId: { type: ['string', 'null'], format: 'uuid' },
-    slug: { type: ['string', 'null'], maxLength: 200, description: 'Normalised to lowercase [a-z0-9-]; derived from name when omitted; unique in the market' },
+    slug: {
+      type: ['string', 'null'],
+      maxLength: 200,
+      description: 'Normalised to lowercase [a-z0-9-]; derived from name when omitted; unique in the market',
+    },
     type: sourceType,
     name: { type: 'string', minLength: 1, maxLength: 200 },
     description: { type: ['string', 'null'], maxLength: 10_000 },
     iconUrl: { ...nullableUri, description: 'https URL; ignored when iconObjectKey is given' },
-    iconObjectKey: { type: ['string', 'null'], maxLength: 200, description: 'From POST /market/icons; must be the caller\'s' },
+    iconObjectKey: {
+      type: ['string', 'null'],
+      maxLength: 200,
+      description: "From POST /market/icons; must be the caller's",
+    },
     remoteMcpUrl: { ...nullableUri, description: 'HTTPS MCP endpoint; required for remote_mcp' },
     openapiBaseUrl: nullableUri,
     openapiSpec: { type: ['object', 'null'] },
     openapiSpecText: { type: 'string', maxLength: 900_000 },
-    discoveryCache: { type: 'object', description: 'Accepted for compatibility; the stored discovery is the validation\'s' },
-    staticConfig: { type: 'object', maxProperties: 100, description: 'Provider-owned configuration sent to the upstream; sealed at rest, never shown in clear' },
+    discoveryCache: {
+      type: 'object',
+      description: "Accepted for compatibility; the stored discovery is the validation's",
+    },
+    staticConfig: {
+      type: 'object',
+      maxProperties: 100,
+      description: 'Provider-owned configuration sent to the upstream; sealed at rest, never shown in clear',
+    },
     requiredUserParamsSchema: { type: 'object' },
     monetizationStrategy: monetization,
-    pricingEvents: { type: 'array', maxItems: 50, default: [], items: { type: 'object', additionalProperties: false, required: ['eventName', 'unitPriceUsd'], properties: pricingEventProperties } },
-    tools: { type: 'array', minItems: 1, maxItems: 500, items: { type: 'object', additionalProperties: false, required: ['toolName', 'displayName'], properties: toolProperties } },
+    pricingEvents: {
+      type: 'array',
+      maxItems: 50,
+      default: [],
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['eventName', 'unitPriceUsd'],
+        properties: pricingEventProperties,
+      },
+    },
+    tools: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 500,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['toolName', 'displayName'],
+        properties: toolProperties,
+      },
+    },
   },
 } as const;
 
@@ -281,7 +381,8 @@ export const McpMarketPublicEntry = {
   $id: 'McpMarketPublicEntry',
   type: 'object',
   required: ['id', 'slug', 'type', 'name', 'monetizationStrategy', 'tools'],
-  description: 'An approved listing. Provider secrets, staticConfig, the source URL or document, ownership and review data are never shown.',
+  description:
+    'An approved listing. Provider secrets, staticConfig, the source URL or document, ownership and review data are never shown.',
   properties: publicEntryProperties,
 } as const;
 
@@ -292,8 +393,12 @@ export const McpMarketSubmission = {
   description: 'The owner\'s view. staticConfig shows its keys with every value masked as "********".',
   properties: {
     ...publicEntryProperties,
-    id: { type: 'string', format: 'uuid', description: 'This submission\'s id' },
-    publicId: { type: 'string', format: 'uuid', description: 'The listing\'s public id (GET /mcp-market/mcps/{id}); revisions share it' },
+    id: { type: 'string', format: 'uuid', description: "This submission's id" },
+    publicId: {
+      type: 'string',
+      format: 'uuid',
+      description: "The listing's public id (GET /mcp-market/mcps/{id}); revisions share it",
+    },
     live: { type: 'boolean', description: 'This submission is what the public listing shows' },
     status: submissionStatus,
     parentEntryId: { type: ['string', 'null'], format: 'uuid' },
@@ -306,8 +411,11 @@ export const McpMarketSubmission = {
     validationId: { type: 'string', format: 'uuid' },
     eventVerificationId: { type: ['string', 'null'], format: 'uuid' },
     discoveryCache: jsonObject,
-    reviewReason: { type: ['string', 'null'], description: 'The reviewer\'s reason of the last rejection or disabling' },
-    approvedToolsHash: { type: ['string', 'null'], description: 'SHA-256 of the approved tool list (name, description, inputSchema), set at approval' },
+    reviewReason: { type: ['string', 'null'], description: "The reviewer's reason of the last rejection or disabling" },
+    approvedToolsHash: {
+      type: ['string', 'null'],
+      description: 'SHA-256 of the approved tool list (name, description, inputSchema), set at approval',
+    },
     createdAt: { type: 'string', format: 'date-time' },
     updatedAt: { type: 'string', format: 'date-time' },
     submittedAt: { type: ['string', 'null'], format: 'date-time' },
@@ -326,7 +434,10 @@ export const McpMarketSubmissionsResponse = {
   $id: 'McpMarketSubmissionsResponse',
   type: 'object',
   required: ['submissions', 'meta'],
-  properties: { submissions: { type: 'array', items: { $ref: 'McpMarketSubmission' } }, meta: { $ref: 'PaginationMeta' } },
+  properties: {
+    submissions: { type: 'array', items: { $ref: 'McpMarketSubmission' } },
+    meta: { $ref: 'PaginationMeta' },
+  },
 } as const;
 
 export const McpMarketListResponse = {
@@ -342,7 +453,11 @@ export const McpMarketListQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    q: { type: 'string', maxLength: 200, description: 'Full text over name, description and tool names (every word must match; the last as a prefix)' },
+    q: {
+      type: 'string',
+      maxLength: 200,
+      description: 'Full text over name, description and tool names (every word must match; the last as a prefix)',
+    },
     monetizationStrategy: monetization,
     ...paginationQuery(20).properties,
   },
@@ -354,7 +469,12 @@ export const ProviderEventChargeRequest = {
   additionalProperties: false,
   required: ['eventName'],
   properties: {
-    eventName: { type: 'string', minLength: 1, maxLength: 128, description: 'Exact event name of the listing (or of the verification)' },
+    eventName: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 128,
+      description: 'Exact event name of the listing (or of the verification)',
+    },
     count: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 1, description: 'Units actually produced' },
     toolName: { type: ['string', 'null'], maxLength: 128 },
     metadata: { type: 'object', default: {}, maxProperties: 50, description: 'No secrets or personal data' },
@@ -367,23 +487,51 @@ export const ProviderEventChargeResult = {
   $id: 'ProviderEventChargeResult',
   type: 'object',
   required: [
-    'chargeId', 'eventName', 'requestedCount', 'chargedCount', 'chargeableWithinLimit', 'eventChargeLimitReached', 'unitPriceUsd',
-    'totalChargedUsd', 'commissionRate', 'commissionUsd', 'providerRevenueUsd', 'meterEventId', 'replayed',
+    'chargeId',
+    'eventName',
+    'requestedCount',
+    'chargedCount',
+    'chargeableWithinLimit',
+    'eventChargeLimitReached',
+    'unitPriceUsd',
+    'totalChargedUsd',
+    'commissionRate',
+    'commissionUsd',
+    'providerRevenueUsd',
+    'meterEventId',
+    'replayed',
   ],
   properties: {
     chargeId: { type: 'string', description: 'Stable charge id; the verification id when verification is true' },
     eventName: { type: 'string' },
     requestedCount: { type: 'integer' },
-    chargedCount: { type: 'integer', description: 'Units accepted (what the run\'s remaining hold pays for, at most requestedCount); process at most this many. In verification mode it equals requestedCount' },
-    chargeableWithinLimit: { type: 'integer', description: 'Units of this event the run can still pay for after this charge (verification mode: requestedCount)' },
-    eventChargeLimitReached: { type: 'boolean', description: 'True when chargeableWithinLimit is 0: the run\'s charge limit is used up' },
-    unitPriceUsd: { ...money, description: 'The entry\'s price per unit when the run opened; 0 in verification mode (nothing is billed)' },
-    totalChargedUsd: { ...money, description: 'chargedCount × unitPriceUsd: the consumer\'s debit' },
+    chargedCount: {
+      type: 'integer',
+      description:
+        "Units accepted (what the run's remaining hold pays for, at most requestedCount); process at most this many. In verification mode it equals requestedCount",
+    },
+    chargeableWithinLimit: {
+      type: 'integer',
+      description:
+        'Units of this event the run can still pay for after this charge (verification mode: requestedCount)',
+    },
+    eventChargeLimitReached: {
+      type: 'boolean',
+      description: "True when chargeableWithinLimit is 0: the run's charge limit is used up",
+    },
+    unitPriceUsd: {
+      ...money,
+      description: "The entry's price per unit when the run opened; 0 in verification mode (nothing is billed)",
+    },
+    totalChargedUsd: { ...money, description: "chargedCount × unitPriceUsd: the consumer's debit" },
     commissionRate: { ...money, description: 'MARKET_COMMISSION_RATE' },
-    commissionUsd: { ...money, description: 'floor(total × commissionRate) in micro-USD: the platform\'s share' },
-    providerRevenueUsd: { ...money, description: 'total − commission, credited to the provider\'s wallet' },
+    commissionUsd: { ...money, description: "floor(total × commissionRate) in micro-USD: the platform's share" },
+    providerRevenueUsd: { ...money, description: "total − commission, credited to the provider's wallet" },
     meterEventId: { type: 'string' },
-    replayed: { type: 'boolean', description: 'True when the idempotency key was already processed: the original result is returned' },
+    replayed: {
+      type: 'boolean',
+      description: 'True when the idempotency key was already processed: the original result is returned',
+    },
     verification: { type: 'boolean', description: 'True for a verification call (no money moves)' },
   },
 } as const;

@@ -23,9 +23,23 @@ export const ScrapeRequest = {
   required: ['url'],
   properties: {
     url: { ...httpUrl, description: 'Page to scrape (http or https); checked by the SSRF guard at every hop' },
-    llm_provider: { type: 'string', enum: ['service', 'router'], default: 'service', description: LLM_PROVIDER_DESCRIPTION },
-    llm_model: { type: 'string', minLength: 1, maxLength: 200, default: 'gpt-4o-mini', description: LLM_MODEL_DESCRIPTION },
-    webhook_url: { ...httpUrl, description: 'Receives the finished job record (see the Webhooks section of the description)' },
+    llm_provider: {
+      type: 'string',
+      enum: ['service', 'router'],
+      default: 'service',
+      description: LLM_PROVIDER_DESCRIPTION,
+    },
+    llm_model: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 200,
+      default: 'gpt-4o-mini',
+      description: LLM_MODEL_DESCRIPTION,
+    },
+    webhook_url: {
+      ...httpUrl,
+      description: 'Receives the finished job record (see the Webhooks section of the description)',
+    },
     cookies: cookiesJsonSchema,
     structured_output: {
       description:
@@ -60,20 +74,28 @@ export interface ScrapeRequestBody {
 export const ScrapeResult = {
   $id: 'ScrapeResult',
   type: 'object',
-  description: 'The result object of a completed scrape (the job record\'s result, and the 200 body of a synchronous scrape)',
+  description:
+    "The result object of a completed scrape (the job record's result, and the 200 body of a synchronous scrape)",
   required: ['url', 'finalUrl', 'renderedWith', 'metadata', 'markdown', 'data', 'usage'],
   properties: {
     url: { type: 'string' },
     finalUrl: { type: 'string', description: 'After redirects' },
     statusCode: { type: 'integer' },
-    renderedWith: { type: 'string', enum: ['http', 'browser'], description: 'http when the page needed no script, browser when Chromium rendered it' },
+    renderedWith: {
+      type: 'string',
+      enum: ['http', 'browser'],
+      description: 'http when the page needed no script, browser when Chromium rendered it',
+    },
     metadata: {
       type: 'object',
       properties: {
         title: { type: ['string', 'null'] },
         description: { type: ['string', 'null'] },
         language: { type: ['string', 'null'] },
-        links: { type: 'array', items: { type: 'object', properties: { url: { type: 'string' }, text: { type: 'string' } } } },
+        links: {
+          type: 'array',
+          items: { type: 'object', properties: { url: { type: 'string' }, text: { type: 'string' } } },
+        },
       },
     },
     markdown: { type: 'string' },

@@ -7,7 +7,13 @@ export const SkillsSearchQuery = {
   additionalProperties: false,
   required: ['q'],
   properties: {
-    q: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S', description: 'What to look for (required, not blank)' },
+    q: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 500,
+      pattern: '\\S',
+      description: 'What to look for (required, not blank)',
+    },
     page: pageParameter,
     pageSize: pageSizeParameter(20),
   },
@@ -26,7 +32,20 @@ export const SkillsDirectoryItemSchema = {
   $id: 'SkillsDirectoryItem',
   type: 'object',
   additionalProperties: false,
-  required: ['provider', 'externalId', 'name', 'description', 'repositoryUrl', 'githubOwner', 'githubRepo', 'sourceUrl', 'version', 'skillMdContent', 'tags', 'stars'],
+  required: [
+    'provider',
+    'externalId',
+    'name',
+    'description',
+    'repositoryUrl',
+    'githubOwner',
+    'githubRepo',
+    'sourceUrl',
+    'version',
+    'skillMdContent',
+    'tags',
+    'stars',
+  ],
   properties: {
     provider: { type: 'string' },
     externalId: { type: 'string' },
@@ -74,7 +93,12 @@ export const AdminSkillsImportRequest = {
   required: ['jsonl'],
   properties: {
     jsonl: { type: 'string', description: 'JSON Lines, one SkillsDirectoryItem (+ optional license) per line' },
-    firstLine: { type: 'integer', minimum: 1, default: 1, description: 'Line number of the first line, for error reports' },
+    firstLine: {
+      type: 'integer',
+      minimum: 1,
+      default: 1,
+      description: 'Line number of the first line, for error reports',
+    },
   },
 } as const;
 

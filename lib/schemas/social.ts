@@ -71,7 +71,10 @@ export const SocialAccountUpdateRequest = {
   properties: {
     name: { type: 'string', minLength: 1, maxLength: 200 },
     isActive: { type: 'boolean' },
-    credentials: { type: 'object', description: 'Same shape as the account platform\'s credentials; validated upstream again' },
+    credentials: {
+      type: 'object',
+      description: "Same shape as the account platform's credentials; validated upstream again",
+    },
   },
 } as const;
 
@@ -80,4 +83,3 @@ export const SocialAccountsQuery = {
   additionalProperties: false,
   properties: { platform: { type: 'string', enum: ['forum', 'microblog'] } },
 } as const;
-

@@ -24,7 +24,11 @@ const EMBEDDING_PRICES: Record<string, number> = {
 const FALLBACK_EMBEDDING_PRICE = 130_000;
 
 export function embeddingCostMicros(model: string, promptTokens: number): number {
-  const key = model.trim().toLowerCase().replace(/^openai\//, '').replace(/:\d+$/, '');
+  const key = model
+    .trim()
+    .toLowerCase()
+    .replace(/^openai\//, '')
+    .replace(/:\d+$/, '');
   const perMillion = EMBEDDING_PRICES[key] ?? FALLBACK_EMBEDDING_PRICE;
   return Math.ceil((Math.max(0, Math.ceil(promptTokens)) * perMillion) / 1_000_000);
 }
@@ -50,10 +54,16 @@ export function createEmbedder(client: OpenAI, model: string, dimensions: number
       let promptTokens = 0;
       for (let start = 0; start < texts.length; start += BATCH_SIZE) {
         const batch = texts.slice(start, start + BATCH_SIZE);
-        const response = await client.embeddings.create({ model, input: batch, encoding_format: 'float', ...(dimensions ? { dimensions } : {}) });
+        const response = await client.embeddings.create({
+          model,
+          input: batch,
+          encoding_format: 'float',
+          ...(dimensions ? { dimensions } : {}),
+        });
         promptTokens += response.usage?.prompt_tokens ?? 0;
         const ordered = [...response.data].sort((a, b) => a.index - b.index);
-        if (ordered.length !== batch.length) throw new Error(`the embeddings endpoint returned ${ordered.length} vectors for ${batch.length} inputs`);
+        if (ordered.length !== batch.length)
+          throw new Error(`the embeddings endpoint returned ${ordered.length} vectors for ${batch.length} inputs`);
         for (const entry of ordered) vectors.push(normalizeVector(entry.embedding));
       }
       return { vectors, promptTokens };

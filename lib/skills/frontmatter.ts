@@ -22,7 +22,9 @@ export function parseFrontmatter(markdown: string): Frontmatter {
   if (lines[0]?.trim() !== '---') return { data: {}, body: text };
   const end = lines.findIndex((line, i) => i > 0 && /^(---|\.\.\.)\s*$/.test(line));
   if (end < 0) return { data: {}, body: text };
-  const block: Line[] = lines.slice(1, end).map((raw) => ({ indent: raw.length - raw.trimStart().length, text: raw.replace(/\t/g, '  ') }));
+  const block: Line[] = lines
+    .slice(1, end)
+    .map((raw) => ({ indent: raw.length - raw.trimStart().length, text: raw.replace(/\t/g, '  ') }));
   const cursor = { at: 0 };
   const data = parseMap(block, cursor, 0);
   return { data, body: lines.slice(end + 1).join('\n') };
@@ -68,7 +70,8 @@ function parseValue(lines: Line[], cursor: { at: number }, indent: number, rest:
     skipBlank(lines, cursor);
     const next = lines[cursor.at];
     if (!next || next.indent < indent || (next.indent === indent && !next.text.trimStart().startsWith('- '))) return '';
-    if (next.text.trimStart().startsWith('- ') || next.text.trim() === '-') return blockList(lines, cursor, next.indent);
+    if (next.text.trimStart().startsWith('- ') || next.text.trim() === '-')
+      return blockList(lines, cursor, next.indent);
     if (/^\s*("[^"]*"|'[^']*'|[^:#\s][^:]*?)\s*:(\s|$)/.test(next.text)) return parseMap(lines, cursor, next.indent);
     return plainContinuation(lines, cursor, indent, '');
   }
@@ -151,7 +154,8 @@ function quoted(lines: Line[], cursor: { at: number }, rest: string): string {
 
 function unquote(value: string): string {
   const v = value.trim();
-  if (v.length >= 2 && ((v.startsWith('"') && v.endsWith('"')) || (v.startsWith("'") && v.endsWith("'")))) return v.slice(1, -1);
+  if (v.length >= 2 && ((v.startsWith('"') && v.endsWith('"')) || (v.startsWith("'") && v.endsWith("'"))))
+    return v.slice(1, -1);
   return v;
 }
 
@@ -171,7 +175,11 @@ function blockList(lines: Line[], cursor: { at: number }, indent: number): YamlV
     if (!line || line.indent !== indent || !/^\s*-(\s|$)/.test(line.text)) return out;
     const rest = line.text.trim().replace(/^-\s*/, '');
     cursor.at++;
-    out.push(rest.startsWith('"') || rest.startsWith("'") ? quoted(lines, cursor, rest) : plainContinuation(lines, cursor, indent, stripComment(rest)));
+    out.push(
+      rest.startsWith('"') || rest.startsWith("'")
+        ? quoted(lines, cursor, rest)
+        : plainContinuation(lines, cursor, indent, stripComment(rest)),
+    );
   }
 }
 

@@ -28,7 +28,17 @@ export class GithubApiError extends Error {
 }
 
 /** Licenses under which SKILL.md text may be stored and served; other skills keep only name and description. */
-const CONTENT_LICENSES = new Set(['MIT', 'Apache-2.0', 'BSD-2-Clause', 'BSD-3-Clause', 'ISC', '0BSD', 'CC0-1.0', 'CC-BY-4.0', 'Unlicense']);
+const CONTENT_LICENSES = new Set([
+  'MIT',
+  'Apache-2.0',
+  'BSD-2-Clause',
+  'BSD-3-Clause',
+  'ISC',
+  '0BSD',
+  'CC0-1.0',
+  'CC-BY-4.0',
+  'Unlicense',
+]);
 
 /** Keyword rules for topic tags, in priority order; explicit frontmatter tags come first. */
 const TAG_RULES: [string, RegExp][] = [
@@ -127,7 +137,10 @@ function client(options: GithubSourceOptions) {
     });
     if (!response.ok) {
       const detail = (await response.text().catch(() => '')).slice(0, 200);
-      throw new GithubApiError(response.status, `GitHub API ${response.status} for ${new URL(url).pathname}${detail ? `: ${detail}` : ''}`);
+      throw new GithubApiError(
+        response.status,
+        `GitHub API ${response.status} for ${new URL(url).pathname}${detail ? `: ${detail}` : ''}`,
+      );
     }
     return response;
   };
@@ -165,7 +178,8 @@ export function skillItemFromMarkdown(input: {
 }): CatalogueItem {
   const folder = input.path.includes('/') ? input.path.slice(0, input.path.lastIndexOf('/')) : '';
   const { data } = parseFrontmatter(input.markdown);
-  const metadata = data.metadata && typeof data.metadata === 'object' && !Array.isArray(data.metadata) ? data.metadata : {};
+  const metadata =
+    data.metadata && typeof data.metadata === 'object' && !Array.isArray(data.metadata) ? data.metadata : {};
   const name = frontmatterString(data.name) ?? (folder ? folder.slice(folder.lastIndexOf('/') + 1) : input.repo);
   const description = frontmatterString(data.description);
   const declared = frontmatterString(data.license);
@@ -208,8 +222,13 @@ export async function listRepositorySkills(options: GithubSourceOptions, spec: s
   const repositoryUrl = (info.html_url ?? `https://github.com/${owner}/${repo}`).replace(/\/+$/, '');
   const spdx = info.license?.spdx_id;
   const repoLicense = spdx && spdx !== 'NOASSERTION' ? spdx : null;
-  const tree = await api.json<TreeResponse>(`/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/git/trees/${encodeURIComponent(branch)}?recursive=1`);
-  const paths = tree.tree.filter((e) => e.type === 'blob' && /(^|\/)SKILL\.md$/.test(e.path)).map((e) => e.path).sort();
+  const tree = await api.json<TreeResponse>(
+    `/repos/${encodeURIComponent(owner)}/${encodeURIComponent(repo)}/git/trees/${encodeURIComponent(branch)}?recursive=1`,
+  );
+  const paths = tree.tree
+    .filter((e) => e.type === 'blob' && /(^|\/)SKILL\.md$/.test(e.path))
+    .map((e) => e.path)
+    .sort();
   const failed: RepositoryListing['failed'] = [];
   const fetched = await mapLimited(paths, options.concurrency ?? 4, async (path) => {
     try {
@@ -224,11 +243,27 @@ export async function listRepositorySkills(options: GithubSourceOptions, spec: s
       } else {
         throw new Error('the contents API returned no content');
       }
-      return skillItemFromMarkdown({ owner, repo, repositoryUrl, branch, path, markdown: markdown.replace(/\u0000/g, ''), stars: info.stargazers_count ?? null, repoLicense });
+      return skillItemFromMarkdown({
+        owner,
+        repo,
+        repositoryUrl,
+        branch,
+        path,
+        markdown: markdown.replace(/\u0000/g, ''),
+        stars: info.stargazers_count ?? null,
+        repoLicense,
+      });
     } catch (err) {
       failed.push({ path, error: err instanceof Error ? err.message : String(err) });
       return null;
     }
   });
-  return { owner, repo, branch, items: fetched.filter((i): i is CatalogueItem => i !== null), complete: !tree.truncated, failed };
+  return {
+    owner,
+    repo,
+    branch,
+    items: fetched.filter((i): i is CatalogueItem => i !== null),
+    complete: !tree.truncated,
+    failed,
+  };
 }

@@ -85,7 +85,8 @@ export function checkSkillItem(value: unknown): ItemCheck {
     const problems = (validateItem.errors ?? []).map((e) => {
       const at = e.instancePath ? e.instancePath.slice(1).replace(/\//g, '.') : '';
       if (e.keyword === 'required') return `${e.params.missingProperty} is required`;
-      if (e.keyword === 'additionalProperties') return `${at ? `${at}.` : ''}${e.params.additionalProperty} is not a known field`;
+      if (e.keyword === 'additionalProperties')
+        return `${at ? `${at}.` : ''}${e.params.additionalProperty} is not a known field`;
       return `${at || 'the record'} ${e.message ?? 'is invalid'}`;
     });
     return { ok: false, message: [...new Set(problems)].join('; ') };
@@ -94,7 +95,10 @@ export function checkSkillItem(value: unknown): ItemCheck {
   for (const [key, field] of Object.entries(record)) {
     if (containsNul(field)) return { ok: false, message: `${key} contains a NUL character` };
   }
-  return { ok: true, item: normalizeItem(record as Partial<CatalogueItem> & Pick<CatalogueItem, 'provider' | 'externalId' | 'name'>) };
+  return {
+    ok: true,
+    item: normalizeItem(record as Partial<CatalogueItem> & Pick<CatalogueItem, 'provider' | 'externalId' | 'name'>),
+  };
 }
 
 const trimmedOrNull = (value: string | null | undefined) => {
@@ -111,7 +115,9 @@ export function normalizeTags(tags: readonly string[] | null | undefined): strin
   return out.slice(0, MAX_TAGS);
 }
 
-export function normalizeItem(item: Partial<CatalogueItem> & Pick<CatalogueItem, 'provider' | 'externalId' | 'name'>): CatalogueItem {
+export function normalizeItem(
+  item: Partial<CatalogueItem> & Pick<CatalogueItem, 'provider' | 'externalId' | 'name'>,
+): CatalogueItem {
   return {
     provider: item.provider.trim(),
     externalId: item.externalId.trim(),

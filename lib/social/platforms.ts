@@ -3,7 +3,12 @@ import { networkPolicyFromConfig } from '../net/policy';
 import type { NetworkPolicy } from '../net/ssrf';
 import { proxyFromTemplate } from '../net/proxy';
 import { validateForumCredentials, type ForumCredentials, type ForumEndpoints } from './forum';
-import { createMicroblogClient, validateMicroblogCredentials, type MicroblogCredentials, type MicroblogSession } from './microblog';
+import {
+  createMicroblogClient,
+  validateMicroblogCredentials,
+  type MicroblogCredentials,
+  type MicroblogSession,
+} from './microblog';
 
 export type SocialPlatform = 'forum' | 'microblog';
 
@@ -20,13 +25,17 @@ export interface SocialPlatformsConfig {
 export type PlatformCredentials = ForumCredentials | MicroblogCredentials;
 
 export type CredentialCheck =
-  | { ok: true; meta: Record<string, unknown>; session: MicroblogSession | null }
-  | { ok: false; message: string };
+  { ok: true; meta: Record<string, unknown>; session: MicroblogSession | null } | { ok: false; message: string };
 
 /** The operator's platform hosts are reachable even when they are local (tests, self-hosted fakes). */
 export function platformPolicy(config: SocialPlatformsConfig): NetworkPolicy {
-  const hosts = [config.forum.apiBase, config.forum.authBase, config.microblogBase].filter((u): u is string => !!u).map((u) => new URL(u).hostname);
-  return networkPolicyFromConfig({ networkAllowlist: config.networkAllowlist, dnsServers: config.dnsServers ?? [] }, hosts);
+  const hosts = [config.forum.apiBase, config.forum.authBase, config.microblogBase]
+    .filter((u): u is string => !!u)
+    .map((u) => new URL(u).hostname);
+  return networkPolicyFromConfig(
+    { networkAllowlist: config.networkAllowlist, dnsServers: config.dnsServers ?? [] },
+    hosts,
+  );
 }
 
 export function createSocialPlatforms(config: SocialPlatformsConfig) {
@@ -34,7 +43,8 @@ export function createSocialPlatforms(config: SocialPlatformsConfig) {
   const microblogTransport = (creds: MicroblogCredentials) => {
     if (!creds.proxy_country) return { policy, proxy: null };
     const proxy = proxyFromTemplate(config.proxyUrlTemplate ?? undefined, creds.proxy_country);
-    if (!proxy) throw new Error('proxy_country was given but this service has no proxy configured (operator: set PROXY_URL)');
+    if (!proxy)
+      throw new Error('proxy_country was given but this service has no proxy configured (operator: set PROXY_URL)');
     return { policy, proxy };
   };
   return {
@@ -51,7 +61,11 @@ export function createSocialPlatforms(config: SocialPlatformsConfig) {
           const result = await validateForumCredentials(config.forum, credentials as ForumCredentials, { policy });
           return result.ok ? { ok: true, meta: result.meta, session: null } : result;
         }
-        if (!config.microblogBase) return { ok: false, message: 'The microblog platform is not configured on this service (operator: set MICROBLOG_BASE)' };
+        if (!config.microblogBase)
+          return {
+            ok: false,
+            message: 'The microblog platform is not configured on this service (operator: set MICROBLOG_BASE)',
+          };
         const creds = credentials as MicroblogCredentials;
         const result = await validateMicroblogCredentials(config.microblogBase, creds, microblogTransport(creds));
         return result.ok ? { ok: true, meta: { ...result.meta }, session: result.session } : result;

@@ -35,7 +35,9 @@ export function base32Decode(value: string): Buffer {
 export function isBase32Secret(value: string): boolean {
   if (ONE_TIME_CODE.test(value.trim())) return false;
   const normalized = normalizeBase32(value);
-  return normalized.length >= MIN_SECRET_LENGTH && [...normalized].every((character) => BASE32_ALPHABET.includes(character));
+  return (
+    normalized.length >= MIN_SECRET_LENGTH && [...normalized].every((character) => BASE32_ALPHABET.includes(character))
+  );
 }
 
 export function hotp(key: Buffer, counter: number, digits: TotpDigits = 6): string {

@@ -60,7 +60,10 @@ export async function startOnce(client: Client, start: WorkflowStart): Promise<'
 }
 
 /** Starts the workflow, or joins the run of this id that is still going (a refresh asked for twice runs once). */
-export async function startOrJoin(client: Client, start: WorkflowStart): Promise<WorkflowHandleWithFirstExecutionRunId> {
+export async function startOrJoin(
+  client: Client,
+  start: WorkflowStart,
+): Promise<WorkflowHandleWithFirstExecutionRunId> {
   return client.workflow.start(start.workflowType, {
     ...startOptions(start),
     workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,

@@ -66,8 +66,13 @@ type HeaderLayers = Pick<ToolSourceSpec, 'params' | 'consumerParams' | 'headers'
 export function mcpHeaders(layers: HeaderLayers): Record<string, string> {
   const merged = new Map<string, [string, string]>();
   for (const [name, raw] of Object.entries(layers.consumerParams ?? {})) {
-    if (!HEADER_NAME.test(name)) throw new ToolSourceError('invalid_params', `The parameter ${name} cannot be sent as an HTTP header`);
-    if (isReservedForConsumers(name)) throw new ToolSourceError('invalid_params', `The parameter ${name} cannot be sent: a consumer's value never sets the ${name} header`);
+    if (!HEADER_NAME.test(name))
+      throw new ToolSourceError('invalid_params', `The parameter ${name} cannot be sent as an HTTP header`);
+    if (isReservedForConsumers(name))
+      throw new ToolSourceError(
+        'invalid_params',
+        `The parameter ${name} cannot be sent: a consumer's value never sets the ${name} header`,
+      );
     merged.set(name.toLowerCase(), [name, headerValue(name, raw, 'invalid_params')]);
   }
   for (const layer of [layers.params, layers.headers]) {
@@ -85,7 +90,11 @@ function headerValue(name: string, raw: string | number | boolean, code: 'invali
   const value = String(raw).trim();
   if (/[\r\n\0]/.test(value)) throw new ToolSourceError(code, `params.${name} contains a line break`);
   // What an HTTP header value can carry: visible ASCII, space, tab and Latin-1 (fetch refuses anything else).
-  if (/[^\t\x20-\x7e\x80-\xff]/.test(value)) throw new ToolSourceError(code, `params.${name} contains characters an HTTP header cannot carry (control characters, or beyond Latin-1)`);
+  if (/[^\t\x20-\x7e\x80-\xff]/.test(value))
+    throw new ToolSourceError(
+      code,
+      `params.${name} contains characters an HTTP header cannot carry (control characters, or beyond Latin-1)`,
+    );
   return name.toLowerCase() === 'authorization' && !/\s/.test(value) ? `Bearer ${value}` : value;
 }
 
@@ -102,7 +111,12 @@ type ServerValues = Pick<ToolSourceSpec, 'params' | 'consumerParams' | 'consumer
  * A server URL template with its {variables} filled: the owner's value, else a consumer's (confined
  * as above), else the variable's default. Returns the filled text (the caller parses it).
  */
-export function fillServerTemplate(template: string, variables: Record<string, ServerVariableRule>, values: ServerValues, location: URL | null): string {
+export function fillServerTemplate(
+  template: string,
+  variables: Record<string, ServerVariableRule>,
+  values: ServerValues,
+  location: URL | null,
+): string {
   let consumerFilled = false;
   const filled = template.replace(/\{([^}]+)\}/g, (_, name: string) => {
     const owner = values.params?.[name];
@@ -111,13 +125,24 @@ export function fillServerTemplate(template: string, variables: Record<string, S
     if (consumer === undefined) return variables[name]?.default ?? '';
     const value = String(consumer);
     const allowed = variables[name]?.enum ?? values.consumerChoices?.[name];
-    if (!allowed) throw new ToolSourceError('invalid_params', `The server URL variable {${name}} has no list of allowed values, so a consumer's value cannot fill it (the provider declares an enum for it)`);
-    if (!allowed.includes(value)) throw new ToolSourceError('invalid_params', `The value given for {${name}} is not one the provider allows (${allowed.join(', ')})`);
+    if (!allowed)
+      throw new ToolSourceError(
+        'invalid_params',
+        `The server URL variable {${name}} has no list of allowed values, so a consumer's value cannot fill it (the provider declares an enum for it)`,
+      );
+    if (!allowed.includes(value))
+      throw new ToolSourceError(
+        'invalid_params',
+        `The value given for {${name}} is not one the provider allows (${allowed.join(', ')})`,
+      );
     consumerFilled = true;
     return value;
   });
   if (consumerFilled && !keepsTemplateHost(template, filled, location)) {
-    throw new ToolSourceError('invalid_params', "A consumer's value for a server URL variable would leave the host of the provider's server URL");
+    throw new ToolSourceError(
+      'invalid_params',
+      "A consumer's value for a server URL variable would leave the host of the provider's server URL",
+    );
   }
   return filled;
 }
@@ -130,13 +155,24 @@ function keepsTemplateHost(template: string, filled: string, location: URL | nul
   } catch {
     return false;
   }
-  if (template.startsWith('/') && !template.startsWith('//')) return location !== null && url.host === location.host && url.protocol === location.protocol;
+  if (template.startsWith('/') && !template.startsWith('//'))
+    return location !== null && url.host === location.host && url.protocol === location.protocol;
   const head = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)/.exec(template);
   if (!head) return false; // the scheme or the whole authority is a variable: no literal host to keep
   if (url.protocol !== `${head[1].toLowerCase()}:`) return false;
-  const pattern = new RegExp(`^${head[2].split(/(\{[^}]+\})/).map((part) => (/^\{[^}]+\}$/.test(part) ? '[a-z0-9.-]+' : escapeRegExp(part))).join('')}$`, 'i');
+  const pattern = new RegExp(
+    `^${head[2]
+      .split(/(\{[^}]+\})/)
+      .map((part) => (/^\{[^}]+\}$/.test(part) ? '[a-z0-9.-]+' : escapeRegExp(part)))
+      .join('')}$`,
+    'i',
+  );
   const defaultPort = url.protocol === 'https:' ? '443' : '80';
-  return !url.username && !url.password && (pattern.test(url.host) || pattern.test(`${url.hostname}:${url.port || defaultPort}`));
+  return (
+    !url.username &&
+    !url.password &&
+    (pattern.test(url.host) || pattern.test(`${url.hostname}:${url.port || defaultPort}`))
+  );
 }
 
 function escapeRegExp(text: string): string {

@@ -17,7 +17,8 @@ export interface DiscoverToolsInput {
 }
 
 /** Refusals, unreachable upstreams and bad documents come back as values (the API maps them to statuses), not as failures. */
-export type DiscoveryOutcome = { ok: true; discovery: DiscoveryResult } | { ok: false; code: ToolSourceErrorCode; message: string };
+export type DiscoveryOutcome =
+  { ok: true; discovery: DiscoveryResult } | { ok: false; code: ToolSourceErrorCode; message: string };
 
 export function sealDiscoveryParams(masterKey: Buffer, workflowId: string, params: SourceParamValues): string {
   return seal(masterKey, JSON.stringify(params), `tools-discovery:${workflowId}`);

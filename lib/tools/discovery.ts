@@ -22,13 +22,17 @@ export async function discoverTools(spec: ToolSourceSpec, deps: ToolRuntimeDeps)
  * for an OpenAPI source the document as it was read (parsed, `$ref`s untouched): the tool market
  * fingerprints the document, also when it was fetched from a URL.
  */
-export async function discoverToolsWithDocument(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<{ discovery: DiscoveryResult; openapiDocument: Record<string, unknown> | null }> {
+export async function discoverToolsWithDocument(
+  spec: ToolSourceSpec,
+  deps: ToolRuntimeDeps,
+): Promise<{ discovery: DiscoveryResult; openapiDocument: Record<string, unknown> | null }> {
   const secrets = Object.values(spec.params ?? {});
   try {
     if (spec.type === 'remote_mcp') return { discovery: await discoverMcp(spec, deps), openapiDocument: null };
     return await discoverOpenApi(spec, deps);
   } catch (error) {
-    if (error instanceof ToolSourceError) throw new ToolSourceError(error.code, scrubSecrets(error.message, secrets), error.transient);
+    if (error instanceof ToolSourceError)
+      throw new ToolSourceError(error.code, scrubSecrets(error.message, secrets), error.transient);
     throw error;
   }
 }
@@ -48,13 +52,17 @@ async function discoverMcp(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise
       title: null,
       description: null,
       tools: [],
-      params: [credentialParam(error), ...suppliedHeaderParams(supplied.filter((name) => name.toLowerCase() !== 'authorization'))],
+      params: [
+        credentialParam(error),
+        ...suppliedHeaderParams(supplied.filter((name) => name.toLowerCase() !== 'authorization')),
+      ],
       source: { type: 'remote_mcp', authRequired: true },
     };
   }
   const { session, tools } = opened;
   try {
-    const server = session.client.getServerVersion() as ({ name: string; version: string; title?: string; description?: string } | undefined);
+    const server = session.client.getServerVersion() as
+      { name: string; version: string; title?: string; description?: string } | undefined;
     return {
       title: server?.title ?? server?.name ?? null,
       description: session.client.getInstructions() ?? server?.description ?? null,
@@ -86,18 +94,36 @@ function credentialParam(error: McpAuthRequiredError): SourceParam {
 }
 
 function suppliedHeaderParams(names: string[]): SourceParam[] {
-  return names.map((name) => ({ name, in: 'header', required: false, secret: true, description: `Given with this request; sent as the ${name} header of every request to the server.` }));
+  return names.map((name) => ({
+    name,
+    in: 'header',
+    required: false,
+    secret: true,
+    description: `Given with this request; sent as the ${name} header of every request to the server.`,
+  }));
 }
 
-async function discoverOpenApi(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<{ discovery: DiscoveryResult; openapiDocument: Record<string, unknown> }> {
+async function discoverOpenApi(
+  spec: ToolSourceSpec,
+  deps: ToolRuntimeDeps,
+): Promise<{ discovery: DiscoveryResult; openapiDocument: Record<string, unknown> }> {
   const { document, model, baseUrl } = await loadOpenApi(spec, deps);
-  if (model.operations.length > 1000) throw new ToolSourceError('source_too_large', `The document has ${model.operations.length} operations; at most 1000 are supported`);
+  if (model.operations.length > 1000)
+    throw new ToolSourceError(
+      'source_too_large',
+      `The document has ${model.operations.length} operations; at most 1000 are supported`,
+    );
   const discovery: DiscoveryResult = {
     title: model.title,
     description: model.description,
     tools: model.operations.map((operation) => operation.tool),
     params: model.params,
-    source: { type: 'openapi', specification: document.label, serverUrl: baseUrl ? baseUrl.href : null, authRequired: false },
+    source: {
+      type: 'openapi',
+      specification: document.label,
+      serverUrl: baseUrl ? baseUrl.href : null,
+      authRequired: false,
+    },
   };
   return { discovery, openapiDocument: document.doc };
 }

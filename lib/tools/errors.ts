@@ -84,7 +84,13 @@ export type ToolCallFailureKind =
   | 'too_large'
   | 'protocol_error';
 
-const TRANSIENT: ReadonlySet<ToolCallFailureKind> = new Set(['not_delivered', 'source_unavailable', 'timeout', 'connection_lost', 'upstream_error']);
+const TRANSIENT: ReadonlySet<ToolCallFailureKind> = new Set([
+  'not_delivered',
+  'source_unavailable',
+  'timeout',
+  'connection_lost',
+  'upstream_error',
+]);
 
 export class ToolCallError extends Error {
   /**
@@ -133,7 +139,14 @@ const SOURCE_CODE_OF: Record<FetchError['code'], ToolSourceErrorCode> = {
   network: 'upstream_error',
 };
 
-const TRANSIENT_NETWORK: ReadonlySet<FetchError['code']> = new Set(['dns', 'refused', 'unreachable', 'timeout', 'reset', 'network']);
+const TRANSIENT_NETWORK: ReadonlySet<FetchError['code']> = new Set([
+  'dns',
+  'refused',
+  'unreachable',
+  'timeout',
+  'reset',
+  'network',
+]);
 
 /** The call-level meaning of a network failure, or undefined when it is not one. */
 export function callErrorFromNetwork(error: unknown, safeToRepeat: boolean): ToolCallError | undefined {
@@ -171,13 +184,16 @@ export function callErrorFromSource(error: ToolSourceError): ToolCallError {
   const kind: ToolCallFailureKind =
     error.code === 'auth_required'
       ? 'auth_required'
-      : error.code === 'ssrf_blocked' || error.code === 'insecure_url' || error.code === 'tls_error' || error.code === 'invalid_params'
-      ? 'refused_by_policy'
-      : error.code === 'upstream_unreachable' || error.code === 'host_not_found'
-        ? 'not_delivered'
-        : error.transient
-          ? 'source_unavailable'
-          : 'protocol_error';
+      : error.code === 'ssrf_blocked' ||
+          error.code === 'insecure_url' ||
+          error.code === 'tls_error' ||
+          error.code === 'invalid_params'
+        ? 'refused_by_policy'
+        : error.code === 'upstream_unreachable' || error.code === 'host_not_found'
+          ? 'not_delivered'
+          : error.transient
+            ? 'source_unavailable'
+            : 'protocol_error';
   return new ToolCallError(kind, error.message, false, true);
 }
 

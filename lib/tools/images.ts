@@ -55,7 +55,8 @@ const MODEL_IMAGE_TYPES: Record<string, (bytes: Buffer) => boolean> = {
   'image/png': (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
   'image/jpeg': (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff,
   'image/gif': (b) => /^GIF8[79]a$/.test(b.subarray(0, 6).toString('latin1')),
-  'image/webp': (b) => b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
+  'image/webp': (b) =>
+    b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
 };
 
 /**
@@ -71,7 +72,11 @@ export function modelImageProblem(mimeType: string, bytes: Buffer): string | nul
 }
 
 /** What the model reads of one image: `[image: image/png, 12345 bytes, returned by tool snapshot]`, with why it is not shown when it could have been. */
-export function describeToolImage(image: Pick<ToolImage, 'mimeType' | 'bytes'>, tool: string, notShown: string | null = null): string {
+export function describeToolImage(
+  image: Pick<ToolImage, 'mimeType' | 'bytes'>,
+  tool: string,
+  notShown: string | null = null,
+): string {
   return `[image: ${image.mimeType || 'unknown type'}, ${image.bytes} bytes, returned by tool ${tool}${notShown ? `; not shown: ${notShown}` : ''}]`;
 }
 
@@ -88,7 +93,13 @@ export function textWithImagesDescribed(
   const images = imagesOf(result);
   if (images.length === 0 || !result.content) return { text: result.text, truncated: result.truncated };
   const byBlock = new Map(images.map((image, n) => [image.block, describe(image, n)]));
-  const content = result.content.map((block, i): ToolContentBlock => (byBlock.has(i) ? { type: 'text', text: byBlock.get(i)! } : block));
-  const answer = cappedResult(result.isError, mcpResultText({ content, structuredContent: result.structuredContent }), maxBytes);
+  const content = result.content.map((block, i): ToolContentBlock =>
+    byBlock.has(i) ? { type: 'text', text: byBlock.get(i)! } : block,
+  );
+  const answer = cappedResult(
+    result.isError,
+    mcpResultText({ content, structuredContent: result.structuredContent }),
+    maxBytes,
+  );
   return { text: answer.text, truncated: result.truncated || answer.truncated };
 }

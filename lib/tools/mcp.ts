@@ -1,4 +1,14 @@
-import { Client, ProtocolError, SdkError, SdkHttpError, SSEClientTransport, SseError, StreamableHTTPClientTransport, type ClientCapabilities, type Tool } from '@modelcontextprotocol/client';
+import {
+  Client,
+  ProtocolError,
+  SdkError,
+  SdkHttpError,
+  SSEClientTransport,
+  SseError,
+  StreamableHTTPClientTransport,
+  type ClientCapabilities,
+  type Tool,
+} from '@modelcontextprotocol/client';
 import { mcpOutputSchemaValidator } from '../json-schema/mcp-validator';
 import type { StreamingFetch } from '../net/streaming-fetch';
 import { sourceErrorFromNetwork, ToolSourceError } from './errors';
@@ -41,7 +51,10 @@ export class McpAuthRequiredError extends ToolSourceError {
     readonly status: number,
     readonly challenge: string | null,
   ) {
-    super('auth_required', `The MCP server refused the request (HTTP ${status}): it needs ${status === 403 ? 'other' : 'valid'} credentials`);
+    super(
+      'auth_required',
+      `The MCP server refused the request (HTTP ${status}): it needs ${status === 403 ? 'other' : 'valid'} credentials`,
+    );
     this.name = 'McpAuthRequiredError';
   }
 }
@@ -50,7 +63,11 @@ const CLIENT_INFO = { name: 'scrape-platform-tools', version: '1.0.0' };
 const NOT_STREAMABLE_STATUSES = new Set([400, 404, 405, 406, 415]);
 
 /** Wraps a fetch so that the WWW-Authenticate challenge of a 401/403 answer, and where a redirect pointed, are kept for the caller. */
-export function recordingChallenges(fetch: StreamingFetch): { fetch: StreamingFetch; lastChallenge: () => string | null; lastRedirect: () => URL | null } {
+export function recordingChallenges(fetch: StreamingFetch): {
+  fetch: StreamingFetch;
+  lastChallenge: () => string | null;
+  lastRedirect: () => URL | null;
+} {
   let challenge: string | null = null;
   let redirect: URL | null = null;
   return {
@@ -76,7 +93,11 @@ export function recordingChallenges(fetch: StreamingFetch): { fetch: StreamingFe
  * A redirect to another origin, which the SDK does not follow: a clear refusal (the network rules'
  * own for an internal or plain-http target) instead of "not an MCP server".
  */
-function redirectRefusal(error: unknown, target: URL | null, check: McpConnectOptions['checkRedirect']): ToolSourceError | undefined {
+function redirectRefusal(
+  error: unknown,
+  target: URL | null,
+  check: McpConnectOptions['checkRedirect'],
+): ToolSourceError | undefined {
   const status = httpStatusOf(error);
   if (status === undefined || status < 300 || status >= 400 || !target) return undefined;
   check?.(target);
@@ -89,10 +110,20 @@ function redirectRefusal(error: unknown, target: URL | null, check: McpConnectOp
 export async function connectMcp(options: McpConnectOptions): Promise<McpSession> {
   const challenges = recordingChallenges(options.fetch);
   const capabilities = options.capabilities ?? {};
-  const streamable = new Client(CLIENT_INFO, { versionNegotiation: { mode: 'auto' }, jsonSchemaValidator: mcpOutputSchemaValidator, capabilities });
+  const streamable = new Client(CLIENT_INFO, {
+    versionNegotiation: { mode: 'auto' },
+    jsonSchemaValidator: mcpOutputSchemaValidator,
+    capabilities,
+  });
   try {
     await withDeadline(
-      streamable.connect(new StreamableHTTPClientTransport(options.url, { fetch: challenges.fetch, requestInit: { headers: options.headers } }), { timeout: options.timeoutMs }),
+      streamable.connect(
+        new StreamableHTTPClientTransport(options.url, {
+          fetch: challenges.fetch,
+          requestInit: { headers: options.headers },
+        }),
+        { timeout: options.timeoutMs },
+      ),
       options.timeoutMs,
       () => streamable.close(),
     );
@@ -102,12 +133,16 @@ export async function connectMcp(options: McpConnectOptions): Promise<McpSession
     const refused = redirectRefusal(error, challenges.lastRedirect(), options.checkRedirect);
     if (refused) throw refused;
     const status = httpStatusOf(error);
-    if (status === undefined || !NOT_STREAMABLE_STATUSES.has(status)) throw connectError(error, challenges.lastChallenge());
+    if (status === undefined || !NOT_STREAMABLE_STATUSES.has(status))
+      throw connectError(error, challenges.lastChallenge());
   }
   const legacy = new Client(CLIENT_INFO, { jsonSchemaValidator: mcpOutputSchemaValidator, capabilities });
   try {
     await withDeadline(
-      legacy.connect(new SSEClientTransport(options.url, { fetch: challenges.fetch, requestInit: { headers: options.headers } }), { timeout: options.timeoutMs }),
+      legacy.connect(
+        new SSEClientTransport(options.url, { fetch: challenges.fetch, requestInit: { headers: options.headers } }),
+        { timeout: options.timeoutMs },
+      ),
       options.timeoutMs,
       () => legacy.close(),
     );
@@ -118,7 +153,10 @@ export async function connectMcp(options: McpConnectOptions): Promise<McpSession
     if (refused) throw refused;
     const mapped = connectError(error, challenges.lastChallenge());
     if (mapped instanceof McpAuthRequiredError || mapped.code !== 'not_mcp_server') throw mapped;
-    throw new ToolSourceError('not_mcp_server', `${options.url.origin} does not answer as an MCP server (neither Streamable HTTP nor HTTP+SSE)`);
+    throw new ToolSourceError(
+      'not_mcp_server',
+      `${options.url.origin} does not answer as an MCP server (neither Streamable HTTP nor HTTP+SSE)`,
+    );
   }
 }
 
@@ -166,9 +204,12 @@ function connectError(error: unknown, challenge: string | null): ToolSourceError
   if (status === 401 || status === 403) return new McpAuthRequiredError(status, challenge);
   const network = sourceErrorFromNetwork(error);
   if (network) return network;
-  if (error instanceof SdkError && error.code === 'REQUEST_TIMEOUT') return new ToolSourceError('upstream_timeout', 'The MCP server did not answer in time', true);
-  if (status !== undefined && status >= 500) return new ToolSourceError('upstream_error', `The MCP server failed (HTTP ${status})`, true);
-  if (error instanceof ProtocolError) return new ToolSourceError('upstream_error', `The MCP server answered with an error: ${error.message}`);
+  if (error instanceof SdkError && error.code === 'REQUEST_TIMEOUT')
+    return new ToolSourceError('upstream_timeout', 'The MCP server did not answer in time', true);
+  if (status !== undefined && status >= 500)
+    return new ToolSourceError('upstream_error', `The MCP server failed (HTTP ${status})`, true);
+  if (error instanceof ProtocolError)
+    return new ToolSourceError('upstream_error', `The MCP server answered with an error: ${error.message}`);
   const message = error instanceof Error ? error.message : String(error);
   return new ToolSourceError('not_mcp_server', `Not a usable MCP endpoint: ${message}`);
 }
@@ -178,7 +219,9 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, onTimeout: () =
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      void Promise.resolve().then(onTimeout).catch(() => {});
+      void Promise.resolve()
+        .then(onTimeout)
+        .catch(() => {});
       reject(new ToolSourceError('upstream_timeout', `No answer within ${ms} ms`, true));
     }, ms);
   });

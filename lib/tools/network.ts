@@ -25,7 +25,11 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
  * hosts, size and time limits. Requests that carry a source's credentials (tool calls, an MCP session)
  * pass `crossOriginRedirects: false`: a redirect to another origin is not followed (see StreamingFetchOptions).
  */
-export function toolFetch(deps: ToolNetworkDeps, onConnected?: (request: { url: URL; method: string }) => void, options: { crossOriginRedirects?: boolean } = {}): StreamingFetch {
+export function toolFetch(
+  deps: ToolNetworkDeps,
+  onConnected?: (request: { url: URL; method: string }) => void,
+  options: { crossOriginRedirects?: boolean } = {},
+): StreamingFetch {
   return createStreamingFetch({
     policy: deps.policy,
     resolver: deps.resolver,
@@ -46,7 +50,8 @@ export function parseSourceUrl(value: string, what: string): URL {
   } catch {
     throw new ToolSourceError('invalid_source', `${what} is not a valid URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ToolSourceError('invalid_source', `${what} must be an http(s) URL`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ToolSourceError('invalid_source', `${what} must be an http(s) URL`);
   return url;
 }
 
@@ -58,6 +63,7 @@ export function parseSourceUrl(value: string, what: string): URL {
 export function preflightSourceUrl(url: URL, policy: NetworkPolicy): void {
   const refusal = judgeUrlEntry(url, policy, { requireHttps: true });
   if (!refusal) return;
-  const code = refusal.code === 'insecure' ? 'insecure_url' : refusal.code === 'blocked' ? 'ssrf_blocked' : 'invalid_source';
+  const code =
+    refusal.code === 'insecure' ? 'insecure_url' : refusal.code === 'blocked' ? 'ssrf_blocked' : 'invalid_source';
   throw new ToolSourceError(code, refusal.message);
 }

@@ -59,18 +59,34 @@ export function resolveBaseUrl(
   }
 }
 
-export async function callOperation(operation: OpenApiOperation, rawArgs: unknown, context: OperationCallContext): Promise<ToolCallResult> {
+export async function callOperation(
+  operation: OpenApiOperation,
+  rawArgs: unknown,
+  context: OperationCallContext,
+): Promise<ToolCallResult> {
   const repeatable = isRepeatableOperation(operation);
   const args = argumentsOf(rawArgs, operation, repeatable);
   const base = context.baseUrlOf(operation);
   if (!base) {
-    throw new ToolCallError('refused_by_policy', 'The API has no absolute server URL: set the OpenAPI base URL of this source', false, repeatable);
+    throw new ToolCallError(
+      'refused_by_policy',
+      'The API has no absolute server URL: set the OpenAPI base URL of this source',
+      false,
+      repeatable,
+    );
   }
   const request = buildRequest(operation, args, base, context);
-  const signal = context.signal ? AbortSignal.any([context.signal, AbortSignal.timeout(context.timeoutMs)]) : AbortSignal.timeout(context.timeoutMs);
+  const signal = context.signal
+    ? AbortSignal.any([context.signal, AbortSignal.timeout(context.timeoutMs)])
+    : AbortSignal.timeout(context.timeoutMs);
   let response: Response;
   try {
-    response = await context.fetch(request.url, { method: operation.method, headers: request.headers, body: request.body, signal });
+    response = await context.fetch(request.url, {
+      method: operation.method,
+      headers: request.headers,
+      body: request.body,
+      signal,
+    });
   } catch (error) {
     throw callFailure(error, context, repeatable);
   }
@@ -83,7 +99,11 @@ export async function callOperation(operation: OpenApiOperation, rawArgs: unknow
   const status = `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`;
   if (response.status >= 300 && response.status < 400 && response.headers.has('location')) {
     // Only a redirect to another origin comes back unfollowed (toolFetch): the request's credentials stay home.
-    return cappedResult(true, `${status}: the API redirected to another origin; tool calls do not follow redirects that leave the API's origin`, context.maxResultBytes);
+    return cappedResult(
+      true,
+      `${status}: the API redirected to another origin; tool calls do not follow redirects that leave the API's origin`,
+      context.maxResultBytes,
+    );
   }
   const text = responseText(response, body.bytes, body.cut);
   const isError = response.status >= 400;
@@ -93,12 +113,20 @@ export async function callOperation(operation: OpenApiOperation, rawArgs: unknow
 
 function argumentsOf(raw: unknown, operation: OpenApiOperation, repeatable: boolean): Record<string, unknown> {
   if (raw === undefined || raw === null) raw = {};
-  if (typeof raw !== 'object' || Array.isArray(raw)) throw new ToolCallError('invalid_arguments', 'Tool arguments must be a JSON object', false, repeatable);
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    throw new ToolCallError('invalid_arguments', 'Tool arguments must be a JSON object', false, repeatable);
   const args = raw as Record<string, unknown>;
-  const missing = [...operation.parameters.filter((p) => p.required).map((p) => p.property), ...(operation.body?.required ? [operation.body.property] : [])].filter(
-    (property) => args[property] === undefined || args[property] === null,
-  );
-  if (missing.length > 0) throw new ToolCallError('invalid_arguments', `Missing required argument${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`, false, repeatable);
+  const missing = [
+    ...operation.parameters.filter((p) => p.required).map((p) => p.property),
+    ...(operation.body?.required ? [operation.body.property] : []),
+  ].filter((property) => args[property] === undefined || args[property] === null);
+  if (missing.length > 0)
+    throw new ToolCallError(
+      'invalid_arguments',
+      `Missing required argument${missing.length > 1 ? 's' : ''}: ${missing.join(', ')}`,
+      false,
+      repeatable,
+    );
   return args;
 }
 
@@ -108,7 +136,12 @@ interface BuiltRequest {
   body: string | undefined;
 }
 
-function buildRequest(operation: OpenApiOperation, args: Record<string, unknown>, base: URL, context: OperationCallContext): BuiltRequest {
+function buildRequest(
+  operation: OpenApiOperation,
+  args: Record<string, unknown>,
+  base: URL,
+  context: OperationCallContext,
+): BuiltRequest {
   const repeatable = isRepeatableOperation(operation);
   let path = operation.path;
   const query: [string, string][] = [];
@@ -126,7 +159,8 @@ function buildRequest(operation: OpenApiOperation, args: Record<string, unknown>
         break;
       case 'header':
         // Host, Cookie, Content-Length, hop-by-hop, Accept, Content-Type, Authorization and charge headers are never set by an argument.
-        if (isArgumentHeader(parameter.name)) headers[parameter.name.toLowerCase()] = headerValue(parameter.property, scalar(value, ','), repeatable);
+        if (isArgumentHeader(parameter.name))
+          headers[parameter.name.toLowerCase()] = headerValue(parameter.property, scalar(value, ','), repeatable);
         break;
       case 'cookie':
         cookies.push(`${parameter.name}=${encodeURIComponent(scalar(value, ','))}`);
@@ -153,13 +187,24 @@ function buildRequest(operation: OpenApiOperation, args: Record<string, unknown>
 /** One percent-encoded path segment: "." and ".." (in any encoding) and empty values are refused, so a call never leaves its operation's path. */
 function pathSegment(property: string, value: string, repeatable: boolean): string {
   if (value === '' || isDotSegment(value)) {
-    throw new ToolCallError('invalid_arguments', `Argument ${property} cannot be empty, "." or ".." (in any encoding): it goes into the request path`, false, repeatable);
+    throw new ToolCallError(
+      'invalid_arguments',
+      `Argument ${property} cannot be empty, "." or ".." (in any encoding): it goes into the request path`,
+      false,
+      repeatable,
+    );
   }
   return encodeURIComponent(value);
 }
 
 function headerValue(property: string, value: string, repeatable: boolean): string {
-  if (/[\r\n\0]/.test(value)) throw new ToolCallError('invalid_arguments', `Argument ${property} goes into an HTTP header and cannot contain line breaks`, false, repeatable);
+  if (/[\r\n\0]/.test(value))
+    throw new ToolCallError(
+      'invalid_arguments',
+      `Argument ${property} goes into an HTTP header and cannot contain line breaks`,
+      false,
+      repeatable,
+    );
   return value;
 }
 
@@ -173,19 +218,29 @@ function formEncode(value: unknown): string {
   const form = new URLSearchParams();
   if (value && typeof value === 'object' && !Array.isArray(value)) {
     for (const [key, field] of Object.entries(value)) {
-      for (const item of Array.isArray(field) ? field : [field]) if (item !== undefined && item !== null) form.append(key, scalar(item, ','));
+      for (const item of Array.isArray(field) ? field : [field])
+        if (item !== undefined && item !== null) form.append(key, scalar(item, ','));
     }
   }
   return form.toString();
 }
 
 /** The first security alternative whose every scheme has a value in params; credentials win over arguments of the same name. */
-function applyCredentials(operation: OpenApiOperation, context: OperationCallContext, url: URL, headers: Record<string, string>, cookies: string[]): void {
+function applyCredentials(
+  operation: OpenApiOperation,
+  context: OperationCallContext,
+  url: URL,
+  headers: Record<string, string>,
+  cookies: string[],
+): void {
   // A value keyed by the scheme's own name wins, for documents where two schemes share a header (bearer and basic);
   // the owner's values win over a consumer's.
   const consumer = context.consumerParams ?? {};
-  const valueOf = (scheme: SecurityScheme) => context.params[scheme.key] ?? context.params[scheme.name] ?? consumer[scheme.key] ?? consumer[scheme.name];
-  const alternative = operation.security.find((keys) => keys.every((key) => context.model.schemes.has(key) && valueOf(context.model.schemes.get(key)!) !== undefined));
+  const valueOf = (scheme: SecurityScheme) =>
+    context.params[scheme.key] ?? context.params[scheme.name] ?? consumer[scheme.key] ?? consumer[scheme.name];
+  const alternative = operation.security.find((keys) =>
+    keys.every((key) => context.model.schemes.has(key) && valueOf(context.model.schemes.get(key)!) !== undefined),
+  );
   for (const key of alternative ?? []) {
     const scheme = context.model.schemes.get(key)!;
     const value = String(valueOf(scheme));
@@ -200,7 +255,9 @@ function applyCredentials(operation: OpenApiOperation, context: OperationCallCon
     } else if (scheme.kind === 'bearer') {
       headers.authorization = /\s/.test(value.trim()) ? value.trim() : `Bearer ${value.trim()}`;
     } else {
-      headers.authorization = /^basic\s/i.test(value) ? value : `Basic ${value.includes(':') ? Buffer.from(value).toString('base64') : value}`;
+      headers.authorization = /^basic\s/i.test(value)
+        ? value
+        : `Basic ${value.includes(':') ? Buffer.from(value).toString('base64') : value}`;
     }
   }
 }
@@ -222,7 +279,8 @@ async function readCapped(response: Response, maxBytes: number): Promise<{ bytes
   }
 }
 
-const TEXTUAL = /^(text\/|application\/(json|xml|yaml|x-yaml|javascript|x-www-form-urlencoded|graphql|problem\+json|ld\+json|.*\+(json|xml|yaml)))/i;
+const TEXTUAL =
+  /^(text\/|application\/(json|xml|yaml|x-yaml|javascript|x-www-form-urlencoded|graphql|problem\+json|ld\+json|.*\+(json|xml|yaml)))/i;
 
 function responseText(response: Response, bytes: Buffer, cut: boolean): string {
   if (bytes.length === 0) return `(empty body, HTTP ${response.status})`;
@@ -253,7 +311,17 @@ function callFailure(error: unknown, context: OperationCallContext, repeatable: 
   const network = callErrorFromNetwork(error, repeatable);
   if (network) return network;
   if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
-    return new ToolCallError('timeout', `The API did not answer within ${context.timeoutMs} ms`, context.reached(), repeatable);
+    return new ToolCallError(
+      'timeout',
+      `The API did not answer within ${context.timeoutMs} ms`,
+      context.reached(),
+      repeatable,
+    );
   }
-  return new ToolCallError('connection_lost', `The request failed: ${error instanceof Error ? error.message : String(error)}`, context.reached(), repeatable);
+  return new ToolCallError(
+    'connection_lost',
+    `The request failed: ${error instanceof Error ? error.message : String(error)}`,
+    context.reached(),
+    repeatable,
+  );
 }

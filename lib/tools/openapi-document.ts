@@ -31,7 +31,11 @@ export interface OpenApiSource {
  * (a remote `$ref` would make the server fetch an attacker-chosen URL) and file access off. The
  * parser is only ever given an object, never a string (which it would read as a path or URL).
  */
-export async function loadOpenApiDocument(source: OpenApiSource, fetch: StreamingFetch, timeoutMs: number): Promise<OpenApiDocument> {
+export async function loadOpenApiDocument(
+  source: OpenApiSource,
+  fetch: StreamingFetch,
+  timeoutMs: number,
+): Promise<OpenApiDocument> {
   let location: URL | null = null;
   let input: { spec?: unknown; specText?: string };
   if (source.spec !== undefined) input = { spec: source.spec };
@@ -45,7 +49,12 @@ export async function loadOpenApiDocument(source: OpenApiSource, fetch: Streamin
   const record = read(input) as Record<string, any>;
   const version = versionOf(record);
   await validateDocument(record);
-  return { doc: record, version, label: version === 'swagger-2.0' ? 'Swagger 2.0' : `OpenAPI ${record.openapi}`, location };
+  return {
+    doc: record,
+    version,
+    label: version === 'swagger-2.0' ? 'Swagger 2.0' : `OpenAPI ${record.openapi}`,
+    location,
+  };
 }
 
 /** The one reader (openapi-reader.ts), its refusals as the tool runtime's. */
@@ -53,7 +62,8 @@ function read(input: { spec?: unknown; specText?: string }): Record<string, unkn
   try {
     return readOpenApiDocument(input);
   } catch (error) {
-    if (error instanceof OpenApiDocumentError) throw new ToolSourceError(error.reason === 'too_large' ? 'source_too_large' : 'invalid_openapi', error.message);
+    if (error instanceof OpenApiDocumentError)
+      throw new ToolSourceError(error.reason === 'too_large' ? 'source_too_large' : 'invalid_openapi', error.message);
     throw error;
   }
 }
@@ -65,12 +75,18 @@ function tooLarge(): ToolSourceError {
 async function fetchDocument(url: URL, fetch: StreamingFetch, timeoutMs: number): Promise<string> {
   try {
     const response = await fetch(url, {
-      headers: { accept: 'application/json, application/yaml, application/x-yaml, text/yaml, text/plain;q=0.9, */*;q=0.5' },
+      headers: {
+        accept: 'application/json, application/yaml, application/x-yaml, text/yaml, text/plain;q=0.9, */*;q=0.5',
+      },
       signal: AbortSignal.timeout(timeoutMs),
     });
     if (!response.ok) {
       await response.body?.cancel().catch(() => {});
-      throw new ToolSourceError('upstream_error', `The OpenAPI document URL answered HTTP ${response.status}`, response.status >= 500);
+      throw new ToolSourceError(
+        'upstream_error',
+        `The OpenAPI document URL answered HTTP ${response.status}`,
+        response.status >= 500,
+      );
     }
     return await response.text();
   } catch (error) {
@@ -81,7 +97,11 @@ async function fetchDocument(url: URL, fetch: StreamingFetch, timeoutMs: number)
     if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
       throw new ToolSourceError('upstream_timeout', `The OpenAPI document did not arrive within ${timeoutMs} ms`, true);
     }
-    throw new ToolSourceError('upstream_error', `Could not read the OpenAPI document: ${(error as Error).message}`, true);
+    throw new ToolSourceError(
+      'upstream_error',
+      `Could not read the OpenAPI document: ${(error as Error).message}`,
+      true,
+    );
   }
 }
 
@@ -89,7 +109,10 @@ function versionOf(doc: Record<string, any>): OpenApiVersion {
   if (doc.swagger === '2.0') return 'swagger-2.0';
   if (typeof doc.openapi === 'string' && /^3\.0\.\d+/.test(doc.openapi)) return 'openapi-3.0';
   if (typeof doc.openapi === 'string' && /^3\.1\.\d+/.test(doc.openapi)) return 'openapi-3.1';
-  throw new ToolSourceError('invalid_openapi', 'Not a Swagger 2.0, OpenAPI 3.0 or OpenAPI 3.1 document (no "swagger": "2.0" or "openapi": "3.x.y")');
+  throw new ToolSourceError(
+    'invalid_openapi',
+    'Not a Swagger 2.0, OpenAPI 3.0 or OpenAPI 3.1 document (no "swagger": "2.0" or "openapi": "3.x.y")',
+  );
 }
 
 /** Rules real-world documents often break without becoming unusable are warnings; duplicate operationIds are renamed anyway. */
@@ -122,7 +145,10 @@ async function validateWithParser(doc: Record<string, any>): Promise<void> {
       timeoutMs: 20_000,
     });
   } catch (error) {
-    throw new ToolSourceError('invalid_openapi', `The OpenAPI document is invalid: ${(error as Error).message.slice(0, 1000)}`);
+    throw new ToolSourceError(
+      'invalid_openapi',
+      `The OpenAPI document is invalid: ${(error as Error).message.slice(0, 1000)}`,
+    );
   }
   if (!result.valid) {
     const text = compileErrors(result).replace(/\s+\n/g, '\n').trim();

@@ -59,7 +59,11 @@ function parseText(text: string): unknown {
     try {
       const value: unknown = JSON.parse(trimmed);
       const duplicate = firstDuplicateKey(trimmed);
-      if (duplicate !== undefined) throw new OpenApiDocumentError('invalid', `The OpenAPI document is neither valid JSON nor valid YAML: Map keys must be unique (${JSON.stringify(duplicate)} repeats)`);
+      if (duplicate !== undefined)
+        throw new OpenApiDocumentError(
+          'invalid',
+          `The OpenAPI document is neither valid JSON nor valid YAML: Map keys must be unique (${JSON.stringify(duplicate)} repeats)`,
+        );
       return value;
     } catch (err) {
       if (err instanceof OpenApiDocumentError) throw err;
@@ -70,7 +74,10 @@ function parseText(text: string): unknown {
     return parseYaml(trimmed, YAML_OPTIONS);
   } catch (err) {
     const detail = (err as Error).message.split('\n')[0];
-    throw new OpenApiDocumentError('invalid', `The OpenAPI document is neither valid JSON nor valid YAML: ${detail}${asJson ? ` (as JSON: ${asJson})` : ''}`);
+    throw new OpenApiDocumentError(
+      'invalid',
+      `The OpenAPI document is neither valid JSON nor valid YAML: ${detail}${asJson ? ` (as JSON: ${asJson})` : ''}`,
+    );
   }
 }
 

@@ -97,7 +97,9 @@ export function buildOpenApiModel(loaded: OpenApiDocument): OpenApiModel {
       operations.push(buildOperation({ doc, swagger, resolver, path, pathItem, method, operation, names }));
     }
   }
-  const server = swagger ? swaggerServer(doc, loaded.location) : { template: doc.servers?.[0]?.url ?? null, variables: serverVariables(doc.servers?.[0]) };
+  const server = swagger
+    ? swaggerServer(doc, loaded.location)
+    : { template: doc.servers?.[0]?.url ?? null, variables: serverVariables(doc.servers?.[0]) };
   return {
     title: nonEmpty(doc.info?.title),
     description: nonEmpty(doc.info?.description),
@@ -123,7 +125,11 @@ interface OperationInput {
 function buildOperation(input: OperationInput): OpenApiOperation {
   const { doc, swagger, resolver, path, pathItem, method, operation, names } = input;
   const httpMethod = method.toUpperCase();
-  const toolName = uniqueName(operation.operationId ? sanitizeName(String(operation.operationId)) : '', `${method}_${path}`, names);
+  const toolName = uniqueName(
+    operation.operationId ? sanitizeName(String(operation.operationId)) : '',
+    `${method}_${path}`,
+    names,
+  );
   const budget = { remaining: SCHEMA_NODE_BUDGET };
   const rawParameters = mergeParameters(resolver, pathItem.parameters, operation.parameters);
   const parameters: OperationParameter[] = [];
@@ -136,18 +142,35 @@ function buildOperation(input: OperationInput): OpenApiOperation {
   for (const parameter of rawParameters) {
     const location = parameter.in as string;
     if (swagger && location === 'body') {
-      body = { required: parameter.required === true, mediaType: preferredMediaType(operation.consumes ?? doc.consumes ?? ['application/json']), schema: resolver.inline(parameter.schema ?? {}, budget) };
+      body = {
+        required: parameter.required === true,
+        mediaType: preferredMediaType(operation.consumes ?? doc.consumes ?? ['application/json']),
+        schema: resolver.inline(parameter.schema ?? {}, budget),
+      };
       continue;
     }
     if (swagger && location === 'formData') {
-      formFields.push({ name: parameter.name, required: parameter.required === true, schema: swaggerParameterSchema(parameter) });
+      formFields.push({
+        name: parameter.name,
+        required: parameter.required === true,
+        schema: swaggerParameterSchema(parameter),
+      });
       continue;
     }
     if (!['path', 'query', 'header', 'cookie'].includes(location)) continue;
-    const schema = withDescription(swagger ? swaggerParameterSchema(parameter) : parameterSchema(parameter, resolver, budget), parameter.description);
+    const schema = withDescription(
+      swagger ? swaggerParameterSchema(parameter) : parameterSchema(parameter, resolver, budget),
+      parameter.description,
+    );
     const property = uniqueProperty(parameter.name, location, taken);
     const isRequired = location === 'path' || parameter.required === true;
-    parameters.push({ name: parameter.name, property, in: location as ParameterLocation, required: isRequired, schema });
+    parameters.push({
+      name: parameter.name,
+      property,
+      in: location as ParameterLocation,
+      required: isRequired,
+      schema,
+    });
     properties[property] = schema;
     if (isRequired) required.push(property);
   }
@@ -166,11 +189,17 @@ function buildOperation(input: OperationInput): OpenApiOperation {
   if (!swagger && operation.requestBody) body = requestBody(resolver.deref(operation.requestBody), resolver, budget);
   const bodyWithProperty = body && { ...body, property: uniqueProperty('body', 'request', taken) };
   if (bodyWithProperty) {
-    properties[bodyWithProperty.property] = withDescription(bodyWithProperty.schema, `Request body (${bodyWithProperty.mediaType})`);
+    properties[bodyWithProperty.property] = withDescription(
+      bodyWithProperty.schema,
+      `Request body (${bodyWithProperty.mediaType})`,
+    );
     if (bodyWithProperty.required) required.push(bodyWithProperty.property);
   }
 
-  const annotations: ToolAnnotations = { readOnlyHint: READ_ONLY.has(httpMethod), idempotentHint: IDEMPOTENT.has(httpMethod) };
+  const annotations: ToolAnnotations = {
+    readOnlyHint: READ_ONLY.has(httpMethod),
+    idempotentHint: IDEMPOTENT.has(httpMethod),
+  };
   if (httpMethod === 'DELETE') annotations.destructiveHint = true;
   const security = effectiveSecurity(operation.security ?? doc.security);
   const server = swagger ? undefined : (operation.servers?.[0] ?? pathItem.servers?.[0]);
@@ -187,7 +216,12 @@ function buildOperation(input: OperationInput): OpenApiOperation {
     tool: {
       name: toolName,
       description: describe(operation, httpMethod, path),
-      inputSchema: { type: 'object', properties, ...(required.length > 0 && { required }), additionalProperties: false },
+      inputSchema: {
+        type: 'object',
+        properties,
+        ...(required.length > 0 && { required }),
+        additionalProperties: false,
+      },
       annotations,
     },
   };
@@ -196,7 +230,10 @@ function buildOperation(input: OperationInput): OpenApiOperation {
 function describe(operation: Record<string, any>, method: string, path: string): string {
   const summary = nonEmpty(operation.summary);
   const description = nonEmpty(operation.description);
-  const text = summary && description && !description.startsWith(summary) ? `${summary}\n\n${description}` : (description ?? summary ?? `${method} ${path}`);
+  const text =
+    summary && description && !description.startsWith(summary)
+      ? `${summary}\n\n${description}`
+      : (description ?? summary ?? `${method} ${path}`);
   return text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION - 1)}…` : text;
 }
 
@@ -212,13 +249,34 @@ function mergeParameters(resolver: RefInliner, pathLevel: unknown, operationLeve
   return [...byKey.values()];
 }
 
-function parameterSchema(parameter: Record<string, any>, resolver: RefInliner, budget: Budget): Record<string, unknown> {
+function parameterSchema(
+  parameter: Record<string, any>,
+  resolver: RefInliner,
+  budget: Budget,
+): Record<string, unknown> {
   if (parameter.schema) return resolver.inline(parameter.schema, budget);
   const media = parameter.content && Object.values<any>(parameter.content)[0];
   return media?.schema ? resolver.inline(media.schema, budget) : { type: 'string' };
 }
 
-const SWAGGER_SCHEMA_KEYS = ['type', 'format', 'items', 'enum', 'default', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'uniqueItems', 'multipleOf'];
+const SWAGGER_SCHEMA_KEYS = [
+  'type',
+  'format',
+  'items',
+  'enum',
+  'default',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'multipleOf',
+];
 
 function swaggerParameterSchema(parameter: Record<string, any>): Record<string, unknown> {
   const schema: Record<string, unknown> = {};
@@ -230,18 +288,29 @@ function swaggerParameterSchema(parameter: Record<string, any>): Record<string, 
   return schema;
 }
 
-function requestBody(raw: Record<string, any> | null, resolver: RefInliner, budget: Budget): Omit<OperationBody, 'property'> | null {
+function requestBody(
+  raw: Record<string, any> | null,
+  resolver: RefInliner,
+  budget: Budget,
+): Omit<OperationBody, 'property'> | null {
   const content: Record<string, any> = raw?.content ?? {};
   const mediaType = preferredMediaType(Object.keys(content));
   if (!mediaType) return null;
-  return { required: raw?.required === true, mediaType, schema: resolver.inline(content[mediaType]?.schema ?? {}, budget) };
+  return {
+    required: raw?.required === true,
+    mediaType,
+    schema: resolver.inline(content[mediaType]?.schema ?? {}, budget),
+  };
 }
 
 /** JSON first, then form encoding, then text; the first listed otherwise. */
 function preferredMediaType(types: string[]): string {
   const lower = types.map((type) => type.toLowerCase());
   const pick =
-    lower.find((type) => type === 'application/json' || /^application\/[\w.+-]*\+json/.test(type) || type.startsWith('application/json')) ??
+    lower.find(
+      (type) =>
+        type === 'application/json' || /^application\/[\w.+-]*\+json/.test(type) || type.startsWith('application/json'),
+    ) ??
     lower.find((type) => type.startsWith('application/x-www-form-urlencoded')) ??
     lower.find((type) => type.startsWith('text/')) ??
     lower[0];
@@ -250,7 +319,9 @@ function preferredMediaType(types: string[]): string {
 
 function effectiveSecurity(requirements: unknown): string[][] {
   if (!Array.isArray(requirements)) return [];
-  return requirements.filter((r) => r && typeof r === 'object').map((requirement) => Object.keys(requirement as object));
+  return requirements
+    .filter((r) => r && typeof r === 'object')
+    .map((requirement) => Object.keys(requirement as object));
 }
 
 function securitySchemes(doc: Record<string, any>, swagger: boolean): Map<string, SecurityScheme> {
@@ -259,7 +330,11 @@ function securitySchemes(doc: Record<string, any>, swagger: boolean): Map<string
   for (const [key, definition] of Object.entries(definitions)) {
     if (!definition || typeof definition !== 'object') continue;
     const type = String(definition.type ?? '');
-    if (type === 'apiKey' && ['header', 'query', 'cookie'].includes(definition.in) && typeof definition.name === 'string') {
+    if (
+      type === 'apiKey' &&
+      ['header', 'query', 'cookie'].includes(definition.in) &&
+      typeof definition.name === 'string'
+    ) {
       schemes.set(key, { key, kind: 'apiKey', in: definition.in, name: definition.name });
     } else if ((type === 'http' && /^basic$/i.test(definition.scheme ?? '')) || type === 'basic') {
       schemes.set(key, { key, kind: 'basic', in: 'header', name: 'Authorization' });
@@ -271,7 +346,10 @@ function securitySchemes(doc: Record<string, any>, swagger: boolean): Map<string
   return schemes;
 }
 
-function swaggerServer(doc: Record<string, any>, location: URL | null): { template: string | null; variables: Record<string, ServerVariable> } {
+function swaggerServer(
+  doc: Record<string, any>,
+  location: URL | null,
+): { template: string | null; variables: Record<string, ServerVariable> } {
   const schemes: string[] = Array.isArray(doc.schemes) ? doc.schemes : [];
   const scheme = schemes.includes('https') ? 'https' : (schemes[0] ?? location?.protocol.replace(':', '') ?? 'https');
   const host = doc.host ?? location?.host;
@@ -292,7 +370,11 @@ function serverVariables(server: Record<string, any> | undefined): Record<string
 }
 
 /** What a caller must (or may) provide: the credentials the security schemes name, and the server URL variables. */
-function sourceParams(operations: OpenApiOperation[], schemes: Map<string, SecurityScheme>, variables: Record<string, ServerVariable>): SourceParam[] {
+function sourceParams(
+  operations: OpenApiOperation[],
+  schemes: Map<string, SecurityScheme>,
+  variables: Record<string, ServerVariable>,
+): SourceParam[] {
   const params = new Map<string, SourceParam>();
   const usedSchemes = new Set(operations.flatMap((operation) => operation.security.flat()));
   const requiredSchemes = new Set(
@@ -312,7 +394,13 @@ function sourceParams(operations: OpenApiOperation[], schemes: Map<string, Secur
       if (!existing.description.includes(description)) existing.description += ` Or: ${description}`;
       continue;
     }
-    params.set(key, { name: scheme.name, in: scheme.in, required: requiredSchemes.has(scheme.key), secret: true, description });
+    params.set(key, {
+      name: scheme.name,
+      in: scheme.in,
+      required: requiredSchemes.has(scheme.key),
+      secret: true,
+      description,
+    });
   }
   for (const [name, variable] of Object.entries(variables)) {
     const choices = variable.enum ? ` One of: ${variable.enum.join(', ')}.` : '';
@@ -367,7 +455,9 @@ function uniqueProperty(wireName: string, location: string, taken: Set<string>):
 }
 
 function withDescription(schema: Record<string, unknown>, description: unknown): Record<string, unknown> {
-  return typeof description === 'string' && description.trim() && !schema.description ? { ...schema, description: description.trim() } : schema;
+  return typeof description === 'string' && description.trim() && !schema.description
+    ? { ...schema, description: description.trim() }
+    : schema;
 }
 
 function nonEmpty(value: unknown): string | null {
@@ -385,7 +475,11 @@ class RefInliner {
   /** The object a (possibly `$ref`) node stands for, one level deep (for path items, parameters, request bodies). */
   deref(node: any): any {
     let current = node;
-    for (let hops = 0; current && typeof current === 'object' && typeof current.$ref === 'string' && hops < 16; hops++) {
+    for (
+      let hops = 0;
+      current && typeof current === 'object' && typeof current.$ref === 'string' && hops < 16;
+      hops++
+    ) {
       current = this.pointer(current.$ref);
     }
     return current && typeof current === 'object' && typeof current.$ref === 'string' ? null : current;
@@ -403,16 +497,21 @@ class RefInliner {
     if (typeof node.$ref === 'string') {
       const { $ref: ref, ...siblings } = node;
       const extra = this.copy(siblings, budget, stack) as Record<string, unknown>;
-      if (!ref.startsWith('#')) return { ...extra, description: extra.description ?? `External reference ${ref} (not resolved)` };
-      if (stack.includes(ref)) return { ...extra, description: extra.description ?? `Recursive ${refName(ref)} (not expanded further)` };
+      if (!ref.startsWith('#'))
+        return { ...extra, description: extra.description ?? `External reference ${ref} (not resolved)` };
+      if (stack.includes(ref))
+        return { ...extra, description: extra.description ?? `Recursive ${refName(ref)} (not expanded further)` };
       const target = this.pointer(ref);
       if (target === undefined) return { ...extra, description: extra.description ?? `Unresolvable reference ${ref}` };
       const resolved = this.copy(target, budget, [...stack, ref]);
-      return resolved && typeof resolved === 'object' && !Array.isArray(resolved) ? { ...resolved, ...extra } : resolved;
+      return resolved && typeof resolved === 'object' && !Array.isArray(resolved)
+        ? { ...resolved, ...extra }
+        : resolved;
     }
     const out: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(node)) {
-      if (key === 'xml' || key === 'externalDocs' || key === 'example' || key === 'examples' || key.startsWith('x-')) continue;
+      if (key === 'xml' || key === 'externalDocs' || key === 'example' || key === 'examples' || key.startsWith('x-'))
+        continue;
       out[key] = this.copy(value, budget, stack);
     }
     return out;

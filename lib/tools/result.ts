@@ -8,7 +8,12 @@ export const DEFAULT_MAX_RESULT_BYTES = 50 * 1024;
  */
 export const DEFAULT_MAX_BINARY_BYTES = 4 * 1024 * 1024;
 
-export function cappedResult(isError: boolean, text: string, maxBytes = DEFAULT_MAX_RESULT_BYTES, alreadyCut = false): ToolCallResult {
+export function cappedResult(
+  isError: boolean,
+  text: string,
+  maxBytes = DEFAULT_MAX_RESULT_BYTES,
+  alreadyCut = false,
+): ToolCallResult {
   const total = Buffer.byteLength(text);
   if (total <= maxBytes && !alreadyCut) return { isError, text, truncated: false };
   const kept = cutUtf8(text, maxBytes);
@@ -21,7 +26,10 @@ export function cappedResult(isError: boolean, text: string, maxBytes = DEFAULT_
 /** The first `maxBytes` bytes of a text, without a broken character at the end. */
 function cutUtf8(text: string, maxBytes: number): string {
   if (Buffer.byteLength(text) <= maxBytes) return text;
-  return Buffer.from(text).subarray(0, maxBytes).toString('utf8').replace(/\uFFFD+$/, '');
+  return Buffer.from(text)
+    .subarray(0, maxBytes)
+    .toString('utf8')
+    .replace(/\uFFFD+$/, '');
 }
 
 interface McpContentBlock {
@@ -47,7 +55,9 @@ export function mcpResultText(result: { content?: unknown; structuredContent?: u
       case 'resource_link':
         return `[resource link: ${block.name ?? ''} ${block.uri ?? ''}]`.replace(/\s+\]/, ']');
       case 'resource':
-        return block.resource?.text ?? `[resource: ${block.resource?.uri ?? ''} (${block.resource?.mimeType ?? 'binary'})]`;
+        return (
+          block.resource?.text ?? `[resource: ${block.resource?.uri ?? ''} (${block.resource?.mimeType ?? 'binary'})]`
+        );
       default:
         return `[${block.type} content]`;
     }
@@ -73,11 +83,19 @@ export interface OversizedBlock {
 export function oversizedBinary(result: { content?: unknown }, maxBytes: number): OversizedBlock | null {
   if (!Array.isArray(result.content)) return null;
   for (const block of result.content as McpContentBlock[]) {
-    const payload = block.type === 'image' || block.type === 'audio' ? block.data : block.type === 'resource' ? block.resource?.blob : undefined;
+    const payload =
+      block.type === 'image' || block.type === 'audio'
+        ? block.data
+        : block.type === 'resource'
+          ? block.resource?.blob
+          : undefined;
     if (typeof payload !== 'string' || payload.length <= maxBytes) continue;
     const bytes = base64Bytes(payload);
     if (bytes > maxBytes) {
-      const what = block.type === 'resource' ? `an embedded resource (${block.resource?.mimeType ?? 'binary'})` : `${block.type === 'image' ? 'an image' : 'audio'} (${block.mimeType ?? 'unknown type'})`;
+      const what =
+        block.type === 'resource'
+          ? `an embedded resource (${block.resource?.mimeType ?? 'binary'})`
+          : `${block.type === 'image' ? 'an image' : 'audio'} (${block.mimeType ?? 'unknown type'})`;
       return { what, bytes };
     }
   }
@@ -111,12 +129,19 @@ export function mcpToolResult(
   const rendered = mcpResultText(result);
   const answer = cappedResult(isError, rendered, maxTextBytes);
   const blocks = Array.isArray(result.content) ? (result.content as ToolContentBlock[]) : [];
-  if (!(blocks.length === 1 && isPlainText(blocks[0]) && blocks[0].text === rendered)) answer.content = capBlocks(blocks, maxTextBytes);
-  if (result.structuredContent && typeof result.structuredContent === 'object' && !Array.isArray(result.structuredContent)) {
+  if (!(blocks.length === 1 && isPlainText(blocks[0]) && blocks[0].text === rendered))
+    answer.content = capBlocks(blocks, maxTextBytes);
+  if (
+    result.structuredContent &&
+    typeof result.structuredContent === 'object' &&
+    !Array.isArray(result.structuredContent)
+  ) {
     answer.structuredContent = result.structuredContent as Record<string, unknown>;
   }
   if (result._meta && typeof result._meta === 'object') {
-    const meta = Object.fromEntries(Object.entries(result._meta as Record<string, unknown>).filter(([key]) => !key.startsWith(PROTOCOL_META_PREFIX)));
+    const meta = Object.fromEntries(
+      Object.entries(result._meta as Record<string, unknown>).filter(([key]) => !key.startsWith(PROTOCOL_META_PREFIX)),
+    );
     if (Object.keys(meta).length) answer.meta = meta;
   }
   return answer;
@@ -128,7 +153,12 @@ function capBlocks(blocks: ToolContentBlock[], maxBytes: number): ToolContentBlo
   let left = 0;
   const kept: ToolContentBlock[] = [];
   for (const block of blocks) {
-    const text = block.type === 'text' ? block.text : block.type === 'resource' && 'text' in block.resource ? block.resource.text : null;
+    const text =
+      block.type === 'text'
+        ? block.text
+        : block.type === 'resource' && 'text' in block.resource
+          ? block.resource.text
+          : null;
     if (typeof text !== 'string') {
       kept.push(block);
       continue;
@@ -149,7 +179,11 @@ function capBlocks(blocks: ToolContentBlock[], maxBytes: number): ToolContentBlo
     if (block.type === 'text') kept.push({ ...block, text: shown + note });
     else if (block.type === 'resource') kept.push({ ...block, resource: { ...block.resource, text: shown + note } });
   }
-  if (left > 0) kept.push({ type: 'text', text: `[Result cut: ${left} more text block${left > 1 ? 's' : ''} left out: the text of a result is capped at ${maxBytes} bytes.]` });
+  if (left > 0)
+    kept.push({
+      type: 'text',
+      text: `[Result cut: ${left} more text block${left > 1 ? 's' : ''} left out: the text of a result is capped at ${maxBytes} bytes.]`,
+    });
   return kept;
 }
 

@@ -17,7 +17,12 @@ export interface CustomMcpSelection {
  */
 export function selectionFromCustomMcp(stored: CustomMcpSelection, params: SourceParamValues): ToolSelection {
   const knownTools = cachedTools(stored.tool_discovery_cache, stored.tool_names ?? []);
-  const common = { name: stored.name ?? undefined, toolNames: stored.tool_names ?? [], params, ...(knownTools && { knownTools }) };
+  const common = {
+    name: stored.name ?? undefined,
+    toolNames: stored.tool_names ?? [],
+    params,
+    ...(knownTools && { knownTools }),
+  };
   if (stored.type === 'remote_mcp') return { type: 'remote_mcp', url: stored.source_url ?? undefined, ...common };
   const spec = stored.openapi_spec;
   if (spec === null || spec === undefined) return { type: 'openapi', url: stored.source_url ?? undefined, ...common };
@@ -34,7 +39,10 @@ export function selectionFromCustomMcp(stored: CustomMcpSelection, params: Sourc
  * when it is still usable: a well-formed, non-empty list that has every tool the selection names.
  * Null otherwise (the source is listed again).
  */
-export function cachedTools(cache: Record<string, unknown> | undefined, toolNames: readonly string[]): ToolDefinition[] | null {
+export function cachedTools(
+  cache: Record<string, unknown> | undefined,
+  toolNames: readonly string[],
+): ToolDefinition[] | null {
   const tools = cache?.tools;
   if (!Array.isArray(tools) || tools.length === 0) return null;
   const valid = tools.every((t) => t && typeof t === 'object' && typeof (t as { name?: unknown }).name === 'string');
@@ -43,7 +51,9 @@ export function cachedTools(cache: Record<string, unknown> | undefined, toolName
     name: t.name as string,
     description: typeof t.description === 'string' ? t.description : null,
     inputSchema: t.inputSchema && typeof t.inputSchema === 'object' ? (t.inputSchema as Record<string, unknown>) : null,
-    ...(t.annotations && typeof t.annotations === 'object' ? { annotations: t.annotations as ToolDefinition['annotations'] } : {}),
+    ...(t.annotations && typeof t.annotations === 'object'
+      ? { annotations: t.annotations as ToolDefinition['annotations'] }
+      : {}),
   }));
   const names = new Set(definitions.map((t) => t.name));
   return toolNames.every((name) => names.has(name)) ? definitions : null;

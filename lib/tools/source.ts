@@ -86,7 +86,11 @@ export interface CallRelay {
    * A request the server sends its client during the call (2025 revisions), answered by the client
    * behind the platform; declared to the server only as far as the selection's `clientCapabilities` go.
    */
-  request?: (method: RelayedRequestMethod, params: Record<string, unknown> | undefined, signal: AbortSignal) => Promise<Record<string, unknown>>;
+  request?: (
+    method: RelayedRequestMethod,
+    params: Record<string, unknown> | undefined,
+    signal: AbortSignal,
+  ) => Promise<Record<string, unknown>>;
   /** The client's answers to the input requests of the previous round (2026-07-28), by their keys. */
   inputResponses?: Record<string, unknown>;
   /** The server's `requestState` of the previous round, echoed unchanged. */
@@ -102,10 +106,12 @@ export type RelayedAnswer =
 export async function openToolSource(selection: ToolSelection, deps: ToolRuntimeDeps): Promise<ToolSource> {
   const secrets = [...Object.values(selection.params ?? {}), ...Object.values(selection.headers ?? {})];
   try {
-    const source = selection.type === 'remote_mcp' ? await openMcpSource(selection, deps) : await openOpenApiSource(selection, deps);
+    const source =
+      selection.type === 'remote_mcp' ? await openMcpSource(selection, deps) : await openOpenApiSource(selection, deps);
     return scrubbing(source, secrets);
   } catch (error) {
-    if (error instanceof ToolSourceError) throw new ToolSourceError(error.code, scrubSecrets(error.message, secrets), error.transient);
+    if (error instanceof ToolSourceError)
+      throw new ToolSourceError(error.code, scrubSecrets(error.message, secrets), error.transient);
     throw error;
   }
 }
@@ -122,7 +128,15 @@ export async function openToolSourceForCall(selection: ToolSelection, deps: Tool
 
 function scrubbing(source: ToolSource, secrets: unknown[]): ToolSource {
   const scrubbed = (error: unknown, name: string) =>
-    error instanceof ToolCallError ? new ToolCallError(error.kind, scrubSecrets(error.message, secrets), error.reached, source.isRepeatable(name), error.rpc) : error;
+    error instanceof ToolCallError
+      ? new ToolCallError(
+          error.kind,
+          scrubSecrets(error.message, secrets),
+          error.reached,
+          source.isRepeatable(name),
+          error.rpc,
+        )
+      : error;
   return {
     type: source.type,
     tools: source.tools,
@@ -146,15 +160,27 @@ function scrubbing(source: ToolSource, secrets: unknown[]): ToolSource {
 }
 
 function selectTools(tools: ToolDefinition[], names: string[] | undefined): ToolDefinition[] {
-  if (tools.length > MAX_TOOLS) throw new ToolSourceError('source_too_large', `The source offers ${tools.length} tools; at most ${MAX_TOOLS} are supported`);
+  if (tools.length > MAX_TOOLS)
+    throw new ToolSourceError(
+      'source_too_large',
+      `The source offers ${tools.length} tools; at most ${MAX_TOOLS} are supported`,
+    );
   if (!names || names.length === 0) return tools;
   const wanted = new Set(names);
   return tools.filter((tool) => wanted.has(tool.name));
 }
 
 function unknownTool(name: string, tools: ToolDefinition[]): ToolCallError {
-  const known = tools.map((tool) => tool.name).slice(0, 50).join(', ');
-  return new ToolCallError('unknown_tool', `There is no tool "${name}" in this source (tools: ${known || 'none'})`, false, false);
+  const known = tools
+    .map((tool) => tool.name)
+    .slice(0, 50)
+    .join(', ');
+  return new ToolCallError(
+    'unknown_tool',
+    `There is no tool "${name}" in this source (tools: ${known || 'none'})`,
+    false,
+    false,
+  );
 }
 
 // ---- remote MCP ---------------------------------------------------------------------------------
@@ -219,7 +245,12 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
   const maxBinaryBytes = deps.maxBinaryBytes ?? DEFAULT_MAX_BINARY_BYTES;
   const relays = relayRouter(session, selection.clientCapabilities);
 
-  async function callTool(name: string, args: unknown, options: ToolCallOptions, relay: CallRelay | null): Promise<RelayedAnswer> {
+  async function callTool(
+    name: string,
+    args: unknown,
+    options: ToolCallOptions,
+    relay: CallRelay | null,
+  ): Promise<RelayedAnswer> {
     if (!byName.has(name)) throw unknownTool(name, tools);
     const repeatable = isRepeatable(name);
     const timeoutMs = options.timeoutMs ?? deps.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
@@ -242,12 +273,27 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
         ...(relay?.onProgress && { onprogress: relay.onProgress }),
       } as Parameters<typeof session.client.callTool>[1])) as CallToolResult | InputRequiredResult;
       if (isInputRequiredResult(result)) {
-        if (!relay) throw new ToolCallError('protocol_error', 'The MCP server asked for input the platform cannot give here', true, repeatable);
-        return { kind: 'input_required', inputRequests: (result.inputRequests ?? {}) as Record<string, unknown>, ...(typeof result.requestState === 'string' && { requestState: result.requestState }) };
+        if (!relay)
+          throw new ToolCallError(
+            'protocol_error',
+            'The MCP server asked for input the platform cannot give here',
+            true,
+            repeatable,
+          );
+        return {
+          kind: 'input_required',
+          inputRequests: (result.inputRequests ?? {}) as Record<string, unknown>,
+          ...(typeof result.requestState === 'string' && { requestState: result.requestState }),
+        };
       }
       const oversized = oversizedBinary(result, maxBinaryBytes);
       if (oversized) {
-        throw new ToolCallError('too_large', `The tool answered with ${oversized.what} of ${oversized.bytes} bytes; binary blocks larger than ${maxBinaryBytes} bytes are not passed on`, true, repeatable);
+        throw new ToolCallError(
+          'too_large',
+          `The tool answered with ${oversized.what} of ${oversized.bytes} bytes; binary blocks larger than ${maxBinaryBytes} bytes are not passed on`,
+          true,
+          repeatable,
+        );
       }
       return { kind: 'result', result: mcpToolResult(result, maxResultBytes) };
     } catch (error) {
@@ -266,7 +312,13 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
     close: () => session.close(),
     async call(name, args, options = {}) {
       const answer = await callTool(name, args, options, null);
-      if (answer.kind !== 'result') throw new ToolCallError('protocol_error', 'The MCP server asked for input the platform cannot give here', true, isRepeatable(name));
+      if (answer.kind !== 'result')
+        throw new ToolCallError(
+          'protocol_error',
+          'The MCP server asked for input the platform cannot give here',
+          true,
+          isRepeatable(name),
+        );
       return answer.result;
     },
     relayCall: (name, args, relay, options = {}) => callTool(name, args, options, relay),
@@ -274,7 +326,16 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
 }
 
 const MODERN_REVISIONS_FROM = '2026-07-28';
-const LOG_SEVERITY: readonly LoggingLevel[] = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+const LOG_SEVERITY: readonly LoggingLevel[] = [
+  'debug',
+  'info',
+  'notice',
+  'warning',
+  'error',
+  'critical',
+  'alert',
+  'emergency',
+];
 
 /**
  * Routes what an MCP server sends its client while calls run to the calls that relay it: log
@@ -290,13 +351,19 @@ function relayRouter(session: McpSession, capabilities: ClientCapabilities | und
   let upstreamLevel: LoggingLevel | undefined;
   session.client.setNotificationHandler('notifications/message', (notification) => {
     const { level } = notification.params;
-    const call = calls.find((c) => c.log && (c.log.level === undefined || LOG_SEVERITY.indexOf(level) >= LOG_SEVERITY.indexOf(c.log.level)));
+    const call = calls.find(
+      (c) => c.log && (c.log.level === undefined || LOG_SEVERITY.indexOf(level) >= LOG_SEVERITY.indexOf(c.log.level)),
+    );
     call?.log?.onMessage(notification.params);
   });
   const answerFor = (method: RelayedRequestMethod) =>
     session.client.setRequestHandler(method, async (request, ctx) => {
       const call = calls.find((c) => c.request);
-      if (!call?.request) throw new ProtocolError(ProtocolErrorCode.InvalidRequest, `${method} is only relayed to the client while one of its tool calls runs`);
+      if (!call?.request)
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidRequest,
+          `${method} is only relayed to the client while one of its tool calls runs`,
+        );
       return call.request(method, request.params as Record<string, unknown> | undefined, ctx.mcpReq.signal) as never;
     });
   if (capabilities?.sampling) answerFor('sampling/createMessage');
@@ -324,20 +391,38 @@ function relayRouter(session: McpSession, capabilities: ClientCapabilities | und
 
 function mcpCallError(error: unknown, reached: boolean, repeatable: boolean): ToolCallError {
   const network = callErrorFromNetwork(error, repeatable);
-  if (network) return reached && !network.reached ? new ToolCallError(network.kind, network.message, true, repeatable) : network;
+  if (network)
+    return reached && !network.reached ? new ToolCallError(network.kind, network.message, true, repeatable) : network;
   if (error instanceof ProtocolError) {
     const kind = error.code === ProtocolErrorCode.InvalidParams ? 'invalid_arguments' : 'protocol_error';
-    return new ToolCallError(kind, `The MCP server answered with an error: ${error.message}`, true, repeatable, { code: error.code, ...(error.data !== undefined && { data: error.data }) });
+    return new ToolCallError(kind, `The MCP server answered with an error: ${error.message}`, true, repeatable, {
+      code: error.code,
+      ...(error.data !== undefined && { data: error.data }),
+    });
   }
   if (error instanceof SdkHttpError) {
-    if (error.status === 401 || error.status === 403) return new ToolCallError('auth_required', `The MCP server refused the credentials (HTTP ${error.status})`, true, repeatable);
-    if (error.status >= 500) return new ToolCallError('upstream_error', `The MCP server failed (HTTP ${error.status})`, true, repeatable);
+    if (error.status === 401 || error.status === 403)
+      return new ToolCallError(
+        'auth_required',
+        `The MCP server refused the credentials (HTTP ${error.status})`,
+        true,
+        repeatable,
+      );
+    if (error.status >= 500)
+      return new ToolCallError('upstream_error', `The MCP server failed (HTTP ${error.status})`, true, repeatable);
     return new ToolCallError('protocol_error', `The MCP server answered HTTP ${error.status}`, true, repeatable);
   }
-  if (error instanceof SdkError && error.code === 'REQUEST_TIMEOUT') return new ToolCallError('timeout', 'The tool did not answer in time', reached, repeatable);
-  if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError')) return new ToolCallError('timeout', 'The tool call was cancelled', reached, repeatable);
+  if (error instanceof SdkError && error.code === 'REQUEST_TIMEOUT')
+    return new ToolCallError('timeout', 'The tool did not answer in time', reached, repeatable);
+  if (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError'))
+    return new ToolCallError('timeout', 'The tool call was cancelled', reached, repeatable);
   const message = error instanceof Error ? error.message : String(error);
-  return new ToolCallError(reached ? 'connection_lost' : 'protocol_error', `The tool call failed: ${message}`, reached, repeatable);
+  return new ToolCallError(
+    reached ? 'connection_lost' : 'protocol_error',
+    `The tool call failed: ${message}`,
+    reached,
+    repeatable,
+  );
 }
 
 // ---- OpenAPI ------------------------------------------------------------------------------------
@@ -358,13 +443,16 @@ export interface LoadedOpenApi {
  */
 export async function loadOpenApi(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<LoadedOpenApi> {
   for (const [name, value] of Object.entries(spec.params ?? {})) {
-    if (/[\r\n\0]/.test(String(value))) throw new ToolSourceError('invalid_source', `params.${name} contains a line break`);
+    if (/[\r\n\0]/.test(String(value)))
+      throw new ToolSourceError('invalid_source', `params.${name} contains a line break`);
   }
   for (const [name, value] of Object.entries(spec.consumerParams ?? {})) {
-    if (/[\r\n\0]/.test(String(value))) throw new ToolSourceError('invalid_params', `params.${name} contains a line break`);
+    if (/[\r\n\0]/.test(String(value)))
+      throw new ToolSourceError('invalid_params', `params.${name} contains a line break`);
   }
   const sources = [spec.spec, spec.specText, spec.url].filter((value) => value !== undefined && value !== null);
-  if (sources.length !== 1) throw new ToolSourceError('invalid_source', 'An OpenAPI source needs exactly one of spec, specText or url');
+  if (sources.length !== 1)
+    throw new ToolSourceError('invalid_source', 'An OpenAPI source needs exactly one of spec, specText or url');
   if (spec.url) preflightSourceUrl(parseSourceUrl(spec.url, 'The OpenAPI document URL'), deps.policy);
   if (spec.baseUrl) preflightSourceUrl(parseSourceUrl(spec.baseUrl, 'The OpenAPI base URL'), deps.policy);
   const document = await loadOpenApiDocument(
@@ -378,10 +466,17 @@ export async function loadOpenApi(spec: ToolSourceSpec, deps: ToolRuntimeDeps): 
   const operationBaseUrls = new Map<string, URL | null>();
   if (!spec.baseUrl) {
     for (const operation of model.operations) {
-      if (operation.serverTemplate) operationBaseUrls.set(operation.toolName, resolveBaseUrl(model, operation, undefined, spec, document.location));
+      if (operation.serverTemplate)
+        operationBaseUrls.set(operation.toolName, resolveBaseUrl(model, operation, undefined, spec, document.location));
     }
   }
-  return { document, model, baseUrl, baseUrlOf: (operation) => (operationBaseUrls.has(operation.toolName) ? operationBaseUrls.get(operation.toolName)! : baseUrl) };
+  return {
+    document,
+    model,
+    baseUrl,
+    baseUrlOf: (operation) =>
+      operationBaseUrls.has(operation.toolName) ? operationBaseUrls.get(operation.toolName)! : baseUrl,
+  };
 }
 
 async function openOpenApiSource(selection: ToolSelection, deps: ToolRuntimeDeps): Promise<ToolSource> {

@@ -15,7 +15,11 @@ export function runAdmin(args: string[], env: NodeJS.ProcessEnv): Promise<CliRes
   // Whatever the CLI resolves goes to the test's fake DNS on loopback, never the machine's nameserver.
   if (!env.DNS_SERVERS) throw new Error('runAdmin needs DNS_SERVERS in env (a test/support/fake-dns.ts server)');
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '--silent', 'admin', '--', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', '--silent', 'admin', '--', ...args], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (chunk) => (stdout += chunk));

@@ -21,11 +21,20 @@ export function elementIndex(observation: string, pattern: RegExp): number {
   throw new Error(`no element matching ${pattern} in:\n${observation}`);
 }
 
-export const act = (name: string, args: object = {}, goal?: string): FakeReply => ({ toolCalls: [{ name, arguments: args }], content: goal });
-export const actMany = (calls: [string, object][], goal?: string): FakeReply => ({ toolCalls: calls.map(([name, args]) => ({ name, arguments: args })), content: goal });
+export const act = (name: string, args: object = {}, goal?: string): FakeReply => ({
+  toolCalls: [{ name, arguments: args }],
+  content: goal,
+});
+export const actMany = (calls: [string, object][], goal?: string): FakeReply => ({
+  toolCalls: calls.map(([name, args]) => ({ name, arguments: args })),
+  content: goal,
+});
 
 /** A reply computed from the observation of the request it answers. */
-export const onPage = (decide: (observation: string, request: RecordedRequest) => FakeReply): FakeReply => (request) => decide(observationText(request), request);
+export const onPage =
+  (decide: (observation: string, request: RecordedRequest) => FakeReply): FakeReply =>
+  (request) =>
+    decide(observationText(request), request);
 
 export function isAgentDecision(request: RecordedRequest): boolean {
   return request.kind === 'chat' && Array.isArray(request.body.tools) && request.body.tools.length > 0;

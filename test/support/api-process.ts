@@ -5,7 +5,10 @@ import { freePort } from './ports';
 const ROOT = path.resolve(__dirname, '..', '..');
 
 /** `api/server.ts` (`npm run api`) as its own process, as deployed; resolves once /health answers. */
-export async function startApiProcess(env: Record<string, string>, nodeArgs: string[] = []): Promise<{ child: ChildProcess; baseUrl: string; stop: () => Promise<void> }> {
+export async function startApiProcess(
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): Promise<{ child: ChildProcess; baseUrl: string; stop: () => Promise<void> }> {
   // The API resolves the names of user URLs: only through the test's fake DNS (harness env), never the machine's.
   if (!env.DNS_SERVERS) throw new Error('startApiProcess needs DNS_SERVERS in env (pass the harness env: h.env)');
   const port = await freePort();
@@ -23,9 +26,12 @@ export async function startApiProcess(env: Record<string, string>, nodeArgs: str
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve));
   };
-  for (const deadline = Date.now() + 90_000; ; ) {
+  for (const deadline = Date.now() + 90_000; ;) {
     if (child.exitCode !== null) throw new Error(`the API process exited (${child.exitCode}): ${output}`);
-    const up = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false);
+    const up = await fetch(`${baseUrl}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (up) return { child, baseUrl, stop };
     if (Date.now() > deadline) {
       await stop();

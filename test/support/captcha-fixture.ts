@@ -12,7 +12,11 @@ export function captchaRoutes(expectedToken: string): Record<string, FixtureHand
         for await (const chunk of req) raw += chunk;
         const token = new URLSearchParams(raw).get('g-recaptcha-response');
         res.writeHead(token === expectedToken ? 200 : 403, { 'content-type': 'text/html' });
-        res.end(token === expectedToken ? `<html><head><title>Passed</title></head><body><h1>Passed</h1><p>${CAPTCHA_REWARD}</p></body></html>` : '<html><body>Captcha failed</body></html>');
+        res.end(
+          token === expectedToken
+            ? `<html><head><title>Passed</title></head><body><h1>Passed</h1><p>${CAPTCHA_REWARD}</p></body></html>`
+            : '<html><body>Captcha failed</body></html>',
+        );
         return;
       }
       res.writeHead(200, { 'content-type': 'text/html' });

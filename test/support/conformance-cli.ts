@@ -58,11 +58,23 @@ const CACHE_ROOT = path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(
 export function conformanceTooling(): { node: string; cli: string; version: string } {
   const major = Number(process.versions.node.split('.')[0]);
   if (major < 22) {
-    throw new Error(`The MCP conformance CLI needs Node >= 22; the tests run on ${process.version}. Run them through npm (scripts/with-node.sh).`);
+    throw new Error(
+      `The MCP conformance CLI needs Node >= 22; the tests run on ${process.version}. Run them through npm (scripts/with-node.sh).`,
+    );
   }
-  const cli = path.join(CACHE_ROOT, `mcp-conformance-${pins.conformance}`, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+  const cli = path.join(
+    CACHE_ROOT,
+    `mcp-conformance-${pins.conformance}`,
+    'node_modules',
+    '@modelcontextprotocol',
+    'conformance',
+    'dist',
+    'index.js',
+  );
   if (!existsSync(cli)) {
-    throw new Error(`The MCP conformance CLI ${pins.conformance} is not installed (expected ${cli}). Run \`bash scripts/setup-conformance.sh\` (npm test runs it through scripts/setup.sh).`);
+    throw new Error(
+      `The MCP conformance CLI ${pins.conformance} is not installed (expected ${cli}). Run \`bash scripts/setup-conformance.sh\` (npm test runs it through scripts/setup.sh).`,
+    );
   }
   return { node: process.execPath, cli, version: pins.conformance };
 }
@@ -92,14 +104,30 @@ function judge(scenario: string, checks: ConformanceCheck[]): ScenarioResult {
  * only) and returns each scenario's checks. `timeoutMs` is the CLI's per-scenario timeout. The CLI's exit code is not used: it is
  * non-zero whenever any scenario fails, and the callers judge scenario by scenario.
  */
-export async function runConformance(url: string, revision: Revision, options: { timeoutMs?: number; scenario?: string } = {}): Promise<ConformanceRun> {
+export async function runConformance(
+  url: string,
+  revision: Revision,
+  options: { timeoutMs?: number; scenario?: string } = {},
+): Promise<ConformanceRun> {
   assertLoopback(url);
   const { node, cli } = conformanceTooling();
   const outputDir = await mkdtemp(path.join(os.tmpdir(), 'mcp-conformance-'));
   // One scenario runs at the revision's wire as the requirement set would run it (--force: even one the set
   // runs although it is outside the scenario's own version window).
-  const selection = options.scenario ? ['--scenario', options.scenario, '--spec-version', revision, '--force'] : ['--requirements', revision];
-  const args = [cli, 'server', '--url', url, ...selection, '--output-dir', outputDir, '--timeout', String(options.timeoutMs ?? 10_000)];
+  const selection = options.scenario
+    ? ['--scenario', options.scenario, '--spec-version', revision, '--force']
+    : ['--requirements', revision];
+  const args = [
+    cli,
+    'server',
+    '--url',
+    url,
+    ...selection,
+    '--output-dir',
+    outputDir,
+    '--timeout',
+    String(options.timeoutMs ?? 10_000),
+  ];
   try {
     const output = await new Promise<string>((resolve, reject) => {
       const child = spawn(node, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
@@ -117,10 +145,19 @@ export async function runConformance(url: string, revision: Revision, options: {
       // A scenario that threw leaves its directory without checks.json; the CLI printed why.
       const checks: ConformanceCheck[] = existsSync(file)
         ? JSON.parse(await readFile(file, 'utf8'))
-        : [{ id: scenario, name: scenario, description: 'Failed to run scenario', status: 'FAILURE', errorMessage: crashMessage(output, scenario) }];
+        : [
+            {
+              id: scenario,
+              name: scenario,
+              description: 'Failed to run scenario',
+              status: 'FAILURE',
+              errorMessage: crashMessage(output, scenario),
+            },
+          ];
       scenarios.set(scenario, judge(scenario, checks));
     }
-    if (scenarios.size === 0) throw new Error(`The conformance CLI ran no scenario against ${url}:\n${output.slice(-4000)}`);
+    if (scenarios.size === 0)
+      throw new Error(`The conformance CLI ran no scenario against ${url}:\n${output.slice(-4000)}`);
     return { revision, url, scenarios, output };
   } finally {
     await rm(outputDir, { recursive: true, force: true });
@@ -129,7 +166,13 @@ export async function runConformance(url: string, revision: Revision, options: {
 
 function crashMessage(output: string, scenario: string): string {
   const at = output.indexOf(`Failed to run scenario ${scenario}:`);
-  return at < 0 ? 'the scenario wrote no results' : output.slice(at, at + 500).split('\n').slice(0, 3).join(' ');
+  return at < 0
+    ? 'the scenario wrote no results'
+    : output
+        .slice(at, at + 500)
+        .split('\n')
+        .slice(0, 3)
+        .join(' ');
 }
 
 /**
@@ -145,18 +188,27 @@ export type Expectations = Readonly<Record<string, Expectation>>;
 export function unmetExpectation(run: ConformanceRun, scenario: string, expectation: Expectation): string[] {
   const result = run.scenarios.get(scenario);
   if (!result) return [`${scenario}: not run by the CLI`];
-  if (expectation === 'pass') return result.verdict === 'pass' ? [] : [`${scenario}: ${result.verdict}${result.problems.length ? ` — ${result.problems.join('; ')}` : ''}`];
+  if (expectation === 'pass')
+    return result.verdict === 'pass'
+      ? []
+      : [`${scenario}: ${result.verdict}${result.problems.length ? ` — ${result.problems.join('; ')}` : ''}`];
   return expectation.flatMap((id) => {
     const checks = result.checks.filter((check) => check.id === id);
     if (checks.length === 0) return [`${scenario}: check ${id} did not run`];
     const bad = checks.filter((check) => check.status !== 'SUCCESS');
-    return bad.length ? [`${scenario}: ${id} ${bad.map((check) => `${check.status}${check.errorMessage ? ` (${check.errorMessage})` : ''}`).join(', ')}`] : [];
+    return bad.length
+      ? [
+          `${scenario}: ${id} ${bad.map((check) => `${check.status}${check.errorMessage ? ` (${check.errorMessage})` : ''}`).join(', ')}`,
+        ]
+      : [];
   });
 }
 
 /** Every unmet expectation of `expectations` in `run` (the list a test asserts to be empty). */
 export function unmetExpectations(run: ConformanceRun, expectations: Expectations): string[] {
-  return Object.entries(expectations).flatMap(([scenario, expectation]) => unmetExpectation(run, scenario, expectation));
+  return Object.entries(expectations).flatMap(([scenario, expectation]) =>
+    unmetExpectation(run, scenario, expectation),
+  );
 }
 
 export interface ScenarioComparison {
@@ -174,13 +226,23 @@ export interface ScenarioComparison {
  * sides. `regressions` are the scenarios met directly but not through the endpoint — what a test asserts to be
  * empty ("every tool scenario the fixture passes directly also passes through the hosted endpoint").
  */
-export function compareRuns(direct: ConformanceRun, through: ConformanceRun, expectations: Expectations): { rows: ScenarioComparison[]; regressions: ScenarioComparison[] } {
-  if (direct.revision !== through.revision) throw new Error(`Comparing runs of different revisions (${direct.revision}, ${through.revision})`);
+export function compareRuns(
+  direct: ConformanceRun,
+  through: ConformanceRun,
+  expectations: Expectations,
+): { rows: ScenarioComparison[]; regressions: ScenarioComparison[] } {
+  if (direct.revision !== through.revision)
+    throw new Error(`Comparing runs of different revisions (${direct.revision}, ${through.revision})`);
   const rows = Object.entries(expectations)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([scenario, expectation]) => {
       const problems = unmetExpectation(through, scenario, expectation);
-      return { scenario, direct: unmetExpectation(direct, scenario, expectation).length === 0, through: problems.length === 0, problems };
+      return {
+        scenario,
+        direct: unmetExpectation(direct, scenario, expectation).length === 0,
+        through: problems.length === 0,
+        problems,
+      };
     });
   return { rows, regressions: rows.filter((row) => row.direct && !row.through) };
 }

@@ -100,7 +100,12 @@ export const FIXTURE_EXPECTATIONS: Record<Revision, Expectations> = {
     'input-required-result-ignore-extra-params': 'pass',
     'input-required-result-validate-input': 'pass',
     // The hints of tools/list; those of prompts/list and the resource lists are another server's concern.
-    caching: ['sep-2549-tools-list-caching-hints', 'sep-2549-ttl-non-negative', 'sep-2549-cache-scope-valid', 'wire-schema-valid'],
+    caching: [
+      'sep-2549-tools-list-caching-hints',
+      'sep-2549-ttl-non-negative',
+      'sep-2549-cache-scope-valid',
+      'wire-schema-valid',
+    ],
     // Transport: the stateless serving (with the suite's diagnostic tools), SEP-2243 headers (the
     // Mcp-Param-* checks use test_param_header), concurrent streams, DNS-rebinding protection.
     'server-stateless': 'pass',
@@ -146,7 +151,11 @@ const JSON_SCHEMA_2020_12 = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
   type: 'object',
   $defs: {
-    address: { $anchor: 'addressDef', type: 'object', properties: { street: { type: 'string' }, city: { type: 'string' } } },
+    address: {
+      $anchor: 'addressDef',
+      type: 'object',
+      properties: { street: { type: 'string' }, city: { type: 'string' } },
+    },
   },
   properties: {
     name: { type: 'string' },
@@ -164,12 +173,19 @@ const JSON_SCHEMA_2020_12 = {
 
 /** Elicitation asking for a name (the multi-round-trip scenarios' first question). */
 const askName = (message = 'What is your name?') =>
-  inputRequired.elicit({ message, requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } });
+  inputRequired.elicit({
+    message,
+    requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+  });
 
 /** The capabilities the client declared: per request on 2026-07-28, at initialize on a 2025 session. */
 function clientCapabilities(server: McpServer, ctx: ServerContext): ClientCapabilities {
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  return (envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined) ?? server.server.getClientCapabilities() ?? {};
+  return (
+    (envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined) ??
+    server.server.getClientCapabilities() ??
+    {}
+  );
 }
 
 interface SharedState {
@@ -184,7 +200,7 @@ function buildServer(shared: SharedState): McpServer {
     { name: 'conformance-fixture', version: '1.0.0' },
     {
       capabilities: { logging: {}, tools: { listChanged: true } },
-      instructions: 'The conformance suite\'s tool scenarios.',
+      instructions: "The conformance suite's tool scenarios.",
       requestState: { verify: (state, ctx) => shared.codec.verify(state, ctx) },
     },
   );
@@ -195,64 +211,122 @@ function buildServer(shared: SharedState): McpServer {
   server.registerTool('test_simple_text', { description: 'Returns a simple text.', inputSchema: NO_ARGS }, async () =>
     text('This is a simple text response for testing.'),
   );
-  server.registerTool('test_image_content', { description: 'Returns a 1x1 red PNG image.', inputSchema: NO_ARGS }, async () => ({
-    content: [{ type: 'image', data: RED_PIXEL_PNG, mimeType: 'image/png' }],
-  }));
-  server.registerTool('test_audio_content', { description: 'Returns 10 ms of silence as a WAV file.', inputSchema: NO_ARGS }, async () => ({
-    content: [{ type: 'audio', data: SILENT_WAV, mimeType: 'audio/wav' }],
-  }));
-  server.registerTool('test_embedded_resource', { description: 'Returns an embedded text resource.', inputSchema: NO_ARGS }, async () => ({
-    content: [{ type: 'resource', resource: { uri: 'test://embedded-resource', mimeType: 'text/plain', text: 'This is an embedded resource content.' } }],
-  }));
-  server.registerTool('test_multiple_content_types', { description: 'Returns text, an image and an embedded resource.', inputSchema: NO_ARGS }, async () => ({
-    content: [
-      { type: 'text', text: 'Multiple content types test:' },
-      { type: 'image', data: RED_PIXEL_PNG, mimeType: 'image/png' },
-      { type: 'resource', resource: { uri: 'test://mixed-content-resource', mimeType: 'application/json', text: JSON.stringify({ test: 'data', value: 123 }) } },
-    ],
-  }));
-  server.registerTool('test_error_handling', { description: 'Always answers with a tool error.', inputSchema: NO_ARGS }, async () => ({
-    isError: true,
-    content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }],
-  }));
+  server.registerTool(
+    'test_image_content',
+    { description: 'Returns a 1x1 red PNG image.', inputSchema: NO_ARGS },
+    async () => ({
+      content: [{ type: 'image', data: RED_PIXEL_PNG, mimeType: 'image/png' }],
+    }),
+  );
+  server.registerTool(
+    'test_audio_content',
+    { description: 'Returns 10 ms of silence as a WAV file.', inputSchema: NO_ARGS },
+    async () => ({
+      content: [{ type: 'audio', data: SILENT_WAV, mimeType: 'audio/wav' }],
+    }),
+  );
+  server.registerTool(
+    'test_embedded_resource',
+    { description: 'Returns an embedded text resource.', inputSchema: NO_ARGS },
+    async () => ({
+      content: [
+        {
+          type: 'resource',
+          resource: {
+            uri: 'test://embedded-resource',
+            mimeType: 'text/plain',
+            text: 'This is an embedded resource content.',
+          },
+        },
+      ],
+    }),
+  );
+  server.registerTool(
+    'test_multiple_content_types',
+    { description: 'Returns text, an image and an embedded resource.', inputSchema: NO_ARGS },
+    async () => ({
+      content: [
+        { type: 'text', text: 'Multiple content types test:' },
+        { type: 'image', data: RED_PIXEL_PNG, mimeType: 'image/png' },
+        {
+          type: 'resource',
+          resource: {
+            uri: 'test://mixed-content-resource',
+            mimeType: 'application/json',
+            text: JSON.stringify({ test: 'data', value: 123 }),
+          },
+        },
+      ],
+    }),
+  );
+  server.registerTool(
+    'test_error_handling',
+    { description: 'Always answers with a tool error.', inputSchema: NO_ARGS },
+    async () => ({
+      isError: true,
+      content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }],
+    }),
+  );
 
   // ---- Notifications during a call (tools-call-with-logging, tools-call-with-progress) ----
-  server.registerTool('test_tool_with_logging', { description: 'Logs three messages while it runs.', inputSchema: NO_ARGS }, async (_args, ctx) => {
-    await ctx.mcpReq.log('info', 'Tool execution started');
-    await sleep(50);
-    await ctx.mcpReq.log('info', 'Tool processing data');
-    await sleep(50);
-    await ctx.mcpReq.log('info', 'Tool execution completed');
-    return text('Tool with logging executed successfully');
-  });
-  server.registerTool('test_tool_with_progress', { description: 'Reports progress 0, 50 and 100 of 100.', inputSchema: NO_ARGS }, async (_args, ctx) => {
-    const progressToken = ctx.mcpReq._meta?.progressToken;
-    for (const progress of [0, 50, 100]) {
-      if (progressToken !== undefined) await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, progress, total: 100 } });
-      if (progress < 100) await sleep(50);
-    }
-    return text('Tool with progress executed successfully');
-  });
+  server.registerTool(
+    'test_tool_with_logging',
+    { description: 'Logs three messages while it runs.', inputSchema: NO_ARGS },
+    async (_args, ctx) => {
+      await ctx.mcpReq.log('info', 'Tool execution started');
+      await sleep(50);
+      await ctx.mcpReq.log('info', 'Tool processing data');
+      await sleep(50);
+      await ctx.mcpReq.log('info', 'Tool execution completed');
+      return text('Tool with logging executed successfully');
+    },
+  );
+  server.registerTool(
+    'test_tool_with_progress',
+    { description: 'Reports progress 0, 50 and 100 of 100.', inputSchema: NO_ARGS },
+    async (_args, ctx) => {
+      const progressToken = ctx.mcpReq._meta?.progressToken;
+      for (const progress of [0, 50, 100]) {
+        if (progressToken !== undefined)
+          await ctx.mcpReq.notify({
+            method: 'notifications/progress',
+            params: { progressToken, progress, total: 100 },
+          });
+        if (progress < 100) await sleep(50);
+      }
+      return text('Tool with progress executed successfully');
+    },
+  );
 
   // ---- Requests back to the client during a call (2025: real requests; 2026-07-28: input-required results) ----
   server.registerTool(
     'test_sampling',
-    { description: 'Asks the client\'s model to answer the prompt.', inputSchema: z.object({ prompt: z.string() }) },
+    { description: "Asks the client's model to answer the prompt.", inputSchema: z.object({ prompt: z.string() }) },
     async ({ prompt }, ctx) => {
       const answer = inputResponse(ctx.mcpReq.inputResponses, 'completion');
       if (answer.kind !== 'sampling') {
         return inputRequired({
-          inputRequests: { completion: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 100 }) },
+          inputRequests: {
+            completion: inputRequired.createMessage({
+              messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
+              maxTokens: 100,
+            }),
+          },
         });
       }
       const content = answer.result.content;
       const said = Array.isArray(content) ? content : [content];
-      return text(`LLM response: ${said.map((block) => (block.type === 'text' ? block.text : `[${block.type}]`)).join(' ')}`);
+      return text(
+        `LLM response: ${said.map((block) => (block.type === 'text' ? block.text : `[${block.type}]`)).join(' ')}`,
+      );
     },
   );
   server.registerTool(
     'test_elicitation',
-    { description: 'Asks the user for a username and an email address.', inputSchema: z.object({ message: z.string() }) },
+    {
+      description: 'Asks the user for a username and an email address.',
+      inputSchema: z.object({ message: z.string() }),
+    },
     async ({ message }, ctx) => {
       const answer = inputResponse(ctx.mcpReq.inputResponses, 'user');
       if (answer.kind !== 'elicit') {
@@ -263,8 +337,8 @@ function buildServer(shared: SharedState): McpServer {
               requestedSchema: {
                 type: 'object',
                 properties: {
-                  username: { type: 'string', description: 'User\'s response' },
-                  email: { type: 'string', description: 'User\'s email address' },
+                  username: { type: 'string', description: "User's response" },
+                  email: { type: 'string', description: "User's email address" },
                 },
                 required: ['username', 'email'],
               },
@@ -291,7 +365,12 @@ function buildServer(shared: SharedState): McpServer {
                   name: { type: 'string', description: 'User name', default: 'John Doe' },
                   age: { type: 'integer', description: 'User age', default: 30 },
                   score: { type: 'number', description: 'User score', default: 95.5 },
-                  status: { type: 'string', description: 'User status', enum: ['active', 'inactive', 'pending'], default: 'active' },
+                  status: {
+                    type: 'string',
+                    description: 'User status',
+                    enum: ['active', 'inactive', 'pending'],
+                    default: 'active',
+                  },
                   verified: { type: 'boolean', description: 'Verification status', default: true },
                 },
                 required: [],
@@ -305,7 +384,10 @@ function buildServer(shared: SharedState): McpServer {
   );
   server.registerTool(
     'test_elicitation_sep1330_enums',
-    { description: 'Elicits the five enum variants (untitled/titled single and multi select, legacy enumNames).', inputSchema: NO_ARGS },
+    {
+      description: 'Elicits the five enum variants (untitled/titled single and multi select, legacy enumNames).',
+      inputSchema: NO_ARGS,
+    },
     async (_args, ctx) => {
       const answer = inputResponse(ctx.mcpReq.inputResponses, 'enums');
       if (answer.kind !== 'elicit') {
@@ -316,7 +398,11 @@ function buildServer(shared: SharedState): McpServer {
               requestedSchema: {
                 type: 'object',
                 properties: {
-                  untitledSingle: { type: 'string', description: 'Select one option', enum: ['option1', 'option2', 'option3'] },
+                  untitledSingle: {
+                    type: 'string',
+                    description: 'Select one option',
+                    enum: ['option1', 'option2', 'option3'],
+                  },
                   titledSingle: {
                     type: 'string',
                     description: 'Select one option with titles',
@@ -370,37 +456,53 @@ function buildServer(shared: SharedState): McpServer {
     {
       description: 'Echoes its region argument, which clients also send in the Mcp-Param-Region header.',
       // x-mcp-header is a SEP-2243 extension keyword the JSON Schema type does not know.
-      inputSchema: fromJsonSchema({ type: 'object', properties: { region: { type: 'string', 'x-mcp-header': 'Region' } }, required: ['region'] } as JsonSchema),
+      inputSchema: fromJsonSchema({
+        type: 'object',
+        properties: { region: { type: 'string', 'x-mcp-header': 'Region' } },
+        required: ['region'],
+      } as JsonSchema),
     },
     async (args) => text(`region: ${(args as { region: string }).region}`),
   );
 
   // ---- Multi-round-trip requests (input-required-result-*, 2026-07-28; the legacy shim relays them on 2025) ----
-  server.registerTool('test_input_required_result_elicitation', { description: 'Asks the user\'s name, then greets them.', inputSchema: NO_ARGS }, async (_args, ctx) => {
-    const answer = acceptedContent(ctx.mcpReq.inputResponses, 'user_name', z.object({ name: z.string() }));
-    if (!answer) return inputRequired({ inputRequests: { user_name: askName() } });
-    return text(`Hello, ${answer.name}!`);
-  });
-  server.registerTool('test_input_required_result_sampling', { description: 'Asks the client\'s model a question.', inputSchema: NO_ARGS }, async (_args, ctx) => {
-    const answer = inputResponse(ctx.mcpReq.inputResponses, 'capital_question');
-    if (answer.kind !== 'sampling') {
-      return inputRequired({
-        inputRequests: {
-          capital_question: inputRequired.createMessage({
-            messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
-            maxTokens: 100,
-          }),
-        },
-      });
-    }
-    const block = Array.isArray(answer.result.content) ? answer.result.content[0] : answer.result.content;
-    return text(`The model said: ${block?.type === 'text' ? block.text : `[${block?.type}]`}`);
-  });
-  server.registerTool('test_input_required_result_list_roots', { description: 'Lists the client\'s roots.', inputSchema: NO_ARGS }, async (_args, ctx) => {
-    const answer = inputResponse(ctx.mcpReq.inputResponses, 'client_roots');
-    if (answer.kind !== 'roots') return inputRequired({ inputRequests: { client_roots: inputRequired.listRoots() } });
-    return text(`Roots: ${answer.roots.map((root) => root.uri).join(', ') || '(none)'}`);
-  });
+  server.registerTool(
+    'test_input_required_result_elicitation',
+    { description: "Asks the user's name, then greets them.", inputSchema: NO_ARGS },
+    async (_args, ctx) => {
+      const answer = acceptedContent(ctx.mcpReq.inputResponses, 'user_name', z.object({ name: z.string() }));
+      if (!answer) return inputRequired({ inputRequests: { user_name: askName() } });
+      return text(`Hello, ${answer.name}!`);
+    },
+  );
+  server.registerTool(
+    'test_input_required_result_sampling',
+    { description: "Asks the client's model a question.", inputSchema: NO_ARGS },
+    async (_args, ctx) => {
+      const answer = inputResponse(ctx.mcpReq.inputResponses, 'capital_question');
+      if (answer.kind !== 'sampling') {
+        return inputRequired({
+          inputRequests: {
+            capital_question: inputRequired.createMessage({
+              messages: [{ role: 'user', content: { type: 'text', text: 'What is the capital of France?' } }],
+              maxTokens: 100,
+            }),
+          },
+        });
+      }
+      const block = Array.isArray(answer.result.content) ? answer.result.content[0] : answer.result.content;
+      return text(`The model said: ${block?.type === 'text' ? block.text : `[${block?.type}]`}`);
+    },
+  );
+  server.registerTool(
+    'test_input_required_result_list_roots',
+    { description: "Lists the client's roots.", inputSchema: NO_ARGS },
+    async (_args, ctx) => {
+      const answer = inputResponse(ctx.mcpReq.inputResponses, 'client_roots');
+      if (answer.kind !== 'roots') return inputRequired({ inputRequests: { client_roots: inputRequired.listRoots() } });
+      return text(`Roots: ${answer.roots.map((root) => root.uri).join(', ') || '(none)'}`);
+    },
+  );
   server.registerTool(
     'test_input_required_result_request_state',
     { description: 'Asks for a confirmation, carrying its state in requestState.', inputSchema: NO_ARGS },
@@ -410,7 +512,10 @@ function buildServer(shared: SharedState): McpServer {
       if (echoed?.step === 'confirm' && answer) return text(`state-ok: confirmed=${answer.ok}`);
       return inputRequired({
         inputRequests: {
-          confirm: inputRequired.elicit({ message: 'Please confirm', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } }),
+          confirm: inputRequired.elicit({
+            message: 'Please confirm',
+            requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+          }),
         },
         requestState: await mint({ step: 'confirm' }),
       });
@@ -430,35 +535,45 @@ function buildServer(shared: SharedState): McpServer {
       return inputRequired({
         inputRequests: {
           user_name: askName(),
-          greeting: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }], maxTokens: 50 }),
+          greeting: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'Generate a greeting' } }],
+            maxTokens: 50,
+          }),
           client_roots: inputRequired.listRoots(),
         },
         requestState: await mint({ step: 'all' }),
       });
     },
   );
-  server.registerTool('test_input_required_result_multi_round', { description: 'Asks two questions, one per round.', inputSchema: NO_ARGS }, async (_args, ctx) => {
-    const echoed = state(ctx);
-    if (echoed?.round === 2) {
-      const color = acceptedContent(ctx.mcpReq.inputResponses, 'step2', z.object({ color: z.string() }));
-      if (color) return text(`${String(echoed.name)} likes ${color.color}`);
-    }
-    if (echoed?.round === 1) {
-      const name = acceptedContent(ctx.mcpReq.inputResponses, 'step1', z.object({ name: z.string() }));
-      if (name) {
-        return inputRequired({
-          inputRequests: {
-            step2: inputRequired.elicit({
-              message: 'Step 2: What is your favorite color?',
-              requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
-            }),
-          },
-          requestState: await mint({ round: 2, name: name.name }),
-        });
+  server.registerTool(
+    'test_input_required_result_multi_round',
+    { description: 'Asks two questions, one per round.', inputSchema: NO_ARGS },
+    async (_args, ctx) => {
+      const echoed = state(ctx);
+      if (echoed?.round === 2) {
+        const color = acceptedContent(ctx.mcpReq.inputResponses, 'step2', z.object({ color: z.string() }));
+        if (color) return text(`${String(echoed.name)} likes ${color.color}`);
       }
-    }
-    return inputRequired({ inputRequests: { step1: askName('Step 1: What is your name?') }, requestState: await mint({ round: 1 }) });
-  });
+      if (echoed?.round === 1) {
+        const name = acceptedContent(ctx.mcpReq.inputResponses, 'step1', z.object({ name: z.string() }));
+        if (name) {
+          return inputRequired({
+            inputRequests: {
+              step2: inputRequired.elicit({
+                message: 'Step 2: What is your favorite color?',
+                requestedSchema: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
+              }),
+            },
+            requestState: await mint({ round: 2, name: name.name }),
+          });
+        }
+      }
+      return inputRequired({
+        inputRequests: { step1: askName('Step 1: What is your name?') },
+        requestState: await mint({ round: 1 }),
+      });
+    },
+  );
   server.registerTool(
     'test_input_required_result_tampered_state',
     { description: 'Signs its requestState; a tampered one is refused.', inputSchema: NO_ARGS },
@@ -467,7 +582,10 @@ function buildServer(shared: SharedState): McpServer {
       if (state(ctx)?.step === 'confirm' && answer) return text('state verified');
       return inputRequired({
         inputRequests: {
-          confirm: inputRequired.elicit({ message: 'Please confirm', requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } }),
+          confirm: inputRequired.elicit({
+            message: 'Please confirm',
+            requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+          }),
         },
         requestState: await mint({ step: 'confirm' }),
       });
@@ -475,17 +593,25 @@ function buildServer(shared: SharedState): McpServer {
   );
   server.registerTool(
     'test_input_required_result_capabilities',
-    { description: 'Asks only for what the client declared it can answer (sampling, elicitation).', inputSchema: NO_ARGS },
+    {
+      description: 'Asks only for what the client declared it can answer (sampling, elicitation).',
+      inputSchema: NO_ARGS,
+    },
     async (_args, ctx) => {
       const capabilities = clientCapabilities(server, ctx);
       const responses = ctx.mcpReq.inputResponses;
-      if (responses && Object.keys(responses).length > 0) return text(`answered: ${Object.keys(responses).sort().join(', ')}`);
+      if (responses && Object.keys(responses).length > 0)
+        return text(`answered: ${Object.keys(responses).sort().join(', ')}`);
       const inputRequests: InputRequests = {};
       if (capabilities.sampling) {
-        inputRequests.summary = inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Summarise the day' } }], maxTokens: 50 });
+        inputRequests.summary = inputRequired.createMessage({
+          messages: [{ role: 'user', content: { type: 'text', text: 'Summarise the day' } }],
+          maxTokens: 50,
+        });
       }
       if (capabilities.elicitation) inputRequests.user_name = askName();
-      if (Object.keys(inputRequests).length === 0) return text('The client can answer neither sampling nor elicitation; nothing to ask.');
+      if (Object.keys(inputRequests).length === 0)
+        return text('The client can answer neither sampling nor elicitation; nothing to ask.');
       return inputRequired({ inputRequests });
     },
   );
@@ -493,12 +619,20 @@ function buildServer(shared: SharedState): McpServer {
   // ---- Stateless serving diagnostics (server-stateless, 2026-07-28) ----
   server.registerTool(
     'test_missing_capability',
-    { description: 'Needs the client\'s sampling capability (refused with -32021 when it is not declared).', inputSchema: NO_ARGS },
+    {
+      description: "Needs the client's sampling capability (refused with -32021 when it is not declared).",
+      inputSchema: NO_ARGS,
+    },
     async (_args, ctx) => {
       const answer = inputResponse(ctx.mcpReq.inputResponses, 'sample');
       if (answer.kind === 'sampling') return text('sampled');
       return inputRequired({
-        inputRequests: { sample: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }], maxTokens: 20 }) },
+        inputRequests: {
+          sample: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: 'Say hello' } }],
+            maxTokens: 20,
+          }),
+        },
       });
     },
   );
@@ -507,24 +641,36 @@ function buildServer(shared: SharedState): McpServer {
     { description: 'Reports progress, then asks the user a question.', inputSchema: NO_ARGS },
     async (_args, ctx) => {
       const progressToken = ctx.mcpReq._meta?.progressToken;
-      if (progressToken !== undefined) await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, progress: 1, total: 2 } });
+      if (progressToken !== undefined)
+        await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken, progress: 1, total: 2 } });
       const answer = acceptedContent(ctx.mcpReq.inputResponses, 'user_name', z.object({ name: z.string() }));
       if (!answer) return inputRequired({ inputRequests: { user_name: askName() } });
       return text(`Hello, ${answer.name}!`);
     },
   );
-  server.registerTool('test_logging_tool', { description: 'Logs a message (only when the client asked for logs).', inputSchema: NO_ARGS }, async (_args, ctx) => {
-    await ctx.mcpReq.log('info', 'test_logging_tool ran');
-    return text('logged');
-  });
-  server.registerTool('test_trigger_tool_change', { description: 'Adds a tool, so the tool list changes.', inputSchema: NO_ARGS }, async () => {
-    shared.extraToolAdded = true;
-    shared.toolsChanged();
-    return text('tool list changed');
-  });
+  server.registerTool(
+    'test_logging_tool',
+    { description: 'Logs a message (only when the client asked for logs).', inputSchema: NO_ARGS },
+    async (_args, ctx) => {
+      await ctx.mcpReq.log('info', 'test_logging_tool ran');
+      return text('logged');
+    },
+  );
+  server.registerTool(
+    'test_trigger_tool_change',
+    { description: 'Adds a tool, so the tool list changes.', inputSchema: NO_ARGS },
+    async () => {
+      shared.extraToolAdded = true;
+      shared.toolsChanged();
+      return text('tool list changed');
+    },
+  );
   server.registerTool(
     'test_reconnection',
-    { description: 'Closes its SSE stream mid-call (2025 sessions); the client resumes it with Last-Event-ID.', inputSchema: NO_ARGS },
+    {
+      description: 'Closes its SSE stream mid-call (2025 sessions); the client resumes it with Last-Event-ID.',
+      inputSchema: NO_ARGS,
+    },
     async (_args, ctx) => {
       await sleep(50);
       ctx.http?.closeSSE?.();
@@ -533,7 +679,11 @@ function buildServer(shared: SharedState): McpServer {
     },
   );
   if (shared.extraToolAdded) {
-    server.registerTool('test_added_tool', { description: 'Added by test_trigger_tool_change.', inputSchema: NO_ARGS }, async () => text('added'));
+    server.registerTool(
+      'test_added_tool',
+      { description: 'Added by test_trigger_tool_change.', inputSchema: NO_ARGS },
+      async () => text('added'),
+    );
   }
   return server;
 }
@@ -577,7 +727,10 @@ function sessionfulLegacyHandler(newServer: () => McpServer) {
         return transport ? transport.handleRequest(request) : notFound();
       }
       if (request.method !== 'POST') {
-        return Response.json({ jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no session id' }, id: null }, { status: 400 });
+        return Response.json(
+          { jsonrpc: '2.0', error: { code: -32000, message: 'Bad Request: no session id' }, id: null },
+          { status: 400 },
+        );
       }
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
@@ -620,10 +773,15 @@ export async function startConformanceServer(options: { revisions?: 'all' | '202
       const path = new URL(request.url).pathname;
       if (path !== '/mcp') return new Response('not found', { status: 404 });
       // DNS-rebinding protection: only localhost names in Host and Origin.
-      const refused = hostHeaderValidationResponse(request, allowedHosts) ?? originValidationResponse(request, allowedOrigins);
+      const refused =
+        hostHeaderValidationResponse(request, allowedHosts) ?? originValidationResponse(request, allowedOrigins);
       if (refused) return refused;
       if (await isLegacyRequest(request)) return legacy.fetch(request);
-      if (options.revisions === '2025') return Response.json({ jsonrpc: '2.0', error: { code: -32601, message: 'Method not found' }, id: null }, { status: 404 });
+      if (options.revisions === '2025')
+        return Response.json(
+          { jsonrpc: '2.0', error: { code: -32601, message: 'Method not found' }, id: null },
+          { status: 404 },
+        );
       return modern.fetch(request);
     },
   });

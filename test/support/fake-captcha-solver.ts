@@ -32,10 +32,13 @@ export async function startFakeCaptchaSolver(apiKey = 'captcha-test-key'): Promi
     if (req.method === 'GET' && url.pathname === '/res.php') {
       const id = url.searchParams.get('id') ?? '';
       const task = tasks[Number(id) - 1];
-      if (url.searchParams.get('key') !== apiKey || !task) return reply({ status: 0, request: 'ERROR_WRONG_CAPTCHA_ID' });
+      if (url.searchParams.get('key') !== apiKey || !task)
+        return reply({ status: 0, request: 'ERROR_WRONG_CAPTCHA_ID' });
       const seen = (polls.get(id) ?? 0) + 1;
       polls.set(id, seen);
-      return reply(seen < 2 ? { status: 0, request: 'CAPCHA_NOT_READY' } : { status: 1, request: tokenFor(task.siteKey) });
+      return reply(
+        seen < 2 ? { status: 0, request: 'CAPCHA_NOT_READY' } : { status: 1, request: tokenFor(task.siteKey) },
+      );
     }
     res.writeHead(404).end();
   });

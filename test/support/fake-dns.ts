@@ -20,7 +20,16 @@ export interface FakeDns {
 
 const TYPE_A = 1;
 const TYPE_AAAA = 28;
-const TYPE_NAMES: Record<number, string> = { 1: 'A', 28: 'AAAA', 5: 'CNAME', 15: 'MX', 16: 'TXT', 33: 'SRV', 65: 'HTTPS', 255: 'ANY' };
+const TYPE_NAMES: Record<number, string> = {
+  1: 'A',
+  28: 'AAAA',
+  5: 'CNAME',
+  15: 'MX',
+  16: 'TXT',
+  33: 'SRV',
+  65: 'HTTPS',
+  255: 'ANY',
+};
 const RCODE_NXDOMAIN = 3;
 const RCODE_FORMERR = 1;
 const RCODE_NOTIMP = 4;
@@ -57,10 +66,21 @@ function readQuestion(packet: Buffer): { name: string; type: number; klass: numb
     offset += 1 + length;
   }
   if (offset + 4 > packet.length) return null;
-  return { name: labels.join('.').toLowerCase(), type: packet.readUInt16BE(offset), klass: packet.readUInt16BE(offset + 2), end: offset + 4 };
+  return {
+    name: labels.join('.').toLowerCase(),
+    type: packet.readUInt16BE(offset),
+    klass: packet.readUInt16BE(offset + 2),
+    end: offset + 4,
+  };
 }
 
-function answerPacket(query: Buffer, question: { end: number } | null, rcode: number, records: Buffer[], recordType: number): Buffer {
+function answerPacket(
+  query: Buffer,
+  question: { end: number } | null,
+  rcode: number,
+  records: Buffer[],
+  recordType: number,
+): Buffer {
   const header = Buffer.alloc(12);
   header.writeUInt16BE(query.readUInt16BE(0), 0); // id
   const recursionDesired = query.length > 2 ? query[2] & 0x01 : 0;
@@ -84,7 +104,8 @@ function answerPacket(query: Buffer, question: { end: number } | null, rcode: nu
 export async function startFakeDns(zone: Record<string, string[]> = {}): Promise<FakeDns> {
   const names = new Map<string, string[]>();
   const set = (name: string, addresses: string[]) => {
-    for (const address of addresses) if (isIP(address) === 0) throw new Error(`fake DNS: ${address} is not an IP address`);
+    for (const address of addresses)
+      if (isIP(address) === 0) throw new Error(`fake DNS: ${address} is not an IP address`);
     names.set(name.toLowerCase().replace(/\.$/, ''), [...addresses]);
   };
   for (const [name, addresses] of Object.entries(zone)) set(name, addresses);
@@ -101,9 +122,12 @@ export async function startFakeDns(zone: Record<string, string[]> = {}): Promise
       seen.push({ name: question.name, type: TYPE_NAMES[question.type] ?? String(question.type) });
       const addresses = names.get(question.name);
       if (!addresses) reply = answerPacket(query, question, RCODE_NXDOMAIN, [], 0);
-      else if (question.type === TYPE_A) reply = answerPacket(query, question, 0, addresses.filter((a) => isIP(a) === 4).map(ipv4Bytes), TYPE_A);
-      else if (question.type === TYPE_AAAA) reply = answerPacket(query, question, 0, addresses.filter((a) => isIP(a) === 6).map(ipv6Bytes), TYPE_AAAA);
-      else if (TYPE_NAMES[question.type]) reply = answerPacket(query, question, 0, [], 0); // the name exists, no such record
+      else if (question.type === TYPE_A)
+        reply = answerPacket(query, question, 0, addresses.filter((a) => isIP(a) === 4).map(ipv4Bytes), TYPE_A);
+      else if (question.type === TYPE_AAAA)
+        reply = answerPacket(query, question, 0, addresses.filter((a) => isIP(a) === 6).map(ipv6Bytes), TYPE_AAAA);
+      else if (TYPE_NAMES[question.type])
+        reply = answerPacket(query, question, 0, [], 0); // the name exists, no such record
       else reply = answerPacket(query, question, RCODE_NOTIMP, [], 0);
     }
     socket.send(reply, from.port, from.address);

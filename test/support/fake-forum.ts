@@ -179,11 +179,17 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
   const findCommunity = (name: string) => communities.get(name.toLowerCase());
   const findPost = (id: string) => posts.find((post) => post.id === id);
   const findThing = (fullname: string): FakeForumPost | FakeForumComment | undefined =>
-    fullname.startsWith('t3_') ? posts.find((post) => post.name === fullname) : comments.find((comment) => comment.name === fullname);
+    fullname.startsWith('t3_')
+      ? posts.find((post) => post.name === fullname)
+      : comments.find((comment) => comment.name === fullname);
 
   function createPost(community: string, seed: FakePostSeed & { createdUtc: number }): FakeForumPost {
     const id = newId();
-    const slug = seed.title.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '').slice(0, 40);
+    const slug = seed.title
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '_')
+      .replace(/^_|_$/g, '')
+      .slice(0, 40);
     const permalink = `/r/${community}/comments/${id}/${slug}/`;
     const post: FakeForumPost = {
       id,
@@ -225,7 +231,11 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
 
   function seedComments(parentId: string, seeds: readonly FakeCommentSeed[]): void {
     for (const seed of seeds) {
-      const comment = createComment(parentId, { text: seed.text, author: seed.author ?? DEFAULT_AUTHOR, score: seed.score });
+      const comment = createComment(parentId, {
+        text: seed.text,
+        author: seed.author ?? DEFAULT_AUTHOR,
+        score: seed.score,
+      });
       seedComments(comment.name, seed.replies ?? []);
     }
   }
@@ -235,7 +245,11 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
     const match = /^bearer\s+(\S+)$/i.exec(header);
     const token = match ? tokens.get(match[1]) : undefined;
     if (!token || Date.now() >= token.expiresAt) {
-      exchange.respond(401, { message: 'Unauthorized', error: 401 }, { 'www-authenticate': 'Bearer realm="reddit", error="invalid_token"' });
+      exchange.respond(
+        401,
+        { message: 'Unauthorized', error: 401 },
+        { 'www-authenticate': 'Bearer realm="reddit", error="invalid_token"' },
+      );
       return null;
     }
     return token;
@@ -263,7 +277,12 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
     }
     const accessToken = randomBytes(18).toString('base64url');
     tokens.set(accessToken, { clientId, username, expiresAt: Date.now() + tokenLifetimeSeconds * 1000 });
-    exchange.respond(200, { access_token: accessToken, token_type: 'bearer', expires_in: tokenLifetimeSeconds, scope: '*' });
+    exchange.respond(200, {
+      access_token: accessToken,
+      token_type: 'bearer',
+      expires_in: tokenLifetimeSeconds,
+      scope: '*',
+    });
   }
 
   function takeRateLimit(exchange: Exchange): boolean {
@@ -286,7 +305,12 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
     if (method !== 'POST' || !['/api/submit', '/api/comment', '/api/vote'].includes(path)) return false;
     const tooSoon = lastWriteAt !== null && receivedAt - lastWriteAt < writeSpacingMs;
     lastWriteAt = receivedAt;
-    if (tooSoon) exchange.respond(429, { message: 'Too Many Requests', error: 429, reason: 'writes too close together' }, { 'retry-after': '1' });
+    if (tooSoon)
+      exchange.respond(
+        429,
+        { message: 'Too Many Requests', error: 429, reason: 'writes too close together' },
+        { 'retry-after': '1' },
+      );
     return tooSoon;
   }
 
@@ -296,7 +320,10 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
     const failure = failures[index];
     failure.times -= 1;
     if (failure.times <= 0) failures.splice(index, 1);
-    exchange.respond(failure.status, failure.body ?? { message: http.STATUS_CODES[failure.status] ?? 'Error', error: failure.status });
+    exchange.respond(
+      failure.status,
+      failure.body ?? { message: http.STATUS_CODES[failure.status] ?? 'Error', error: failure.status },
+    );
     return true;
   }
 
@@ -364,7 +391,10 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
         });
     const topLevel = build(post.name, 0);
     if (omitted > 0) {
-      topLevel.push({ kind: 'more', data: { count: omitted, depth: 0, parent_id: post.name, children: [], id: '_', name: 't1__' } });
+      topLevel.push({
+        kind: 'more',
+        data: { count: omitted, depth: 0, parent_id: post.name, children: [], id: '_', name: 't1__' },
+      });
     }
     return listing(topLevel);
   }
@@ -413,8 +443,21 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
     }
     if (method === 'GET' && (match = /^\/user\/([^/]+)\/(submitted|comments)$/.exec(path))) {
       const author = decodeURIComponent(match[1]);
-      if (match[2] === 'submitted') return respond(200, postListing(sortPosts(posts.filter((post) => post.author === author), 'new'), query));
-      const own = comments.filter((comment) => comment.author === author).reverse().slice(0, listingLimit(query.limit));
+      if (match[2] === 'submitted')
+        return respond(
+          200,
+          postListing(
+            sortPosts(
+              posts.filter((post) => post.author === author),
+              'new',
+            ),
+            query,
+          ),
+        );
+      const own = comments
+        .filter((comment) => comment.author === author)
+        .reverse()
+        .slice(0, listingLimit(query.limit));
       return respond(
         200,
         listing(
@@ -447,23 +490,31 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
       if (!community) errors.push(['SUBREDDIT_NOEXIST', "that community doesn't exist", 'sr']);
       if (!form.title?.trim()) errors.push(['NO_TEXT', 'we need something here', 'title']);
       if (form.kind === 'link' && !form.url) errors.push(['NO_URL', 'a url is required', 'url']);
-      if (form.kind !== 'link' && form.kind !== 'self') errors.push(['INVALID_OPTION', 'that option is not valid', 'kind']);
+      if (form.kind !== 'link' && form.kind !== 'self')
+        errors.push(['INVALID_OPTION', 'that option is not valid', 'kind']);
       if (!community || errors.length > 0) return respond(200, { json: { errors } });
       const post = createPost(community, {
         title: form.title,
-        text: form.kind === 'self' ? form.text ?? '' : undefined,
+        text: form.kind === 'self' ? (form.text ?? '') : undefined,
         url: form.kind === 'link' ? form.url : undefined,
         author: username,
         createdUtc: nowSeconds(),
       });
-      return respond(200, { json: { errors: [], data: { url: `${webOrigin}${post.permalink}`, drafts_count: 0, id: post.id, name: post.name } } });
+      return respond(200, {
+        json: {
+          errors: [],
+          data: { url: `${webOrigin}${post.permalink}`, drafts_count: 0, id: post.id, name: post.name },
+        },
+      });
     }
     if (method === 'POST' && path === '/api/comment') {
       const username = needsUser();
       if (username === null) return;
       const parentId = form.thing_id ?? '';
-      if (!findThing(parentId)) return respond(200, { json: { errors: [['NO_THING_ID', "that thing doesn't exist", 'thing_id']] } });
-      if (!form.text?.trim()) return respond(200, { json: { errors: [['NO_TEXT', 'we need something here', 'text']] } });
+      if (!findThing(parentId))
+        return respond(200, { json: { errors: [['NO_THING_ID', "that thing doesn't exist", 'thing_id']] } });
+      if (!form.text?.trim())
+        return respond(200, { json: { errors: [['NO_TEXT', 'we need something here', 'text']] } });
       const comment = createComment(parentId, { text: form.text, author: username });
       return respond(200, {
         json: {
@@ -472,7 +523,14 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
             things: [
               {
                 kind: 't1',
-                data: { id: comment.id, name: comment.name, parent_id: comment.parentId, link_id: comment.linkId, body: comment.text, author: username },
+                data: {
+                  id: comment.id,
+                  name: comment.name,
+                  parent_id: comment.parentId,
+                  link_id: comment.linkId,
+                  body: comment.text,
+                  author: username,
+                },
               },
             ],
           },
@@ -485,7 +543,12 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
       const thing = findThing(form.id ?? '');
       const direction = Number(form.dir);
       if (!thing || ![1, 0, -1].includes(direction)) {
-        return respond(400, { message: 'Bad Request', error: 400, reason: thing ? 'INVALID_OPTION' : 'INVALID_ID', fields: [thing ? 'dir' : 'id'] });
+        return respond(400, {
+          message: 'Bad Request',
+          error: 400,
+          reason: thing ? 'INVALID_OPTION' : 'INVALID_ID',
+          fields: [thing ? 'dir' : 'id'],
+        });
       }
       const key = `${username}\n${thing.name}`;
       const previous = votes.get(key)?.direction ?? 0;
@@ -525,7 +588,11 @@ export async function startFakeForum(options: FakeForumOptions = {}): Promise<Fa
             request.status = status;
             const send = () => {
               if (outgoing.destroyed) return;
-              outgoing.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', ...exchange.headers, ...headers });
+              outgoing.writeHead(status, {
+                'content-type': 'application/json; charset=UTF-8',
+                ...exchange.headers,
+                ...headers,
+              });
               outgoing.end(JSON.stringify(answer));
             };
             const index = delays.findIndex((delay) => delay.path === request.path);

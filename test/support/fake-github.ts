@@ -41,14 +41,22 @@ export async function startFakeGithub(options: { requireToken?: string } = {}): 
 
   const send = (response: http.ServerResponse, status: number, body: unknown) => {
     const text = JSON.stringify(body);
-    response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+    response.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(text),
+    });
     response.end(text);
   };
-  const notFound = (response: http.ServerResponse) => send(response, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' });
+  const notFound = (response: http.ServerResponse) =>
+    send(response, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest' });
 
   const server = http.createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
-    requests.push({ method: request.method ?? 'GET', path: url.pathname + url.search, authorization: request.headers.authorization });
+    requests.push({
+      method: request.method ?? 'GET',
+      path: url.pathname + url.search,
+      authorization: request.headers.authorization,
+    });
     if (options.requireToken && request.headers.authorization !== `Bearer ${options.requireToken}`) {
       send(response, 401, { message: 'Bad credentials' });
       return;
@@ -81,7 +89,13 @@ export async function startFakeGithub(options: { requireToken?: string } = {}): 
       }
       const tree = [
         ...[...dirs].map((path) => ({ path, mode: '040000', type: 'tree', sha: 'd'.repeat(40) })),
-        ...Object.entries(repo.files).map(([path, text]) => ({ path, mode: '100644', type: 'blob', sha: 'f'.repeat(40), size: Buffer.byteLength(text) })),
+        ...Object.entries(repo.files).map(([path, text]) => ({
+          path,
+          mode: '100644',
+          type: 'blob',
+          sha: 'f'.repeat(40),
+          size: Buffer.byteLength(text),
+        })),
       ].sort((a, b) => a.path.localeCompare(b.path));
       send(response, 200, { sha: 'a'.repeat(40), url: url.toString(), tree, truncated: !!repo.truncated });
       return;
@@ -92,7 +106,14 @@ export async function startFakeGithub(options: { requireToken?: string } = {}): 
       const text = repo.files[path];
       if (text === undefined || (ref !== null && ref !== branch)) return notFound(response);
       const base64 = Buffer.from(text, 'utf8').toString('base64').replace(/.{60}/g, '$&\n');
-      send(response, 200, { type: 'file', encoding: 'base64', path, name: path.split('/').pop(), content: base64, download_url: null });
+      send(response, 200, {
+        type: 'file',
+        encoding: 'base64',
+        path,
+        name: path.split('/').pop(),
+        content: base64,
+        download_url: null,
+      });
       return;
     }
     notFound(response);

@@ -130,7 +130,9 @@ function page(title: string, content: string): string {
 }
 
 function errorBanner(code: string | undefined, message: string | undefined): string {
-  return code && message ? `<div class="form-error" role="alert" data-error="${code}">${escapeHtml(message)}</div>` : '';
+  return code && message
+    ? `<div class="form-error" role="alert" data-error="${code}">${escapeHtml(message)}</div>`
+    : '';
 }
 
 function loginPage(flow: LoginFlow, error?: { code: string; message: string }): string {
@@ -189,11 +191,19 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
 
   const findAccount = (identifier: string) => {
     const wanted = identifier.trim().replace(/^@/, '').toLowerCase();
-    return [...accounts.values()].find((account) => account.username.toLowerCase() === wanted || account.email.toLowerCase() === wanted);
+    return [...accounts.values()].find(
+      (account) => account.username.toLowerCase() === wanted || account.email.toLowerCase() === wanted,
+    );
   };
 
   const createPost = (author: string, text: string, replyTo: string | null): FakeMicroblogPost => {
-    const post = { id: String(1_790_000_000_000_000_000n + nextPostNumber++), author, text, replyTo, createdAt: new Date().toISOString() };
+    const post = {
+      id: String(1_790_000_000_000_000_000n + nextPostNumber++),
+      author,
+      text,
+      replyTo,
+      createdAt: new Date().toISOString(),
+    };
     posts.push(post);
     return post;
   };
@@ -215,12 +225,17 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
   };
 
   const sendHtml = (incoming: Incoming, status: number, html: string, cookies: string[] = []) => {
-    incoming.response.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'set-cookie': cookies }).end(html);
+    incoming.response
+      .writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'set-cookie': cookies })
+      .end(html);
   };
 
   const sendJson = (incoming: Incoming, status: number, body: unknown, headers: Record<string, string> = {}) => {
     const send = () => {
-      if (!incoming.response.destroyed) incoming.response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+      if (!incoming.response.destroyed)
+        incoming.response
+          .writeHead(status, { 'content-type': 'application/json', ...headers })
+          .end(JSON.stringify(body));
     };
     const index = delays.findIndex((delay) => delay.path === incoming.url.pathname);
     if (index === -1) return send();
@@ -229,8 +244,13 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     setTimeout(send, delay.ms);
   };
 
-  const sendApiError = (incoming: Incoming, status: number, code: string, message: string, headers: Record<string, string> = {}) =>
-    sendJson(incoming, status, { error: { code, message } }, headers);
+  const sendApiError = (
+    incoming: Incoming,
+    status: number,
+    code: string,
+    message: string,
+    headers: Record<string, string> = {},
+  ) => sendJson(incoming, status, { error: { code, message } }, headers);
 
   const redirect = (incoming: Incoming, location: string, cookies: string[] = []) => {
     incoming.response.writeHead(302, { location, 'set-cookie': cookies }).end();
@@ -279,15 +299,27 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
   const postLogin = (incoming: Incoming) => {
     const flow = currentFlow(incoming);
     if (!flow || flow.stage !== 'credentials' || incoming.form.get('csrf') !== flow.csrf) {
-      return sendHtml(incoming, 403, page('Error', '<p data-error="csrf">Your session timed out. Refresh the page and try again.</p>'));
+      return sendHtml(
+        incoming,
+        403,
+        page('Error', '<p data-error="csrf">Your session timed out. Refresh the page and try again.</p>'),
+      );
     }
     const account = findAccount(incoming.form.get('identifier') ?? '');
     if (account?.locked) {
-      return sendHtml(incoming, 423, loginPage(flow, { code: 'locked', message: 'This account is temporarily locked.' }));
+      return sendHtml(
+        incoming,
+        423,
+        loginPage(flow, { code: 'locked', message: 'This account is temporarily locked.' }),
+      );
     }
     if (!account || account.password !== incoming.form.get('password')) {
       if (account && ++account.failedPasswords >= MAX_FAILED_PASSWORDS) account.locked = true;
-      return sendHtml(incoming, 401, loginPage(flow, { code: 'invalid_credentials', message: 'Wrong username or password.' }));
+      return sendHtml(
+        incoming,
+        401,
+        loginPage(flow, { code: 'invalid_credentials', message: 'Wrong username or password.' }),
+      );
     }
     flow.username = account.username;
     advanceAfter(incoming, flow, account);
@@ -338,7 +370,8 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
   const postLogout = (incoming: Incoming) => {
     const session = sessionOf(incoming);
     if (!session) return redirect(incoming, '/login');
-    if (incoming.request.headers['x-csrf-token'] !== session.csrf) return sendHtml(incoming, 403, page('Error', '<p data-error="csrf">Forbidden</p>'));
+    if (incoming.request.headers['x-csrf-token'] !== session.csrf)
+      return sendHtml(incoming, 403, page('Error', '<p data-error="csrf">Forbidden</p>'));
     sessions.delete(session.token);
     loggedOut.push(session.username);
     redirect(incoming, '/login', ['mb_session=; Path=/; Max-Age=0', 'mb_csrf=; Path=/; Max-Age=0']);
@@ -353,15 +386,25 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     }
     const path = incoming.url.pathname;
     const limit = Math.min(100, Math.max(1, Number(incoming.url.searchParams.get('limit') ?? 20) || 20));
-    const newestFirst = (list: FakeMicroblogPost[]) => [...list].reverse().slice(0, limit).map((post) => postJson(post, session.username));
+    const newestFirst = (list: FakeMicroblogPost[]) =>
+      [...list]
+        .reverse()
+        .slice(0, limit)
+        .map((post) => postJson(post, session.username));
     if (method === 'GET' && path === '/api/me') {
       const account = accounts.get(session.username.toLowerCase());
-      return sendJson(incoming, 200, { id: session.username.toLowerCase(), username: session.username, display_name: account?.displayName });
+      return sendJson(incoming, 200, {
+        id: session.username.toLowerCase(),
+        username: session.username,
+        display_name: account?.displayName,
+      });
     }
     if (method === 'GET' && path === '/api/search') {
       const query = (incoming.url.searchParams.get('q') ?? '').toLowerCase();
       if (!query) return sendApiError(incoming, 400, 'missing_query', 'q is required');
-      return sendJson(incoming, 200, { posts: newestFirst(posts.filter((post) => post.text.toLowerCase().includes(query))) });
+      return sendJson(incoming, 200, {
+        posts: newestFirst(posts.filter((post) => post.text.toLowerCase().includes(query))),
+      });
     }
     if (method === 'GET' && path === '/api/timeline/home') {
       return sendJson(incoming, 200, { posts: newestFirst(posts.filter((post) => post.replyTo === null)) });
@@ -369,19 +412,25 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     const ownPosts = /^\/api\/users\/([^/]+)\/posts$/.exec(path);
     if (method === 'GET' && ownPosts) {
       const author = decodeURIComponent(ownPosts[1]).toLowerCase();
-      return sendJson(incoming, 200, { posts: newestFirst(posts.filter((post) => post.author.toLowerCase() === author)) });
+      return sendJson(incoming, 200, {
+        posts: newestFirst(posts.filter((post) => post.author.toLowerCase() === author)),
+      });
     }
     if (method === 'POST' && path === '/api/posts') return createFromJson(incoming, session, null);
     const postRoute = /^\/api\/posts\/([^/]+)(?:\/(replies|like|repost))?$/.exec(path);
     const target = postRoute ? posts.find((post) => post.id === postRoute[1]) : undefined;
     if (postRoute && !target) return sendApiError(incoming, 404, 'not_found', 'No such post');
     if (target && method === 'GET' && !postRoute?.[2]) {
-      const replies = posts.filter((post) => post.replyTo === target.id).map((post) => postJson(post, session.username));
+      const replies = posts
+        .filter((post) => post.replyTo === target.id)
+        .map((post) => postJson(post, session.username));
       return sendJson(incoming, 200, { post: postJson(target, session.username), replies });
     }
-    if (target && method === 'POST' && postRoute?.[2] === 'replies') return createFromJson(incoming, session, target.id);
+    if (target && method === 'POST' && postRoute?.[2] === 'replies')
+      return createFromJson(incoming, session, target.id);
     if (target && method === 'POST' && postRoute?.[2] === 'like') {
-      if (!likes.some((like) => like.postId === target.id && like.username === session.username)) likes.push({ username: session.username, postId: target.id });
+      if (!likes.some((like) => like.postId === target.id && like.username === session.username))
+        likes.push({ username: session.username, postId: target.id });
       return sendJson(incoming, 200, { liked: true });
     }
     if (target && method === 'POST' && postRoute?.[2] === 'repost') {
@@ -396,8 +445,10 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
 
   const createFromJson = (incoming: Incoming, session: Session, replyTo: string | null) => {
     const text = incoming.json.text;
-    if (typeof text !== 'string' || text.trim() === '') return sendApiError(incoming, 400, 'empty_text', 'Text is required');
-    if ([...text].length > MAX_POST_LENGTH) return sendApiError(incoming, 400, 'text_too_long', 'Text is longer than 280 characters');
+    if (typeof text !== 'string' || text.trim() === '')
+      return sendApiError(incoming, 400, 'empty_text', 'Text is required');
+    if ([...text].length > MAX_POST_LENGTH)
+      return sendApiError(incoming, 400, 'text_too_long', 'Text is longer than 280 characters');
     const post = createPost(session.username, text, replyTo);
     sendJson(incoming, 201, { id: post.id, url: `${base}/${post.author}/status/${post.id}` });
   };
@@ -407,9 +458,16 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     if (index === -1) return false;
     const failure = failures[index];
     if (--failure.times <= 0) failures.splice(index, 1);
-    const headers: Record<string, string> = failure.retryAfterSeconds === undefined ? {} : { 'retry-after': String(failure.retryAfterSeconds) };
-    if (failure.status === 429 && failure.retryAfterSeconds !== undefined) retryAfterEnds.set(incoming.url.pathname, Date.now() + failure.retryAfterSeconds * 1000);
-    sendJson(incoming, failure.status, { error: { code: 'injected', message: `Injected HTTP ${failure.status}` } }, headers);
+    const headers: Record<string, string> =
+      failure.retryAfterSeconds === undefined ? {} : { 'retry-after': String(failure.retryAfterSeconds) };
+    if (failure.status === 429 && failure.retryAfterSeconds !== undefined)
+      retryAfterEnds.set(incoming.url.pathname, Date.now() + failure.retryAfterSeconds * 1000);
+    sendJson(
+      incoming,
+      failure.status,
+      { error: { code: 'injected', message: `Injected HTTP ${failure.status}` } },
+      headers,
+    );
     return true;
   };
 
@@ -419,13 +477,18 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     const path = incoming.url.pathname;
     const reopensAt = retryAfterEnds.get(path);
     if (reopensAt !== undefined && now < reopensAt - 50) {
-      sendApiError(incoming, 429, 'rate_limited', 'Retry-After not waited out', { 'retry-after': String(Math.ceil((reopensAt - now) / 1000)) });
+      sendApiError(incoming, 429, 'rate_limited', 'Retry-After not waited out', {
+        'retry-after': String(Math.ceil((reopensAt - now) / 1000)),
+      });
       return true;
     }
     if (incoming.request.method !== 'POST' || !path.startsWith('/api/')) return false;
     const tooSoon = lastWriteAt !== null && now - lastWriteAt < writeSpacingMs;
     lastWriteAt = now;
-    if (tooSoon) sendApiError(incoming, 429, 'rate_limited', `Writes must be at least ${writeSpacingMs} ms apart`, { 'retry-after': '1' });
+    if (tooSoon)
+      sendApiError(incoming, 429, 'rate_limited', `Writes must be at least ${writeSpacingMs} ms apart`, {
+        'retry-after': '1',
+      });
     return tooSoon;
   };
 
@@ -457,7 +520,9 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
         try {
           json = JSON.parse(body) as Record<string, unknown>;
         } catch {
-          return void response.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"code":"bad_json"}}');
+          return void response
+            .writeHead(400, { 'content-type': 'application/json' })
+            .end('{"error":{"code":"bad_json"}}');
         }
       }
       route({
@@ -491,7 +556,8 @@ export async function startFakeMicroblog(): Promise<FakeMicroblog> {
     posts: () => posts.map((post) => ({ ...post })),
     likes: () => likes.map((like) => ({ ...like })),
     reposts: () => reposts.map((repost) => ({ ...repost })),
-    sessions: () => [...sessions.values()].map(({ username, token: sessionToken }) => ({ username, token: sessionToken })),
+    sessions: () =>
+      [...sessions.values()].map(({ username, token: sessionToken }) => ({ username, token: sessionToken })),
     loggedOut: () => [...loggedOut],
     requests,
     expireSessions: () => sessions.clear(),

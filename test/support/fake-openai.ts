@@ -115,7 +115,8 @@ function messageText(content: RecordedMessage['content']): string {
 
 function promptChars(messages: readonly RecordedMessage[]): number {
   return messages.reduce(
-    (sum, message) => sum + messageText(message.content).length + (message.tool_calls ? JSON.stringify(message.tool_calls).length : 0),
+    (sum, message) =>
+      sum + messageText(message.content).length + (message.tool_calls ? JSON.stringify(message.tool_calls).length : 0),
     0,
   );
 }
@@ -140,7 +141,11 @@ function titleFrom(text: string): string {
   return (
     labelledLine(text, 'title') ??
     /^#{1,6}\s+(.+)$/m.exec(text)?.[1]?.trim() ??
-    text.split('\n').map((line) => line.trim()).find(Boolean)?.slice(0, 80) ??
+    text
+      .split('\n')
+      .map((line) => line.trim())
+      .find(Boolean)
+      ?.slice(0, 80) ??
     FAKE_STRING
   );
 }
@@ -162,21 +167,25 @@ const FORMAT_EXAMPLES: Record<string, string> = {
 function fakeString(schema: Json, fieldName: string | undefined, text: string): string {
   const format = typeof schema.format === 'string' ? schema.format : undefined;
   let value: string;
-  if (format === 'uri' || format === 'url' || /url|link|href/i.test(fieldName ?? '')) value = firstUrl(text) ?? FALLBACK_URL;
+  if (format === 'uri' || format === 'url' || /url|link|href/i.test(fieldName ?? ''))
+    value = firstUrl(text) ?? FALLBACK_URL;
   else if (format && FORMAT_EXAMPLES[format]) value = FORMAT_EXAMPLES[format];
   else if (/title|name|headline|heading/i.test(fieldName ?? '')) value = titleFrom(text);
   else if (/summary|description|abstract|content|text|body|excerpt/i.test(fieldName ?? '')) value = summaryFrom(text);
   else value = FAKE_STRING;
   if (typeof schema.maxLength === 'number') value = value.slice(0, schema.maxLength);
-  if (typeof schema.minLength === 'number' && value.length < schema.minLength) value = value.padEnd(schema.minLength, 'x');
+  if (typeof schema.minLength === 'number' && value.length < schema.minLength)
+    value = value.padEnd(schema.minLength, 'x');
   return value;
 }
 
 function fakeNumber(schema: Json, integer: boolean): number {
   const step = integer ? 1 : 0.5;
   if (typeof schema.minimum === 'number') return integer ? Math.ceil(schema.minimum) : schema.minimum;
-  if (typeof schema.exclusiveMinimum === 'number') return integer ? Math.floor(schema.exclusiveMinimum) + 1 : schema.exclusiveMinimum + step;
-  if (typeof schema.maximum === 'number' && schema.maximum < 0) return integer ? Math.floor(schema.maximum) : schema.maximum;
+  if (typeof schema.exclusiveMinimum === 'number')
+    return integer ? Math.floor(schema.exclusiveMinimum) + 1 : schema.exclusiveMinimum + step;
+  if (typeof schema.maximum === 'number' && schema.maximum < 0)
+    return integer ? Math.floor(schema.maximum) : schema.maximum;
   return 0;
 }
 
@@ -216,7 +225,8 @@ export function minimalInstance(schema: unknown, root: Json, text: string, field
   if (!isJsonObject(schema) || depth > MAX_INSTANCE_DEPTH) return null;
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
-  if (typeof schema.$ref === 'string') return minimalInstance(resolveRef(root, schema.$ref), root, text, fieldName, depth + 1);
+  if (typeof schema.$ref === 'string')
+    return minimalInstance(resolveRef(root, schema.$ref), root, text, fieldName, depth + 1);
   const alternatives = schema.anyOf ?? schema.oneOf;
   if (Array.isArray(alternatives) && alternatives.length > 0) {
     const preferred = alternatives.find((option) => isJsonObject(option) && option.type !== 'null') ?? alternatives[0];
@@ -333,7 +343,12 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     response.end(body);
   }
 
-  function sendError(response: http.ServerResponse, status: number, message: string, overrides: { type?: string; code?: string } = {}) {
+  function sendError(
+    response: http.ServerResponse,
+    status: number,
+    message: string,
+    overrides: { type?: string; code?: string } = {},
+  ) {
     const defaults = errorType(status);
     sendJson(response, status, {
       error: { message, type: overrides.type ?? defaults.type, param: null, code: overrides.code ?? defaults.code },
@@ -368,7 +383,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     }
     const content = 'json' in reply ? JSON.stringify(reply.json) : reply.content;
     const finishReason = 'finishReason' in reply && reply.finishReason ? reply.finishReason : 'stop';
-    return { message: { role: 'assistant' as const, content, refusal: null }, finishReason, outputChars: content.length };
+    return {
+      message: { role: 'assistant' as const, content, refusal: null },
+      finishReason,
+      outputChars: content.length,
+    };
   }
 
   async function handleChat(recorded: RecordedRequest, response: http.ServerResponse): Promise<void> {
@@ -386,7 +405,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     const { message, finishReason, outputChars } = chatMessage(reply);
     const promptTokens = estimateTokens(promptChars(recorded.body.messages ?? []));
     const completionTokens = estimateTokens(outputChars);
-    const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+    };
     const envelope = {
       id: `chatcmpl-fake-${++sequence}`,
       created: Math.floor(Date.now() / 1000),
@@ -404,7 +427,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     }
     const chunk = (choices: unknown[], extra: Json = {}) =>
       `data: ${JSON.stringify({ ...envelope, object: 'chat.completion.chunk', choices, ...extra })}\n\n`;
-    const toolCallDeltas = 'tool_calls' in message ? message.tool_calls?.map((call, index) => ({ index, ...call })) : undefined;
+    const toolCallDeltas =
+      'tool_calls' in message ? message.tool_calls?.map((call, index) => ({ index, ...call })) : undefined;
     const events = [
       chunk([{ index: 0, delta: { ...message, tool_calls: toolCallDeltas }, finish_reason: null, logprobs: null }]),
       chunk([{ index: 0, delta: {}, finish_reason: finishReason, logprobs: null }]),
@@ -469,7 +493,14 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
         malformedBody = true;
       }
     }
-    const recorded: RecordedRequest = { kind: requestKind(method, route), method, path, headers: request.headers, body, clientAborted: false };
+    const recorded: RecordedRequest = {
+      kind: requestKind(method, route),
+      method,
+      path,
+      headers: request.headers,
+      body,
+      clientAborted: false,
+    };
     requests.push(recorded);
     response.on('close', () => {
       if (!response.writableFinished) recorded.clientAborted = true;

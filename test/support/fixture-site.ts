@@ -107,9 +107,10 @@ const SPA_PAGE = `<!doctype html>
 
 function cookieGatedPage(req: http.IncomingMessage): string {
   const jar = cookiesOf(req);
-  const body = jar.session === 'letmein'
-    ? `<h1>Members area</h1><p>${GATED_SECRET}</p><p>theme=${jar.theme ?? 'none'}</p>`
-    : '<h1>Please log in</h1>';
+  const body =
+    jar.session === 'letmein'
+      ? `<h1>Members area</h1><p>${GATED_SECRET}</p><p>theme=${jar.theme ?? 'none'}</p>`
+      : '<h1>Please log in</h1>';
   return `<!doctype html><html><head><title>Gated</title></head><body>${body}</body></html>`;
 }
 
@@ -150,12 +151,15 @@ async function formFields(req: http.IncomingMessage): Promise<URLSearchParams> {
 }
 
 function agentLoginPage(error?: string): string {
-  return agentPage('Sign in', `<h1>Sign in</h1>${error ? `<p class="error">${error}</p>` : ''}
+  return agentPage(
+    'Sign in',
+    `<h1>Sign in</h1>${error ? `<p class="error">${error}</p>` : ''}
   <form method="post" action="/agent/login">
     <label>Username <input type="text" name="username" autocomplete="username"></label>
     <label>Password <input type="password" name="password" autocomplete="current-password"></label>
     <button type="submit">Sign in</button>
-  </form>`);
+  </form>`,
+  );
 }
 
 function agentListPage(req: http.IncomingMessage): string {
@@ -165,21 +169,32 @@ function agentListPage(req: http.IncomingMessage): string {
   const previous = page > 1 ? `<a href="/agent/list?page=${page - 1}">Previous page</a>` : '';
   const next = page < 3 ? `<a href="/agent/list?page=${page + 1}">Next page</a>` : '';
   const ticket = page === 3 ? `<p>${AGENT_GOLDEN_TICKET}</p>` : '';
-  return agentPage(`Catalogue page ${page}`, `<h1>Catalogue, page ${page} of 3</h1><ul>${items}</ul>${ticket}<nav>${previous} ${next}</nav>`);
+  return agentPage(
+    `Catalogue page ${page}`,
+    `<h1>Catalogue, page ${page} of 3</h1><ul>${items}</ul>${ticket}<nav>${previous} ${next}</nav>`,
+  );
 }
 
-const AGENT_FORM_PAGE = agentPage('Order form', `<h1>Order</h1>
+const AGENT_FORM_PAGE = agentPage(
+  'Order form',
+  `<h1>Order</h1>
   <form method="post" action="/agent/form">
     <label>Plan <select name="plan"><option value="basic">Basic</option><option value="pro">Pro</option><option value="enterprise">Enterprise</option></select></label>
     <label>Name <input type="text" name="name" placeholder="Your name"></label>
     <button type="submit">Place order</button>
-  </form>`);
+  </form>`,
+);
 
-const AGENT_TABS_PAGE = agentPage('Tabs', `<h1>Tabs</h1>
+const AGENT_TABS_PAGE = agentPage(
+  'Tabs',
+  `<h1>Tabs</h1>
   <p><a href="/agent/tab-target" target="_blank">Open the other tab</a></p>
-  <p><button type="button" onclick="window.open('/agent/tab-target?via=script')">Open with script</button></p>`);
+  <p><button type="button" onclick="window.open('/agent/tab-target?via=script')">Open with script</button></p>`,
+);
 
-const AGENT_SPA_PAGE = agentPage('Loading…', `<div id="app"></div>
+const AGENT_SPA_PAGE = agentPage(
+  'Loading…',
+  `<div id="app"></div>
   <script>
     setTimeout(function () {
       var app = document.getElementById('app');
@@ -191,7 +206,8 @@ const AGENT_SPA_PAGE = agentPage('Loading…', `<div id="app"></div>
         app.appendChild(p);
       });
     }, 50);
-  </script>`);
+  </script>`,
+);
 
 export const fixtureRoutes: Record<string, FixtureHandler> = {
   '/static': (_req, res) => sendHtml(res, STATIC_PAGE),
@@ -200,10 +216,17 @@ export const fixtureRoutes: Record<string, FixtureHandler> = {
   '/redirect-to-private': (_req, res, ctx) => redirect(res, `${ctx.privateOrigin}/internal`),
   '/redirect-chain': (_req, res) => redirect(res, '/redirect-chain/hop-2', 301),
   '/redirect-chain/hop-2': (_req, res, ctx) => redirect(res, `${ctx.siteOrigin}/static`, 307),
-  '/js-redirect-to-private': (_req, res, ctx) => sendHtml(res, `<!doctype html><html><head><title>Away</title></head>
-    <body><p>Leaving.</p><script>location.href = ${JSON.stringify(ctx.privateOrigin + '/internal')};</script></body></html>`),
+  '/js-redirect-to-private': (_req, res, ctx) =>
+    sendHtml(
+      res,
+      `<!doctype html><html><head><title>Away</title></head>
+    <body><p>Leaving.</p><script>location.href = ${JSON.stringify(ctx.privateOrigin + '/internal')};</script></body></html>`,
+    ),
   '/login': (_req, res) => {
-    res.writeHead(302, { location: '/cookie-gated', 'set-cookie': ['session=letmein; Path=/; HttpOnly', 'theme=dark; Path=/'] });
+    res.writeHead(302, {
+      location: '/cookie-gated',
+      'set-cookie': ['session=letmein; Path=/; HttpOnly', 'theme=dark; Path=/'],
+    });
     res.end();
   },
   '/subresource-to-private': (_req, res, ctx) => sendHtml(res, subresourceToPrivatePage(ctx)),
@@ -224,9 +247,13 @@ export const fixtureRoutes: Record<string, FixtureHandler> = {
     res.writeHead(302, { location: '/agent/account', 'set-cookie': 'agent_session=ok; Path=/; HttpOnly' });
     res.end();
   },
-  '/agent/account': (req, res) => sendHtml(res, cookiesOf(req).agent_session === 'ok'
-    ? agentPage('Account', '<h1>Account</h1><p>Welcome back, alice</p>')
-    : agentPage('Account', '<h1>Account</h1><p>Please sign in first.</p><a href="/agent/login">Sign in</a>')),
+  '/agent/account': (req, res) =>
+    sendHtml(
+      res,
+      cookiesOf(req).agent_session === 'ok'
+        ? agentPage('Account', '<h1>Account</h1><p>Welcome back, alice</p>')
+        : agentPage('Account', '<h1>Account</h1><p>Please sign in first.</p><a href="/agent/login">Sign in</a>'),
+    ),
   '/agent/list': (req, res) => sendHtml(res, agentListPage(req)),
   '/agent/form': async (req, res) => {
     if (req.method !== 'POST') return sendHtml(res, AGENT_FORM_PAGE);
@@ -235,7 +262,8 @@ export const fixtureRoutes: Record<string, FixtureHandler> = {
     sendHtml(res, agentPage('Order received', `<h1>Thank you</h1><p>${escapeHtml(summary)}</p>`));
   },
   '/agent/tabs': (_req, res) => sendHtml(res, AGENT_TABS_PAGE),
-  '/agent/tab-target': (_req, res) => sendHtml(res, agentPage('Other tab', `<h1>Other tab</h1><p>${AGENT_TAB_TARGET_TEXT}</p>`)),
+  '/agent/tab-target': (_req, res) =>
+    sendHtml(res, agentPage('Other tab', `<h1>Other tab</h1><p>${AGENT_TAB_TARGET_TEXT}</p>`)),
   '/agent/spa': (_req, res) => sendHtml(res, AGENT_SPA_PAGE),
 };
 
@@ -261,9 +289,8 @@ function counter(): { add: (path: string) => void; count: (path?: string) => num
   const byPath = new Map<string, number>();
   return {
     add: (path) => byPath.set(path, (byPath.get(path) ?? 0) + 1),
-    count: (path) => path === undefined
-      ? [...byPath.values()].reduce((sum, n) => sum + n, 0)
-      : byPath.get(path) ?? 0,
+    count: (path) =>
+      path === undefined ? [...byPath.values()].reduce((sum, n) => sum + n, 0) : (byPath.get(path) ?? 0),
   };
 }
 

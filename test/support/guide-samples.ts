@@ -27,10 +27,12 @@ export function loadGuide(path: string): Guide {
 }
 
 /** The fenced samples of a guide that are marked to run (`sh exec`, `ts exec`). */
-export const runnableSamples = (guide: Guide): CodeBlock[] => codeBlocks(guide.parsed.blocks).filter((b) => b.attrs.exec);
+export const runnableSamples = (guide: Guide): CodeBlock[] =>
+  codeBlocks(guide.parsed.blocks).filter((b) => b.attrs.exec);
 
 /** Where a sample is, for failure messages: the guide and the sample's line in the file. */
-export const sampleLocation = (guide: Guide, block: CodeBlock) => `${guide.path}, sample at line ${block.line + guide.bodyLineOffset + 1}`;
+export const sampleLocation = (guide: Guide, block: CodeBlock) =>
+  `${guide.path}, sample at line ${block.line + guide.bodyLineOffset + 1}`;
 
 /** A sample's `expect="…"` text must be in its output. */
 export function checkExpectation(block: CodeBlock, output: string, where: string): void {
@@ -57,7 +59,11 @@ export interface ShellSamplesOptions {
  * working directory. Fails naming the sample that failed, or the one whose `expect` text is missing
  * from its output; returns each sample's output.
  */
-export async function runShellSamples(guide: Guide, blocks: CodeBlock[], options: ShellSamplesOptions): Promise<{ outputs: string[]; epilogue: string }> {
+export async function runShellSamples(
+  guide: Guide,
+  blocks: CodeBlock[],
+  options: ShellSamplesOptions,
+): Promise<{ outputs: string[]; epilogue: string }> {
   const rewrite = options.rewrite ?? ((code: string) => code);
   const script = [
     'set -euo pipefail',
@@ -69,7 +75,12 @@ export async function runShellSamples(guide: Guide, blocks: CodeBlock[], options
   let stdout = '';
   let failure: Error | null = null;
   try {
-    ({ stdout } = await run('bash', ['-c', script], { env: options.env, cwd: options.cwd, timeout: options.timeoutMs ?? 240_000, maxBuffer: 32 * 1024 * 1024 }));
+    ({ stdout } = await run('bash', ['-c', script], {
+      env: options.env,
+      cwd: options.cwd,
+      timeout: options.timeoutMs ?? 240_000,
+      maxBuffer: 32 * 1024 * 1024,
+    }));
   } catch (err) {
     failure = err as Error;
     stdout = (err as { stdout?: string }).stdout ?? '';
@@ -81,7 +92,9 @@ export async function runShellSamples(guide: Guide, blocks: CodeBlock[], options
     const started = [...outputs.keys()].filter((k) => k !== 'end').pop() ?? '0';
     const failedIn = outputs.has('end') ? 'the epilogue' : sampleLocation(guide, blocks[Number(started)]);
     const code = outputs.has('end') ? (options.epilogue ?? '') : blocks[Number(started)].code;
-    assert.fail(`${failedIn} failed: ${failure.message.split('\n')[0]}\n${code}\n--- output ---\n${outputs.get(outputs.has('end') ? 'end' : started)}\n--- stderr ---\n${(failure as { stderr?: string }).stderr ?? ''}`);
+    assert.fail(
+      `${failedIn} failed: ${failure.message.split('\n')[0]}\n${code}\n--- output ---\n${outputs.get(outputs.has('end') ? 'end' : started)}\n--- stderr ---\n${(failure as { stderr?: string }).stderr ?? ''}`,
+    );
   }
   assert.ok(outputs.has('end'), `${guide.path}: the samples did not run to the end`);
   blocks.forEach((block, i) => checkExpectation(block, outputs.get(String(i)) ?? '', sampleLocation(guide, block)));

@@ -59,8 +59,16 @@ export interface Harness {
   dns: FakeDns;
   workflowBundle: WorkflowBundle;
   /** POST /admin/users through the admin API; returns the new user's id and key. */
-  createUser(options?: { creditUsd?: number; monthlyOperationLimit?: number; email?: string }): Promise<{ userId: string; apiKey: string }>;
-  http<T = any>(method: string, urlPath: string, options?: { apiKey?: string; body?: unknown; headers?: Record<string, string>; raw?: string }): Promise<HttpResult<T>>;
+  createUser(options?: {
+    creditUsd?: number;
+    monthlyOperationLimit?: number;
+    email?: string;
+  }): Promise<{ userId: string; apiKey: string }>;
+  http<T = any>(
+    method: string,
+    urlPath: string,
+    options?: { apiKey?: string; body?: unknown; headers?: Record<string, string>; raw?: string },
+  ): Promise<HttpResult<T>>;
   /** Polls the status endpoint until the job is terminal (or `until` holds). */
   waitForJob(apiKey: string, statusPath: string, until?: (job: any) => boolean, timeoutMs?: number): Promise<any>;
   /**
@@ -126,7 +134,11 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const captchaSolver = await startFakeCaptchaSolver();
   const [forum, microblog, dns] = await Promise.all([startFakeForum(), startFakeMicroblog(), startFakeDns()]);
-  cleanups.push(() => forum.close(), () => microblog.close(), () => dns.close());
+  cleanups.push(
+    () => forum.close(),
+    () => microblog.close(),
+    () => dns.close(),
+  );
   const [databaseUrl, llm, site, proxy, temporalPort] = await Promise.all([
     createDatabase(),
     startFakeOpenAI(),
@@ -134,7 +146,12 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
     startFakeProxy(),
     freePort(),
   ]);
-  cleanups.push(() => llm.close(), () => site.close(), () => captchaSolver.close(), () => proxy.close());
+  cleanups.push(
+    () => llm.close(),
+    () => site.close(),
+    () => captchaSolver.close(),
+    () => proxy.close(),
+  );
 
   const dev: DevServer = await startTemporalDevServer({ port: temporalPort, uiPort: null });
   cleanups.push(() => dev.stop());
@@ -175,11 +192,22 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
 
   const client = await connectClient(dev.address, config.temporalNamespace);
   cleanups.push(() => client.connection.close());
-  const workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') });
+  const workflowBundle = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../../workflows'),
+    logger: new DefaultLogger('WARN'),
+  });
 
   const runWorkers = async (workerConfig: Config, queues?: ('platform' | 'browser')[]): Promise<WorkerSet> => {
     const connection = await NativeConnection.connect({ address: dev.address });
-    const workers = await createWorkers({ db, config: workerConfig, policy, connection, namespace: workerConfig.temporalNamespace, workflowBundle, queues });
+    const workers = await createWorkers({
+      db,
+      config: workerConfig,
+      policy,
+      connection,
+      namespace: workerConfig.temporalNamespace,
+      workflowBundle,
+      queues,
+    });
     void workers.run();
     cleanups.push(async () => {
       await workers.shutdown();
@@ -188,7 +216,14 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
     return workers;
   };
   const serve = async (apiConfig: Config, workers: WorkerSet): Promise<{ server: Server; baseUrl: string }> => {
-    const deps: ApiDeps = { db, temporal: client, config: apiConfig, policy, social: socialPlatformsFromConfig(apiConfig), readiness: readinessProbe(db, client, () => workers.isRunning()) };
+    const deps: ApiDeps = {
+      db,
+      temporal: client,
+      config: apiConfig,
+      policy,
+      social: socialPlatformsFromConfig(apiConfig),
+      readiness: readinessProbe(db, client, () => workers.isRunning()),
+    };
     const server = await listen(deps, 0, '127.0.0.1');
     const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
     return { server, baseUrl };
@@ -206,7 +241,11 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
       body = JSON.stringify(options.body);
       headers['content-type'] ??= 'application/json';
     }
-    const response = await fetch(/^https?:/.test(urlPath) ? urlPath : `${baseUrl}${urlPath}`, { method, headers, body });
+    const response = await fetch(/^https?:/.test(urlPath) ? urlPath : `${baseUrl}${urlPath}`, {
+      method,
+      headers,
+      body,
+    });
     const text = await response.text();
     let parsed: unknown = text;
     try {
@@ -244,24 +283,35 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
           ...(options.monthlyOperationLimit !== undefined && { monthlyOperationLimit: options.monthlyOperationLimit }),
         },
       });
-      if (response.status !== 201) throw new Error(`createUser failed: ${response.status} ${JSON.stringify(response.body)}`);
+      if (response.status !== 201)
+        throw new Error(`createUser failed: ${response.status} ${JSON.stringify(response.body)}`);
       return response.body;
     },
-    async waitForJob(apiKey, statusPath, until = (job) => job.status === 'completed' || job.status === 'failed', timeoutMs = 90_000) {
+    async waitForJob(
+      apiKey,
+      statusPath,
+      until = (job) => job.status === 'completed' || job.status === 'failed',
+      timeoutMs = 90_000,
+    ) {
       const deadline = Date.now() + timeoutMs;
       let last: any;
       while (Date.now() < deadline) {
         const response = await http('GET', statusPath, { apiKey });
-        if (response.status !== 200) throw new Error(`GET ${statusPath} answered ${response.status}: ${JSON.stringify(response.body)}`);
+        if (response.status !== 200)
+          throw new Error(`GET ${statusPath} answered ${response.status}: ${JSON.stringify(response.body)}`);
         last = response.body;
         if (response.status === 200 && until(last)) return last;
         await new Promise((r) => setTimeout(r, 150));
       }
-      throw new Error(`job did not reach the expected state in ${timeoutMs}ms; last: ${JSON.stringify(last)?.slice(0, 2000)}`);
+      throw new Error(
+        `job did not reach the expected state in ${timeoutMs}ms; last: ${JSON.stringify(last)?.slice(0, 2000)}`,
+      );
     },
     async startIsolatedStack({ taskQueues, overrides = {}, queues = ['platform', 'browser'] }) {
       const isolated: Config = { ...config, ...overrides, taskQueues };
-      const set = queues.length ? await runWorkers(isolated, queues) : { isRunning: () => true, run: async () => {}, shutdown: async () => {} };
+      const set = queues.length
+        ? await runWorkers(isolated, queues)
+        : { isRunning: () => true, run: async () => {}, shutdown: async () => {} };
       const { server: s, baseUrl: url } = await serve(isolated, set);
       cleanups.push(() => new Promise<void>((resolve) => s.close(() => resolve())));
       return { baseUrl: url, config: isolated };
@@ -269,4 +319,3 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
   };
   return self;
 }
-

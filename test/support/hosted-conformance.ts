@@ -22,27 +22,45 @@ export interface HostedEndpoint {
  * for a new consumer at `apiBaseUrl` (default: the harness's API; a stack started with `startIsolatedStack`
  * can have its own MCP rate limit).
  */
-export async function hostedEndpointFor(h: Harness, upstreamUrl: string, apiBaseUrl = h.baseUrl): Promise<HostedEndpoint> {
+export async function hostedEndpointFor(
+  h: Harness,
+  upstreamUrl: string,
+  apiBaseUrl = h.baseUrl,
+): Promise<HostedEndpoint> {
   const provider = await h.createUser({ creditUsd: 0 });
   const consumer = await h.createUser({ creditUsd: 5 });
-  const entry = await approvedServiceEntry(h, provider, upstreamUrl, { monetizationStrategy: 'free', name: `Conformance fixture ${Date.now()}` });
+  const entry = await approvedServiceEntry(h, provider, upstreamUrl, {
+    monetizationStrategy: 'free',
+    name: `Conformance fixture ${Date.now()}`,
+  });
   const relay = await startBearerRelay(`${apiBaseUrl}/mcp/${entry.entryId}`, consumer.apiKey);
   return { entryId: entry.entryId, url: relay.url, close: relay.close };
 }
 
 /** A loopback HTTP relay to `target`'s origin that adds `Authorization: Bearer <token>`; returns `target` as seen through it. */
-export async function startBearerRelay(target: string, token: string): Promise<{ url: string; close: () => Promise<void> }> {
+export async function startBearerRelay(
+  target: string,
+  token: string,
+): Promise<{ url: string; close: () => Promise<void> }> {
   const upstream = new URL(target);
   const server = http.createServer((req, res) => {
     const forwarded = http.request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, authorization: `Bearer ${token}` } },
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, authorization: `Bearer ${token}` },
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         res.flushHeaders();
         answer.pipe(res);
       },
     );
-    forwarded.on('error', () => (res.headersSent ? res.destroy() : res.writeHead(502).end('relay: upstream unreachable')));
+    forwarded.on('error', () =>
+      res.headersSent ? res.destroy() : res.writeHead(502).end('relay: upstream unreachable'),
+    );
     res.on('close', () => forwarded.destroy());
     req.pipe(forwarded);
   });

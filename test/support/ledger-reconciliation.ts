@@ -28,7 +28,9 @@ export async function findLedgerProblems(db: Db): Promise<LedgerProblem[]> {
     ['negative wallet balance', sql`select user_id, balance_micros from wallets where balance_micros < 0`.execute(db)],
     [
       'ledger entry left a negative balance',
-      sql`select id, user_id, kind, amount_micros, balance_after_micros, job_id from ledger_entries where balance_after_micros < 0`.execute(db),
+      sql`select id, user_id, kind, amount_micros, balance_after_micros, job_id from ledger_entries where balance_after_micros < 0`.execute(
+        db,
+      ),
     ],
     [
       'open hold on a finished job',
@@ -99,14 +101,18 @@ export async function findLedgerProblems(db: Db): Promise<LedgerProblem[]> {
              or coalesce((select -sum(l.amount_micros) from ledger_entries l
                           where l.idempotency_key = 'agent-purchase:' || p.id and l.user_id = p.consumer_id and l.kind = 'usage'), 0) <> p.price_micros
              or coalesce((select sum(l.amount_micros) from ledger_entries l
-                          where l.idempotency_key = 'agent-sale:' || p.id and l.user_id = p.provider_id and l.kind = 'sale'), 0) <> p.provider_revenue_micros`.execute(db),
+                          where l.idempotency_key = 'agent-sale:' || p.id and l.user_id = p.provider_id and l.kind = 'sale'), 0) <> p.provider_revenue_micros`.execute(
+        db,
+      ),
     ],
     [
       'sale credit that points at no agent purchase of its provider',
       sql`select l.id, l.user_id, l.amount_micros, l.idempotency_key
           from ledger_entries l
           where l.kind = 'sale'
-            and not exists (select 1 from agent_market_purchases p where 'agent-sale:' || p.id = l.idempotency_key and p.provider_id = l.user_id)`.execute(db),
+            and not exists (select 1 from agent_market_purchases p where 'agent-sale:' || p.id = l.idempotency_key and p.provider_id = l.user_id)`.execute(
+        db,
+      ),
     ],
     [
       'debit that differs from its agent transaction',
@@ -126,6 +132,14 @@ export async function findLedgerProblems(db: Db): Promise<LedgerProblem[]> {
 export async function assertLedgerReconciles(db: Db): Promise<void> {
   const problems = await findLedgerProblems(db);
   if (problems.length === 0) return;
-  const report = problems.map((p) => `- ${p.check} (${p.rows.length}):\n${p.rows.slice(0, 20).map((r) => `    ${JSON.stringify(r)}`).join('\n')}`).join('\n');
+  const report = problems
+    .map(
+      (p) =>
+        `- ${p.check} (${p.rows.length}):\n${p.rows
+          .slice(0, 20)
+          .map((r) => `    ${JSON.stringify(r)}`)
+          .join('\n')}`,
+    )
+    .join('\n');
   throw new Error(`Ledger reconciliation failed:\n${report}`);
 }

@@ -24,13 +24,20 @@ export interface MeteredProvider {
   open(name: string): void;
   configureCharging(options: { apiBase: string; apiKey: string }): void;
   /** A charge of the run a recorded call carried, sent now (a provider's late charge). */
-  chargeLater(headers: http.IncomingHttpHeaders, idempotencyKey: string, count?: number): Promise<{ status: number; body: any }>;
+  chargeLater(
+    headers: http.IncomingHttpHeaders,
+    idempotencyKey: string,
+    count?: number,
+  ): Promise<{ status: number; body: any }>;
   close(): Promise<void>;
 }
 
 export async function startMeteredProvider(): Promise<MeteredProvider> {
   const calls: http.IncomingHttpHeaders[] = [];
-  const gates = new Map<string, { opened: boolean; release: Promise<void>; open: () => void; waiting: number; watchers: (() => void)[] }>();
+  const gates = new Map<
+    string,
+    { opened: boolean; release: Promise<void>; open: () => void; waiting: number; watchers: (() => void)[] }
+  >();
   let charging: { apiBase: string; apiKey: string } | null = null;
 
   const gate = (name: string) => {
@@ -52,27 +59,40 @@ export async function startMeteredProvider(): Promise<MeteredProvider> {
 
   async function charge(headers: { get(name: string): string | null | undefined }, key: string, count: number) {
     if (!charging) throw new Error('charging not configured');
-    const response = await fetch(`${charging.apiBase}/api/v1/provider/runs/${headers.get('x-service-charge-run-id')}/charge`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-api-key': charging.apiKey,
-        'x-service-charge-token': headers.get('x-service-charge-token') ?? '',
-        'idempotency-key': key,
+    const response = await fetch(
+      `${charging.apiBase}/api/v1/provider/runs/${headers.get('x-service-charge-run-id')}/charge`,
+      {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': charging.apiKey,
+          'x-service-charge-token': headers.get('x-service-charge-token') ?? '',
+          'idempotency-key': key,
+        },
+        body: JSON.stringify({ eventName: 'page.scraped', count, toolName: 'charge_pages' }),
       },
-      body: JSON.stringify({ eventName: 'page.scraped', count, toolName: 'charge_pages' }),
-    });
+    );
     return { status: response.status, body: await response.json() };
   }
 
   const build = (headers: Headers) => {
     const server = new McpServer({ name: 'metered-provider', version: '1.0.0' });
-    server.registerTool('lookup', { description: 'Returns the population of a city by its name.', inputSchema: z.object({ city: z.string().describe('City name') }) }, async ({ city }) => ({
-      content: [{ type: 'text', text: `${city}: 545000` }],
-    }));
+    server.registerTool(
+      'lookup',
+      {
+        description: 'Returns the population of a city by its name.',
+        inputSchema: z.object({ city: z.string().describe('City name') }),
+      },
+      async ({ city }) => ({
+        content: [{ type: 'text', text: `${city}: 545000` }],
+      }),
+    );
     server.registerTool(
       'slow_lookup',
-      { description: 'Returns the population of a city by its name, after a while.', inputSchema: z.object({ city: z.string().describe('City name'), gate: z.string().describe('Wait name') }) },
+      {
+        description: 'Returns the population of a city by its name, after a while.',
+        inputSchema: z.object({ city: z.string().describe('City name'), gate: z.string().describe('Wait name') }),
+      },
       async ({ city, gate: name }) => {
         await wait(name);
         return { content: [{ type: 'text', text: `${city}: 545000 (slow)` }] };
@@ -82,7 +102,10 @@ export async function startMeteredProvider(): Promise<MeteredProvider> {
       'charge_pages',
       {
         description: 'Scrapes pages and reports each one as a billable page.scraped event.',
-        inputSchema: z.object({ pages: z.number().int().min(1).describe('Pages to scrape'), gate: z.string().optional().describe('Wait name') }),
+        inputSchema: z.object({
+          pages: z.number().int().min(1).describe('Pages to scrape'),
+          gate: z.string().optional().describe('Wait name'),
+        }),
       },
       async ({ pages, gate: name }) => {
         if (name) await wait(name);
@@ -121,7 +144,8 @@ export async function startMeteredProvider(): Promise<MeteredProvider> {
       g.open();
     },
     configureCharging: (options) => void (charging = options),
-    chargeLater: (headers, key, count = 1) => charge({ get: (name) => headers[name] as string | undefined }, key, count),
+    chargeLater: (headers, key, count = 1) =>
+      charge({ get: (name) => headers[name] as string | undefined }, key, count),
     close: () =>
       new Promise<void>((resolve) => {
         for (const g of gates.values()) g.open();

@@ -65,19 +65,30 @@ export async function startMarketProvider(): Promise<MarketProviderService> {
 
   const build = (headers: Headers) => {
     const server = new McpServer({ name: 'city-provider', version: '1.0.0' });
-    server.registerTool('lookup_city', { description: descriptions.lookup_city, inputSchema: z.object({ city: z.string().describe('City name') }) }, async ({ city }) => {
-      ran('lookup_city');
-      return { content: [{ type: 'text', text: `${city}: population 545000, country PT` }] };
-    });
-    server.registerTool('broken_lookup', { description: descriptions.broken_lookup, inputSchema: z.object({ city: z.string().describe('City name') }) }, async () => {
-      ran('broken_lookup');
-      return { isError: true, content: [{ type: 'text', text: 'the registry is down' }] };
-    });
+    server.registerTool(
+      'lookup_city',
+      { description: descriptions.lookup_city, inputSchema: z.object({ city: z.string().describe('City name') }) },
+      async ({ city }) => {
+        ran('lookup_city');
+        return { content: [{ type: 'text', text: `${city}: population 545000, country PT` }] };
+      },
+    );
+    server.registerTool(
+      'broken_lookup',
+      { description: descriptions.broken_lookup, inputSchema: z.object({ city: z.string().describe('City name') }) },
+      async () => {
+        ran('broken_lookup');
+        return { isError: true, content: [{ type: 'text', text: 'the registry is down' }] };
+      },
+    );
     server.registerTool(
       'scrape_pages',
       {
         description: descriptions.scrape_pages,
-        inputSchema: z.object({ batches: z.array(z.number().int().min(1)).describe('Pages produced per batch'), replay: z.boolean().optional() }),
+        inputSchema: z.object({
+          batches: z.array(z.number().int().min(1)).describe('Pages produced per batch'),
+          replay: z.boolean().optional(),
+        }),
       },
       async ({ batches, replay }) => {
         ran('scrape_pages');
@@ -124,13 +135,27 @@ export async function startMarketProvider(): Promise<MarketProviderService> {
 
 /** The tools of a provider service as the market's discovery sees them (name, description, inputSchema, and the tool as the server listed it). */
 export async function discoveredTools(url: string) {
-  const { session, tools } = await connectAndList(new URL(url), {}, { policy: parseNetworkAllowlist('127.0.0.1,localhost') });
+  const { session, tools } = await connectAndList(
+    new URL(url),
+    {},
+    { policy: parseNetworkAllowlist('127.0.0.1,localhost') },
+  );
   await session.close();
-  return tools.map(({ name, description, inputSchema, listing }) => ({ name, description, inputSchema, ...(listing && { listing }) }));
+  return tools.map(({ name, description, inputSchema, listing }) => ({
+    name,
+    description,
+    inputSchema,
+    ...(listing && { listing }),
+  }));
 }
 
 /** An approved, live entry of `provider` serving `url` (submission overrides as for submissionBody). */
-export async function approvedServiceEntry(h: Harness, provider: { userId: string; apiKey: string }, url: string, overrides: Record<string, unknown>) {
+export async function approvedServiceEntry(
+  h: Harness,
+  provider: { userId: string; apiKey: string },
+  url: string,
+  overrides: Record<string, unknown>,
+) {
   const validation = await storeValidation(h, provider.userId, { url, tools: await discoveredTools(url) });
   return approvedEntry(h, provider, overrides, validation);
 }

@@ -10,21 +10,32 @@ export function weatherTools(): DiscoveredTool[] {
     {
       name: 'get_weather',
       description: 'Returns the current weather (temperature, wind, conditions) for a city by name.',
-      inputSchema: { type: 'object', properties: { city: { type: 'string', description: 'City name, e.g. Lisbon' } }, required: ['city'] },
+      inputSchema: {
+        type: 'object',
+        properties: { city: { type: 'string', description: 'City name, e.g. Lisbon' } },
+        required: ['city'],
+      },
     },
     {
       name: 'get_forecast',
       description: 'Returns a daily weather forecast for up to seven days for a city by name.',
       inputSchema: {
         type: 'object',
-        properties: { city: { type: 'string', description: 'City name' }, days: { type: 'integer', description: 'Number of days, 1 to 7' } },
+        properties: {
+          city: { type: 'string', description: 'City name' },
+          days: { type: 'integer', description: 'Number of days, 1 to 7' },
+        },
         required: ['city'],
       },
     },
     {
       name: 'air_quality',
       description: 'Returns the air quality index and the main pollutants measured in a city right now.',
-      inputSchema: { type: 'object', properties: { city: { type: 'string', description: 'City name' } }, required: ['city'] },
+      inputSchema: {
+        type: 'object',
+        properties: { city: { type: 'string', description: 'City name' } },
+        required: ['city'],
+      },
     },
   ];
 }
@@ -38,13 +49,26 @@ export const uniqueHost = () => `mcp-${randomBytes(4).toString('hex')}.provider.
 export async function storeValidation(
   h: Harness,
   ownerId: string,
-  options: { url?: string; tools?: DiscoveredTool[]; discovery?: Partial<Discovery>; ttlMs?: number; now?: Date; givenParamNames?: string[] } = {},
+  options: {
+    url?: string;
+    tools?: DiscoveredTool[];
+    discovery?: Partial<Discovery>;
+    ttlMs?: number;
+    now?: Date;
+    givenParamNames?: string[];
+  } = {},
 ): Promise<StoredValidation & { url: string }> {
   const url = options.url ?? `https://${uniqueHost()}/mcp`;
   const stored = await recordValidation(h.db, {
     ownerId,
     source: { type: 'remote_mcp', url },
-    discovery: { title: 'Weather', description: 'Weather data', params: [], tools: options.tools ?? weatherTools(), ...options.discovery },
+    discovery: {
+      title: 'Weather',
+      description: 'Weather data',
+      params: [],
+      tools: options.tools ?? weatherTools(),
+      ...options.discovery,
+    },
     ttlMs: options.ttlMs,
     now: options.now,
     givenParamNames: options.givenParamNames,
@@ -53,7 +77,10 @@ export async function storeValidation(
 }
 
 /** A valid submission body for a stored remote-MCP validation. */
-export function submissionBody(validation: { id: string; sourceFingerprint: string; url: string }, overrides: Record<string, unknown> = {}): Record<string, any> {
+export function submissionBody(
+  validation: { id: string; sourceFingerprint: string; url: string },
+  overrides: Record<string, unknown> = {},
+): Record<string, any> {
   return {
     validationId: validation.id,
     sourceFingerprint: validation.sourceFingerprint,
@@ -79,13 +106,22 @@ export async function adminRaw(h: Harness, args: string[]) {
 /** Creates a submission and returns its owner view; throws unless 201. */
 export async function createSubmission(h: Harness, apiKey: string, body: Record<string, unknown>): Promise<any> {
   const response = await h.http('POST', '/api/v1/mcp-market/submissions', { apiKey, body });
-  if (response.status !== 201) throw new Error(`create submission: ${response.status} ${JSON.stringify(response.body)}`);
+  if (response.status !== 201)
+    throw new Error(`create submission: ${response.status} ${JSON.stringify(response.body)}`);
   return response.body;
 }
 
 /** Proves every event of a new verification through the charge endpoint; returns the verification id. */
-export async function completeVerification(h: Harness, apiKey: string, sourceFingerprint: string, eventNames: string[]): Promise<string> {
-  const created = await h.http('POST', '/api/v1/mcp-market/event-verifications', { apiKey, body: { sourceFingerprint, eventNames } });
+export async function completeVerification(
+  h: Harness,
+  apiKey: string,
+  sourceFingerprint: string,
+  eventNames: string[],
+): Promise<string> {
+  const created = await h.http('POST', '/api/v1/mcp-market/event-verifications', {
+    apiKey,
+    body: { sourceFingerprint, eventNames },
+  });
   if (created.status !== 201) throw new Error(`verification: ${created.status} ${JSON.stringify(created.body)}`);
   for (const eventName of eventNames) {
     const charged = await h.http('POST', `/api/v1/provider/runs/${created.body.runId}/charge`, {
@@ -93,13 +129,19 @@ export async function completeVerification(h: Harness, apiKey: string, sourceFin
       headers: { 'x-service-charge-token': created.body.chargeToken, 'idempotency-key': `verify-${eventName}` },
       body: { eventName },
     });
-    if (charged.status !== 200) throw new Error(`charge ${eventName}: ${charged.status} ${JSON.stringify(charged.body)}`);
+    if (charged.status !== 200)
+      throw new Error(`charge ${eventName}: ${charged.status} ${JSON.stringify(charged.body)}`);
   }
   return created.body.id;
 }
 
 /** An operator decision through the admin API (the CLI drives the same endpoint). */
-export async function review(h: Harness, submissionId: string, action: 'approve' | 'reject' | 'disable', reason?: string): Promise<any> {
+export async function review(
+  h: Harness,
+  submissionId: string,
+  action: 'approve' | 'reject' | 'disable',
+  reason?: string,
+): Promise<any> {
   const response = await h.http('POST', `/admin/market/mcp/submissions/${submissionId}/review`, {
     headers: { authorization: `Bearer ${h.config.adminToken}` },
     body: { action, ...(reason && { reason }) },
@@ -109,10 +151,17 @@ export async function review(h: Harness, submissionId: string, action: 'approve'
 }
 
 /** An approved, live entry of `provider` (submission body overrides as for submissionBody). Returns the public id. */
-export async function approvedEntry(h: Harness, provider: { userId: string; apiKey: string }, overrides: Record<string, unknown> = {}, validation?: { id: string; sourceFingerprint: string; url: string }) {
+export async function approvedEntry(
+  h: Harness,
+  provider: { userId: string; apiKey: string },
+  overrides: Record<string, unknown> = {},
+  validation?: { id: string; sourceFingerprint: string; url: string },
+) {
   const validated = validation ?? (await storeValidation(h, provider.userId));
   const created = await createSubmission(h, provider.apiKey, submissionBody(validated, overrides));
-  const submitted = await h.http('POST', `/api/v1/mcp-market/submissions/${created.id}/submit`, { apiKey: provider.apiKey });
+  const submitted = await h.http('POST', `/api/v1/mcp-market/submissions/${created.id}/submit`, {
+    apiKey: provider.apiKey,
+  });
   if (submitted.status !== 200) throw new Error(`submit: ${submitted.status} ${JSON.stringify(submitted.body)}`);
   await review(h, created.id, 'approve');
   return { entryId: created.publicId as string, submissionId: created.id as string, slug: created.slug as string };
@@ -128,6 +177,16 @@ export async function approvedEventEntry(
   events: { eventName: string; unitPriceUsd: number }[],
 ): Promise<{ entryId: string; submissionId: string; slug: string }> {
   const validation = await storeValidation(h, provider.userId);
-  const eventVerificationId = await completeVerification(h, provider.apiKey, validation.sourceFingerprint, events.map((e) => e.eventName));
-  return approvedEntry(h, provider, { monetizationStrategy: 'provider_event', pricingEvents: events, eventVerificationId }, validation);
+  const eventVerificationId = await completeVerification(
+    h,
+    provider.apiKey,
+    validation.sourceFingerprint,
+    events.map((e) => e.eventName),
+  );
+  return approvedEntry(
+    h,
+    provider,
+    { monetizationStrategy: 'provider_event', pricingEvents: events, eventVerificationId },
+    validation,
+  );
 }

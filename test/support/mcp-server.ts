@@ -91,7 +91,11 @@ function buildServer(counters: { runs: Map<string, number>; total: number }, nam
 
   server.registerTool(
     'large',
-    { description: 'Returns a large text.', inputSchema: z.object({ bytes: z.number().int().min(1).max(2_000_000).default(LARGE_RESULT_BYTES) }), annotations: { readOnlyHint: true } },
+    {
+      description: 'Returns a large text.',
+      inputSchema: z.object({ bytes: z.number().int().min(1).max(2_000_000).default(LARGE_RESULT_BYTES) }),
+      annotations: { readOnlyHint: true },
+    },
     async ({ bytes }) => {
       ran('large');
       return { content: [{ type: 'text', text: 'L'.repeat(bytes - 3) + 'END' }] };
@@ -117,7 +121,10 @@ function buildServer(counters: { runs: Map<string, number>; total: number }, nam
 }
 
 function challenge(res: http.ServerResponse): void {
-  res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer realm="test-mcp", error="invalid_token"' });
+  res.writeHead(401, {
+    'content-type': 'application/json',
+    'www-authenticate': 'Bearer realm="test-mcp", error="invalid_token"',
+  });
   res.end(JSON.stringify({ error: 'invalid_token', error_description: 'A bearer token is required' }));
 }
 
@@ -130,7 +137,9 @@ export async function startMcpServer(options: McpServerOptions = {}): Promise<Te
 
   const serve2025 = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (req.method !== 'POST') {
-      res.writeHead(405, { allow: 'POST', 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null }));
+      res
+        .writeHead(405, { allow: 'POST', 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null }));
       return;
     }
     const server = buildServer(counters, name);
@@ -152,7 +161,9 @@ export async function startMcpServer(options: McpServerOptions = {}): Promise<Te
       if (!res.headersSent) res.writeHead(500).end(String(err));
     }
   };
-  const server = options.tls ? https.createServer({ key: options.tls.key, cert: options.tls.cert }, handler) : http.createServer(handler);
+  const server = options.tls
+    ? https.createServer({ key: options.tls.key, cert: options.tls.cert }, handler)
+    : http.createServer(handler);
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;

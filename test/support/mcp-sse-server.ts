@@ -48,19 +48,29 @@ export async function startSseMcpServer(options: { bearerToken?: string } = {}):
     const result = (value: unknown) => ({ jsonrpc: '2.0', id: message.id, result: value });
     switch (message.method) {
       case 'initialize':
-        return result({ protocolVersion: '2024-11-05', capabilities: { tools: {} }, serverInfo: { name: 'legacy-sse-server', version: '0.9.0' } });
+        return result({
+          protocolVersion: '2024-11-05',
+          capabilities: { tools: {} },
+          serverInfo: { name: 'legacy-sse-server', version: '0.9.0' },
+        });
       case 'ping':
         return result({});
       case 'tools/list':
         return result({ tools: TOOLS });
       case 'tools/call': {
         const name = message.params?.name;
-        if (name === 'legacy_echo') return result({ content: [{ type: 'text', text: `legacy echo: ${message.params?.arguments?.message}` }] });
-        if (name === 'legacy_increment') return result({ content: [{ type: 'text', text: `counter is ${++increments}` }] });
+        if (name === 'legacy_echo')
+          return result({ content: [{ type: 'text', text: `legacy echo: ${message.params?.arguments?.message}` }] });
+        if (name === 'legacy_increment')
+          return result({ content: [{ type: 'text', text: `counter is ${++increments}` }] });
         return { jsonrpc: '2.0', id: message.id, error: { code: -32602, message: `Unknown tool: ${name}` } };
       }
       default:
-        return { jsonrpc: '2.0', id: message.id, error: { code: -32601, message: `Method not found: ${message.method}` } };
+        return {
+          jsonrpc: '2.0',
+          id: message.id,
+          error: { code: -32601, message: `Method not found: ${message.method}` },
+        };
     }
   };
 
@@ -73,7 +83,11 @@ export async function startSseMcpServer(options: { bearerToken?: string } = {}):
     }
     if (url.pathname === '/sse' && req.method === 'GET') {
       const sessionId = randomUUID();
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      res.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+      });
       res.write(`event: endpoint\ndata: /messages?sessionId=${sessionId}\n\n`);
       streams.set(sessionId, res);
       req.once('close', () => streams.delete(sessionId));

@@ -11,7 +11,8 @@ export interface ToolCallProbeInput {
   maximumAttempts: number;
 }
 
-export type ToolCallProbeResult = { ok: true; output: ToolCallOutput } | { ok: false; type: string; message: string; details?: unknown };
+export type ToolCallProbeResult =
+  { ok: true; output: ToolCallOutput } | { ok: false; type: string; message: string; details?: unknown };
 
 export async function toolCallProbeWorkflow(input: ToolCallProbeInput): Promise<ToolCallProbeResult> {
   const { callTool } = proxyActivities<ToolActivities>({
@@ -22,7 +23,13 @@ export async function toolCallProbeWorkflow(input: ToolCallProbeInput): Promise<
     return { ok: true, output: await callTool(input.call) };
   } catch (error) {
     const cause = error instanceof ActivityFailure ? error.cause : error;
-    if (cause instanceof ApplicationFailure) return { ok: false, type: cause.type ?? 'ApplicationFailure', message: cause.message, details: cause.details?.[0] };
+    if (cause instanceof ApplicationFailure)
+      return {
+        ok: false,
+        type: cause.type ?? 'ApplicationFailure',
+        message: cause.message,
+        details: cause.details?.[0],
+      };
     if (cause instanceof TimeoutFailure) return { ok: false, type: 'Timeout', message: cause.message };
     return { ok: false, type: 'Other', message: String(cause) };
   }

@@ -4,8 +4,18 @@ import path from 'node:path';
 const ROOT = path.resolve(__dirname, '..', '..');
 
 /** Starts a TypeScript entry point of this repository as its own Node process; resolves when its output matches `ready`. */
-export function spawnNode(script: string, env: Record<string, string>, ready: RegExp, label: string, nodeArgs: string[] = []): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const child = spawn(process.execPath, [...nodeArgs, '--require', 'tsx/cjs', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnNode(
+  script: string,
+  env: Record<string, string>,
+  ready: RegExp,
+  label: string,
+  nodeArgs: string[] = [],
+): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = spawn(process.execPath, [...nodeArgs, '--require', 'tsx/cjs', script], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return new Promise((resolve, reject) => {
     let output = '';
     let started = false;

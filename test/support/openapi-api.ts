@@ -208,7 +208,11 @@ function swaggerJson(host: string): string {
   return JSON.stringify(
     {
       swagger: '2.0',
-      info: { title: 'Inventory API (Swagger)', description: 'Items of a small warehouse, Swagger edition.', version: '1.9.0' },
+      info: {
+        title: 'Inventory API (Swagger)',
+        description: 'Items of a small warehouse, Swagger edition.',
+        version: '1.9.0',
+      },
       host,
       basePath: '/api',
       schemes: ['http'],
@@ -241,12 +245,23 @@ function swaggerJson(host: string): string {
             responses: { 201: { description: 'Created' } },
           },
         },
-        '/by-query-key': { get: { operationId: 'whoAmIQuery', security: [{ queryKey: [] }], responses: { 200: { description: 'ok' } } } },
-        '/by-basic': { get: { operationId: 'whoAmIBasic', security: [{ basicAuth: [] }], responses: { 200: { description: 'ok' } } } },
+        '/by-query-key': {
+          get: { operationId: 'whoAmIQuery', security: [{ queryKey: [] }], responses: { 200: { description: 'ok' } } },
+        },
+        '/by-basic': {
+          get: { operationId: 'whoAmIBasic', security: [{ basicAuth: [] }], responses: { 200: { description: 'ok' } } },
+        },
       },
       definitions: {
-        NewItem: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, tags: { type: 'array', items: { type: 'string' } } } },
-        Item: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, stock: { type: 'integer' } } },
+        NewItem: {
+          type: 'object',
+          required: ['name'],
+          properties: { name: { type: 'string' }, tags: { type: 'array', items: { type: 'string' } } },
+        },
+        Item: {
+          type: 'object',
+          properties: { id: { type: 'string' }, name: { type: 'string' }, stock: { type: 'integer' } },
+        },
       },
     },
     null,
@@ -261,7 +276,9 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
 }
 
 function authorized(req: http.IncomingMessage, query: URLSearchParams, path: string): boolean {
-  const cookies = Object.fromEntries((req.headers.cookie ?? '').split(';').map((part) => part.trim().split('=') as [string, string]));
+  const cookies = Object.fromEntries(
+    (req.headers.cookie ?? '').split(';').map((part) => part.trim().split('=') as [string, string]),
+  );
   switch (path) {
     case '/api/health':
       return true;
@@ -293,29 +310,46 @@ export async function startOpenApiServer(): Promise<TestOpenApiServer> {
       const body = Buffer.concat(chunks).toString('utf8');
       requests.push({ method: req.method ?? 'GET', path: url.pathname, query, headers: req.headers, body });
       const path = url.pathname;
-      if (path === '/openapi.yaml') return void res.writeHead(200, { 'content-type': 'application/yaml' }).end(documents.yaml);
-      if (path === '/swagger.json') return void res.writeHead(200, { 'content-type': 'application/json' }).end(documents.json);
+      if (path === '/openapi.yaml')
+        return void res.writeHead(200, { 'content-type': 'application/yaml' }).end(documents.yaml);
+      if (path === '/swagger.json')
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(documents.json);
       if (!path.startsWith('/api/')) return json(res, 404, { error: 'no such route' });
       if (!authorized(req, url.searchParams, path)) return json(res, 401, { error: 'missing or wrong credentials' });
       const item = /^\/api\/items\/([^/]+)$/.exec(path);
       if (item && req.method === 'GET') {
-        return json(res, 200, { id: decodeURIComponent(item[1]), name: 'Blue widget', stock: 12, verbose: url.searchParams.get('verbose'), trace: req.headers['x-trace-id'] ?? null });
+        return json(res, 200, {
+          id: decodeURIComponent(item[1]),
+          name: 'Blue widget',
+          stock: 12,
+          verbose: url.searchParams.get('verbose'),
+          trace: req.headers['x-trace-id'] ?? null,
+        });
       }
-      if (item && (req.method === 'PUT' || req.method === 'DELETE')) return req.method === 'PUT' ? json(res, 200, { id: item[1], replaced: true }) : void res.writeHead(204).end();
+      if (item && (req.method === 'PUT' || req.method === 'DELETE'))
+        return req.method === 'PUT' ? json(res, 200, { id: item[1], replaced: true }) : void res.writeHead(204).end();
       if (path === '/api/items' && req.method === 'POST') {
         const parsed = JSON.parse(body || '{}');
         return json(res, 201, { id: `item-${++created}`, ...parsed });
       }
-      if (path === '/api/items' && req.method === 'GET') return json(res, 200, { items: [], tags: url.searchParams.getAll('tag'), limit: url.searchParams.get('limit') });
+      if (path === '/api/items' && req.method === 'GET')
+        return json(res, 200, {
+          items: [],
+          tags: url.searchParams.getAll('tag'),
+          limit: url.searchParams.get('limit'),
+        });
       if (path === '/api/report') {
         const lines = Number(url.searchParams.get('lines') ?? '3');
         const text = Array.from({ length: lines }, (_, i) => `line ${i + 1}: ${'stock '.repeat(10)}`).join('\n');
         return void res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(text);
       }
       if (path === '/api/label.png') return void res.writeHead(200, { 'content-type': 'image/png' }).end(PNG_BYTES);
-      if (path === '/api/categories/root' && req.method === 'PUT') return json(res, 200, { replaced: JSON.parse(body || 'null') });
-      if (path === '/api/categories/root') return json(res, 200, { name: 'root', children: [{ name: 'tools', children: [] }] });
-      if (path.startsWith('/api/by-') || path === '/api/health') return json(res, 200, { ok: true, via: path.slice('/api/by-'.length) });
+      if (path === '/api/categories/root' && req.method === 'PUT')
+        return json(res, 200, { replaced: JSON.parse(body || 'null') });
+      if (path === '/api/categories/root')
+        return json(res, 200, { name: 'root', children: [{ name: 'tools', children: [] }] });
+      if (path.startsWith('/api/by-') || path === '/api/health')
+        return json(res, 200, { ok: true, via: path.slice('/api/by-'.length) });
       json(res, 404, { error: 'no such route' });
     });
   });

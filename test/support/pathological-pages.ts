@@ -9,7 +9,8 @@ export const PATHOLOGICAL_PAGES: Record<string, () => string> = {
   'a <pre> of 300k spaces between words': () => `<html><body><pre>start${' '.repeat(300_000)}end</pre></body></html>`,
   'a <pre> line ending in 300k spaces': () => `<pre>start${' '.repeat(300_000)}\nnext line</pre>`,
   'a <pre> of 300k blank lines': () => `<pre>top${'\n'.repeat(300_000)}bottom</pre>`,
-  'a paragraph with 1 MB whitespace runs of spaces, tabs and newlines': () => `<p>a${' \t\n'.repeat(350_000)}b ${'\t'.repeat(100_000)} c</p>`,
+  'a paragraph with 1 MB whitespace runs of spaces, tabs and newlines': () =>
+    `<p>a${' \t\n'.repeat(350_000)}b ${'\t'.repeat(100_000)} c</p>`,
   'whitespace runs around inline elements and in attributes': () =>
     `<p>${'<b> </b>  \n '.repeat(20_000)}end</p><div style=";${' '.repeat(500_000)}display:block" class="${' '.repeat(200_000)}x">styled</div>`,
   '100k nested divs': () => `${'<div>'.repeat(100_000)}deep text${'</div>'.repeat(100_000)}`,
@@ -26,7 +27,8 @@ export const PATHOLOGICAL_PAGES: Record<string, () => string> = {
   },
   '10 MB in one text node': () => `<p>${'lorem ipsum dolor sit amet '.repeat(400_000)}</p>`,
   'a long run of comment openers': () => `${'<!--'.repeat(100_000)}<html><body>text`,
-  'a script with many location assignments': () => `<html><body><script>${'location '.repeat(300_000)}</script></body></html>`,
+  'a script with many location assignments': () =>
+    `<html><body><script>${'location '.repeat(300_000)}</script></body></html>`,
 };
 
 export interface PathologicalResult {
@@ -58,9 +60,24 @@ export function measure(make: () => string): PathologicalResult {
       needsBrowser(html, 'text/html');
       needsBrowser(html, '');
     });
-    return { htmlBytes: html.length, convertSeconds, needsBrowserSeconds, markdownChars: markdown.length, markdownHead: markdown.slice(0, 200), markdownTail: markdown.slice(-200) };
+    return {
+      htmlBytes: html.length,
+      convertSeconds,
+      needsBrowserSeconds,
+      markdownChars: markdown.length,
+      markdownHead: markdown.slice(0, 200),
+      markdownTail: markdown.slice(-200),
+    };
   } catch (error) {
-    return { htmlBytes: html.length, convertSeconds: NaN, needsBrowserSeconds: NaN, markdownChars: 0, markdownHead: '', markdownTail: '', error: String(error) };
+    return {
+      htmlBytes: html.length,
+      convertSeconds: NaN,
+      needsBrowserSeconds: NaN,
+      markdownChars: 0,
+      markdownHead: '',
+      markdownTail: '',
+      error: String(error),
+    };
   }
 }
 

@@ -33,7 +33,8 @@ export function parsePrometheus(text: string): Exposition {
     const match = SAMPLE.exec(line);
     if (!match) throw new Error(`not a Prometheus sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const [, key, raw] of (match[2] ?? '').matchAll(LABEL)) labels[key] = raw.replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
+    for (const [, key, raw] of (match[2] ?? '').matchAll(LABEL))
+      labels[key] = raw.replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
     const value = match[3] === '+Inf' ? Infinity : match[3] === '-Inf' ? -Infinity : Number(match[3]);
     if (Number.isNaN(value) && match[3] !== 'NaN') throw new Error(`bad sample value: ${line}`);
     samples.push({ name: match[1], labels, value });
@@ -46,7 +47,8 @@ export function parsePrometheus(text: string): Exposition {
     find,
     value(name, labels = {}) {
       const found = find(name, labels);
-      if (found.length !== 1) throw new Error(`expected one sample of ${name}${JSON.stringify(labels)}, found ${found.length}`);
+      if (found.length !== 1)
+        throw new Error(`expected one sample of ${name}${JSON.stringify(labels)}, found ${found.length}`);
       return found[0].value;
     },
   };

@@ -1,7 +1,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { acceptedContent, createMcpHandler, inputRequired, McpServer, type CallToolResult } from '@modelcontextprotocol/server';
+import {
+  acceptedContent,
+  createMcpHandler,
+  inputRequired,
+  McpServer,
+  type CallToolResult,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
 
 /**
@@ -59,30 +65,42 @@ export async function startRelayProvider(): Promise<RelayProvider> {
         return text(answer.ok ? `ordered ${item}` : `${item} not ordered`);
       },
     );
-    server.registerTool('wait_until_cancelled', { description: 'Works until it is cancelled (at most 20 s).', inputSchema: z.object({}) }, async (_args, ctx) => {
-      started++;
-      const outcome = await new Promise<'cancelled' | 'finished'>((resolve) => {
-        const timer = setTimeout(() => resolve('finished'), 20_000);
-        ctx.mcpReq.signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          resolve('cancelled');
+    server.registerTool(
+      'wait_until_cancelled',
+      { description: 'Works until it is cancelled (at most 20 s).', inputSchema: z.object({}) },
+      async (_args, ctx) => {
+        started++;
+        const outcome = await new Promise<'cancelled' | 'finished'>((resolve) => {
+          const timer = setTimeout(() => resolve('finished'), 20_000);
+          ctx.mcpReq.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve('cancelled');
+          });
         });
-      });
-      if (outcome === 'cancelled') cancelled++;
-      else done('wait_until_cancelled');
-      return text(outcome);
-    });
+        if (outcome === 'cancelled') cancelled++;
+        else done('wait_until_cancelled');
+        return text(outcome);
+      },
+    );
     server.registerTool(
       'screenshot',
       { description: 'A PNG of the requested size.', inputSchema: z.object({ bytes: z.number().int().min(1) }) },
       async ({ bytes }) => {
         done('screenshot');
-        return { content: [{ type: 'text', text: `a screenshot of ${bytes} bytes` }, { type: 'image', mimeType: 'image/png', data: Buffer.alloc(bytes, 7).toString('base64') }] };
+        return {
+          content: [
+            { type: 'text', text: `a screenshot of ${bytes} bytes` },
+            { type: 'image', mimeType: 'image/png', data: Buffer.alloc(bytes, 7).toString('base64') },
+          ],
+        };
       },
     );
     server.registerTool(
       'echo_key',
-      { description: 'Reports what it received, in every part of its answer.', inputSchema: z.object({ fail: z.boolean().optional() }) },
+      {
+        description: 'Reports what it received, in every part of its answer.',
+        inputSchema: z.object({ fail: z.boolean().optional() }),
+      },
       async ({ fail }) => {
         done('echo_key');
         const where = `http://${headers.get('host')}/mcp`;
@@ -90,8 +108,16 @@ export async function startRelayProvider(): Promise<RelayProvider> {
           isError: fail === true,
           content: [
             { type: 'text', text: `key ${key} at ${where}` },
-            { type: 'resource', resource: { uri: `test://keys/${key}`, mimeType: 'text/plain', text: `the key is ${key}` } },
-            { type: 'resource_link', uri: `${where}?key=${key}`, name: `link ${key}`, description: `reached with ${key}` },
+            {
+              type: 'resource',
+              resource: { uri: `test://keys/${key}`, mimeType: 'text/plain', text: `the key is ${key}` },
+            },
+            {
+              type: 'resource_link',
+              uri: `${where}?key=${key}`,
+              name: `link ${key}`,
+              description: `reached with ${key}`,
+            },
             { type: 'image', mimeType: 'image/png', data: Buffer.from(`pixels ${key}`).toString('base64') },
           ],
           structuredContent: { key, nested: [{ again: `still ${key}` }], [key]: 'as a property name', endpoint: where },
@@ -104,7 +130,10 @@ export async function startRelayProvider(): Promise<RelayProvider> {
       {
         title: 'Forecast',
         description: 'The forecast of a city, as structured content.',
-        inputSchema: z.object({ city: z.string().describe('City name'), days: z.number().int().min(1).max(7).optional() }),
+        inputSchema: z.object({
+          city: z.string().describe('City name'),
+          days: z.number().int().min(1).max(7).optional(),
+        }),
         outputSchema: z.object({ city: z.string(), highs: z.array(z.number()) }),
         annotations: { readOnlyHint: true, openWorldHint: true },
         icons: [{ src: 'https://relay-provider.example/forecast.png', mimeType: 'image/png', sizes: ['48x48'] }],
@@ -113,7 +142,10 @@ export async function startRelayProvider(): Promise<RelayProvider> {
       async ({ city, days }) => {
         done('forecast');
         const highs = Array.from({ length: days ?? 2 }, (_, i) => 20 + i);
-        return { content: [{ type: 'text', text: `${city}: ${highs.join(', ')}` }], structuredContent: { city, highs } };
+        return {
+          content: [{ type: 'text', text: `${city}: ${highs.join(', ')}` }],
+          structuredContent: { city, highs },
+        };
       },
     );
     return server;

@@ -22,19 +22,31 @@ export interface SessionMcpServer {
 }
 
 export const SESSION_TOOL_DESCRIPTIONS = {
-  en: { remember: 'Remembers a note for the rest of this session.', recall: 'Returns the notes remembered in this session.' },
-  de: { remember: 'Merkt sich eine Notiz für den Rest dieser Sitzung.', recall: 'Gibt die in dieser Sitzung gemerkten Notizen zurück.' },
+  en: {
+    remember: 'Remembers a note for the rest of this session.',
+    recall: 'Returns the notes remembered in this session.',
+  },
+  de: {
+    remember: 'Merkt sich eine Notiz für den Rest dieser Sitzung.',
+    recall: 'Gibt die in dieser Sitzung gemerkten Notizen zurück.',
+  },
 } as const;
 
 function buildServer(locale: 'en' | 'de'): McpServer {
   const notes: string[] = [];
   const server = new McpServer({ name: 'session-notes', version: '1.0.0' });
   const text = SESSION_TOOL_DESCRIPTIONS[locale];
-  server.registerTool('remember', { description: text.remember, inputSchema: z.object({ note: z.string().describe('The note') }) }, async ({ note }) => {
-    notes.push(note);
-    return { content: [{ type: 'text', text: `remembered ${notes.length} note(s)` }] };
-  });
-  server.registerTool('recall', { description: text.recall, inputSchema: z.object({}) }, async () => ({ content: [{ type: 'text', text: JSON.stringify(notes) }] }));
+  server.registerTool(
+    'remember',
+    { description: text.remember, inputSchema: z.object({ note: z.string().describe('The note') }) },
+    async ({ note }) => {
+      notes.push(note);
+      return { content: [{ type: 'text', text: `remembered ${notes.length} note(s)` }] };
+    },
+  );
+  server.registerTool('recall', { description: text.recall, inputSchema: z.object({}) }, async () => ({
+    content: [{ type: 'text', text: JSON.stringify(notes) }],
+  }));
   return server;
 }
 
@@ -51,11 +63,18 @@ export async function startSessionMcpServer(): Promise<SessionMcpServer> {
     try {
       if (typeof sessionId === 'string') {
         const transport = transports.get(sessionId);
-        if (!transport) return void res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
+        if (!transport)
+          return void res
+            .writeHead(404, { 'content-type': 'application/json' })
+            .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}');
         return await transport.handleRequest(req, res, body);
       }
       if (req.method !== 'POST' || body?.method !== 'initialize') {
-        return void res.writeHead(400, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: no valid session ID provided"},"id":null}');
+        return void res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(
+            '{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: no valid session ID provided"},"id":null}',
+          );
       }
       const locale = req.headers['x-locale'] === 'de' ? 'de' : 'en';
       const transport: NodeStreamableHTTPServerTransport = new NodeStreamableHTTPServerTransport({

@@ -6,9 +6,11 @@ import AxeBuilder from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 /** Where the page tests leave their screenshots for a reviewer (not in the repository). */
-export const SCREENSHOT_DIR = process.env.WEB_SCREENSHOT_DIR ?? path.join(os.tmpdir(), 'scrape-platform-web-screenshots');
+export const SCREENSHOT_DIR =
+  process.env.WEB_SCREENSHOT_DIR ?? path.join(os.tmpdir(), 'scrape-platform-web-screenshots');
 
-const isLoopback = (hostname: string) => hostname === 'localhost' || hostname === '[::1]' || hostname === '::1' || /^127(\.\d{1,3}){3}$/.test(hostname);
+const isLoopback = (hostname: string) =>
+  hostname === 'localhost' || hostname === '[::1]' || hostname === '::1' || /^127(\.\d{1,3}){3}$/.test(hostname);
 
 /**
  * A browser context that records every request its pages make and lets only loopback ones through
@@ -28,7 +30,10 @@ export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
 }
 
-export async function watchedContext(browser: Browser, options: { javaScriptEnabled?: boolean } = {}): Promise<WatchedContext> {
+export async function watchedContext(
+  browser: Browser,
+  options: { javaScriptEnabled?: boolean } = {},
+): Promise<WatchedContext> {
   const context = await browser.newContext({ javaScriptEnabled: options.javaScriptEnabled ?? true });
   const watched: WatchedContext = {
     context,
@@ -40,7 +45,11 @@ export async function watchedContext(browser: Browser, options: { javaScriptEnab
       page.on('console', (message) => {
         if (message.type() !== 'error') return;
         // A page answered with an error status (a 404 page the test asked for) is not a failure of the page.
-        if (/^Failed to load resource: the server responded with a status of \d+/.test(message.text()) && message.location().url === page.url()) return;
+        if (
+          /^Failed to load resource: the server responded with a status of \d+/.test(message.text()) &&
+          message.location().url === page.url()
+        )
+          return;
         watched.consoleErrors.push(`${page.url()}: ${message.text()}`);
       });
       page.on('pageerror', (err) => watched.consoleErrors.push(`${page.url()}: ${err.message}`));
@@ -61,8 +70,12 @@ export async function watchedContext(browser: Browser, options: { javaScriptEnab
 
 /** Runs axe (WCAG 2.x A and AA and best practices) and fails with the violations, readably. */
 export async function assertAccessible(page: Page, where: string): Promise<void> {
-  const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']).analyze();
-  const violations = results.violations.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  const results = await new AxeBuilder({ page })
+    .withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'])
+    .analyze();
+  const violations = results.violations.map(
+    (v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+  );
   assert.deepEqual(violations, [], `${where}: accessibility violations`);
 }
 

@@ -21,7 +21,12 @@ const utf8 = new TextDecoder();
 
 function isPayload(value: object): value is PayloadLike {
   const { metadata, data } = value as PayloadLike;
-  return !!metadata && typeof metadata === 'object' && metadata.encoding instanceof Uint8Array && (data === undefined || data === null || data instanceof Uint8Array);
+  return (
+    !!metadata &&
+    typeof metadata === 'object' &&
+    metadata.encoding instanceof Uint8Array &&
+    (data === undefined || data === null || data instanceof Uint8Array)
+  );
 }
 
 function decodePayload(payload: PayloadLike): unknown {
@@ -96,11 +101,16 @@ export async function decodedHistories(client: Client, workflowId: string): Prom
 }
 
 /** Which of the workflows (with their runs and children) hold `secret` anywhere in their decoded histories. */
-export async function workflowsHolding(client: Client, workflowIds: readonly string[], secret: string): Promise<string[]> {
+export async function workflowsHolding(
+  client: Client,
+  workflowIds: readonly string[],
+  secret: string,
+): Promise<string[]> {
   const holding: string[] = [];
   for (const workflowId of workflowIds) {
     for (const history of await decodedHistories(client, workflowId)) {
-      if (history.strings.some((text) => text.includes(secret))) holding.push(`${history.workflowId} (run ${history.runId})`);
+      if (history.strings.some((text) => text.includes(secret)))
+        holding.push(`${history.workflowId} (run ${history.runId})`);
     }
   }
   return holding;
@@ -123,6 +133,10 @@ export function historyFromFixture(path: string): temporal.api.history.v1.Histor
 /** The activity type names a history scheduled, in order, with `marker` for each marker (a local activity, a patch). */
 export function commandsOf(history: temporal.api.history.v1.IHistory): string[] {
   return (history.events ?? []).flatMap((event) =>
-    event.activityTaskScheduledEventAttributes ? [event.activityTaskScheduledEventAttributes.activityType?.name ?? '?'] : event.markerRecordedEventAttributes ? [`marker:${event.markerRecordedEventAttributes.markerName}`] : [],
+    event.activityTaskScheduledEventAttributes
+      ? [event.activityTaskScheduledEventAttributes.activityType?.name ?? '?']
+      : event.markerRecordedEventAttributes
+        ? [`marker:${event.markerRecordedEventAttributes.markerName}`]
+        : [],
   );
 }

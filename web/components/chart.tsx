@@ -21,7 +21,13 @@ export function DailyBarChart(props: { id: string; title: string; days: { day: s
   const labelEvery = Math.max(1, Math.ceil(props.days.length / 6));
   return (
     <figure class="chart">
-      <svg id={props.id} viewBox={`0 0 ${width} ${height}`} role="img" aria-labelledby={`${props.id}-title ${props.id}-desc`} class="chart-svg">
+      <svg
+        id={props.id}
+        viewBox={`0 0 ${width} ${height}`}
+        role="img"
+        aria-labelledby={`${props.id}-title ${props.id}-desc`}
+        class="chart-svg"
+      >
         <title id={`${props.id}-title`}>{props.title}</title>
         <desc id={`${props.id}-desc`}>{description}</desc>
         <line x1={left} y1={top} x2={left} y2={top + plotHeight} class="axis" />
@@ -37,7 +43,13 @@ export function DailyBarChart(props: { id: string; title: string; days: { day: s
           const x = left + i * slot + (slot - barWidth) / 2;
           return (
             <g>
-              <rect x={x.toFixed(1)} y={(top + plotHeight - barHeight).toFixed(1)} width={barWidth.toFixed(1)} height={barHeight.toFixed(1)} class="bar">
+              <rect
+                x={x.toFixed(1)}
+                y={(top + plotHeight - barHeight).toFixed(1)}
+                width={barWidth.toFixed(1)}
+                height={barHeight.toFixed(1)}
+                class="bar"
+              >
                 <title>{`${d.day}: ${usd(d.usd)}`}</title>
               </rect>
               {i % labelEvery === 0 && (

@@ -15,7 +15,8 @@ export function toolPricing(entry: Pick<ToolEntryView, 'monetizationStrategy' | 
   return prices.length ? `Per event, from ${usd(Math.min(...prices))}` : 'Per event';
 }
 
-export const agentPricing = (agent: Pick<AgentEntryView, 'priceUsd'>) => (agent.priceUsd === 0 ? 'Free' : `${usd(agent.priceUsd)} one-time purchase`);
+export const agentPricing = (agent: Pick<AgentEntryView, 'priceUsd'>) =>
+  agent.priceUsd === 0 ? 'Free' : `${usd(agent.priceUsd)} one-time purchase`;
 
 /**
  * The listing's icon: an uploaded one (served by this origin), else its initial. A provider's
@@ -31,7 +32,8 @@ export function ListingIcon(props: { name: string; uploadedIconUrl: string | nul
 }
 
 /** Same-origin address of an uploaded icon (the public icon route). */
-export const uploadedIconUrl = (iconObjectKey: string | null) => (iconObjectKey ? `/api/v1/market/icons/${encodeURIComponent(iconObjectKey)}.png` : null);
+export const uploadedIconUrl = (iconObjectKey: string | null) =>
+  iconObjectKey ? `/api/v1/market/icons/${encodeURIComponent(iconObjectKey)}.png` : null;
 
 export function QualityScore(props: { score: number | null }) {
   if (props.score === null) return <span class="meta">No quality score</span>;

@@ -46,7 +46,8 @@ function detailsOf(schema: Schema): string[] {
     ['maxItems', 'at most N items'],
   ] as const) {
     const value = schema[key];
-    if (typeof value === 'number') details.push(label.includes('N') ? label.replace('N', String(value)) : `${label} ${value}`);
+    if (typeof value === 'number')
+      details.push(label.includes('N') ? label.replace('N', String(value)) : `${label} ${value}`);
   }
   if (schema.default !== undefined) details.push(`default ${JSON.stringify(schema.default)}`);
   if (schema.writeOnly === true || schema.format === 'password') details.push('secret');
@@ -65,7 +66,12 @@ export function schemaFields(schema: unknown, prefix = '', depth = 0): SchemaFie
       name: path,
       type: typeOf(property),
       required: required.has(name),
-      description: typeof property.description === 'string' ? property.description : typeof property.title === 'string' ? property.title : '',
+      description:
+        typeof property.description === 'string'
+          ? property.description
+          : typeof property.title === 'string'
+            ? property.title
+            : '',
       details: detailsOf(property),
     });
     const nested = property.type === 'array' && isObject(property.items) ? property.items : property;
@@ -98,7 +104,9 @@ export function SchemaTable(props: { schema: unknown; caption: string; empty?: s
             <td>{field.required ? 'yes' : 'no'}</td>
             <td>
               {field.description}
-              {field.details.length > 0 && <span class="meta">{`${field.description ? ' — ' : ''}${field.details.join('; ')}`}</span>}
+              {field.details.length > 0 && (
+                <span class="meta">{`${field.description ? ' — ' : ''}${field.details.join('; ')}`}</span>
+              )}
             </td>
           </tr>
         ))}

@@ -111,7 +111,8 @@ export function AgentListingPage(props: { listing: AgentListing; signedInAs: str
         </dd>
         <dt>Suggested model</dt>
         <dd>
-          <code>{entry.suggestedLlmModel}</code> ({entry.suggestedLlmProvider === 'service' ? "the platform's models" : 'your model router'})
+          <code>{entry.suggestedLlmModel}</code> (
+          {entry.suggestedLlmProvider === 'service' ? "the platform's models" : 'your model router'})
         </dd>
         <dt>Agent id</dt>
         <dd>
@@ -120,7 +121,11 @@ export function AgentListingPage(props: { listing: AgentListing; signedInAs: str
       </dl>
       <section aria-labelledby="inputs-heading">
         <h2 id="inputs-heading">Input fields</h2>
-        <SchemaTable schema={entry.inputSchema} caption="What a run takes" empty="The agent takes no fields: give it a task." />
+        <SchemaTable
+          schema={entry.inputSchema}
+          caption="What a run takes"
+          empty="The agent takes no fields: give it a task."
+        />
       </section>
       <section aria-labelledby="output-heading">
         <h2 id="output-heading">Structured output</h2>
@@ -134,8 +139,8 @@ export function AgentListingPage(props: { listing: AgentListing; signedInAs: str
         <h2 id="run-heading">Run it</h2>
         <p>
           {entry.priceUsd > 0 ? 'Buy it once, then run it as often as you like' : 'Run it'} through the API (
-          <a href="/api/v1/docs/guides/agent-market">Agent market guide</a>); every run appears in your <a href="/console">console</a> with its status
-          and logs.
+          <a href="/api/v1/docs/guides/agent-market">Agent market guide</a>); every run appears in your{' '}
+          <a href="/console">console</a> with its status and logs.
         </p>
       </section>
     </Layout>

@@ -70,7 +70,13 @@ export function MoneySummary(props: { balanceUsd: number; heldUsd: number; avail
   );
 }
 
-export function ConsoleHomePage(props: { account: ConsoleAccount; jobs: Job[]; csrfToken: string; liveSessions: number; sessionEndsAt: Date }) {
+export function ConsoleHomePage(props: {
+  account: ConsoleAccount;
+  jobs: Job[];
+  csrfToken: string;
+  liveSessions: number;
+  sessionEndsAt: Date;
+}) {
   const { account } = props;
   return (
     <Layout title="Console" section="console" signedInAs={account.email}>
@@ -81,13 +87,18 @@ export function ConsoleHomePage(props: { account: ConsoleAccount; jobs: Job[]; c
         <MoneySummary balanceUsd={account.balanceUsd} heldUsd={account.heldUsd} availableUsd={account.availableUsd} />
         <p class="meta">{`Plan ${account.planId}: ${account.operations} of ${account.monthlyOperationLimit} operations used in ${account.period}.`}</p>
         <p>
-          <a href="/console/usage">Spending per day, per kind and per listing, your transactions and what is held now</a>
+          <a href="/console/usage">
+            Spending per day, per kind and per listing, your transactions and what is held now
+          </a>
         </p>
       </section>
       <section aria-labelledby="runs-heading">
         <h2 id="runs-heading">Recent runs</h2>
         {props.jobs.length === 0 ? (
-          <p>No runs yet. Start one through the API (<a href="/api/v1/docs/guides/getting-started">Getting started</a>) and it shows here.</p>
+          <p>
+            No runs yet. Start one through the API (<a href="/api/v1/docs/guides/getting-started">Getting started</a>)
+            and it shows here.
+          </p>
         ) : (
           <table>
             <caption>Your {props.jobs.length} most recent runs, newest first</caption>

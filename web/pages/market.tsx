@@ -42,7 +42,14 @@ function SearchForm(props: { query: MarketQuery }) {
     <form class="search" method="get" action="/market" role="search" aria-label="Search the markets">
       <div class="wide">
         <label for="q">Search</label>
-        <input id="q" name="q" type="search" value={query.q} placeholder="Name, description or tool name" maxlength={200} />
+        <input
+          id="q"
+          name="q"
+          type="search"
+          value={query.q}
+          placeholder="Name, description or tool name"
+          maxlength={200}
+        />
       </div>
       <Select id="market" label="Market" value={query.market} options={MARKETS} />
       <Select id="pricing" label="Pricing model" value={query.pricing} options={PRICING_MODELS} />
@@ -133,14 +140,18 @@ function Section<T>(props: {
           {props.render(results.cards)}
           {!single && results.total > results.cards.length && (
             <p>
-              <a href={marketHref(query, { market: props.market, page: 1 })}>{`See all ${results.total} in the ${props.title.toLowerCase()}`}</a>
+              <a
+                href={marketHref(query, { market: props.market, page: 1 })}
+              >{`See all ${results.total} in the ${props.title.toLowerCase()}`}</a>
             </p>
           )}
           {single && (
             <nav class="pager" aria-label="Pages">
               {query.page > 1 && <a href={marketHref(query, { page: query.page - 1 })}>Previous page</a>}
               <span class="meta">{`Page ${query.page} of ${Math.max(1, Math.ceil(results.total / results.pageSize))}`}</span>
-              {query.page * results.pageSize < results.total && <a href={marketHref(query, { page: query.page + 1 })}>Next page</a>}
+              {query.page * results.pageSize < results.total && (
+                <a href={marketHref(query, { page: query.page + 1 })}>Next page</a>
+              )}
             </nav>
           )}
         </>
@@ -149,12 +160,20 @@ function Section<T>(props: {
   );
 }
 
-export function MarketPage(props: { query: MarketQuery; tools: Results<ToolCard> | null; agents: Results<AgentCard> | null; signedInAs: string | null }) {
+export function MarketPage(props: {
+  query: MarketQuery;
+  tools: Results<ToolCard> | null;
+  agents: Results<AgentCard> | null;
+  signedInAs: string | null;
+}) {
   const { query } = props;
   return (
     <Layout title="Market" section="market" signedInAs={props.signedInAs}>
       <h1>Market</h1>
-      <p class="lead">MCP servers and APIs you can call through one hosted endpoint each, and ready-made agents, reviewed before they are listed.</p>
+      <p class="lead">
+        MCP servers and APIs you can call through one hosted endpoint each, and ready-made agents, reviewed before they
+        are listed.
+      </p>
       <SearchForm query={query} />
       {query.problems.length > 0 && (
         <div class="notice error" role="alert">

@@ -19,7 +19,11 @@ export function RunOutcome(props: { job: Job }) {
           </p>
         </div>
       )}
-      {job.result ? <JsonBlock value={job.result} /> : <p class="meta">{isTerminal(job.status) ? 'No result.' : 'The result shows here when the run ends.'}</p>}
+      {job.result ? (
+        <JsonBlock value={job.result} />
+      ) : (
+        <p class="meta">{isTerminal(job.status) ? 'No result.' : 'The result shows here when the run ends.'}</p>
+      )}
     </section>
   );
 }
@@ -30,7 +34,9 @@ export const LogLine = (props: { line: string }) => <li>{props.line}</li>;
 export function LiveNote(props: { job: Job }) {
   return (
     <p id="run-live-note" class="meta">
-      {isTerminal(props.job.status) ? 'The run has ended.' : 'Following the run: new log lines and the outcome appear here as they happen. '}
+      {isTerminal(props.job.status)
+        ? 'The run has ended.'
+        : 'Following the run: new log lines and the outcome appear here as they happen. '}
       {!isTerminal(props.job.status) && <a href={`/console/runs/${props.job.id}`}>Reload</a>}
     </p>
   );
@@ -40,7 +46,12 @@ export function RunPage(props: { job: Job; email: string }) {
   const { job } = props;
   const live = !isTerminal(job.status);
   return (
-    <Layout title={`${KIND_NAMES[job.kind]} ${job.id.slice(0, 8)}`} section="console" signedInAs={props.email} live={live}>
+    <Layout
+      title={`${KIND_NAMES[job.kind]} ${job.id.slice(0, 8)}`}
+      section="console"
+      signedInAs={props.email}
+      live={live}
+    >
       <p>
         <a href="/console">Console</a>
       </p>
@@ -60,7 +71,13 @@ export function RunPage(props: { job: Job; email: string }) {
       </dl>
       <LiveNote job={job} />
       {/* Live pages stream what changes (SSE); each message carries the partials to swap in. */}
-      {live && <div hx-sse:connect={`/console/runs/${job.id}/events?after=${job.logs.length}`} hx-sse:close="done" hx-swap="none"></div>}
+      {live && (
+        <div
+          hx-sse:connect={`/console/runs/${job.id}/events?after=${job.logs.length}`}
+          hx-sse:close="done"
+          hx-swap="none"
+        ></div>
+      )}
       <section aria-labelledby="logs-heading">
         <h2 id="logs-heading">Logs</h2>
         <div class="logs" role="log" aria-labelledby="logs-heading" tabindex={0}>

@@ -1,7 +1,12 @@
 import { Layout } from '../layout';
 
 /** Sign-in with an API key. `formToken` pairs the form with this browser (the sign-in cookie). */
-export function SignInPage(props: { formToken: string; next: string | null; problem: string | null; sessionHours: number }) {
+export function SignInPage(props: {
+  formToken: string;
+  next: string | null;
+  problem: string | null;
+  sessionHours: number;
+}) {
   return (
     <Layout title="Sign in" section="console">
       <h1>Sign in to the console</h1>
@@ -16,7 +21,15 @@ export function SignInPage(props: { formToken: string; next: string | null; prob
         {props.next && <input type="hidden" name="next" value={props.next} />}
         <p>
           <label for="api_key">API key</label>
-          <input id="api_key" name="api_key" type="password" autocomplete="current-password" required maxlength={256} aria-describedby="api-key-help" />
+          <input
+            id="api_key"
+            name="api_key"
+            type="password"
+            autocomplete="current-password"
+            required
+            maxlength={256}
+            aria-describedby="api-key-help"
+          />
         </p>
         <p id="api-key-help" class="meta">
           {`The key your operator gave you (sk_live_…). It is checked and forgotten: the console keeps a session of its own, for at most ${props.sessionHours} hours.`}

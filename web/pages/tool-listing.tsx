@@ -4,7 +4,16 @@ import { ListingIcon, QualityScore, toolPricing } from '../components/listing';
 import { SchemaTable } from '../components/schema';
 import { usd } from '../format';
 import { Layout } from '../layout';
-import { claudeCodeCommand, CREDENTIAL_PLACEHOLDER, curlCommand, cursorInstallLink, cursorServerConfig, mcpRemoteCommand, vsCodeConfig, type ConnectTarget } from '../snippets';
+import {
+  claudeCodeCommand,
+  CREDENTIAL_PLACEHOLDER,
+  curlCommand,
+  cursorInstallLink,
+  cursorServerConfig,
+  mcpRemoteCommand,
+  vsCodeConfig,
+  type ConnectTarget,
+} from '../snippets';
 
 export interface ToolListing {
   entry: ToolEntryView;
@@ -15,7 +24,11 @@ export interface ToolListing {
   connect: ConnectTarget;
 }
 
-const STRATEGY_NAMES = { free: 'Free', tool_call_fixed: 'A fixed price per call', provider_event: 'Per event the provider reports' } as const;
+const STRATEGY_NAMES = {
+  free: 'Free',
+  tool_call_fixed: 'A fixed price per call',
+  provider_event: 'Per event the provider reports',
+} as const;
 
 function hasParameters(schema: Record<string, unknown>): boolean {
   const properties = schema?.properties;
@@ -46,7 +59,8 @@ function Connect(props: { listing: ToolListing }) {
       <p>
         {needsCredential ? (
           <>
-            Replace <code>{CREDENTIAL_PLACEHOLDER}</code> with a credential for this entry: it carries the parameters below. Create one with <code>POST /api/v1/mcp-market/mcps/{'{id}'}/credentials</code> (
+            Replace <code>{CREDENTIAL_PLACEHOLDER}</code> with a credential for this entry: it carries the parameters
+            below. Create one with <code>POST /api/v1/mcp-market/mcps/{'{id}'}/credentials</code> (
             <a href="/api/v1/docs/guides/using-market-tools">Using market tools</a>).
           </>
         ) : (
@@ -57,21 +71,37 @@ function Connect(props: { listing: ToolListing }) {
         )}
       </p>
       <Snippet id="snippet-claude" title="Claude Code" intro="Run in a terminal:" text={claudeCodeCommand(connect)} />
-      <Snippet id="snippet-vscode" title="VS Code" intro="Put in .vscode/mcp.json; VS Code asks for the credential when it starts the server and keeps it out of the file:" text={vsCodeConfig(connect)} />
+      <Snippet
+        id="snippet-vscode"
+        title="VS Code"
+        intro="Put in .vscode/mcp.json; VS Code asks for the credential when it starts the server and keeps it out of the file:"
+        text={vsCodeConfig(connect)}
+      />
       <div class="snippet">
         <h3 id="snippet-cursor-heading">Cursor</h3>
         <p>
           <a id="cursor-install" href={cursorInstallLink(connect)}>
             Add to Cursor
           </a>{' '}
-          opens Cursor with this server filled in; replace the placeholder in its settings. The same configuration by hand:
+          opens Cursor with this server filled in; replace the placeholder in its settings. The same configuration by
+          hand:
         </p>
         <pre id="snippet-cursor" tabindex={0} aria-labelledby="snippet-cursor-heading">
           <code>{JSON.stringify({ mcpServers: { [connect.name]: cursorServerConfig(connect) } }, null, 2)}</code>
         </pre>
       </div>
-      <Snippet id="snippet-generic" title="Clients that only start local (stdio) servers" intro="mcp-remote bridges stdio to the endpoint:" text={mcpRemoteCommand(connect)} />
-      <Snippet id="snippet-curl" title="curl" intro="The first request any client sends; the answer names the server and its capabilities:" text={curlCommand(connect)} />
+      <Snippet
+        id="snippet-generic"
+        title="Clients that only start local (stdio) servers"
+        intro="mcp-remote bridges stdio to the endpoint:"
+        text={mcpRemoteCommand(connect)}
+      />
+      <Snippet
+        id="snippet-curl"
+        title="curl"
+        intro="The first request any client sends; the answer names the server and its capabilities:"
+        text={curlCommand(connect)}
+      />
     </section>
   );
 }
@@ -116,7 +146,9 @@ function Quality(props: { validation: ToolListing['validation'] }) {
         <dt>Tool-poisoning scan</dt>
         <dd>
           {validation.scanFindings.length === 0 ? (
-            <span class="good">Passed: no hidden instructions, secret access, exfiltration or tool shadowing found</span>
+            <span class="good">
+              Passed: no hidden instructions, secret access, exfiltration or tool shadowing found
+            </span>
           ) : (
             <span class="bad">{`${validation.scanFindings.length} finding(s)`}</span>
           )}

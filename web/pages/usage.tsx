@@ -16,7 +16,11 @@ export interface UsageView {
   transactions: { rows: (AgentTransaction & { costUsd: number })[]; page: number; totalPages: number };
 }
 
-const CATEGORY_NAMES: Record<string, string> = { ...KIND_NAMES, 'market-call': 'Market tool calls', 'agent-purchase': 'Agent purchases' };
+const CATEGORY_NAMES: Record<string, string> = {
+  ...KIND_NAMES,
+  'market-call': 'Market tool calls',
+  'agent-purchase': 'Agent purchases',
+};
 const categoryName = (category: string) => CATEGORY_NAMES[category] ?? category;
 
 function Empty(props: { children: string }) {
@@ -197,9 +201,13 @@ export function UsagePage(props: { view: UsageView }) {
               </tbody>
             </table>
             <nav class="pager" aria-label="Transaction pages">
-              {view.transactions.page > 1 && <a href={`/console/usage?page=${view.transactions.page - 1}#transactions-heading`}>Newer</a>}
+              {view.transactions.page > 1 && (
+                <a href={`/console/usage?page=${view.transactions.page - 1}#transactions-heading`}>Newer</a>
+              )}
               <span class="meta">{`Page ${view.transactions.page} of ${Math.max(1, view.transactions.totalPages)}`}</span>
-              {view.transactions.page < view.transactions.totalPages && <a href={`/console/usage?page=${view.transactions.page + 1}#transactions-heading`}>Older</a>}
+              {view.transactions.page < view.transactions.totalPages && (
+                <a href={`/console/usage?page=${view.transactions.page + 1}#transactions-heading`}>Older</a>
+              )}
             </nav>
           </>
         )}

@@ -7,7 +7,13 @@ import { listAgentTransactions } from '../../db/repos/agent-transactions';
 import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { listOpenHolds, spendPerCategory, spendPerDay, spendPerListing } from '../../db/repos/spending';
 import { microsToUsd } from '../../lib/money';
-import { countLiveSessions, createSession, revokeSession, revokeUserSessions, type WebSession } from '../../db/repos/sessions';
+import {
+  countLiveSessions,
+  createSession,
+  revokeSession,
+  revokeUserSessions,
+  type WebSession,
+} from '../../db/repos/sessions';
 import { requireFormToken, requireSameOrigin } from '../csrf';
 import type { WebDeps } from '../deps';
 import { readForm } from '../forms';
@@ -17,7 +23,15 @@ import { RunPage } from '../pages/run';
 import { SignInPage } from '../pages/sign-in';
 import { UsagePage } from '../pages/usage';
 import { streamRunEvents } from '../run-events';
-import { clearCookie, currentSession, readCookie, sessionLifetimes, setCookie, SESSION_COOKIE, SIGN_IN_COOKIE } from '../session';
+import {
+  clearCookie,
+  currentSession,
+  readCookie,
+  sessionLifetimes,
+  setCookie,
+  SESSION_COOKIE,
+  SIGN_IN_COOKIE,
+} from '../session';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SIGN_IN_FORM_SECONDS = 3_600;
@@ -57,7 +71,16 @@ export function consoleRoutes(deps: WebDeps): Router {
   async function signInPage(ctx: Context, next: string | null, problem: string | null, status = 200) {
     const formToken = randomBytes(24).toString('base64url');
     setCookie(ctx, SIGN_IN_COOKIE, formToken, SIGN_IN_FORM_SECONDS);
-    await sendPage(ctx, <SignInPage formToken={formToken} next={next} problem={problem} sessionHours={Math.round(lifetimes.maxMs / 3_600_000)} />, { status, private: true });
+    await sendPage(
+      ctx,
+      <SignInPage
+        formToken={formToken}
+        next={next}
+        problem={problem}
+        sessionHours={Math.round(lifetimes.maxMs / 3_600_000)}
+      />,
+      { status, private: true },
+    );
   }
 
   router.get('/', async (ctx) => {
@@ -102,7 +125,8 @@ export function consoleRoutes(deps: WebDeps): Router {
     const next = safeNext(form.get('next'));
     const apiKey = (form.get('api_key') ?? '').trim();
     const owner = apiKey ? await findApiKeyOwner(deps.db, apiKey) : null;
-    if (!owner) return signInPage(ctx, next, 'That API key is not valid (or has been rotated). Check it and try again.', 401);
+    if (!owner)
+      return signInPage(ctx, next, 'That API key is not valid (or has been rotated). Check it and try again.', 401);
     const { token } = await createSession(deps.db, { userId: owner.userId, apiKeyId: owner.apiKeyId, lifetimes });
     clearCookie(ctx, SIGN_IN_COOKIE);
     setCookie(ctx, SESSION_COOKIE, token, lifetimes.maxMs / 1000);
@@ -133,9 +157,14 @@ export function consoleRoutes(deps: WebDeps): Router {
     if (!session) return;
     const userId = session.user.userId;
     const now = new Date();
-    const since = new Date(`${new Date(now.getTime() - (USAGE_DAYS - 1) * 86_400_000).toISOString().slice(0, 10)}T00:00:00.000Z`);
+    const since = new Date(
+      `${new Date(now.getTime() - (USAGE_DAYS - 1) * 86_400_000).toISOString().slice(0, 10)}T00:00:00.000Z`,
+    );
     const pageNumber = Number(ctx.query.page ?? '1');
-    const page = { page: Number.isInteger(pageNumber) && pageNumber >= 1 && pageNumber <= 100_000 ? pageNumber : 1, pageSize: TRANSACTIONS_PAGE_SIZE };
+    const page = {
+      page: Number.isInteger(pageNumber) && pageNumber >= 1 && pageNumber <= 100_000 ? pageNumber : 1,
+      pageSize: TRANSACTIONS_PAGE_SIZE,
+    };
     const [account, perDay, perCategory, perListing, holds, transactions] = await Promise.all([
       accountSummary(deps.db, session.user),
       spendPerDay(deps.db, userId, { from: since, to: now }),
@@ -154,7 +183,11 @@ export function consoleRoutes(deps: WebDeps): Router {
           perDay: perDay.map((d) => ({ day: d.day, usd: microsToUsd(d.micros) })),
           perCategory: perCategory.map((c) => ({ ...c, usd: microsToUsd(c.micros) })),
           perListing: perListing.map((l) => ({ ...l, usd: microsToUsd(l.micros) })),
-          holds: { ...holds, jobsUsd: holds.jobs.map((j) => microsToUsd(j.micros)), marketRunsUsd: holds.marketRuns.map((r) => microsToUsd(r.micros)) },
+          holds: {
+            ...holds,
+            jobsUsd: holds.jobs.map((j) => microsToUsd(j.micros)),
+            marketRunsUsd: holds.marketRuns.map((r) => microsToUsd(r.micros)),
+          },
           transactions: {
             rows: transactions.transactions.map((t) => ({ ...t, costUsd: microsToUsd(t.cost_micros) })),
             page: page.page,

@@ -1,7 +1,13 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { marketToolsViewer } from '../../api/services/agent-market-tools';
-import { agentEntryView, mayRunAgent, searchAgentMarket, searchToolMarket, toolEntryView } from '../../api/services/market-catalog';
+import {
+  agentEntryView,
+  mayRunAgent,
+  searchAgentMarket,
+  searchToolMarket,
+  toolEntryView,
+} from '../../api/services/market-catalog';
 import { marketMcpUrl, publicOrigin } from '../../api/services/public-urls';
 import { findPublicAgent } from '../../db/repos/market-agents';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
@@ -25,13 +31,19 @@ const iconUrl = (key: string) => uploadedIconUrl(key)!;
 /** How a listing names its provider: the domain of the provider account's email (the account has no public name). */
 async function providerNames(deps: WebDeps, ownerIds: string[]): Promise<Map<string, string>> {
   const emails = await findEmails(deps.db, ownerIds);
-  return new Map([...emails].map(([id, email]) => [id, `An account at ${email.split('@')[1] ?? 'an undisclosed domain'}`]));
+  return new Map(
+    [...emails].map(([id, email]) => [id, `An account at ${email.split('@')[1] ?? 'an undisclosed domain'}`]),
+  );
 }
 
 /** What the listing shows of its validation: the score, and the notes and scan findings about the tools it lists (or the whole source). */
 function validationSummary(report: ValidationReport, listed: Set<string>) {
   const issues = report.issues.filter((issue) => !issue.tool || listed.has(issue.tool));
-  return { qualityScore: report.qualityScore, issues, scanFindings: issues.filter((issue) => (POISONING_CODES as readonly string[]).includes(issue.code)) };
+  return {
+    qualityScore: report.qualityScore,
+    issues,
+    scanFindings: issues.filter((issue) => (POISONING_CODES as readonly string[]).includes(issue.code)),
+  };
 }
 
 /** The public pages of both markets: the catalogue and one page per listing (no sign-in; crawlable; no script). */
@@ -44,13 +56,21 @@ export function marketRoutes(deps: WebDeps): Router {
     const query = parseMarketQuery(ctx.query);
     const single = query.market !== 'all';
     const page = { page: single ? query.page : 1, pageSize: single ? 24 : 6 };
-    const bounds = { q: query.q || undefined, minPriceMicros: query.minMicros, maxPriceMicros: query.maxMicros, sort: query.sort };
+    const bounds = {
+      q: query.q || undefined,
+      minPriceMicros: query.minMicros,
+      maxPriceMicros: query.maxMicros,
+      sort: query.sort,
+    };
 
     let tools: Results<ToolCard> | null = null;
     const strategy = toolStrategyOf(query.pricing);
     if (query.market !== 'agents' && strategy !== null) {
       const { rows, total } = await searchToolMarket(deps.db, { ...bounds, monetizationStrategy: strategy }, page);
-      const reports = await findValidationReports(deps.db, rows.map((row) => row.validationId));
+      const reports = await findValidationReports(
+        deps.db,
+        rows.map((row) => row.validationId),
+      );
       tools = {
         total,
         pageSize: page.pageSize,
@@ -66,17 +86,29 @@ export function marketRoutes(deps: WebDeps): Router {
     const paid = agentPaidOf(query.pricing);
     if (query.market !== 'tools' && paid !== null) {
       const { rows, total } = await searchAgentMarket(deps.db, { ...bounds, paid }, page);
-      agents = { total, pageSize: page.pageSize, cards: rows.map((row) => ({ entry: agentEntryView(row, iconUrl, false, []), iconUrl: uploadedIconUrl(row.iconObjectKey) })) };
+      agents = {
+        total,
+        pageSize: page.pageSize,
+        cards: rows.map((row) => ({
+          entry: agentEntryView(row, iconUrl, false, []),
+          iconUrl: uploadedIconUrl(row.iconObjectKey),
+        })),
+      };
     }
     const email = await signedInAs(ctx);
-    await sendPage(ctx, <MarketPage query={query} tools={tools} agents={agents} signedInAs={email} />, { private: !!email });
+    await sendPage(ctx, <MarketPage query={query} tools={tools} agents={agents} signedInAs={email} />, {
+      private: !!email,
+    });
   });
 
   router.get('/market/tools/:id', async (ctx) => {
     const id = String(ctx.params.id);
     const entry = UUID.test(id) ? await findPublicMcpEntry(deps.db, id.toLowerCase()) : null;
     if (!entry) throw pageNotFound('No tool-market listing has this address: it may have been withdrawn.');
-    const [reports, providers] = await Promise.all([findValidationReports(deps.db, [entry.validationId]), providerNames(deps, [entry.ownerId])]);
+    const [reports, providers] = await Promise.all([
+      findValidationReports(deps.db, [entry.validationId]),
+      providerNames(deps, [entry.ownerId]),
+    ]);
     const report = reports.get(entry.validationId)?.report;
     const view = toolEntryView(entry, iconUrl);
     const email = await signedInAs(ctx);
@@ -89,7 +121,10 @@ export function marketRoutes(deps: WebDeps): Router {
           iconUrl: uploadedIconUrl(entry.iconObjectKey),
           providerName: providers.get(entry.ownerId) ?? 'Unknown',
           validation: report ? validationSummary(report, new Set(view.tools.map((tool) => tool.toolName))) : null,
-          connect: { name: entry.slug, url: marketMcpUrl(deps.config, publicOrigin(ctx, deps.config), entry.listingId) },
+          connect: {
+            name: entry.slug,
+            url: marketMcpUrl(deps.config, publicOrigin(ctx, deps.config), entry.listingId),
+          },
         }}
       />,
       { private: !!email },
@@ -110,7 +145,11 @@ export function marketRoutes(deps: WebDeps): Router {
       ctx,
       <AgentListingPage
         signedInAs={session?.user.email ?? null}
-        listing={{ entry: agentEntryView(agent, iconUrl, purchased, marketTools), iconUrl: uploadedIconUrl(agent.iconObjectKey), providerName: providers.get(agent.ownerId) ?? 'Unknown' }}
+        listing={{
+          entry: agentEntryView(agent, iconUrl, purchased, marketTools),
+          iconUrl: uploadedIconUrl(agent.iconObjectKey),
+          providerName: providers.get(agent.ownerId) ?? 'Unknown',
+        }}
       />,
       { private: !!session },
     );

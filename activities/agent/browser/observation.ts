@@ -87,16 +87,53 @@ const SCREENSHOT_TIMEOUT_MS = 10_000;
 const TEXT_SHARE_OF_BUDGET = 0.3;
 const MAX_URL_CHARS = 500;
 const MAX_TITLE_CHARS = 200;
-const RENDERED_ATTRIBUTE_ORDER = ['type', 'name', 'role', 'href', 'target', 'placeholder', 'aria-label', 'label', 'title', 'alt', 'value', 'checked', 'filled', 'aria-expanded', 'aria-checked', 'aria-selected', 'disabled'];
+const RENDERED_ATTRIBUTE_ORDER = [
+  'type',
+  'name',
+  'role',
+  'href',
+  'target',
+  'placeholder',
+  'aria-label',
+  'label',
+  'title',
+  'alt',
+  'value',
+  'checked',
+  'filled',
+  'aria-expanded',
+  'aria-checked',
+  'aria-selected',
+  'disabled',
+];
 const VOID_TAGS = new Set(['input', 'select', 'textarea']);
 
 /** Runs inside the page: stamps visible interactive elements with indices in document order and reads the page. */
 function snapshotDom(config: SnapshotConfig): DomSnapshot {
   const selector = [
-    'a[href]', 'button', 'input:not([type=hidden])', 'select', 'textarea', 'summary', '[onclick]',
+    'a[href]',
+    'button',
+    'input:not([type=hidden])',
+    'select',
+    'textarea',
+    'summary',
+    '[onclick]',
     '[contenteditable]:not([contenteditable=false])',
-    ...['button', 'link', 'checkbox', 'radio', 'switch', 'tab', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'option', 'combobox', 'textbox', 'searchbox']
-      .map((role) => `[role=${role}]`),
+    ...[
+      'button',
+      'link',
+      'checkbox',
+      'radio',
+      'switch',
+      'tab',
+      'menuitem',
+      'menuitemcheckbox',
+      'menuitemradio',
+      'option',
+      'combobox',
+      'textbox',
+      'searchbox',
+    ].map((role) => `[role=${role}]`),
   ].join(',');
   const collapse = (value: string) => value.replace(/\s+/g, ' ').trim();
   const clip = (value: string, max: number) => (value.length > max ? `${value.slice(0, max - 1)}…` : value);
@@ -128,15 +165,34 @@ function snapshotDom(config: SnapshotConfig): DomSnapshot {
       const cleaned = collapse(value ?? '');
       if (cleaned) attributes[name] = clip(cleaned, config.maxAttributeLength);
     };
-    for (const name of ['name', 'role', 'placeholder', 'aria-label', 'title', 'alt', 'href', 'target', 'aria-expanded', 'aria-checked', 'aria-selected']) {
+    for (const name of [
+      'name',
+      'role',
+      'placeholder',
+      'aria-label',
+      'title',
+      'alt',
+      'href',
+      'target',
+      'aria-expanded',
+      'aria-checked',
+      'aria-selected',
+    ]) {
       put(name, element.getAttribute(name));
     }
-    if (tag === 'input' || tag === 'button') put('type', element.getAttribute('type') ?? (tag === 'button' ? 'submit' : 'text'));
+    if (tag === 'input' || tag === 'button')
+      put('type', element.getAttribute('type') ?? (tag === 'button' ? 'submit' : 'text'));
     if ((element as HTMLInputElement).disabled) attributes.disabled = 'true';
     const secretIds = element.getAttribute(config.secretAttribute) ?? undefined;
     const label = (element as HTMLInputElement).labels?.[0];
     if (label && !attributes['aria-label']) {
-      put('label', Array.from(label.childNodes).filter((node) => !node.contains(element)).map((node) => node.textContent ?? '').join(' '));
+      put(
+        'label',
+        Array.from(label.childNodes)
+          .filter((node) => !node.contains(element))
+          .map((node) => node.textContent ?? '')
+          .join(' '),
+      );
     }
 
     let text = '';
@@ -152,7 +208,12 @@ function snapshotDom(config: SnapshotConfig): DomSnapshot {
       else put('value', element.value);
     } else if (element instanceof HTMLSelectElement) {
       const options = Array.from(element.options);
-      put('value', Array.from(element.selectedOptions).map((option) => option.value).join(', '));
+      put(
+        'value',
+        Array.from(element.selectedOptions)
+          .map((option) => option.value)
+          .join(', '),
+      );
       const shown = options.slice(0, config.maxOptions).map((option) => {
         const label = collapse(option.label || option.text);
         const described = !option.value || option.value === label ? label : `${label} [${option.value}]`;
@@ -230,7 +291,9 @@ export function renderElement(element: ObservedElement): string {
 }
 
 function renderTabs(tabs: TabInfo[]): string {
-  return tabs.map((tab) => `[${tab.index}] ${clip(tab.title || tab.url, 80)}${tab.active ? ' (active)' : ''}`).join(' | ');
+  return tabs
+    .map((tab) => `[${tab.index}] ${clip(tab.title || tab.url, 80)}${tab.active ? ' (active)' : ''}`)
+    .join(' | ');
 }
 
 /** Formats an observation for the LLM in at most `maxChars` characters: elements first, then as much page text as fits. */
@@ -239,7 +302,11 @@ export function renderObservation(view: ObservationView, maxChars: number): stri
     `URL: ${clip(view.url, MAX_URL_CHARS)}`,
     `Title: ${clip(view.title, MAX_TITLE_CHARS)}`,
     `Tabs: ${renderTabs(view.tabs)}`,
-    ...(view.readable ? [] : ['Note: this page has almost no readable text or elements (it may be a canvas or an image); a screenshot shows it.']),
+    ...(view.readable
+      ? []
+      : [
+          'Note: this page has almost no readable text or elements (it may be a canvas or an image); a screenshot shows it.',
+        ]),
   ].join('\n');
   const textHeading = 'Page text:';
   const textReserve = Math.min(view.text.length, Math.floor(maxChars * TEXT_SHARE_OF_BUDGET));
@@ -259,7 +326,8 @@ export function renderObservation(view: ObservationView, maxChars: number): stri
     elementLines.push(line);
     used += line.length + 1;
   }
-  const elementsSection = view.elements.length === 0 ? 'Interactive elements: none' : ['Interactive elements:', ...elementLines].join('\n');
+  const elementsSection =
+    view.elements.length === 0 ? 'Interactive elements: none' : ['Interactive elements:', ...elementLines].join('\n');
 
   const beforeText = `${header}\n${elementsSection}\n${textHeading}\n`;
   const textBudget = maxChars - beforeText.length;
@@ -279,11 +347,17 @@ function screenshotMasks(page: Page) {
 }
 
 /** A viewport screenshot with password inputs and inputs filled from secrets painted over. */
-export async function captureScreenshot(session: BrowserSession, detail: ObservationDetail): Promise<ObservationScreenshot> {
+export async function captureScreenshot(
+  session: BrowserSession,
+  detail: ObservationDetail,
+): Promise<ObservationScreenshot> {
   const page = await session.ensureCurrentPage();
   await session.restampSecretFilled(page);
   const mask = screenshotMasks(page);
-  const maskedElements = (await Promise.all(mask.map((locator) => locator.count().catch(() => 0)))).reduce((sum, n) => sum + n, 0);
+  const maskedElements = (await Promise.all(mask.map((locator) => locator.count().catch(() => 0)))).reduce(
+    (sum, n) => sum + n,
+    0,
+  );
   const asPng = detail === 'high';
   const image = await page.screenshot({
     type: asPng ? 'png' : 'jpeg',

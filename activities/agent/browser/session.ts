@@ -42,7 +42,9 @@ type SecretFilledElement = { page: Page; handle: ElementHandle<Element>; secretI
  * calls into nested functions, which do not exist in the page.
  */
 export function inPage<Args extends unknown[], Result>(fn: (...args: Args) => Result): (...args: Args) => Result {
-  return new Function('...args', `const __name = (target) => target;\nreturn (${fn.toString()})(...args);`) as (...args: Args) => Result;
+  return new Function('...args', `const __name = (target) => target;\nreturn (${fn.toString()})(...args);`) as (
+    ...args: Args
+  ) => Result;
 }
 
 /** Chromium briefly detaches a page while swapping it to another renderer, e.g. after showing an error page. */
@@ -66,7 +68,9 @@ export async function settlePage(page: Page, budgetMs = DEFAULT_SETTLE_MS): Prom
   await waitPastRedirectInterstitials(page, remaining()).catch(ignore);
 }
 
-export function contextOptionsFromCheckpoint(checkpoint: SessionCheckpoint): Pick<BrowserContextOptions, 'storageState'> {
+export function contextOptionsFromCheckpoint(
+  checkpoint: SessionCheckpoint,
+): Pick<BrowserContextOptions, 'storageState'> {
   return { storageState: structuredClone(checkpoint.storageState) };
 }
 
@@ -81,7 +85,9 @@ async function addMissingStorage(context: BrowserContext, storageState: StorageS
   if (missingCookies.length > 0) await context.addCookies(missingCookies);
 
   const presentOrigins = new Set(present.origins.map((origin) => origin.origin));
-  const missingOrigins = storageState.origins.filter((origin) => origin.localStorage.length > 0 && !presentOrigins.has(origin.origin));
+  const missingOrigins = storageState.origins.filter(
+    (origin) => origin.localStorage.length > 0 && !presentOrigins.has(origin.origin),
+  );
   if (missingOrigins.length === 0) return;
   await context.addInitScript(
     (origins: Array<{ origin: string; localStorage: Array<{ name: string; value: string }> }>) => {
@@ -100,7 +106,10 @@ async function addMissingStorage(context: BrowserContext, storageState: StorageS
 }
 
 function guardReason(guard: ContextGuard | undefined, blockedBefore: number): string | null {
-  const block = guard?.blocked.slice(blockedBefore).reverse().find((entry) => entry.isMainFrameNavigation);
+  const block = guard?.blocked
+    .slice(blockedBefore)
+    .reverse()
+    .find((entry) => entry.isMainFrameNavigation);
   return block ? `blocked by the network policy (${block.host}: ${block.reason})` : null;
 }
 
@@ -129,7 +138,8 @@ export class BrowserSession {
     this.contextClosed = true;
   };
   private readonly onDialog = (dialog: Dialog) => {
-    if (this.pendingDialogs.length < MAX_PENDING_DIALOGS) this.pendingDialogs.push(`${dialog.type()}: "${dialog.message()}"`);
+    if (this.pendingDialogs.length < MAX_PENDING_DIALOGS)
+      this.pendingDialogs.push(`${dialog.type()}: "${dialog.message()}"`);
     void dialog.accept().catch(() => undefined);
   };
 
@@ -154,7 +164,11 @@ export class BrowserSession {
    * Reopens a checkpoint in `context`. Create the context with `contextOptionsFromCheckpoint(checkpoint)` so
    * storage is in place before any page loads; cookies and localStorage it lacks are added here.
    */
-  static async restore(context: BrowserContext, checkpoint: SessionCheckpoint, options: BrowserSessionOptions): Promise<BrowserSession> {
+  static async restore(
+    context: BrowserContext,
+    checkpoint: SessionCheckpoint,
+    options: BrowserSessionOptions,
+  ): Promise<BrowserSession> {
     await addMissingStorage(context, checkpoint.storageState);
     const session = await BrowserSession.open(context, options);
     if (isWebUrl(checkpoint.url)) {
@@ -272,7 +286,12 @@ export class BrowserSession {
       await settlePage(page);
     } catch (error) {
       if (this.isClosed) throw error;
-      await page.waitForEvent('framenavigated', { predicate: (frame) => frame === page.mainFrame(), timeout: ERROR_PAGE_WAIT_MS }).catch(() => undefined);
+      await page
+        .waitForEvent('framenavigated', {
+          predicate: (frame) => frame === page.mainFrame(),
+          timeout: ERROR_PAGE_WAIT_MS,
+        })
+        .catch(() => undefined);
       return { ok: false, error: guardReason(this.guard, blockedBefore) ?? navigationErrorText(error) };
     }
     if (page.url().startsWith('chrome-error:')) {
@@ -284,19 +303,26 @@ export class BrowserSession {
   /** Remembers that `handle` holds secret values, so observations hide its value and screenshots mask it. */
   async markSecretFilled(page: Page, handle: ElementHandle<Element>, secretIds: string[]): Promise<void> {
     await this.clearSecretFilled(page, handle);
-    await handle.evaluate((element, [attribute, ids]) => element.setAttribute(attribute, ids), [SECRET_FILLED_ATTRIBUTE, secretIds.join(' ')] as const);
+    await handle.evaluate((element, [attribute, ids]) => element.setAttribute(attribute, ids), [
+      SECRET_FILLED_ATTRIBUTE,
+      secretIds.join(' '),
+    ] as const);
     this.secretFilled.push({ page, handle, secretIds: [...secretIds] });
   }
 
   async clearSecretFilled(page: Page, handle: ElementHandle<Element>): Promise<void> {
     const remaining: SecretFilledElement[] = [];
     for (const entry of this.secretFilled) {
-      const same = entry.page === page && (await entry.handle.evaluate((element, other) => element === other, handle).catch(() => false));
+      const same =
+        entry.page === page &&
+        (await entry.handle.evaluate((element, other) => element === other, handle).catch(() => false));
       if (same) this.forget(entry, true);
       else remaining.push(entry);
     }
     this.secretFilled = remaining;
-    await handle.evaluate((element, attribute) => element.removeAttribute(attribute), SECRET_FILLED_ATTRIBUTE).catch(() => undefined);
+    await handle
+      .evaluate((element, attribute) => element.removeAttribute(attribute), SECRET_FILLED_ATTRIBUTE)
+      .catch(() => undefined);
   }
 
   /** Puts the secret marker back on tracked elements of `page` in case the page removed it. */
@@ -308,11 +334,14 @@ export class BrowserSession {
         continue;
       }
       const stillThere = await entry.handle
-        .evaluate((element, [attribute, ids]) => {
-          if (!element.isConnected) return false;
-          element.setAttribute(attribute, ids);
-          return true;
-        }, [SECRET_FILLED_ATTRIBUTE, entry.secretIds.join(' ')] as const)
+        .evaluate(
+          (element, [attribute, ids]) => {
+            if (!element.isConnected) return false;
+            element.setAttribute(attribute, ids);
+            return true;
+          },
+          [SECRET_FILLED_ATTRIBUTE, entry.secretIds.join(' ')] as const,
+        )
         .catch(() => false);
       if (stillThere) kept.push(entry);
       else this.forget(entry, false);
@@ -347,7 +376,9 @@ export class BrowserSession {
   private forget(entry: SecretFilledElement, removeMarker: boolean): void {
     const handle = entry.handle;
     const cleanup = removeMarker
-      ? handle.evaluate((element, attribute) => element.removeAttribute(attribute), SECRET_FILLED_ATTRIBUTE).catch(() => undefined)
+      ? handle
+          .evaluate((element, attribute) => element.removeAttribute(attribute), SECRET_FILLED_ATTRIBUTE)
+          .catch(() => undefined)
       : Promise.resolve();
     void cleanup.then(() => handle.dispose()).catch(() => undefined);
   }

@@ -1,11 +1,30 @@
 import type { ElementHandle, Frame, Page, Request } from 'playwright-core';
 
-import { DETACHED_RETRY_SETTLE_MS, ELEMENT_INDEX_ATTRIBUTE, inPage, isDetachedDuringSwap, isWebUrl, settlePage, type BrowserSession } from './session';
+import {
+  DETACHED_RETRY_SETTLE_MS,
+  ELEMENT_INDEX_ATTRIBUTE,
+  inPage,
+  isDetachedDuringSwap,
+  isWebUrl,
+  settlePage,
+  type BrowserSession,
+} from './session';
 import { resolvePlaceholders } from '../sensitive-data';
 
 export type BrowserToolName =
-  | 'navigate' | 'click' | 'type' | 'select_option' | 'press_key' | 'scroll' | 'go_back' | 'wait'
-  | 'switch_tab' | 'open_tab' | 'screenshot' | 'extract' | 'done';
+  | 'navigate'
+  | 'click'
+  | 'type'
+  | 'select_option'
+  | 'press_key'
+  | 'scroll'
+  | 'go_back'
+  | 'wait'
+  | 'switch_tab'
+  | 'open_tab'
+  | 'screenshot'
+  | 'extract'
+  | 'done';
 
 export type ToolDefinition = {
   type: 'function';
@@ -37,9 +56,18 @@ const MAX_ECHOED_TEXT = 100;
 const QUIET_PERIOD_MS = 400;
 const TYPING_QUIET_PERIOD_MS = 150;
 
-const indexProperty = { type: 'integer', minimum: 1, description: 'The [index] of an element in the latest observation' };
+const indexProperty = {
+  type: 'integer',
+  minimum: 1,
+  description: 'The [index] of an element in the latest observation',
+};
 
-function tool(name: BrowserToolName, description: string, properties: Record<string, unknown>, required: string[]): ToolDefinition {
+function tool(
+  name: BrowserToolName,
+  description: string,
+  properties: Record<string, unknown>,
+  required: string[],
+): ToolDefinition {
   return {
     type: 'function',
     function: { name, description, parameters: { type: 'object', properties, required, additionalProperties: false } },
@@ -47,8 +75,15 @@ function tool(name: BrowserToolName, description: string, properties: Record<str
 }
 
 export const BROWSER_TOOLS: readonly ToolDefinition[] = Object.freeze([
-  tool('navigate', 'Load a URL in the current tab.', { url: { type: 'string', description: 'Absolute http(s) URL' } }, ['url']),
-  tool('click', 'Click an interactive element. If it opens a new tab, that tab becomes the current one.', { index: indexProperty }, ['index']),
+  tool('navigate', 'Load a URL in the current tab.', { url: { type: 'string', description: 'Absolute http(s) URL' } }, [
+    'url',
+  ]),
+  tool(
+    'click',
+    'Click an interactive element. If it opens a new tab, that tab becomes the current one.',
+    { index: indexProperty },
+    ['index'],
+  ),
   tool(
     'type',
     'Replace the content of an input, textarea or editable element with text. For a sensitive value write its placeholder <secret>ID</secret>; it is filled in only on the sites that secret is allowed for.',
@@ -76,15 +111,40 @@ export const BROWSER_TOOLS: readonly ToolDefinition[] = Object.freeze([
     'Scroll the page to see more of it.',
     {
       direction: { type: 'string', enum: ['up', 'down'] },
-      pages: { type: 'number', minimum: 0.1, maximum: MAX_SCROLL_PAGES, description: 'Viewport heights to scroll; default 1' },
+      pages: {
+        type: 'number',
+        minimum: 0.1,
+        maximum: MAX_SCROLL_PAGES,
+        description: 'Viewport heights to scroll; default 1',
+      },
     },
     ['direction'],
   ),
   tool('go_back', 'Go back to the previous page in the current tab.', {}, []),
-  tool('wait', 'Wait for the page to change, e.g. for content that is still loading.', { seconds: { type: 'number', minimum: 0, maximum: MAX_WAIT_SECONDS } }, ['seconds']),
-  tool('switch_tab', 'Make another open tab the current one.', { index: { type: 'integer', minimum: 0, description: 'Tab index from the Tabs line' } }, ['index']),
-  tool('open_tab', 'Open a URL in a new tab and make it the current one.', { url: { type: 'string', description: 'Absolute http(s) URL' } }, ['url']),
-  tool('screenshot', 'Attach a screenshot of the visible part of the page to the next observation, e.g. when the page text is not enough to understand it.', {}, []),
+  tool(
+    'wait',
+    'Wait for the page to change, e.g. for content that is still loading.',
+    { seconds: { type: 'number', minimum: 0, maximum: MAX_WAIT_SECONDS } },
+    ['seconds'],
+  ),
+  tool(
+    'switch_tab',
+    'Make another open tab the current one.',
+    { index: { type: 'integer', minimum: 0, description: 'Tab index from the Tabs line' } },
+    ['index'],
+  ),
+  tool(
+    'open_tab',
+    'Open a URL in a new tab and make it the current one.',
+    { url: { type: 'string', description: 'Absolute http(s) URL' } },
+    ['url'],
+  ),
+  tool(
+    'screenshot',
+    'Attach a screenshot of the visible part of the page to the next observation, e.g. when the page text is not enough to understand it.',
+    {},
+    [],
+  ),
   tool(
     'extract',
     'Answer a question from the full content of the current page (more than the observation shows).',
@@ -120,7 +180,8 @@ function fail(message: string): never {
 function integerArg(args: Record<string, unknown>, name: string, minimum: number): number {
   const raw = args[name];
   const value = typeof raw === 'string' && /^\s*-?\d+\s*$/.test(raw) ? Number(raw) : raw;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum) fail(`"${name}" must be an integer of at least ${minimum}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < minimum)
+    fail(`"${name}" must be an integer of at least ${minimum}`);
   return value;
 }
 
@@ -156,7 +217,8 @@ function targetUrl(raw: string, currentUrl: string): string {
   try {
     if (/^https?:\/\//i.test(trimmed)) url = new URL(trimmed);
     else if (/^[/?#.]/.test(trimmed) && isWebUrl(currentUrl)) url = new URL(trimmed, currentUrl);
-    else if (/^[a-z][a-z0-9+.-]*:(?!\d)/i.test(trimmed)) fail(`only http and https URLs can be opened, not ${quoted(trimmed.split(':')[0] + ':')}`);
+    else if (/^[a-z][a-z0-9+.-]*:(?!\d)/i.test(trimmed))
+      fail(`only http and https URLs can be opened, not ${quoted(trimmed.split(':')[0] + ':')}`);
     else url = new URL(`https://${trimmed}`);
   } catch (error) {
     if (error instanceof ActionFailure) throw error;
@@ -179,19 +241,25 @@ function describeElement(element: Element): ElementFacts {
     element.getAttribute('title'),
     element.getAttribute('name'),
   ];
-  const label = candidates.map((value) => (value ?? '').replace(/\s+/g, ' ').trim()).find((value) => value.length > 0) ?? '';
+  const label =
+    candidates.map((value) => (value ?? '').replace(/\s+/g, ' ').trim()).find((value) => value.length > 0) ?? '';
   return { tag, label: label.slice(0, 80) };
 }
 
 async function elementByIndex(page: Page, index: number): Promise<ResolvedElement> {
   const locator = page.locator(`[${ELEMENT_INDEX_ATTRIBUTE}="${index}"]`);
   const count = await locator.count();
-  if (count === 0) fail(`there is no element [${index}] on the current page; the page may have changed since the last observation`);
+  if (count === 0)
+    fail(`there is no element [${index}] on the current page; the page may have changed since the last observation`);
   if (count > 1) fail(`element [${index}] is ambiguous on the current page; observe the page again`);
   const handle = await locator.elementHandle({ timeout: ELEMENT_ACTION_TIMEOUT_MS });
   if (!handle) fail(`element [${index}] is gone`);
   const facts = await handle.evaluate(inPage(describeElement));
-  return { handle, tag: facts.tag, summary: `[${index}] <${facts.tag}>${facts.label ? ` ${quoted(facts.label)}` : ''}` };
+  return {
+    handle,
+    tag: facts.tag,
+    summary: `[${index}] <${facts.tag}>${facts.label ? ` ${quoted(facts.label)}` : ''}`,
+  };
 }
 
 function release(element: ResolvedElement): void {
@@ -200,9 +268,13 @@ function release(element: ResolvedElement): void {
 
 function describeError(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
-  const firstLine = message.split('\n')[0].replace(/^[\w.]+: /, '').trim();
+  const firstLine = message
+    .split('\n')[0]
+    .replace(/^[\w.]+: /, '')
+    .trim();
   const blocker = message.split('\n').find((line) => line.includes('intercepts pointer events'));
-  if (blocker) return `${firstLine} The element is covered by another element: ${blocker.replace(/^\s*-\s*/, '').trim()}`;
+  if (blocker)
+    return `${firstLine} The element is covered by another element: ${blocker.replace(/^\s*-\s*/, '').trim()}`;
   if (/Target page, context or browser has been closed|Target closed/i.test(message)) return 'the tab was closed';
   return firstLine;
 }
@@ -231,7 +303,11 @@ function quietPeriod(page: Page, newPage: Promise<Page>, ms: number): Promise<vo
 }
 
 /** Runs `act` on the current tab, waits for the page to settle and reports navigation and newly opened tabs. */
-async function actOnCurrentPage(session: BrowserSession, act: (page: Page) => Promise<Outcome>, quietMs = QUIET_PERIOD_MS): Promise<ActionResult> {
+async function actOnCurrentPage(
+  session: BrowserSession,
+  act: (page: Page) => Promise<Outcome>,
+  quietMs = QUIET_PERIOD_MS,
+): Promise<ActionResult> {
   const page = await session.ensureCurrentPage();
   const urlBefore = page.url();
   let mainFrameNavigations = 0;
@@ -263,7 +339,11 @@ async function actOnCurrentPage(session: BrowserSession, act: (page: Page) => Pr
   }
   if (page.isClosed()) {
     const current = await session.ensureCurrentPage();
-    return { ok: true, message: `${outcome.description}; the tab closed, now on tab [${session.activeTabIndex()}] at ${await pageLocation(current)}`, navigated: true };
+    return {
+      ok: true,
+      message: `${outcome.description}; the tab closed, now on tab [${session.activeTabIndex()}] at ${await pageLocation(current)}`,
+      navigated: true,
+    };
   }
   const navigated = outcome.navigated ?? (mainFrameNavigations > 0 || page.url() !== urlBefore);
   const where = navigated ? `now at ${await pageLocation(page)}` : `the page stayed at ${page.url()}`;
@@ -275,7 +355,8 @@ async function navigateAction(session: BrowserSession, args: Record<string, unkn
   const urlBefore = page.url();
   const url = targetUrl(stringArg(args, 'url'), urlBefore);
   const outcome = await session.navigate(url);
-  if (!outcome.ok) return { ok: false, message: `could not open ${url}: ${outcome.error}`, navigated: page.url() !== urlBefore };
+  if (!outcome.ok)
+    return { ok: false, message: `could not open ${url}: ${outcome.error}`, navigated: page.url() !== urlBefore };
   const status = outcome.status !== null && outcome.status >= 400 ? ` (HTTP ${outcome.status})` : '';
   return { ok: true, message: `opened ${await pageLocation(page)}${status}`, navigated: true };
 }
@@ -285,15 +366,27 @@ async function openTabAction(session: BrowserSession, args: Record<string, unkno
   const page = await session.openTab();
   const outcome = await session.navigate(url);
   const tab = `tab [${session.activeTabIndex()}]`;
-  if (!outcome.ok) return { ok: false, message: `opened ${tab} but could not load ${url}: ${outcome.error}`, navigated: true, newTab: true };
-  return { ok: true, message: `opened ${tab}, now the current tab, at ${await pageLocation(page)}`, navigated: true, newTab: true };
+  if (!outcome.ok)
+    return {
+      ok: false,
+      message: `opened ${tab} but could not load ${url}: ${outcome.error}`,
+      navigated: true,
+      newTab: true,
+    };
+  return {
+    ok: true,
+    message: `opened ${tab}, now the current tab, at ${await pageLocation(page)}`,
+    navigated: true,
+    newTab: true,
+  };
 }
 
 function clickAction(session: BrowserSession, args: Record<string, unknown>): Promise<ActionResult> {
   const index = integerArg(args, 'index', 1);
   return actOnCurrentPage(session, async (page) => {
     const element = await elementByIndex(page, index);
-    if (element.tag === 'select') fail(`${element.summary} is a <select>; use select_option to choose one of its options`);
+    if (element.tag === 'select')
+      fail(`${element.summary} is a <select>; use select_option to choose one of its options`);
     await element.handle.click({ timeout: ELEMENT_ACTION_TIMEOUT_MS }).finally(() => release(element));
     return { description: `clicked ${element.summary}` };
   });
@@ -303,23 +396,27 @@ function typeAction(session: BrowserSession, args: Record<string, unknown>): Pro
   const index = integerArg(args, 'index', 1);
   const text = stringArg(args, 'text');
   const submit = booleanArg(args, 'submit');
-  return actOnCurrentPage(session, async (page) => {
-    const element = await elementByIndex(page, index);
-    if (element.tag === 'select') fail(`${element.summary} is a <select>; use select_option instead`);
-    const documentUrl = (await element.handle.ownerFrame())?.url() ?? page.url();
-    const resolution = resolvePlaceholders(text, session.sensitiveData, documentUrl);
-    if ('error' in resolution) fail(`nothing was typed into ${element.summary}: ${resolution.error}`);
-    const holdsSecret = resolution.secretIds.length > 0;
-    if (holdsSecret) await session.markSecretFilled(page, element.handle, resolution.secretIds);
-    else await session.clearSecretFilled(page, element.handle);
-    try {
-      await element.handle.fill(resolution.text, { timeout: ELEMENT_ACTION_TIMEOUT_MS });
-      if (submit) await element.handle.press('Enter', { timeout: ELEMENT_ACTION_TIMEOUT_MS });
-    } finally {
-      if (!holdsSecret) release(element);
-    }
-    return { description: `typed ${quoted(text)} into ${element.summary}${submit ? ' and pressed Enter' : ''}` };
-  }, submit ? QUIET_PERIOD_MS : TYPING_QUIET_PERIOD_MS);
+  return actOnCurrentPage(
+    session,
+    async (page) => {
+      const element = await elementByIndex(page, index);
+      if (element.tag === 'select') fail(`${element.summary} is a <select>; use select_option instead`);
+      const documentUrl = (await element.handle.ownerFrame())?.url() ?? page.url();
+      const resolution = resolvePlaceholders(text, session.sensitiveData, documentUrl);
+      if ('error' in resolution) fail(`nothing was typed into ${element.summary}: ${resolution.error}`);
+      const holdsSecret = resolution.secretIds.length > 0;
+      if (holdsSecret) await session.markSecretFilled(page, element.handle, resolution.secretIds);
+      else await session.clearSecretFilled(page, element.handle);
+      try {
+        await element.handle.fill(resolution.text, { timeout: ELEMENT_ACTION_TIMEOUT_MS });
+        if (submit) await element.handle.press('Enter', { timeout: ELEMENT_ACTION_TIMEOUT_MS });
+      } finally {
+        if (!holdsSecret) release(element);
+      }
+      return { description: `typed ${quoted(text)} into ${element.summary}${submit ? ' and pressed Enter' : ''}` };
+    },
+    submit ? QUIET_PERIOD_MS : TYPING_QUIET_PERIOD_MS,
+  );
 }
 
 function selectOptionAction(session: BrowserSession, args: Record<string, unknown>): Promise<ActionResult> {
@@ -329,14 +426,23 @@ function selectOptionAction(session: BrowserSession, args: Record<string, unknow
     const element = await elementByIndex(page, index);
     if (element.tag !== 'select') fail(`${element.summary} is not a <select>; click the option you want instead`);
     const options = await element.handle.evaluate((node) =>
-      Array.from((node as HTMLSelectElement).options).map((option) => ({ value: option.value, label: (option.label || option.text).replace(/\s+/g, ' ').trim() })),
+      Array.from((node as HTMLSelectElement).options).map((option) => ({
+        value: option.value,
+        label: (option.label || option.text).replace(/\s+/g, ' ').trim(),
+      })),
     );
     const folded = wanted.trim().toLowerCase();
-    const match = options.find((option) => option.value === wanted)
-      ?? options.find((option) => option.label === wanted)
-      ?? options.find((option) => option.label.toLowerCase() === folded || option.value.toLowerCase() === folded);
-    if (!match) fail(`${element.summary} has no option ${quoted(wanted)}; its options are ${options.map((option) => quoted(option.label)).join(', ')}`);
-    await element.handle.selectOption({ value: match.value }, { timeout: ELEMENT_ACTION_TIMEOUT_MS }).finally(() => release(element));
+    const match =
+      options.find((option) => option.value === wanted) ??
+      options.find((option) => option.label === wanted) ??
+      options.find((option) => option.label.toLowerCase() === folded || option.value.toLowerCase() === folded);
+    if (!match)
+      fail(
+        `${element.summary} has no option ${quoted(wanted)}; its options are ${options.map((option) => quoted(option.label)).join(', ')}`,
+      );
+    await element.handle
+      .selectOption({ value: match.value }, { timeout: ELEMENT_ACTION_TIMEOUT_MS })
+      .finally(() => release(element));
     return { description: `selected ${quoted(match.label)} in ${element.summary}` };
   });
 }
@@ -389,10 +495,14 @@ function goBackAction(session: BrowserSession): Promise<ActionResult> {
 
 function waitAction(session: BrowserSession, args: Record<string, unknown>): Promise<ActionResult> {
   const seconds = Math.min(MAX_WAIT_SECONDS, Math.max(0, numberArg(args, 'seconds')));
-  return actOnCurrentPage(session, async (page) => {
-    await page.waitForTimeout(seconds * 1000);
-    return { description: `waited ${seconds} s` };
-  }, 0);
+  return actOnCurrentPage(
+    session,
+    async (page) => {
+      await page.waitForTimeout(seconds * 1000);
+      return { description: `waited ${seconds} s` };
+    },
+    0,
+  );
 }
 
 async function switchTabAction(session: BrowserSession, args: Record<string, unknown>): Promise<ActionResult> {
@@ -406,23 +516,46 @@ async function switchTabAction(session: BrowserSession, args: Record<string, unk
 async function runAction(session: BrowserSession, action: BrowserAction): Promise<ActionResult> {
   const args = action.args ?? {};
   switch (action.name as BrowserToolName) {
-    case 'navigate': return navigateAction(session, args);
-    case 'click': return clickAction(session, args);
-    case 'type': return typeAction(session, args);
-    case 'select_option': return selectOptionAction(session, args);
-    case 'press_key': return pressKeyAction(session, args);
-    case 'scroll': return scrollAction(session, args);
-    case 'go_back': return goBackAction(session);
-    case 'wait': return waitAction(session, args);
-    case 'switch_tab': return switchTabAction(session, args);
-    case 'open_tab': return openTabAction(session, args);
+    case 'navigate':
+      return navigateAction(session, args);
+    case 'click':
+      return clickAction(session, args);
+    case 'type':
+      return typeAction(session, args);
+    case 'select_option':
+      return selectOptionAction(session, args);
+    case 'press_key':
+      return pressKeyAction(session, args);
+    case 'scroll':
+      return scrollAction(session, args);
+    case 'go_back':
+      return goBackAction(session);
+    case 'wait':
+      return waitAction(session, args);
+    case 'switch_tab':
+      return switchTabAction(session, args);
+    case 'open_tab':
+      return openTabAction(session, args);
     case 'screenshot':
-      return { ok: true, message: 'a screenshot of the visible page will be attached to the next observation', navigated: false, screenshotRequested: true };
+      return {
+        ok: true,
+        message: 'a screenshot of the visible page will be attached to the next observation',
+        navigated: false,
+        screenshotRequested: true,
+      };
     case 'extract':
     case 'done':
-      return { ok: false, message: `"${action.name}" is answered by the agent loop, not by the browser`, navigated: false };
+      return {
+        ok: false,
+        message: `"${action.name}" is answered by the agent loop, not by the browser`,
+        navigated: false,
+      };
     default:
-      return { ok: false, message: `unknown action "${action.name}"; available actions: ${BROWSER_TOOLS.map((definition) => definition.function.name).join(', ')}`, navigated: false };
+      return {
+        ok: false,
+        message: `unknown action "${action.name}"; available actions: ${BROWSER_TOOLS.map((definition) => definition.function.name).join(', ')}`,
+        navigated: false,
+      };
   }
 }
 

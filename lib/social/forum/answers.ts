@@ -20,7 +20,8 @@ export function thingResult(answer: unknown, what: 'post' | 'comment', redact: (
   const data = asObject(json.data);
   const things = Array.isArray(data?.things) ? data.things : undefined;
   const thing = things ? asObject(asObject(things[0])?.data) : data;
-  if (!thing || str(thing.id) === '') throw new ForumError('upstream', `The forum accepted the ${what} but did not say what it created`);
+  if (!thing || str(thing.id) === '')
+    throw new ForumError('upstream', `The forum accepted the ${what} but did not say what it created`);
   return thing;
 }
 
@@ -34,7 +35,9 @@ function describeApiError(entry: unknown): string {
 export function errorDetail(body: Buffer): string {
   const parsed = asObject(parseJson(body));
   if (!parsed) return '';
-  const parts = [parsed.reason, parsed.explanation, parsed.message].filter((part): part is string => typeof part === 'string' && part !== '');
+  const parts = [parsed.reason, parsed.explanation, parsed.message].filter(
+    (part): part is string => typeof part === 'string' && part !== '',
+  );
   return truncate([...new Set(parts)].join(' – '));
 }
 
@@ -97,7 +100,9 @@ export function toComment(data: Json, depth: number): ForumComment {
 export function toIdentity(answer: unknown): ForumIdentity {
   const data = asObject(answer);
   const username = data?.name;
-  if (typeof username !== 'string' || username === '') throw new ForumError('upstream', 'The forum answered the identity request without a username');
-  const karma = typeof data?.total_karma === 'number' ? data.total_karma : num(data?.link_karma) + num(data?.comment_karma);
+  if (typeof username !== 'string' || username === '')
+    throw new ForumError('upstream', 'The forum answered the identity request without a username');
+  const karma =
+    typeof data?.total_karma === 'number' ? data.total_karma : num(data?.link_karma) + num(data?.comment_karma);
   return { username, karma, createdAt: isoTime(data?.created_utc) };
 }

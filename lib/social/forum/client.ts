@@ -4,7 +4,14 @@ import { ForumError } from './errors';
 import { clampLimit, communityName, fullname, listingSort, postIdentifier } from './input';
 import { str } from './json';
 import { ForumSession } from './session';
-import type { ForumClient, ForumClientOptions, ForumCredentials, ForumEndpoints, ForumTransport, ForumValidation } from './types';
+import type {
+  ForumClient,
+  ForumClientOptions,
+  ForumCredentials,
+  ForumEndpoints,
+  ForumTransport,
+  ForumValidation,
+} from './types';
 
 const DEFAULT_WRITE_INTERVAL_MS = 1_000;
 const MAX_TITLE_LENGTH = 300;
@@ -48,9 +55,13 @@ export function createForumClient(
 
   let username: string | null = null;
   const ownListing = async (what: 'submitted' | 'comments', limit: number | undefined) => {
-    requireIdentity('Reading the account\'s own posts');
+    requireIdentity("Reading the account's own posts");
     username ??= toIdentity(await session.call({ method: 'GET', path: '/api/v1/me' })).username;
-    return session.call({ method: 'GET', path: `/user/${encodeURIComponent(username)}/${what}`, query: { sort: 'new', limit: clampLimit(limit) } });
+    return session.call({
+      method: 'GET',
+      path: `/user/${encodeURIComponent(username)}/${what}`,
+      query: { sort: 'new', limit: clampLimit(limit) },
+    });
   };
 
   return {
@@ -92,8 +103,13 @@ export function createForumClient(
 
     async getPost(postId, { commentLimit } = {}) {
       const id = postIdentifier(postId);
-      const answer = await session.call({ method: 'GET', path: `/comments/${id}`, query: { limit: commentLimit === undefined ? undefined : clampLimit(commentLimit) } });
-      if (!Array.isArray(answer)) throw new ForumError('upstream', 'The forum answered a post request with an unexpected shape');
+      const answer = await session.call({
+        method: 'GET',
+        path: `/comments/${id}`,
+        query: { limit: commentLimit === undefined ? undefined : clampLimit(commentLimit) },
+      });
+      if (!Array.isArray(answer))
+        throw new ForumError('upstream', 'The forum answered a post request with an unexpected shape');
       const [post] = postsFrom(answer[0]);
       if (!post) throw new ForumError('not_found', `Post ${id} was not found`);
       const comments = flattenComments(answer[1], 0, []);
@@ -107,8 +123,10 @@ export function createForumClient(
       if (trimmedTitle === '' || trimmedTitle.length > MAX_TITLE_LENGTH) {
         throw new ForumError('bad_request', `A post title must be 1–${MAX_TITLE_LENGTH} characters`);
       }
-      if (url !== undefined && text !== undefined) throw new ForumError('bad_request', 'A post has either text or a url, not both');
-      const body: Record<string, string> = url === undefined ? { kind: 'self', text: text ?? '' } : { kind: 'link', url };
+      if (url !== undefined && text !== undefined)
+        throw new ForumError('bad_request', 'A post has either text or a url, not both');
+      const body: Record<string, string> =
+        url === undefined ? { kind: 'self', text: text ?? '' } : { kind: 'link', url };
       const answer = await session.call({
         method: 'POST',
         path: '/api/submit',
@@ -130,14 +148,24 @@ export function createForumClient(
         write: true,
       });
       const data = thingResult(answer, 'comment', session.redact);
-      return { id: str(data.id), name: str(data.name) || `t1_${str(data.id)}`, parentId: str(data.parent_id) || parent };
+      return {
+        id: str(data.id),
+        name: str(data.name) || `t1_${str(data.id)}`,
+        parentId: str(data.parent_id) || parent,
+      };
     },
 
     async vote({ id, direction }) {
       requireIdentity('Voting');
       const target = fullname(id, 'id');
-      if (direction !== 1 && direction !== 0 && direction !== -1) throw new ForumError('bad_request', 'A vote direction is 1, 0 or -1');
-      await session.call({ method: 'POST', path: '/api/vote', form: { id: target, dir: String(direction) }, write: true });
+      if (direction !== 1 && direction !== 0 && direction !== -1)
+        throw new ForumError('bad_request', 'A vote direction is 1, 0 or -1');
+      await session.call({
+        method: 'POST',
+        path: '/api/vote',
+        form: { id: target, dir: String(direction) },
+        write: true,
+      });
       return { id: target, direction };
     },
 

@@ -55,7 +55,8 @@ export class ForumSession {
     this.apiBase = baseUrl(endpoints.apiBase, 'API');
     this.tokenUrl = `${baseUrl(endpoints.authBase, 'auth')}/api/v1/access_token`;
     this.userAgent =
-      creds.forumUserAgent?.trim() || (this.mode === 'password' ? `${DEFAULT_USER_AGENT} (by /u/${creds.forumUsername})` : DEFAULT_USER_AGENT);
+      creds.forumUserAgent?.trim() ||
+      (this.mode === 'password' ? `${DEFAULT_USER_AGENT} (by /u/${creds.forumUsername})` : DEFAULT_USER_AGENT);
   }
 
   async accessToken(): Promise<string> {
@@ -73,7 +74,9 @@ export class ForumSession {
     if (response.status === 401) {
       response = await this.sendAuthorized(request);
       if (response.status === 401) {
-        throw this.error('invalid_credentials', 'The forum rejected the access token even after signing in again', { status: 401 });
+        throw this.error('invalid_credentials', 'The forum rejected the access token even after signing in again', {
+          status: 401,
+        });
       }
     }
     return this.interpret(response, request);
@@ -123,21 +126,36 @@ export class ForumSession {
         { status: response.status },
       );
     }
-    if (response.status === 401 || response.status === 403 || oauthError === 'invalid_client' || oauthError === 'unauthorized_client') {
-      throw this.error('invalid_credentials', `The forum rejected the client ID or client secret (HTTP ${response.status})`, {
-        status: response.status,
-      });
+    if (
+      response.status === 401 ||
+      response.status === 403 ||
+      oauthError === 'invalid_client' ||
+      oauthError === 'unauthorized_client'
+    ) {
+      throw this.error(
+        'invalid_credentials',
+        `The forum rejected the client ID or client secret (HTTP ${response.status})`,
+        {
+          status: response.status,
+        },
+      );
     }
     if (response.status === 429) throw this.rateLimitedError(response);
     if (oauthError && response.status < 500) {
-      throw this.error('bad_request', `The forum refused to issue an access token: ${truncate(oauthError)}`, { status: response.status });
+      throw this.error('bad_request', `The forum refused to issue an access token: ${truncate(oauthError)}`, {
+        status: response.status,
+      });
     }
     if (response.status < 200 || response.status >= 300) {
-      throw this.error('upstream', `The forum's token endpoint answered HTTP ${response.status}`, { status: response.status });
+      throw this.error('upstream', `The forum's token endpoint answered HTTP ${response.status}`, {
+        status: response.status,
+      });
     }
     const value = body?.access_token;
     if (typeof value !== 'string' || value === '') {
-      throw this.error('upstream', 'The forum answered the token request without an access token', { status: response.status });
+      throw this.error('upstream', 'The forum answered the token request without an access token', {
+        status: response.status,
+      });
     }
     const lifetimeMs = positiveNumber(body?.expires_in, DEFAULT_TOKEN_LIFETIME_SECONDS) * 1000;
     return { value, refreshAt: requestedAt + lifetimeMs - Math.min(MAX_TOKEN_REFRESH_MARGIN_MS, lifetimeMs / 10) };
@@ -148,24 +166,34 @@ export class ForumSession {
     const what = `${request.method} ${request.path}`;
     if (status >= 200 && status < 300) {
       const parsed = parseJson(response.body);
-      if (parsed === undefined) throw this.error('upstream', `The forum answered ${what} with something other than JSON`, { status });
+      if (parsed === undefined)
+        throw this.error('upstream', `The forum answered ${what} with something other than JSON`, { status });
       return parsed;
     }
     if (status >= 300 && status < 400) {
       const location = response.headers.location ?? '';
-      if (location.includes('/subreddits/search')) throw this.error('not_found', `${what}: that community does not exist`, { status });
-      throw this.error('upstream', `The forum answered ${what} with an unexpected redirect (HTTP ${status})`, { status });
+      if (location.includes('/subreddits/search'))
+        throw this.error('not_found', `${what}: that community does not exist`, { status });
+      throw this.error('upstream', `The forum answered ${what} with an unexpected redirect (HTTP ${status})`, {
+        status,
+      });
     }
     const detail = errorDetail(response.body);
     const suffix = detail ? `: ${detail}` : '';
     if (status === 429) throw this.rateLimitedError(response);
-    if (status === 400 || status === 422) throw this.error('bad_request', `The forum refused ${what} (HTTP ${status})${suffix}`, { status });
-    if (status === 403) throw this.error('forbidden', `The forum did not allow ${what} (HTTP 403)${suffix}`, { status });
-    if (status === 404) throw this.error('not_found', `The forum found nothing at ${what} (HTTP 404)${suffix}`, { status });
+    if (status === 400 || status === 422)
+      throw this.error('bad_request', `The forum refused ${what} (HTTP ${status})${suffix}`, { status });
+    if (status === 403)
+      throw this.error('forbidden', `The forum did not allow ${what} (HTTP 403)${suffix}`, { status });
+    if (status === 404)
+      throw this.error('not_found', `The forum found nothing at ${what} (HTTP 404)${suffix}`, { status });
     throw this.error('upstream', `The forum failed on ${what} (HTTP ${status})${suffix}`, { status });
   }
 
-  private async send(url: string, init: { method: string; headers: Record<string, string>; body?: string }): Promise<BufferedResponse> {
+  private async send(
+    url: string,
+    init: { method: string; headers: Record<string, string>; body?: string },
+  ): Promise<BufferedResponse> {
     try {
       return await fetchBuffered(url, {
         ...init,
@@ -176,9 +204,14 @@ export class ForumSession {
       });
     } catch (error) {
       if (ssrfRefusal(error)) {
-        throw this.error('upstream', `The network policy does not allow connecting to the forum: ${(error as Error).message}`, { cause: error });
+        throw this.error(
+          'upstream',
+          `The network policy does not allow connecting to the forum: ${(error as Error).message}`,
+          { cause: error },
+        );
       }
-      if (error instanceof FetchError) throw this.error('upstream', `Could not reach the forum: ${error.message}`, { cause: error });
+      if (error instanceof FetchError)
+        throw this.error('upstream', `Could not reach the forum: ${error.message}`, { cause: error });
       throw error;
     }
   }
@@ -197,7 +230,9 @@ export class ForumSession {
       const waitMs = state.resetAt - Date.now();
       if (waitMs > MAX_RATE_LIMIT_WAIT_MS) {
         const retryAfterSeconds = Math.ceil(waitMs / 1000);
-        throw this.error('rate_limited', `The forum's rate limit is used up; retry in ${retryAfterSeconds} s`, { retryAfterSeconds });
+        throw this.error('rate_limited', `The forum's rate limit is used up; retry in ${retryAfterSeconds} s`, {
+          retryAfterSeconds,
+        });
       }
       if (waitMs > 0) await sleep(waitMs);
       if (this.rateLimit === state) this.rateLimit = null;
@@ -218,13 +253,21 @@ export class ForumSession {
     const seconds = Number.parseFloat(response.headers['retry-after'] ?? response.headers['x-ratelimit-reset'] ?? '');
     const retryAfterSeconds = Number.isFinite(seconds) ? Math.max(0, Math.ceil(seconds)) : undefined;
     const when = retryAfterSeconds === undefined ? 'later' : `in ${retryAfterSeconds} s`;
-    return this.error('rate_limited', `The forum is rate limiting this client (HTTP ${response.status}); retry ${when}`, {
-      status: response.status,
-      retryAfterSeconds,
-    });
+    return this.error(
+      'rate_limited',
+      `The forum is rate limiting this client (HTTP ${response.status}); retry ${when}`,
+      {
+        status: response.status,
+        retryAfterSeconds,
+      },
+    );
   }
 
-  private error(code: ForumErrorCode, message: string, details: ConstructorParameters<typeof ForumError>[2] = {}): ForumError {
+  private error(
+    code: ForumErrorCode,
+    message: string,
+    details: ConstructorParameters<typeof ForumError>[2] = {},
+  ): ForumError {
     return new ForumError(code, this.redact(message), details);
   }
 
@@ -243,7 +286,8 @@ function baseUrl(value: string, which: string): string {
   } catch {
     throw new ForumError('bad_request', `The forum ${which} base URL is not a valid URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ForumError('bad_request', `The forum ${which} base URL must be http(s)`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ForumError('bad_request', `The forum ${which} base URL must be http(s)`);
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 

@@ -133,5 +133,4 @@ export interface ForumClient {
 }
 
 export type ForumValidation =
-  | { ok: true; meta: { username: string | null; mode: ForumMode; karma?: number } }
-  | { ok: false; message: string };
+  { ok: true; meta: { username: string | null; mode: ForumMode; karma?: number } } | { ok: false; message: string };

@@ -17,7 +17,10 @@ function apiError(response: BufferedResponse): ApiErrorBody {
     if (typeof error === 'string') return { message: error };
     if (error && typeof error === 'object') {
       const { code, message } = error as Record<string, unknown>;
-      return { code: typeof code === 'string' ? code : undefined, message: typeof message === 'string' ? message : undefined };
+      return {
+        code: typeof code === 'string' ? code : undefined,
+        message: typeof message === 'string' ? message : undefined,
+      };
     }
   } catch {
     /* not JSON */
@@ -30,12 +33,18 @@ export function apiFailure(response: BufferedResponse, action: string, username:
   const { code, message } = apiError(response);
   const detail = message ? `: ${message.slice(0, MAX_UPSTREAM_MESSAGE_LENGTH)}` : '';
   if (status === 401) {
-    return new MicroblogError('invalid_credentials', `Microblog session for @${username} has expired or was revoked; log in again`);
+    return new MicroblogError(
+      'invalid_credentials',
+      `Microblog session for @${username} has expired or was revoked; log in again`,
+    );
   }
   const options = { upstreamCode: code };
-  if (status === 423 || code === 'locked') return new MicroblogError('locked', `Microblog account @${username} is locked${detail}`, options);
-  if (status === 404) return new MicroblogError('not_found', `Microblog could not find what ${action} needs${detail}`, options);
-  if (status >= 400 && status < 500) return new MicroblogError('bad_request', `Microblog rejected ${action} (HTTP ${status})${detail}`, options);
+  if (status === 423 || code === 'locked')
+    return new MicroblogError('locked', `Microblog account @${username} is locked${detail}`, options);
+  if (status === 404)
+    return new MicroblogError('not_found', `Microblog could not find what ${action} needs${detail}`, options);
+  if (status >= 400 && status < 500)
+    return new MicroblogError('bad_request', `Microblog rejected ${action} (HTTP ${status})${detail}`, options);
   return new MicroblogError('upstream', `Microblog failed ${action} (HTTP ${status})${detail}`, options);
 }
 
@@ -84,7 +93,8 @@ export function parsePost(value: unknown): MicroblogPost {
 }
 
 export function parsePosts(value: unknown): MicroblogPost[] {
-  if (!Array.isArray(value)) throw new MicroblogError('upstream', 'Microblog returned a post list that is not an array');
+  if (!Array.isArray(value))
+    throw new MicroblogError('upstream', 'Microblog returned a post list that is not an array');
   return value.map(parsePost);
 }
 

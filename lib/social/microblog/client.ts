@@ -63,7 +63,8 @@ class HttpMicroblogClient implements MicroblogClient {
   async search(query: string, options: { limit?: number } = {}): Promise<MicroblogPost[]> {
     const trimmed = typeof query === 'string' ? query.trim() : '';
     if (!trimmed) throw new MicroblogError('bad_request', 'Search query is empty');
-    if (trimmed.length > MAX_QUERY_LENGTH) throw new MicroblogError('bad_request', `Search query is longer than ${MAX_QUERY_LENGTH} characters`);
+    if (trimmed.length > MAX_QUERY_LENGTH)
+      throw new MicroblogError('bad_request', `Search query is longer than ${MAX_QUERY_LENGTH} characters`);
     const params = new URLSearchParams({ q: trimmed, limit: String(listLimit(options.limit)) });
     return parsePosts((await this.call('GET', `/api/search?${params}`, 'the search')).posts);
   }
@@ -100,11 +101,16 @@ class HttpMicroblogClient implements MicroblogClient {
   async ownPosts(options: { limit?: number } = {}): Promise<MicroblogPost[]> {
     const params = new URLSearchParams({ limit: String(listLimit(options.limit)) });
     const path = `/api/users/${encodeURIComponent(this.current.username)}/posts?${params}`;
-    return parsePosts((await this.call('GET', path, 'the request for the account\'s own posts')).posts);
+    return parsePosts((await this.call('GET', path, "the request for the account's own posts")).posts);
   }
 
   async disconnect(): Promise<void> {
-    const response = await this.connection.send({ method: 'POST', target: '/logout', form: {}, headers: { 'x-csrf-token': this.current.csrf } });
+    const response = await this.connection.send({
+      method: 'POST',
+      target: '/logout',
+      form: {},
+      headers: { 'x-csrf-token': this.current.csrf },
+    });
     const status = response.status;
     const loggedOut = (status >= 200 && status < 400) || status === 401;
     if (!loggedOut) throw apiFailure(response, 'the logout', this.current.username);
@@ -122,9 +128,19 @@ class HttpMicroblogClient implements MicroblogClient {
     return run;
   }
 
-  private async call(method: 'GET' | 'POST', path: string, action: string, json?: unknown): Promise<Record<string, unknown>> {
+  private async call(
+    method: 'GET' | 'POST',
+    path: string,
+    action: string,
+    json?: unknown,
+  ): Promise<Record<string, unknown>> {
     const send = () =>
-      this.connection.send({ method, target: path, json, headers: method === 'POST' ? { 'x-csrf-token': this.current.csrf } : {} });
+      this.connection.send({
+        method,
+        target: path,
+        json,
+        headers: method === 'POST' ? { 'x-csrf-token': this.current.csrf } : {},
+      });
     const generation = this.sessionGeneration;
     let response = await send();
     if (response.status === 401 && this.relogin) {

@@ -45,7 +45,8 @@ export class MicroblogConnection {
 
   redirectTarget(response: BufferedResponse): URL {
     const location = response.headers.location;
-    if (!location) throw new MicroblogError('upstream', `Microblog answered HTTP ${response.status} without a Location`);
+    if (!location)
+      throw new MicroblogError('upstream', `Microblog answered HTTP ${response.status} without a Location`);
     return this.sameOrigin(new URL(location, response.url));
   }
 
@@ -53,7 +54,10 @@ export class MicroblogConnection {
     const url = typeof request.target === 'string' ? this.pathUrl(request.target) : this.sameOrigin(request.target);
     const headers: Record<string, string> = {
       'user-agent': USER_AGENT,
-      accept: request.json === undefined && !url.pathname.includes('/api/') ? 'text/html,application/xhtml+xml' : 'application/json',
+      accept:
+        request.json === undefined && !url.pathname.includes('/api/')
+          ? 'text/html,application/xhtml+xml'
+          : 'application/json',
       ...request.headers,
     };
     const cookie = this.jar.header();
@@ -95,7 +99,10 @@ export class MicroblogConnection {
 
   private sameOrigin(url: URL): URL {
     if (url.origin !== this.base.origin) {
-      throw new MicroblogError('upstream', `Microblog sent the client to another site (${url.origin}); refusing to follow`);
+      throw new MicroblogError(
+        'upstream',
+        `Microblog sent the client to another site (${url.origin}); refusing to follow`,
+      );
     }
     return url;
   }
@@ -128,13 +135,19 @@ function retryAfterMs(header: string | undefined): number | undefined {
 
 function rateLimited(waitMs: number | undefined): MicroblogError {
   const advice = waitMs === undefined ? '' : `; retry in ${Math.ceil(waitMs / 1000)} s`;
-  return new MicroblogError('rate_limited', `Microblog is rate limiting this account${advice}`, { retryAfterMs: waitMs });
+  return new MicroblogError('rate_limited', `Microblog is rate limiting this account${advice}`, {
+    retryAfterMs: waitMs,
+  });
 }
 
 function networkFailure(error: unknown): MicroblogError {
   if (error instanceof MicroblogError) return error;
   if (ssrfRefusal(error)) {
-    return new MicroblogError('upstream', `Microblog is not reachable under the network policy: ${(error as Error).message}`, { cause: error });
+    return new MicroblogError(
+      'upstream',
+      `Microblog is not reachable under the network policy: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   if (error instanceof FetchError) {
     return new MicroblogError('upstream', `Could not reach Microblog: ${error.message}`, { cause: error });

@@ -15,7 +15,11 @@ export class MicroblogError extends Error {
   /** The site's own error code, when it gave one (e.g. `already_reposted`). */
   readonly upstreamCode: string | undefined;
 
-  constructor(code: MicroblogErrorCode, message: string, options: { cause?: unknown; retryAfterMs?: number; upstreamCode?: string } = {}) {
+  constructor(
+    code: MicroblogErrorCode,
+    message: string,
+    options: { cause?: unknown; retryAfterMs?: number; upstreamCode?: string } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'MicroblogError';
     this.code = code;

@@ -36,7 +36,9 @@ export function parseForms(html: string): HtmlForm[] {
 
 function parseAttributes(source: string): Record<string, string> {
   const attributes: Record<string, string> = {};
-  for (const [, name, doubleQuoted, singleQuoted, bare] of source.matchAll(/([\w:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))/g)) {
+  for (const [, name, doubleQuoted, singleQuoted, bare] of source.matchAll(
+    /([\w:-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))/g,
+  )) {
     attributes[name.toLowerCase()] = decodeEntities(doubleQuoted ?? singleQuoted ?? bare ?? '');
   }
   return attributes;

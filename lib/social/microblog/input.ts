@@ -11,13 +11,17 @@ export function checkPostText(value: string): string {
   if (typeof value !== 'string' || value.trim() === '') throw new MicroblogError('bad_request', 'Post text is empty');
   const length = [...value].length;
   if (length > MICROBLOG_MAX_POST_LENGTH) {
-    throw new MicroblogError('bad_request', `Post text is ${length} characters; Microblog allows at most ${MICROBLOG_MAX_POST_LENGTH}`);
+    throw new MicroblogError(
+      'bad_request',
+      `Post text is ${length} characters; Microblog allows at most ${MICROBLOG_MAX_POST_LENGTH}`,
+    );
   }
   return value;
 }
 
 export function checkPostId(id: string): string {
-  if (typeof id !== 'string' || !POST_ID.test(id)) throw new MicroblogError('bad_request', 'Post id must be 1-64 letters, digits, "-" or "_"');
+  if (typeof id !== 'string' || !POST_ID.test(id))
+    throw new MicroblogError('bad_request', 'Post id must be 1-64 letters, digits, "-" or "_"');
   return id;
 }
 

@@ -26,7 +26,8 @@ const STEP_FIELD: Record<LoginStep, string> = { password: 'password', email: 'em
 function checkCredentials(creds: MicroblogCredentials): LoginIdentity {
   const username = (creds.username ?? '').trim().replace(/^@/, '');
   if (!username) throw new MicroblogError('invalid_credentials', 'Microblog username is missing');
-  if (!creds.password) throw new MicroblogError('invalid_credentials', `Microblog password for @${username} is missing`);
+  if (!creds.password)
+    throw new MicroblogError('invalid_credentials', `Microblog password for @${username} is missing`);
   const totpSecret = creds.totp_secret?.trim() || undefined;
   if (totpSecret !== undefined && !isBase32Secret(totpSecret)) {
     throw new MicroblogError(
@@ -41,21 +42,34 @@ function loginAnswer(step: LoginStep, identity: LoginIdentity): Record<string, s
   if (step === 'password') return { identifier: identity.username, password: identity.password };
   if (step === 'email') {
     if (!identity.email) {
-      throw new MicroblogError('invalid_credentials', `Microblog asks to confirm the email address of @${identity.username}, but none is configured`);
+      throw new MicroblogError(
+        'invalid_credentials',
+        `Microblog asks to confirm the email address of @${identity.username}, but none is configured`,
+      );
     }
     return { email: identity.email };
   }
   if (!identity.totpSecret) {
-    throw new MicroblogError('totp_required', `Microblog account @${identity.username} has two-factor authentication; add its TOTP secret`);
+    throw new MicroblogError(
+      'totp_required',
+      `Microblog account @${identity.username} has two-factor authentication; add its TOTP secret`,
+    );
   }
   return { code: totp(identity.totpSecret) };
 }
 
 function loginRejection(step: LoginStep, username: string): MicroblogError {
   if (step === 'totp') {
-    return new MicroblogError('totp_invalid', `Microblog rejected the two-factor code for @${username}; check the TOTP secret and the server clock`);
+    return new MicroblogError(
+      'totp_invalid',
+      `Microblog rejected the two-factor code for @${username}; check the TOTP secret and the server clock`,
+    );
   }
-  if (step === 'email') return new MicroblogError('invalid_credentials', `Microblog did not accept the email confirmation for @${username}`);
+  if (step === 'email')
+    return new MicroblogError(
+      'invalid_credentials',
+      `Microblog did not accept the email confirmation for @${username}`,
+    );
   return new MicroblogError('invalid_credentials', `Microblog rejected the username or password for @${username}`);
 }
 
@@ -68,7 +82,8 @@ function loginFailure(response: BufferedResponse, lastStep: LoginStep, username:
   if (marker === 'email_mismatch') return loginRejection('email', username);
   if (marker === 'invalid_credentials') return loginRejection('password', username);
   if (response.status === 401) return loginRejection(lastStep, username);
-  if (response.status === 403) return new MicroblogError('upstream', 'Microblog refused the login form (its form token expired or was rejected)');
+  if (response.status === 403)
+    return new MicroblogError('upstream', 'Microblog refused the login form (its form token expired or was rejected)');
   return new MicroblogError('upstream', `Microblog login failed with HTTP ${response.status}`);
 }
 
@@ -80,8 +95,17 @@ function pendingStep(forms: HtmlForm[]): { step: LoginStep; form: HtmlForm } | u
   return undefined;
 }
 
-function submitForm(connection: MicroblogConnection, page: BufferedResponse, form: HtmlForm, answer: Record<string, string>): Promise<BufferedResponse> {
-  return connection.send({ method: 'POST', target: new URL(form.action || page.url, page.url), form: { ...form.hidden, ...answer } });
+function submitForm(
+  connection: MicroblogConnection,
+  page: BufferedResponse,
+  form: HtmlForm,
+  answer: Record<string, string>,
+): Promise<BufferedResponse> {
+  return connection.send({
+    method: 'POST',
+    target: new URL(form.action || page.url, page.url),
+    form: { ...form.hidden, ...answer },
+  });
 }
 
 function sessionFrom(jar: CookieJar, username: string): MicroblogSession | undefined {
@@ -91,7 +115,11 @@ function sessionFrom(jar: CookieJar, username: string): MicroblogSession | undef
 }
 
 /** Signs in through the web login: password form, then any email confirmation and TOTP challenge the site asks for. */
-export async function loginMicroblog(base: string, creds: MicroblogCredentials, transport: MicroblogTransport): Promise<MicroblogSession> {
+export async function loginMicroblog(
+  base: string,
+  creds: MicroblogCredentials,
+  transport: MicroblogTransport,
+): Promise<MicroblogSession> {
   const identity = checkCredentials(creds);
   const connection = new MicroblogConnection(parseBase(base), transport);
   let response = await connection.send({ method: 'GET', target: '/login' });

@@ -19,13 +19,26 @@ export function sendRaw(baseUrl: string, request: FuzzRequest, timeoutMs = 90_00
     const headers: Record<string, string | number> = { ...request.headers };
     if (request.body !== null) headers['content-length'] = request.body.length;
     let answered = false;
-    const req = http.request({ host: url.hostname, port: url.port, method: request.method, path: request.target, headers, agent, timeout: timeoutMs }, (res) => {
-      answered = true;
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: request.method,
+        path: request.target,
+        headers,
+        agent,
+        timeout: timeoutMs,
+      },
+      (res) => {
+        answered = true;
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs}ms`)));
     // A server that answers early (413) may close while the body is still being written.
     req.on('error', (err) => {

@@ -16,7 +16,10 @@ export interface Operation {
 /** Every operation of an OpenAPI 3.1 document, and a resolver for its `#/components/...` references. */
 export function operationsOf(doc: any): { operations: Operation[]; resolve: RefResolver; serverUrl: string } {
   const resolve: RefResolver = (ref) => {
-    const target = ref.replace(/^#\//, '').split('/').reduce((node: any, part) => node?.[part], doc);
+    const target = ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((node: any, part) => node?.[part], doc);
     if (!target) throw new Error(`unresolvable $ref ${ref}`);
     return target;
   };
@@ -25,13 +28,17 @@ export function operationsOf(doc: any): { operations: Operation[]; resolve: RefR
     for (const method of ['get', 'post', 'put', 'patch', 'delete']) {
       const op = item[method];
       if (!op) continue;
-      const params: any[] = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p) => (p.$ref ? resolve(p.$ref) : p));
+      const params: any[] = [...(item.parameters ?? []), ...(op.parameters ?? [])].map((p) =>
+        p.$ref ? resolve(p.$ref) : p,
+      );
       operations.push({
         id: `${method.toUpperCase()} ${path}`,
         method: method.toUpperCase(),
         path,
         pathParams: params.filter((p) => p.in === 'path').map((p) => ({ name: p.name, schema: p.schema ?? {} })),
-        queryParams: params.filter((p) => p.in === 'query').map((p) => ({ name: p.name, schema: p.schema ?? {}, required: !!p.required })),
+        queryParams: params
+          .filter((p) => p.in === 'query')
+          .map((p) => ({ name: p.name, schema: p.schema ?? {}, required: !!p.required })),
         headerParams: params.filter((p) => p.in === 'header').map((p) => ({ name: p.name, schema: p.schema ?? {} })),
         bodySchema: op.requestBody?.content?.['application/json']?.schema ?? null,
       });
@@ -76,7 +83,13 @@ const sometimes = <T>(arb: fc.Arbitrary<T>, percent: number): fc.Arbitrary<T | u
 
 /** Header values Node will put on the wire: printable Latin-1, no CR/LF. */
 const headerString = (maxLength: number) =>
-  fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c)), maxLength });
+  fc.string({
+    unit: fc
+      .integer({ min: 0x20, max: 0xff })
+      .filter((c) => c !== 0x7f)
+      .map((c) => String.fromCharCode(c)),
+    maxLength,
+  });
 
 // ---------- JSON value mutations ----------
 
@@ -88,7 +101,8 @@ function nodePaths(value: unknown, limit = 60): PathPart[][] {
     if (out.length >= limit) return;
     out.push(at);
     if (Array.isArray(node)) node.forEach((child, i) => walk(child, [...at, i]));
-    else if (node && typeof node === 'object') for (const [key, child] of Object.entries(node)) walk(child, [...at, key]);
+    else if (node && typeof node === 'object')
+      for (const [key, child] of Object.entries(node)) walk(child, [...at, key]);
   };
   walk(value, []);
   return out;
@@ -124,7 +138,9 @@ const deepValue = (depth: number, kind: 'array' | 'object') => {
 
 /** A value of some other JSON type than `current`. */
 function otherType(current: unknown, pick: number): unknown {
-  const options: unknown[] = ['text', 12345, -1.5, true, null, [], {}, ['x'], { x: 1 }].filter((candidate) => typeOf(candidate) !== typeOf(current));
+  const options: unknown[] = ['text', 12345, -1.5, true, null, [], {}, ['x'], { x: 1 }].filter(
+    (candidate) => typeOf(candidate) !== typeOf(current),
+  );
   return options[pick % options.length];
 }
 
@@ -133,15 +149,55 @@ const typeOf = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array'
 /** Boundary and hostile values: huge, deep, unicode edge cases, extreme numbers. */
 export const weirdValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 5, arbitrary: edgeString },
-  { weight: 3, arbitrary: fc.constantFrom<unknown>(null, true, false, 0, -1, 1.5, 1e308, -1e308, 2 ** 53 + 1, 2 ** 63, 5e-324, [], {}, [null], { '': null }) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom<unknown>(
+      null,
+      true,
+      false,
+      0,
+      -1,
+      1.5,
+      1e308,
+      -1e308,
+      2 ** 53 + 1,
+      2 ** 63,
+      5e-324,
+      [],
+      {},
+      [null],
+      { '': null },
+    ),
+  },
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
-  { weight: 1, arbitrary: fc.constantFrom(1_000, 100_000, 900_000).chain((n) => fc.constantFrom('a'.repeat(n), '😀'.repeat(n / 4), ' '.repeat(n))) },
-  { weight: 1, arbitrary: fc.constantFrom(64, 1_000, 3_000).chain((d) => fc.constantFrom(deepValue(d, 'array'), deepValue(d, 'object'))) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom(1_000, 100_000, 900_000)
+      .chain((n) => fc.constantFrom('a'.repeat(n), '😀'.repeat(n / 4), ' '.repeat(n))),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom(64, 1_000, 3_000)
+      .chain((d) => fc.constantFrom(deepValue(d, 'array'), deepValue(d, 'object'))),
+  },
   { weight: 1, arbitrary: fc.constantFrom(10_000, 50_000).map((n) => new Array(n).fill(null)) },
 );
 
 const weirdKey: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom('__proto__', 'constructor', 'prototype', '', '\u0000', '$where', 'a'.repeat(5_000), '😀', 'toString', 'hasOwnProperty'),
+  fc.constantFrom(
+    '__proto__',
+    'constructor',
+    'prototype',
+    '',
+    '\u0000',
+    '$where',
+    'a'.repeat(5_000),
+    '😀',
+    'toString',
+    'hasOwnProperty',
+  ),
   edgeString,
   fc.string({ maxLength: 10 }),
 );
@@ -169,7 +225,9 @@ function applyMutation(value: unknown, m: Mutation): { value: unknown; note: str
     case 'wrongType':
       return { value: setAt(value, at, (current) => otherType(current, m.pick)), note: `wrong type at ${where}` };
     case 'delete':
-      return at.length === 0 ? { value: undefined, note: 'dropped the whole body' } : { value: setAt(value, at, () => REMOVE), note: `deleted ${where}` };
+      return at.length === 0
+        ? { value: undefined, note: 'dropped the whole body' }
+        : { value: setAt(value, at, () => REMOVE), note: `deleted ${where}` };
     case 'addKey': {
       const objects = paths.filter((p) => {
         const node = p.reduce((n: any, part) => n?.[part], value);
@@ -178,7 +236,14 @@ function applyMutation(value: unknown, m: Mutation): { value: unknown; note: str
       if (objects.length === 0) return { value, note: 'no object to extend' };
       const target = objects[m.at % objects.length];
       return {
-        value: setAt(value, target, (node) => Object.defineProperty({ ...(node as object) }, m.key, { value: m.value, enumerable: true, writable: true, configurable: true })),
+        value: setAt(value, target, (node) =>
+          Object.defineProperty({ ...(node as object) }, m.key, {
+            value: m.value,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          }),
+        ),
         note: `extra key ${JSON.stringify(m.key.slice(0, 20))} at /${target.join('/')}`,
       };
     }
@@ -202,9 +267,12 @@ const malformedJson = (valid: unknown): fc.Arbitrary<{ text: string | Buffer; no
       { text: 'null', note: 'null body' },
       { text: '"just a string"', note: 'string body' },
       { text: '12e999', note: 'overflowing number body' },
-      { text: '[' .repeat(50_000) + ']'.repeat(50_000), note: 'nested arrays, depth 50000' },
+      { text: '['.repeat(50_000) + ']'.repeat(50_000), note: 'nested arrays, depth 50000' },
       { text: '{"a":'.repeat(20_000) + '1' + '}'.repeat(20_000), note: 'nested objects, depth 20000' },
-      { text: Buffer.from([0x7b, 0x22, 0x75, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0xc0, 0x22, 0x7d]), note: 'invalid UTF-8 bytes' },
+      {
+        text: Buffer.from([0x7b, 0x22, 0x75, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0xc0, 0x22, 0x7d]),
+        note: 'invalid UTF-8 bytes',
+      },
       { text: '{"url":"\\ud800"}', note: 'escaped lone surrogate' },
       { text: '{"url":"\\u0000"}', note: 'escaped NUL' },
       { text: 'a'.repeat(1_100_000), note: 'over the body limit' },
@@ -218,7 +286,10 @@ function bodyArbitrary(op: Operation, resolve: RefResolver): fc.Arbitrary<BodyCh
   if (!op.bodySchema) {
     return fc.oneof(
       { weight: 8, arbitrary: fc.constant<BodyChoice>({ body: undefined, note: 'no body', present: false }) },
-      { weight: 1, arbitrary: weirdValue.map<BodyChoice>((body) => ({ body, note: 'unexpected body', present: true })) },
+      {
+        weight: 1,
+        arbitrary: weirdValue.map<BodyChoice>((body) => ({ body, note: 'unexpected body', present: true })),
+      },
     );
   }
   const valid = arbitraryFor(op.bodySchema, resolve);
@@ -226,19 +297,26 @@ function bodyArbitrary(op: Operation, resolve: RefResolver): fc.Arbitrary<BodyCh
     { weight: 2, arbitrary: valid.map<BodyChoice>((body) => ({ body, note: 'schema-valid body', present: true })) },
     {
       weight: 7,
-      arbitrary: fc.tuple(valid, fc.array(mutation, { minLength: 1, maxLength: 3 })).map<BodyChoice>(([body, mutations]) => {
-        let value = body;
-        const notes: string[] = [];
-        for (const m of mutations) {
-          const applied = applyMutation(value, m);
-          value = applied.value;
-          notes.push(applied.note);
-        }
-        return { body: value, note: notes.join('; '), present: value !== undefined };
-      }),
+      arbitrary: fc
+        .tuple(valid, fc.array(mutation, { minLength: 1, maxLength: 3 }))
+        .map<BodyChoice>(([body, mutations]) => {
+          let value = body;
+          const notes: string[] = [];
+          for (const m of mutations) {
+            const applied = applyMutation(value, m);
+            value = applied.value;
+            notes.push(applied.note);
+          }
+          return { body: value, note: notes.join('; '), present: value !== undefined };
+        }),
     },
     { weight: 1, arbitrary: weirdValue.map<BodyChoice>((body) => ({ body, note: 'non-object body', present: true })) },
-    { weight: 1, arbitrary: valid.chain((v) => malformedJson(v)).map<BodyChoice>(({ text, note }) => ({ body: undefined, text, note, present: true })) },
+    {
+      weight: 1,
+      arbitrary: valid
+        .chain((v) => malformedJson(v))
+        .map<BodyChoice>(({ text, note }) => ({ body: undefined, text, note, present: true })),
+    },
     { weight: 1, arbitrary: fc.constant<BodyChoice>({ body: undefined, note: 'missing body', present: false }) },
   );
 }
@@ -246,7 +324,23 @@ function bodyArbitrary(op: Operation, resolve: RefResolver): fc.Arbitrary<BodyCh
 // ---------- parameters ----------
 
 const badUuids = fc.oneof(
-  fc.constantFrom('%ZZ', '%', '%00', '%2e%2e', '..', '%2F', 'null', 'undefined', '0', '-1', '00000000-0000-0000-0000-000000000000', 'x'.repeat(5_000), '%E0%A4%A', '%C0%AF', '%F0%9F%98%80'),
+  fc.constantFrom(
+    '%ZZ',
+    '%',
+    '%00',
+    '%2e%2e',
+    '..',
+    '%2F',
+    'null',
+    'undefined',
+    '0',
+    '-1',
+    '00000000-0000-0000-0000-000000000000',
+    'x'.repeat(5_000),
+    '%E0%A4%A',
+    '%C0%AF',
+    '%F0%9F%98%80',
+  ),
   fc.uuid({ version: 4 }).map((u) => u.toUpperCase()),
   fc.uuid({ version: 4 }).map((u) => `${u}x`),
   fc.uuid({ version: 4 }).map((u) => u.replace(/-/g, '')),
@@ -257,28 +351,57 @@ const badUuids = fc.oneof(
 function pathParamArbitrary(name: string, ctx: FuzzContext): fc.Arbitrary<{ value: string; note: string }> {
   const known = ctx.knownIds[name] ?? [];
   return fc.oneof(
-    ...(known.length ? [{ weight: 3, arbitrary: fc.constantFrom(...known).map((value) => ({ value, note: `known ${name}` })) }] : []),
+    ...(known.length
+      ? [{ weight: 3, arbitrary: fc.constantFrom(...known).map((value) => ({ value, note: `known ${name}` })) }]
+      : []),
     { weight: 2, arbitrary: fc.uuid({ version: 4 }).map((value) => ({ value, note: `unknown ${name}` })) },
     { weight: 4, arbitrary: badUuids.map((value) => ({ value, note: `bad ${name}` })) },
   );
 }
 
 const weirdQueryValue: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom('', ' ', '0', '-1', '1.5', '101', '1e20', '1e309', '99999999999999999999', 'NaN', 'Infinity', '-Infinity', '0x10', ' 1', '1 ', 'true', 'null', '[]', '{}', 'a'.repeat(10_000)),
+  fc.constantFrom(
+    '',
+    ' ',
+    '0',
+    '-1',
+    '1.5',
+    '101',
+    '1e20',
+    '1e309',
+    '99999999999999999999',
+    'NaN',
+    'Infinity',
+    '-Infinity',
+    '0x10',
+    ' 1',
+    '1 ',
+    'true',
+    'null',
+    '[]',
+    '{}',
+    'a'.repeat(10_000),
+  ),
   edgeString,
   fc.integer().map(String),
   fc.double().map(String),
 );
 
 function queryArbitrary(op: Operation, resolve: RefResolver): fc.Arbitrary<{ query: string; note: string }> {
-  const encodePairs = (pairs: [string, string][]) => pairs.map(([k, v]) => `${percentEncode(k)}=${percentEncode(v)}`).join('&');
+  const encodePairs = (pairs: [string, string][]) =>
+    pairs.map(([k, v]) => `${percentEncode(k)}=${percentEncode(v)}`).join('&');
   const validPairs: fc.Arbitrary<[string, string][]> =
     op.queryParams.length === 0
       ? fc.constant([])
       : fc
           .tuple(
             ...op.queryParams.map((p) =>
-              fc.option(arbitraryFor(p.schema, resolve).map((v) => [p.name, typeof v === 'string' ? v : JSON.stringify(v)] as [string, string]), { nil: undefined, freq: p.required ? 20 : 2 }),
+              fc.option(
+                arbitraryFor(p.schema, resolve).map(
+                  (v) => [p.name, typeof v === 'string' ? v : JSON.stringify(v)] as [string, string],
+                ),
+                { nil: undefined, freq: p.required ? 20 : 2 },
+              ),
             ),
           )
           .map((pairs) => pairs.filter((p): p is [string, string] => p !== undefined));
@@ -289,18 +412,32 @@ function queryArbitrary(op: Operation, resolve: RefResolver): fc.Arbitrary<{ que
       ? [
           {
             weight: 4,
-            arbitrary: fc
-              .tuple(validPairs, fc.constantFrom(...names), weirdQueryValue)
-              .map(([pairs, name, value]) => ({ query: encodePairs([...pairs.filter(([k]) => k !== name), [name, value]]), note: `odd ${name}=${JSON.stringify(value.slice(0, 30))}` })),
+            arbitrary: fc.tuple(validPairs, fc.constantFrom(...names), weirdQueryValue).map(([pairs, name, value]) => ({
+              query: encodePairs([...pairs.filter(([k]) => k !== name), [name, value]]),
+              note: `odd ${name}=${JSON.stringify(value.slice(0, 30))}`,
+            })),
           },
           {
             weight: 1,
-            arbitrary: fc.tuple(validPairs, fc.constantFrom(...names)).map(([pairs, name]) => ({ query: encodePairs([...pairs, [name, '1'], [name, '2']]), note: `repeated ${name}` })),
+            arbitrary: fc.tuple(validPairs, fc.constantFrom(...names)).map(([pairs, name]) => ({
+              query: encodePairs([...pairs, [name, '1'], [name, '2']]),
+              note: `repeated ${name}`,
+            })),
           },
         ]
       : []),
-    { weight: 1, arbitrary: fc.tuple(validPairs, fc.string({ maxLength: 12 }), weirdQueryValue).map(([pairs, k, v]) => ({ query: encodePairs([...pairs, [k, v]]), note: 'unknown query parameter' })) },
-    { weight: 1, arbitrary: fc.constantFrom('%ZZ', '=', '&&&', 'a=%', 'page[]=1', 'q=%00', 'page=1&page', '%E0%A4%A=1').map((query) => ({ query, note: `raw query ${query}` })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(validPairs, fc.string({ maxLength: 12 }), weirdQueryValue)
+        .map(([pairs, k, v]) => ({ query: encodePairs([...pairs, [k, v]]), note: 'unknown query parameter' })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('%ZZ', '=', '&&&', 'a=%', 'page[]=1', 'q=%00', 'page=1&page', '%E0%A4%A=1')
+        .map((query) => ({ query, note: `raw query ${query}` })),
+    },
   );
 }
 
@@ -333,16 +470,36 @@ const idempotencyKeys = fc.oneof(
   headerString(80),
 );
 
-function headersArbitrary(op: Operation, ctx: FuzzContext): fc.Arbitrary<{ headers: Record<string, string>; notes: string[] }> {
+function headersArbitrary(
+  op: Operation,
+  ctx: FuzzContext,
+): fc.Arbitrary<{ headers: Record<string, string>; notes: string[] }> {
   const apiKey = fc.oneof(
     { weight: 14, arbitrary: fc.constant({ value: ctx.apiKey as string | undefined, note: '' }) },
-    { weight: 1, arbitrary: fc.constant({ value: ctx.otherApiKey as string | undefined, note: "another account's key" }) },
+    {
+      weight: 1,
+      arbitrary: fc.constant({ value: ctx.otherApiKey as string | undefined, note: "another account's key" }),
+    },
     {
       weight: 2,
-      arbitrary: fc.oneof(
-        fc.constantFrom<string | undefined>(undefined, '', 'sk_live_', `${ctx.apiKey}x`, ctx.apiKey.slice(0, -1), ctx.apiKey.toUpperCase(), 'k'.repeat(257), 'k'.repeat(8_000)),
-        headerString(300),
-      ).map((value) => ({ value, note: `api key ${value === undefined ? 'missing' : JSON.stringify(value.slice(0, 20))}` })),
+      arbitrary: fc
+        .oneof(
+          fc.constantFrom<string | undefined>(
+            undefined,
+            '',
+            'sk_live_',
+            `${ctx.apiKey}x`,
+            ctx.apiKey.slice(0, -1),
+            ctx.apiKey.toUpperCase(),
+            'k'.repeat(257),
+            'k'.repeat(8_000),
+          ),
+          headerString(300),
+        )
+        .map((value) => ({
+          value,
+          note: `api key ${value === undefined ? 'missing' : JSON.stringify(value.slice(0, 20))}`,
+        })),
     },
   );
   const accepts = op.headerParams.some((p) => p.name.toLowerCase() === 'idempotency-key');
@@ -351,7 +508,10 @@ function headersArbitrary(op: Operation, ctx: FuzzContext): fc.Arbitrary<{ heade
       apiKey,
       contentType: sometimes(contentTypes, 92),
       idempotencyKey: sometimes(idempotencyKeys, accepts ? 50 : 10),
-      requestId: sometimes(fc.oneof(headerString(200), fc.constantFrom('short', 'a'.repeat(129), 'ok-request-id-123')), 15),
+      requestId: sometimes(
+        fc.oneof(headerString(200), fc.constantFrom('short', 'a'.repeat(129), 'ok-request-id-123')),
+        15,
+      ),
       accept: sometimes(fc.constantFrom('text/html', '*/*', 'application/xml', 'garbage;;q=x'), 15),
     })
     .map(({ apiKey: key, contentType, idempotencyKey, requestId, accept }) => {
@@ -376,7 +536,12 @@ function headersArbitrary(op: Operation, ctx: FuzzContext): fc.Arbitrary<{ heade
 // ---------- the whole request ----------
 
 /** Generated malformed and boundary requests for one operation, derived from its OpenAPI description. */
-export function requestArbitrary(op: Operation, resolve: RefResolver, serverUrl: string, ctx: FuzzContext): fc.Arbitrary<FuzzRequest> {
+export function requestArbitrary(
+  op: Operation,
+  resolve: RefResolver,
+  serverUrl: string,
+  ctx: FuzzContext,
+): fc.Arbitrary<FuzzRequest> {
   const pathArb = fc.tuple(...op.pathParams.map((p) => pathParamArbitrary(p.name, ctx))).map((values) => {
     let path = op.path;
     const notes: string[] = [];
@@ -387,21 +552,44 @@ export function requestArbitrary(op: Operation, resolve: RefResolver, serverUrl:
     return { path: `${serverUrl}${path}`, notes };
   });
   return fc
-    .record({ path: pathArb, query: queryArbitrary(op, resolve), body: bodyArbitrary(op, resolve), headers: headersArbitrary(op, ctx) })
+    .record({
+      path: pathArb,
+      query: queryArbitrary(op, resolve),
+      body: bodyArbitrary(op, resolve),
+      headers: headersArbitrary(op, ctx),
+    })
     .map(({ path, query, body, headers }) => {
       const target = query.query ? `${path.path}?${query.query}` : path.path;
       let payload: Buffer | null = null;
-      if (body.present) payload = body.text !== undefined ? Buffer.from(body.text) : Buffer.from(JSON.stringify(body.body) ?? '', 'utf8');
+      if (body.present)
+        payload =
+          body.text !== undefined ? Buffer.from(body.text) : Buffer.from(JSON.stringify(body.body) ?? '', 'utf8');
       const sent = { ...headers.headers };
       if (payload === null) delete sent['content-type'];
-      return { method: op.method, target, headers: sent, body: payload, notes: [...path.notes, query.note, body.note, ...headers.notes] };
+      return {
+        method: op.method,
+        target,
+        headers: sent,
+        body: payload,
+        notes: [...path.notes, query.note, body.note, ...headers.notes],
+      };
     });
 }
 
 /** A short, printable description of a request (failing cases are reported with it). */
 export function describeRequest(request: FuzzRequest): string {
-  const body = request.body === null ? '(no body)' : request.body.length > 300 ? `${request.body.subarray(0, 300).toString('utf8')}… (${request.body.length} bytes)` : request.body.toString('utf8');
-  const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, k === 'x-api-key' ? `${v.slice(0, 12)}…` : v.length > 80 ? `${v.slice(0, 80)}…` : v]));
+  const body =
+    request.body === null
+      ? '(no body)'
+      : request.body.length > 300
+        ? `${request.body.subarray(0, 300).toString('utf8')}… (${request.body.length} bytes)`
+        : request.body.toString('utf8');
+  const headers = Object.fromEntries(
+    Object.entries(request.headers).map(([k, v]) => [
+      k,
+      k === 'x-api-key' ? `${v.slice(0, 12)}…` : v.length > 80 ? `${v.slice(0, 80)}…` : v,
+    ]),
+  );
   const target = request.target.length > 300 ? `${request.target.slice(0, 300)}…` : request.target;
   return `${request.method} ${target}\n  headers ${JSON.stringify(headers)}\n  body ${body}\n  mutations: ${request.notes.filter(Boolean).join(' | ')}`;
 }

@@ -44,7 +44,16 @@ export const EDGE_STRINGS = [
 /** A string built from edge pieces and random text, including lone surrogates and control characters. */
 export const edgeString: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(...EDGE_STRINGS),
-  fc.array(fc.oneof(fc.constantFrom(...EDGE_STRINGS), fc.string({ unit: 'binary', maxLength: 8 }), fc.string({ unit: 'grapheme', maxLength: 8 })), { maxLength: 6 }).map((parts) => parts.join('')),
+  fc
+    .array(
+      fc.oneof(
+        fc.constantFrom(...EDGE_STRINGS),
+        fc.string({ unit: 'binary', maxLength: 8 }),
+        fc.string({ unit: 'grapheme', maxLength: 8 }),
+      ),
+      { maxLength: 6 },
+    )
+    .map((parts) => parts.join('')),
 );
 
 function stringFor(schema: JsonSchema): fc.Arbitrary<string> {
@@ -56,7 +65,9 @@ function stringFor(schema: JsonSchema): fc.Arbitrary<string> {
     case 'email':
       return fc.emailAddress();
     case 'date-time':
-      return fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
+      return fc
+        .date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true })
+        .map((d) => d.toISOString());
     case 'uri':
     case 'url':
       return fc.webUrl({ validSchemes: ['http', 'https'] });
@@ -72,8 +83,12 @@ function stringFor(schema: JsonSchema): fc.Arbitrary<string> {
 }
 
 function numberFor(schema: JsonSchema, integer: boolean): fc.Arbitrary<number> {
-  const min = schema.minimum ?? (schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + (integer ? 1 : 1e-6) : -1_000_000);
-  const max = schema.maximum ?? (schema.exclusiveMaximum !== undefined ? schema.exclusiveMaximum - (integer ? 1 : 1e-6) : 1_000_000);
+  const min =
+    schema.minimum ??
+    (schema.exclusiveMinimum !== undefined ? schema.exclusiveMinimum + (integer ? 1 : 1e-6) : -1_000_000);
+  const max =
+    schema.maximum ??
+    (schema.exclusiveMaximum !== undefined ? schema.exclusiveMaximum - (integer ? 1 : 1e-6) : 1_000_000);
   return integer
     ? fc.integer({ min: Math.ceil(Math.max(min, -1e9)), max: Math.floor(Math.min(max, 1e9)) })
     : fc.double({ min: Math.max(min, -1e9), max: Math.min(max, 1e9), noNaN: true, noDefaultInfinity: true });
@@ -101,9 +116,13 @@ function conditionalBranches(schema: JsonSchema): JsonSchema[] | null {
     properties: { ...(base.properties ?? {}), ...extra, ...(branch?.properties ?? {}) },
     required: [...new Set([...(base.required ?? []), ...(branch?.required ?? [])])],
   });
-  const forced = Object.entries((condition.properties ?? {}) as Record<string, JsonSchema>).filter(([, s]) => 'const' in s);
+  const forced = Object.entries((condition.properties ?? {}) as Record<string, JsonSchema>).filter(
+    ([, s]) => 'const' in s,
+  );
   const truthy = Object.fromEntries(forced.map(([name, s]) => [name, { const: s.const }]));
-  const falsy = Object.fromEntries(forced.map(([name, s]) => [name, { ...(base.properties?.[name] ?? {}), not: { const: s.const } }]));
+  const falsy = Object.fromEntries(
+    forced.map(([name, s]) => [name, { ...(base.properties?.[name] ?? {}), not: { const: s.const } }]),
+  );
   return [merge(whenTrue, truthy), merge(whenFalse, falsy)];
 }
 
@@ -113,13 +132,19 @@ function conditionalBranches(schema: JsonSchema): JsonSchema[] | null {
  * properties/required/additionalProperties, items/minItems/maxItems, string formats and patterns,
  * numeric bounds.
  */
-export function arbitraryFor(schema: JsonSchema | boolean | undefined, resolve: RefResolver, depth = 0): fc.Arbitrary<unknown> {
-  if (schema === undefined || schema === true || (typeof schema === 'object' && Object.keys(schema).length === 0)) return anyJson(depth);
+export function arbitraryFor(
+  schema: JsonSchema | boolean | undefined,
+  resolve: RefResolver,
+  depth = 0,
+): fc.Arbitrary<unknown> {
+  if (schema === undefined || schema === true || (typeof schema === 'object' && Object.keys(schema).length === 0))
+    return anyJson(depth);
   if (schema === false) return fc.constant(undefined);
   if (schema.$ref) return arbitraryFor(resolve(schema.$ref), resolve, depth);
   if ('const' in schema) return fc.constant(schema.const);
   if (Array.isArray(schema.enum)) {
-    const allowed = schema.not && 'const' in schema.not ? schema.enum.filter((v: unknown) => v !== schema.not.const) : schema.enum;
+    const allowed =
+      schema.not && 'const' in schema.not ? schema.enum.filter((v: unknown) => v !== schema.not.const) : schema.enum;
     return allowed.length ? fc.constantFrom(...allowed) : fc.constant(schema.enum[0]);
   }
   const branches = conditionalBranches(schema);
@@ -132,10 +157,20 @@ export function arbitraryFor(schema: JsonSchema | boolean | undefined, resolve: 
   }
   if (Array.isArray(schema.allOf)) {
     const { allOf, ...rest } = schema;
-    return arbitraryFor(Object.assign({}, rest, ...allOf.map((s: JsonSchema) => (s.$ref ? resolve(s.$ref) : s))), resolve, depth);
+    return arbitraryFor(
+      Object.assign({}, rest, ...allOf.map((s: JsonSchema) => (s.$ref ? resolve(s.$ref) : s))),
+      resolve,
+      depth,
+    );
   }
   if (depth > MAX_DEPTH) return fc.constant(null);
-  const types: string[] = Array.isArray(schema.type) ? schema.type : schema.type ? [schema.type] : schema.properties ? ['object'] : [];
+  const types: string[] = Array.isArray(schema.type)
+    ? schema.type
+    : schema.type
+      ? [schema.type]
+      : schema.properties
+        ? ['object']
+        : [];
   if (types.length === 0) return anyJson(depth);
   return fc.oneof(
     ...types.map((type): fc.Arbitrary<unknown> => {
@@ -154,7 +189,9 @@ export function arbitraryFor(schema: JsonSchema | boolean | undefined, resolve: 
           const minLength = Math.min(schema.minItems ?? 0, MAX_ITEMS);
           const maxLength = Math.max(minLength, Math.min(schema.maxItems ?? MAX_ITEMS, MAX_ITEMS));
           const items = arbitraryFor(schema.items, resolve, depth + 1);
-          return schema.uniqueItems ? fc.uniqueArray(items, { minLength, maxLength, selector: (v) => JSON.stringify(v) }) : fc.array(items, { minLength, maxLength });
+          return schema.uniqueItems
+            ? fc.uniqueArray(items, { minLength, maxLength, selector: (v) => JSON.stringify(v) })
+            : fc.array(items, { minLength, maxLength });
         }
         case 'object':
           return objectFor(schema, resolve, depth);
