@@ -1,7 +1,7 @@
 // Network rule: every packet in this file goes to 127.0.0.0/8. Names resolve only through stub resolvers.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createSelfSignedCertificate } from './support/mcp-tls';
 import http, { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
@@ -446,34 +446,10 @@ describe('fetchBuffered over TLS and through a proxy', () => {
 
   before(async () => {
     certDir = mkdtempSync(path.join(tmpdir(), 'safe-fetch-'));
-    const keyPath = path.join(certDir, 'key.pem');
-    const certPath = path.join(certDir, 'cert.pem');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        keyPath,
-        '-out',
-        certPath,
-        '-days',
-        '1',
-        '-subj',
-        '/CN=secure.test',
-        '-addext',
-        'subjectAltName=DNS:secure.test,IP:127.0.0.1',
-      ],
-      { stdio: 'ignore' },
-    );
-    cert = readFileSync(certPath);
+    const tls = createSelfSignedCertificate(certDir, 'secure.test', 'DNS:secure.test,IP:127.0.0.1');
+    cert = tls.cert;
     const secureServer = https.createServer(
-      { key: readFileSync(keyPath), cert },
+      { key: tls.key, cert },
       withBody((request, response) => {
         response.end(`secure ${request.method} ${request.url} host=${request.headers.host}`);
       }),
@@ -708,34 +684,10 @@ describe('fetchBuffered through a proxy pins the checked address', () => {
 
   before(async () => {
     certDir = mkdtempSync(path.join(tmpdir(), 'safe-fetch-pin-'));
-    const keyPath = path.join(certDir, 'key.pem');
-    const certPath = path.join(certDir, 'cert.pem');
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        keyPath,
-        '-out',
-        certPath,
-        '-days',
-        '1',
-        '-subj',
-        '/CN=pinned.test',
-        '-addext',
-        'subjectAltName=DNS:pinned.test',
-      ],
-      { stdio: 'ignore' },
-    );
-    cert = readFileSync(certPath);
+    const tls = createSelfSignedCertificate(certDir, 'pinned.test', 'DNS:pinned.test');
+    cert = tls.cert;
     const secureServer = https.createServer(
-      { key: readFileSync(keyPath), cert },
+      { key: tls.key, cert },
       withBody((request, response) => {
         response.end(`secure ${request.url} host=${request.headers.host}`);
       }),

@@ -1,7 +1,7 @@
 // Network rule: every packet in this file goes to 127.0.0.0/8.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createSelfSignedCertificate } from './support/mcp-tls';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -52,35 +52,6 @@ function close(server: http.Server | https.Server): Promise<void> {
 }
 
 const echo = (request: IncomingMessage, response: ServerResponse) => response.end(JSON.stringify(request.headers));
-
-function selfSigned(dir: string, name: string): { key: Buffer; cert: Buffer; certPath: string } {
-  const keyPath = path.join(dir, `${name}.key`);
-  const certPath = path.join(dir, `${name}.pem`);
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      keyPath,
-      '-out',
-      certPath,
-      '-days',
-      '1',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  return { key: readFileSync(keyPath), cert: readFileSync(certPath), certPath };
-}
 
 describe('one transport under the buffered and the streaming client', () => {
   let origin: http.Server;
@@ -166,8 +137,8 @@ describe('one set of trusted CAs: the default store, NODE_EXTRA_CA_CERTS and the
 
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'transport-ca-'));
-    const env = selfSigned(dir, 'env-ca');
-    const config = selfSigned(dir, 'config-ca');
+    const env = createSelfSignedCertificate(dir, 'env-ca', 'DNS:localhost,IP:127.0.0.1');
+    const config = createSelfSignedCertificate(dir, 'config-ca', 'DNS:localhost,IP:127.0.0.1');
     configCert = config.cert;
     // What an operator's NODE_EXTRA_CA_CERTS file holds: another certificate next to the one the server uses.
     const bundle = path.join(dir, 'extra-ca-bundle.pem');

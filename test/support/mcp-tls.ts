@@ -71,3 +71,40 @@ export function createTestCertificates(): TestCertificates {
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
+
+/**
+ * A self-signed server certificate (its own issuer) for `subjectAltName` (e.g. `DNS:localhost,IP:127.0.0.1`),
+ * written as `<name>.key` / `<name>.pem` into `dir`; trusted only by a client told to trust it.
+ */
+export function createSelfSignedCertificate(
+  dir: string,
+  name: string,
+  subjectAltName: string,
+): { key: Buffer; cert: Buffer; certPath: string } {
+  const keyPath = path.join(dir, `${name}.key`);
+  const certPath = path.join(dir, `${name}.pem`);
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      `subjectAltName=${subjectAltName}`,
+    ],
+    { stdio: 'ignore' },
+  );
+  return { key: readFileSync(keyPath), cert: readFileSync(certPath), certPath };
+}

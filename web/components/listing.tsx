@@ -31,6 +31,29 @@ export function ListingIcon(props: { name: string; uploadedIconUrl: string | nul
   );
 }
 
+/** The top of a listing page: the way back to its market, the icon, the name and the description. */
+export function ListingHeader(props: {
+  market: 'tools' | 'agents';
+  name: string;
+  description: string | null;
+  uploadedIconUrl: string | null;
+}) {
+  return (
+    <>
+      <p>
+        <a href={`/market?market=${props.market}`}>{props.market === 'tools' ? 'Tool market' : 'Agent market'}</a>
+      </p>
+      <div class="card">
+        <ListingIcon name={props.name} uploadedIconUrl={props.uploadedIconUrl} />
+        <div>
+          <h1>{props.name}</h1>
+          {props.description && <p>{props.description}</p>}
+        </div>
+      </div>
+    </>
+  );
+}
+
 /** Same-origin address of an uploaded icon (the public icon route). */
 export const uploadedIconUrl = (iconObjectKey: string | null) =>
   iconObjectKey ? `/api/v1/market/icons/${encodeURIComponent(iconObjectKey)}.png` : null;

@@ -1,5 +1,5 @@
 import type { AgentEntryView } from '../../api/services/market-catalog';
-import { agentPricing, ListingIcon } from '../components/listing';
+import { agentPricing, ListingHeader } from '../components/listing';
 import { SchemaTable } from '../components/schema';
 import { usd } from '../format';
 import { Layout } from '../layout';
@@ -88,16 +88,7 @@ export function AgentListingPage(props: { listing: AgentListing; signedInAs: str
   const { entry, iconUrl, providerName } = props.listing;
   return (
     <Layout title={entry.name} section="market" signedInAs={props.signedInAs}>
-      <p>
-        <a href="/market?market=agents">Agent market</a>
-      </p>
-      <div class="card">
-        <ListingIcon name={entry.name} uploadedIconUrl={iconUrl} />
-        <div>
-          <h1>{entry.name}</h1>
-          {entry.description && <p>{entry.description}</p>}
-        </div>
-      </div>
+      <ListingHeader market="agents" name={entry.name} description={entry.description} uploadedIconUrl={iconUrl} />
       <dl class="facts">
         <dt>Provider</dt>
         <dd>{providerName}</dd>

@@ -1,6 +1,6 @@
 import type { ToolEntryView } from '../../api/services/market-catalog';
 import type { ValidationIssue } from '../../lib/market/validation-report';
-import { ListingIcon, QualityScore, toolPricing } from '../components/listing';
+import { ListingHeader, QualityScore, toolPricing } from '../components/listing';
 import { SchemaTable } from '../components/schema';
 import { usd } from '../format';
 import { Layout } from '../layout';
@@ -174,16 +174,7 @@ export function ToolListingPage(props: { listing: ToolListing; signedInAs: strin
   const { entry, iconUrl, providerName } = props.listing;
   return (
     <Layout title={entry.name} section="market" signedInAs={props.signedInAs}>
-      <p>
-        <a href="/market?market=tools">Tool market</a>
-      </p>
-      <div class="card">
-        <ListingIcon name={entry.name} uploadedIconUrl={iconUrl} />
-        <div>
-          <h1>{entry.name}</h1>
-          {entry.description && <p>{entry.description}</p>}
-        </div>
-      </div>
+      <ListingHeader market="tools" name={entry.name} description={entry.description} uploadedIconUrl={iconUrl} />
       <dl class="facts">
         <dt>Provider</dt>
         <dd>{providerName}</dd>

@@ -1,6 +1,7 @@
 import type { AgentTransaction } from '../../db/schema';
 import type { OpenHolds, SpendCategory } from '../../db/repos/spending';
 import { DailyBarChart } from '../components/chart';
+import type { Renderable } from '../page';
 import { shortId, usd, utc } from '../format';
 import { Layout } from '../layout';
 import { ConsoleNav, KIND_NAMES, MoneySummary } from './console-home';
@@ -25,6 +26,40 @@ const categoryName = (category: string) => CATEGORY_NAMES[category] ?? category;
 
 function Empty(props: { children: string }) {
   return <p class="meta">{props.children}</p>;
+}
+
+/** Spending grouped one way (by kind, by listing): how many charges and how much, a row per group. */
+function SpendTable(props: {
+  id: string;
+  caption: string;
+  column: string;
+  rows: { label: Renderable | string; charges: number; usd: number }[];
+}) {
+  return (
+    <table id={props.id}>
+      <caption>{props.caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">{props.column}</th>
+          <th scope="col" class="num">
+            Charges
+          </th>
+          <th scope="col" class="num">
+            Spent
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.rows.map((row) => (
+          <tr>
+            <th scope="row">{row.label}</th>
+            <td class="num">{row.charges}</td>
+            <td class="num">{usd(row.usd)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
 }
 
 export function UsagePage(props: { view: UsageView }) {
@@ -72,29 +107,12 @@ export function UsagePage(props: { view: UsageView }) {
         {view.perCategory.length === 0 ? (
           <Empty>Nothing spent in this time.</Empty>
         ) : (
-          <table id="spend-per-kind">
-            <caption>Charges by what they were for</caption>
-            <thead>
-              <tr>
-                <th scope="col">Kind</th>
-                <th scope="col" class="num">
-                  Charges
-                </th>
-                <th scope="col" class="num">
-                  Spent
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {view.perCategory.map((c) => (
-                <tr>
-                  <th scope="row">{categoryName(c.category)}</th>
-                  <td class="num">{c.charges}</td>
-                  <td class="num">{usd(c.usd)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <SpendTable
+            id="spend-per-kind"
+            caption="Charges by what they were for"
+            column="Kind"
+            rows={view.perCategory.map((c) => ({ label: categoryName(c.category), charges: c.charges, usd: c.usd }))}
+          />
         )}
       </section>
 
@@ -103,29 +121,16 @@ export function UsagePage(props: { view: UsageView }) {
         {view.perListing.length === 0 ? (
           <Empty>No market tool calls in this time.</Empty>
         ) : (
-          <table id="spend-per-listing">
-            <caption>Market tool calls by listing (your own calls and your agents')</caption>
-            <thead>
-              <tr>
-                <th scope="col">Listing</th>
-                <th scope="col" class="num">
-                  Charges
-                </th>
-                <th scope="col" class="num">
-                  Spent
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {view.perListing.map((l) => (
-                <tr>
-                  <th scope="row">{l.listingId ? <a href={`/market/tools/${l.listingId}`}>{l.slug}</a> : l.slug}</th>
-                  <td class="num">{l.charges}</td>
-                  <td class="num">{usd(l.usd)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <SpendTable
+            id="spend-per-listing"
+            caption="Market tool calls by listing (your own calls and your agents')"
+            column="Listing"
+            rows={view.perListing.map((l) => ({
+              label: l.listingId ? <a href={`/market/tools/${l.listingId}`}>{l.slug}</a> : l.slug,
+              charges: l.charges,
+              usd: l.usd,
+            }))}
+          />
         )}
       </section>
 
