@@ -208,8 +208,10 @@ describe('web pages: the console', function () {
     await assertAccessible(page, 'run page while the run goes on');
 
     openGate();
-    // The whole pipeline (fetch, convert, model) runs between these lines: generous under a loaded CI.
-    await page.locator('#run-status.status-completed').waitFor({ timeout: 90_000 });
+    // The run ends (the API says so), then the page shows it without a reload: a failure says which of the two went wrong.
+    const ended = await h.waitForJob(alice.apiKey, `/api/v1/scrape/status/${jobId}`);
+    assert.equal(ended.status, 'completed', JSON.stringify(ended).slice(0, 2000));
+    await page.locator('#run-status.status-completed').waitFor({ timeout: 30_000 });
     await page.locator('#run-live-note', { hasText: 'The run has ended.' }).waitFor();
     assert.equal(
       await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed),
