@@ -8,7 +8,7 @@ import { requestLog } from './middleware/request-log';
 import { jsonBody } from './middleware/json-body';
 import { requireApiKey } from './middleware/auth';
 import { mcpEndpoint } from './mcp/endpoint';
-import { docsMcpEndpoint } from './mcp/docs';
+import { DOCS_MCP_PATH, docsMcpEndpoint } from './mcp/docs';
 import { marketMcpEndpoint } from './mcp/market';
 import { buildOpenApiDocument } from './openapi';
 import { buildDocsSite } from './docs/site';
@@ -39,12 +39,25 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(errorHandler());
   // The pages (web/): /, /market…, /console…, /assets…; every other path is the API's.
   app.use(webPages(deps));
+  const root = createRouter(deps);
+  app.use(root.routes());
+  app.use(root.allowedMethods());
+  return app;
+}
+
+/**
+ * Every route of the API (all but the pages): the MCP endpoints, health, the operator's routes,
+ * metrics, the docs, the market's icons and the user API under /api/v1. Its `stack` is the list of
+ * what the service answers (the embedded-start suite requires a request to each).
+ */
+export function createRouter(deps: ApiDeps): Router<AppState> {
   const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
-  app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
-  app.use(mcpEndpoint(marketMcpEndpoint(deps)));
+  const root = new Router<AppState>();
+  // The MCP endpoints, tried first: the SDK reads the request body itself and answers every method.
+  root.all(DOCS_MCP_PATH, mcpEndpoint(docsMcpEndpoint(docsSite, deps.config))); //   /docs-mcp
+  root.all('/mcp/:entryId', mcpEndpoint(marketMcpEndpoint(deps))); //                    /mcp/{entryId}
 
   // Without an API key: health, the operator's routes, metrics, the docs and the market's icons.
-  const root = new Router<AppState>();
   const health = healthRoutes(deps); //                  /health
   root.use(health.routes());
   const admin = adminRoutes(deps); //                    /admin (ADMIN_TOKEN), with /admin/skills and /admin/market
@@ -75,8 +88,5 @@ export function createApp(deps: ApiDeps): Koa {
   ];
   for (const routes of userRouters) v1.use(routes.routes(), routes.allowedMethods());
   root.use(v1.routes(), v1.allowedMethods());
-
-  app.use(root.routes());
-  app.use(root.allowedMethods());
-  return app;
+  return root;
 }

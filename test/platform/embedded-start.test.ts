@@ -19,6 +19,9 @@ import { act } from '../support/agent-script';
 import { Client as McpClient, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startMarketProvider } from '../support/fakes/market-provider';
 import { CATALOGUE_IDS, SKILLS_CATALOGUE_COUNT, SKILLS_CATALOGUE_PATH } from '../support/skills-queries';
+import { createRouter } from '../../api/app';
+import type { ApiDeps } from '../../api/deps';
+import { loadConfig } from '../../lib/config';
 
 /**
  * Every endpoint through the embedded `npm start` path, as a newcomer runs it: the real command in
@@ -27,9 +30,11 @@ import { CATALOGUE_IDS, SKILLS_CATALOGUE_COUNT, SKILLS_CATALOGUE_PATH } from '..
  * microblog, GitHub). It does not use the shared harness, whose suites run on the Postgres server.
  *
  * The endpoints are a table (CASES, run in order, sharing `ctx.state`). Each case names what it
- * covers; the last case checks that every operation of the served OpenAPI document, every admin
- * route and every admin CLI command was covered by a case that passed — so a new endpoint fails
- * this suite until it gets a case here. To add one: append { name, covers, run } to CASES.
+ * covers; a later test checks that every operation of the served OpenAPI document and every admin
+ * CLI command was covered by a case that passed, and that the service's access log shows a request
+ * answered by each route of the app's own router (api/app.ts createRouter: the admin routes,
+ * /metrics, /docs-mcp, /mcp/{entryId}, …) — so a new endpoint fails this suite until a case here
+ * exercises it. To add one: append { name, covers, run } to CASES.
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -37,16 +42,30 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const API_KEY = /^sk_live_[A-Za-z0-9_-]{32}$/;
 const TOTP_SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP';
 
-/** The admin API (not in the OpenAPI document, which is the public interface). */
-const ADMIN_ROUTES = [
-  'POST /admin/users',
-  'POST /admin/users/{userId}/credit',
-  'PATCH /admin/users/{userId}/subscription',
-  'POST /admin/users/{userId}/rotate-key',
-  'PUT /admin/users/{userId}/router-key',
-  'POST /admin/skills/import',
-  'POST /admin/skills/refresh',
-];
+/**
+ * Every route the service answers, as "METHOD /path/{param}" (a route for every method as "ANY …"),
+ * taken from the app's own router (api/app.ts createRouter): the admin API, /metrics, /docs-mcp,
+ * /mcp/{entryId}, the docs pages and the user API. Built with the service's configuration; nothing
+ * is served from it (the database and Temporal are never touched while routes are registered).
+ */
+function routerRoutes(env: Env): string[] {
+  const deps = {
+    config: loadConfig({ ...env, ADMIN_TOKEN: 'embedded-start-route-listing-0123456789' }),
+    db: {} as ApiDeps['db'],
+    temporal: {} as ApiDeps['temporal'],
+    policy: {} as ApiDeps['policy'],
+    social: {} as ApiDeps['social'],
+    readiness: async () => ({ database: false, temporal: false, workers: false }),
+  };
+  const routes = createRouter(deps)
+    .stack.filter((layer) => layer.methods.length > 0)
+    .flatMap((layer) => {
+      const template = String(layer.path).replace(/:([A-Za-z_]+)/g, '{$1}');
+      const methods = layer.methods.filter((m) => m !== 'HEAD');
+      return methods.length > 10 ? [`ANY ${template}`] : methods.map((m) => `${m} ${template}`);
+    });
+  return [...new Set(routes)];
+}
 
 type Env = Record<string, string>;
 
@@ -85,7 +104,7 @@ interface EmbeddedContext {
 
 interface EndpointCase {
   name: string;
-  /** "METHOD /path" as in the OpenAPI document (with /api/v1) or ADMIN_ROUTES, or "CLI <command>". */
+  /** "METHOD /path" as in the OpenAPI document (with /api/v1), or "CLI <command>". */
   covers: string[];
   timeoutMs?: number;
   run(ctx: EmbeddedContext): Promise<void>;
@@ -124,6 +143,43 @@ const CASES: EndpointCase[] = [
       const spec = await ctx.http('GET', '/api/v1/openapi.json');
       assert.equal(spec.status, 200);
       assert.equal(spec.body.openapi, '3.1.0');
+      // The page's own links: its stylesheet, the README and a guide.
+      const style = await ctx.http('GET', '/api/v1/docs/style.css');
+      assert.equal(style.status, 200);
+      assert.match(style.contentType, /^text\/css/);
+      const readme = await ctx.http('GET', '/api/v1/docs/readme');
+      assert.equal(readme.status, 200);
+      assert.match(readme.body, /<html/i);
+      const guide = /href="(\/api\/v1\/docs\/guides\/[^"]+)"/.exec(docs.body)?.[1];
+      assert.ok(guide, 'the docs page links no guide');
+      const guidePage = await ctx.http('GET', guide);
+      assert.equal(guidePage.status, 200);
+      assert.match(guidePage.body, /<html/i);
+    },
+  },
+  {
+    name: 'serves the documentation MCP server at /docs-mcp: its tools, and a search that finds a guide',
+    covers: ['POST /docs-mcp'],
+    async run(ctx) {
+      const client = new McpClient(
+        { name: 'embedded-docs', version: '1.0.0' },
+        { versionNegotiation: { mode: 'auto' } },
+      );
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${ctx.baseUrl}/docs-mcp`)));
+      try {
+        const { tools } = await client.listTools();
+        assert.deepEqual(tools.map((t) => t.name).sort(), [
+          'get_operation',
+          'list_operations',
+          'read_doc',
+          'search_docs',
+        ]);
+        const found = await client.callTool({ name: 'search_docs', arguments: { query: 'webhooks signature' } });
+        assert.ok(!found.isError, JSON.stringify(found));
+        assert.match(JSON.stringify(found.content), /docs\/[a-z-]+\.md/);
+      } finally {
+        await client.close();
+      }
     },
   },
   {
@@ -1128,6 +1184,21 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
   let child: ChildProcess | null = null;
   let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   let output = '';
+  /** "METHOD route → statuses" from the service's access lines: which routes answered a request, and how. */
+  const served = new Map<string, Set<number>>();
+  const readAccessLines = (stream: NodeJS.ReadableStream) => {
+    let partial = '';
+    stream.on('data', (chunk) => {
+      const lines = (partial + String(chunk)).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        const access = /"method":"([A-Z-]+)","route":"([^"]+)","status":(\d{3})/.exec(line);
+        if (!access) continue;
+        const key = `${access[1]} ${access[2].replace(/:([A-Za-z_]+)/g, '{$1}')}`;
+        served.set(key, (served.get(key) ?? new Set()).add(Number(access[3])));
+      }
+    });
+  };
   const killGroup = () => {
     if (child?.pid && groupAlive(child.pid)) {
       try {
@@ -1205,6 +1276,8 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
     // The whole run's output (bounded): the log-format case looks for an access line of an early case.
     child.stdout!.on('data', (chunk) => (output = (output + chunk).slice(-2_000_000)));
     child.stderr!.on('data', (chunk) => (output = (output + chunk).slice(-2_000_000)));
+    readAccessLines(child.stdout!);
+    readAccessLines(child.stderr!);
     exited = new Promise((resolve) => child!.once('exit', (code, signal) => resolve({ code, signal })));
     // Never leave the process group behind, even if mocha exits abruptly.
     process.once('exit', killGroup);
@@ -1289,7 +1362,26 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
     });
   }
 
-  it('covered every operation of the OpenAPI document, every admin route and every admin CLI command', async function () {
+  it("sent a request to every route of the app's router (admin, /metrics, /docs-mcp, /mcp/{entryId}, …) that it answered", function () {
+    const routes = routerRoutes(ctx.env);
+    for (const expected of ['POST /admin/users', 'GET /metrics', 'ANY /docs-mcp', 'ANY /mcp/{entryId}'])
+      assert.ok(routes.includes(expected), `the router has no ${expected}: ${routes.join(', ')}`);
+    const answered = (route: string) => {
+      const [method, template] = route.split(' ');
+      const statuses = [...served.entries()]
+        .filter(([key]) => (method === 'ANY' ? key.endsWith(` ${template}`) : key === route))
+        .flatMap(([, seen]) => [...seen]);
+      return statuses.some((status) => status < 400);
+    };
+    const missing = routes.filter((route) => !answered(route));
+    assert.deepEqual(
+      missing,
+      [],
+      'no successful request reached these routes: add a case to CASES that exercises each',
+    );
+  });
+
+  it('covered every operation of the OpenAPI document and every admin CLI command', async function () {
     const spec = (await ctx.http('GET', '/api/v1/openapi.json')).body;
     const prefix = spec.servers[0].url.replace(/\/+$/, '');
     const operations = Object.entries(spec.paths as Record<string, Record<string, unknown>>).flatMap(([p, item]) =>
@@ -1303,9 +1395,7 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
       operations.length >= 15 && commands.length >= 9,
       `${operations.length} operations, ${commands.length} CLI commands`,
     );
-    const missing = [...operations, ...ADMIN_ROUTES, ...commands, 'GET /api/v1/docs', 'GET /health'].filter(
-      (what) => !passed.has(what),
-    );
+    const missing = [...operations, ...commands, 'GET /api/v1/docs', 'GET /health'].filter((what) => !passed.has(what));
     assert.deepEqual(missing, [], 'add a case for each to CASES in this file');
   });
 

@@ -28,7 +28,9 @@ import { createWorkers, type WorkerSet } from '../../workers/workers';
  * restarts. The API and the workers of this suite talk to Postgres through the proxy and to their
  * own Temporal dev server (SQLite file, fixed port, so its state survives the restart); the checks
  * read the database directly. Afterwards every job is terminal, ran as exactly one workflow run,
- * has at most one page snapshot and exactly one usage settlement, and was debited exactly once.
+ * has at most one page snapshot and exactly one usage settlement, and was debited exactly once, for
+ * the usage the same request records when it runs again without a fault (browser time aside, which
+ * is priced by the second): usage lost or counted twice in an outage cannot pass.
  */
 const JOBS = 50;
 const AGENT_JOBS = 3;
@@ -54,6 +56,8 @@ describe('faults under load', function () {
   let server: Server;
   let baseUrl: string;
   let user: { userId: string; apiKey: string };
+  /** What started each job (path and body), so the same job can run again without a fault. */
+  const requests = new Map<string, { path: string; body: unknown }>();
 
   const startTemporal = () =>
     startTemporalDevServer({ port: temporalPort, uiPort: null, dbFile: path.join(dataDir, 'temporal.db') });
@@ -141,9 +145,11 @@ describe('faults under load', function () {
     const ids: string[] = [];
     await Promise.all(
       Array.from({ length: count }, async (_, i) => {
-        const accepted = await api('POST', '/api/v1/scrape', { url: `${h.site.url}/static?fault=${label}-${i}` });
+        const body = { url: `${h.site.url}/static?fault=${label}-${i}` };
+        const accepted = await api('POST', '/api/v1/scrape', body);
         assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
         ids.push(accepted.body.jobId);
+        requests.set(accepted.body.jobId, { path: '/api/v1/scrape', body });
       }),
     );
     return ids;
@@ -152,13 +158,11 @@ describe('faults under load', function () {
   async function startAgents(count: number): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      const accepted = await api('POST', '/api/v1/agentscraper', {
-        task: `Say done (${i})`,
-        headless: true,
-        llm_provider: 'router',
-      });
+      const body = { task: `Say done (${i})`, headless: true, llm_provider: 'router' };
+      const accepted = await api('POST', '/api/v1/agentscraper', body);
       assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
       ids.push(accepted.body.jobId);
+      requests.set(accepted.body.jobId, { path: '/api/v1/agentscraper', body });
     }
     return ids;
   }
@@ -203,7 +207,97 @@ describe('faults under load', function () {
     }
   }
 
-  /** Exactly one workflow run, at most one page snapshot (one per completed scrape), one settlement and one debit per job. */
+  /** Browser time is priced by the second: the one usage whose cost depends on how long a run took. */
+  const TIME_METERED = 'browser';
+
+  /** Per job: its usage debit (micro-USD, negative), the cost of its usage other than browser time, and its kinds of usage. */
+  async function usageOf(ids: string[]) {
+    const debits = await h.db
+      .selectFrom('ledger_entries')
+      .select(['job_id', 'amount_micros'])
+      .where('job_id', 'in', ids)
+      .where('kind', '=', 'usage')
+      .execute();
+    const usage = await h.db
+      .selectFrom('job_usage')
+      .select(['job_id', 'kind', 'cost_micros'])
+      .where('job_id', 'in', ids)
+      .execute();
+    return new Map(
+      ids.map((id) => {
+        const rows = usage.filter((u) => u.job_id === id);
+        return [
+          id,
+          {
+            debits: debits.filter((d) => d.job_id === id).map((d) => Number(d.amount_micros)),
+            untimedMicros: rows
+              .filter((u) => u.kind !== TIME_METERED)
+              .reduce((sum, u) => sum + Number(u.cost_micros), 0),
+            kinds: [...new Set(rows.map((u) => u.kind))].sort(),
+          },
+        ];
+      }),
+    );
+  }
+
+  /**
+   * Runs the same request as each job again, now without a fault: what the same job records when
+   * nothing goes wrong, to compare each job's usage and debit with.
+   */
+  async function faultFreeUsage(ids: string[]) {
+    const twins = await Promise.all(
+      ids.map(async (id) => {
+        const request = requests.get(id);
+        assert.ok(request, `job ${id} was not started by this suite`);
+        const accepted = await api('POST', request.path, request.body);
+        assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+        return accepted.body.jobId as string;
+      }),
+    );
+    const rows = await waitTerminal(twins);
+    assert.deepEqual(
+      rows.filter((r) => r.status !== 'completed'),
+      [],
+      'a fault-free run of the same job did not complete',
+    );
+    const usage = await usageOf(twins);
+    return new Map(
+      ids.map((id, i) => {
+        const twin = usage.get(twins[i])!;
+        assert.equal(twin.debits.length, 1, `the fault-free run of job ${id} was debited ${twin.debits.length} times`);
+        assert.ok(twin.debits[0] < 0, `the fault-free run of job ${id} cost nothing`);
+        return [id, twin];
+      }),
+    );
+  }
+
+  /**
+   * Each job's usage is what a fault-free run of the same job records: the same kinds of usage and
+   * the same cost for all but browser time (which is priced by the second, and an outage makes a
+   * run last longer); a job without browser time is debited exactly the fault-free debit.
+   */
+  async function assertChargedAsWithoutFault(jobs: { id: string; kind: string }[]) {
+    const ids = jobs.map((job) => job.id);
+    const [actual, expected] = [await usageOf(ids), await faultFreeUsage(ids)];
+    for (const job of jobs) {
+      const got = actual.get(job.id)!;
+      const want = expected.get(job.id)!;
+      const label = `${job.kind} job ${job.id}`;
+      assert.deepEqual(got.kinds, want.kinds, `${label} recorded other kinds of usage than without a fault`);
+      assert.equal(
+        got.untimedMicros,
+        want.untimedMicros,
+        `${label} recorded ${got.untimedMicros} micro-USD of usage besides browser time; without a fault ${want.untimedMicros}`,
+      );
+      if (!want.kinds.includes(TIME_METERED))
+        assert.deepEqual(got.debits, want.debits, `${label} was not debited what the same job costs without a fault`);
+    }
+  }
+
+  /**
+   * Exactly one workflow run, at most one page snapshot (one per completed scrape), one settlement and
+   * one debit per job, and the usage a fault-free run of the same job records (assertChargedAsWithoutFault).
+   */
   async function assertRanAndChargedOnce(ids: string[]) {
     const jobs = await h.db
       .selectFrom('jobs')
@@ -286,6 +380,7 @@ describe('faults under load', function () {
       .where('user_id', '=', user.userId)
       .executeTakeFirstOrThrow();
     assert.equal(wallet.balance_micros, ledger.sum, 'the wallet balance differs from the sum of its ledger entries');
+    await assertChargedAsWithoutFault(jobs);
   }
 
   it(`finishes ${JOBS} scrape and ${AGENT_JOBS} agent jobs in flight exactly once through a ${OUTAGE_MS / 1000} s Postgres outage`, async function () {

@@ -3,8 +3,10 @@ import { randomBytes } from 'node:crypto';
 import Ajv from 'ajv';
 import fc from 'fast-check';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { createFixtures, type Fixtures } from '../support/fuzz/fixtures';
 import {
   describeRequest,
+  knownIdKey,
   operationsOf,
   requestArbitrary,
   type FuzzRequest,
@@ -78,47 +80,41 @@ describe('fuzzing every operation of the OpenAPI document', function () {
   let apiKey: string;
   let userId: string;
   let otherApiKey: string;
+  let fixtures: Fixtures;
+  /** Ids of the fixtures, by the path up to the parameter (`/scrape/status/{jobId}`); see FuzzContext. */
   const knownIds: Record<string, string[]> = {};
 
   before(async function () {
-    this.timeout(180_000);
+    this.timeout(300_000);
     h = await useHarness();
-    // Job-starting operations are capped by the monthly limit (429 after it) and automations by the
-    // automation limit, so valid bodies cannot start thousands of runs or schedules.
+    const adminAuth = { authorization: `Bearer ${h.config.adminToken}` };
+    // Room for the fixtures first; the limits are lowered once they exist (below).
     const created = await h.http('POST', '/admin/users', {
-      headers: { authorization: `Bearer ${h.config.adminToken}` },
+      headers: adminAuth,
       body: {
         email: `fuzz-${randomBytes(5).toString('hex')}@example.com`,
         creditUsd: 5,
-        monthlyOperationLimit: 3,
-        automationLimit: 1,
+        monthlyOperationLimit: 50,
+        automationLimit: 10,
       },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     ({ apiKey, userId } = created.body);
     otherApiKey = (await h.createUser()).apiKey;
+    const provider = await h.createUser();
+    fixtures = await createFixtures(h, { userId, apiKey }, provider);
+    Object.assign(knownIds, fixtures.knownIds);
 
-    const job = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } });
-    assert.equal(job.status, 202, JSON.stringify(job.body));
-    knownIds.jobId = [job.body.jobId];
-    const clientId = `fuzz-${randomBytes(4).toString('hex')}`;
-    h.forum.addApp({ clientId, clientSecret: 'fuzz-forum-secret' });
-    h.forum.addUser({ username: clientId, password: 'fuzz-forum-password' });
-    const account = await h.http('POST', '/api/v1/social-accounts', {
-      apiKey,
+    // Job-starting operations are capped by the monthly limit (429 after it) and automations by the
+    // automation limit, so valid bodies cannot start thousands of runs or schedules: three more of each.
+    const limits = await h.http('PATCH', `/admin/users/${userId}/subscription`, {
+      headers: adminAuth,
       body: {
-        platform: 'forum',
-        name: 'fuzz',
-        credentials: {
-          forumClientId: clientId,
-          forumClientSecret: 'fuzz-forum-secret',
-          forumUsername: clientId,
-          forumPassword: 'fuzz-forum-password',
-        },
+        monthlyOperationLimit: fixtures.operationsUsed + 3,
+        automationLimit: fixtures.automationsUsed + 1,
       },
     });
-    assert.equal(account.status, 201, JSON.stringify(account.body));
-    knownIds.id = [account.body.account.id];
+    assert.equal(limits.status, 200, JSON.stringify(limits.body));
   });
 
   after(async function () {
@@ -232,6 +228,20 @@ describe('fuzzing every operation of the OpenAPI document', function () {
     const doc = (await h.http('GET', '/api/v1/openapi.json')).body;
     const { operations, resolve, serverUrl } = operationsOf(doc);
     assert.ok(operations.length >= 10, `only ${operations.length} operations in the document`);
+    // Every path parameter has an id of a fixture, so its operation is fuzzed past the 404 too.
+    const withoutFixture = operations.flatMap((op) =>
+      op.pathParams.filter((p) => !knownIds[knownIdKey(op, p.name)]?.length).map((p) => `${op.id} {${p.name}}`),
+    );
+    assert.deepEqual(withoutFixture, [], 'add a fixture for each (test/support/fuzz/fixtures.ts)');
+    // Every documented body (POST, PUT and PATCH alike) is generated from its schema.
+    const unparsedBodies = operations.filter(
+      (op) => doc.paths[op.path][op.method.toLowerCase()].requestBody && !op.bodySchema,
+    );
+    assert.deepEqual(
+      unparsedBodies.map((op) => op.id),
+      [],
+      'operations whose request body the fuzzer does not read',
+    );
     const isErrorBody = new Ajv({ strict: false }).compile(resolve('#/components/schemas/ErrorResponse'));
     const ctx = { apiKey, otherApiKey, knownIds };
     const build = (op: Operation) => requestArbitrary(op, resolve, serverUrl, ctx);
@@ -254,6 +264,9 @@ describe('fuzzing every operation of the OpenAPI document', function () {
     process.on('uncaughtException', onCrash);
     process.on('unhandledRejection', onCrash);
 
+    // The statuses of requests naming fixtures' ids only, with the fuzzing account's key: some must get past the lookup.
+    const pastLookup: Record<string, number[]> = {};
+    const pathParamsOf = (id: string) => operations.find((op) => op.id === id)?.pathParams.length ?? -1;
     const seconds = new Map<string, number>();
     const fuzzTarget = async (target: (typeof targets)[number]) => {
       const started = Date.now();
@@ -262,6 +275,11 @@ describe('fuzzing every operation of the OpenAPI document', function () {
           sent += 1;
           const response = await sendRaw(h.baseUrl, request);
           statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+          if (
+            request.headers['x-api-key'] === apiKey &&
+            request.notes.filter((note) => note.startsWith('known ')).length === pathParamsOf(target.id)
+          )
+            (pastLookup[target.id] ??= []).push(response.status);
           const problem = problemWith(request, response, (body) => isErrorBody(body) as boolean);
           if (problem) throw new Error(problem);
         }),
@@ -278,12 +296,16 @@ describe('fuzzing every operation of the OpenAPI document', function () {
       }
     };
 
-    const queue = [...targets];
-    await Promise.all(
-      Array.from({ length: PARALLEL_OPERATIONS }, async () => {
-        for (let target = queue.shift(); target; target = queue.shift()) await fuzzTarget(target);
-      }),
-    );
+    // DELETE operations last, once every other operation has had the fixtures they remove.
+    const isDelete = (target: (typeof targets)[number]) => target.id.startsWith('DELETE ');
+    for (const batch of [targets.filter((t) => !isDelete(t)), targets.filter(isDelete)]) {
+      const queue = [...batch];
+      await Promise.all(
+        Array.from({ length: PARALLEL_OPERATIONS }, async () => {
+          for (let target = queue.shift(); target; target = queue.shift()) await fuzzTarget(target);
+        }),
+      );
+    }
     process.removeListener('uncaughtException', onCrash);
     process.removeListener('unhandledRejection', onCrash);
 
@@ -302,6 +324,11 @@ describe('fuzzing every operation of the OpenAPI document', function () {
     const report = failures.map((f) => `• ${f.operation}: ${f.problem}\n  ${f.request}`).join('\n');
     assert.equal(failures.length, 0, `seed ${SEED} (rerun with FUZZ_SEED=${SEED}):\n${report}`);
     assert.deepEqual(crashes, [], 'the process saw uncaught errors while fuzzing');
+    const neverFound = operations
+      .filter((op) => op.pathParams.length > 0)
+      .filter((op) => !(pastLookup[op.id] ?? []).some((status) => status !== 404))
+      .map((op) => `${op.id}: ${JSON.stringify(pastLookup[op.id] ?? [])}`);
+    assert.deepEqual(neverFound, [], "operations that never found a fixture's id (only 404s)");
     assert.ok(sent >= TOTAL_REQUESTS, `only ${sent} requests were sent`);
     const health = await h.http('GET', '/health');
     assert.equal(health.status, 200, 'the service is not healthy after fuzzing');
