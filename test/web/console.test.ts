@@ -195,6 +195,11 @@ describe('web pages: the console', function () {
     const jobId: string = accepted.body.jobId;
 
     const context = await newContext();
+    // The SSE extension arrives well after htmx (as on a slow link): it must still be in place before htmx starts.
+    await context.context.route('**/hx-sse.min.js', async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      await route.continue();
+    });
     const home = await signIn(context, alice.apiKey);
     await home.getByRole('link', { name: jobId.slice(0, 8) }).click();
     await home.waitForURL(`**/console/runs/${jobId}`);
