@@ -287,6 +287,24 @@ describe('docs-search MCP endpoint', function () {
     assert.equal(local.status, 200, local.body);
   });
 
+  it('answers a body that is not JSON with a JSON-RPC parse error and one over 256 KiB with 413, as the SDK does', async function () {
+    const post = (body: string) =>
+      fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body,
+      });
+    const malformed = await post('{"jsonrpc": "2.0", "id": 1, "method": ');
+    assert.equal(malformed.status, 400);
+    assert.equal(((await malformed.json()) as { error: { code: number } }).error.code, -32700);
+    const huge = await post(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(300_000) } }),
+    );
+    assert.equal(huge.status, 413);
+    // The endpoint still answers a well-formed request afterwards.
+    assert.equal((await client.listTools()).tools.length, 4);
+  });
+
   describe('with a configured address and a low rate limit', function () {
     let isolated: { baseUrl: string };
 
