@@ -138,6 +138,11 @@ export function ProviderPage(props: { view: ProviderView }) {
       <ConsoleNav current="provider" />
       <section aria-labelledby="submissions-heading">
         <h2 id="submissions-heading">Your submissions</h2>
+        <p>
+          <a class="button" href="/console/provider/new">
+            List a tool source
+          </a>
+        </p>
         <p class="meta">
           Each listing you submit is reviewed by an operator before it appears in the market; a rejection comes with its
           reason. A revision of a live listing is reviewed in the same way and replaces it when approved.
