@@ -341,4 +341,69 @@ describe('web pages: provider and review queue', function () {
     const response = await listing.goto(`${h.baseUrl}/market/tools/${live.entryId}`);
     assert.equal(response?.status(), 404, 'a disabled listing leaves the market');
   });
+
+  it('walks a new listing through the wizard (source, validation report, tools and prices, submit) to approval in the review queue and onto /market', async function () {
+    const seller = await h.createUser({ creditUsd: 0 });
+    const name = `Harbour wizard ${tag}`;
+    const context = await newContext();
+    const page = await signIn(context, seller.apiKey, '/console/provider');
+    await page.getByRole('link', { name: 'List a tool source' }).click();
+    await page.waitForURL(`${h.baseUrl}/console/provider/new`);
+    await assertAccessible(page, 'wizard: source');
+    await page.focus('#url');
+    await page.keyboard.type(service.url);
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => /^\/console\/provider\/new\/[0-9a-f-]{36}$/.test(url.pathname));
+    assert.equal(await page.locator('#validation-status').innerText(), 'valid');
+    assert.equal(await page.locator('#scan-result').innerText(), 'No findings');
+    await assertAccessible(page, 'wizard: report, tools and prices');
+    await screenshot(page, 'listing-wizard');
+
+    await page.fill('#name', name);
+    await page.fill('#description', 'Harbour towns, their population and their country');
+    const toolSets = page.locator('fieldset.wizard-tool');
+    for (let i = 0; i < (await toolSets.count()); i++) {
+      const legend = await toolSets.nth(i).locator('legend').innerText();
+      if (legend !== 'lookup_city') await toolSets.nth(i).getByRole('checkbox').uncheck();
+    }
+    // A fixed price needs a price: the form comes back with the problem and what was typed.
+    await page.getByRole('button', { name: 'Submit for review' }).click();
+    await page.getByRole('alert').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /not submitted/);
+    assert.equal(await page.inputValue('#name'), name);
+    await assertAccessible(page, 'wizard: a problem with the listing');
+
+    await page.getByLabel('Price per call of lookup_city (USD, with a fixed price)').fill('0.015');
+    await page.getByRole('button', { name: 'Submit for review' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${h.baseUrl}/console/provider`);
+    assert.match(await rowOf(page, '#submissions-mcp', name).innerText(), /Waiting for review/);
+
+    const mine = (await h.http('GET', `${SUBMISSIONS}?pageSize=100`, { apiKey: seller.apiKey })).body.submissions as {
+      id: string;
+      name: string;
+      status: string;
+      tools: { toolName: string; clientPriceUsd?: number }[];
+    }[];
+    assert.equal(mine.length, 1);
+    assert.deepEqual(
+      {
+        name: mine[0]!.name,
+        status: mine[0]!.status,
+        tools: mine[0]!.tools.map((t) => [t.toolName, t.clientPriceUsd]),
+      },
+      { name, status: 'pending_review', tools: [['lookup_city', 0.015]] },
+      'the REST API sees the submission the wizard made',
+    );
+
+    const operator = await operatorSignIn(await newContext());
+    const item = operator.locator(`article[data-submission="${mine[0]!.id}"]`);
+    assert.match(await item.innerText(), /lookup_city[\s\S]*\$0\.015/);
+    await item.getByRole('button', { name: `Approve ${name}` }).click();
+    await operator.getByRole('status').waitFor();
+
+    await page.goto(`${h.baseUrl}/market?q=${encodeURIComponent(`wizard ${tag}`)}`);
+    const card = page.locator('section[aria-labelledby="tools-heading"] .card', { hasText: name });
+    assert.match(await card.innerText(), /\$0\.015 per call/);
+  });
 });
