@@ -138,7 +138,7 @@ export function WizardToolsPage(props: {
           </p>
           <fieldset>
             <legend>Pricing</legend>
-            <p>
+            <p class="choice">
               <input
                 type="radio"
                 id="strategy-fixed"
@@ -148,7 +148,7 @@ export function WizardToolsPage(props: {
               />{' '}
               <label for="strategy-fixed">A fixed price per call (set below, per tool)</label>
             </p>
-            <p>
+            <p class="choice">
               <input
                 type="radio"
                 id="strategy-free"
@@ -173,7 +173,7 @@ export function WizardToolsPage(props: {
                   <SchemaTable schema={tool.inputSchema} caption={`Arguments of ${tool.name}`} empty="No arguments." />
                 </details>
                 <input type="hidden" name={`tool.${i}.name`} value={tool.name} />
-                <p>
+                <p class="choice">
                   <input type="checkbox" id={`tool-${i}-listed`} name={`tool.${i}.listed`} checked={listed} />{' '}
                   <label for={`tool-${i}-listed`}>{`List ${tool.name}`}</label>
                 </p>
