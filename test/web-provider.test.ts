@@ -302,6 +302,58 @@ describe('web pages: provider and review queue', function () {
     assert.equal(await providerPage.locator('#submissions-mcp b').count(), 0, 'the reason is text, not markup');
   });
 
+  it('shows a pending agent-market submission with its price, run mode, input fields and output, and rejects it with a reason', async function () {
+    const name = `Voyage planner ${tag}`;
+    const created = await h.http('POST', '/api/v1/agent-market/submissions', {
+      apiKey: provider.apiKey,
+      body: {
+        name,
+        description: 'Plans a sailing voyage between two harbours',
+        priceUsd: 0.75,
+        suggestedLlmProvider: 'service',
+        suggestedLlmModel: 'gpt-4o-mini',
+        runMode: 'template',
+        systemPrompt: 'Sealed system prompt: never shown to reviewers.',
+        promptTemplate: 'Plan a voyage from {{from}} to {{to}}.',
+        inputSchema: {
+          type: 'object',
+          properties: {
+            from: { type: 'string', description: 'Harbour of departure' },
+            to: { type: 'string', description: 'Harbour of arrival' },
+          },
+          required: ['from', 'to'],
+        },
+        structuredOutput: [{ id: 'route', type: 'string', description: 'The route, leg by leg' }],
+      },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const submitted = await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, {
+      apiKey: provider.apiKey,
+    });
+    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+
+    const context = await newContext();
+    const page = await operatorSignIn(context);
+    const item = page.locator(`#queue-agent article[data-submission="${created.body.id}"]`);
+    const text = await item.innerText();
+    assert.match(text, /\$0\.75/);
+    assert.match(text, /template/);
+    assert.match(text, /Harbour of departure/);
+    assert.match(text, /The route, leg by leg/);
+    assert.doesNotMatch(text, /Sealed system prompt/, 'prompts stay sealed');
+    await assertAccessible(page, 'review queue with an agent submission');
+
+    await item.getByLabel(/Reason/).fill('Say which harbours it knows');
+    await item.getByRole('button', { name: `Reject ${name}` }).click();
+    await page.getByRole('status').waitFor();
+    assert.equal(await page.getByRole('status').innerText(), `${name} was rejected.`);
+    const providerPage = await signIn(await newContext(), provider.apiKey, '/console/provider');
+    assert.match(
+      await rowOf(providerPage, '#submissions-agent', name).innerText(),
+      /Rejected[\s\S]*Say which harbours it knows/,
+    );
+  });
+
   it("shows a revision's tool-definition diff against the live entry, and disables a live listing", async function () {
     const revision = await h.http('POST', `${SUBMISSIONS}/${live.submissionId}/revisions`, { apiKey: provider.apiKey });
     assert.equal(revision.status, 201, JSON.stringify(revision.body));
