@@ -6,6 +6,7 @@ import { assetRoutes } from './assets';
 import type { WebDeps } from './deps';
 import { marketRoutes } from './routes/market';
 import { consoleRoutes } from './routes/console';
+import { providerRoutes } from './routes/provider';
 import { PageError, pageNotFound, sendPage, setSecurityHeaders } from './page';
 import { ErrorPage } from './pages/error';
 
@@ -38,7 +39,8 @@ function pageFor(err: unknown): PageError {
 export function webPages(deps: WebDeps): Middleware {
   const router = new Router();
   router.get('/', (ctx) => ctx.redirect('/market'));
-  for (const routes of [marketRoutes(deps), consoleRoutes(deps), assetRoutes()]) router.use(routes.routes());
+  for (const routes of [marketRoutes(deps), consoleRoutes(deps), providerRoutes(deps), assetRoutes()])
+    router.use(routes.routes());
   // The router's own middleware, run here rather than in the app's chain (so that an unmatched page path ends here).
   const routes = router.routes() as unknown as Middleware;
   const allowed = router.allowedMethods() as unknown as Middleware;
