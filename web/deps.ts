@@ -1,3 +1,4 @@
+import type { Client } from '@temporalio/client';
 import type { Db } from '../db/connect';
 import type { Config } from '../lib/config';
 
@@ -5,4 +6,6 @@ import type { Config } from '../lib/config';
 export interface WebDeps {
   db: Db;
   config: Config;
+  /** The Temporal client: the automations page reads each Schedule's state as GET /automations does. */
+  temporal: Client;
 }
