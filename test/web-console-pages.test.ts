@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
+import { openMcpCredential } from '../lib/market/credential';
+import { approvedEntry } from './support/market';
 import { useHarness, type Harness } from './support/harness';
 import { startFixtureSite, type FixtureSite } from './support/fixture-site';
 import {
@@ -217,5 +219,98 @@ describe('web pages: the console runs, automations and credentials pages', funct
     await card.getByRole('link', { name: runId!.slice(0, 8) }).click();
     await page.waitForURL(`**/console/runs/${runId}`);
     assert.match(await page.locator('h1').innerText(), /^Custom agent run/);
+  });
+
+  it("creates a market credential from a form generated from the entry's requiredUserParamsSchema, secrets as password fields, shown once", async function () {
+    const provider = await h.createUser({ creditUsd: 0 });
+    const entry = await approvedEntry(h, provider, {
+      name: `Tide tables ${Date.now()}`,
+      requiredUserParamsSchema: {
+        type: 'object',
+        properties: {
+          region: { type: 'string', enum: ['eu', 'us'], description: 'Where your tide gauges are' },
+          apiKey: { type: 'string', writeOnly: true, description: 'Your <gauge> API key' },
+        },
+        required: ['region', 'apiKey'],
+      },
+    });
+
+    const context = await newContext();
+    const page = await signIn(context, alice.apiKey);
+    await page.getByRole('link', { name: 'Market credentials' }).click();
+    await page.waitForURL('**/console/credentials');
+    await assertAccessible(page, 'credentials page');
+    await page.focus('#entry');
+    await page.keyboard.type(entry.entryId);
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.searchParams.get('entry') === entry.entryId);
+    assert.equal(
+      await page.locator('#param-apiKey').getAttribute('type'),
+      'password',
+      'the secret is a password field',
+    );
+    assert.deepEqual(await page.locator('#param-region option').allInnerTexts(), ['eu', 'us']);
+    assert.ok((await page.content()).includes('Your &lt;gauge&gt; API key'), 'descriptions are escaped');
+    await assertAccessible(page, 'credential form');
+    await screenshot(page, 'credential-form');
+
+    // A cap the API refuses: the form comes back with the reason, the secret not echoed.
+    await page.selectOption('#param-region', 'us');
+    await page.fill('#param-apiKey', 'gauge-secret-123');
+    await page.fill('#cap', '0.0000001');
+    await page.locator('#cap').press('Enter');
+    await page.getByRole('alert').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /whole micro-USD/);
+    assert.ok(!(await page.content()).includes('gauge-secret-123'), 'the secret is not sent back');
+    assert.equal(await page.locator('#param-region').inputValue(), 'us');
+    await assertAccessible(page, 'credential form with a problem');
+
+    await page.fill('#param-apiKey', 'gauge-secret-123');
+    await page.fill('#cap', '0.25');
+    await page.locator('#cap').press('Enter');
+    await page.locator('#credential').waitFor();
+    const token = (await page.locator('#credential').innerText()).trim();
+    const claims = openMcpCredential(h.config.masterKey, token);
+    assert.ok(claims, 'a credential this server sealed');
+    assert.deepEqual(
+      { entryId: claims.entryId, userId: claims.userId, params: claims.params, capMicros: claims.capMicros },
+      {
+        entryId: entry.entryId,
+        userId: alice.userId,
+        params: { region: 'us', apiKey: 'gauge-secret-123' },
+        capMicros: 250_000,
+      },
+    );
+    assert.equal(await page.locator('#credential-id').innerText(), claims.id);
+    assert.equal(await page.locator('#credential-mcp-url').innerText(), `${h.baseUrl}/mcp/${entry.entryId}`);
+    assert.equal(await page.locator('#credential-cap').innerText(), '$0.25');
+    assert.ok(!(await page.content()).includes('gauge-secret-123'), 'the secret itself is not on the page');
+    await assertAccessible(page, 'credential issued');
+    await screenshot(page, 'credential-issued');
+
+    // Shown once: the form, opened again from the listing page's Connect section, shows no credential.
+    await page.goto(`${h.baseUrl}/market/tools/${entry.entryId}`);
+    await page.getByRole('link', { name: 'in your console' }).click();
+    await page.waitForURL((url) => url.searchParams.get('entry') === entry.entryId);
+    await page.locator('#param-apiKey').waitFor();
+    assert.equal(await page.locator('#credential').count(), 0);
+
+    // The form needs its CSRF token; an unknown entry is a 404 page.
+    const cookie = (await context.context.cookies()).find((c) => c.name === '__Host-console-session')!;
+    const forged = await fetch(`${h.baseUrl}/console/credentials/${entry.entryId}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: `${cookie.name}=${cookie.value}`,
+        origin: h.baseUrl,
+        'sec-fetch-site': 'same-origin',
+      },
+      body: new URLSearchParams({ 'param.region': 'eu', 'param.apiKey': 'x' }).toString(),
+    });
+    assert.equal(forged.status, 403);
+    const missing = await page.goto(`${h.baseUrl}/console/credentials?entry=00000000-0000-4000-8000-000000000000`);
+    assert.equal(missing?.status(), 404);
+    assert.equal(await page.locator('h1').innerText(), 'Page not found');
   });
 });
