@@ -24,6 +24,8 @@ export interface Config {
   temporalAddress: string | null;
   temporalNamespace: string;
   temporalDevPorts: { frontend: number; ui: number };
+  /** TEMPORAL_UI_URL: the Temporal Web UI operators open a run's workflow in (default: the dev server's UI). */
+  temporalUiUrl: string;
   openai: { baseURL: string | null; apiKey: string | null };
   routerBaseURL: string | null;
   adminToken: string;
@@ -487,6 +489,8 @@ export function loadConfig(env: Env = process.env): Config {
       frontend: integer(env, 'TEMPORAL_DEV_PORT', 7233, 1, 65535),
       ui: integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535),
     },
+    temporalUiUrl:
+      url(env, 'TEMPORAL_UI_URL') ?? `http://localhost:${integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535)}`,
     openai: { baseURL: url(env, 'OPENAI_BASE_URL'), apiKey: optional(env, 'OPENAI_API_KEY') },
     routerBaseURL: url(env, 'ROUTER_BASE_URL'),
     adminToken: secretOrLocalFile(env, 'ADMIN_TOKEN', dataDir, 'admin-token', () =>

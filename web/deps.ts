@@ -7,7 +7,7 @@ import type { NetworkPolicy } from '../lib/net/ssrf';
 export interface WebDeps {
   db: Db;
   config: Config;
-  /** The listing wizard validates a source through the same workflow as POST /mcp-market/validate. */
+  /** The listing wizard validates through the same workflow as POST /mcp-market/validate; the automations page reads each Schedule's state as GET /automations does. */
   temporal: Client;
   policy: NetworkPolicy;
 }

@@ -16,17 +16,14 @@ import {
   mcpMarketHooks,
   type McpSubmission,
 } from '../../db/repos/market-mcp';
-import { findApiKeyOwner, loadCallEntry } from '../../db/repos/market-tool-calls';
+import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
 import { signChargeToken } from '../../lib/market/charge-token';
-import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import { ruleBroken } from '../../lib/market/errors';
 import type { MonetizationStrategy } from '../../lib/market/listing';
 import type { McpSubmissionRequest } from '../../lib/market/mcp-submission';
 import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
 import { transition } from '../../lib/market/review-state';
-import { checkUserParams } from '../../lib/market/user-params-schema';
-import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import { McpCredentialRequest } from '../../lib/schemas/market-hosted';
 import type { SourceParamValues } from '../../lib/tools/types';
 import {
@@ -38,8 +35,8 @@ import {
 } from '../../lib/schemas/market';
 import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
-import { ApiError, notFound, unauthorized } from '../errors';
-import { marketMcpUrl } from '../mcp/market';
+import { notFound, unauthorized } from '../errors';
+import { issueEntryCredential } from '../services/market-credentials';
 import { searchToolMarket } from '../services/market-catalog';
 import { discoverSource, prepareSubmission, validateSource, type DiscoveryBody } from '../services/mcp-listing';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
@@ -65,29 +62,6 @@ function verificationView(v: EventVerificationRecord, base: string) {
     expiresAt: v.expiresAt.toISOString(),
     apiBaseUrl: base,
   };
-}
-
-/** The credential's cap per run (maxTotalUsdPerRun, or its deprecated alias maxRunChargeUsd) in whole micro-USD, or null. */
-function credentialCapMicros(body: { maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }): number | null {
-  const { maxTotalUsdPerRun: cap, maxRunChargeUsd: alias } = body;
-  if (cap !== undefined && alias !== undefined && cap !== alias) {
-    throw new ApiError(
-      400,
-      'validation_failed',
-      'maxRunChargeUsd is a deprecated alias of maxTotalUsdPerRun: send one of them',
-      [{ path: 'body/maxRunChargeUsd', message: 'differs from maxTotalUsdPerRun' }],
-    );
-  }
-  const usd = cap ?? alias;
-  if (usd === undefined) return null;
-  const micros = usdToWholeMicros(usd);
-  if (micros === null || micros <= 0) {
-    const name = cap !== undefined ? 'maxTotalUsdPerRun' : 'maxRunChargeUsd';
-    throw new ApiError(400, 'validation_failed', `${name} must be a positive amount in whole micro-USD`, [
-      { path: `body/${name}`, message: 'is not a whole number of micro-USD' },
-    ]);
-  }
-  return micros;
 }
 
 /** /mcp-market: the tool market's provider side, its public catalogue and consumers' MCP client credentials (issue table in README "Selling tools"). */
@@ -247,30 +221,22 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
       McpCredentialRequest,
       ctx.state.body,
     );
-    const entry = await loadCallEntry(deps.db, deps.config.masterKey, entryId);
-    if (!entry) throw notFound('Market entry');
-    checkUserParams(entry.requiredUserParamsSchema, body.params, 'body/params');
-    const capMicros = credentialCapMicros(body);
-    const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
-    if (!key || key.userId !== user.userId) throw unauthorized();
-    const { token, claims } = issueMcpCredential(deps.config.masterKey, {
-      entryId: entry.entryId,
+    const issued = await issueEntryCredential(deps, {
       userId: user.userId,
-      apiKeyId: key.apiKeyId,
+      entryId,
       params: body.params,
-      paramsSchemaHash: paramsSchemaHash(entry.requiredUserParamsSchema),
-      capMicros,
+      maxTotalUsdPerRun: body.maxTotalUsdPerRun,
+      maxRunChargeUsd: body.maxRunChargeUsd,
+      apiOrigin: publicOrigin(ctx, deps),
+      apiKeyId: async () => {
+        const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
+        if (!key || key.userId !== user.userId) throw unauthorized();
+        return key.apiKeyId;
+      },
     });
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = {
-      credential: token,
-      mcpUrl: marketMcpUrl(deps, publicOrigin(ctx, deps), entry.entryId),
-      credentialId: claims.id,
-      entryId: entry.entryId,
-      maxTotalUsdPerRun: capMicros === null ? null : microsToUsd(capMicros),
-      maxRunChargeUsd: capMicros === null ? null : microsToUsd(capMicros),
-    };
+    ctx.body = issued;
   });
 
   return router;

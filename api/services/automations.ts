@@ -304,13 +304,31 @@ function scheduleFailure(err: unknown): ApiError {
   });
 }
 
-/** isPaused and status come from the Schedule itself; a schedule that no longer exists counts as paused. */
-export async function scheduleState(deps: ApiDeps, scheduleId: string): Promise<{ isPaused: boolean }> {
+/** What the Schedule itself says: paused or not, its next fire times (none while paused or gone). */
+export interface ScheduleView {
+  isPaused: boolean;
+  nextFireTimes: Date[];
+}
+
+/** The Schedule's state; a schedule that no longer exists counts as paused, with no next fire time. */
+export async function scheduleView(deps: Pick<ApiDeps, 'temporal'>, scheduleId: string): Promise<ScheduleView> {
   try {
     const description = await deps.temporal.schedule.getHandle(scheduleId).describe();
-    return { isPaused: description.state.paused };
+    return {
+      isPaused: description.state.paused,
+      nextFireTimes: description.state.paused ? [] : description.info.nextActionTimes,
+    };
   } catch (err) {
-    if (err instanceof ScheduleNotFoundError) return { isPaused: true };
+    if (err instanceof ScheduleNotFoundError) return { isPaused: true, nextFireTimes: [] };
     throw err;
   }
+}
+
+/** isPaused and status come from the Schedule itself; a schedule that no longer exists counts as paused. */
+export async function scheduleState(
+  deps: Pick<ApiDeps, 'temporal'>,
+  scheduleId: string,
+): Promise<{ isPaused: boolean }> {
+  const { isPaused } = await scheduleView(deps, scheduleId);
+  return { isPaused };
 }

@@ -1,7 +1,7 @@
 /** Stored automations and custom agents (one table; `automation_type` tells them apart). */
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../connect';
-import type { AutomationsTable } from '../schema';
+import type { AutomationsTable, Job } from '../schema';
 import { offsetOf, type PageRequest } from './pagination';
 
 export type AutomationRow = Selectable<AutomationsTable>;
@@ -60,4 +60,29 @@ export function insertAutomation(db: Db, values: Insertable<AutomationsTable>): 
 
 export function updateAutomation(db: Db, id: string, changes: Updateable<AutomationsTable>): Promise<AutomationRow> {
   return db.updateTable('automations').set(changes).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+}
+
+/** The latest runs (jobs) each of these automations started, newest first, at most `perAutomation` each. */
+export async function listLatestAutomationRuns(
+  db: Db,
+  userId: string,
+  automationIds: readonly string[],
+  perAutomation: number,
+): Promise<Map<string, Job[]>> {
+  const runs = new Map<string, Job[]>(automationIds.map((id) => [id, []]));
+  await Promise.all(
+    automationIds.map(async (id) => {
+      const rows = await db
+        .selectFrom('jobs')
+        .selectAll()
+        .where('user_id', '=', userId)
+        .where(sql<string>`request->>'automationId'`, '=', id)
+        .orderBy('created_at', 'desc')
+        .orderBy('id')
+        .limit(perAutomation)
+        .execute();
+      runs.set(id, rows);
+    }),
+  );
+  return runs;
 }

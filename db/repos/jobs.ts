@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type { Db } from '../connect';
 import type { Job, JobKind, JobStatus } from '../schema';
 import { InvalidAmountError, releaseHold } from './ledger';
+import { offsetOf, type PageRequest } from './pagination';
 import { jobLog } from '../../lib/log';
 import { jobDuration } from '../../lib/metrics';
 import { announceJobTerminal } from '../job-terminal-events';
@@ -195,6 +196,43 @@ export function listRecentJobs(db: Db, userId: string, options: { limit: number;
   let query = db.selectFrom('jobs').selectAll().where('user_id', '=', userId);
   if (options.kind) query = query.where('kind', '=', options.kind);
   return query.orderBy('created_at', 'desc').orderBy('id').limit(options.limit).execute();
+}
+
+/** A job as the console's runs list shows it: with what its charges (agent transactions) debited so far. */
+export type JobWithCost = Job & { cost_micros: number };
+
+/**
+ * The account's jobs of every kind, newest first, optionally of one kind and one status, a page at a
+ * time, each with the sum of its charges (the transactions GET /transactions lists for it).
+ */
+export async function listOwnJobs(
+  db: Db,
+  userId: string,
+  filter: { kind?: JobKind; status?: JobStatus },
+  page: PageRequest,
+): Promise<{ rows: JobWithCost[]; total: number }> {
+  let base = db.selectFrom('jobs').where('jobs.user_id', '=', userId);
+  if (filter.kind) base = base.where('jobs.kind', '=', filter.kind);
+  if (filter.status) base = base.where('jobs.status', '=', filter.status);
+  const [rows, count] = await Promise.all([
+    base
+      .selectAll('jobs')
+      .select(
+        sql<string>`(select coalesce(sum(t.cost_micros), 0) from agent_transactions t where t.job_id = jobs.id)`.as(
+          'cost',
+        ),
+      )
+      .orderBy('jobs.created_at', 'desc')
+      .orderBy('jobs.id')
+      .limit(page.pageSize)
+      .offset(offsetOf(page))
+      .execute(),
+    base.select(sql<string>`count(*)`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return {
+    rows: rows.map(({ cost, ...job }) => ({ ...(job as Job), cost_micros: Number(cost) })),
+    total: Number(count.n),
+  };
 }
 
 export function getJob(db: Db, jobId: string): Promise<Job> {

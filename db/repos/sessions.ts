@@ -7,6 +7,8 @@ export interface WebSession {
   id: string;
   /** The account, as an API key's request would see it. */
   user: AuthenticatedUser;
+  /** The API key the session was signed in with (credentials issued from the console are bound to it). */
+  apiKeyId: string;
   csrfToken: string;
   createdAt: Date;
   expiresAt: Date;
@@ -79,7 +81,16 @@ export async function findLiveSession(
     .innerJoin('api_keys as k', 'k.id', 's.api_key_id')
     .innerJoin('users as u', 'u.id', 's.user_id')
     .innerJoin('subscriptions as sub', 'sub.user_id', 's.user_id')
-    .select(['s.id', 's.user_id', 'u.email', 's.csrf_token', 's.created_at', 's.last_seen_at', 's.expires_at'])
+    .select([
+      's.id',
+      's.user_id',
+      's.api_key_id',
+      'u.email',
+      's.csrf_token',
+      's.created_at',
+      's.last_seen_at',
+      's.expires_at',
+    ])
     .select(['sub.status', 'sub.plan_id', 'sub.monthly_operation_limit', 'sub.automation_limit'])
     .where('s.token_hash', '=', sessionTokenHash(token))
     .where('s.revoked_at', 'is', null)
@@ -93,6 +104,7 @@ export async function findLiveSession(
   }
   return {
     id: row.id,
+    apiKeyId: row.api_key_id,
     user: {
       userId: row.user_id,
       email: row.email,

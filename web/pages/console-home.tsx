@@ -30,31 +30,30 @@ export function StatusBadge(props: { status: Job['status']; id?: string }) {
   );
 }
 
+export type ConsoleSection = 'home' | 'runs' | 'automations' | 'credentials' | 'usage' | 'provider' | 'review';
+
+const CONSOLE_SECTIONS: readonly (readonly [ConsoleSection, string, string])[] = [
+  ['home', '/console', 'Home'],
+  ['runs', '/console/runs', 'Runs'],
+  ['automations', '/console/automations', 'Automations and agents'],
+  ['credentials', '/console/credentials', 'Market credentials'],
+  ['usage', '/console/usage', 'Usage and money'],
+  ['provider', '/console/provider', 'Provider'],
+  ['review', '/console/review', 'Review queue'],
+];
+
 /** The console's own sections. */
-export function ConsoleNav(props: { current: 'home' | 'usage' | 'provider' | 'review' }) {
+export function ConsoleNav(props: { current: ConsoleSection }) {
   return (
     <nav class="console-nav" aria-label="Console">
       <ul>
-        <li>
-          <a href="/console" aria-current={props.current === 'home' ? 'page' : undefined}>
-            Runs
-          </a>
-        </li>
-        <li>
-          <a href="/console/usage" aria-current={props.current === 'usage' ? 'page' : undefined}>
-            Usage and money
-          </a>
-        </li>
-        <li>
-          <a href="/console/provider" aria-current={props.current === 'provider' ? 'page' : undefined}>
-            Provider
-          </a>
-        </li>
-        <li>
-          <a href="/console/review" aria-current={props.current === 'review' ? 'page' : undefined}>
-            Review queue
-          </a>
-        </li>
+        {CONSOLE_SECTIONS.map(([section, href, text]) => (
+          <li>
+            <a href={href} aria-current={props.current === section ? 'page' : undefined}>
+              {text}
+            </a>
+          </li>
+        ))}
       </ul>
     </nav>
   );
@@ -140,6 +139,9 @@ export function ConsoleHomePage(props: {
             </tbody>
           </table>
         )}
+        <p>
+          <a href="/console/runs">All runs, filtered by kind and status, with their costs</a>
+        </p>
       </section>
       <section aria-labelledby="session-heading">
         <h2 id="session-heading">Session</h2>

@@ -21,7 +21,12 @@ export interface Results<T> {
   pageSize: number;
 }
 
-function Select(props: { id: string; label: string; value: string; options: readonly (readonly [string, string])[] }) {
+export function Select(props: {
+  id: string;
+  label: string;
+  value: string;
+  options: readonly (readonly [string, string])[];
+}) {
   return (
     <div>
       <label for={props.id}>{props.label}</label>

@@ -42,7 +42,7 @@ export function LiveNote(props: { job: Job }) {
   );
 }
 
-export function RunPage(props: { job: Job; email: string }) {
+export function RunPage(props: { job: Job; email: string; temporalUrl: string }) {
   const { job } = props;
   const live = !isTerminal(job.status);
   return (
@@ -53,7 +53,7 @@ export function RunPage(props: { job: Job; email: string }) {
       live={live}
     >
       <p>
-        <a href="/console">Console</a>
+        <a href="/console">Console</a> / <a href="/console/runs">Runs</a>
       </p>
       <h1>{`${KIND_NAMES[job.kind]} ${job.id.slice(0, 8)}`}</h1>
       <div role="status">
@@ -68,6 +68,10 @@ export function RunPage(props: { job: Job; email: string }) {
         <dd>{utc(job.created_at)}</dd>
         <dt>Last change</dt>
         <dd id="run-updated">{utc(job.updated_at)}</dd>
+        <dt>Workflow</dt>
+        <dd>
+          <code>{job.workflow_id}</code> (<a href={props.temporalUrl}>open in the Temporal UI</a>, for operators)
+        </dd>
       </dl>
       <LiveNote job={job} />
       {/* Live pages stream what changes (SSE); each message carries the partials to swap in. */}

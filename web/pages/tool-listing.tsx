@@ -60,7 +60,8 @@ function Connect(props: { listing: ToolListing }) {
         {needsCredential ? (
           <>
             Replace <code>{CREDENTIAL_PLACEHOLDER}</code> with a credential for this entry: it carries the parameters
-            below. Create one with <code>POST /api/v1/mcp-market/mcps/{'{id}'}/credentials</code> (
+            below. Create one <a href={`/console/credentials?entry=${entry.id}`}>in your console</a> or with{' '}
+            <code>POST /api/v1/mcp-market/mcps/{'{id}'}/credentials</code> (
             <a href="/api/v1/docs/guides/using-market-tools">Using market tools</a>).
           </>
         ) : (

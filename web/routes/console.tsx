@@ -2,7 +2,15 @@ import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { accountSummary } from '../../api/services/account';
-import { findOwnJob, listRecentJobs } from '../../db/repos/jobs';
+import { listAutomations, listLatestAutomationRuns } from '../../db/repos/automations';
+import { scheduleView } from '../../api/services/automations';
+import { issueEntryCredential } from '../../api/services/market-credentials';
+import { publicOrigin } from '../../api/services/public-urls';
+import { findPublicMcpEntry } from '../../db/repos/market-mcp';
+import { MarketRuleError } from '../../lib/market/errors';
+import type { SourceParamValues } from '../../lib/tools/types';
+import { findOwnJob, listOwnJobs, listRecentJobs } from '../../db/repos/jobs';
+import type { JobKind, JobStatus } from '../../db/schema';
 import { listAgentTransactions } from '../../db/repos/agent-transactions';
 import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { listOpenHolds, spendPerCategory, spendPerDay, spendPerListing } from '../../db/repos/spending';
@@ -19,7 +27,15 @@ import type { WebDeps } from '../deps';
 import { readForm } from '../forms';
 import { pageNotFound, sendPage } from '../page';
 import { ConsoleHomePage } from '../pages/console-home';
+import { AutomationsPage } from '../pages/automations';
+import {
+  CredentialsPage,
+  type CredentialEntry,
+  type CredentialParamField,
+  type CredentialsView,
+} from '../pages/credentials';
 import { RunPage } from '../pages/run';
+import { RUN_KINDS, RUN_STATUSES, RunsPage } from '../pages/runs';
 import { SignInPage } from '../pages/sign-in';
 import { UsagePage } from '../pages/usage';
 import { streamRunEvents } from '../run-events';
@@ -39,6 +55,61 @@ const RECENT_RUNS = 25;
 /** The usage page's window (days, today included) and its transactions per page. */
 const USAGE_DAYS = 30;
 const TRANSACTIONS_PAGE_SIZE = 20;
+const RUNS_PAGE_SIZE = 50;
+const AUTOMATIONS_PAGE_SIZE = 20;
+const AUTOMATION_LAST_RUNS = 5;
+const AUTOMATION_NEXT_FIRES = 3;
+
+/** A `?page=` value: a whole number from 1, else the first page. */
+function pageNumber(raw: unknown): number {
+  const page = Number(raw ?? '1');
+  return Number.isInteger(page) && page >= 1 && page <= 100_000 ? page : 1;
+}
+
+/** One query value among the allowed ones, else null (an unknown filter value shows everything, as "every"). */
+function oneOf<T extends string>(raw: unknown, allowed: readonly T[]): T | null {
+  return typeof raw === 'string' && (allowed as readonly string[]).includes(raw) ? (raw as T) : null;
+}
+
+/** The run's workflow in the Temporal Web UI (for operators). */
+export function temporalUiLink(config: WebDeps['config'], workflowId: string): string {
+  return `${config.temporalUiUrl}/namespaces/${encodeURIComponent(config.temporalNamespace)}/workflows/${encodeURIComponent(workflowId)}`;
+}
+
+/** The fields of a credential form, from an entry's requiredUserParamsSchema (flat values only, by its rules). */
+function credentialFields(schema: Record<string, unknown> | null | undefined): CredentialParamField[] {
+  const properties = (schema?.properties ?? {}) as Record<string, Record<string, unknown>>;
+  const required = new Set(Array.isArray(schema?.required) ? (schema.required as string[]) : []);
+  return Object.entries(properties).map(([name, property]) => {
+    const type = ['number', 'integer', 'boolean'].includes(property?.type as string)
+      ? (property.type as 'number' | 'integer' | 'boolean')
+      : 'string';
+    return {
+      name,
+      type,
+      required: required.has(name),
+      secret: property?.writeOnly === true || property?.format === 'password',
+      description: typeof property?.description === 'string' ? property.description : '',
+      options: Array.isArray(property?.enum) ? property.enum.map(String) : null,
+    };
+  });
+}
+
+/** A credential form's values as the API takes them: numbers as numbers, checkboxes as booleans, empty fields left out. */
+function credentialParams(fields: CredentialParamField[], form: URLSearchParams): SourceParamValues {
+  const params: SourceParamValues = {};
+  for (const field of fields) {
+    const raw = form.get(`param.${field.name}`);
+    if (field.type === 'boolean') {
+      params[field.name] = raw === 'true';
+      continue;
+    }
+    if (raw === null || raw === '') continue;
+    const number = Number(raw.trim());
+    params[field.name] = field.type === 'string' || raw.trim() === '' || !Number.isFinite(number) ? raw : number;
+  }
+  return params;
+}
 
 /** Where to go after signing in: a console address only (never another site). */
 function safeNext(raw: unknown): string | null {
@@ -207,10 +278,157 @@ export function consoleRoutes(deps: WebDeps): Router {
     return job;
   };
 
+  router.get('/runs', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    const filter = {
+      kind: oneOf<JobKind>(ctx.query.kind, RUN_KINDS),
+      status: oneOf<JobStatus>(ctx.query.status, RUN_STATUSES),
+    };
+    const page = { page: pageNumber(ctx.query.page), pageSize: RUNS_PAGE_SIZE };
+    const { rows, total } = await listOwnJobs(
+      deps.db,
+      session.user.userId,
+      { kind: filter.kind ?? undefined, status: filter.status ?? undefined },
+      page,
+    );
+    await sendPage(
+      ctx,
+      <RunsPage
+        view={{
+          email: session.user.email,
+          filter,
+          rows: rows.map((job) => ({ ...job, costUsd: microsToUsd(job.cost_micros) })),
+          page: page.page,
+          totalPages: Math.ceil(total / page.pageSize),
+          total,
+        }}
+      />,
+      { private: true },
+    );
+  });
+
+  router.get('/automations', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    const userId = session.user.userId;
+    const page = { page: pageNumber(ctx.query.page), pageSize: AUTOMATIONS_PAGE_SIZE };
+    // The rows and Schedule states GET /automations reads, plus each one's latest runs.
+    const { rows, total } = await listAutomations(deps.db, userId, page);
+    const [states, runs] = await Promise.all([
+      Promise.all(rows.map((row) => scheduleView(deps, row.schedule_id))),
+      listLatestAutomationRuns(
+        deps.db,
+        userId,
+        rows.map((row) => row.id),
+        AUTOMATION_LAST_RUNS,
+      ),
+    ]);
+    await sendPage(
+      ctx,
+      <AutomationsPage
+        view={{
+          email: session.user.email,
+          items: rows.map((row, i) => ({
+            id: row.id,
+            name: row.name,
+            type: row.automation_type,
+            cron: row.cron,
+            timezone: row.timezone,
+            isPaused: states[i].isPaused,
+            nextFireTimes: states[i].nextFireTimes,
+            lastRuns: runs.get(row.id) ?? [],
+            createdAt: row.created_at,
+          })),
+          page: page.page,
+          totalPages: Math.ceil(total / page.pageSize),
+          total,
+          lastRunsShown: AUTOMATION_LAST_RUNS,
+          nextFireTimesShown: AUTOMATION_NEXT_FIRES,
+        }}
+      />,
+      { private: true },
+    );
+  });
+
+  async function credentialEntry(id: string): Promise<CredentialEntry | null> {
+    const entry = UUID.test(id) ? await findPublicMcpEntry(deps.db, id.toLowerCase()) : undefined;
+    if (!entry) return null;
+    const schema = entry.requiredUserParamsSchema ?? {};
+    return { entryId: entry.listingId, name: entry.name, schema, fields: credentialFields(schema) };
+  }
+
+  const credentialsView = (session: WebSession, changes: Partial<CredentialsView>): CredentialsView => ({
+    email: session.user.email,
+    csrfToken: session.csrfToken,
+    entryQuery: '',
+    entry: null,
+    values: {},
+    cap: '',
+    problem: null,
+    issued: null,
+    ...changes,
+  });
+
+  router.get('/credentials', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    const entryQuery = typeof ctx.query.entry === 'string' ? ctx.query.entry.trim() : '';
+    const entry = entryQuery ? await credentialEntry(entryQuery) : null;
+    if (entryQuery && !entry) throw pageNotFound('No live tool-market entry has this id.');
+    await sendPage(ctx, <CredentialsPage view={credentialsView(session, { entryQuery, entry })} />, { private: true });
+  });
+
+  router.post('/credentials/:entryId', async (ctx) => {
+    requireSameOrigin(ctx, deps.config);
+    const form = await readForm(ctx);
+    const session = await signedIn(ctx);
+    if (!session) return;
+    requireFormToken(form.get('csrf'), session.csrfToken);
+    const entry = await credentialEntry(String(ctx.params.entryId));
+    if (!entry) throw pageNotFound('No live tool-market entry has this id.');
+    const capText = (form.get('cap') ?? '').trim();
+    const values = Object.fromEntries(
+      entry.fields.filter((f) => !f.secret).map((f) => [f.name, form.get(`param.${f.name}`) ?? '']),
+    );
+    const refuse = (problem: string) =>
+      sendPage(ctx, <CredentialsPage view={credentialsView(session, { entry, values, cap: capText, problem })} />, {
+        status: 400,
+        private: true,
+      });
+    const cap = capText === '' ? undefined : Number(capText);
+    if (cap !== undefined && (!Number.isFinite(cap) || cap <= 0 || cap > 1_000_000))
+      return refuse('The cap per run must be a positive amount in USD (at most 1000000), or empty.');
+    try {
+      const issued = await issueEntryCredential(deps, {
+        userId: session.user.userId,
+        apiKeyId: async () => session.apiKeyId,
+        entryId: entry.entryId,
+        params: credentialParams(entry.fields, form),
+        maxTotalUsdPerRun: cap,
+        apiOrigin: publicOrigin(ctx, deps.config),
+      });
+      await sendPage(ctx, <CredentialsPage view={credentialsView(session, { entry, issued })} />, {
+        status: 201,
+        private: true,
+      });
+    } catch (err) {
+      const status = (err as { status?: unknown }).status;
+      if ((err instanceof MarketRuleError || err instanceof Error) && status === 400)
+        return refuse((err as Error).message);
+      throw err;
+    }
+  });
+
   router.get('/runs/:id', async (ctx) => {
     const session = await signedIn(ctx);
     if (!session) return;
-    await sendPage(ctx, <RunPage job={await ownRun(ctx, session)} email={session.user.email} />, { private: true });
+    const job = await ownRun(ctx, session);
+    await sendPage(
+      ctx,
+      <RunPage job={job} email={session.user.email} temporalUrl={temporalUiLink(deps.config, job.workflow_id)} />,
+      { private: true },
+    );
   });
 
   router.get('/runs/:id/events', async (ctx) => {

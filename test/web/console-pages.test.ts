@@ -1,0 +1,316 @@
+import assert from 'node:assert/strict';
+import type { Browser, Page } from 'playwright-core';
+import { openMcpCredential } from '../../lib/market/credential';
+import { approvedEntry } from '../support/market';
+import { useHarness, type Harness } from '../support/stack/harness';
+import { startFixtureSite, type FixtureSite } from '../support/fakes/fixture-site';
+import {
+  assertAccessible,
+  launchBrowser,
+  screenshot,
+  watchedContext,
+  type WatchedContext,
+} from '../support/stack/web-browser';
+
+/** A cron that fires once a year: the stored agent runs once at creation (the Schedule's first trigger) and then waits. */
+const YEARLY = '0 0 1 1 *';
+
+describe('web pages: the console runs, automations and credentials pages', function () {
+  this.timeout(120_000);
+  let h: Harness;
+  let browser: Browser;
+  let site: FixtureSite;
+  let alice: { userId: string; apiKey: string };
+  let bob: { userId: string; apiKey: string };
+  const contexts: WatchedContext[] = [];
+
+  before(async function () {
+    this.timeout(180_000);
+    h = await useHarness();
+    site = await startFixtureSite({
+      '/quay': (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end(
+          '<!doctype html><html><head><title>Quay</title></head><body><p>Ships <b>&amp;</b> cranes.</p></body></html>',
+        );
+      },
+    });
+    browser = await launchBrowser();
+    alice = await h.createUser({ creditUsd: 5 });
+    bob = await h.createUser({ creditUsd: 3 });
+  });
+
+  after(async function () {
+    await browser?.close();
+    await site?.close();
+  });
+
+  afterEach(async function () {
+    const watched = contexts.splice(0);
+    for (const context of watched) await context.close();
+    assert.deepEqual(
+      watched.flatMap((c) => c.foreignRequests),
+      [],
+      'requests to non-loopback hosts',
+    );
+    assert.deepEqual(
+      watched.flatMap((c) => c.consoleErrors),
+      [],
+      'console errors (CSP violations among them)',
+    );
+  });
+
+  async function newContext(options: { javaScriptEnabled?: boolean } = {}): Promise<WatchedContext> {
+    const context = await watchedContext(browser, options);
+    contexts.push(context);
+    return context;
+  }
+
+  async function signIn(context: WatchedContext, apiKey: string, start = '/console'): Promise<Page> {
+    const page = await context.newPage();
+    await page.goto(`${h.baseUrl}${start}`);
+    assert.equal(new URL(page.url()).pathname, '/console/sign-in');
+    await page.focus('#api_key');
+    await page.keyboard.type(apiKey);
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.pathname !== '/console/sign-in');
+    return page;
+  }
+
+  /** The runs table's rows as text cells (run, kind, status, cost, started, last change). */
+  async function runRows(page: Page): Promise<string[][]> {
+    const rows = page.locator('#runs tbody tr');
+    const cells: string[][] = [];
+    for (let i = 0; i < (await rows.count()); i++) cells.push(await rows.nth(i).locator('th, td').allInnerTexts());
+    return cells;
+  }
+
+  async function scrape(apiKey: string, path: string): Promise<string> {
+    const accepted = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${site.url}${path}` } });
+    assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
+    await h.waitForJob(apiKey, `/api/v1/scrape/status/${accepted.body.jobId}`);
+    return accepted.body.jobId as string;
+  }
+
+  it('lists every run of the account with kind, status, cost and time, filtered by a plain GET form that works without JavaScript', async function () {
+    const first = await scrape(alice.apiKey, '/quay');
+    const second = await scrape(alice.apiKey, '/quay');
+    const bobs = await scrape(bob.apiKey, '/quay');
+
+    const context = await newContext();
+    const page = await signIn(context, alice.apiKey, '/console/runs');
+    assert.equal(new URL(page.url()).pathname, '/console/runs');
+    assert.equal(await page.locator('h1').innerText(), 'Runs');
+
+    const transactions = (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: alice.apiKey })).body
+      .transactions as { jobId: string | null; cost: number }[];
+    const costOf = (jobId: string) =>
+      transactions.filter((t) => t.jobId === jobId).reduce((sum, t) => Math.round((sum + t.cost) * 1e6) / 1e6, 0);
+    const shown = (usd: number) =>
+      `$${usd.toFixed(Math.min(6, Math.max(2, (String(usd).split('.')[1] ?? '').length)))}`;
+
+    const rows = await runRows(page);
+    assert.deepEqual(
+      rows.map((cells) => cells.slice(0, 4)),
+      [
+        [second.slice(0, 8), 'Scrape', 'completed', shown(costOf(second))],
+        [first.slice(0, 8), 'Scrape', 'completed', shown(costOf(first))],
+      ],
+      'newest first, with what each run was charged (its transactions)',
+    );
+    assert.ok(!(await page.content()).includes(bobs), "Bob's run is not on Alice's list");
+    await assertAccessible(page, 'runs list');
+    await screenshot(page, 'runs');
+
+    // Filtering is a GET form: it works with the keyboard, and without script.
+    await page.selectOption('#kind', 'agentic');
+    await page.focus('#status');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Filter');
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.searchParams.get('kind') === 'agentic');
+    assert.match(await page.locator('main').innerText(), /No run matches these filters/);
+    assert.equal(await page.locator('#kind').inputValue(), 'agentic', 'the form keeps its filter');
+    await assertAccessible(page, 'runs list with nothing matching');
+
+    const plain = await signIn(await newContext({ javaScriptEnabled: false }), alice.apiKey, '/console/runs');
+    await plain.selectOption('#status', 'completed');
+    await plain.getByRole('button', { name: 'Filter' }).click();
+    await plain.waitForURL((url) => url.searchParams.get('status') === 'completed');
+    assert.deepEqual(
+      (await runRows(plain)).map((cells) => cells[0]),
+      [second.slice(0, 8), first.slice(0, 8)],
+    );
+
+    await page.goto(`${h.baseUrl}/console/runs?kind=scrape&status=completed`);
+    assert.equal((await runRows(page)).length, 2);
+    await page.goto(`${h.baseUrl}/console/runs?kind=scrape&status=failed`);
+    assert.equal(await page.locator('#runs').count(), 0);
+
+    // Each row leads to its run page, which links to the run's workflow in the Temporal UI.
+    await page.goto(`${h.baseUrl}/console/runs`);
+    await page.getByRole('link', { name: first.slice(0, 8) }).click();
+    await page.waitForURL(`**/console/runs/${first}`);
+    const temporal = page.getByRole('link', { name: 'open in the Temporal UI' });
+    const workflowId = (await page.locator('dd code').nth(1).innerText()).trim();
+    assert.ok(workflowId.includes(first), workflowId);
+    assert.equal(
+      await temporal.getAttribute('href'),
+      `${h.config.temporalUiUrl}/namespaces/${h.config.temporalNamespace}/workflows/${workflowId}`,
+    );
+    await assertAccessible(page, 'run page with its Temporal link');
+  });
+
+  it("lists automations and custom agents with their next fire times and last runs, only the signed-in account's", async function () {
+    const created = await h.http('POST', '/api/v1/agents', {
+      apiKey: alice.apiKey,
+      body: {
+        name: 'Yearly <harbour> report',
+        cron: YEARLY,
+        timezone: 'Europe/Berlin',
+        task: 'Say hello',
+        llm_model: 'gpt-4o-mini',
+      },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const agentId: string = created.body.agent.id;
+    const bobsAgent = await h.http('POST', '/api/v1/agents', {
+      apiKey: bob.apiKey,
+      body: { name: 'Bob secret agent', cron: YEARLY, task: 'Say hello', llm_model: 'gpt-4o-mini' },
+    });
+    assert.equal(bobsAgent.status, 201, JSON.stringify(bobsAgent.body));
+
+    // The Schedule triggers the first run at once: wait until it is a job of the account.
+    let runId: string | undefined;
+    for (let tries = 0; tries < 300 && !runId; tries++) {
+      const row = await h.db
+        .selectFrom('jobs')
+        .select('id')
+        .where('user_id', '=', alice.userId)
+        .where('kind', '=', 'custom-agent')
+        .executeTakeFirst();
+      runId = row?.id;
+      if (!runId) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.ok(runId, 'the first run of the stored agent started');
+
+    const context = await newContext();
+    const page = await signIn(context, alice.apiKey);
+    await page.getByRole('link', { name: 'Automations and agents' }).click();
+    await page.waitForURL('**/console/automations');
+    const card = page.getByRole('region', { name: 'Yearly <harbour> report' });
+    await card.waitFor();
+    const text = await card.innerText();
+    assert.match(text, /Custom agent/);
+    assert.match(text, /0 0 1 1 \* \(Europe\/Berlin\)/);
+    assert.match(text, /active/);
+    assert.match(text, new RegExp(agentId));
+    const nextFires = await card.locator('dd ul li').allInnerTexts();
+    assert.equal(nextFires.length, 3, nextFires.join(', '));
+    for (const at of nextFires) assert.match(at, /^\d{4}-\d{2}-\d{2} \d{2}:00:00 UTC$/);
+    assert.ok(new Date(nextFires[0].replace(' UTC', 'Z').replace(' ', 'T')).getTime() > Date.now());
+    await card.getByRole('link', { name: runId!.slice(0, 8) }).waitFor();
+    const html = await page.content();
+    assert.ok(html.includes('Yearly &lt;harbour&gt; report'), 'the name is escaped');
+    assert.ok(!html.includes('Bob secret agent'), "Bob's agent is not on Alice's page");
+    await assertAccessible(page, 'automations page');
+    await screenshot(page, 'automations');
+
+    await card.getByRole('link', { name: runId!.slice(0, 8) }).click();
+    await page.waitForURL(`**/console/runs/${runId}`);
+    assert.match(await page.locator('h1').innerText(), /^Custom agent run/);
+  });
+
+  it("creates a market credential from a form generated from the entry's requiredUserParamsSchema, secrets as password fields, shown once", async function () {
+    const provider = await h.createUser({ creditUsd: 0 });
+    const entry = await approvedEntry(h, provider, {
+      name: `Tide tables ${Date.now()}`,
+      requiredUserParamsSchema: {
+        type: 'object',
+        properties: {
+          region: { type: 'string', enum: ['eu', 'us'], description: 'Where your tide gauges are' },
+          apiKey: { type: 'string', writeOnly: true, description: 'Your <gauge> API key' },
+        },
+        required: ['region', 'apiKey'],
+      },
+    });
+
+    const context = await newContext();
+    const page = await signIn(context, alice.apiKey);
+    await page.getByRole('link', { name: 'Market credentials' }).click();
+    await page.waitForURL('**/console/credentials');
+    await assertAccessible(page, 'credentials page');
+    await page.focus('#entry');
+    await page.keyboard.type(entry.entryId);
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.searchParams.get('entry') === entry.entryId);
+    assert.equal(
+      await page.locator('#param-apiKey').getAttribute('type'),
+      'password',
+      'the secret is a password field',
+    );
+    assert.deepEqual(await page.locator('#param-region option').allInnerTexts(), ['eu', 'us']);
+    assert.ok((await page.content()).includes('Your &lt;gauge&gt; API key'), 'descriptions are escaped');
+    await assertAccessible(page, 'credential form');
+    await screenshot(page, 'credential-form');
+
+    // A cap the API refuses: the form comes back with the reason, the secret not echoed.
+    await page.selectOption('#param-region', 'us');
+    await page.fill('#param-apiKey', 'gauge-secret-123');
+    await page.fill('#cap', '0.0000001');
+    await page.locator('#cap').press('Enter');
+    await page.getByRole('alert').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /whole micro-USD/);
+    assert.ok(!(await page.content()).includes('gauge-secret-123'), 'the secret is not sent back');
+    assert.equal(await page.locator('#param-region').inputValue(), 'us');
+    await assertAccessible(page, 'credential form with a problem');
+
+    await page.fill('#param-apiKey', 'gauge-secret-123');
+    await page.fill('#cap', '0.25');
+    await page.locator('#cap').press('Enter');
+    await page.locator('#credential').waitFor();
+    const token = (await page.locator('#credential').innerText()).trim();
+    const claims = openMcpCredential(h.config.masterKey, token);
+    assert.ok(claims, 'a credential this server sealed');
+    assert.deepEqual(
+      { entryId: claims.entryId, userId: claims.userId, params: claims.params, capMicros: claims.capMicros },
+      {
+        entryId: entry.entryId,
+        userId: alice.userId,
+        params: { region: 'us', apiKey: 'gauge-secret-123' },
+        capMicros: 250_000,
+      },
+    );
+    assert.equal(await page.locator('#credential-id').innerText(), claims.id);
+    assert.equal(await page.locator('#credential-mcp-url').innerText(), `${h.baseUrl}/mcp/${entry.entryId}`);
+    assert.equal(await page.locator('#credential-cap').innerText(), '$0.25');
+    assert.ok(!(await page.content()).includes('gauge-secret-123'), 'the secret itself is not on the page');
+    await assertAccessible(page, 'credential issued');
+    await screenshot(page, 'credential-issued');
+
+    // Shown once: the form, opened again from the listing page's Connect section, shows no credential.
+    await page.goto(`${h.baseUrl}/market/tools/${entry.entryId}`);
+    await page.getByRole('link', { name: 'in your console' }).click();
+    await page.waitForURL((url) => url.searchParams.get('entry') === entry.entryId);
+    await page.locator('#param-apiKey').waitFor();
+    assert.equal(await page.locator('#credential').count(), 0);
+
+    // The form needs its CSRF token; an unknown entry is a 404 page.
+    const cookie = (await context.context.cookies()).find((c) => c.name === '__Host-console-session')!;
+    const forged = await fetch(`${h.baseUrl}/console/credentials/${entry.entryId}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: `${cookie.name}=${cookie.value}`,
+        origin: h.baseUrl,
+        'sec-fetch-site': 'same-origin',
+      },
+      body: new URLSearchParams({ 'param.region': 'eu', 'param.apiKey': 'x' }).toString(),
+    });
+    assert.equal(forged.status, 403);
+    const missing = await page.goto(`${h.baseUrl}/console/credentials?entry=00000000-0000-4000-8000-000000000000`);
+    assert.equal(missing?.status(), 404);
+    assert.equal(await page.locator('h1').innerText(), 'Page not found');
+  });
+});

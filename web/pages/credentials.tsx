@@ -1,0 +1,193 @@
+import { CsrfField } from '../components/csrf';
+import { SchemaTable } from '../components/schema';
+import { usd } from '../format';
+import { Layout } from '../layout';
+import { ConsoleNav } from './console-home';
+
+/** One value a credential carries, as its form asks for it (from the entry's requiredUserParamsSchema). */
+export interface CredentialParamField {
+  name: string;
+  type: 'string' | 'number' | 'integer' | 'boolean';
+  required: boolean;
+  secret: boolean;
+  description: string;
+  options: string[] | null;
+}
+
+export interface CredentialEntry {
+  entryId: string;
+  name: string;
+  schema: Record<string, unknown>;
+  fields: CredentialParamField[];
+}
+
+/** What the page shows: the entry chooser, an entry's form (with a problem to fix), or the credential just issued. */
+export interface CredentialsView {
+  email: string;
+  csrfToken: string;
+  entryQuery: string;
+  entry: CredentialEntry | null;
+  /** Values to put back into the form after a refusal (never a secret's). */
+  values: Record<string, string>;
+  cap: string;
+  problem: string | null;
+  issued: {
+    credential: string;
+    mcpUrl: string;
+    credentialId: string;
+    maxTotalUsdPerRun: number | null;
+  } | null;
+}
+
+export const paramInputId = (name: string) => `param-${name.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+
+function ParamInput(props: { field: CredentialParamField; value: string }) {
+  const { field } = props;
+  const id = paramInputId(field.name);
+  const described = field.description ? `${id}-help` : undefined;
+  const label = `${field.name}${field.required ? ' (required)' : ''}${field.secret ? ' (secret)' : ''}`;
+  if (field.type === 'boolean') {
+    return (
+      <div class="field">
+        <input id={id} type="checkbox" name={`param.${field.name}`} value="true" aria-describedby={described} />
+        <label for={id}>{label}</label>
+        {described && (
+          <p id={described} class="meta">
+            {field.description}
+          </p>
+        )}
+      </div>
+    );
+  }
+  return (
+    <div class="field">
+      <label for={id}>{label}</label>
+      {field.options ? (
+        <select id={id} name={`param.${field.name}`} required={field.required} aria-describedby={described}>
+          {!field.required && <option value="">(none)</option>}
+          {field.options.map((option) => (
+            <option value={option} selected={option === props.value}>
+              {option}
+            </option>
+          ))}
+        </select>
+      ) : (
+        <input
+          id={id}
+          name={`param.${field.name}`}
+          type={field.secret ? 'password' : 'text'}
+          inputmode={field.type === 'string' ? undefined : field.type === 'integer' ? 'numeric' : 'decimal'}
+          autocomplete={field.secret ? 'new-password' : 'off'}
+          required={field.required}
+          value={field.secret ? undefined : props.value}
+          aria-describedby={described}
+        />
+      )}
+      {described && (
+        <p id={described} class="meta">
+          {field.description}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/**
+ * Market credentials: a credential for a tool-market entry carries the values its
+ * requiredUserParamsSchema asks for (sealed inside it) and an optional cap per run; it is shown once.
+ */
+export function CredentialsPage(props: { view: CredentialsView }) {
+  const { view } = props;
+  return (
+    <Layout title="Market credentials" section="console" signedInAs={view.email}>
+      <h1>Market credentials</h1>
+      <ConsoleNav current="credentials" />
+      <p>
+        A credential lets an MCP client call one tool-market entry on your account: it carries the parameters the entry
+        needs (sealed inside it, never shown again) and, if you set one, a cap on what one run may charge. It is bound
+        to the API key you signed in with: rotating that key revokes every credential issued under it.
+      </p>
+      {view.issued ? (
+        <section aria-labelledby="issued-heading">
+          <h2 id="issued-heading">Your new credential</h2>
+          <div class="notice" role="status">
+            <p>Copy it now: it is shown only this once, and this site keeps no copy to show again.</p>
+          </div>
+          <pre id="credential" tabindex={0} aria-label="The credential">
+            <code>{view.issued.credential}</code>
+          </pre>
+          <dl class="facts">
+            <dt>MCP endpoint</dt>
+            <dd>
+              <code id="credential-mcp-url">{view.issued.mcpUrl}</code>
+            </dd>
+            <dt>Credential id</dt>
+            <dd>
+              <code id="credential-id">{view.issued.credentialId}</code>
+            </dd>
+            <dt>Cap per run</dt>
+            <dd id="credential-cap">
+              {view.issued.maxTotalUsdPerRun === null ? 'None' : usd(view.issued.maxTotalUsdPerRun)}
+            </dd>
+          </dl>
+          <p>
+            Send it as <code>Authorization: Bearer</code> to the endpoint above.{' '}
+            {view.entry && <a href={`/market/tools/${view.entry.entryId}`}>Connect snippets for {view.entry.name}</a>}
+          </p>
+        </section>
+      ) : view.entry ? (
+        <section aria-labelledby="create-heading">
+          <h2 id="create-heading">{`A credential for ${view.entry.name}`}</h2>
+          {view.problem && (
+            <div class="notice error" role="alert">
+              <p>{view.problem}</p>
+            </div>
+          )}
+          {view.entry.fields.length > 0 && (
+            <SchemaTable schema={view.entry.schema} caption={`Parameters ${view.entry.name} needs`} />
+          )}
+          <form method="post" action={`/console/credentials/${view.entry.entryId}`} class="stacked">
+            <CsrfField token={view.csrfToken} />
+            {view.entry.fields.length === 0 && <p>This entry needs no parameters.</p>}
+            {view.entry.fields.map((field) => (
+              <ParamInput field={field} value={view.values[field.name] ?? ''} />
+            ))}
+            <div class="field">
+              <label for="cap">Cap per run in USD (optional)</label>
+              <input id="cap" name="cap" inputmode="decimal" value={view.cap} aria-describedby="cap-help" />
+              <p id="cap-help" class="meta">
+                The most one run of this credential may charge (whole micro-USD); empty for no cap of your own.
+              </p>
+            </div>
+            <div>
+              <button type="submit">Create the credential</button>
+            </div>
+          </form>
+        </section>
+      ) : (
+        <section aria-labelledby="choose-heading">
+          <h2 id="choose-heading">Create a credential</h2>
+          <p>
+            Choose an entry in the <a href="/market?market=tools">tool market</a> (its page links here), or give its id.
+          </p>
+          <form class="search" method="get" action="/console/credentials" aria-label="Choose a market entry">
+            <div class="wide">
+              <label for="entry">Market entry id</label>
+              <input id="entry" name="entry" value={view.entryQuery} maxlength={64} />
+            </div>
+            <div>
+              <button type="submit">Continue</button>
+            </div>
+          </form>
+        </section>
+      )}
+      <section aria-labelledby="list-heading">
+        <h2 id="list-heading">Issued credentials</h2>
+        <p>
+          Credentials are sealed tokens that this site does not store, so it cannot list them or revoke one alone;
+          rotating your API key (an operator's action) revokes them all at once.
+        </p>
+      </section>
+    </Layout>
+  );
+}
