@@ -30,6 +30,8 @@ import { scrapeRoutes } from './routes/scrape';
 import { skillsRoutes } from './routes/skills';
 import { socialAccountRoutes } from './routes/social-accounts';
 import { webPages } from '../web/app';
+import { createOAuthServer } from './services/oauth';
+import { protectedResourceRoutes } from './routes/oauth';
 
 export function createApp(deps: ApiDeps): Koa {
   // X-Forwarded-* are believed only from the proxies the operator says are there (TRUST_PROXY).
@@ -38,10 +40,13 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(requestLog());
   app.use(errorHandler());
   // The pages (web/): /, /market…, /console…, /assets…; every other path is the API's.
-  app.use(webPages(deps));
+  // The authorization server of the hosted MCP endpoints (/oauth…, /.well-known/oauth-authorization-server); its consent pages are web/'s.
+  const oauth = createOAuthServer(deps);
+  app.use(webPages(deps, oauth));
+  app.use(oauth.middleware);
   const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
   app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
-  app.use(mcpEndpoint(marketMcpEndpoint(deps)));
+  app.use(mcpEndpoint(marketMcpEndpoint(deps, oauth)));
 
   // Without an API key: health, the operator's routes, metrics, the docs and the market's icons.
   const root = new Router<AppState>();
@@ -54,6 +59,8 @@ export function createApp(deps: ApiDeps): Koa {
   root.use('/api/v1', docs.routes());
   const icons = publicMarketIconRoutes(deps); //         /api/v1/market/icons/:key.png
   root.use(icons.routes(), icons.allowedMethods());
+  const resources = protectedResourceRoutes(deps, oauth); // /.well-known/oauth-protected-resource/mcp/:entryId
+  root.use(resources.routes(), resources.allowedMethods());
 
   // Bodies are read only after the caller is authenticated (the admin routes do the same with their token).
   const v1 = new Router<UserState>({ prefix: '/api/v1' });

@@ -40,9 +40,12 @@ const RECENT_RUNS = 25;
 const USAGE_DAYS = 30;
 const TRANSACTIONS_PAGE_SIZE = 20;
 
-/** Where to go after signing in: a console address only (never another site). */
+/** Where to go after signing in: a console address or an OAuth authorization's consent page only (never another site). */
 function safeNext(raw: unknown): string | null {
-  return typeof raw === 'string' && /^\/console(\/[A-Za-z0-9-]+)*$/.test(raw) ? raw : null;
+  return typeof raw === 'string' &&
+    (/^\/console(\/[A-Za-z0-9-]+)*$/.test(raw) || /^\/oauth\/interaction\/[A-Za-z0-9_-]+$/.test(raw))
+    ? raw
+    : null;
 }
 
 function seeOther(ctx: Context, url: string): void {

@@ -1,0 +1,341 @@
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Browser, Page } from 'playwright-core';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { useHarness, type Harness } from './support/harness';
+import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
+import { launchBrowser, screenshot, watchedContext, type WatchedContext } from './support/web-browser';
+
+const BILLING_META = 'scrape-platform/billing';
+
+/** A native client's loopback redirect target: records what the authorization server sends back. */
+async function startCallback(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end('<!doctype html><html lang="en"><head><title>Signed in</title></head><body><p>Done.</p></body></html>');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const pkce = () => {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+};
+
+/** The auth-params of a Bearer challenge (RFC 6750 / RFC 9728). */
+function challengeParams(header: string): Record<string, string> {
+  assert.match(header, /^Bearer /);
+  const params: Record<string, string> = {};
+  for (const [, name, value] of header.matchAll(/([a-z_]+)="([^"]*)"/g)) params[name] = value;
+  return params;
+}
+
+const form = (url: string, fields: Record<string, string>) =>
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+  });
+
+describe('OAuth on the hosted MCP endpoints', function () {
+  this.timeout(180_000);
+  let h: Harness;
+  let browser: Browser;
+  let service: MarketProviderService;
+  let callback: { url: string; close(): Promise<void> };
+  let alice: { userId: string; apiKey: string };
+  let entryA: { entryId: string; slug: string; name: string };
+  let entryB: { entryId: string; slug: string };
+  const contexts: WatchedContext[] = [];
+
+  before(async function () {
+    h = await useHarness();
+    browser = await launchBrowser();
+    service = await startMarketProvider();
+    callback = await startCallback();
+    const provider = await h.createUser({ creditUsd: 0 });
+    alice = await h.createUser({ creditUsd: 5 });
+    const name = `Harbour pilot ${Date.now()}`;
+    const a = await approvedServiceEntry(h, provider, service.url, {
+      name,
+      monetizationStrategy: 'tool_call_fixed',
+      tools: [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: 0.0125 }],
+      requiredUserParamsSchema: {
+        type: 'object',
+        properties: { region: { type: 'string', enum: ['eu', 'us'] } },
+        required: ['region'],
+      },
+    });
+    entryA = { entryId: a.entryId, slug: a.slug, name };
+    const b = await approvedServiceEntry(h, provider, service.url, {
+      name: `Lighthouse keeper ${Date.now()}`,
+      monetizationStrategy: 'free',
+    });
+    entryB = { entryId: b.entryId, slug: b.slug };
+  });
+
+  after(async function () {
+    for (const context of contexts.splice(0)) await context.close();
+    await browser?.close();
+    await service?.close();
+    await callback?.close();
+  });
+
+  afterEach(function () {
+    assert.deepEqual(
+      contexts.flatMap((c) => c.foreignRequests),
+      [],
+      'requests to non-loopback hosts',
+    );
+    assert.deepEqual(
+      contexts.flatMap((c) => c.consoleErrors),
+      [],
+      'console errors (CSP violations among them)',
+    );
+  });
+
+  const mcpPost = (entryId: string, token?: string) =>
+    fetch(`${h.baseUrl}/mcp/${entryId}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(token && { authorization: `Bearer ${token}` }),
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'probe', version: '1' } },
+      }),
+    });
+
+  /** Discovery from a 401 as an MCP client does it: resource metadata, then the authorization server's metadata. */
+  async function discover(entryId: string) {
+    const refused = await mcpPost(entryId);
+    assert.equal(refused.status, 401);
+    const params = challengeParams(refused.headers.get('www-authenticate') ?? '');
+    assert.equal(params.resource_metadata, `${h.baseUrl}/.well-known/oauth-protected-resource/mcp/${entryId}`);
+    assert.equal(params.scope, 'mcp');
+    const resource = await (await fetch(params.resource_metadata)).json();
+    assert.equal(resource.resource, `${h.baseUrl}/mcp/${entryId}`);
+    assert.deepEqual(resource.authorization_servers, [h.baseUrl]);
+    assert.deepEqual(resource.scopes_supported, ['mcp']);
+    const metadataResponse = await fetch(`${resource.authorization_servers[0]}/.well-known/oauth-authorization-server`);
+    assert.equal(metadataResponse.status, 200);
+    const metadata = await metadataResponse.json();
+    return { resource: resource.resource as string, metadata };
+  }
+
+  async function register(metadata: Record<string, any>) {
+    const registered = await fetch(metadata.registration_endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        client_name: 'Harbour agent',
+        redirect_uris: [callback.url],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      }),
+    });
+    assert.equal(registered.status, 201, await registered.clone().text());
+    return (await registered.json()).client_id as string;
+  }
+
+  const authorizeUrl = (
+    metadata: Record<string, any>,
+    clientId: string,
+    resource: string,
+    challenge: string | null,
+    state: string,
+  ) => {
+    const url = new URL(metadata.authorization_endpoint);
+    url.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: callback.url,
+      scope: 'mcp',
+      resource,
+      state,
+      ...(challenge && { code_challenge: challenge, code_challenge_method: 'S256' }),
+    }).toString();
+    return url.toString();
+  };
+
+  /** The browser part: (sign-in if asked,) consent with the listing's parameter; returns the callback's query. */
+  async function consent(page: Page, url: string, signIn: boolean): Promise<URLSearchParams> {
+    await page.goto(url);
+    if (signIn) {
+      assert.equal(new URL(page.url()).pathname, '/console/sign-in', 'the person signs in to the console first');
+      await page.focus('#api_key');
+      await page.keyboard.type(alice.apiKey);
+      await page.keyboard.press('Enter');
+      await page.waitForURL((u) => u.pathname.startsWith('/oauth/interaction/'));
+    }
+    assert.match(new URL(page.url()).pathname, /^\/oauth\/interaction\/[A-Za-z0-9_-]+$/);
+    assert.equal(await page.locator('#client-name').innerText(), 'Harbour agent');
+    assert.equal(await page.locator('#redirect-host').innerText(), new URL(callback.url).host);
+    assert.equal(await page.locator('#listing').innerText(), entryA.name);
+    assert.match(await page.locator('#prices').innerText(), /Look up a city\s+\$0\.0125 per call/);
+    await screenshot(page, 'oauth-consent');
+    await page.fill('#param-region', 'eu');
+    await page.fill('#cap', '1');
+    await page.getByRole('button', { name: 'Allow' }).click();
+    await page.waitForURL((u) => u.href.startsWith(callback.url));
+    return new URL(page.url()).searchParams;
+  }
+
+  it('connects an MCP client by OAuth: discovery from the 401, DCR, sign-in and consent in the browser, PKCE, a billed tools/call, refresh, a token bound to its entry, revocation', async function () {
+    const { resource, metadata } = await discover(entryA.entryId);
+    assert.equal(metadata.issuer, h.baseUrl);
+    assert.deepEqual(metadata.code_challenge_methods_supported, ['S256']);
+    assert.equal(metadata.authorization_response_iss_parameter_supported, true);
+    assert.ok(metadata.revocation_endpoint);
+    assert.ok(metadata.registration_endpoint);
+    const clientId = await register(metadata);
+
+    const context = await watchedContext(browser);
+    contexts.push(context);
+    const page = await context.newPage();
+    const { verifier, challenge } = pkce();
+    const state = randomBytes(8).toString('hex');
+    const answer = await consent(page, authorizeUrl(metadata, clientId, resource, challenge, state), true);
+    assert.equal(answer.get('state'), state);
+    assert.equal(answer.get('iss'), h.baseUrl, 'RFC 9207: the issuer is in the authorization response');
+    const code = answer.get('code');
+    assert.ok(code, `no code in ${answer.toString()}`);
+
+    const exchanged = await form(metadata.token_endpoint, {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: callback.url,
+      client_id: clientId,
+      code_verifier: verifier,
+      resource,
+    });
+    const tokens = await exchanged.json();
+    assert.equal(exchanged.status, 200, JSON.stringify(tokens));
+    assert.equal(tokens.token_type, 'Bearer');
+    assert.ok(tokens.expires_in > 0 && tokens.expires_in <= 600, 'a short-lived access token');
+    assert.ok(tokens.refresh_token);
+
+    const before = (await h.http('GET', '/api/v1/account', { apiKey: alice.apiKey })).body;
+    const client = new Client({ name: 'oauth-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(resource), {
+        requestInit: { headers: { authorization: `Bearer ${tokens.access_token}` } },
+      }),
+    );
+    try {
+      const listed = await client.listTools();
+      assert.deepEqual(
+        listed.tools.map((t) => t.name),
+        ['lookup_city'],
+      );
+      const called = await client.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } });
+      assert.equal(called.isError, false, JSON.stringify(called));
+      assert.equal((called._meta?.[BILLING_META] as { chargedUsd: number }).chargedUsd, 0.0125);
+    } finally {
+      await client.close();
+    }
+    const after = (await h.http('GET', '/api/v1/account', { apiKey: alice.apiKey })).body;
+    assert.equal(Math.round((before.balanceUsd - after.balanceUsd) * 1e6), 12_500, 'the call was charged to Alice');
+    const transactions = (await h.http('GET', '/api/v1/transactions?pageSize=20', { apiKey: alice.apiKey })).body
+      .transactions as { agentName: string; cost: number }[];
+    assert.ok(transactions.some((t) => t.agentName === `market:${entryA.slug}` && t.cost === 0.0125));
+
+    // The token is bound to entry A's endpoint: entry B refuses it.
+    const elsewhere = await mcpPost(entryB.entryId, tokens.access_token);
+    assert.equal(elsewhere.status, 401);
+    const elsewhereChallenge = challengeParams(elsewhere.headers.get('www-authenticate') ?? '');
+    assert.equal(elsewhereChallenge.error, 'invalid_token');
+    assert.match(elsewhereChallenge.error_description, /another resource/);
+
+    // Refresh rotates the refresh token; the old one is then refused.
+    const refreshed = await form(metadata.token_endpoint, {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+      client_id: clientId,
+    });
+    const renewed = await refreshed.json();
+    assert.equal(refreshed.status, 200, JSON.stringify(renewed));
+    assert.notEqual(renewed.refresh_token, tokens.refresh_token);
+    assert.equal((await mcpPost(entryA.entryId, renewed.access_token)).status, 200);
+    const replayed = await form(metadata.token_endpoint, {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+      client_id: clientId,
+    });
+    assert.equal(replayed.status, 400);
+    assert.equal((await replayed.json()).error, 'invalid_grant');
+
+    // Revoking the refresh token ends the grant: its access tokens are refused.
+    const revoked = await form(metadata.revocation_endpoint, {
+      token: renewed.refresh_token,
+      token_type_hint: 'refresh_token',
+      client_id: clientId,
+    });
+    assert.equal(revoked.status, 200);
+    const afterRevocation = await mcpPost(entryA.entryId, renewed.access_token);
+    assert.equal(afterRevocation.status, 401);
+    assert.equal(challengeParams(afterRevocation.headers.get('www-authenticate') ?? '').error, 'invalid_token');
+
+    // The bearer credential and the plain API key keep working beside OAuth.
+    const issued = await h.http('POST', `/api/v1/mcp-market/mcps/${entryA.entryId}/credentials`, {
+      apiKey: alice.apiKey,
+      body: { params: { region: 'us' } },
+    });
+    assert.equal(issued.status, 201);
+    assert.equal((await mcpPost(entryA.entryId, issued.body.credential)).status, 200);
+    assert.equal((await mcpPost(entryB.entryId, alice.apiKey)).status, 200);
+  });
+
+  it('refuses an authorization without PKCE, a code exchanged without its verifier, and a resource that is not a market endpoint', async function () {
+    const { resource, metadata } = await discover(entryA.entryId);
+    const clientId = await register(metadata);
+
+    // No code_challenge: the authorization server sends the browser back with invalid_request.
+    const noChallenge = await fetch(authorizeUrl(metadata, clientId, resource, null, 's1'), { redirect: 'manual' });
+    assert.ok([302, 303].includes(noChallenge.status), String(noChallenge.status));
+    const noChallengeAnswer = new URL(noChallenge.headers.get('location') ?? '').searchParams;
+    assert.equal(noChallengeAnswer.get('error'), 'invalid_request');
+    assert.match(noChallengeAnswer.get('error_description') ?? '', /PKCE/);
+
+    // A resource that is not one of the market's endpoints: invalid_target.
+    const { challenge: otherChallenge } = pkce();
+    const wrong = await fetch(authorizeUrl(metadata, clientId, `${h.baseUrl}/mcp/not-an-entry`, otherChallenge, 's2'), {
+      redirect: 'manual',
+    });
+    assert.ok([302, 303].includes(wrong.status), String(wrong.status));
+    assert.equal(new URL(wrong.headers.get('location') ?? '').searchParams.get('error'), 'invalid_target');
+
+    // A code whose exchange leaves out the verifier is refused.
+    const context = await watchedContext(browser);
+    contexts.push(context);
+    const page = await context.newPage();
+    const { challenge } = pkce();
+    const answer = await consent(page, authorizeUrl(metadata, clientId, resource, challenge, 's3'), true);
+    const code = answer.get('code');
+    assert.ok(code);
+    const exchanged = await form(metadata.token_endpoint, {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: callback.url,
+      client_id: clientId,
+      resource,
+    });
+    assert.equal(exchanged.status, 400);
+    assert.equal((await exchanged.json()).error, 'invalid_grant');
+  });
+});
