@@ -3,7 +3,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { migrateToLatest, openDatabase, type Db } from '../db/connect';
+import { oauthAdapterFactory, pruneExpiredOAuthRecords } from '../db/repos/oauth';
 import { useHarness, type Harness } from './support/harness';
 import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
 import { launchBrowser, screenshot, watchedContext, type WatchedContext } from './support/web-browser';
@@ -301,6 +306,23 @@ describe('OAuth on the hosted MCP endpoints', function () {
     assert.equal((await mcpPost(entryB.entryId, alice.apiKey)).status, 200);
   });
 
+  it('turns dynamic client registration off when the operator says so (OAUTH_DYNAMIC_REGISTRATION=false)', async function () {
+    const stack = await h.startIsolatedStack({
+      taskQueues: { platform: 'oauth-no-dcr-platform', browser: 'oauth-no-dcr-browser' },
+      overrides: { oauth: { ...h.config.oauth, dynamicRegistration: false } },
+      queues: [],
+    });
+    const metadata = await (await fetch(`${stack.baseUrl}/.well-known/oauth-authorization-server`)).json();
+    assert.equal(metadata.issuer, stack.baseUrl);
+    assert.equal(metadata.registration_endpoint, undefined);
+    const refused = await fetch(`${stack.baseUrl}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: [callback.url], token_endpoint_auth_method: 'none' }),
+    });
+    assert.equal(refused.status, 404);
+  });
+
   it('refuses an authorization without PKCE, a code exchanged without its verifier, and a resource that is not a market endpoint', async function () {
     const { resource, metadata } = await discover(entryA.entryId);
     const clientId = await register(metadata);
@@ -337,5 +359,64 @@ describe('OAuth on the hosted MCP endpoints', function () {
     });
     assert.equal(exchanged.status, 400);
     assert.equal((await exchanged.json()).error, 'invalid_grant');
+  });
+});
+
+/** What oidc-provider stores through the adapter: found, consumed, found by uid, expired, revoked by grant, destroyed. */
+async function exerciseAdapter(db: Db) {
+  const adapter = oauthAdapterFactory(db);
+  const tokens = adapter('AccessToken');
+  const codes = adapter('AuthorizationCode');
+  const sessions = adapter('Session');
+  const grant = `grant-${randomBytes(6).toString('hex')}`;
+  const id = (name: string) => `${name}-${randomBytes(6).toString('hex')}`;
+
+  const token = id('at');
+  await tokens.upsert(token, { jti: token, grantId: grant, aud: 'https://api.example/mcp/x' }, 600);
+  assert.deepEqual(await tokens.find(token), { jti: token, grantId: grant, aud: 'https://api.example/mcp/x' });
+  assert.equal(await codes.find(token), undefined, 'models do not share ids');
+
+  const code = id('code');
+  await codes.upsert(code, { jti: code, grantId: grant }, 60);
+  await codes.consume(code);
+  assert.equal(typeof (await codes.find(code))?.consumed, 'number', 'a consumed code says when');
+
+  const session = id('session');
+  const uid = id('uid');
+  await sessions.upsert(session, { jti: session, uid, accountId: 'a' }, 3600);
+  assert.equal((await sessions.findByUid(uid))?.jti, session);
+  await sessions.upsert(session, { jti: session, uid, accountId: 'b' }, 3600);
+  assert.equal((await sessions.find(session))?.accountId, 'b', 'an upsert replaces the payload');
+  await sessions.destroy(session);
+  assert.equal(await sessions.find(session), undefined);
+
+  const expired = id('expired');
+  await tokens.upsert(expired, { jti: expired }, -1);
+  assert.equal(await tokens.find(expired), undefined, 'an expired record is absent');
+  assert.ok((await pruneExpiredOAuthRecords(db)) >= 1);
+
+  await tokens.revokeByGrantId(grant);
+  assert.equal(await tokens.find(token), undefined, 'revoking the grant removes its tokens');
+  assert.equal(await codes.find(code), undefined, 'and its codes');
+}
+
+describe('OAuth storage (the oidc-provider adapter)', function () {
+  this.timeout(120_000);
+
+  it('keeps, consumes, finds, expires and revokes records on Postgres', async function () {
+    const h = await useHarness();
+    await exerciseAdapter(h.db);
+  });
+
+  it('does the same on PGlite', async function () {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'oauth-pglite-'));
+    const db = await openDatabase({ databaseUrl: null, dataDir: dir });
+    try {
+      await migrateToLatest(db);
+      await exerciseAdapter(db);
+    } finally {
+      await db.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
