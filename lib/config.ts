@@ -77,6 +77,11 @@ export interface Config {
 export interface OAuthConfig {
   /** OAUTH_DYNAMIC_REGISTRATION, true (default) or false: whether clients may register themselves (RFC 7591). */
   dynamicRegistration: boolean;
+  /**
+   * OAUTH_CLIENT_ID_METADATA_DOCUMENTS, true (default) or false: whether a client may be an HTTPS URL whose
+   * metadata document is fetched (through the SSRF guard and NETWORK_ALLOWLIST, 64 KiB, 5 s, cached).
+   */
+  clientIdMetadataDocuments: boolean;
   /** OAUTH_ACCESS_TOKEN_MINUTES, default 10 (1 to 60): an access token's lifetime. */
   accessTokenTtlSeconds: number;
   /** OAUTH_REFRESH_TOKEN_DAYS, default 30 (1 to 365): a refresh token's lifetime (each use rotates it). */
@@ -566,6 +571,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     oauth: {
       dynamicRegistration: oneOf(env, 'OAUTH_DYNAMIC_REGISTRATION', ['true', 'false'], 'true') === 'true',
+      clientIdMetadataDocuments: oneOf(env, 'OAUTH_CLIENT_ID_METADATA_DOCUMENTS', ['true', 'false'], 'true') === 'true',
       accessTokenTtlSeconds: integer(env, 'OAUTH_ACCESS_TOKEN_MINUTES', 10, 1, 60) * 60,
       refreshTokenTtlSeconds: integer(env, 'OAUTH_REFRESH_TOKEN_DAYS', 30, 1, 365) * 86_400,
     },

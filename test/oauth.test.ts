@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { migrateToLatest, openDatabase, type Db } from '../db/connect';
 import { oauthAdapterFactory, pruneExpiredOAuthRecords } from '../db/repos/oauth';
 import { useHarness, type Harness } from './support/harness';
 import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
+import { createTestCertificates } from './support/mcp-tls';
 import { launchBrowser, screenshot, watchedContext, type WatchedContext } from './support/web-browser';
 
 const BILLING_META = 'scrape-platform/billing';
@@ -179,7 +181,12 @@ describe('OAuth on the hosted MCP endpoints', function () {
   };
 
   /** The browser part: (sign-in if asked,) consent with the listing's parameter; returns the callback's query. */
-  async function consent(page: Page, url: string, signIn: boolean): Promise<URLSearchParams> {
+  async function consent(
+    page: Page,
+    url: string,
+    signIn: boolean,
+    clientName = 'Harbour agent',
+  ): Promise<URLSearchParams> {
     await page.goto(url);
     if (signIn) {
       assert.equal(new URL(page.url()).pathname, '/console/sign-in', 'the person signs in to the console first');
@@ -189,7 +196,7 @@ describe('OAuth on the hosted MCP endpoints', function () {
       await page.waitForURL((u) => u.pathname.startsWith('/oauth/interaction/'));
     }
     assert.match(new URL(page.url()).pathname, /^\/oauth\/interaction\/[A-Za-z0-9_-]+$/);
-    assert.equal(await page.locator('#client-name').innerText(), 'Harbour agent');
+    assert.equal(await page.locator('#client-name').innerText(), clientName);
     assert.equal(await page.locator('#redirect-host').innerText(), new URL(callback.url).host);
     assert.equal(await page.locator('#listing').innerText(), entryA.name);
     assert.match(await page.locator('#prices').innerText(), /Look up a city\s+\$0\.0125 per call/);
@@ -321,6 +328,85 @@ describe('OAuth on the hosted MCP endpoints', function () {
       body: JSON.stringify({ redirect_uris: [callback.url], token_endpoint_auth_method: 'none' }),
     });
     assert.equal(refused.status, 404);
+  });
+
+  it('identifies a client by its metadata document (CIMD): fetched over HTTPS through the SSRF guard, exact redirect URIs, a client_id on 127.0.0.2 refused without a packet sent there', async function () {
+    const certs = createTestCertificates();
+    const previousCa = process.env.NODE_EXTRA_CA_CERTS;
+    process.env.NODE_EXTRA_CA_CERTS = certs.caFile;
+    let documentUrl = '';
+    const documentServer = https.createServer({ key: certs.key, cert: certs.cert }, (req, res) => {
+      if (req.url !== '/client.json') return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' });
+      res.end(
+        JSON.stringify({
+          client_id: documentUrl,
+          client_name: 'Loopback agent',
+          redirect_uris: [callback.url],
+          grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'],
+          token_endpoint_auth_method: 'none',
+        }),
+      );
+    });
+    let strayHits = 0;
+    const stray = https.createServer({ key: certs.key, cert: certs.cert }, (_req, res) => {
+      strayHits++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    stray.on('connection', () => strayHits++);
+    await new Promise<void>((resolve) => documentServer.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => stray.listen(0, '127.0.0.2', resolve));
+    try {
+      documentUrl = `https://127.0.0.1:${(documentServer.address() as AddressInfo).port}/client.json`;
+      const { resource, metadata } = await discover(entryA.entryId);
+      assert.equal(metadata.client_id_metadata_document_supported, true);
+
+      // The document's client: consent names it, the code is exchanged with PKCE, the token calls tools.
+      const context = await watchedContext(browser);
+      contexts.push(context);
+      const page = await context.newPage();
+      const { verifier, challenge } = pkce();
+      const answer = await consent(
+        page,
+        authorizeUrl(metadata, documentUrl, resource, challenge, 'cimd'),
+        true,
+        'Loopback agent',
+      );
+      const exchanged = await form(metadata.token_endpoint, {
+        grant_type: 'authorization_code',
+        code: answer.get('code') ?? '',
+        redirect_uri: callback.url,
+        client_id: documentUrl,
+        code_verifier: verifier,
+        resource,
+      });
+      const tokens = await exchanged.json();
+      assert.equal(exchanged.status, 200, JSON.stringify(tokens));
+      assert.equal((await mcpPost(entryA.entryId, tokens.access_token)).status, 200);
+
+      // A redirect URI that is not in the document: refused at the authorization server, no redirect.
+      const elsewhere = new URL(authorizeUrl(metadata, documentUrl, resource, challenge, 'x'));
+      elsewhere.searchParams.set('redirect_uri', `${callback.url}/other`);
+      const wrongRedirect = await fetch(elsewhere, { redirect: 'manual' });
+      assert.equal(wrongRedirect.status, 400);
+      assert.match(await wrongRedirect.text(), /redirect_uri/);
+
+      // A client_id on 127.0.0.2 (not allowlisted): refused as an unknown client, and nothing reached 127.0.0.2.
+      const strayUrl = `https://127.0.0.2:${(stray.address() as AddressInfo).port}/client.json`;
+      const refused = await fetch(authorizeUrl(metadata, strayUrl, resource, challenge, 'y'), { redirect: 'manual' });
+      assert.equal(refused.status, 400);
+      assert.match(await refused.text(), /invalid_client/);
+      assert.equal(strayHits, 0, 'nothing reached 127.0.0.2');
+    } finally {
+      if (previousCa === undefined) delete process.env.NODE_EXTRA_CA_CERTS;
+      else process.env.NODE_EXTRA_CA_CERTS = previousCa;
+      documentServer.closeAllConnections();
+      stray.closeAllConnections();
+      await new Promise<void>((resolve) => documentServer.close(() => resolve()));
+      await new Promise<void>((resolve) => stray.close(() => resolve()));
+      certs.cleanup();
+    }
   });
 
   it('refuses an authorization without PKCE, a code exchanged without its verifier, and a resource that is not a market endpoint', async function () {

@@ -12,6 +12,8 @@ import type { SourceParamValues } from '../../lib/tools/types';
 import { ApiError } from '../errors';
 import { marketMcpUrl } from './public-urls';
 import { log } from '../../lib/log';
+import { fetchBuffered } from '../../lib/net/buffered-fetch';
+import type { NetworkPolicy } from '../../lib/net/ssrf';
 
 /**
  * The authorization server of the hosted MCP endpoints (issue 25), built on oidc-provider: the
@@ -33,6 +35,37 @@ const AUTHORIZATION_SERVER_METADATA = /^\/\.well-known\/oauth-authorization-serv
 export interface OAuthDeps {
   db: Db;
   config: Config;
+  /** What the authorization server may fetch (client metadata documents): NETWORK_ALLOWLIST's policy. */
+  policy: NetworkPolicy;
+}
+
+/** A client metadata document is small and quick to fetch, or it is refused. */
+const METADATA_DOCUMENT_MAX_BYTES = 64 * 1024;
+const METADATA_DOCUMENT_TIMEOUT_MS = 5_000;
+
+/**
+ * The `fetch` oidc-provider uses (client ID metadata documents): the platform's guarded client, so that
+ * every address is checked against the SSRF policy (a private or loopback address is refused unless
+ * allowlisted), with a size limit and a timeout, no redirects followed, no cookies, no proxy.
+ */
+function guardedFetch(policy: NetworkPolicy) {
+  return async (url: string | URL, options: { method?: string; headers?: Headers }): Promise<Response> => {
+    const accept = options.headers?.get('accept') ?? 'application/json';
+    const answer = await fetchBuffered(String(url), {
+      policy,
+      method: options.method ?? 'GET',
+      headers: { accept },
+      timeoutMs: METADATA_DOCUMENT_TIMEOUT_MS,
+      maxBytes: METADATA_DOCUMENT_MAX_BYTES,
+      maxRedirects: 0,
+      // The default store plus NODE_EXTRA_CA_CERTS as the file reads now (an operator's private CA).
+      extraCa: [],
+    });
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(answer.headers)) headers.set(name, value);
+    const nullBody = [101, 204, 205, 304].includes(answer.status);
+    return new Response(nullBody ? null : new Uint8Array(answer.body), { status: answer.status, headers });
+  };
 }
 
 export interface OAuthServer {
@@ -159,6 +192,11 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         userinfo: { enabled: false },
         revocation: { enabled: true },
         registration: { enabled: config.oauth.dynamicRegistration },
+        clientIdMetadataDocument: {
+          enabled: config.oauth.clientIdMetadataDocuments,
+          ack: 'draft-02',
+          cacheDuration: { min: 60, max: 86_400 },
+        },
         resourceIndicators: {
           enabled: true,
           defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string) => oneOf,
@@ -176,6 +214,7 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
           },
         },
       },
+      fetch: guardedFetch(deps.policy),
       ttl: {
         AccessToken: config.oauth.accessTokenTtlSeconds,
         AuthorizationCode: 60,
