@@ -409,7 +409,7 @@ describe('OAuth on the hosted MCP endpoints', function () {
     }
   });
 
-  it('refuses an authorization without PKCE, a code exchanged without its verifier, and a resource that is not a market endpoint', async function () {
+  it('refuses an authorization without PKCE, a code exchanged without its verifier or for another resource, a resource that is not a market endpoint, and a denied consent', async function () {
     const { resource, metadata } = await discover(entryA.entryId);
     const clientId = await register(metadata);
 
@@ -445,6 +445,29 @@ describe('OAuth on the hosted MCP endpoints', function () {
     });
     assert.equal(exchanged.status, 400);
     assert.equal((await exchanged.json()).error, 'invalid_grant');
+
+    // A code for entry A exchanged for entry B's endpoint (a wrong resource): invalid_target.
+    const second = pkce();
+    const again = await consent(page, authorizeUrl(metadata, clientId, resource, second.challenge, 's4'), false);
+    const wrongResource = await form(metadata.token_endpoint, {
+      grant_type: 'authorization_code',
+      code: again.get('code') ?? '',
+      redirect_uri: callback.url,
+      client_id: clientId,
+      code_verifier: second.verifier,
+      resource: `${h.baseUrl}/mcp/${entryB.entryId}`,
+    });
+    assert.equal(wrongResource.status, 400);
+    assert.equal((await wrongResource.json()).error, 'invalid_target');
+
+    // Denying on the consent page sends the client access_denied.
+    await page.goto(authorizeUrl(metadata, clientId, resource, pkce().challenge, 's5'));
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await page.waitForURL((u) => u.href.startsWith(callback.url));
+    const denied = new URL(page.url()).searchParams;
+    assert.equal(denied.get('error'), 'access_denied');
+    assert.equal(denied.get('state'), 's5');
+    assert.equal(denied.get('code'), null);
   });
 });
 

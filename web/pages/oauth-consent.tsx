@@ -99,7 +99,7 @@ export function OAuthConsentPage(props: { view: ConsentView }) {
           <button type="submit" name="decision" value="allow">
             Allow
           </button>{' '}
-          <button type="submit" name="decision" value="deny">
+          <button type="submit" name="decision" value="deny" formnovalidate>
             Deny
           </button>
         </p>
