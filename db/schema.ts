@@ -66,6 +66,8 @@ export interface OAuthMarketGrantsTable {
   user_id: string;
   entry_id: string;
   client_id: string;
+  /** The client's name when the grant was approved (as its registration or metadata document gave it). */
+  client_name: string | null;
   /** The sealed market credential (`mcpc1.`) the grant stands for. */
   credential: string;
   created_at: Timestamp;

@@ -13,7 +13,13 @@ import { oauthAdapterFactory, pruneExpiredOAuthRecords } from '../db/repos/oauth
 import { useHarness, type Harness } from './support/harness';
 import { approvedServiceEntry, startMarketProvider, type MarketProviderService } from './support/market-provider';
 import { createTestCertificates } from './support/mcp-tls';
-import { launchBrowser, screenshot, watchedContext, type WatchedContext } from './support/web-browser';
+import {
+  assertAccessible,
+  launchBrowser,
+  screenshot,
+  watchedContext,
+  type WatchedContext,
+} from './support/web-browser';
 
 const BILLING_META = 'scrape-platform/billing';
 
@@ -330,7 +336,7 @@ describe('OAuth on the hosted MCP endpoints', function () {
     assert.equal(refused.status, 404);
   });
 
-  it('identifies a client by its metadata document (CIMD): fetched over HTTPS through the SSRF guard, exact redirect URIs, a client_id on 127.0.0.2 refused without a packet sent there', async function () {
+  it('identifies a client by its metadata document (CIMD): fetched over HTTPS through the SSRF guard, listed and revoked in the console, exact redirect URIs, a client_id on 127.0.0.2 refused without a packet sent there', async function () {
     const certs = createTestCertificates();
     const previousCa = process.env.NODE_EXTRA_CA_CERTS;
     process.env.NODE_EXTRA_CA_CERTS = certs.caFile;
@@ -384,6 +390,26 @@ describe('OAuth on the hosted MCP endpoints', function () {
       const tokens = await exchanged.json();
       assert.equal(exchanged.status, 200, JSON.stringify(tokens));
       assert.equal((await mcpPost(entryA.entryId, tokens.access_token)).status, 200);
+
+      // The console lists the connection; revoking it there ends the access and refresh tokens at once.
+      await page.goto(`${h.baseUrl}/console/connections`);
+      const row = page.locator('#connections tbody tr', { hasText: 'Loopback agent' });
+      assert.equal(await row.count(), 1);
+      assert.match(await row.innerText(), new RegExp(entryA.name));
+      await assertAccessible(page, 'connected apps');
+      await row.getByRole('button', { name: /^Revoke Loopback agent/ }).click();
+      await page.waitForURL(`${h.baseUrl}/console/connections`);
+      assert.equal(await page.locator('#connections tbody tr', { hasText: 'Loopback agent' }).count(), 0);
+      const afterRevoke = await mcpPost(entryA.entryId, tokens.access_token);
+      assert.equal(afterRevoke.status, 401);
+      assert.equal(challengeParams(afterRevoke.headers.get('www-authenticate') ?? '').error, 'invalid_token');
+      const refreshAfterRevoke = await form(metadata.token_endpoint, {
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token,
+        client_id: documentUrl,
+      });
+      assert.equal(refreshAfterRevoke.status, 400);
+      assert.equal((await refreshAfterRevoke.json()).error, 'invalid_grant');
 
       // A redirect URI that is not in the document: refused at the authorization server, no redirect.
       const elsewhere = new URL(authorizeUrl(metadata, documentUrl, resource, challenge, 'x'));

@@ -96,6 +96,7 @@ export interface OAuthServer {
     input: {
       userId: string;
       apiKeyId: string;
+      clientName: string;
       entry: MarketCallEntry;
       resource: string;
       params: SourceParamValues;
@@ -310,6 +311,7 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         userId: input.userId,
         entryId: input.entry.entryId,
         clientId,
+        clientName: input.clientName,
         credential: token,
       });
       return provider.interactionResult(

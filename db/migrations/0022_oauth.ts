@@ -36,6 +36,7 @@ export async function up(db: Kysely<any>): Promise<void> {
       user_id uuid not null references users (id) on delete cascade,
       entry_id uuid not null,
       client_id text not null,
+      client_name text,
       credential text not null,
       created_at timestamptz not null default now(),
       revoked_at timestamptz

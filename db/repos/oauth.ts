@@ -96,6 +96,7 @@ export interface MarketGrant {
   userId: string;
   entryId: string;
   clientId: string;
+  clientName: string | null;
   /** The sealed market credential the grant stands for. */
   credential: string;
   createdAt: Date;
@@ -109,6 +110,7 @@ export async function saveMarketGrant(db: Db, grant: Omit<MarketGrant, 'createdA
       user_id: grant.userId,
       entry_id: grant.entryId,
       client_id: grant.clientId,
+      client_name: grant.clientName,
       credential: grant.credential,
     })
     .execute();
@@ -128,7 +130,48 @@ export async function findLiveMarketGrant(db: Db, grantId: string): Promise<Mark
     userId: row.user_id,
     entryId: row.entry_id,
     clientId: row.client_id,
+    clientName: row.client_name,
     credential: row.credential,
     createdAt: new Date(row.created_at),
   };
+}
+
+/** The account's live grants, newest first (the console's "Connected apps"; no credential in them). */
+export async function listLiveMarketGrants(db: Db, userId: string): Promise<Omit<MarketGrant, 'credential'>[]> {
+  const rows = await db
+    .selectFrom('oauth_market_grants')
+    .select(['grant_id', 'user_id', 'entry_id', 'client_id', 'client_name', 'created_at'])
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .limit(200)
+    .execute();
+  return rows.map((row) => ({
+    grantId: row.grant_id,
+    userId: row.user_id,
+    entryId: row.entry_id,
+    clientId: row.client_id,
+    clientName: row.client_name,
+    createdAt: new Date(row.created_at),
+  }));
+}
+
+/**
+ * Revokes one of the account's grants: marked revoked, and the authorization server's grant with every
+ * code, access token and refresh token of it deleted. False when the account has no such live grant.
+ */
+export async function revokeMarketGrant(db: Db, userId: string, grantId: string, now = new Date()): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const result = await trx
+      .updateTable('oauth_market_grants')
+      .set({ revoked_at: now })
+      .where('grant_id', '=', grantId)
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return false;
+    await trx.deleteFrom('oauth_records').where('grant_id', '=', grantId).execute();
+    await trx.deleteFrom('oauth_records').where('model', '=', 'Grant').where('id', '=', grantId).execute();
+    return true;
+  });
 }

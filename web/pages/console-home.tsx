@@ -31,7 +31,7 @@ export function StatusBadge(props: { status: Job['status']; id?: string }) {
 }
 
 /** The console's own sections. */
-export function ConsoleNav(props: { current: 'home' | 'usage' }) {
+export function ConsoleNav(props: { current: 'home' | 'usage' | 'connections' }) {
   return (
     <nav class="console-nav" aria-label="Console">
       <ul>
@@ -43,6 +43,11 @@ export function ConsoleNav(props: { current: 'home' | 'usage' }) {
         <li>
           <a href="/console/usage" aria-current={props.current === 'usage' ? 'page' : undefined}>
             Usage and money
+          </a>
+        </li>
+        <li>
+          <a href="/console/connections" aria-current={props.current === 'connections' ? 'page' : undefined}>
+            Connected apps
           </a>
         </li>
       </ul>

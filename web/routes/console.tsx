@@ -19,6 +19,9 @@ import type { WebDeps } from '../deps';
 import { readForm } from '../forms';
 import { pageNotFound, sendPage } from '../page';
 import { ConsoleHomePage } from '../pages/console-home';
+import { ConnectionsPage } from '../pages/connections';
+import { listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
+import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import { RunPage } from '../pages/run';
 import { SignInPage } from '../pages/sign-in';
 import { UsagePage } from '../pages/usage';
@@ -200,6 +203,46 @@ export function consoleRoutes(deps: WebDeps): Router {
       />,
       { private: true },
     );
+  });
+
+  /** The account's OAuth grants (issue 25): which client may call which listing; each revocable. */
+  router.get('/connections', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    const grants = await listLiveMarketGrants(deps.db, session.user.userId);
+    const names = new Map<string, string>();
+    for (const entryId of new Set(grants.map((g) => g.entryId))) {
+      names.set(entryId, (await findPublicMcpEntry(deps.db, entryId))?.name ?? 'a listing no longer live');
+    }
+    await sendPage(
+      ctx,
+      <ConnectionsPage
+        email={session.user.email}
+        csrfToken={session.csrfToken}
+        rows={grants.map((g) => ({
+          grantId: g.grantId,
+          clientName: g.clientName ?? g.clientId,
+          clientId: g.clientId,
+          entryId: g.entryId,
+          listing: names.get(g.entryId) ?? g.entryId,
+          approvedAt: g.createdAt,
+        }))}
+      />,
+      { private: true },
+    );
+  });
+
+  router.post('/connections/:grantId/revoke', async (ctx) => {
+    requireSameOrigin(ctx, deps.config);
+    const form = await readForm(ctx);
+    const session = await signedIn(ctx);
+    if (!session) return;
+    requireFormToken(form.get('csrf'), session.csrfToken);
+    const grantId = String(ctx.params.grantId);
+    // Another account's grant is exactly as absent as one that never existed.
+    if (!/^[A-Za-z0-9_-]{1,128}$/.test(grantId) || !(await revokeMarketGrant(deps.db, session.user.userId, grantId)))
+      throw pageNotFound('You have no connected app with this id.');
+    seeOther(ctx, '/console/connections');
   });
 
   const ownRun = async (ctx: Context, session: WebSession) => {

@@ -173,6 +173,7 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
       next = await oauth.approve(ctx, resolved.interaction, {
         userId: session.user.userId,
         apiKeyId: session.apiKeyId,
+        clientName: resolved.clientName,
         entry: resolved.entry,
         resource: resolved.resource,
         params,
