@@ -206,6 +206,7 @@ describe('OAuth on the hosted MCP endpoints', function () {
     assert.equal(await page.locator('#redirect-host').innerText(), new URL(callback.url).host);
     assert.equal(await page.locator('#listing').innerText(), entryA.name);
     assert.match(await page.locator('#prices').innerText(), /Look up a city\s+\$0\.0125 per call/);
+    await assertAccessible(page, 'consent page');
     await screenshot(page, 'oauth-consent');
     await page.fill('#param-region', 'eu');
     await page.fill('#cap', '1');
