@@ -41,7 +41,7 @@ zones.push({
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'test/fixtures/**', '**/*.js', '**/*.cjs', '**/*.mjs'] },
+  { ignores: ['node_modules/**', 'test/support/fixtures/**', '**/*.js', '**/*.cjs', '**/*.mjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -8,7 +8,7 @@ import { requestLog } from './middleware/request-log';
 import { jsonBody } from './middleware/json-body';
 import { requireApiKey } from './middleware/auth';
 import { mcpEndpoint } from './mcp/endpoint';
-import { docsMcpEndpoint } from './mcp/docs';
+import { DOCS_MCP_PATH, docsMcpEndpoint } from './mcp/docs';
 import { marketMcpEndpoint } from './mcp/market';
 import { buildOpenApiDocument } from './openapi';
 import { buildDocsSite } from './docs/site';
@@ -30,7 +30,7 @@ import { scrapeRoutes } from './routes/scrape';
 import { skillsRoutes } from './routes/skills';
 import { socialAccountRoutes } from './routes/social-accounts';
 import { webPages } from '../web/app';
-import { createOAuthServer } from './services/oauth';
+import { createOAuthServer, type OAuthServer } from './services/oauth';
 import { protectedResourceRoutes } from './routes/oauth';
 
 export function createApp(deps: ApiDeps): Koa {
@@ -39,17 +39,32 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(requestId());
   app.use(requestLog());
   app.use(errorHandler());
-  // The pages (web/): /, /market…, /console…, /assets…; every other path is the API's.
-  // The authorization server of the hosted MCP endpoints (/oauth…, /.well-known/oauth-authorization-server); its consent pages are web/'s.
+  // The pages (web/): /, /market…, /console…, /assets…, /oauth/interaction…; every other path is the API's.
+  // The authorization server of the hosted MCP endpoints (/oauth…, /.well-known/oauth-authorization-server,
+  // each endpoint's /.well-known/oauth-protected-resource/mcp/{entryId}); its consent pages are web/'s.
   const oauth = createOAuthServer(deps);
   app.use(webPages(deps, oauth));
   app.use(oauth.middleware);
+  app.use(protectedResourceRoutes(deps, oauth).routes());
+  const root = createRouter(deps, oauth);
+  app.use(root.routes());
+  app.use(root.allowedMethods());
+  return app;
+}
+
+/**
+ * Every route of the API (all but the pages): the MCP endpoints, health, the operator's routes,
+ * metrics, the docs, the market's icons and the user API under /api/v1. Its `stack` is the list of
+ * what the service answers (the embedded-start suite requires a request to each).
+ */
+export function createRouter(deps: ApiDeps, oauth: OAuthServer = createOAuthServer(deps)): Router<AppState> {
   const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
-  app.use(mcpEndpoint(docsMcpEndpoint(docsSite, deps.config)));
-  app.use(mcpEndpoint(marketMcpEndpoint(deps, oauth)));
+  const root = new Router<AppState>();
+  // The MCP endpoints, tried first: the SDK reads the request body itself and answers every method.
+  root.all(DOCS_MCP_PATH, mcpEndpoint(docsMcpEndpoint(docsSite, deps.config))); //   /docs-mcp
+  root.all('/mcp/:entryId', mcpEndpoint(marketMcpEndpoint(deps, oauth))); //             /mcp/{entryId}
 
   // Without an API key: health, the operator's routes, metrics, the docs and the market's icons.
-  const root = new Router<AppState>();
   const health = healthRoutes(deps); //                  /health
   root.use(health.routes());
   const admin = adminRoutes(deps); //                    /admin (ADMIN_TOKEN), with /admin/skills and /admin/market
@@ -59,8 +74,6 @@ export function createApp(deps: ApiDeps): Koa {
   root.use('/api/v1', docs.routes());
   const icons = publicMarketIconRoutes(deps); //         /api/v1/market/icons/:key.png
   root.use(icons.routes(), icons.allowedMethods());
-  const resources = protectedResourceRoutes(deps, oauth); // /.well-known/oauth-protected-resource/mcp/:entryId
-  root.use(resources.routes(), resources.allowedMethods());
 
   // Bodies are read only after the caller is authenticated (the admin routes do the same with their token).
   const v1 = new Router<UserState>({ prefix: '/api/v1' });
@@ -82,8 +95,5 @@ export function createApp(deps: ApiDeps): Koa {
   ];
   for (const routes of userRouters) v1.use(routes.routes(), routes.allowedMethods());
   root.use(v1.routes(), v1.allowedMethods());
-
-  app.use(root.routes());
-  app.use(root.allowedMethods());
-  return app;
+  return root;
 }

@@ -18,9 +18,9 @@
  */
 import { createHash } from 'node:crypto';
 import os from 'node:os';
-import type { Harness } from '../test/support/harness';
+import type { Harness } from '../test/support/stack/harness';
 import { elementIndex, onPage } from '../test/support/agent-script';
-import type { FakeReply } from '../test/support/fake-openai';
+import type { FakeReply } from '../test/support/fakes/fake-openai';
 import { createBrowserPool } from '../activities/browser/pool';
 import { GUARDED_CONTEXT_OPTIONS, guardContext } from '../activities/browser/guarded-routing';
 import { BrowserSession } from '../activities/agent/browser/session';

@@ -23,7 +23,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { chargeMarketRun, openMarketRun } from '../db/repos/market-runs';
-import type { Harness } from '../test/support/harness';
+import type { Harness } from '../test/support/stack/harness';
 import { findLedgerProblems } from '../test/support/ledger-reconciliation';
 import { approvedEventEntry } from '../test/support/market';
 import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, type LoadResult } from './load';

@@ -1,8 +1,8 @@
 /**
- * The fake OpenAI-compatible server (test/support/fake-openai.ts) as its own process, so the
+ * The fake OpenAI-compatible server (test/support/fakes/fake-openai.ts) as its own process, so the
  * benchmark can count its CPU apart from everything else. Prints `fake LLM listening on <url>`.
  */
-import { startFakeOpenAI } from '../test/support/fake-openai';
+import { startFakeOpenAI } from '../test/support/fakes/fake-openai';
 
 void startFakeOpenAI().then((fake) => {
   // It records every request for tests; a benchmark sends thousands: forget them regularly.

@@ -2,7 +2,7 @@
  * Hostile-input benchmark (`npm run bench:hostile-inputs`): the CPU time of the pure functions an attacker feeds,
  * which must stay linear in their input. No harness, no network: a few seconds.
  *
- *   1. Page conversion (htmlToPage, needsBrowser) of the pages in test/support/pathological-pages.ts, each built to
+ *   1. Page conversion (htmlToPage, needsBrowser) of the pages in test/support/fakes/pathological-pages.ts, each built to
  *      make a careless converter slow; converted in a process of its own, so only the conversion's CPU counts.
  *   2. The agent's sensitive-data placeholders (resolvePlaceholders) over unclosed placeholders with long runs of
  *      spaces, as a model might write them (the case that once took seconds).
@@ -18,7 +18,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { resolvePlaceholders } from '../activities/agent/sensitive-data';
 import { scanInstructions, scanTool } from '../lib/market/poisoning';
-import type { PathologicalResult } from '../test/support/pathological-pages';
+import type { PathologicalResult } from '../test/support/fakes/pathological-pages';
 import { log, round } from './load';
 
 const BOUND_SECONDS = 1;

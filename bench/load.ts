@@ -1,4 +1,4 @@
-import { stopHarness, useHarness, type Harness, type HarnessOptions } from '../test/support/harness';
+import { stopHarness, useHarness, type Harness, type HarnessOptions } from '../test/support/stack/harness';
 
 /** Small helpers for closed-loop load: N tasks, at most `concurrency` in flight, bounded by a deadline. */
 

@@ -2,7 +2,7 @@
  * Hosted MCP endpoint benchmark (`npm run bench:mcp`): one harness (real Postgres database, Temporal
  * dev server, API in this process), loopback only, bounded in time.
  *
- *   1. A provider's MCP service on loopback (test/support/market-provider.ts) listed as an approved
+ *   1. A provider's MCP service on loopback (test/support/fakes/market-provider.ts) listed as an approved
  *      tool_call_fixed entry (1 micro-USD per call, so every hosted call includes its debit), and a
  *      consumer with a credential for it.
  *   2. `tools/call` of `lookup_city` with the official SDK v2 client, at 1 and then 16 concurrent
@@ -24,14 +24,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { getWalletSummary } from '../db/repos/ledger';
-import type { Harness } from '../test/support/harness';
+import type { Harness } from '../test/support/stack/harness';
 import { findLedgerProblems } from '../test/support/ledger-reconciliation';
-import { approvedServiceEntry, startMarketProvider } from '../test/support/market-provider';
-import { startWorkerProcess } from '../test/support/worker-process';
-import { startApiProcess } from '../test/support/api-process';
+import { approvedServiceEntry, startMarketProvider } from '../test/support/fakes/market-provider';
+import { startWorkerProcess } from '../test/support/stack/worker-process';
+import { startApiProcess } from '../test/support/stack/api-process';
 import { sql } from 'kysely';
 import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, type LoadResult } from './load';
-import { spawnNode, stopChild } from '../test/support/node-process';
+import { spawnNode, stopChild } from '../test/support/stack/node-process';
 import { cpuMeter } from './proc-cpu';
 
 /** BENCH_MCP_CONCURRENCY=1 measures only one client (e.g. for a profile); the default is 1,16. */

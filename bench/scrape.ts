@@ -25,8 +25,8 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { chromium, type Browser } from 'playwright-core';
 import { WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
-import type { Harness } from '../test/support/harness';
-import { SPA_SENTENCE } from '../test/support/fixture-site';
+import type { Harness } from '../test/support/stack/harness';
+import { SPA_SENTENCE } from '../test/support/fakes/fixture-site';
 import { htmlToPage } from '../lib/page/convert';
 import { extractStructured } from '../activities/llm/extract';
 import { createLlmClient } from '../lib/llm/client';
@@ -38,9 +38,9 @@ import { readinessProbe } from '../api/readiness';
 import type { ApiDeps } from '../api/deps';
 import { JobKindSearchAttribute, UserIdSearchAttribute } from '../lib/temporal';
 import type { ScrapeWorkflowInput } from '../workflows/scrape';
-import { freePort } from '../test/support/ports';
+import { freePort } from '../test/support/stack/ports';
 import { percentile, perSecond, round, runClosedLoop, sleep, type LoadResult, log, runHarnessBenchmark } from './load';
-import { spawnNode, stopChild } from '../test/support/node-process';
+import { spawnNode, stopChild } from '../test/support/stack/node-process';
 import { cpuMeter, descendantsOf, type CpuGroup } from './proc-cpu';
 
 /** A size from `--name=N` or the environment variable, else the default. */

@@ -14,7 +14,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
-import type { Harness } from '../test/support/harness';
+import type { Harness } from '../test/support/stack/harness';
 import {
   PREFIX_QUERIES,
   SKILLS_QUERIES,

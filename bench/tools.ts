@@ -12,9 +12,9 @@
  * Both run twice (warm-up, measured). Prints a table and, last, one JSON line with every figure.
  */
 import os from 'node:os';
-import type { Harness } from '../test/support/harness';
-import type { FakeReply } from '../test/support/fake-openai';
-import { startMcpServer, type TestMcpServer } from '../test/support/mcp-server';
+import type { Harness } from '../test/support/stack/harness';
+import type { FakeReply } from '../test/support/fakes/fake-openai';
+import { startMcpServer, type TestMcpServer } from '../test/support/fakes/mcp-server';
 import { openToolSource } from '../lib/tools/source';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import { percentile, round, sleep, log, runHarnessBenchmark } from './load';

@@ -1,6 +1,6 @@
 /**
  * `tsx scripts/capture-mcp-servers.ts DIR [PACKAGE...]` — captures the benign half of the
- * tool-poisoning evaluation set (test/fixtures/poisoning-eval/servers/*.json): the server
+ * tool-poisoning evaluation set (test/support/fixtures/poisoning-eval/servers/*.json): the server
  * instructions and tool lists (name, title, description, inputSchema, annotations) of real, widely
  * used MCP servers from npm, read by running each one over stdio with the MCP SDK v2 client.
  *
@@ -97,7 +97,7 @@ export const SERVERS: ServerSpec[] = [
   { package: 'mongodb-mcp-server', env: { MDB_MCP_TELEMETRY: 'disabled' }, secondBatch: true },
 ];
 
-export const FIXTURE_DIR = path.join(__dirname, '..', 'test', 'fixtures', 'poisoning-eval', 'servers');
+export const FIXTURE_DIR = path.join(__dirname, '..', 'test', 'support', 'fixtures', 'poisoning-eval', 'servers');
 
 export interface CapturedServer {
   package: string;

@@ -1,13 +1,13 @@
 /**
  * `npm run eval:poisoning` — how the listing gate's tool-poisoning scan (lib/market/poisoning.ts,
  * through the validation report) does on a fixed evaluation set (an evaluation, not a test; the
- * test test/market-poisoning-eval.test.ts asserts its thresholds):
+ * test test/market/poisoning-eval.test.ts asserts its thresholds):
  *
  * - benign: the tool lists and server instructions of real MCP servers from npm, captured by
- *   scripts/capture-mcp-servers.ts (test/fixtures/poisoning-eval/servers/*.json). Each is validated
+ *   scripts/capture-mcp-servers.ts (test/support/fixtures/poisoning-eval/servers/*.json). Each is validated
  *   as one source; an `invalid` one is a false positive.
  * - attacks: published tool-poisoning, shadowing and exfiltration examples, each with its source
- *   (test/fixtures/poisoning-eval/attacks.json). Each is validated as a source of its own (its tool,
+ *   (test/support/fixtures/poisoning-eval/attacks.json). Each is validated as a source of its own (its tool,
  *   and for `instructions` attacks the server instructions too); one that is not `invalid` is a miss.
  *
  * Prints false positives (with the findings), misses, precision and recall (and the recall on the
@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { Discovery, DiscoveredTool } from '../lib/market/discovery';
 import { buildValidationReport, type ValidationIssue } from '../lib/market/validation-report';
 
-export const EVAL_DIR = path.join(__dirname, '..', 'test', 'fixtures', 'poisoning-eval');
+export const EVAL_DIR = path.join(__dirname, '..', 'test', 'support', 'fixtures', 'poisoning-eval');
 
 export interface BenignServer {
   package: string;

@@ -3,7 +3,7 @@ import path from 'node:path';
 /**
  * The real sample (385 public skills, 18 repositories) beside the clone; read in place, never
  * copied into this tree. Only the evaluation (`npm run eval:skills`) and `npm run bench:skills`
- * use it; the tests have their own catalogue (test/support/skills-catalogue.jsonl).
+ * use it; the tests have their own catalogue (test/support/fixtures/skills-catalogue.jsonl).
  */
 export const SKILLS_SAMPLE_PATH = path.resolve(__dirname, '../../shared/data/skills/skills.jsonl');
 

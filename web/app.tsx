@@ -8,6 +8,7 @@ import { marketRoutes } from './routes/market';
 import { consoleRoutes } from './routes/console';
 import { oauthRoutes } from './routes/oauth';
 import type { OAuthServer } from '../api/services/oauth';
+import { providerRoutes } from './routes/provider';
 import { PageError, pageNotFound, sendPage, setSecurityHeaders } from './page';
 import { ErrorPage } from './pages/error';
 
@@ -40,7 +41,13 @@ function pageFor(err: unknown): PageError {
 export function webPages(deps: WebDeps, oauth?: OAuthServer): Middleware {
   const router = new Router();
   router.get('/', (ctx) => ctx.redirect('/market'));
-  const pages = [marketRoutes(deps), consoleRoutes(deps), assetRoutes(), ...(oauth ? [oauthRoutes(deps, oauth)] : [])];
+  const pages = [
+    marketRoutes(deps),
+    consoleRoutes(deps),
+    providerRoutes(deps),
+    assetRoutes(),
+    ...(oauth ? [oauthRoutes(deps, oauth)] : []),
+  ];
   for (const routes of pages) router.use(routes.routes());
   // The router's own middleware, run here rather than in the app's chain (so that an unmatched page path ends here).
   const routes = router.routes() as unknown as Middleware;

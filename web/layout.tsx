@@ -21,8 +21,10 @@ export function Layout(props: {
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`${props.title} · Scrape Platform`}</title>
         <link rel="stylesheet" href={assetUrl('web.css')} />
-        {props.live && <script src={assetUrl('htmx.min.js')} defer></script>}
-        {props.live && <script src={assetUrl('hx-sse.min.js')} defer></script>}
+        {/* Not deferred: a deferred htmx starts on a timer that may run before its extension has loaded,
+            and then never connects the page's live stream. Parsed in order, htmx starts at DOMContentLoaded. */}
+        {props.live && <script src={assetUrl('htmx.min.js')}></script>}
+        {props.live && <script src={assetUrl('hx-sse.min.js')}></script>}
       </head>
       <body>
         <a class="skip" href="#main">

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Context, Middleware, Next } from 'koa';
 import {
   createMcpHandler,
@@ -95,11 +96,49 @@ export function mcpEndpoint(options: McpEndpointOptions): Middleware {
       );
     }
     if (options.authenticate) (ctx.req as typeof ctx.req & { auth?: AuthInfo }).auth = await options.authenticate(ctx);
+    const body = await readJsonBody(ctx.req);
     // The SDK writes the response itself; Koa must neither answer nor treat the request as unrouted.
     ctx.respond = false;
     ctx.status = 200;
-    await serve(ctx.req, ctx.res);
+    if (body && 'parsed' in body) await serve(ctx.req, ctx.res, body.parsed);
+    else await serve(body ? replaying(ctx.req, body.raw) : ctx.req, ctx.res);
   };
+}
+
+/**
+ * A JSON POST's body, read and parsed once here and handed to the SDK parsed (it then reads and parses
+ * nothing, and routes without cloning the request). Read up to one byte past MAX_BODY_BYTES: a body the
+ * SDK would refuse (too large, not JSON) comes back raw, and the SDK gets it as if it read it itself, so
+ * its answers (413, the JSON-RPC parse error) stay its own. Null: not a JSON POST (the SDK reads it).
+ */
+async function readJsonBody(req: IncomingMessage): Promise<{ parsed: unknown } | { raw: Buffer } | null> {
+  if (req.method !== 'POST' || !/^application\/json\b/i.test(req.headers['content-type'] ?? '')) return null;
+  if (Number(req.headers['content-length']) > MAX_BODY_BYTES) return null;
+  const chunks: Buffer[] = [];
+  let received = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    chunks.push(chunk);
+    received += chunk.byteLength;
+    if (received > MAX_BODY_BYTES) return { raw: Buffer.concat(chunks) };
+  }
+  const raw = Buffer.concat(chunks);
+  if (raw.byteLength === 0) return { raw };
+  try {
+    return { parsed: JSON.parse(raw.toString('utf8')) as unknown };
+  } catch {
+    return { raw };
+  }
+}
+
+/** The request with its body already read: the SDK's adapter reads `raw` from it as it would the socket. */
+function replaying(req: IncomingMessage, raw: Buffer): IncomingMessage {
+  return Object.create(req, {
+    [Symbol.asyncIterator]: {
+      value: async function* () {
+        if (raw.byteLength) yield raw;
+      },
+    },
+  }) as IncomingMessage;
 }
 
 /** The first revision of the stateless era (every request carries its own envelope). */
@@ -118,14 +157,16 @@ function withLegacySessions(
 ): Pick<McpHttpHandler, 'fetch'> {
   const modern = createMcpHandler(factory, { maxRequestBodySize: MAX_BODY_BYTES, legacy: 'reject' });
   const sessions = legacySessions(factory, { ...sessionOptions, maxRequestBodySize: MAX_BODY_BYTES });
-  const isLegacy = async (request: Request) => {
+  const isLegacy = async (request: Request, parsedBody: unknown) => {
     if (request.headers.has('mcp-session-id')) return true;
     const revision = request.headers.get('mcp-protocol-version');
     if (revision !== null && revision >= MODERN_REVISIONS_FROM) return false;
-    return isLegacyRequest(request, undefined, { maxRequestBodySize: MAX_BODY_BYTES });
+    return isLegacyRequest(request, parsedBody, { maxRequestBodySize: MAX_BODY_BYTES });
   };
   return {
     fetch: async (request, requestOptions) =>
-      (await isLegacy(request)) ? sessions.fetch(request, requestOptions) : modern.fetch(request, requestOptions),
+      (await isLegacy(request, requestOptions?.parsedBody))
+        ? sessions.fetch(request, requestOptions)
+        : modern.fetch(request, requestOptions),
   };
 }

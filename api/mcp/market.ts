@@ -31,7 +31,7 @@ import {
   createMarketCallStore,
   runSettings,
 } from '../../db/repos/market-tool-calls';
-import { looksLikeMcpCredential, openMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
+import { looksLikeMcpCredential, openMcpCredentialCached, paramsSchemaHashOf } from '../../lib/market/credential';
 import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import {
   callableTools,
@@ -164,12 +164,12 @@ async function credentialPrincipal(
   token: string,
   refuse: (message: string) => ApiError,
 ): Promise<MarketPrincipal> {
-  const claims = openMcpCredential(deps.config.masterKey, token);
+  const claims = openMcpCredentialCached(deps.config.masterKey, token);
   if (!claims) throw refuse('The credential is not valid');
   if (claims.entryId !== entry.entryId) throw refuse('This credential belongs to another market entry');
   const key = await findLiveApiKeyCached(deps.db, claims.apiKeyId, claims.userId);
   if (!key) throw refuse('The API key this credential was made with has been rotated; generate a new credential');
-  if (claims.paramsSchemaHash !== paramsSchemaHash(entry.requiredUserParamsSchema))
+  if (claims.paramsSchemaHash !== paramsSchemaHashOf(entry.requiredUserParamsSchema))
     throw refuse("The entry's parameters changed since this credential was made; generate a new credential");
   return { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros };
 }

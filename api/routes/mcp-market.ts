@@ -1,9 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
-import { WorkflowFailedError } from '@temporalio/client';
-import { findValidation, findValidValidationByFingerprint } from '../../db/repos/market-validations';
+import { findValidValidationByFingerprint } from '../../db/repos/market-validations';
 import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
-import { iconBelongsTo } from '../../db/repos/market-icons';
 import {
   createSubmission,
   getOwnSubmission,
@@ -21,21 +18,13 @@ import {
 } from '../../db/repos/market-mcp';
 import { findApiKeyOwner, loadCallEntry } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
-import { seal } from '../../lib/crypto';
 import { signChargeToken } from '../../lib/market/charge-token';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
-import type { Discovery, DiscoveryRequest } from '../../lib/market/discovery';
 import { ruleBroken } from '../../lib/market/errors';
 import type { MonetizationStrategy } from '../../lib/market/listing';
-import {
-  prepareMcpSubmission,
-  type McpSubmissionRequest,
-  type PreparedMcpSubmission,
-} from '../../lib/market/mcp-submission';
-import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi-reader';
+import type { McpSubmissionRequest } from '../../lib/market/mcp-submission';
 import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
 import { transition } from '../../lib/market/review-state';
-import { requireSecureSourceUrl } from '../../lib/market/source-url';
 import { checkUserParams } from '../../lib/market/user-params-schema';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import { McpCredentialRequest } from '../../lib/schemas/market-hosted';
@@ -47,19 +36,12 @@ import {
   McpMarketSubmissionRequest,
   SubmissionsQuery,
 } from '../../lib/schemas/market';
-import {
-  DISCOVERY_PARAMS_AAD,
-  type MarketSourceInput,
-  type ValidateSourceInput,
-  type ValidationView,
-} from '../../lib/market/source-input';
 import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, notFound, unauthorized } from '../errors';
 import { marketMcpUrl } from '../mcp/market';
-import { preflightUrl } from '../services/url-preflight';
-import { startAndWait } from '../services/workflow-call';
 import { searchToolMarket } from '../services/market-catalog';
+import { discoverSource, prepareSubmission, validateSource, type DiscoveryBody } from '../services/mcp-listing';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import {
   addRevisionRoute,
@@ -71,70 +53,6 @@ import {
   publicOrigin,
   submissionCoreFields,
 } from './market-common';
-
-type DiscoveryBody = Omit<DiscoveryRequest, 'params'> & { params: Record<string, unknown> };
-
-/** Refuses at the door what discovery would refuse: missing or doubled sources, plain http, internal literals. */
-function checkDiscoveryRequest(body: DiscoveryBody, deps: ApiDeps): void {
-  const secure = (value: string, field: string) => {
-    requireSecureSourceUrl(value, field, deps.policy);
-    try {
-      preflightUrl(field, value, deps.policy);
-    } catch (err) {
-      if (err instanceof ApiError) throw new ApiError(400, 'ssrf_blocked', err.message, err.details);
-      throw err;
-    }
-  };
-  if (body.type === 'remote_mcp') {
-    if (!body.url)
-      throw ruleBroken('source_required', 'url (the HTTPS MCP endpoint) is required for remote_mcp', 'body/url');
-    secure(body.url, 'url');
-    return;
-  }
-  const given = [
-    body.url ? 'url' : null,
-    body.spec != null ? 'spec' : null,
-    typeof body.specText === 'string' ? 'specText' : null,
-  ].filter(Boolean);
-  if (given.length === 0)
-    throw ruleBroken('source_required', 'Give the OpenAPI document as spec, specText or url', 'body/spec');
-  if (given.length > 1)
-    throw ruleBroken(
-      'source_conflict',
-      `Give the OpenAPI document once (got ${given.join(' and ')})`,
-      `body/${given[1]}`,
-    );
-  if (body.url) secure(body.url, 'url');
-  if (body.openapiBaseUrl) secure(body.openapiBaseUrl, 'openapiBaseUrl');
-  if (!body.url) {
-    try {
-      readOpenApiDocument({ spec: body.spec, specText: body.specText });
-    } catch (err) {
-      if (err instanceof OpenApiDocumentError)
-        throw ruleBroken('invalid_openapi_document', err.message, body.spec != null ? 'body/spec' : 'body/specText');
-      throw err;
-    }
-  }
-}
-
-/**
- * The ApplicationFailure an activity threw for a refused or unreachable source, if that is why the
- * workflow failed (DiscoveryError at once; DiscoveryRetryable once the retries are spent).
- */
-function discoveryFailure(err: unknown): ApiError | null {
-  for (let cause: unknown = err; cause; cause = (cause as { cause?: unknown }).cause) {
-    const failure = cause as { type?: string; details?: unknown[]; message?: string };
-    if (failure.type === 'DiscoveryError' || failure.type === 'DiscoveryRetryable') {
-      const detail = (failure.details?.[0] ?? {}) as { code?: string; status?: number };
-      return new ApiError(
-        detail.status ?? 400,
-        detail.code ?? 'invalid_source',
-        failure.message ?? 'The source was refused',
-      );
-    }
-  }
-  return null;
-}
 
 function verificationView(v: EventVerificationRecord, base: string) {
   return {
@@ -178,68 +96,14 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   router.use(marketErrors());
   const hooks = mcpMarketHooks(deps.config.masterKey);
 
-  /** Starts a discovery or validation workflow and waits (bounded) for its answer. */
-  async function runSourceWorkflow<T>(
-    ctx: UserContext,
-    kind: 'discover' | 'validate',
-    args: MarketSourceInput | ValidateSourceInput,
-    workflowId: string,
-  ): Promise<T> {
-    const user = ctx.state.user;
-    const timeoutMs = deps.config.market.discoveryTimeoutMs;
-    const outcome = await startAndWait<T>(
-      deps.temporal,
-      {
-        workflowType: kind === 'discover' ? 'marketDiscoveryWorkflow' : 'marketValidationWorkflow',
-        workflowId,
-        taskQueue: deps.config.taskQueues.platform,
-        args: [args],
-        userId: user.userId,
-        kind: kind === 'discover' ? 'market-discovery' : 'market-validation',
-      },
-      {
-        waitMs: timeoutMs,
-        cancelOnTimeout: true,
-        failure: (err: unknown) =>
-          discoveryFailure(err) ??
-          (err instanceof WorkflowFailedError
-            ? new ApiError(502, 'discovery_failed', 'Discovering the source failed after retries; try again later')
-            : undefined),
-      },
-    );
-    if (!outcome.finished)
-      throw new ApiError(504, 'discovery_timeout', `The source did not answer within ${Math.round(timeoutMs / 1000)}s`);
-    return outcome.result;
-  }
-
-  const sourceInput = (body: DiscoveryBody): MarketSourceInput => {
-    const { params, ...request } = body;
-    return {
-      request,
-      sealedParams: Object.keys(params).length
-        ? seal(deps.config.masterKey, JSON.stringify(params), DISCOVERY_PARAMS_AAD)
-        : null,
-    };
-  };
-
   router.post('/discover', async (ctx) => {
     const body = parseBody<DiscoveryBody>(McpMarketDiscoveryRequest, ctx.state.body);
-    checkDiscoveryRequest(body, deps);
-    ctx.body = await runSourceWorkflow<Discovery>(
-      ctx,
-      'discover',
-      sourceInput(body),
-      `market-discovery-${randomUUID()}`,
-    );
+    ctx.body = await discoverSource(deps, ctx.state.user.userId, body);
   });
 
   router.post('/validate', async (ctx) => {
-    const user = ctx.state.user;
     const body = parseBody<DiscoveryBody>(McpMarketDiscoveryRequest, ctx.state.body);
-    checkDiscoveryRequest(body, deps);
-    const validationId = randomUUID();
-    const input: ValidateSourceInput = { ...sourceInput(body), validationId, ownerId: user.userId };
-    ctx.body = await runSourceWorkflow<ValidationView>(ctx, 'validate', input, `market-validation-${validationId}`);
+    ctx.body = await validateSource(deps, ctx.state.user.userId, body);
   });
 
   router.post('/event-verifications', async (ctx) => {
@@ -279,20 +143,8 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
     ctx.body = verificationView(verification, apiBaseUrl(ctx, deps));
   });
 
-  /** Loads what the rules read (only the caller's records) and checks the submission. */
-  async function prepare(ctx: UserContext, body: McpSubmissionRequest): Promise<PreparedMcpSubmission> {
-    const user = ctx.state.user;
-    const [validation, verification, iconOwned] = await Promise.all([
-      findValidation(deps.db, user.userId, body.validationId),
-      body.eventVerificationId ? findEventVerification(deps.db, user.userId, body.eventVerificationId) : null,
-      body.iconObjectKey ? iconBelongsTo(deps.db, user.userId, body.iconObjectKey) : false,
-    ]);
-    return prepareMcpSubmission(
-      body,
-      { validation, verification, iconOwned, policy: deps.policy, now: new Date() },
-      iconUrlFor(ctx, deps),
-    );
-  }
+  const prepare = (ctx: UserContext, body: McpSubmissionRequest) =>
+    prepareSubmission(deps, ctx.state.user.userId, body, iconUrlFor(ctx, deps));
 
   const ownView = async (ctx: UserContext, id: string) => {
     const user = ctx.state.user;

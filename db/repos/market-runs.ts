@@ -156,7 +156,16 @@ export async function acquireMarketRun(db: Db, input: AcquireMarketRunInput): Pr
     return { outcome: 'run_limit_reached', roomMicros: Number(acquired.room) };
   if (acquired.outcome !== 'opened' && acquired.outcome !== 'joined') return { outcome: acquired.outcome };
   const run = toRun(acquired.run);
-  return { outcome: acquired.outcome, run, chargeToken: runChargeToken(input.chargeTokenKey, run) };
+  // Signed when first read: only a provider_event call sends its run's token anywhere.
+  let token: string | undefined;
+  const key = input.chargeTokenKey;
+  return {
+    outcome: acquired.outcome,
+    run,
+    get chargeToken() {
+      return (token ??= runChargeToken(key, run));
+    },
+  };
 }
 
 /**

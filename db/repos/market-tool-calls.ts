@@ -155,13 +155,19 @@ export function runSettings(
   };
 }
 
-const handleOf = (run: MarketRun, chargeToken: string): MarketRunHandle => ({
-  id: run.id,
-  chargeToken,
-  holdMicros: run.holdMicros,
-  chargedMicros: run.chargedMicros,
-  expiresAt: run.expiresAt,
-});
+/** A run's handle; its charge token is signed when first read (a fixed-price or free call never sends it). */
+const handleOf = (run: MarketRun, chargeToken: () => string): MarketRunHandle => {
+  let token: string | undefined;
+  return {
+    id: run.id,
+    get chargeToken() {
+      return (token ??= chargeToken());
+    },
+    holdMicros: run.holdMicros,
+    chargedMicros: run.chargedMicros,
+    expiresAt: run.expiresAt,
+  };
+};
 
 /**
  * The run a call is billed to (acquireMarketRun): `shared` joins (or opens) the consumer's run of
@@ -185,7 +191,11 @@ export async function acquireCallRun(
   switch (acquired.outcome) {
     case 'opened':
     case 'joined':
-      return { ok: true, run: handleOf(acquired.run, acquired.chargeToken), opened: acquired.outcome === 'opened' };
+      return {
+        ok: true,
+        run: handleOf(acquired.run, () => acquired.chargeToken),
+        opened: acquired.outcome === 'opened',
+      };
     case 'run_limit_reached':
       return { ok: false, code: 'run_limit_reached', roomMicros: acquired.roomMicros };
     default:
@@ -371,7 +381,7 @@ export function createMarketCallStore(db: Db, options: CallStoreOptions): Market
       const live = run && run.status === 'open' && run.expiresAt.getTime() > Date.now();
       return {
         waiting: waitingCall(row),
-        run: live && options.chargeTokenKey ? handleOf(run, runChargeToken(options.chargeTokenKey, run)) : null,
+        run: live && options.chargeTokenKey ? handleOf(run, () => runChargeToken(options.chargeTokenKey!, run)) : null,
       };
     },
 

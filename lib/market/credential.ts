@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { BoundedCache } from '../bounded-cache';
 import { seal, unseal } from '../crypto';
 import { canonicalJson } from './canonical-json';
 import { sha256Hex } from './fingerprint';
@@ -34,6 +35,21 @@ export function paramsSchemaHash(schema: Record<string, unknown>): string {
   return sha256Hex(canonicalJson(schema ?? {}));
 }
 
+/**
+ * paramsSchemaHash of a schema object that is not changed after it is read (a live entry's, which the
+ * entry cache hands out as one object per entry version): hashed once per object, not once per call.
+ */
+export function paramsSchemaHashOf(schema: Record<string, unknown>): string {
+  if (schema === null || typeof schema !== 'object') return paramsSchemaHash(schema);
+  let hash = schemaHashes.get(schema);
+  if (hash === undefined) {
+    hash = paramsSchemaHash(schema);
+    schemaHashes.set(schema, hash);
+  }
+  return hash;
+}
+const schemaHashes = new WeakMap<object, string>();
+
 export function issueMcpCredential(
   masterKey: Buffer,
   claims: Omit<McpCredentialClaims, 'id' | 'iat'>,
@@ -58,4 +74,35 @@ export function openMcpCredential(masterKey: Buffer, token: string): McpCredenti
   } catch {
     return null;
   }
+}
+
+/**
+ * openMcpCredential remembered per token (the hosted endpoint opens the caller's credential on every
+ * request). The claims are a pure function of the token and the key, so remembering them changes no
+ * answer: whether the credential may still be used (its API key live, not rotated; the entry's
+ * parameter schema unchanged) is checked by the caller on every request, after this. Only tokens that
+ * opened are remembered, bounded in number and idle time, per master key; the claims are frozen.
+ */
+export function openMcpCredentialCached(masterKey: Buffer, token: string): Readonly<McpCredentialClaims> | null {
+  let cache = openedCredentials.get(masterKey);
+  if (!cache) {
+    cache = new BoundedCache<Readonly<McpCredentialClaims>>({ maxEntries: 10_000, idleMs: 10 * 60_000 });
+    openedCredentials.set(masterKey, cache);
+  }
+  const hit = cache.get(token);
+  if (hit) return hit;
+  const claims = openMcpCredential(masterKey, token);
+  if (!claims) return null;
+  const frozen = deepFreeze(claims);
+  cache.set(token, frozen);
+  return frozen;
+}
+const openedCredentials = new WeakMap<Buffer, BoundedCache<Readonly<McpCredentialClaims>>>();
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }

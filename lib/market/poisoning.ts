@@ -11,7 +11,7 @@
  * findings. Market tools run on the provider's servers, so a description that names secret files on
  * the caller's machine, asks for credentials or the conversation as arguments, can only be aimed at
  * the model. Rules are general patterns over normalised text, measured against real servers and
- * published attacks (`npm run eval:poisoning`; test/fixtures/poisoning-eval). Each rule:
+ * published attacks (`npm run eval:poisoning`; test/support/fixtures/poisoning-eval). Each rule:
  *
  * hidden_unicode   Unicode tag characters (U+E0000–U+E007F), bidirectional controls (U+202A–U+202E,
  *                  U+2066–U+2069, U+200E, U+200F, U+061C), runs of two or more zero-width characters

@@ -441,6 +441,26 @@ async function upstreamTools(
   return { tools, providerView: false };
 }
 
+/**
+ * compareToolLists of an entry version's approved tools and an upstream list, once per pair of lists:
+ * both are held as the same objects while they are remembered (the entry cache, deps.toolLists) and
+ * never changed, so every call in between gets the same report without comparing the schemas again.
+ */
+function comparedToolLists(approved: readonly StoredMarketTool[], upstream: readonly ToolDefinition[]): DriftReport {
+  let byUpstream = comparedLists.get(approved);
+  if (!byUpstream) {
+    byUpstream = new WeakMap();
+    comparedLists.set(approved, byUpstream);
+  }
+  let report = byUpstream.get(upstream);
+  if (!report) {
+    report = compareToolLists(approved, upstream);
+    byUpstream.set(upstream, report);
+  }
+  return report;
+}
+const comparedLists = new WeakMap<readonly StoredMarketTool[], WeakMap<readonly ToolDefinition[], DriftReport>>();
+
 /** A call without a client behind it (an agent's): the tool's requests for input are failures, as they get no answer. */
 export async function callMarketTool(
   deps: MarketToolCallDeps,
@@ -549,7 +569,7 @@ export async function relayMarketToolCall(
       );
     }
     known = view.tools;
-    const report = compareToolLists(entry.approvedTools, known);
+    const report = comparedToolLists(entry.approvedTools, known);
     // Only the provider's own view flags the entry: a list fetched with a consumer's values refuses that consumer's call alone.
     if (report.drifted.length && view.providerView) await deps.store.flagDrift(entry, report);
     const drift = report.drifted.find((d) => d.toolName === tool.toolName);
@@ -608,7 +628,8 @@ export async function relayMarketToolCall(
     entry.monetizationStrategy === 'provider_event'
       ? chargeHeaders(run, entry.entryId, request.selectionId)
       : undefined;
-  const text = consumerText(entry, [run.chargeToken]);
+  // The run's charge token leaves the platform only in a provider_event call's headers: only then can an answer echo it.
+  const text = consumerText(entry, headers ? [run.chargeToken] : []);
   const capabilities =
     request.relay?.capabilities && Object.keys(request.relay.capabilities).length
       ? request.relay.capabilities

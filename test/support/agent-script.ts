@@ -1,4 +1,4 @@
-import type { FakeReply, RecordedRequest } from './fake-openai';
+import type { FakeReply, RecordedRequest } from './fakes/fake-openai';
 
 /** The text of the latest observation the agent sent to the model. */
 export function observationText(request: RecordedRequest): string {

@@ -11,12 +11,12 @@ export type CodeBlock = Extract<Block, { type: 'code' }>;
 
 /**
  * Guides whose shell samples a test of their own follows end to end, because their walkthroughs need
- * the operator's admin CLI and two accounts; test/docs-samples.test.ts runs only their TypeScript
+ * the operator's admin CLI and two accounts; test/docs/samples.test.ts runs only their TypeScript
  * samples.
  */
 export const WALKTHROUGH_TESTS: Record<string, string> = {
-  'docs/selling-tools.md': 'test/market-selling-guide.test.ts',
-  'docs/agent-market.md': 'test/agent-market-guide.test.ts',
+  'docs/selling-tools.md': 'test/market/selling-guide.test.ts',
+  'docs/agent-market.md': 'test/market/agent-market-guide.test.ts',
 };
 
 /** A guide of docs/ by its path (`docs/x.md`), parsed. */

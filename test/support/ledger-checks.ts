@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { Harness } from './harness';
+import type { Harness } from './stack/harness';
 
 /** The job was settled exactly once: one transaction and one usage debit, both equal to the usage recorded for it. */
 export async function assertSettledOnce(h: Harness, jobId: string): Promise<number> {

@@ -1,5 +1,5 @@
 import type { WorkflowExecutionDescription } from '@temporalio/client';
-import type { Harness } from './harness';
+import type { Harness } from './stack/harness';
 
 /** Describes a workflow once it exists (market-run workflows are started by the workers' dispatcher, shortly after the run opens). */
 export async function describeWhenStarted(

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { recordValidation, type StoredValidation } from '../../db/repos/market-validations';
 import type { DiscoveredTool, Discovery } from '../../lib/market/discovery';
-import { oneJsonLine, runAdmin } from './admin-cli';
-import type { Harness } from './harness';
+import { oneJsonLine, runAdmin } from './stack/admin-cli';
+import type { Harness } from './stack/harness';
 
 /** Realistic, well described tools (quality 100, no poisoning). */
 export function weatherTools(): DiscoveredTool[] {

@@ -8,7 +8,7 @@ export type { SkillsQuery };
  * 31 with a SKILL.md), kept in this tree so the tests need nothing outside the clone. The
  * relevance check over the real 385-skill sample is an evaluation instead: `npm run eval:skills`.
  */
-export const SKILLS_CATALOGUE_PATH = path.resolve(__dirname, 'skills-catalogue.jsonl');
+export const SKILLS_CATALOGUE_PATH = path.resolve(__dirname, 'fixtures', 'skills-catalogue.jsonl');
 export const SKILLS_CATALOGUE_COUNT = 34;
 export const SKILLS_CATALOGUE_WITH_SKILL_MD = 31;
 

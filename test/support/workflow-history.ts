@@ -117,7 +117,7 @@ export async function workflowsHolding(
 }
 
 /**
- * A workflow history as a committed fixture (test/fixtures/workflow-histories/): the History message's
+ * A workflow history as a committed fixture (test/support/fixtures/workflow-histories/): the History message's
  * protobuf JSON (protobufjs toJSON: 64-bit ids as strings, bytes as base64), read back by
  * historyFromFixture. (The SDK's historyToJSON/historyFromJSON do not load with the protobufjs copies
  * installed here: "type must be a Type".)

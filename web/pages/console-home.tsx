@@ -31,7 +31,7 @@ export function StatusBadge(props: { status: Job['status']; id?: string }) {
 }
 
 /** The console's own sections. */
-export function ConsoleNav(props: { current: 'home' | 'usage' | 'connections' }) {
+export function ConsoleNav(props: { current: 'home' | 'usage' | 'provider' | 'review' | 'connections' }) {
   return (
     <nav class="console-nav" aria-label="Console">
       <ul>
@@ -43,6 +43,16 @@ export function ConsoleNav(props: { current: 'home' | 'usage' | 'connections' })
         <li>
           <a href="/console/usage" aria-current={props.current === 'usage' ? 'page' : undefined}>
             Usage and money
+          </a>
+        </li>
+        <li>
+          <a href="/console/provider" aria-current={props.current === 'provider' ? 'page' : undefined}>
+            Provider
+          </a>
+        </li>
+        <li>
+          <a href="/console/review" aria-current={props.current === 'review' ? 'page' : undefined}>
+            Review queue
           </a>
         </li>
         <li>

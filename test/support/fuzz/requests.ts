@@ -61,7 +61,10 @@ export interface FuzzContext {
   apiKey: string;
   /** A valid key of another account (its resources must stay invisible). */
   otherApiKey: string;
-  /** Ids that exist for the fuzzing account, by path parameter name (`jobId`, `id`). */
+  /**
+   * Ids that exist for the fuzzing account, by the operation path up to and including the parameter
+   * (`/scrape/status/{jobId}`, `/agents/{id}`): each operation gets ids of its own kind of resource.
+   */
   knownIds: Record<string, string[]>;
 }
 
@@ -348,8 +351,18 @@ const badUuids = fc.oneof(
   edgeString.filter((s) => s.length > 0).map(percentEncode),
 );
 
-function pathParamArbitrary(name: string, ctx: FuzzContext): fc.Arbitrary<{ value: string; note: string }> {
-  const known = ctx.knownIds[name] ?? [];
+/** The key of `FuzzContext.knownIds` for a path parameter of an operation: its path up to the parameter. */
+export function knownIdKey(op: Pick<Operation, 'path'>, name: string): string {
+  const at = op.path.indexOf(`{${name}}`);
+  return op.path.slice(0, at + name.length + 2);
+}
+
+function pathParamArbitrary(
+  op: Operation,
+  name: string,
+  ctx: FuzzContext,
+): fc.Arbitrary<{ value: string; note: string }> {
+  const known = ctx.knownIds[knownIdKey(op, name)] ?? [];
   return fc.oneof(
     ...(known.length
       ? [{ weight: 3, arbitrary: fc.constantFrom(...known).map((value) => ({ value, note: `known ${name}` })) }]
@@ -542,7 +555,7 @@ export function requestArbitrary(
   serverUrl: string,
   ctx: FuzzContext,
 ): fc.Arbitrary<FuzzRequest> {
-  const pathArb = fc.tuple(...op.pathParams.map((p) => pathParamArbitrary(p.name, ctx))).map((values) => {
+  const pathArb = fc.tuple(...op.pathParams.map((p) => pathParamArbitrary(op, p.name, ctx))).map((values) => {
     let path = op.path;
     const notes: string[] = [];
     op.pathParams.forEach((p, i) => {

@@ -1,0 +1,61 @@
+import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { useHarness, type Harness } from '../support/stack/harness';
+import { startWorkerProcess } from '../support/stack/worker-process';
+
+describe('a worker process killed mid-scrape', function () {
+  let h: Harness;
+  const children: ChildProcess[] = [];
+
+  before(async function () {
+    this.timeout(180_000);
+    h = await useHarness();
+  });
+
+  after(() => {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  });
+
+  it('completes on a new worker with exactly one debit', async function () {
+    this.timeout(240_000);
+    const taskQueues = { platform: 'crash-platform', browser: 'crash-browser' };
+    const stack = await h.startIsolatedStack({ taskQueues, queues: [] });
+    const workerEnv = { ...h.env, PLATFORM_TASK_QUEUE: taskQueues.platform, BROWSER_TASK_QUEUE: taskQueues.browser };
+    const { apiKey, userId } = await h.createUser({ creditUsd: 5 });
+
+    const first = await startWorkerProcess(workerEnv);
+    children.push(first);
+    const held = h.llm.hold();
+    const accepted = await h.http('POST', `${stack.baseUrl}/api/v1/scrape`, {
+      apiKey,
+      body: { url: `${h.site.url}/static?crash=1` },
+    });
+    assert.equal(accepted.status, 202);
+    const statusPath = `${stack.baseUrl}/api/v1/scrape/status/${accepted.body.jobId}`;
+    await held.reached;
+    const midway = (await h.http('GET', statusPath, { apiKey })).body;
+    assert.equal(midway.status, 'processing');
+    assert.ok(midway.logs.some((l: string) => /extracting with/.test(l)));
+
+    first.kill('SIGKILL');
+    await new Promise((resolve) => first.once('exit', resolve));
+    held.release();
+
+    children.push(await startWorkerProcess(workerEnv));
+    const job = await h.waitForJob(apiKey, statusPath, undefined, 150_000);
+    assert.equal(job.status, 'completed', job.error);
+    assert.equal(job.result.metadata.title, 'Field Guide to Urban Beekeeping');
+
+    const transactions = await h.db.selectFrom('agent_transactions').selectAll().where('job_id', '=', job.id).execute();
+    assert.equal(transactions.length, 1);
+    const debits = await h.db
+      .selectFrom('ledger_entries')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .where('kind', '=', 'usage')
+      .execute();
+    assert.equal(debits.length, 1);
+    assert.equal(debits[0].job_id, job.id);
+    assert.equal(debits[0].amount_micros, -transactions[0].cost_micros);
+  });
+});

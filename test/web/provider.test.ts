@@ -1,0 +1,461 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Browser, Page } from 'playwright-core';
+import { useHarness, type Harness } from '../support/stack/harness';
+import { discoveredTools, startMarketProvider, type MarketProviderService } from '../support/fakes/market-provider';
+import { approvedEntry, createSubmission, storeValidation, submissionBody } from '../support/market';
+import {
+  assertAccessible,
+  launchBrowser,
+  screenshot,
+  watchedContext,
+  type WatchedContext,
+} from '../support/stack/web-browser';
+
+const SUBMISSIONS = '/api/v1/mcp-market/submissions';
+
+describe('web pages: provider and review queue', function () {
+  this.timeout(120_000);
+  let h: Harness;
+  let browser: Browser;
+  let service: MarketProviderService;
+  let provider: { userId: string; apiKey: string };
+  let other: { userId: string; apiKey: string };
+  let consumer: { userId: string; apiKey: string };
+  const tag = randomBytes(4).toString('hex');
+  let live: { entryId: string; submissionId: string; slug: string };
+  let pending: { id: string; name: string };
+  let shady: { id: string; name: string };
+  let validation: Awaited<ReturnType<typeof storeValidation>>;
+  const contexts: WatchedContext[] = [];
+
+  before(async function () {
+    this.timeout(180_000);
+    h = await useHarness();
+    [service, browser] = await Promise.all([startMarketProvider(), launchBrowser()]);
+    provider = await h.createUser({ creditUsd: 0 });
+    other = await h.createUser({ creditUsd: 0 });
+    consumer = await h.createUser({ creditUsd: 5 });
+    const tools = await discoveredTools(service.url);
+    validation = await storeValidation(h, provider.userId, { url: service.url, tools });
+    live = await approvedEntry(
+      h,
+      provider,
+      {
+        name: `Pilot charts ${tag}`,
+        monetizationStrategy: 'tool_call_fixed',
+        tools: [{ toolName: 'lookup_city', displayName: 'Look up a harbour town', clientPriceUsd: 0.02 }],
+      },
+      validation,
+    );
+    // A consumer calls the priced tool once: the provider has a sale.
+    const client = new Client(
+      { name: 'provider-page-test', version: '1.0.0' },
+      { versionNegotiation: { mode: 'auto' } },
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${live.entryId}`), {
+        requestInit: { headers: { authorization: `Bearer ${consumer.apiKey}` } },
+      }),
+    );
+    try {
+      const called = await client.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } });
+      assert.equal(called.isError, false);
+    } finally {
+      await client.close();
+    }
+
+    const submitted = async (name: string, price: number) => {
+      const created = await createSubmission(
+        h,
+        provider.apiKey,
+        submissionBody(validation, {
+          name,
+          monetizationStrategy: 'tool_call_fixed',
+          tools: [{ toolName: 'lookup_city', displayName: 'Look up a harbour town', clientPriceUsd: price }],
+        }),
+      );
+      const response = await h.http('POST', `${SUBMISSIONS}/${created.id}/submit`, { apiKey: provider.apiKey });
+      assert.equal(response.status, 200, JSON.stringify(response.body));
+      return { id: created.id as string, name };
+    };
+    pending = await submitted(`Harbour almanac ${tag}`, 0.01);
+    shady = await submitted(`Shady almanac ${tag}`, 0.03);
+  });
+
+  after(async function () {
+    await browser?.close();
+    await service?.close();
+  });
+
+  afterEach(async function () {
+    const watched = contexts.splice(0);
+    for (const context of watched) await context.close();
+    assert.deepEqual(
+      watched.flatMap((c) => c.foreignRequests),
+      [],
+      'requests to non-loopback hosts',
+    );
+    assert.deepEqual(
+      watched.flatMap((c) => c.consoleErrors),
+      [],
+      'console errors (CSP violations among them)',
+    );
+  });
+
+  async function newContext(): Promise<WatchedContext> {
+    const context = await watchedContext(browser);
+    contexts.push(context);
+    return context;
+  }
+
+  /** Signs in with an API key through the form, with the keyboard, starting at `start`. */
+  async function signIn(context: WatchedContext, apiKey: string, start: string): Promise<Page> {
+    const page = await context.newPage();
+    await page.goto(`${h.baseUrl}${start}`);
+    assert.equal(new URL(page.url()).pathname, '/console/sign-in');
+    await page.focus('#api_key');
+    await page.keyboard.type(apiKey);
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.pathname !== '/console/sign-in');
+    return page;
+  }
+
+  /** Signs in to the review queue with the admin token, with the keyboard. */
+  async function operatorSignIn(context: WatchedContext): Promise<Page> {
+    const page = await context.newPage();
+    await page.goto(`${h.baseUrl}/console/review`);
+    assert.equal(new URL(page.url()).pathname, '/console/review/sign-in');
+    await page.focus('#admin_token');
+    await page.keyboard.type(h.config.adminToken);
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.pathname === '/console/review');
+    return page;
+  }
+
+  const rowOf = (page: Page, table: string, text: string) => page.locator(`${table} tbody tr`, { hasText: text });
+
+  it('shows the provider its submissions of both markets with their status, and its revenue per day, listing and event as GET /provider/revenue counts it', async function () {
+    // The call's charge is in the provider's revenue (as the REST API reports it) before the page is read.
+    let revenue: { totals: { runs: number; providerRevenueUsd: number } } | undefined;
+    for (;;) {
+      revenue = (await h.http('GET', '/api/v1/provider/revenue', { apiKey: provider.apiKey })).body;
+      if (revenue!.totals.providerRevenueUsd > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const context = await newContext();
+    const home = await signIn(context, provider.apiKey, '/console');
+    await home.getByRole('link', { name: 'Provider' }).first().click();
+    await home.waitForURL(`${h.baseUrl}/console/provider`);
+    const page = home;
+    await assertAccessible(page, 'provider page');
+    await screenshot(page, 'provider');
+
+    assert.match(await rowOf(page, '#submissions-mcp', `Pilot charts ${tag}`).innerText(), /Approved/);
+    assert.match(await rowOf(page, '#submissions-mcp', pending.name).innerText(), /Waiting for review/);
+    assert.equal(await page.locator('#submissions-mcp tbody tr').count(), 3);
+    assert.match(
+      await page.locator('#submissions-heading ~ section').last().innerText(),
+      /No agent market submissions yet/,
+    );
+
+    const money = (usd: number) =>
+      `$${usd.toFixed(Math.min(6, Math.max(2, (String(usd).split('.')[1] ?? '').length)))}`;
+    const earned = money(revenue!.totals.providerRevenueUsd);
+    assert.equal(await page.locator('#revenue-total').innerText(), earned);
+    const today = new Date().toISOString().slice(0, 10);
+    assert.match(await rowOf(page, '#revenue-per-day', today).innerText(), new RegExp(`\\${earned}`));
+    assert.equal(await page.locator('#revenue-per-day tbody tr').count(), 30);
+    assert.equal(await page.locator('#revenue-chart rect.bar').count(), 30);
+    const perListing = await rowOf(page, '#revenue-per-listing', `Pilot charts ${tag}`).innerText();
+    assert.match(perListing, new RegExp(`\\b1\\b[\\s\\S]*\\${earned}`));
+    assert.match(await page.locator('#revenue-per-event tbody').innerText(), /lookup_city/);
+  });
+
+  it('shows another provider none of these submissions or sales', async function () {
+    const context = await newContext();
+    const page = await signIn(context, other.apiKey, '/console/provider');
+    assert.equal(new URL(page.url()).pathname, '/console/provider');
+    const text = await page.locator('main').innerText();
+    assert.doesNotMatch(text, new RegExp(tag));
+    assert.match(text, /No tool market submissions yet/);
+    assert.match(await page.locator('#revenue-per-listing-heading + p').innerText(), /No sales/);
+    await assertAccessible(page, 'provider page without submissions');
+  });
+
+  it('keeps the review queue to operators: an API-key session is not enough, a wrong token is refused, a form from elsewhere is refused', async function () {
+    const context = await newContext();
+    const page = await signIn(context, provider.apiKey, '/console');
+    await page.goto(`${h.baseUrl}/console/review`);
+    assert.equal(
+      new URL(page.url()).pathname,
+      '/console/review/sign-in',
+      'a console session is not an operator sign-in',
+    );
+    await assertAccessible(page, 'operator sign-in');
+    await page.fill('#admin_token', 'not-the-admin-token-at-all');
+    await page.keyboard.press('Enter');
+    await page.getByRole('alert').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /not the admin token/);
+    assert.equal(
+      (await context.context.cookies()).find((c) => c.name === '__Host-console-operator'),
+      undefined,
+    );
+
+    const noSignIn = await fetch(`${h.baseUrl}/console/review/mcp/${pending.id}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: h.baseUrl },
+      body: new URLSearchParams({ action: 'approve' }).toString(),
+    });
+    assert.equal(noSignIn.status, 401);
+
+    const operator = await operatorSignIn(context);
+    const cookie = (await context.context.cookies()).find((c) => c.name === '__Host-console-operator')!;
+    const crossSite = await fetch(`${h.baseUrl}/console/review/mcp/${pending.id}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        origin: 'http://127.0.0.2:9',
+        cookie: `${cookie.name}=${cookie.value}`,
+      },
+      body: new URLSearchParams({ action: 'approve', csrf: 'x' }).toString(),
+    });
+    assert.equal(crossSite.status, 403);
+    const noToken = await fetch(`${h.baseUrl}/console/review/mcp/${pending.id}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        origin: h.baseUrl,
+        cookie: `${cookie.name}=${cookie.value}`,
+      },
+      body: new URLSearchParams({ action: 'approve' }).toString(),
+    });
+    assert.equal(noToken.status, 403);
+    const status = (await h.http('GET', `${SUBMISSIONS}/${pending.id}`, { apiKey: provider.apiKey })).body.status;
+    assert.equal(status, 'pending_review', 'nothing was decided');
+    await operator.close();
+  });
+
+  it('reviews in the queue: shows the report, scan, prices and parameters, rejects with a reason the provider sees, approves a listing that then appears on /market', async function () {
+    const context = await newContext();
+    const page = await operatorSignIn(context);
+    await assertAccessible(page, 'review queue');
+    await screenshot(page, 'review-queue');
+
+    const item = page.locator(`article[data-submission="${pending.id}"]`);
+    const text = await item.innerText();
+    assert.match(text, /Quality \d+\/100/);
+    assert.match(text, /No findings/);
+    assert.match(text, /Fixed price per call/);
+    assert.match(text, /lookup_city[\s\S]*\$0\.01/);
+    assert.match(text, /first version/);
+    assert.match(text, /Parameters each consumer supplies/);
+    const tools = (
+      await h.http('GET', `/admin/market/mcp/submissions?status=pending_review&pageSize=100`, {
+        headers: { authorization: `Bearer ${h.config.adminToken}` },
+      })
+    ).body.submissions as { id: string }[];
+    assert.ok(
+      tools.some((s) => s.id === pending.id),
+      'the admin API lists the same submission',
+    );
+
+    // Rejecting needs a reason: without one the decision is refused and nothing changes.
+    const shadyItem = page.locator(`article[data-submission="${shady.id}"]`);
+    await shadyItem.getByRole('button', { name: `Reject ${shady.name}` }).click();
+    await page.waitForLoadState();
+    assert.match(await page.locator('main').innerText(), /needs a reason/);
+    await page.goBack();
+    await page.waitForURL((url) => url.pathname === '/console/review');
+    await shadyItem.getByLabel(/Reason/).focus();
+    await page.keyboard.type('The <b>price</b> is three times the live listing’s');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('status').waitFor();
+    assert.equal(await page.getByRole('status').innerText(), `${shady.name} was rejected.`);
+
+    // Approve with the keyboard alone: focus the approve button, press Enter.
+    await item.getByRole('button', { name: `Approve ${pending.name}` }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('status').waitFor();
+    assert.equal(await page.getByRole('status').innerText(), `${pending.name} was approved.`);
+    assert.equal(await page.locator(`article[data-submission="${pending.id}"]`).count(), 0, 'it left the queue');
+    await assertAccessible(page, 'review queue after a decision');
+
+    const market = await context.newPage();
+    await market.goto(`${h.baseUrl}/market?q=${encodeURIComponent(`almanac ${tag}`)}`);
+    const names = await market.locator('section[aria-labelledby="tools-heading"] .card h3').allTextContents();
+    assert.deepEqual(names, [pending.name], 'the approved listing is in the market, the rejected one is not');
+
+    // The provider sees both decisions, the rejection with its reason, escaped.
+    const providerContext = await newContext();
+    const providerPage = await signIn(providerContext, provider.apiKey, '/console/provider');
+    assert.match(await rowOf(providerPage, '#submissions-mcp', pending.name).innerText(), /Approved/);
+    const rejected = await rowOf(providerPage, '#submissions-mcp', shady.name).innerText();
+    assert.match(rejected, /Rejected/);
+    assert.match(rejected, /The <b>price<\/b> is three times the live listing’s/);
+    assert.equal(await providerPage.locator('#submissions-mcp b').count(), 0, 'the reason is text, not markup');
+  });
+
+  it('shows a pending agent-market submission with its price, run mode, input fields and output, and rejects it with a reason', async function () {
+    const name = `Voyage planner ${tag}`;
+    const created = await h.http('POST', '/api/v1/agent-market/submissions', {
+      apiKey: provider.apiKey,
+      body: {
+        name,
+        description: 'Plans a sailing voyage between two harbours',
+        priceUsd: 0.75,
+        suggestedLlmProvider: 'service',
+        suggestedLlmModel: 'gpt-4o-mini',
+        runMode: 'template',
+        systemPrompt: 'Sealed system prompt: never shown to reviewers.',
+        promptTemplate: 'Plan a voyage from {{from}} to {{to}}.',
+        inputSchema: {
+          type: 'object',
+          properties: {
+            from: { type: 'string', description: 'Harbour of departure' },
+            to: { type: 'string', description: 'Harbour of arrival' },
+          },
+          required: ['from', 'to'],
+        },
+        structuredOutput: [{ id: 'route', type: 'string', description: 'The route, leg by leg' }],
+      },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const submitted = await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, {
+      apiKey: provider.apiKey,
+    });
+    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+
+    const context = await newContext();
+    const page = await operatorSignIn(context);
+    const item = page.locator(`#queue-agent article[data-submission="${created.body.id}"]`);
+    const text = await item.innerText();
+    assert.match(text, /\$0\.75/);
+    assert.match(text, /template/);
+    assert.match(text, /Harbour of departure/);
+    assert.match(text, /The route, leg by leg/);
+    assert.doesNotMatch(text, /Sealed system prompt/, 'prompts stay sealed');
+    await assertAccessible(page, 'review queue with an agent submission');
+
+    await item.getByLabel(/Reason/).fill('Say which harbours it knows');
+    await item.getByRole('button', { name: `Reject ${name}` }).click();
+    await page.getByRole('status').waitFor();
+    assert.equal(await page.getByRole('status').innerText(), `${name} was rejected.`);
+    const providerPage = await signIn(await newContext(), provider.apiKey, '/console/provider');
+    assert.match(
+      await rowOf(providerPage, '#submissions-agent', name).innerText(),
+      /Rejected[\s\S]*Say which harbours it knows/,
+    );
+  });
+
+  it("shows a revision's tool-definition diff against the live entry, and disables a live listing", async function () {
+    const revision = await h.http('POST', `${SUBMISSIONS}/${live.submissionId}/revisions`, { apiKey: provider.apiKey });
+    assert.equal(revision.status, 201, JSON.stringify(revision.body));
+    const edited = await h.http('PUT', `${SUBMISSIONS}/${revision.body.id}`, {
+      apiKey: provider.apiKey,
+      body: submissionBody(validation, {
+        slug: live.slug,
+        name: `Pilot charts ${tag}`,
+        monetizationStrategy: 'tool_call_fixed',
+        tools: [{ toolName: 'lookup_city', displayName: 'Look up a harbour town', clientPriceUsd: 0.05 }],
+      }),
+    });
+    assert.equal(edited.status, 200, JSON.stringify(edited.body));
+    assert.equal(
+      (await h.http('POST', `${SUBMISSIONS}/${revision.body.id}/submit`, { apiKey: provider.apiKey })).status,
+      200,
+    );
+
+    const context = await newContext();
+    const page = await operatorSignIn(context);
+    const item = page.locator(`article[data-submission="${revision.body.id}"]`);
+    assert.match(await item.innerText(), /revision of/);
+    const diff = await item.locator('ul.revision-diff').innerText();
+    assert.match(diff, /lookup_city changed/);
+    assert.match(diff, /clientPriceUsd: 0\.02 → 0\.05/);
+    await assertAccessible(page, 'review queue with a revision');
+    await screenshot(page, 'review-revision');
+
+    await page.selectOption('#status', 'approved');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.waitForURL(/status=approved/);
+    const liveItem = page.locator(`article[data-submission="${live.submissionId}"]`);
+    await liveItem.getByRole('button', { name: `Disable Pilot charts ${tag}` }).click();
+    await page.getByRole('status').waitFor();
+    assert.equal(await page.getByRole('status').innerText(), `Pilot charts ${tag} was disabled.`);
+    const listing = await context.newPage();
+    const response = await listing.goto(`${h.baseUrl}/market/tools/${live.entryId}`);
+    assert.equal(response?.status(), 404, 'a disabled listing leaves the market');
+  });
+
+  it('walks a new listing through the wizard (source, validation report, tools and prices, submit) to approval in the review queue and onto /market', async function () {
+    const seller = await h.createUser({ creditUsd: 0 });
+    const name = `Harbour wizard ${tag}`;
+    const context = await newContext();
+    const page = await signIn(context, seller.apiKey, '/console/provider');
+    await page.getByRole('link', { name: 'List a tool source' }).click();
+    await page.waitForURL(`${h.baseUrl}/console/provider/new`);
+    await assertAccessible(page, 'wizard: source');
+    await page.focus('#url');
+    await page.keyboard.type(service.url);
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => /^\/console\/provider\/new\/[0-9a-f-]{36}$/.test(url.pathname));
+    assert.equal(await page.locator('#validation-status').innerText(), 'valid');
+    assert.equal(await page.locator('#scan-result').innerText(), 'No findings');
+    await assertAccessible(page, 'wizard: report, tools and prices');
+    await screenshot(page, 'listing-wizard');
+
+    await page.fill('#name', name);
+    await page.fill('#description', 'Harbour towns, their population and their country');
+    const toolSets = page.locator('fieldset.wizard-tool');
+    for (let i = 0; i < (await toolSets.count()); i++) {
+      const legend = await toolSets.nth(i).locator('legend').innerText();
+      if (legend !== 'lookup_city') await toolSets.nth(i).getByRole('checkbox').uncheck();
+    }
+    // A fixed price needs a price: the form comes back with the problem and what was typed.
+    await page.getByRole('button', { name: 'Submit for review' }).click();
+    await page.getByRole('alert').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /not submitted/);
+    assert.equal(await page.inputValue('#name'), name);
+    await assertAccessible(page, 'wizard: a problem with the listing');
+
+    await page.getByLabel('Price per call of lookup_city (USD, with a fixed price)').fill('0.015');
+    await page.getByRole('button', { name: 'Submit for review' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${h.baseUrl}/console/provider`);
+    assert.match(await rowOf(page, '#submissions-mcp', name).innerText(), /Waiting for review/);
+
+    const mine = (await h.http('GET', `${SUBMISSIONS}?pageSize=100`, { apiKey: seller.apiKey })).body.submissions as {
+      id: string;
+      name: string;
+      status: string;
+      tools: { toolName: string; clientPriceUsd?: number }[];
+    }[];
+    assert.equal(mine.length, 1);
+    assert.deepEqual(
+      {
+        name: mine[0]!.name,
+        status: mine[0]!.status,
+        tools: mine[0]!.tools.map((t) => [t.toolName, t.clientPriceUsd]),
+      },
+      { name, status: 'pending_review', tools: [['lookup_city', 0.015]] },
+      'the REST API sees the submission the wizard made',
+    );
+
+    const operator = await operatorSignIn(await newContext());
+    const item = operator.locator(`article[data-submission="${mine[0]!.id}"]`);
+    assert.match(await item.innerText(), /lookup_city[\s\S]*\$0\.015/);
+    await item.getByRole('button', { name: `Approve ${name}` }).click();
+    await operator.getByRole('status').waitFor();
+
+    await page.goto(`${h.baseUrl}/market?q=${encodeURIComponent(`wizard ${tag}`)}`);
+    const card = page.locator('section[aria-labelledby="tools-heading"] .card', { hasText: name });
+    assert.match(await card.innerText(), /\$0\.015 per call/);
+  });
+});

@@ -1,0 +1,236 @@
+import type { SubmissionCore } from '../../db/repos/market-submissions';
+import { DailyBarChart } from '../components/chart';
+import { shortId, usd, utc } from '../format';
+import { Layout } from '../layout';
+import type { Renderable } from '../page';
+import { ConsoleNav } from './console-home';
+
+export interface ProviderView {
+  email: string;
+  days: number;
+  submissions: { market: 'mcp' | 'agent'; rows: SubmissionCore[]; total: number }[];
+  /** GET /provider/revenue's totals (every run, all time). */
+  totals: { runs: number; totalChargedUsd: number; commissionUsd: number; providerRevenueUsd: number };
+  perDay: { day: string; usd: number }[];
+  perListing: {
+    listingId: string;
+    market: 'mcp' | 'agent';
+    name: string | null;
+    charges: number;
+    usd: number;
+    totalUsd: number;
+  }[];
+  perEvent: { eventName: string; toolName: string | null; charges: number; usd: number }[];
+}
+
+export const MARKET_NAMES = { mcp: 'Tool market', agent: 'Agent market' } as const;
+export const STATUS_NAMES: Record<string, string> = {
+  draft: 'Draft',
+  pending_review: 'Waiting for review',
+  approved: 'Approved',
+  rejected: 'Rejected',
+  disabled: 'Disabled',
+};
+const STATUS_TONES: Record<string, string> = {
+  draft: '',
+  pending_review: 'warn',
+  approved: 'good',
+  rejected: 'bad',
+  disabled: 'bad',
+};
+
+export function SubmissionStatus(props: { status: string }) {
+  return <span class={`badge ${STATUS_TONES[props.status] ?? ''}`}>{STATUS_NAMES[props.status] ?? props.status}</span>;
+}
+
+export const listingHref = (market: 'mcp' | 'agent', listingId: string) =>
+  market === 'mcp' ? `/market/tools/${listingId}` : `/market/agents/${listingId}`;
+
+function SubmissionsTable(props: { market: 'mcp' | 'agent'; rows: SubmissionCore[]; total: number }) {
+  const { market, rows } = props;
+  const id = `submissions-${market}`;
+  if (rows.length === 0) return <p class="meta">{`No ${MARKET_NAMES[market].toLowerCase()} submissions yet.`}</p>;
+  return (
+    <div class="table-scroll" role="region" aria-labelledby={`${id}-caption`} tabindex={0}>
+      <table id={id}>
+        <caption id={`${id}-caption`}>{`${MARKET_NAMES[market]}: ${props.total} submission(s), newest first`}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Status</th>
+            <th scope="col">Revision</th>
+            <th scope="col">Review reason</th>
+            <th scope="col">Submitted</th>
+            <th scope="col">Reviewed</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((s) => (
+            <tr data-submission={s.id}>
+              <th scope="row">
+                {s.live && s.status === 'approved' ? <a href={listingHref(market, s.listingId)}>{s.name}</a> : s.name}
+                {s.live && <span class="meta"> (live)</span>}
+              </th>
+              <td>
+                <SubmissionStatus status={s.status} />
+              </td>
+              <td>{s.parentEntryId ? `Revision of ${shortId(s.parentEntryId)}` : 'First version'}</td>
+              <td>{s.reviewReason ?? '—'}</td>
+              <td>{s.submittedAt ? utc(s.submittedAt) : '—'}</td>
+              <td>{s.reviewedAt ? utc(s.reviewedAt) : '—'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function RevenueTable(props: {
+  id: string;
+  caption: string;
+  column: string;
+  rows: { label: Renderable | string; charges: number; usd: number }[];
+}) {
+  return (
+    <table id={props.id}>
+      <caption>{props.caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">{props.column}</th>
+          <th scope="col" class="num">
+            Sales
+          </th>
+          <th scope="col" class="num">
+            Your revenue
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.rows.map((row) => (
+          <tr>
+            <th scope="row">{row.label}</th>
+            <td class="num">{row.charges}</td>
+            <td class="num">{usd(row.usd)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+const eventLabel = (e: { eventName: string; toolName: string | null }) =>
+  e.eventName === 'agent_purchase'
+    ? 'Agent purchases'
+    : e.eventName === 'tool_call' && e.toolName
+      ? `Calls of ${e.toolName}`
+      : e.toolName
+        ? `${e.eventName} (${e.toolName})`
+        : e.eventName;
+
+/** The provider's side of the console: its submissions to both markets and what it earned. */
+export function ProviderPage(props: { view: ProviderView }) {
+  const { view } = props;
+  const earned = Math.round(view.perDay.reduce((sum, d) => sum + d.usd, 0) * 1e6) / 1e6;
+  return (
+    <Layout title="Provider" section="console" signedInAs={view.email}>
+      <h1>Provider</h1>
+      <ConsoleNav current="provider" />
+      <section aria-labelledby="submissions-heading">
+        <h2 id="submissions-heading">Your submissions</h2>
+        <p>
+          <a class="button" href="/console/provider/new">
+            List a tool source
+          </a>
+        </p>
+        <p class="meta">
+          Each listing you submit is reviewed by an operator before it appears in the market; a rejection comes with its
+          reason. A revision of a live listing is reviewed in the same way and replaces it when approved.
+        </p>
+        {view.submissions.map((s) => (
+          <section aria-labelledby={`submissions-${s.market}-heading`}>
+            <h3 id={`submissions-${s.market}-heading`}>{MARKET_NAMES[s.market]}</h3>
+            <SubmissionsTable market={s.market} rows={s.rows} total={s.total} />
+          </section>
+        ))}
+      </section>
+
+      <section aria-labelledby="revenue-heading">
+        <h2 id="revenue-heading">Revenue</h2>
+        <dl class="money" id="revenue-totals">
+          <div>
+            <dt>Tool-market runs</dt>
+            <dd>{String(view.totals.runs)}</dd>
+          </div>
+          <div>
+            <dt>Charged to consumers</dt>
+            <dd>{usd(view.totals.totalChargedUsd)}</dd>
+          </div>
+          <div>
+            <dt>Commission</dt>
+            <dd>{usd(view.totals.commissionUsd)}</dd>
+          </div>
+          <div>
+            <dt>Your revenue from runs</dt>
+            <dd id="revenue-total">{usd(view.totals.providerRevenueUsd)}</dd>
+          </div>
+        </dl>
+        <h3 id="revenue-per-day-heading">{`Revenue per day, last ${view.days} days (UTC)`}</h3>
+        <div class="chart-with-table">
+          <DailyBarChart
+            id="revenue-chart"
+            title={`Revenue per day over the last ${view.days} days`}
+            days={view.perDay}
+          />
+          <div class="table-scroll" role="region" aria-labelledby="revenue-per-day-caption" tabindex={0}>
+            <table id="revenue-per-day">
+              <caption id="revenue-per-day-caption">{`Revenue per day: ${usd(earned)} in all`}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Day</th>
+                  <th scope="col" class="num">
+                    Revenue
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {view.perDay.map((d) => (
+                  <tr>
+                    <th scope="row">{d.day}</th>
+                    <td class="num">{usd(d.usd)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </div>
+        <h3 id="revenue-per-listing-heading">{`Revenue per listing, last ${view.days} days`}</h3>
+        {view.perListing.length === 0 ? (
+          <p class="meta">No sales in this time.</p>
+        ) : (
+          <RevenueTable
+            id="revenue-per-listing"
+            caption="Sales by listing (tool calls, events and agent purchases)"
+            column="Listing"
+            rows={view.perListing.map((l) => ({
+              label: <a href={listingHref(l.market, l.listingId)}>{l.name ?? shortId(l.listingId)}</a>,
+              charges: l.charges,
+              usd: l.usd,
+            }))}
+          />
+        )}
+        <h3 id="revenue-per-event-heading">{`Revenue per event, last ${view.days} days`}</h3>
+        {view.perEvent.length === 0 ? (
+          <p class="meta">No sales in this time.</p>
+        ) : (
+          <RevenueTable
+            id="revenue-per-event"
+            caption="Sales by what was charged"
+            column="Event"
+            rows={view.perEvent.map((e) => ({ label: eventLabel(e), charges: e.charges, usd: e.usd }))}
+          />
+        )}
+      </section>
+    </Layout>
+  );
+}

@@ -1,0 +1,322 @@
+import { randomBytes } from 'node:crypto';
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { marketReview, type McpReviewView } from '../../api/services/market-review';
+import { createAndSubmitListing, validateSource, type DiscoveryBody } from '../../api/services/mcp-listing';
+import { listOwnSubmissions } from '../../db/repos/market-submissions';
+import { findValidation } from '../../db/repos/market-validations';
+import type { WebSession } from '../../db/repos/sessions';
+import { listProviderRevenue } from '../../db/repos/market-tool-calls';
+import { revenuePerDay, revenuePerEvent, revenuePerListing } from '../../db/repos/provider-revenue';
+import { findEmails } from '../../db/repos/users';
+import { MARKETS, type Market, type ReviewAction } from '../../lib/market/review-state';
+import { microsToUsd } from '../../lib/money';
+import { requireFormToken, requireSameOrigin } from '../csrf';
+import type { WebDeps } from '../deps';
+import { readForm } from '../forms';
+import { currentOperator, isAdminToken, OPERATOR_COOKIE, startOperatorSession } from '../operator';
+import { PageError, pageNotFound, sendPage } from '../page';
+import { WizardSourcePage, WizardToolsPage } from '../pages/listing-wizard';
+import { ProviderPage } from '../pages/provider';
+import { OperatorSignInPage, QUEUE_STATUSES, ReviewQueuePage, type QueueStatus } from '../pages/review';
+import { clearCookie, currentSession, readCookie, SESSION_COOKIE, setCookie, SIGN_IN_COOKIE } from '../session';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const SIGN_IN_FORM_SECONDS = 3_600;
+/** The provider page's revenue window (days, today included) and how many submissions of each market it lists. */
+const REVENUE_DAYS = 30;
+const SUBMISSIONS_SHOWN = 100;
+/** How many submissions of each market the review queue shows at once (oldest submitted first). */
+const QUEUE_SIZE = 50;
+const REVIEW_ACTIONS: readonly ReviewAction[] = ['approve', 'reject', 'disable'];
+const DONE: Record<string, string> = { approve: 'approved', reject: 'rejected', disable: 'disabled' };
+
+function seeOther(ctx: Context, url: string): void {
+  ctx.status = 303;
+  ctx.redirect(url);
+}
+
+/**
+ * The provider's pages (its submissions to both markets and its revenue, signed in with its API key
+ * like the rest of the console) and the operators' review queue (signed in with the admin token).
+ */
+export function providerRoutes(deps: WebDeps): Router {
+  const router = new Router({ prefix: '/console' });
+  const review = marketReview(deps);
+
+  /** The session, or a redirect to the sign-in page (which then comes back here). */
+  async function signedIn(ctx: Context): Promise<WebSession | null> {
+    const session = await currentSession(ctx, deps);
+    if (session) return session;
+    if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
+    ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
+    return null;
+  }
+
+  /** A signed-in form post: same origin, the session's form token. */
+  async function signedInForm(ctx: Context): Promise<{ session: WebSession; form: URLSearchParams }> {
+    requireSameOrigin(ctx, deps.config);
+    const session = await currentSession(ctx, deps);
+    if (!session) throw new PageError(401, 'Sign in first', 'Your session has ended: sign in again.');
+    const form = await readForm(ctx);
+    requireFormToken(form.get('csrf'), session.csrfToken);
+    return { session, form };
+  }
+
+  /** What went wrong with a source or a submission, as the API would say it (a 4xx/5xx error with a message), else rethrown. */
+  const problemOf = (err: unknown): { status: number; message: string } => {
+    const status = (err as { status?: unknown }).status;
+    if (typeof status === 'number' && status >= 400 && status < 600 && err instanceof Error) {
+      const details = (err as { details?: { path: string; message: string }[] }).details ?? [];
+      const why = details.map((d) => `${d.path.replace(/^body[./]/, '')} ${d.message}`).join('; ');
+      return { status, message: why ? `${err.message}: ${why}` : err.message };
+    }
+    throw err;
+  };
+
+  const wizardUrl = (raw: unknown) => (typeof raw === 'string' && raw.length <= 2048 ? raw : '');
+
+  router.get('/provider/new', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    await sendPage(
+      ctx,
+      <WizardSourcePage email={session.user.email} csrfToken={session.csrfToken} url="" problem={null} />,
+      { private: true },
+    );
+  });
+
+  router.post('/provider/new', async (ctx) => {
+    const { session, form } = await signedInForm(ctx);
+    const url = wizardUrl(form.get('url')?.trim());
+    try {
+      const body = { type: 'remote_mcp', url, params: {} } as unknown as DiscoveryBody;
+      const validation = await validateSource(deps, session.user.userId, body);
+      seeOther(ctx, `/console/provider/new/${validation.validationId}?url=${encodeURIComponent(url)}`);
+    } catch (err) {
+      const problem = problemOf(err);
+      await sendPage(
+        ctx,
+        <WizardSourcePage
+          email={session.user.email}
+          csrfToken={session.csrfToken}
+          url={url}
+          problem={`The source could not be validated: ${problem.message}`}
+        />,
+        { status: problem.status, private: true },
+      );
+    }
+  });
+
+  const ownValidation = async (ctx: Context, session: WebSession) => {
+    const id = String(ctx.params.id);
+    const validation = UUID.test(id) ? await findValidation(deps.db, session.user.userId, id.toLowerCase()) : null;
+    if (!validation) throw pageNotFound('You have no validation with this id (validations expire after a day).');
+    return validation;
+  };
+
+  router.get('/provider/new/:id', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    await sendPage(
+      ctx,
+      <WizardToolsPage
+        email={session.user.email}
+        csrfToken={session.csrfToken}
+        url={wizardUrl(ctx.query.url)}
+        validation={await ownValidation(ctx, session)}
+        problem={null}
+        values={null}
+      />,
+      { private: true },
+    );
+  });
+
+  router.post('/provider/new/:id', async (ctx) => {
+    const { session, form } = await signedInForm(ctx);
+    const validation = await ownValidation(ctx, session);
+    const url = wizardUrl(form.get('url'));
+    const strategy = form.get('monetizationStrategy') === 'free' ? 'free' : 'tool_call_fixed';
+    const tools = validation.discovery.tools.flatMap((tool, i) => {
+      if (form.get(`tool.${i}.name`) !== tool.name || form.get(`tool.${i}.listed`) !== 'on') return [];
+      const price = (form.get(`tool.${i}.price`) ?? '').trim();
+      return [
+        {
+          toolName: tool.name,
+          displayName: (form.get(`tool.${i}.displayName`) ?? '').trim() || tool.name,
+          ...(strategy === 'tool_call_fixed' && {
+            clientPriceUsd: /^\d+(\.\d+)?$/.test(price) ? Number(price) : price,
+          }),
+        },
+      ];
+    });
+    const description = (form.get('description') ?? '').trim();
+    const body = {
+      validationId: validation.id,
+      sourceFingerprint: validation.sourceFingerprint,
+      type: 'remote_mcp',
+      name: (form.get('name') ?? '').trim(),
+      ...(description && { description }),
+      remoteMcpUrl: url,
+      monetizationStrategy: strategy,
+      tools,
+    };
+    try {
+      await createAndSubmitListing(deps, session.user.userId, body, (key) => `/api/v1/market/icons/${key}.png`);
+      seeOther(ctx, '/console/provider');
+    } catch (err) {
+      const problem = problemOf(err);
+      await sendPage(
+        ctx,
+        <WizardToolsPage
+          email={session.user.email}
+          csrfToken={session.csrfToken}
+          url={url}
+          validation={validation}
+          problem={`The listing was not submitted: ${problem.message}`}
+          values={form}
+        />,
+        { status: problem.status, private: true },
+      );
+    }
+  });
+
+  router.get('/provider', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    const userId = session.user.userId;
+    const now = new Date();
+    const since = new Date(
+      `${new Date(now.getTime() - (REVENUE_DAYS - 1) * 86_400_000).toISOString().slice(0, 10)}T00:00:00.000Z`,
+    );
+    const page = { page: 1, pageSize: SUBMISSIONS_SHOWN };
+    const [mcp, agent, revenue, perDay, perListing, perEvent] = await Promise.all([
+      listOwnSubmissions(deps.db, 'mcp', userId, page),
+      listOwnSubmissions(deps.db, 'agent', userId, page),
+      listProviderRevenue(deps.db, userId, { page: 1, pageSize: 1 }),
+      revenuePerDay(deps.db, userId, { from: since, to: now }),
+      revenuePerListing(deps.db, userId, since),
+      revenuePerEvent(deps.db, userId, since),
+    ]);
+    await sendPage(
+      ctx,
+      <ProviderPage
+        view={{
+          email: session.user.email,
+          days: REVENUE_DAYS,
+          submissions: [
+            { market: 'mcp', ...mcp },
+            { market: 'agent', ...agent },
+          ],
+          totals: revenue.totals,
+          perDay: perDay.map((d) => ({ day: d.day, usd: microsToUsd(d.micros) })),
+          perListing: perListing.map((l) => ({
+            ...l,
+            usd: microsToUsd(l.micros),
+            totalUsd: microsToUsd(l.totalMicros),
+          })),
+          perEvent: perEvent.map((e) => ({ ...e, usd: microsToUsd(e.micros) })),
+        }}
+      />,
+      { private: true },
+    );
+  });
+
+  async function operatorSignIn(ctx: Context, problem: string | null, status = 200) {
+    const formToken = randomBytes(24).toString('base64url');
+    setCookie(ctx, SIGN_IN_COOKIE, formToken, SIGN_IN_FORM_SECONDS);
+    await sendPage(
+      ctx,
+      <OperatorSignInPage
+        formToken={formToken}
+        problem={problem}
+        minutes={Math.round(deps.config.web.sessionIdleMs / 60_000)}
+      />,
+      { status, private: true },
+    );
+  }
+
+  router.get('/review/sign-in', async (ctx) => {
+    if (currentOperator(ctx, deps.config)) return seeOther(ctx, '/console/review');
+    await operatorSignIn(ctx, null);
+  });
+
+  router.post('/review/sign-in', async (ctx) => {
+    requireSameOrigin(ctx, deps.config);
+    const form = await readForm(ctx);
+    requireFormToken(form.get('csrf'), readCookie(ctx, SIGN_IN_COOKIE));
+    if (!isAdminToken(deps.config, form.get('admin_token') ?? ''))
+      return operatorSignIn(ctx, 'That is not the admin token. Check it and try again.', 401);
+    clearCookie(ctx, SIGN_IN_COOKIE);
+    startOperatorSession(ctx, deps.config);
+    seeOther(ctx, '/console/review');
+  });
+
+  router.post('/review/sign-out', async (ctx) => {
+    requireSameOrigin(ctx, deps.config);
+    const form = await readForm(ctx);
+    const operator = currentOperator(ctx, deps.config);
+    if (operator) requireFormToken(form.get('csrf'), operator.csrfToken);
+    clearCookie(ctx, OPERATOR_COOKIE);
+    seeOther(ctx, '/console/review/sign-in');
+  });
+
+  /** The line that tells what the last decision did, read back from the submission (the address carries no text). */
+  async function lastDecision(ctx: Context): Promise<string | null> {
+    const { done, market, id } = ctx.query;
+    if (typeof done !== 'string' || !DONE[done] || typeof id !== 'string' || !UUID.test(id)) return null;
+    if (!(MARKETS as readonly string[]).includes(String(market))) return null;
+    try {
+      const sub = await review.get(market as Market, id.toLowerCase());
+      return `${sub.name} was ${DONE[done]}.`;
+    } catch {
+      return null;
+    }
+  }
+
+  router.get('/review', async (ctx) => {
+    const operator = currentOperator(ctx, deps.config);
+    if (!operator) return ctx.redirect('/console/review/sign-in');
+    const status: QueueStatus = (QUEUE_STATUSES as readonly string[]).includes(String(ctx.query.status))
+      ? (ctx.query.status as QueueStatus)
+      : 'pending_review';
+    const markets = await Promise.all(
+      MARKETS.map(async (market) => {
+        const listed = await review.list(market, { status }, { page: 1, pageSize: QUEUE_SIZE });
+        return { market, submissions: listed.submissions, total: listed.meta.total };
+      }),
+    );
+    const all = markets.flatMap((m) => m.submissions);
+    const [evidence, ownerEmails] = await Promise.all([
+      review.mcpEvidence(all.filter((s): s is McpReviewView => s.market === 'mcp')),
+      findEmails(deps.db, [...new Set(all.map((s) => s.ownerId))]),
+    ]);
+    const done = await lastDecision(ctx);
+    await sendPage(
+      ctx,
+      <ReviewQueuePage view={{ status, csrfToken: operator.csrfToken, markets, evidence, ownerEmails, done }} />,
+      { private: true },
+    );
+  });
+
+  router.post('/review/:market/:id', async (ctx) => {
+    requireSameOrigin(ctx, deps.config);
+    const operator = currentOperator(ctx, deps.config);
+    if (!operator)
+      throw new PageError(401, 'Sign in first', 'Your operator sign-in has ended: sign in to the review queue again.');
+    const form = await readForm(ctx);
+    requireFormToken(form.get('csrf'), operator.csrfToken);
+    const market = String(ctx.params.market);
+    const id = String(ctx.params.id);
+    if (!(MARKETS as readonly string[]).includes(market) || !UUID.test(id)) throw pageNotFound();
+    const action = form.get('action') ?? '';
+    if (!(REVIEW_ACTIONS as readonly string[]).includes(action))
+      throw new PageError(400, 'Request refused', 'Choose approve, reject or disable.');
+    const reason = (form.get('reason') ?? '').trim() || null;
+    const reviewed = await review.review(market as Market, id.toLowerCase(), action as ReviewAction, reason);
+    const back = action === 'disable' ? 'approved' : 'pending_review';
+    seeOther(ctx, `/console/review?status=${back}&done=${action}&market=${market}&id=${reviewed.id}`);
+  });
+
+  return router;
+}
