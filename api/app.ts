@@ -30,6 +30,8 @@ import { scrapeRoutes } from './routes/scrape';
 import { skillsRoutes } from './routes/skills';
 import { socialAccountRoutes } from './routes/social-accounts';
 import { webPages } from '../web/app';
+import { createOAuthServer, type OAuthServer } from './services/oauth';
+import { protectedResourceRoutes } from './routes/oauth';
 
 export function createApp(deps: ApiDeps): Koa {
   // X-Forwarded-* are believed only from the proxies the operator says are there (TRUST_PROXY).
@@ -37,9 +39,14 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(requestId());
   app.use(requestLog());
   app.use(errorHandler());
-  // The pages (web/): /, /market…, /console…, /assets…; every other path is the API's.
-  app.use(webPages(deps));
-  const root = createRouter(deps);
+  // The pages (web/): /, /market…, /console…, /assets…, /oauth/interaction…; every other path is the API's.
+  // The authorization server of the hosted MCP endpoints (/oauth…, /.well-known/oauth-authorization-server,
+  // each endpoint's /.well-known/oauth-protected-resource/mcp/{entryId}); its consent pages are web/'s.
+  const oauth = createOAuthServer(deps);
+  app.use(webPages(deps, oauth));
+  app.use(oauth.middleware);
+  app.use(protectedResourceRoutes(deps, oauth).routes());
+  const root = createRouter(deps, oauth);
   app.use(root.routes());
   app.use(root.allowedMethods());
   return app;
@@ -50,12 +57,12 @@ export function createApp(deps: ApiDeps): Koa {
  * metrics, the docs, the market's icons and the user API under /api/v1. Its `stack` is the list of
  * what the service answers (the embedded-start suite requires a request to each).
  */
-export function createRouter(deps: ApiDeps): Router<AppState> {
+export function createRouter(deps: ApiDeps, oauth: OAuthServer = createOAuthServer(deps)): Router<AppState> {
   const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
   const root = new Router<AppState>();
   // The MCP endpoints, tried first: the SDK reads the request body itself and answers every method.
   root.all(DOCS_MCP_PATH, mcpEndpoint(docsMcpEndpoint(docsSite, deps.config))); //   /docs-mcp
-  root.all('/mcp/:entryId', mcpEndpoint(marketMcpEndpoint(deps))); //                    /mcp/{entryId}
+  root.all('/mcp/:entryId', mcpEndpoint(marketMcpEndpoint(deps, oauth))); //             /mcp/{entryId}
 
   // Without an API key: health, the operator's routes, metrics, the docs and the market's icons.
   const health = healthRoutes(deps); //                  /health

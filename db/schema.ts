@@ -49,6 +49,31 @@ export interface SessionsTable {
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
+/** oidc-provider's storage (migration 0022). */
+export interface OAuthRecordsTable {
+  model: string;
+  id: string;
+  payload: ColumnType<Record<string, unknown>, string, string>;
+  grant_id: string | null;
+  uid: string | null;
+  expires_at: Date | null;
+  consumed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** A market grant approved on the consent page (migration 0022). */
+export interface OAuthMarketGrantsTable {
+  grant_id: string;
+  user_id: string;
+  entry_id: string;
+  client_id: string;
+  /** The client's name when the grant was approved (as its registration or metadata document gave it). */
+  client_name: string | null;
+  /** The sealed market credential (`mcpc1.`) the grant stands for. */
+  credential: string;
+  created_at: Timestamp;
+  revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
 export interface SubscriptionsTable {
   user_id: string;
   plan_id: string;
@@ -578,6 +603,8 @@ export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
   sessions: SessionsTable;
+  oauth_records: OAuthRecordsTable;
+  oauth_market_grants: OAuthMarketGrantsTable;
   subscriptions: SubscriptionsTable;
   wallets: WalletsTable;
   ledger_entries: LedgerEntriesTable;

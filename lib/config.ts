@@ -72,6 +72,22 @@ export interface Config {
   modelPrices: PriceTable;
   automations: AutomationsConfig;
   web: WebConfig;
+  oauth: OAuthConfig;
+}
+
+/** The authorization server of the hosted MCP endpoints (api/services/oauth.ts, docs/configuration.md "OAuth"). */
+export interface OAuthConfig {
+  /** OAUTH_DYNAMIC_REGISTRATION, true (default) or false: whether clients may register themselves (RFC 7591). */
+  dynamicRegistration: boolean;
+  /**
+   * OAUTH_CLIENT_ID_METADATA_DOCUMENTS, true (default) or false: whether a client may be an HTTPS URL whose
+   * metadata document is fetched (through the SSRF guard and NETWORK_ALLOWLIST, 64 KiB, 5 s, cached).
+   */
+  clientIdMetadataDocuments: boolean;
+  /** OAUTH_ACCESS_TOKEN_MINUTES, default 10 (1 to 60): an access token's lifetime. */
+  accessTokenTtlSeconds: number;
+  /** OAUTH_REFRESH_TOKEN_DAYS, default 30 (1 to 365): a refresh token's lifetime (each use rotates it). */
+  refreshTokenTtlSeconds: number;
 }
 
 /** The console's sign-in sessions (web/, docs/console.md "Sessions"). */
@@ -556,6 +572,12 @@ export function loadConfig(env: Env = process.env): Config {
     web: {
       sessionIdleMs: integer(env, 'WEB_SESSION_IDLE_MINUTES', 120, 1, 7 * 24 * 60) * 60_000,
       sessionMaxMs: integer(env, 'WEB_SESSION_MAX_HOURS', 24, 1, 720) * 3_600_000,
+    },
+    oauth: {
+      dynamicRegistration: oneOf(env, 'OAUTH_DYNAMIC_REGISTRATION', ['true', 'false'], 'true') === 'true',
+      clientIdMetadataDocuments: oneOf(env, 'OAUTH_CLIENT_ID_METADATA_DOCUMENTS', ['true', 'false'], 'true') === 'true',
+      accessTokenTtlSeconds: integer(env, 'OAUTH_ACCESS_TOKEN_MINUTES', 10, 1, 60) * 60,
+      refreshTokenTtlSeconds: integer(env, 'OAUTH_REFRESH_TOKEN_DAYS', 30, 1, 365) * 86_400,
     },
   };
   if (config.metrics.token !== null && config.metrics.token.length < 16)

@@ -6,13 +6,15 @@ import { assetRoutes } from './assets';
 import type { WebDeps } from './deps';
 import { marketRoutes } from './routes/market';
 import { consoleRoutes } from './routes/console';
+import { oauthRoutes } from './routes/oauth';
+import type { OAuthServer } from '../api/services/oauth';
 import { providerRoutes } from './routes/provider';
 import { PageError, pageNotFound, sendPage, setSecurityHeaders } from './page';
 import { ErrorPage } from './pages/error';
 
 /** The addresses the pages own; everything else (the API, MCP endpoints, health, admin) is not theirs. */
 export function isPagePath(path: string): boolean {
-  return path === '/' || /^\/(market|console|assets)(\/|$)/.test(path);
+  return path === '/' || /^\/(market|console|assets)(\/|$)/.test(path) || path.startsWith('/oauth/interaction/');
 }
 
 /** An error as the page to show: a PageError as it is, a status-carrying API error by its status, anything else 500. */
@@ -36,11 +38,17 @@ function pageFor(err: unknown): PageError {
  * Koa process beside the API. Every answer gets the pages' security headers; failures become HTML
  * error pages (the API keeps its JSON error body: these paths are not the API's).
  */
-export function webPages(deps: WebDeps): Middleware {
+export function webPages(deps: WebDeps, oauth?: OAuthServer): Middleware {
   const router = new Router();
   router.get('/', (ctx) => ctx.redirect('/market'));
-  for (const routes of [marketRoutes(deps), consoleRoutes(deps), providerRoutes(deps), assetRoutes()])
-    router.use(routes.routes());
+  const pages = [
+    marketRoutes(deps),
+    consoleRoutes(deps),
+    providerRoutes(deps),
+    assetRoutes(),
+    ...(oauth ? [oauthRoutes(deps, oauth)] : []),
+  ];
+  for (const routes of pages) router.use(routes.routes());
   // The router's own middleware, run here rather than in the app's chain (so that an unmatched page path ends here).
   const routes = router.routes() as unknown as Middleware;
   const allowed = router.allowedMethods() as unknown as Middleware;

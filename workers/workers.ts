@@ -7,7 +7,10 @@ import { ensureDisplay } from './virtual-display';
 import { ensureSkillsRefreshSchedule } from './schedules';
 import { startPendingJobReconciler } from './pending-job-reconciler';
 import { startMarketRunDispatcher } from './market-run-dispatcher';
-import type { PeriodicPass } from './periodic-pass';
+import { startPeriodicPass, type PeriodicPass } from './periodic-pass';
+import { pruneExpiredOAuthRecords } from '../db/repos/oauth';
+
+const OAUTH_PRUNE_EVERY_MS = 10 * 60_000;
 import { waitOutDatabaseOutages } from './database-outages';
 import { log } from '../lib/log';
 
@@ -36,6 +39,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
   let registry: SessionRegistry | null = null;
   let reconciler: PeriodicPass | null = null;
   let dispatcher: PeriodicPass | null = null;
+  let oauthPruner: PeriodicPass | null = null;
   if (queues.includes('platform')) {
     workers.push(
       await Worker.create({
@@ -57,6 +61,10 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     const client = new Client({ connection, namespace });
     reconciler = startPendingJobReconciler({ db: options.db, client, config });
     dispatcher = startMarketRunDispatcher({ db: options.db, client, config });
+    // Expired OAuth records (codes, tokens, interactions, sessions) are deleted every 10 minutes.
+    oauthPruner = startPeriodicPass('oauth record pruning', OAUTH_PRUNE_EVERY_MS, async () => {
+      await pruneExpiredOAuthRecords(options.db);
+    });
   }
   if (queues.includes('browser')) {
     const headless = createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency });
@@ -101,6 +109,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
       running ??= Promise.all(workers.map((w) => w.run())).then(async () => {
         await reconciler?.stop();
         await dispatcher?.stop();
+        await oauthPruner?.stop();
         await registry?.closeAll();
         await pool?.close();
         await headedPool?.close();
@@ -110,6 +119,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     async shutdown() {
       await reconciler?.stop();
       await dispatcher?.stop();
+      await oauthPruner?.stop();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await running;
       await registry?.closeAll();

@@ -48,6 +48,8 @@ import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import type { McpEndpointOptions } from './endpoint';
 import { marketMcpUrl as mcpUrlOf } from '../services/public-urls';
+import { MCP_SCOPE, type OAuthServer } from '../services/oauth';
+import { API_KEY_PREFIX } from '../../lib/crypto';
 
 /** The hosted market endpoint: `/mcp/{entryId}` on the API origin (or under MCP_PUBLIC_URL). */
 export const MARKET_MCP_PATH = /^\/mcp\/([^/]+)\/?$/;
@@ -82,45 +84,62 @@ export function marketMcpUrl(deps: Pick<ApiDeps, 'config'>, apiOrigin: string, e
   return mcpUrlOf(deps.config, apiOrigin, entryId);
 }
 
-function challenge(message: string, error = 'invalid_token'): ApiError {
-  return new ApiError(401, 'unauthorized', message, undefined, {
-    'WWW-Authenticate': `Bearer realm="market-mcp", error="${error}", error_description="${message.replace(/["\\]/g, '')}"`,
-  });
+/**
+ * A 401 with the Bearer challenge: the error, and (RFC 9728) where the endpoint's protected resource
+ * metadata is, with the scope a token needs, so that an OAuth client discovers the authorization server.
+ * A request without any token gets no `error` (RFC 6750 section 3.1).
+ */
+function challenge(message: string, error: string | null, resourceMetadata: string | null): ApiError {
+  const parts = ['realm="market-mcp"'];
+  if (error) parts.push(`error="${error}"`, `error_description="${message.replace(/["\\]/g, '')}"`);
+  if (resourceMetadata) parts.push(`resource_metadata="${resourceMetadata}"`, `scope="${MCP_SCOPE}"`);
+  return new ApiError(401, 'unauthorized', message, undefined, { 'WWW-Authenticate': `Bearer ${parts.join(', ')}` });
 }
 
-/** Resolves the bearer token (a credential of this entry, or a plain API key for a parameterless entry). */
-async function authenticate(deps: ApiDeps, ctx: Context): Promise<AuthInfo> {
-  const entryId = MARKET_MCP_PATH.exec(ctx.path)?.[1] ?? '';
+/**
+ * Resolves the bearer token: a credential of this entry, a plain API key for a parameterless entry,
+ * or an OAuth access token issued for this entry's endpoint (standing for the credential its grant holds).
+ */
+async function authenticate(deps: ApiDeps, oauth: OAuthServer, ctx: Context): Promise<AuthInfo> {
+  const rawEntryId = MARKET_MCP_PATH.exec(ctx.path)?.[1] ?? '';
+  const entryId = rawEntryId.toLowerCase();
+  const metadataUrl = UUID.test(rawEntryId) ? oauth.resourceMetadataUrl(ctx, entryId) : null;
+  const challenge_ = (message: string, error: string | null = 'invalid_token') =>
+    challenge(message, error, metadataUrl);
   const header = ctx.get('authorization');
   const token = /^Bearer\s+/i.test(header) ? header.replace(/^Bearer\s+/i, '').trim() : '';
   if (!token)
-    throw challenge(
-      'Send Authorization: Bearer <credential> (POST /api/v1/mcp-market/mcps/{id}/credentials), or your API key for an entry without parameters',
-      'invalid_request',
+    throw challenge_(
+      'Sign in with OAuth (see the resource metadata), or send Authorization: Bearer <credential> (POST /api/v1/mcp-market/mcps/{id}/credentials), or your API key for an entry without parameters',
+      null,
     );
-  if (!UUID.test(entryId)) throw new ApiError(404, 'not_found', 'Market entry not found');
-  const entry = await loadCallEntryCached(deps.db, deps.config.masterKey, entryId.toLowerCase());
+  if (!UUID.test(rawEntryId)) throw new ApiError(404, 'not_found', 'Market entry not found');
+  const entry = await loadCallEntryCached(deps.db, deps.config.masterKey, entryId);
   if (!entry) throw new ApiError(404, 'not_found', 'Market entry not found (not approved, or disabled)');
 
   let principal: MarketPrincipal;
   if (looksLikeMcpCredential(token)) {
-    const claims = openMcpCredentialCached(deps.config.masterKey, token);
-    if (!claims) throw challenge('The credential is not valid');
-    if (claims.entryId !== entry.entryId) throw challenge('This credential belongs to another market entry');
-    const key = await findLiveApiKeyCached(deps.db, claims.apiKeyId, claims.userId);
-    if (!key) throw challenge('The API key this credential was made with has been rotated; generate a new credential');
-    if (claims.paramsSchemaHash !== paramsSchemaHashOf(entry.requiredUserParamsSchema))
-      throw challenge("The entry's parameters changed since this credential was made; generate a new credential");
-    principal = { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros };
+    principal = await credentialPrincipal(deps, entry, token, challenge_);
   } else {
     const key = await findApiKeyOwner(deps.db, token);
-    if (!key) throw challenge('Unknown credential or API key');
-    if (needsParams(entry.requiredUserParamsSchema)) {
-      throw challenge(
-        'This entry needs parameters: create a credential with POST /api/v1/mcp-market/mcps/{id}/credentials and use it as the bearer token',
-      );
+    if (key) {
+      if (needsParams(entry.requiredUserParamsSchema)) {
+        throw challenge_(
+          'This entry needs parameters: create a credential with POST /api/v1/mcp-market/mcps/{id}/credentials and use it as the bearer token',
+        );
+      }
+      principal = { userId: key.userId, selectionId: `api-key:${key.apiKeyId}`, params: {}, capMicros: null };
+    } else {
+      // Neither a credential nor an API key: an OAuth access token issued for this endpoint, or nothing.
+      const resolved =
+        token.length <= 256 && !token.startsWith(API_KEY_PREFIX)
+          ? await oauth.resolveAccessToken(ctx, token, entry.entryId)
+          : null;
+      if (!resolved) throw challenge_('Unknown credential, API key or access token');
+      if ('refused' in resolved) throw challenge_(resolved.refused);
+      // The grant holds a credential like any other: the same checks, the same billing.
+      principal = await credentialPrincipal(deps, entry, resolved.grant.credential, challenge_);
     }
-    principal = { userId: key.userId, selectionId: `api-key:${key.apiKeyId}`, params: {}, capMicros: null };
   }
   const tools = typeof ctx.query.tools === 'string' ? ctx.query.tools : null;
   const state: MarketRequestState = {
@@ -136,6 +155,23 @@ async function authenticate(deps: ApiDeps, ctx: Context): Promise<AuthInfo> {
       : null,
   };
   return { token: 'redacted', clientId: principal.userId, scopes: [], extra: { market: state } };
+}
+
+/** The consumer behind a market credential of this entry (one a person made, or one an OAuth grant holds). */
+async function credentialPrincipal(
+  deps: ApiDeps,
+  entry: MarketCallEntry,
+  token: string,
+  refuse: (message: string) => ApiError,
+): Promise<MarketPrincipal> {
+  const claims = openMcpCredentialCached(deps.config.masterKey, token);
+  if (!claims) throw refuse('The credential is not valid');
+  if (claims.entryId !== entry.entryId) throw refuse('This credential belongs to another market entry');
+  const key = await findLiveApiKeyCached(deps.db, claims.apiKeyId, claims.userId);
+  if (!key) throw refuse('The API key this credential was made with has been rotated; generate a new credential');
+  if (claims.paramsSchemaHash !== paramsSchemaHashOf(entry.requiredUserParamsSchema))
+    throw refuse("The entry's parameters changed since this credential was made; generate a new credential");
+  return { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros };
 }
 
 /** The price an agent or person sees before calling (tools/list `_meta`). */
@@ -253,7 +289,7 @@ function relayedCapabilities(
  * per request; clients of the 2025 revisions a session (legacy-sessions.ts, bound to the consumer's
  * credential), so that what a tool asks of them during a call reaches them and their answers come back.
  */
-export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
+export function marketMcpEndpoint(deps: ApiDeps, oauth: OAuthServer): McpEndpointOptions {
   const market = deps.config.market;
   const callDeps = marketToolCallDeps({
     store: createMarketCallStore(deps.db, {
@@ -280,7 +316,7 @@ export function marketMcpEndpoint(deps: ApiDeps): McpEndpointOptions {
     path: MARKET_MCP_PATH,
     allowedHostnames: hosts,
     rateLimitPerMinute: market.mcpRateLimitPerMinute,
-    authenticate: (ctx) => authenticate(deps, ctx),
+    authenticate: (ctx) => authenticate(deps, oauth, ctx),
     sessions: {
       principalOf: principalKey,
       maxSessions: market.mcpMaxSessions,

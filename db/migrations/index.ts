@@ -17,6 +17,7 @@ import * as marketRunLeases from './0016_market_run_leases';
 import * as marketCallContinuations from './0019_market_call_continuations';
 import * as agentToolImages from './0020_agent_tool_images';
 import * as webSessions from './0021_web_sessions';
+import * as oauth from './0022_oauth';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '0019_market_call_continuations': marketCallContinuations,
   '0020_agent_tool_images': agentToolImages,
   '0021_web_sessions': webSessions,
+  '0022_oauth': oauth,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -30,13 +30,15 @@ export function StatusBadge(props: { status: Job['status']; id?: string }) {
   );
 }
 
-export type ConsoleSection = 'home' | 'runs' | 'automations' | 'credentials' | 'usage' | 'provider' | 'review';
+export type ConsoleSection =
+  'home' | 'runs' | 'automations' | 'credentials' | 'connections' | 'usage' | 'provider' | 'review';
 
 const CONSOLE_SECTIONS: readonly (readonly [ConsoleSection, string, string])[] = [
   ['home', '/console', 'Home'],
   ['runs', '/console/runs', 'Runs'],
   ['automations', '/console/automations', 'Automations and agents'],
   ['credentials', '/console/credentials', 'Market credentials'],
+  ['connections', '/console/connections', 'Connected apps'],
   ['usage', '/console/usage', 'Usage and money'],
   ['provider', '/console/provider', 'Provider'],
   ['review', '/console/review', 'Review queue'],

@@ -34,6 +34,8 @@ import {
   type CredentialParamField,
   type CredentialsView,
 } from '../pages/credentials';
+import { ConnectionsPage } from '../pages/connections';
+import { listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
 import { RunPage } from '../pages/run';
 import { RUN_KINDS, RUN_STATUSES, RunsPage } from '../pages/runs';
 import { SignInPage } from '../pages/sign-in';
@@ -111,9 +113,12 @@ function credentialParams(fields: CredentialParamField[], form: URLSearchParams)
   return params;
 }
 
-/** Where to go after signing in: a console address only (never another site). */
+/** Where to go after signing in: a console address or an OAuth authorization's consent page only (never another site). */
 function safeNext(raw: unknown): string | null {
-  return typeof raw === 'string' && /^\/console(\/[A-Za-z0-9-]+)*$/.test(raw) ? raw : null;
+  return typeof raw === 'string' &&
+    (/^\/console(\/[A-Za-z0-9-]+)*$/.test(raw) || /^\/oauth\/interaction\/[A-Za-z0-9_-]+$/.test(raw))
+    ? raw
+    : null;
 }
 
 function seeOther(ctx: Context, url: string): void {
@@ -268,6 +273,46 @@ export function consoleRoutes(deps: WebDeps): Router {
       />,
       { private: true },
     );
+  });
+
+  /** The account's OAuth grants (issue 25): which client may call which listing; each revocable. */
+  router.get('/connections', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    const grants = await listLiveMarketGrants(deps.db, session.user.userId);
+    const names = new Map<string, string>();
+    for (const entryId of new Set(grants.map((g) => g.entryId))) {
+      names.set(entryId, (await findPublicMcpEntry(deps.db, entryId))?.name ?? 'a listing no longer live');
+    }
+    await sendPage(
+      ctx,
+      <ConnectionsPage
+        email={session.user.email}
+        csrfToken={session.csrfToken}
+        rows={grants.map((g) => ({
+          grantId: g.grantId,
+          clientName: g.clientName ?? g.clientId,
+          clientId: g.clientId,
+          entryId: g.entryId,
+          listing: names.get(g.entryId) ?? g.entryId,
+          approvedAt: g.createdAt,
+        }))}
+      />,
+      { private: true },
+    );
+  });
+
+  router.post('/connections/:grantId/revoke', async (ctx) => {
+    requireSameOrigin(ctx, deps.config);
+    const form = await readForm(ctx);
+    const session = await signedIn(ctx);
+    if (!session) return;
+    requireFormToken(form.get('csrf'), session.csrfToken);
+    const grantId = String(ctx.params.grantId);
+    // Another account's grant is exactly as absent as one that never existed.
+    if (!/^[A-Za-z0-9_-]{1,128}$/.test(grantId) || !(await revokeMarketGrant(deps.db, session.user.userId, grantId)))
+      throw pageNotFound('You have no connected app with this id.');
+    seeOther(ctx, '/console/connections');
   });
 
   const ownRun = async (ctx: Context, session: WebSession) => {

@@ -1,0 +1,333 @@
+import { createHmac, createPrivateKey } from 'node:crypto';
+import type { Context, Middleware, Next } from 'koa';
+import { localhostAllowedHostnames } from '@modelcontextprotocol/server';
+import { Provider, errors, type OidcAccessToken, type OidcInteraction } from 'oidc-provider';
+import type { Db } from '../../db/connect';
+import { loadCallEntryCached } from '../../db/repos/market-tool-calls';
+import { findLiveMarketGrant, oauthAdapterFactory, saveMarketGrant, type MarketGrant } from '../../db/repos/oauth';
+import type { Config } from '../../lib/config';
+import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
+import type { MarketCallEntry } from '../../lib/market/tool-call';
+import type { SourceParamValues } from '../../lib/tools/types';
+import { ApiError } from '../errors';
+import { marketMcpUrl } from './public-urls';
+import { log } from '../../lib/log';
+import { fetchBuffered } from '../../lib/net/buffered-fetch';
+import type { NetworkPolicy } from '../../lib/net/ssrf';
+
+/**
+ * The authorization server of the hosted MCP endpoints (issue 25), built on oidc-provider: the
+ * authorization code flow with PKCE (S256 only), resource indicators binding each token to one
+ * `/mcp/{entryId}` (RFC 8707), `iss` in the authorization response (RFC 9207), refresh tokens rotated
+ * on every use, revocation (RFC 7009), dynamic client registration (RFC 7591) unless
+ * OAUTH_DYNAMIC_REGISTRATION=false. Its endpoints live under /oauth; its metadata (RFC 8414) at
+ * /.well-known/oauth-authorization-server. Sign-in and consent are the console's (web/routes/oauth.tsx).
+ */
+export const OAUTH_PREFIX = '/oauth';
+/** The one scope of the market endpoints. */
+export const MCP_SCOPE = 'mcp';
+const KNOWN_SCOPES = new Set(['openid', MCP_SCOPE, 'offline_access']);
+export const interactionPath = (uid: string) => `${OAUTH_PREFIX}/interaction/${uid}`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const AUTHORIZATION_SERVER_METADATA = /^\/\.well-known\/oauth-authorization-server(\/oauth)?\/?$/;
+
+export interface OAuthDeps {
+  db: Db;
+  config: Config;
+  /** What the authorization server may fetch (client metadata documents): NETWORK_ALLOWLIST's policy. */
+  policy: NetworkPolicy;
+}
+
+/** A client metadata document is small and quick to fetch, or it is refused. */
+const METADATA_DOCUMENT_MAX_BYTES = 64 * 1024;
+const METADATA_DOCUMENT_TIMEOUT_MS = 5_000;
+
+/**
+ * The `fetch` oidc-provider uses (client ID metadata documents): the platform's guarded client, so that
+ * every address is checked against the SSRF policy (a private or loopback address is refused unless
+ * allowlisted), with a size limit and a timeout, no redirects followed, no cookies, no proxy.
+ */
+function guardedFetch(policy: NetworkPolicy) {
+  return async (url: string | URL, options: { method?: string; headers?: Headers }): Promise<Response> => {
+    const accept = options.headers?.get('accept') ?? 'application/json';
+    const answer = await fetchBuffered(String(url), {
+      policy,
+      method: options.method ?? 'GET',
+      headers: { accept },
+      timeoutMs: METADATA_DOCUMENT_TIMEOUT_MS,
+      maxBytes: METADATA_DOCUMENT_MAX_BYTES,
+      maxRedirects: 0,
+      // The default store plus NODE_EXTRA_CA_CERTS as the file reads now (an operator's private CA).
+      extraCa: [],
+    });
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(answer.headers)) headers.set(name, value);
+    const nullBody = [101, 204, 205, 304].includes(answer.status);
+    return new Response(nullBody ? null : new Uint8Array(answer.body), { status: answer.status, headers });
+  };
+}
+
+export interface OAuthServer {
+  /** The authorization server's endpoints (/oauth/…, but not the interaction pages) and its metadata. */
+  middleware: Middleware;
+  /** The issuer answering at this request's origin (PUBLIC_API_URL when set). */
+  issuer(ctx: Context): string;
+  provider(ctx: Context): Provider;
+  /** The canonical resource identifier of an entry's endpoint (its advertised URL). */
+  resource(ctx: Context, entryId: string): string;
+  /** Where the entry's protected resource metadata (RFC 9728) is served. */
+  resourceMetadataUrl(ctx: Context, entryId: string): string;
+  /** The entry id of a resource identifier of this server, or null. */
+  entryOfResource(ctx: Context, resource: string): string | null;
+  /** The live market grant an access token for `entryId`'s endpoint stands for, or why it is refused. */
+  resolveAccessToken(
+    ctx: Context,
+    token: string,
+    entryId: string,
+  ): Promise<{ grant: MarketGrant; token: OidcAccessToken } | { refused: string }>;
+  /**
+   * Approves an interaction: the grant (one resource, scope `mcp`) and the market credential it stands
+   * for; returns where the browser goes next (back into the authorization flow).
+   */
+  approve(
+    ctx: Context,
+    interaction: OidcInteraction,
+    input: {
+      userId: string;
+      apiKeyId: string;
+      clientName: string;
+      entry: MarketCallEntry;
+      resource: string;
+      params: SourceParamValues;
+      capMicros: number | null;
+    },
+  ): Promise<string>;
+  /** Refuses an interaction (access_denied to the client); returns where the browser goes next. */
+  deny(ctx: Context): Promise<string>;
+}
+
+/** Secrets of the authorization server, derived from MASTER_KEY (never a constant in the code). */
+function derive(masterKey: Buffer, purpose: string): Buffer {
+  return createHmac('sha256', masterKey).update(`oauth:${purpose}`).digest();
+}
+
+/** An Ed25519 signing key whose seed derives from MASTER_KEY: every API process signs with the same key. */
+function signingJwk(masterKey: Buffer): Record<string, unknown> {
+  const seed = derive(masterKey, 'signing-key');
+  const der = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]);
+  const jwk = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }).export({ format: 'jwk' });
+  return {
+    ...jwk,
+    alg: 'EdDSA',
+    use: 'sig',
+    kid: derive(masterKey, 'signing-key-id').toString('base64url').slice(0, 16),
+  };
+}
+
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+export function createOAuthServer(deps: OAuthDeps): OAuthServer {
+  const { config, db } = deps;
+  const adapter = oauthAdapterFactory(db);
+  const jwk = signingJwk(config.masterKey);
+  const cookieKey = derive(config.masterKey, 'cookies').toString('base64url');
+  const configured = [config.market.publicApiUrl, config.market.mcpPublicUrl]
+    .filter((u): u is string => !!u)
+    .map((u) => new URL(u).hostname);
+  const allowedHosts = new Set([...localhostAllowedHostnames(), ...configured]);
+  const providers = new Map<string, Provider>();
+
+  const issuerOf = (ctx: Context): string => {
+    if (config.market.publicApiUrl) return new URL(config.market.publicApiUrl).origin;
+    if (!allowedHosts.has(ctx.hostname))
+      throw new ApiError(403, 'host_not_allowed', 'The authorization server does not answer for this Host');
+    return `${ctx.protocol}://${ctx.host}`;
+  };
+  const resourceOf = (issuer: string, entryId: string) => marketMcpUrl(config, issuer, entryId);
+  const entryOf = (issuer: string, resource: string): string | null => {
+    const match = /\/mcp\/([^/?#]+)$/.exec(resource);
+    const id = match?.[1] ?? '';
+    return UUID.test(id) && resourceOf(issuer, id) === resource ? id : null;
+  };
+
+  function build(issuer: string): Provider {
+    const provider = new Provider(issuer, {
+      adapter,
+      clients: [],
+      jwks: { keys: [jwk] },
+      cookies: {
+        keys: [cookieKey],
+        names: { session: 'oauth_session', interaction: 'oauth_interaction', resume: 'oauth_resume' },
+      },
+      scopes: [MCP_SCOPE, 'offline_access'],
+      claims: { openid: ['sub'] },
+      responseTypes: ['code'],
+      pkce: { required: () => true },
+      clientDefaults: {
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+        id_token_signed_response_alg: 'EdDSA',
+      },
+      enabledJWA: { idTokenSigningAlgValues: ['EdDSA'] },
+      routes: {
+        authorization: `${OAUTH_PREFIX}/authorize`,
+        token: `${OAUTH_PREFIX}/token`,
+        registration: `${OAUTH_PREFIX}/register`,
+        revocation: `${OAUTH_PREFIX}/revoke`,
+        introspection: `${OAUTH_PREFIX}/introspect`,
+        jwks: `${OAUTH_PREFIX}/jwks`,
+        end_session: `${OAUTH_PREFIX}/session/end`,
+        userinfo: `${OAUTH_PREFIX}/userinfo`,
+        pushed_authorization_request: `${OAUTH_PREFIX}/par`,
+        code_verification: `${OAUTH_PREFIX}/device`,
+        device_authorization: `${OAUTH_PREFIX}/device/auth`,
+        backchannel_authentication: `${OAUTH_PREFIX}/backchannel`,
+        challenge: `${OAUTH_PREFIX}/challenge`,
+        credential: `${OAUTH_PREFIX}/credential`,
+      },
+      features: {
+        devInteractions: { enabled: false },
+        userinfo: { enabled: false },
+        revocation: { enabled: true },
+        registration: { enabled: config.oauth.dynamicRegistration },
+        clientIdMetadataDocument: {
+          enabled: config.oauth.clientIdMetadataDocuments,
+          ack: 'draft-02',
+          cacheDuration: { min: 60, max: 86_400 },
+        },
+        resourceIndicators: {
+          enabled: true,
+          defaultResource: async (_ctx: unknown, _client: unknown, oneOf?: string) => oneOf,
+          useGrantedResource: async () => true,
+          getResourceServerInfo: async (_ctx: unknown, indicator: string) => {
+            const entryId = entryOf(issuer, indicator);
+            const entry = entryId ? await loadCallEntryCached(db, config.masterKey, entryId) : null;
+            if (!entry) throw new errors.InvalidTarget('the resource is not the endpoint of a live market entry');
+            return {
+              scope: MCP_SCOPE,
+              audience: indicator,
+              accessTokenTTL: config.oauth.accessTokenTtlSeconds,
+              accessTokenFormat: 'opaque',
+            };
+          },
+        },
+      },
+      fetch: guardedFetch(deps.policy),
+      ttl: {
+        AccessToken: config.oauth.accessTokenTtlSeconds,
+        AuthorizationCode: 60,
+        Interaction: 3_600,
+        Session: 3_600,
+        Grant: config.oauth.refreshTokenTtlSeconds,
+        RefreshToken: config.oauth.refreshTokenTtlSeconds,
+      },
+      issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) =>
+        client.grantTypeAllowed('refresh_token'),
+      rotateRefreshToken: () => true,
+      // Every authorization is consented to (the grant is one entry's, with its parameters and cap): only
+      // the grant the consent page just made is loaded, never an earlier one of the browser's session.
+      loadExistingGrant: async (ctx: { oidc: { result?: { consent?: { grantId?: string } }; provider: Provider } }) => {
+        const grantId = ctx.oidc.result?.consent?.grantId;
+        return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
+      },
+      findAccount: async (_ctx: unknown, sub: string) => ({ accountId: sub, claims: async () => ({ sub }) }),
+      interactions: { url: async (_ctx: unknown, interaction: { uid: string }) => interactionPath(interaction.uid) },
+      renderError: async (ctx: Context, out: Record<string, string>) => {
+        ctx.type = 'html';
+        ctx.body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Authorization failed</title></head><body><main><h1>Authorization failed</h1><p>${escapeHtml(out.error ?? 'error')}: ${escapeHtml(out.error_description ?? '')}</p></main></body></html>`;
+      },
+    });
+    provider.proxy = config.trustProxyHops > 0;
+    provider.on('server_error', (_ctx, err) => log().error({ err }, 'authorization server failed'));
+    return provider;
+  }
+
+  const providerOf = (ctx: Context): Provider => {
+    const issuer = issuerOf(ctx);
+    let provider = providers.get(issuer);
+    if (!provider) {
+      provider = build(issuer);
+      providers.set(issuer, provider);
+    }
+    return provider;
+  };
+
+  const middleware: Middleware = async (ctx: Context, next: Next) => {
+    const metadata = AUTHORIZATION_SERVER_METADATA.test(ctx.path);
+    const own = ctx.path.startsWith(`${OAUTH_PREFIX}/`) && !ctx.path.startsWith(`${OAUTH_PREFIX}/interaction/`);
+    if (!metadata && !own) return next();
+    const provider = providerOf(ctx);
+    // RFC 8414 metadata is oidc-provider's discovery document (the issuer has no path).
+    if (metadata) ctx.req.url = '/.well-known/openid-configuration';
+    ctx.respond = false;
+    await provider.callback()(ctx.req, ctx.res);
+  };
+
+  return {
+    middleware,
+    issuer: issuerOf,
+    provider: providerOf,
+    resource: (ctx, entryId) => resourceOf(issuerOf(ctx), entryId),
+    resourceMetadataUrl: (ctx, entryId) => {
+      const resource = new URL(resourceOf(issuerOf(ctx), entryId));
+      return `${resource.origin}/.well-known/oauth-protected-resource${resource.pathname}`;
+    },
+    entryOfResource: (ctx, resource) => entryOf(issuerOf(ctx), resource),
+    async resolveAccessToken(ctx, value, entryId) {
+      const token = await providerOf(ctx).AccessToken.find(value);
+      if (!token || token.isExpired) return { refused: 'The access token is not valid (unknown, expired or revoked)' };
+      const audiences = Array.isArray(token.aud) ? token.aud : token.aud ? [token.aud] : [];
+      if (!audiences.includes(resourceOf(issuerOf(ctx), entryId)))
+        return { refused: 'This access token was issued for another resource' };
+      const grant = await findLiveMarketGrant(db, token.grantId);
+      if (!grant || grant.entryId !== entryId || grant.userId !== token.accountId)
+        return { refused: 'The grant of this access token has been revoked' };
+      return { grant, token };
+    },
+    async approve(ctx, interaction, input) {
+      const provider = providerOf(ctx);
+      const clientId = String(interaction.params.client_id);
+      const grant = new provider.Grant({ accountId: input.userId, clientId });
+      grant.addResourceScope(input.resource, MCP_SCOPE);
+      // The scopes the client asked for that this server knows (`mcp` is also an authorization server scope).
+      const requested = String(interaction.params.scope ?? '')
+        .split(' ')
+        .filter((s) => KNOWN_SCOPES.has(s));
+      if (requested.length) grant.addOIDCScope(requested.join(' '));
+      const grantId = await grant.save();
+      const { token } = issueMcpCredential(config.masterKey, {
+        entryId: input.entry.entryId,
+        userId: input.userId,
+        apiKeyId: input.apiKeyId,
+        params: input.params,
+        paramsSchemaHash: paramsSchemaHash(input.entry.requiredUserParamsSchema),
+        capMicros: input.capMicros,
+      });
+      await saveMarketGrant(db, {
+        grantId,
+        userId: input.userId,
+        entryId: input.entry.entryId,
+        clientId,
+        clientName: input.clientName,
+        credential: token,
+      });
+      return provider.interactionResult(
+        ctx.req,
+        ctx.res,
+        { login: { accountId: input.userId }, consent: { grantId } },
+        { mergeWithLastSubmission: false },
+      );
+    },
+    async deny(ctx) {
+      return providerOf(ctx).interactionResult(
+        ctx.req,
+        ctx.res,
+        { error: 'access_denied', error_description: 'The person declined the authorization' },
+        { mergeWithLastSubmission: false },
+      );
+    },
+  };
+}

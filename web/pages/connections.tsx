@@ -1,0 +1,66 @@
+import { CsrfField } from '../components/csrf';
+import { utc } from '../format';
+import { Layout } from '../layout';
+import { ConsoleNav } from './console-home';
+
+export interface ConnectionRow {
+  grantId: string;
+  clientName: string;
+  clientId: string;
+  entryId: string;
+  listing: string;
+  approvedAt: Date;
+}
+
+/** The OAuth grants of the account ("connected apps"): which client may call which listing, each revocable. */
+export function ConnectionsPage(props: { email: string; csrfToken: string; rows: ConnectionRow[] }) {
+  return (
+    <Layout title="Connected apps" section="console" signedInAs={props.email}>
+      <h1>Connected apps</h1>
+      <ConsoleNav current="connections" />
+      <p class="lead">
+        MCP clients you allowed to call market tools for you. Revoking one ends its access at once (its tokens stop
+        working).
+      </p>
+      {props.rows.length === 0 ? (
+        <p id="no-connections">No app is connected.</p>
+      ) : (
+        <table id="connections">
+          <caption>Connected apps</caption>
+          <thead>
+            <tr>
+              <th scope="col">App</th>
+              <th scope="col">Listing</th>
+              <th scope="col">Allowed</th>
+              <th scope="col">
+                <span class="visually-hidden">Revoke</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.rows.map((row) => (
+              <tr>
+                <th scope="row">
+                  {row.clientName}
+                  <span class="meta"> ({row.clientId})</span>
+                </th>
+                <td>
+                  <a href={`/market/tools/${row.entryId}`}>{row.listing}</a>
+                </td>
+                <td>{utc(row.approvedAt)}</td>
+                <td>
+                  <form method="post" action={`/console/connections/${row.grantId}/revoke`}>
+                    <CsrfField token={props.csrfToken} />
+                    <button type="submit" aria-label={`Revoke ${row.clientName} for ${row.listing}`}>
+                      Revoke
+                    </button>
+                  </form>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Layout>
+  );
+}

@@ -1,0 +1,188 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { OidcInteraction } from 'oidc-provider';
+import type { OAuthServer } from '../../api/services/oauth';
+import { loadCallEntry } from '../../db/repos/market-tool-calls';
+import type { WebSession } from '../../db/repos/sessions';
+import { callableTools, type MarketCallEntry } from '../../lib/market/tool-call';
+import { checkUserParams } from '../../lib/market/user-params-schema';
+import { microsToUsd, usdToWholeMicros } from '../../lib/money';
+import type { SourceParamValues } from '../../lib/tools/types';
+import { requireFormToken, requireSameOrigin } from '../csrf';
+import type { WebDeps } from '../deps';
+import { readForm } from '../forms';
+import { CONTENT_SECURITY_POLICY, PageError, sendPage } from '../page';
+import { OAuthConsentPage, type ConsentParamField, type ConsentView } from '../pages/oauth-consent';
+import { currentSession } from '../session';
+
+const expired = () =>
+  new PageError(
+    400,
+    'Authorization expired',
+    'This authorization is unknown or has expired. Start again from your MCP client.',
+  );
+
+/** Where the browser goes back to, for the consent page's form-action (the redirect after the form is checked against it). */
+function redirectSource(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
+}
+
+interface Resolved {
+  interaction: OidcInteraction;
+  entry: MarketCallEntry;
+  resource: string;
+  clientName: string;
+  clientId: string;
+  redirectUri: string;
+}
+
+function paramFields(schema: Record<string, unknown>): ConsentParamField[] {
+  const properties = (schema?.properties ?? {}) as Record<string, Record<string, unknown>>;
+  const required = new Set(Array.isArray(schema?.required) ? (schema.required as string[]) : []);
+  return Object.entries(properties).map(([name, p]) => ({
+    name,
+    label: typeof p.title === 'string' ? p.title : name,
+    type:
+      p.type === 'boolean'
+        ? 'checkbox'
+        : p.type === 'number' || p.type === 'integer'
+          ? 'number'
+          : p.writeOnly === true || p.format === 'password' || /secret|token|key|password/i.test(name)
+            ? 'password'
+            : 'text',
+    required: required.has(name),
+    description: typeof p.description === 'string' ? p.description : null,
+  }));
+}
+
+function readParams(schema: Record<string, unknown>, form: URLSearchParams): SourceParamValues {
+  const params: Record<string, unknown> = {};
+  for (const field of paramFields(schema)) {
+    const raw = form.get(`param.${field.name}`);
+    if (field.type === 'checkbox') params[field.name] = raw === 'true';
+    else if (raw === null || raw === '') continue;
+    else if (field.type === 'number') params[field.name] = Number(raw);
+    else params[field.name] = raw;
+  }
+  return params as SourceParamValues;
+}
+
+/**
+ * The authorization server's interaction pages (issue 25): /oauth/interaction/{uid} shows the consent
+ * page to the signed-in person (or sends them to the console's sign-in first, and back); its form
+ * approves (the grant: entry, account, parameters, cap) or denies.
+ */
+export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
+  const router = new Router({ prefix: '/oauth/interaction' });
+
+  async function resolve(ctx: Context): Promise<Resolved> {
+    const provider = oauth.provider(ctx);
+    let interaction: OidcInteraction;
+    try {
+      interaction = await provider.interactionDetails(ctx.req, ctx.res);
+    } catch {
+      throw expired();
+    }
+    if (interaction.uid !== ctx.params.uid) throw expired();
+    const params = interaction.params;
+    const resources = Array.isArray(params.resource) ? params.resource : params.resource ? [params.resource] : [];
+    if (resources.length !== 1 || typeof resources[0] !== 'string')
+      throw new PageError(
+        400,
+        'Which endpoint?',
+        'The client must name exactly one market endpoint (/mcp/{entryId}) as the resource of this authorization.',
+      );
+    const resource = resources[0];
+    const entryId = oauth.entryOfResource(ctx, resource);
+    const entry = entryId ? await loadCallEntry(deps.db, deps.config.masterKey, entryId) : null;
+    if (!entry)
+      throw new PageError(404, 'Listing not found', 'The endpoint this client asks for is not a live listing.');
+    const clientId = String(params.client_id);
+    const client = await provider.Client.find(clientId);
+    if (!client) throw expired();
+    return {
+      interaction,
+      entry,
+      resource,
+      clientId,
+      clientName: client.clientName ?? (client.metadata().client_name as string | undefined) ?? clientId,
+      redirectUri: String(params.redirect_uri),
+    };
+  }
+
+  async function consentPage(ctx: Context, session: WebSession, r: Resolved, problem: string | null, status = 200) {
+    const view: ConsentView = {
+      uid: r.interaction.uid,
+      csrfToken: session.csrfToken,
+      email: session.user.email,
+      clientName: r.clientName,
+      clientId: r.clientId,
+      redirectHost: new URL(r.redirectUri).host || r.redirectUri,
+      entry: { entryId: r.entry.entryId, name: r.entry.name, slug: r.entry.slug },
+      prices: callableTools(r.entry).map((t) => ({
+        tool: t.displayName,
+        price:
+          r.entry.monetizationStrategy === 'tool_call_fixed'
+            ? `$${microsToUsd(t.clientPriceMicros ?? 0)} per call`
+            : r.entry.monetizationStrategy === 'provider_event'
+              ? 'per event (see the listing)'
+              : 'free',
+      })),
+      fields: paramFields(r.entry.requiredUserParamsSchema),
+      problem,
+    };
+    ctx.set(
+      'Content-Security-Policy',
+      CONTENT_SECURITY_POLICY.replace("form-action 'self'", `form-action 'self' ${redirectSource(r.redirectUri)}`),
+    );
+    await sendPage(ctx, <OAuthConsentPage view={view} />, { status, private: true });
+  }
+
+  router.get('/:uid', async (ctx) => {
+    const resolved = await resolve(ctx);
+    const session = await currentSession(ctx, deps);
+    if (!session) return ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
+    await consentPage(ctx, session, resolved, null);
+  });
+
+  router.post('/:uid/confirm', async (ctx) => {
+    requireSameOrigin(ctx, deps.config);
+    const form = await readForm(ctx);
+    const session = await currentSession(ctx, deps);
+    if (!session) throw new PageError(401, 'Signed out', 'Your console session ended. Start again from your client.');
+    requireFormToken(form.get('csrf'), session.csrfToken);
+    const resolved = await resolve(ctx);
+    let next: string;
+    if (form.get('decision') !== 'allow') {
+      next = await oauth.deny(ctx);
+    } else {
+      const params = readParams(resolved.entry.requiredUserParamsSchema, form);
+      try {
+        checkUserParams(resolved.entry.requiredUserParamsSchema, params, 'params');
+      } catch (err) {
+        return consentPage(ctx, session, resolved, `The parameters are not valid: ${(err as Error).message}`, 400);
+      }
+      const capRaw = (form.get('cap') ?? '').trim();
+      let capMicros: number | null = null;
+      if (capRaw) {
+        capMicros = usdToWholeMicros(Number(capRaw));
+        if (capMicros === null || !(capMicros > 0))
+          return consentPage(ctx, session, resolved, 'The spending cap must be a positive amount in USD.', 400);
+      }
+      next = await oauth.approve(ctx, resolved.interaction, {
+        userId: session.user.userId,
+        apiKeyId: session.apiKeyId,
+        clientName: resolved.clientName,
+        entry: resolved.entry,
+        resource: resolved.resource,
+        params,
+        capMicros,
+      });
+    }
+    ctx.status = 303;
+    ctx.redirect(next);
+  });
+
+  return router;
+}
