@@ -1,7 +1,8 @@
 import Router from '@koa/router';
-import type { Context, Middleware, Next } from 'koa';
+import type { Middleware, Next } from 'koa';
+import type { WebContext, WebState } from './context';
 import { isDatabaseUnavailable } from '../db/connect';
-import { log, type Logger } from '../lib/log';
+import { log } from '../lib/log';
 import { assetRoutes } from './assets';
 import type { WebDeps } from './deps';
 import { marketRoutes } from './routes/market';
@@ -39,7 +40,7 @@ function pageFor(err: unknown): PageError {
  * error pages (the API keeps its JSON error body: these paths are not the API's).
  */
 export function webPages(deps: WebDeps, oauth?: OAuthServer): Middleware {
-  const router = new Router();
+  const router = new Router<WebState>();
   router.get('/', (ctx) => ctx.redirect('/market'));
   const pages = [
     marketRoutes(deps),
@@ -50,10 +51,11 @@ export function webPages(deps: WebDeps, oauth?: OAuthServer): Middleware {
   ];
   for (const routes of pages) router.use(routes.routes());
   // The router's own middleware, run here rather than in the app's chain (so that an unmatched page path ends here).
-  const routes = router.routes() as unknown as Middleware;
-  const allowed = router.allowedMethods() as unknown as Middleware;
+  // Called here with the app's context (not a router's): the router adds its params and router fields itself.
+  const routes = router.routes() as unknown as Middleware<WebState>;
+  const allowed = router.allowedMethods() as unknown as Middleware<WebState>;
 
-  return async (ctx: Context, next: Next) => {
+  return async (ctx: WebContext, next: Next) => {
     if (!isPagePath(ctx.path)) return next();
     setSecurityHeaders(ctx);
     try {
@@ -64,7 +66,7 @@ export function webPages(deps: WebDeps, oauth?: OAuthServer): Middleware {
     } catch (err) {
       const page = pageFor(err);
       if (page.status >= 500) {
-        const logger = (ctx.state.log as Logger | undefined) ?? log();
+        const logger = ctx.state.log ?? log();
         logger.error(
           { err, requestId: ctx.state.requestId, method: ctx.method },
           'page failed with an unexpected error',
@@ -72,12 +74,7 @@ export function webPages(deps: WebDeps, oauth?: OAuthServer): Middleware {
       }
       await sendPage(
         ctx,
-        <ErrorPage
-          status={page.status}
-          title={page.title}
-          message={page.message}
-          requestId={ctx.state.requestId as string | undefined}
-        />,
+        <ErrorPage status={page.status} title={page.title} message={page.message} requestId={ctx.state.requestId} />,
         {
           status: page.status,
           private: true,

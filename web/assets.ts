@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Router from '@koa/router';
+import type { WebState } from './context';
 
 /**
  * The static files the pages use, read once at start: htmx and its SSE extension and uPlot from
@@ -55,7 +56,7 @@ export function assetUrl(name: AssetName): string {
 }
 
 export function assetRoutes(): Router {
-  const router = new Router();
+  const router = new Router<WebState>();
   router.get('/assets/:hash/:name', (ctx) => {
     const asset = assets().get(ctx.params.name);
     if (!asset || asset.hash !== ctx.params.hash) return; // the pages' 404

@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { WebContext } from './context';
 import { constantTimeEquals } from '../lib/crypto';
 import type { Config } from '../lib/config';
 import { PageError } from './page';
@@ -11,7 +11,7 @@ const refused = (why: string) =>
   );
 
 /** The origins this site's own pages are served from: the request's, and PUBLIC_API_URL's. */
-function ownOrigins(ctx: Context, config: Pick<Config, 'market'>): Set<string> {
+function ownOrigins(ctx: WebContext, config: Pick<Config, 'market'>): Set<string> {
   const origins = new Set([`${ctx.protocol}://${ctx.host}`]);
   if (config.market.publicApiUrl) origins.add(new URL(config.market.publicApiUrl).origin);
   return origins;
@@ -22,7 +22,7 @@ function ownOrigins(ctx: Context, config: Pick<Config, 'market'>): Set<string> {
  * cookies are the third): browsers say where a request comes from, in Sec-Fetch-Site and Origin;
  * each given must say "this site", and at least one must be given.
  */
-export function requireSameOrigin(ctx: Context, config: Pick<Config, 'market'>): void {
+export function requireSameOrigin(ctx: WebContext, config: Pick<Config, 'market'>): void {
   const site = ctx.get('sec-fetch-site');
   const origin = ctx.get('origin');
   if (!site && !origin) throw refused('the browser did not say where it came from');

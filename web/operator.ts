@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import type { Context } from 'koa';
+import type { WebContext } from './context';
 import { constantTimeEquals } from '../lib/crypto';
 import type { Config } from '../lib/config';
 import { readCookie, setCookie } from './session';
@@ -27,7 +27,7 @@ export const isAdminToken = (config: Pick<Config, 'adminToken'>, given: string) 
   given.length > 0 && constantTimeEquals(given, config.adminToken);
 
 /** Signs this browser in as an operator; returns the session's CSRF token. */
-export function startOperatorSession(ctx: Context, config: Pick<Config, 'adminToken' | 'web'>): OperatorSession {
+export function startOperatorSession(ctx: WebContext, config: Pick<Config, 'adminToken' | 'web'>): OperatorSession {
   const expiresAt = new Date(Date.now() + config.web.sessionIdleMs);
   const csrfToken = randomBytes(24).toString('base64url');
   const payload = `${expiresAt.getTime()}.${csrfToken}`;
@@ -36,7 +36,7 @@ export function startOperatorSession(ctx: Context, config: Pick<Config, 'adminTo
 }
 
 /** The request's operator session: a cookie this server signed with the current admin token, not expired; else null. */
-export function currentOperator(ctx: Context, config: Pick<Config, 'adminToken'>): OperatorSession | null {
+export function currentOperator(ctx: WebContext, config: Pick<Config, 'adminToken'>): OperatorSession | null {
   const cookie = readCookie(ctx, OPERATOR_COOKIE);
   if (!cookie || cookie.length > 256) return null;
   const parts = cookie.split('.');

@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { WebContext } from './context';
 
 /**
  * Every page and asset gets these. The policy is strict and nonce-free: scripts, styles, images and
@@ -18,7 +18,7 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-export function setSecurityHeaders(ctx: Context): void {
+export function setSecurityHeaders(ctx: WebContext): void {
   ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
   ctx.set('X-Content-Type-Options', 'nosniff');
   ctx.set('Referrer-Policy', 'same-origin');
@@ -33,7 +33,7 @@ export interface Renderable {
 
 /** Answers with a rendered page. Signed-in pages pass `private: true` (never stored by caches). */
 export async function sendPage(
-  ctx: Context,
+  ctx: WebContext,
   page: Renderable,
   options: { status?: number; private?: boolean } = {},
 ): Promise<void> {

@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import type { Context } from 'koa';
+import type { WebContext } from './context';
 import { onJobTerminal } from '../db/job-terminal-events';
 import { findOwnJob } from '../db/repos/jobs';
 import type { Job } from '../db/schema';
@@ -27,7 +27,7 @@ function event(fields: { id?: number; event?: string; data: string }): string {
 }
 
 /** Where the browser is in the run's log: Last-Event-ID on a reconnect, else ?after= (the lines the page was rendered with). */
-function cursorOf(ctx: Context): number {
+function cursorOf(ctx: WebContext): number {
   for (const raw of [ctx.get('last-event-id'), String(ctx.query.after ?? '')]) {
     if (/^\d{1,7}$/.test(raw)) return Number(raw);
   }
@@ -41,7 +41,7 @@ function cursorOf(ctx: Context): number {
  * (Last-Event-ID) resumes where it left off. When the run ends the outcome is swapped in and a
  * `done` event closes the stream (the page has hx-sse:close="done").
  */
-export function streamRunEvents(ctx: Context, deps: WebDeps, userId: string, first: Job): void {
+export function streamRunEvents(ctx: WebContext, deps: WebDeps, userId: string, first: Job): void {
   ctx.req.socket.setTimeout(0);
   ctx.req.socket.setNoDelay(true);
   ctx.status = 200;

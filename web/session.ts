@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { WebContext } from './context';
 import { findLiveSession, type SessionLifetimes, type WebSession } from '../db/repos/sessions';
 import type { Config } from '../lib/config';
 import type { WebDeps } from './deps';
@@ -16,7 +16,7 @@ export const sessionLifetimes = (config: Pick<Config, 'web'>): SessionLifetimes 
   maxMs: config.web.sessionMaxMs,
 });
 
-export function readCookie(ctx: Context, name: string): string | null {
+export function readCookie(ctx: WebContext, name: string): string | null {
   const header = ctx.get('cookie');
   for (const part of header.split(';')) {
     const at = part.indexOf('=');
@@ -26,18 +26,18 @@ export function readCookie(ctx: Context, name: string): string | null {
 }
 
 /** Sets an HttpOnly, Secure, SameSite=Lax cookie (written by hand: Koa refuses Secure cookies on plain-HTTP requests). */
-export function setCookie(ctx: Context, name: string, value: string, maxAgeSeconds: number): void {
+export function setCookie(ctx: WebContext, name: string, value: string, maxAgeSeconds: number): void {
   ctx.append(
     'Set-Cookie',
     `${name}=${value}; Path=/; Max-Age=${Math.max(0, Math.floor(maxAgeSeconds))}; HttpOnly; Secure; SameSite=Lax`,
   );
 }
 
-export const clearCookie = (ctx: Context, name: string) => setCookie(ctx, name, '', 0);
+export const clearCookie = (ctx: WebContext, name: string) => setCookie(ctx, name, '', 0);
 
 /** The request's live session, or null (read once per request). */
-export async function currentSession(ctx: Context, deps: WebDeps): Promise<WebSession | null> {
-  if (ctx.state.webSession !== undefined) return ctx.state.webSession as WebSession | null;
+export async function currentSession(ctx: WebContext, deps: WebDeps): Promise<WebSession | null> {
+  if (ctx.state.webSession !== undefined) return ctx.state.webSession;
   const token = readCookie(ctx, SESSION_COOKIE);
   const session = token ? await findLiveSession(deps.db, token, sessionLifetimes(deps.config)) : null;
   ctx.state.webSession = session;

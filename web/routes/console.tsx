@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { WebContext, WebState } from '../context';
 import { accountSummary } from '../../api/services/account';
 import { listAutomations, listLatestAutomationRuns } from '../../db/repos/automations';
 import { scheduleView } from '../../api/services/automations';
@@ -121,7 +121,7 @@ function safeNext(raw: unknown): string | null {
     : null;
 }
 
-function seeOther(ctx: Context, url: string): void {
+function seeOther(ctx: WebContext, url: string): void {
   ctx.status = 303;
   ctx.redirect(url);
 }
@@ -132,11 +132,11 @@ function seeOther(ctx: Context, url: string): void {
  * and brings back its form's token.
  */
 export function consoleRoutes(deps: WebDeps): Router {
-  const router = new Router({ prefix: '/console' });
+  const router = new Router<WebState>({ prefix: '/console' });
   const lifetimes = sessionLifetimes(deps.config);
 
   /** The session, or a redirect to the sign-in page (which then comes back here). */
-  async function signedIn(ctx: Context): Promise<WebSession | null> {
+  async function signedIn(ctx: WebContext): Promise<WebSession | null> {
     const session = await currentSession(ctx, deps);
     if (session) return session;
     if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
@@ -144,7 +144,7 @@ export function consoleRoutes(deps: WebDeps): Router {
     return null;
   }
 
-  async function signInPage(ctx: Context, next: string | null, problem: string | null, status = 200) {
+  async function signInPage(ctx: WebContext, next: string | null, problem: string | null, status = 200) {
     const formToken = randomBytes(24).toString('base64url');
     setCookie(ctx, SIGN_IN_COOKIE, formToken, SIGN_IN_FORM_SECONDS);
     await sendPage(
@@ -315,7 +315,7 @@ export function consoleRoutes(deps: WebDeps): Router {
     seeOther(ctx, '/console/connections');
   });
 
-  const ownRun = async (ctx: Context, session: WebSession) => {
+  const ownRun = async (ctx: WebContext, session: WebSession) => {
     const id = String(ctx.params.id);
     const job = UUID.test(id) ? await findOwnJob(deps.db, session.user.userId, id.toLowerCase()) : undefined;
     // Another account's run is exactly as absent as one that never existed.

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { WebContext, WebState } from '../context';
 import { marketToolsViewer } from '../../api/services/agent-market-tools';
 import {
   agentEntryView,
@@ -48,9 +48,9 @@ function validationSummary(report: ValidationReport, listed: Set<string>) {
 
 /** The public pages of both markets: the catalogue and one page per listing (no sign-in; crawlable; no script). */
 export function marketRoutes(deps: WebDeps): Router {
-  const router = new Router();
+  const router = new Router<WebState>();
 
-  const signedInAs = async (ctx: Context) => (await currentSession(ctx, deps))?.user.email ?? null;
+  const signedInAs = async (ctx: WebContext) => (await currentSession(ctx, deps))?.user.email ?? null;
 
   router.get('/market', async (ctx) => {
     const query = parseMarketQuery(ctx.query);

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { WebContext, WebState } from '../context';
 import type { OidcInteraction } from 'oidc-provider';
 import type { OAuthServer } from '../../api/services/oauth';
 import { loadCallEntry } from '../../db/repos/market-tool-calls';
@@ -74,9 +74,9 @@ function readParams(schema: Record<string, unknown>, form: URLSearchParams): Sou
  * approves (the grant: entry, account, parameters, cap) or denies.
  */
 export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
-  const router = new Router({ prefix: '/oauth/interaction' });
+  const router = new Router<WebState>({ prefix: '/oauth/interaction' });
 
-  async function resolve(ctx: Context): Promise<Resolved> {
+  async function resolve(ctx: WebContext): Promise<Resolved> {
     const provider = oauth.provider(ctx);
     let interaction: OidcInteraction;
     try {
@@ -111,7 +111,7 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
     };
   }
 
-  async function consentPage(ctx: Context, session: WebSession, r: Resolved, problem: string | null, status = 200) {
+  async function consentPage(ctx: WebContext, session: WebSession, r: Resolved, problem: string | null, status = 200) {
     const view: ConsentView = {
       uid: r.interaction.uid,
       csrfToken: session.csrfToken,

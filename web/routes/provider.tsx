@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { WebContext, WebState } from '../context';
 import { marketReview, type McpReviewView } from '../../api/services/market-review';
 import { createAndSubmitListing, validateSource, type DiscoveryBody } from '../../api/services/mcp-listing';
 import { listOwnSubmissions } from '../../db/repos/market-submissions';
@@ -31,7 +31,7 @@ const QUEUE_SIZE = 50;
 const REVIEW_ACTIONS: readonly ReviewAction[] = ['approve', 'reject', 'disable'];
 const DONE: Record<string, string> = { approve: 'approved', reject: 'rejected', disable: 'disabled' };
 
-function seeOther(ctx: Context, url: string): void {
+function seeOther(ctx: WebContext, url: string): void {
   ctx.status = 303;
   ctx.redirect(url);
 }
@@ -41,11 +41,11 @@ function seeOther(ctx: Context, url: string): void {
  * like the rest of the console) and the operators' review queue (signed in with the admin token).
  */
 export function providerRoutes(deps: WebDeps): Router {
-  const router = new Router({ prefix: '/console' });
+  const router = new Router<WebState>({ prefix: '/console' });
   const review = marketReview(deps);
 
   /** The session, or a redirect to the sign-in page (which then comes back here). */
-  async function signedIn(ctx: Context): Promise<WebSession | null> {
+  async function signedIn(ctx: WebContext): Promise<WebSession | null> {
     const session = await currentSession(ctx, deps);
     if (session) return session;
     if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
@@ -54,7 +54,7 @@ export function providerRoutes(deps: WebDeps): Router {
   }
 
   /** A signed-in form post: same origin, the session's form token. */
-  async function signedInForm(ctx: Context): Promise<{ session: WebSession; form: URLSearchParams }> {
+  async function signedInForm(ctx: WebContext): Promise<{ session: WebSession; form: URLSearchParams }> {
     requireSameOrigin(ctx, deps.config);
     const session = await currentSession(ctx, deps);
     if (!session) throw new PageError(401, 'Sign in first', 'Your session has ended: sign in again.');
@@ -108,7 +108,7 @@ export function providerRoutes(deps: WebDeps): Router {
     }
   });
 
-  const ownValidation = async (ctx: Context, session: WebSession) => {
+  const ownValidation = async (ctx: WebContext, session: WebSession) => {
     const id = String(ctx.params.id);
     const validation = UUID.test(id) ? await findValidation(deps.db, session.user.userId, id.toLowerCase()) : null;
     if (!validation) throw pageNotFound('You have no validation with this id (validations expire after a day).');
@@ -222,7 +222,7 @@ export function providerRoutes(deps: WebDeps): Router {
     );
   });
 
-  async function operatorSignIn(ctx: Context, problem: string | null, status = 200) {
+  async function operatorSignIn(ctx: WebContext, problem: string | null, status = 200) {
     const formToken = randomBytes(24).toString('base64url');
     setCookie(ctx, SIGN_IN_COOKIE, formToken, SIGN_IN_FORM_SECONDS);
     await sendPage(
@@ -262,7 +262,7 @@ export function providerRoutes(deps: WebDeps): Router {
   });
 
   /** The line that tells what the last decision did, read back from the submission (the address carries no text). */
-  async function lastDecision(ctx: Context): Promise<string | null> {
+  async function lastDecision(ctx: WebContext): Promise<string | null> {
     const { done, market, id } = ctx.query;
     if (typeof done !== 'string' || !DONE[done] || typeof id !== 'string' || !UUID.test(id)) return null;
     if (!(MARKETS as readonly string[]).includes(String(market))) return null;
