@@ -65,3 +65,43 @@ export function DailyBarChart(props: { id: string; title: string; days: { day: s
     </figure>
   );
 }
+
+/**
+ * A day-by-day amount as a picture with the same numbers in a table beside it: the chart (`chartId`),
+ * and a table (`tableId`) captioned with the total.
+ */
+export function DailyChartWithTable(props: {
+  chartId: string;
+  tableId: string;
+  title: string;
+  caption: string;
+  column: string;
+  days: { day: string; usd: number }[];
+}) {
+  return (
+    <div class="chart-with-table">
+      <DailyBarChart id={props.chartId} title={props.title} days={props.days} />
+      <div class="table-scroll" role="region" aria-labelledby={`${props.tableId}-caption`} tabindex={0}>
+        <table id={props.tableId}>
+          <caption id={`${props.tableId}-caption`}>{props.caption}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Day</th>
+              <th scope="col" class="num">
+                {props.column}
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.days.map((d) => (
+              <tr>
+                <th scope="row">{d.day}</th>
+                <td class="num">{usd(d.usd)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </div>
+  );
+}

@@ -44,6 +44,52 @@ const CONSOLE_SECTIONS: readonly (readonly [ConsoleSection, string, string])[] =
   ['review', '/console/review', 'Review queue'],
 ];
 
+/** Runs as a table: each links to its run page; with their cost when the rows carry one. */
+export function RunsTable(props: {
+  id?: string;
+  caption: string;
+  jobs: (Pick<Job, 'id' | 'kind' | 'status' | 'created_at' | 'updated_at'> & { costUsd?: number })[];
+}) {
+  const withCost = props.jobs.some((job) => job.costUsd !== undefined);
+  return (
+    <table id={props.id}>
+      <caption>{props.caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">Run</th>
+          <th scope="col">Kind</th>
+          <th scope="col">Status</th>
+          {withCost && (
+            <th scope="col" class="num">
+              Cost
+            </th>
+          )}
+          <th scope="col">Started</th>
+          <th scope="col">Last change</th>
+        </tr>
+      </thead>
+      <tbody>
+        {props.jobs.map((job) => (
+          <tr>
+            <th scope="row">
+              <a href={`/console/runs/${job.id}`}>
+                <code>{shortId(job.id)}</code>
+              </a>
+            </th>
+            <td>{KIND_NAMES[job.kind]}</td>
+            <td>
+              <StatusBadge status={job.status} />
+            </td>
+            {withCost && <td class="num">{usd(job.costUsd ?? 0)}</td>}
+            <td>{utc(job.created_at)}</td>
+            <td>{utc(job.updated_at)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 /** The console's own sections. */
 export function ConsoleNav(props: { current: ConsoleSection }) {
   return (
@@ -111,35 +157,7 @@ export function ConsoleHomePage(props: {
             and it shows here.
           </p>
         ) : (
-          <table>
-            <caption>Your {props.jobs.length} most recent runs, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Run</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Status</th>
-                <th scope="col">Started</th>
-                <th scope="col">Last change</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.jobs.map((job) => (
-                <tr>
-                  <th scope="row">
-                    <a href={`/console/runs/${job.id}`}>
-                      <code>{shortId(job.id)}</code>
-                    </a>
-                  </th>
-                  <td>{KIND_NAMES[job.kind]}</td>
-                  <td>
-                    <StatusBadge status={job.status} />
-                  </td>
-                  <td>{utc(job.created_at)}</td>
-                  <td>{utc(job.updated_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <RunsTable caption={`Your ${props.jobs.length} most recent runs, newest first`} jobs={props.jobs} />
         )}
         <p>
           <a href="/console/runs">All runs, filtered by kind and status, with their costs</a>

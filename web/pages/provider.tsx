@@ -1,5 +1,5 @@
 import type { SubmissionCore } from '../../db/repos/market-submissions';
-import { DailyBarChart } from '../components/chart';
+import { DailyChartWithTable } from '../components/chart';
 import { shortId, usd, utc } from '../format';
 import { Layout } from '../layout';
 import type { Renderable } from '../page';
@@ -176,34 +176,14 @@ export function ProviderPage(props: { view: ProviderView }) {
           </div>
         </dl>
         <h3 id="revenue-per-day-heading">{`Revenue per day, last ${view.days} days (UTC)`}</h3>
-        <div class="chart-with-table">
-          <DailyBarChart
-            id="revenue-chart"
-            title={`Revenue per day over the last ${view.days} days`}
-            days={view.perDay}
-          />
-          <div class="table-scroll" role="region" aria-labelledby="revenue-per-day-caption" tabindex={0}>
-            <table id="revenue-per-day">
-              <caption id="revenue-per-day-caption">{`Revenue per day: ${usd(earned)} in all`}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Day</th>
-                  <th scope="col" class="num">
-                    Revenue
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {view.perDay.map((d) => (
-                  <tr>
-                    <th scope="row">{d.day}</th>
-                    <td class="num">{usd(d.usd)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        </div>
+        <DailyChartWithTable
+          chartId="revenue-chart"
+          tableId="revenue-per-day"
+          title={`Revenue per day over the last ${view.days} days`}
+          caption={`Revenue per day: ${usd(earned)} in all`}
+          column="Revenue"
+          days={view.perDay}
+        />
         <h3 id="revenue-per-listing-heading">{`Revenue per listing, last ${view.days} days`}</h3>
         {view.perListing.length === 0 ? (
           <p class="meta">No sales in this time.</p>

@@ -1,8 +1,7 @@
 import type { JobKind, JobStatus } from '../../db/schema';
 import type { JobWithCost } from '../../db/repos/jobs';
-import { shortId, usd, utc } from '../format';
 import { Layout } from '../layout';
-import { ConsoleNav, KIND_NAMES, StatusBadge } from './console-home';
+import { ConsoleNav, KIND_NAMES, RunsTable } from './console-home';
 import { Select } from './market';
 
 export const RUN_KINDS = Object.keys(KIND_NAMES) as JobKind[];
@@ -72,39 +71,11 @@ export function RunsPage(props: { view: RunsView }) {
         </p>
       ) : (
         <>
-          <table id="runs">
-            <caption>{`${view.total} ${view.total === 1 ? 'run' : 'runs'}${filtered ? ' matching the filters' : ''}, newest first`}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Run</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Status</th>
-                <th scope="col" class="num">
-                  Cost
-                </th>
-                <th scope="col">Started</th>
-                <th scope="col">Last change</th>
-              </tr>
-            </thead>
-            <tbody>
-              {view.rows.map((job) => (
-                <tr>
-                  <th scope="row">
-                    <a href={`/console/runs/${job.id}`}>
-                      <code>{shortId(job.id)}</code>
-                    </a>
-                  </th>
-                  <td>{KIND_NAMES[job.kind]}</td>
-                  <td>
-                    <StatusBadge status={job.status} />
-                  </td>
-                  <td class="num">{usd(job.costUsd)}</td>
-                  <td>{utc(job.created_at)}</td>
-                  <td>{utc(job.updated_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <RunsTable
+            id="runs"
+            caption={`${view.total} ${view.total === 1 ? 'run' : 'runs'}${filtered ? ' matching the filters' : ''}, newest first`}
+            jobs={view.rows}
+          />
           <p class="meta">Cost is what the run's charges debited so far (its lines in your transactions).</p>
           <nav class="pager" aria-label="Run pages">
             {view.page > 1 && <a href={pageHref(view.filter, view.page - 1)}>Newer</a>}

@@ -1,6 +1,6 @@
 import type { AgentTransaction } from '../../db/schema';
 import type { OpenHolds, SpendCategory } from '../../db/repos/spending';
-import { DailyBarChart } from '../components/chart';
+import { DailyChartWithTable } from '../components/chart';
 import type { Renderable } from '../page';
 import { shortId, usd, utc } from '../format';
 import { Layout } from '../layout';
@@ -76,30 +76,14 @@ export function UsagePage(props: { view: UsageView }) {
 
       <section aria-labelledby="per-day-heading">
         <h2 id="per-day-heading">{`Spent per day, last ${view.days} days (UTC)`}</h2>
-        <div class="chart-with-table">
-          <DailyBarChart id="spend-chart" title={`Spent per day over the last ${view.days} days`} days={view.perDay} />
-          <div class="table-scroll" role="region" aria-labelledby="spend-per-day-caption" tabindex={0}>
-            <table id="spend-per-day">
-              <caption id="spend-per-day-caption">{`Spent per day: ${usd(Math.round(spent * 1e6) / 1e6)} in all`}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Day</th>
-                  <th scope="col" class="num">
-                    Spent
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {view.perDay.map((d) => (
-                  <tr>
-                    <th scope="row">{d.day}</th>
-                    <td class="num">{usd(d.usd)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        </div>
+        <DailyChartWithTable
+          chartId="spend-chart"
+          tableId="spend-per-day"
+          title={`Spent per day over the last ${view.days} days`}
+          caption={`Spent per day: ${usd(Math.round(spent * 1e6) / 1e6)} in all`}
+          column="Spent"
+          days={view.perDay}
+        />
       </section>
 
       <section aria-labelledby="per-kind-heading">
