@@ -26,12 +26,11 @@ import {
 import {
   acquireCallRun,
   findApiKeyOwner,
-  findLiveApiKeyCached,
   loadCallEntryCached,
   createMarketCallStore,
   runSettings,
 } from '../../db/repos/market-tool-calls';
-import { looksLikeMcpCredential, openMcpCredentialCached, paramsSchemaHashOf } from '../../lib/market/credential';
+import { looksLikeMcpCredential } from '../../lib/market/credential';
 import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import {
   callableTools,
@@ -43,11 +42,11 @@ import {
 } from '../../lib/market/tool-call';
 import { microsToUsd } from '../../lib/money';
 import { resultContent } from '../../lib/tools/result';
-import type { SourceParamValues } from '../../lib/tools/types';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import type { McpEndpointOptions } from './endpoint';
 import { marketMcpUrl as mcpUrlOf } from '../services/public-urls';
+import { credentialPrincipal, needsParams, type MarketPrincipal } from '../services/market-try';
 
 /** The hosted market endpoint: `/mcp/{entryId}` on the API origin (or under MCP_PUBLIC_URL). */
 export const MARKET_MCP_PATH = /^\/mcp\/([^/]+)\/?$/;
@@ -57,15 +56,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const PRICING_META = 'scrape-platform/pricing';
 export const BILLING_META = 'scrape-platform/billing';
 
-/** Who is calling and with what: resolved from the bearer token before the MCP server is built. */
-interface MarketPrincipal {
-  userId: string;
-  /** The credential's id, or `api-key:<key id>` for a plain API key. */
-  selectionId: string;
-  params: SourceParamValues;
-  capMicros: number | null;
-}
-
 interface MarketRequestState {
   principal: MarketPrincipal;
   entry: MarketCallEntry;
@@ -73,9 +63,7 @@ interface MarketRequestState {
   only: Set<string> | null;
 }
 
-export function needsParams(schema: Record<string, unknown>): boolean {
-  return Object.keys((schema?.properties as Record<string, unknown> | undefined) ?? {}).length > 0;
-}
+export { needsParams };
 
 /** The advertised address of an entry's endpoint. */
 export function marketMcpUrl(deps: Pick<ApiDeps, 'config'>, apiOrigin: string, entryId: string): string {
@@ -104,14 +92,9 @@ async function authenticate(deps: ApiDeps, ctx: Context): Promise<AuthInfo> {
 
   let principal: MarketPrincipal;
   if (looksLikeMcpCredential(token)) {
-    const claims = openMcpCredentialCached(deps.config.masterKey, token);
-    if (!claims) throw challenge('The credential is not valid');
-    if (claims.entryId !== entry.entryId) throw challenge('This credential belongs to another market entry');
-    const key = await findLiveApiKeyCached(deps.db, claims.apiKeyId, claims.userId);
-    if (!key) throw challenge('The API key this credential was made with has been rotated; generate a new credential');
-    if (claims.paramsSchemaHash !== paramsSchemaHashOf(entry.requiredUserParamsSchema))
-      throw challenge("The entry's parameters changed since this credential was made; generate a new credential");
-    principal = { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros };
+    const opened = await credentialPrincipal(deps.db, deps.config.masterKey, entry, token);
+    if ('problem' in opened) throw challenge(opened.problem);
+    principal = opened.principal;
   } else {
     const key = await findApiKeyOwner(deps.db, token);
     if (!key) throw challenge('Unknown credential or API key');

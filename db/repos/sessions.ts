@@ -7,6 +7,8 @@ export interface WebSession {
   id: string;
   /** The account, as an API key's request would see it. */
   user: AuthenticatedUser;
+  /** The API key the session was begun with (a rotated key ends the session). */
+  apiKeyId: string;
   csrfToken: string;
   createdAt: Date;
   expiresAt: Date;
@@ -79,7 +81,16 @@ export async function findLiveSession(
     .innerJoin('api_keys as k', 'k.id', 's.api_key_id')
     .innerJoin('users as u', 'u.id', 's.user_id')
     .innerJoin('subscriptions as sub', 'sub.user_id', 's.user_id')
-    .select(['s.id', 's.user_id', 'u.email', 's.csrf_token', 's.created_at', 's.last_seen_at', 's.expires_at'])
+    .select([
+      's.id',
+      's.user_id',
+      's.api_key_id',
+      'u.email',
+      's.csrf_token',
+      's.created_at',
+      's.last_seen_at',
+      's.expires_at',
+    ])
     .select(['sub.status', 'sub.plan_id', 'sub.monthly_operation_limit', 'sub.automation_limit'])
     .where('s.token_hash', '=', sessionTokenHash(token))
     .where('s.revoked_at', 'is', null)
@@ -103,6 +114,7 @@ export async function findLiveSession(
         automationLimit: row.automation_limit,
       },
     },
+    apiKeyId: row.api_key_id,
     csrfToken: row.csrf_token,
     createdAt: new Date(row.created_at),
     expiresAt: new Date(row.expires_at),

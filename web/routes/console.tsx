@@ -42,7 +42,9 @@ const TRANSACTIONS_PAGE_SIZE = 20;
 
 /** Where to go after signing in: a console address only (never another site). */
 function safeNext(raw: unknown): string | null {
-  return typeof raw === 'string' && /^\/console(\/[A-Za-z0-9-]+)*$/.test(raw) ? raw : null;
+  return typeof raw === 'string' && /^\/(console|market)(\/[A-Za-z0-9_.-]+)*$/.test(raw) && !raw.includes('..')
+    ? raw
+    : null;
 }
 
 function seeOther(ctx: Context, url: string): void {
