@@ -8,6 +8,7 @@ import { marketRoutes } from './routes/market';
 import { consoleRoutes } from './routes/console';
 import { providerRoutes } from './routes/provider';
 import { tryRoutes } from './routes/try';
+import { agentOrderRoutes } from './routes/agent-orders';
 import { PageError, pageNotFound, sendPage, setSecurityHeaders } from './page';
 import { ErrorPage } from './pages/error';
 
@@ -40,7 +41,14 @@ function pageFor(err: unknown): PageError {
 export function webPages(deps: WebDeps): Middleware {
   const router = new Router();
   router.get('/', (ctx) => ctx.redirect('/market'));
-  for (const routes of [marketRoutes(deps), tryRoutes(deps), consoleRoutes(deps), providerRoutes(deps), assetRoutes()])
+  for (const routes of [
+    marketRoutes(deps),
+    tryRoutes(deps),
+    agentOrderRoutes(deps),
+    consoleRoutes(deps),
+    providerRoutes(deps),
+    assetRoutes(),
+  ])
     router.use(routes.routes());
   // The router's own middleware, run here rather than in the app's chain (so that an unmatched page path ends here).
   const routes = router.routes() as unknown as Middleware;
