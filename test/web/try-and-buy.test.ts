@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
+import { act } from '../support/agent-script';
 import { useHarness, type Harness } from '../support/stack/harness';
 import {
   approvedServiceEntry,
@@ -23,6 +24,7 @@ describe('web pages: try a tool, buy and run an agent', function () {
   let provider: { userId: string; apiKey: string };
   const tag = randomBytes(4).toString('hex');
   let entry: { entryId: string; slug: string };
+  let agentId: string;
   const regionSchema = {
     type: 'object',
     properties: { region: { type: 'string', enum: ['eu', 'us'], description: 'Where the registry is asked' } },
@@ -41,6 +43,39 @@ describe('web pages: try a tool, buy and run an agent', function () {
       tools: [{ toolName: 'lookup_city', displayName: 'Look up a city', clientPriceUsd: 0.02 }],
       requiredUserParamsSchema: regionSchema,
     });
+    const created = await h.http('POST', '/api/v1/agent-market/submissions', {
+      apiKey: provider.apiKey,
+      body: {
+        name: `Quokka voyage planner ${tag}`,
+        description: 'Plans a sailing voyage between two harbours',
+        priceUsd: 0.5,
+        suggestedLlmProvider: 'service',
+        suggestedLlmModel: 'gpt-4o-mini',
+        runMode: 'template',
+        systemPrompt: 'You plan voyages.',
+        promptTemplate: 'Plan a voyage from {{from}} to {{to}}.',
+        inputSchema: {
+          type: 'object',
+          properties: {
+            from: { type: 'string', description: 'Harbour of departure' },
+            to: { type: 'string', description: 'Harbour of arrival' },
+          },
+          required: ['from', 'to'],
+        },
+        structuredOutput: [{ id: 'route', type: 'string', description: 'The route, leg by leg' }],
+      },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const submitted = await h.http('POST', `/api/v1/agent-market/submissions/${created.body.id}/submit`, {
+      apiKey: provider.apiKey,
+    });
+    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+    const reviewed = await h.http('POST', `/admin/market/agent/submissions/${created.body.id}/review`, {
+      headers: { authorization: `Bearer ${h.config.adminToken}` },
+      body: { action: 'approve' },
+    });
+    assert.equal(reviewed.status, 200, JSON.stringify(reviewed.body));
+    agentId = created.body.publicId;
   });
 
   after(async function () {
@@ -60,8 +95,8 @@ describe('web pages: try a tool, buy and run an agent', function () {
   });
 
   /** Signs in through the form with the keyboard, starting from `start` (a page that asks for sign-in). */
-  async function signIn(apiKey: string, start: string): Promise<Page> {
-    const page = await watched.newPage();
+  async function signIn(apiKey: string, start: string, context: WatchedContext = watched): Promise<Page> {
+    const page = await context.newPage();
     await page.goto(`${h.baseUrl}${start}`);
     assert.equal(new URL(page.url()).pathname, '/console/sign-in');
     await page.focus('#api_key');
@@ -166,5 +201,88 @@ describe('web pages: try a tool, buy and run an agent', function () {
       assert.equal(account.balanceUsd, 5, 'nobody was charged');
     }
     assert.equal(service.runs('lookup_city'), runsBefore, 'the tool was not called');
+  });
+
+  it('buys an agent after showing its price (twice charges once) and runs it from a form made from its input schema, on to its run page', async function () {
+    const consumer = await h.createUser({ creditUsd: 5 });
+    const page = await signIn(
+      consumer.apiKey,
+      `/console/sign-in?next=${encodeURIComponent(`/market/agents/${agentId}`)}`,
+    );
+    assert.equal(new URL(page.url()).pathname, `/market/agents/${agentId}`);
+    await page.getByRole('link', { name: 'Buy it for $0.50' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`**/market/agents/${agentId}/buy`);
+    // The price first, and what is available to pay it; nothing is charged until the confirm.
+    assert.equal(await page.locator('#agent-price').innerText(), '$0.50');
+    assert.equal(await page.locator('#available').innerText(), '$5.00');
+    await assertAccessible(page, 'buy page');
+    await screenshot(page, 'agent-buy');
+    assert.equal((await h.http('GET', '/api/v1/account', { apiKey: consumer.apiKey })).body.balanceUsd, 5);
+
+    await page.getByRole('button', { name: 'Confirm: buy for $0.50' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`**/market/agents/${agentId}/run?bought=now`);
+    assert.equal(await page.locator('#order-notice').innerText(), 'Bought for $0.50. Run it below.');
+    assert.equal((await h.http('GET', '/api/v1/account', { apiKey: consumer.apiKey })).body.balanceUsd, 4.5);
+
+    // Buying again (the confirm form sent a second time, as a stale tab would) charges nothing.
+    const csrf = await page.locator('input[name="csrf"]').first().inputValue();
+    const again = await page.request.post(`${h.baseUrl}/market/agents/${agentId}/buy`, {
+      headers: { origin: h.baseUrl },
+      form: { csrf },
+      maxRedirects: 0,
+    });
+    assert.equal(again.status(), 303);
+    assert.equal(again.headers().location, `/market/agents/${agentId}/run?bought=before`);
+    await page.goto(`${h.baseUrl}${again.headers().location}`);
+    assert.equal(
+      await page.locator('#order-notice').innerText(),
+      'You had bought this agent already: nothing was charged.',
+    );
+    assert.equal((await h.http('GET', '/api/v1/account', { apiKey: consumer.apiKey })).body.balanceUsd, 4.5);
+    // Bought: the listing now offers the run, and /buy leads there.
+    await page.goto(`${h.baseUrl}/market/agents/${agentId}/buy`);
+    assert.equal(new URL(page.url()).pathname, `/market/agents/${agentId}/run`);
+    await assertAccessible(page, 'run form');
+    await screenshot(page, 'agent-run-form');
+
+    // A missing field is said before anything starts.
+    await page.focus('#in-from');
+    await page.keyboard.type('Lisbon');
+    await page.locator('#in-to').evaluate((el) => el.removeAttribute('required'));
+    await page.getByRole('button', { name: 'Start the run' }).click();
+    await page.waitForLoadState();
+    assert.match(await page.getByRole('alert').innerText(), /to is required/);
+    assert.equal(await page.locator('#in-from').inputValue(), 'Lisbon', 'what was typed is kept');
+
+    h.llm.enqueue(act('done', { success: true, data: { route: 'Lisbon <to> Porto, along the coast' } }));
+    await page.focus('#in-to');
+    await page.keyboard.type('Porto');
+    await page.keyboard.press('Enter');
+    await page.waitForURL(/\/console\/runs\/[0-9a-f-]{36}$/);
+    const runId = new URL(page.url()).pathname.split('/').pop()!;
+    const run = await h.waitForJob(consumer.apiKey, `/api/v1/agent-market/runs/${runId}`);
+    assert.equal(run.status, 'completed', run.error);
+    assert.equal(run.agentId, agentId);
+    assert.deepEqual(run.request.inputs, { from: 'Lisbon', to: 'Porto' });
+    await page.reload();
+    await page.locator('#run-status.status-completed').waitFor({ timeout: 30_000 });
+    assert.match(await page.locator('#run-outcome').innerText(), /Lisbon <to> Porto, along the coast/);
+    await assertAccessible(page, 'agent run page');
+    await screenshot(page, 'agent-run');
+
+    // The listing shows it bought; the run is the consumer's own (another account gets a 404 page).
+    await page.goto(`${h.baseUrl}/market/agents/${agentId}`);
+    assert.equal(await page.getByRole('link', { name: 'Run it now' }).count(), 1);
+    const other = await h.createUser({ creditUsd: 1 });
+    const elsewhere = await watchedContext(browser);
+    try {
+      const intruder = await signIn(other.apiKey, `/console/runs/${runId}`, elsewhere);
+      assert.equal(await intruder.locator('h1').innerText(), 'Page not found');
+      assert.deepEqual(elsewhere.foreignRequests, []);
+    } finally {
+      await elsewhere.close();
+    }
   });
 });
