@@ -203,6 +203,30 @@ describe('web pages: try a tool, buy and run an agent', function () {
     assert.equal(service.runs('lookup_city'), runsBefore, 'the tool was not called');
   });
 
+  it('tries a tool of an entry without parameters as the signed-in API key: no credential field, free, and a form error for malformed JSON', async function () {
+    const free = await approvedServiceEntry(h, provider, service.url, {
+      name: `Quokka free pages ${tag}`,
+      monetizationStrategy: 'free',
+    });
+    const consumer = await h.createUser({ creditUsd: 1 });
+    const page = await signIn(consumer.apiKey, `/market/tools/${free.entryId}/try/scrape_pages`);
+    assert.equal(await page.locator('#credential').count(), 0, 'no credential needed');
+    assert.match(await page.locator('main').innerText(), /Price: free\./);
+    // Arrays are JSON: a malformed one is said before anything is called.
+    await page.fill('#arg-batches', '[1,');
+    await page.getByRole('button', { name: 'Call scrape_pages' }).click();
+    await page.waitForLoadState();
+    assert.match(await page.getByRole('alert').innerText(), /batches is not valid JSON/);
+    assert.equal(await page.locator('#arg-batches').inputValue(), '[1,');
+    await assertAccessible(page, 'try page with a form error');
+    await page.goto(`${h.baseUrl}/market/tools/${free.entryId}/try/lookup_city`);
+    await page.fill('#arg-city', 'Faro');
+    await page.getByRole('button', { name: 'Call lookup_city' }).click();
+    await page.waitForSelector('#result');
+    assert.equal(await page.locator('#result-cost').innerText(), '$0.00');
+    assert.equal((await page.locator('#result pre').first().innerText()).trim(), 'Faro: population 545000, country PT');
+  });
+
   it('buys an agent after showing its price (twice charges once) and runs it from a form made from its input schema, on to its run page', async function () {
     const consumer = await h.createUser({ creditUsd: 5 });
     const page = await signIn(
