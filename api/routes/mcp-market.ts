@@ -16,16 +16,14 @@ import {
   mcpMarketHooks,
   type McpSubmission,
 } from '../../db/repos/market-mcp';
-import { findApiKeyOwner, loadCallEntry } from '../../db/repos/market-tool-calls';
+import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
 import { signChargeToken } from '../../lib/market/charge-token';
-import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import { ruleBroken } from '../../lib/market/errors';
 import type { MonetizationStrategy } from '../../lib/market/listing';
 import type { McpSubmissionRequest } from '../../lib/market/mcp-submission';
 import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
 import { transition } from '../../lib/market/review-state';
-import { checkUserParams } from '../../lib/market/user-params-schema';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import { McpCredentialRequest } from '../../lib/schemas/market-hosted';
 import type { SourceParamValues } from '../../lib/tools/types';
@@ -41,6 +39,7 @@ import type { ApiDeps } from '../deps';
 import { ApiError, notFound, unauthorized } from '../errors';
 import { marketMcpUrl } from '../mcp/market';
 import { searchToolMarket } from '../services/market-catalog';
+import { issueConsumerCredential } from '../services/market-try';
 import { discoverSource, prepareSubmission, validateSource, type DiscoveryBody } from '../services/mcp-listing';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import {
@@ -247,27 +246,25 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
       McpCredentialRequest,
       ctx.state.body,
     );
-    const entry = await loadCallEntry(deps.db, deps.config.masterKey, entryId);
-    if (!entry) throw notFound('Market entry');
-    checkUserParams(entry.requiredUserParamsSchema, body.params, 'body/params');
     const capMicros = credentialCapMicros(body);
     const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
     if (!key || key.userId !== user.userId) throw unauthorized();
-    const { token, claims } = issueMcpCredential(deps.config.masterKey, {
-      entryId: entry.entryId,
+    const issued = await issueConsumerCredential(deps, {
       userId: user.userId,
       apiKeyId: key.apiKeyId,
+      entryId,
       params: body.params,
-      paramsSchemaHash: paramsSchemaHash(entry.requiredUserParamsSchema),
       capMicros,
+      at: 'body/params',
     });
+    if (!issued) throw notFound('Market entry');
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = {
-      credential: token,
-      mcpUrl: marketMcpUrl(deps, publicOrigin(ctx, deps), entry.entryId),
-      credentialId: claims.id,
-      entryId: entry.entryId,
+      credential: issued.token,
+      mcpUrl: marketMcpUrl(deps, publicOrigin(ctx, deps), issued.entryId),
+      credentialId: issued.credentialId,
+      entryId: issued.entryId,
       maxTotalUsdPerRun: capMicros === null ? null : microsToUsd(capMicros),
       maxRunChargeUsd: capMicros === null ? null : microsToUsd(capMicros),
     };

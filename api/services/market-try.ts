@@ -136,11 +136,19 @@ export function marketToolTrier(deps: { db: Db; config: Config; policy: NetworkP
  */
 export async function issueConsumerCredential(
   deps: { db: Db; config: Config },
-  input: { userId: string; apiKeyId: string; entryId: string; params: SourceParamValues; capMicros?: number | null },
-): Promise<{ token: string; credentialId: string } | null> {
+  input: {
+    userId: string;
+    apiKeyId: string;
+    entryId: string;
+    params: SourceParamValues;
+    capMicros?: number | null;
+    /** Where the parameters are, in the errors' details. */
+    at?: string;
+  },
+): Promise<{ token: string; credentialId: string; entryId: string } | null> {
   const entry = await loadCallEntry(deps.db, deps.config.masterKey, input.entryId);
   if (!entry) return null;
-  checkUserParams(entry.requiredUserParamsSchema, input.params, 'params');
+  checkUserParams(entry.requiredUserParamsSchema, input.params, input.at ?? 'params');
   const { token, claims } = issueMcpCredential(deps.config.masterKey, {
     entryId: entry.entryId,
     userId: input.userId,
@@ -149,5 +157,5 @@ export async function issueConsumerCredential(
     paramsSchemaHash: paramsSchemaHash(entry.requiredUserParamsSchema),
     capMicros: input.capMicros ?? null,
   });
-  return { token, credentialId: claims.id };
+  return { token, credentialId: claims.id, entryId: entry.entryId };
 }

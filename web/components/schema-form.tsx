@@ -57,10 +57,6 @@ export function readFields(
   const problems: string[] = [];
   for (const field of formFields(schema)) {
     const raw = form.get(prefix + field.name) ?? '';
-    if (raw === '' && field.kind !== 'secret') {
-      if (field.required) problems.push(`${field.name} is required`);
-      continue;
-    }
     if (raw === '') {
       if (field.required) problems.push(`${field.name} is required`);
       continue;
