@@ -10,6 +10,8 @@ import { consoleRoutes } from './routes/console';
 import { oauthRoutes } from './routes/oauth';
 import type { OAuthServer } from '../api/services/oauth';
 import { providerRoutes } from './routes/provider';
+import { tryRoutes } from './routes/try';
+import { agentOrderRoutes } from './routes/agent-orders';
 import { PageError, pageNotFound, sendPage, setSecurityHeaders } from './page';
 import { ErrorPage } from './pages/error';
 
@@ -44,6 +46,8 @@ export function webPages(deps: WebDeps, oauth?: OAuthServer): Middleware {
   router.get('/', (ctx) => ctx.redirect('/market'));
   const pages = [
     marketRoutes(deps),
+    tryRoutes(deps),
+    agentOrderRoutes(deps),
     consoleRoutes(deps),
     providerRoutes(deps),
     assetRoutes(),

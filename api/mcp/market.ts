@@ -26,12 +26,11 @@ import {
 import {
   acquireCallRun,
   findApiKeyOwner,
-  findLiveApiKeyCached,
   loadCallEntryCached,
   createMarketCallStore,
   runSettings,
 } from '../../db/repos/market-tool-calls';
-import { looksLikeMcpCredential, openMcpCredentialCached, paramsSchemaHashOf } from '../../lib/market/credential';
+import { looksLikeMcpCredential } from '../../lib/market/credential';
 import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import {
   callableTools,
@@ -43,13 +42,13 @@ import {
 } from '../../lib/market/tool-call';
 import { microsToUsd } from '../../lib/money';
 import { resultContent } from '../../lib/tools/result';
-import type { SourceParamValues } from '../../lib/tools/types';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import type { McpEndpointOptions } from './endpoint';
 import { marketMcpUrl as mcpUrlOf } from '../services/public-urls';
 import { MCP_SCOPE, type OAuthServer } from '../services/oauth';
 import { API_KEY_PREFIX } from '../../lib/crypto';
+import { credentialPrincipal, needsParams, type MarketPrincipal } from '../services/market-try';
 
 /** The hosted market endpoint: `/mcp/{entryId}` on the API origin (or under MCP_PUBLIC_URL). */
 export const MARKET_MCP_PATH = /^\/mcp\/([^/]+)\/?$/;
@@ -59,15 +58,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const PRICING_META = 'scrape-platform/pricing';
 export const BILLING_META = 'scrape-platform/billing';
 
-/** Who is calling and with what: resolved from the bearer token before the MCP server is built. */
-interface MarketPrincipal {
-  userId: string;
-  /** The credential's id, or `api-key:<key id>` for a plain API key. */
-  selectionId: string;
-  params: SourceParamValues;
-  capMicros: number | null;
-}
-
 interface MarketRequestState {
   principal: MarketPrincipal;
   entry: MarketCallEntry;
@@ -75,9 +65,7 @@ interface MarketRequestState {
   only: Set<string> | null;
 }
 
-export function needsParams(schema: Record<string, unknown>): boolean {
-  return Object.keys((schema?.properties as Record<string, unknown> | undefined) ?? {}).length > 0;
-}
+export { needsParams };
 
 /** The advertised address of an entry's endpoint. */
 export function marketMcpUrl(deps: Pick<ApiDeps, 'config'>, apiOrigin: string, entryId: string): string {
@@ -117,9 +105,14 @@ async function authenticate(deps: ApiDeps, oauth: OAuthServer, ctx: Context): Pr
   const entry = await loadCallEntryCached(deps.db, deps.config.masterKey, entryId);
   if (!entry) throw new ApiError(404, 'not_found', 'Market entry not found (not approved, or disabled)');
 
+  const credentialOf = async (credential: string) => {
+    const opened = await credentialPrincipal(deps.db, deps.config.masterKey, entry, credential);
+    if ('problem' in opened) throw challenge_(opened.problem);
+    return opened.principal;
+  };
   let principal: MarketPrincipal;
   if (looksLikeMcpCredential(token)) {
-    principal = await credentialPrincipal(deps, entry, token, challenge_);
+    principal = await credentialOf(token);
   } else {
     const key = await findApiKeyOwner(deps.db, token);
     if (key) {
@@ -138,7 +131,7 @@ async function authenticate(deps: ApiDeps, oauth: OAuthServer, ctx: Context): Pr
       if (!resolved) throw challenge_('Unknown credential, API key or access token');
       if ('refused' in resolved) throw challenge_(resolved.refused);
       // The grant holds a credential like any other: the same checks, the same billing.
-      principal = await credentialPrincipal(deps, entry, resolved.grant.credential, challenge_);
+      principal = await credentialOf(resolved.grant.credential);
     }
   }
   const tools = typeof ctx.query.tools === 'string' ? ctx.query.tools : null;
@@ -155,23 +148,6 @@ async function authenticate(deps: ApiDeps, oauth: OAuthServer, ctx: Context): Pr
       : null,
   };
   return { token: 'redacted', clientId: principal.userId, scopes: [], extra: { market: state } };
-}
-
-/** The consumer behind a market credential of this entry (one a person made, or one an OAuth grant holds). */
-async function credentialPrincipal(
-  deps: ApiDeps,
-  entry: MarketCallEntry,
-  token: string,
-  refuse: (message: string) => ApiError,
-): Promise<MarketPrincipal> {
-  const claims = openMcpCredentialCached(deps.config.masterKey, token);
-  if (!claims) throw refuse('The credential is not valid');
-  if (claims.entryId !== entry.entryId) throw refuse('This credential belongs to another market entry');
-  const key = await findLiveApiKeyCached(deps.db, claims.apiKeyId, claims.userId);
-  if (!key) throw refuse('The API key this credential was made with has been rotated; generate a new credential');
-  if (claims.paramsSchemaHash !== paramsSchemaHashOf(entry.requiredUserParamsSchema))
-    throw refuse("The entry's parameters changed since this credential was made; generate a new credential");
-  return { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros };
 }
 
 /** The price an agent or person sees before calling (tools/list `_meta`). */

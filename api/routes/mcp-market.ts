@@ -234,6 +234,7 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
         return key.apiKeyId;
       },
     });
+    if (!issued) throw notFound('Market entry');
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = issued;

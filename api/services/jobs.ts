@@ -24,7 +24,10 @@ export interface StartJobInput {
  * starts it. When the start fails the job is abandoned: failed, its operation given back, its hold
  * released and its Idempotency-Key freed, so the client's retry admits and starts a new job.
  */
-export async function startMeteredJob(deps: ApiDeps, input: StartJobInput): Promise<Job> {
+export async function startMeteredJob(
+  deps: Pick<ApiDeps, 'db' | 'config' | 'temporal'>,
+  input: StartJobInput,
+): Promise<Job> {
   const admission = await admitJob(deps.db, {
     userId: input.user.userId,
     kind: input.kind,

@@ -133,6 +133,19 @@ export function AgentListingPage(props: { listing: AgentListing; signedInAs: str
           <a href="/api/v1/docs/guides/agent-market">Agent market guide</a>); every run appears in your{' '}
           <a href="/console">console</a> with its status and logs.
         </p>
+        {props.signedInAs && (
+          <p>
+            {entry.purchased ? (
+              <a class="button" href={`/market/agents/${entry.id}/run`}>
+                Run it now
+              </a>
+            ) : (
+              <a class="button" href={`/market/agents/${entry.id}/buy`}>
+                {`Buy it for ${usd(entry.priceUsd)}`}
+              </a>
+            )}
+          </p>
+        )}
       </section>
     </Layout>
   );

@@ -107,7 +107,7 @@ function Connect(props: { listing: ToolListing }) {
   );
 }
 
-function Tools(props: { entry: ToolEntryView }) {
+function Tools(props: { entry: ToolEntryView; signedIn: boolean }) {
   const { entry } = props;
   return (
     <section aria-labelledby="tools-heading">
@@ -126,6 +126,13 @@ function Tools(props: { entry: ToolEntryView }) {
                 : 'Free'}
           </p>
           <SchemaTable schema={tool.inputSchema} caption={`Input of ${tool.toolName}`} empty="Takes no input." />
+          {props.signedIn && (
+            <p>
+              <a class="button" href={`/market/tools/${entry.id}/try/${encodeURIComponent(tool.toolName)}`}>
+                Try {tool.toolName}
+              </a>
+            </p>
+          )}
         </article>
       ))}
     </section>
@@ -216,7 +223,7 @@ export function ToolListingPage(props: { listing: ToolListing; signedInAs: strin
         </table>
       )}
       <Quality validation={props.listing.validation} />
-      <Tools entry={entry} />
+      <Tools entry={entry} signedIn={!!props.signedInAs} />
       {hasParameters(entry.requiredUserParamsSchema) && (
         <section aria-labelledby="params-heading">
           <h2 id="params-heading">Parameters you provide</h2>

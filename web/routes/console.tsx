@@ -113,10 +113,11 @@ function credentialParams(fields: CredentialParamField[], form: URLSearchParams)
   return params;
 }
 
-/** Where to go after signing in: a console address or an OAuth authorization's consent page only (never another site). */
+/** Where to go after signing in: a console or market page, or an OAuth authorization's consent page (never another site). */
 function safeNext(raw: unknown): string | null {
   return typeof raw === 'string' &&
-    (/^\/console(\/[A-Za-z0-9-]+)*$/.test(raw) || /^\/oauth\/interaction\/[A-Za-z0-9_-]+$/.test(raw))
+    !raw.includes('..') &&
+    (/^\/(console|market)(\/[A-Za-z0-9_.-]+)*$/.test(raw) || /^\/oauth\/interaction\/[A-Za-z0-9_-]+$/.test(raw))
     ? raw
     : null;
 }

@@ -1,0 +1,123 @@
+import type { Db } from '../../db/connect';
+import {
+  acquireCallRun,
+  createMarketCallStore,
+  findLiveApiKeyCached,
+  loadCallEntryCached,
+  runSettings,
+} from '../../db/repos/market-tool-calls';
+import type { Config } from '../../lib/config';
+import { looksLikeMcpCredential, openMcpCredentialCached, paramsSchemaHashOf } from '../../lib/market/credential';
+import {
+  callableTools,
+  callMarketTool,
+  marketToolCallDeps,
+  type MarketCallEntry,
+  type MarketToolCallOutcome,
+} from '../../lib/market/tool-call';
+import type { NetworkPolicy } from '../../lib/net/ssrf';
+import type { SourceParamValues } from '../../lib/tools/types';
+
+/** Who calls a market entry and with what: the consumer, the credential (or API key) and its parameters. */
+export interface MarketPrincipal {
+  userId: string;
+  /** The credential's id, or `api-key:<key id>` for a plain API key. */
+  selectionId: string;
+  params: SourceParamValues;
+  capMicros: number | null;
+}
+
+export function needsParams(schema: Record<string, unknown>): boolean {
+  return Object.keys((schema?.properties as Record<string, unknown> | undefined) ?? {}).length > 0;
+}
+
+/**
+ * The principal of an MCP client credential presented for `entry`, or why it may not be used: the
+ * hosted endpoint's check (api/mcp/market.ts) and the console's "try a tool" both use it.
+ */
+export async function credentialPrincipal(
+  db: Db,
+  masterKey: Buffer,
+  entry: MarketCallEntry,
+  token: string,
+): Promise<{ principal: MarketPrincipal } | { problem: string }> {
+  const claims = looksLikeMcpCredential(token) ? openMcpCredentialCached(masterKey, token) : null;
+  if (!claims) return { problem: 'The credential is not valid' };
+  if (claims.entryId !== entry.entryId) return { problem: 'This credential belongs to another market entry' };
+  const key = await findLiveApiKeyCached(db, claims.apiKeyId, claims.userId);
+  if (!key) return { problem: 'The API key this credential was made with has been rotated; generate a new credential' };
+  if (claims.paramsSchemaHash !== paramsSchemaHashOf(entry.requiredUserParamsSchema))
+    return { problem: "The entry's parameters changed since this credential was made; generate a new credential" };
+  return {
+    principal: { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros },
+  };
+}
+
+export type TryOutcome = { status: 'called'; outcome: MarketToolCallOutcome } | { status: 'refused'; problem: string };
+
+/**
+ * A call of one tool of a live entry by a signed-in consumer, as the hosted endpoint /mcp/{entryId}
+ * makes it (the same call path, run and billing): with the consumer's own credential for the entry,
+ * or, for an entry without parameters, as their API key (`api-key:<id>`, like a bearer API key).
+ */
+export function marketToolTrier(deps: { db: Db; config: Config; policy: NetworkPolicy }) {
+  const market = deps.config.market;
+  const callDeps = marketToolCallDeps({
+    store: createMarketCallStore(deps.db, {
+      commit: market.callCommit,
+      idleGraceMs: market.runIdleGraceMs,
+      chargeTokenKey: market.chargeTokenKey,
+    }),
+    market,
+    policy: deps.policy,
+  });
+  const settings = runSettings(market);
+
+  return async function tryTool(input: {
+    userId: string;
+    apiKeyId: string;
+    entryId: string;
+    toolName: string;
+    args: Record<string, unknown>;
+    /** An MCP client credential (mcpc1.…), or null to call as the API key (entries without parameters only). */
+    credential: string | null;
+  }): Promise<TryOutcome> {
+    const entry = await loadCallEntryCached(deps.db, deps.config.masterKey, input.entryId);
+    if (!entry) return { status: 'refused', problem: 'This entry is not live (not approved, or disabled)' };
+    let principal: MarketPrincipal;
+    if (input.credential) {
+      const opened = await credentialPrincipal(deps.db, deps.config.masterKey, entry, input.credential);
+      if ('problem' in opened) return { status: 'refused', problem: opened.problem };
+      // A credential is the consumer's own: another account's is refused here (its owner is billed otherwise).
+      if (opened.principal.userId !== input.userId)
+        return { status: 'refused', problem: 'This credential belongs to another account' };
+      principal = opened.principal;
+    } else {
+      if (needsParams(entry.requiredUserParamsSchema))
+        return { status: 'refused', problem: 'This entry needs parameters: use a credential made for it' };
+      principal = { userId: input.userId, selectionId: `api-key:${input.apiKeyId}`, params: {}, capMicros: null };
+    }
+    if (!callableTools(entry).some((tool) => tool.toolName === input.toolName))
+      return { status: 'refused', problem: 'This entry has no such tool' };
+    const outcome = await callMarketTool(callDeps, {
+      consumerId: principal.userId,
+      entry,
+      toolName: input.toolName,
+      args: input.args,
+      consumerParams: principal.params,
+      selectionId: principal.selectionId,
+      runPerCall: entry.monetizationStrategy !== 'provider_event',
+      acquireRun: (reserveMicros) =>
+        acquireCallRun(deps.db, settings, {
+          consumerId: principal.userId,
+          entryId: entry.entryId,
+          selectionId: principal.selectionId,
+          jobId: null,
+          capMicros: principal.capMicros,
+          reserveMicros,
+          shared: entry.monetizationStrategy === 'provider_event',
+        }),
+    });
+    return { status: 'called', outcome };
+  };
+}

@@ -1,0 +1,237 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { toolEntryView } from '../../api/services/market-catalog';
+import { issueEntryCredential, type IssuedCredential } from '../../api/services/market-credentials';
+import { marketToolTrier, needsParams } from '../../api/services/market-try';
+import { marketMcpUrl, publicOrigin } from '../../api/services/public-urls';
+import { findPublicMcpEntry } from '../../db/repos/market-mcp';
+import type { WebSession } from '../../db/repos/sessions';
+import type { MarketToolCallOutcome } from '../../lib/market/tool-call';
+import { microsToUsd } from '../../lib/money';
+import type { SourceParamValues, ToolContentBlock } from '../../lib/tools/types';
+import { readFields } from '../components/schema-form';
+import { requireFormToken, requireSameOrigin } from '../csrf';
+import type { WebDeps } from '../deps';
+import { readForm } from '../forms';
+import { PageError, pageNotFound, sendPage } from '../page';
+import { TryToolPage, type ResultBlock, type TryResult, type TryToolView } from '../pages/try-tool';
+import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../session';
+import { CREDENTIAL_PLACEHOLDER } from '../snippets';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MODERN_REVISION = '2026-07-28';
+
+/** The same call by hand: one stateless 2026-07-28 tools/call request to the hosted endpoint. */
+export function tryCurlCommand(url: string, toolName: string, args: Record<string, unknown>): string {
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'tools/call',
+    params: {
+      name: toolName,
+      arguments: args,
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': MODERN_REVISION,
+        'io.modelcontextprotocol/clientInfo': { name: 'curl', version: '1.0.0' },
+        'io.modelcontextprotocol/clientCapabilities': {},
+      },
+    },
+  });
+  return [
+    `curl -sS ${url} \\`,
+    `  -H "Authorization: Bearer ${CREDENTIAL_PLACEHOLDER}" \\`,
+    `  -H "Content-Type: application/json" \\`,
+    `  -H "Accept: application/json, text/event-stream" \\`,
+    `  -H "MCP-Protocol-Version: ${MODERN_REVISION}" \\`,
+    `  -H "Mcp-Method: tools/call" \\`,
+    `  -H "Mcp-Name: ${toolName}" \\`,
+    `  -d '${body.replace(/'/g, `'\\''`)}'`,
+  ].join('\n');
+}
+
+/** A block of an answer as the page shows it: text as it is (escaped by the renderer), anything else described. */
+function blockView(block: ToolContentBlock): ResultBlock {
+  const b = block as {
+    type: string;
+    text?: string;
+    mimeType?: string;
+    data?: string;
+    uri?: string;
+    resource?: { uri?: string; text?: string };
+  };
+  const bytes = (data: string | undefined) => (data ? Math.floor((data.length * 3) / 4) : 0);
+  switch (b.type) {
+    case 'text':
+      return { kind: 'text', text: b.text ?? '' };
+    case 'image':
+    case 'audio':
+      return {
+        kind: 'other',
+        description: `An ${b.type} (${b.mimeType ?? 'unknown type'}, about ${bytes(b.data)} bytes): not shown on this page; an MCP client shows it.`,
+      };
+    case 'resource':
+      return b.resource?.text !== undefined
+        ? { kind: 'text', text: b.resource.text }
+        : { kind: 'other', description: `An embedded resource ${b.resource?.uri ?? ''} (binary, not shown).` };
+    case 'resource_link':
+      return { kind: 'other', description: `A link to the resource ${b.uri ?? ''}.` };
+    default:
+      return { kind: 'other', description: `A ${b.type} block (not shown).` };
+  }
+}
+
+function resultView(outcome: MarketToolCallOutcome): TryResult {
+  if (outcome.status === 'answered') {
+    const { result } = outcome;
+    const blocks = result.content ? result.content.map(blockView) : [{ kind: 'text' as const, text: result.text }];
+    return {
+      status: 'answered',
+      isError: result.isError,
+      message: null,
+      blocks,
+      structured: result.structuredContent ?? null,
+      chargedUsd: microsToUsd(outcome.costMicros),
+      runId: outcome.runId,
+    };
+  }
+  return {
+    status: outcome.status,
+    isError: true,
+    message: outcome.message,
+    blocks: [],
+    structured: null,
+    chargedUsd: 0,
+    runId: outcome.runId,
+  };
+}
+
+/** The problem a service refused with (a 4xx with a message and details), else rethrown. */
+function problemOf(err: unknown): string {
+  const status = (err as { status?: unknown }).status;
+  if (typeof status === 'number' && status >= 400 && status < 500 && err instanceof Error) {
+    const details = (err as { details?: { path: string; message: string }[] }).details ?? [];
+    const why = details.map((d) => `${d.path.replace(/^(body\/)?params\//, '')} ${d.message}`).join('; ');
+    return why ? `${err.message}: ${why}` : err.message;
+  }
+  throw err;
+}
+
+/**
+ * "Try a tool" on a tool-market listing (signed in): a form generated from the tool's input schema,
+ * called through the hosted endpoint's call path with the consumer's own credential (or API key, for
+ * an entry without parameters), billed as any call; and the credential form of an entry with parameters.
+ */
+export function tryRoutes(deps: WebDeps): Router {
+  const router = new Router({ prefix: '/market/tools/:id' });
+  const tryTool = marketToolTrier(deps);
+
+  async function signedIn(ctx: Context): Promise<WebSession | null> {
+    const session = await currentSession(ctx, deps);
+    if (session) return session;
+    if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
+    ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
+    return null;
+  }
+
+  async function signedInForm(ctx: Context): Promise<{ session: WebSession; form: URLSearchParams }> {
+    requireSameOrigin(ctx, deps.config);
+    const session = await currentSession(ctx, deps);
+    if (!session) throw new PageError(401, 'Sign in first', 'Your session has ended: sign in again.');
+    const form = await readForm(ctx);
+    requireFormToken(form.get('csrf'), session.csrfToken);
+    return { session, form };
+  }
+
+  async function listing(ctx: Context, toolName: string | null) {
+    const id = String(ctx.params.id);
+    const entry = UUID.test(id) ? await findPublicMcpEntry(deps.db, id.toLowerCase()) : null;
+    if (!entry) throw pageNotFound('No tool-market listing has this address: it may have been withdrawn.');
+    const view = toolEntryView(entry, () => '');
+    const tool = view.tools.find((t) => t.toolName === toolName);
+    if (!tool) throw pageNotFound('This listing has no tool of that name.');
+    return { view, tool };
+  }
+
+  async function render(
+    ctx: Context,
+    session: WebSession,
+    toolName: string | null,
+    extra: Partial<Pick<TryToolView, 'values' | 'newCredential' | 'problems' | 'result'>> & {
+      args?: Record<string, unknown>;
+    },
+    status = 200,
+  ) {
+    const { view, tool } = await listing(ctx, toolName);
+    const mcpUrl = marketMcpUrl(deps.config, publicOrigin(ctx, deps.config), view.id);
+    await sendPage(
+      ctx,
+      <TryToolPage
+        signedInAs={session.user.email}
+        view={{
+          entry: view,
+          tool,
+          needsCredential: needsParams(view.requiredUserParamsSchema),
+          csrfToken: session.csrfToken,
+          mcpUrl,
+          values: extra.values ?? null,
+          newCredential: extra.newCredential ?? null,
+          problems: extra.problems ?? [],
+          result: extra.result ?? null,
+          curl: tryCurlCommand(mcpUrl, tool.toolName, extra.args ?? {}),
+        }}
+      />,
+      { status, private: true },
+    );
+  }
+
+  router.get('/try/:tool', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    await render(ctx, session, String(ctx.params.tool), {});
+  });
+
+  router.post('/try', async (ctx) => {
+    const { session, form } = await signedInForm(ctx);
+    const toolName = form.get('tool');
+    const { tool } = await listing(ctx, toolName);
+    const { values: args, problems } = readFields(tool.inputSchema, form, 'arg.');
+    if (problems.length > 0) return render(ctx, session, toolName, { values: form, problems, args }, 400);
+    const credential = (form.get('credential') ?? '').trim() || null;
+    const tried = await tryTool({
+      userId: session.user.userId,
+      apiKeyId: session.apiKeyId,
+      entryId: String(ctx.params.id).toLowerCase(),
+      toolName: tool.toolName,
+      args,
+      credential,
+    });
+    if (tried.status === 'refused')
+      return render(ctx, session, toolName, { values: form, problems: [tried.problem], args }, 400);
+    await render(ctx, session, toolName, { values: form, result: resultView(tried.outcome), args });
+  });
+
+  router.post('/credentials', async (ctx) => {
+    const { session, form } = await signedInForm(ctx);
+    const toolName = form.get('tool');
+    const { view } = await listing(ctx, toolName);
+    const { values, problems } = readFields(view.requiredUserParamsSchema, form, 'param.');
+    if (problems.length > 0) return render(ctx, session, toolName, { problems }, 400);
+    let issued: IssuedCredential;
+    try {
+      issued = await issueEntryCredential(deps, {
+        userId: session.user.userId,
+        apiKeyId: async () => session.apiKeyId,
+        entryId: view.id,
+        params: values as SourceParamValues,
+        apiOrigin: publicOrigin(ctx, deps.config),
+      });
+    } catch (err) {
+      // An entry no longer live is the 404 page; a refused value is shown on the form.
+      if ((err as { status?: unknown }).status === 404) throw err;
+      return render(ctx, session, toolName, { problems: [problemOf(err)] }, 400);
+    }
+    await render(ctx, session, toolName, { newCredential: issued.credential });
+  });
+
+  return router;
+}
