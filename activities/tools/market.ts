@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '../../db/connect';
 import { getJob } from '../../db/repos/jobs';
-import { acquireCallRun, createMarketCallStore, loadCallEntry, runSettings } from '../../db/repos/market-tool-calls';
+import { acquireCallRun, loadCallEntry, marketCallPath } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
-import { callMarketTool, marketToolCallDeps, type MarketToolCallOutcome } from '../../lib/market/tool-call';
+import { callMarketTool, type MarketToolCallOutcome } from '../../lib/market/tool-call';
 import { usdToWholeMicros } from '../../lib/money';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { readJobSelections } from './job-selections';
@@ -61,16 +61,7 @@ export function selectionCapMicros(
  */
 export function createMarketSelectionCaller(deps: { db: Db; config: Config; policy: NetworkPolicy }) {
   const market = deps.config.market;
-  const callDeps = marketToolCallDeps({
-    store: createMarketCallStore(deps.db, {
-      commit: market.callCommit,
-      idleGraceMs: market.runIdleGraceMs,
-      chargeTokenKey: market.chargeTokenKey,
-    }),
-    market,
-    policy: deps.policy,
-  });
-  const settings = runSettings(market);
+  const { callDeps, settings } = marketCallPath(deps.db, market, deps.policy);
 
   return async (call: MarketSelectionCall): Promise<MarketToolCallOutcome> => {
     const job = await getJob(deps.db, call.jobId);

@@ -23,18 +23,11 @@ import {
   type ServerOptions,
   type Tool,
 } from '@modelcontextprotocol/server';
-import {
-  acquireCallRun,
-  findApiKeyOwner,
-  loadCallEntryCached,
-  createMarketCallStore,
-  runSettings,
-} from '../../db/repos/market-tool-calls';
+import { acquireCallRun, findApiKeyOwner, loadCallEntryCached, marketCallPath } from '../../db/repos/market-tool-calls';
 import { looksLikeMcpCredential } from '../../lib/market/credential';
 import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import {
   callableTools,
-  marketToolCallDeps,
   relayMarketToolCall,
   type MarketCallEntry,
   type MarketToolCallOutcome,
@@ -267,16 +260,7 @@ function relayedCapabilities(
  */
 export function marketMcpEndpoint(deps: ApiDeps, oauth: OAuthServer): McpEndpointOptions {
   const market = deps.config.market;
-  const callDeps = marketToolCallDeps({
-    store: createMarketCallStore(deps.db, {
-      commit: market.callCommit,
-      idleGraceMs: market.runIdleGraceMs,
-      chargeTokenKey: market.chargeTokenKey,
-    }),
-    market,
-    policy: deps.policy,
-  });
-  const settings = runSettings(market);
+  const { callDeps, settings } = marketCallPath(deps.db, market, deps.policy);
   const hosts = [market.mcpPublicUrl, market.publicApiUrl]
     .filter((u): u is string => !!u)
     .map((u) => new URL(u).hostname);

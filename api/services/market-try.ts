@@ -1,17 +1,15 @@
 import type { Db } from '../../db/connect';
 import {
   acquireCallRun,
-  createMarketCallStore,
   findLiveApiKeyCached,
   loadCallEntryCached,
-  runSettings,
+  marketCallPath,
 } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
 import { looksLikeMcpCredential, openMcpCredentialCached, paramsSchemaHashOf } from '../../lib/market/credential';
 import {
   callableTools,
   callMarketTool,
-  marketToolCallDeps,
   type MarketCallEntry,
   type MarketToolCallOutcome,
 } from '../../lib/market/tool-call';
@@ -62,16 +60,7 @@ export type TryOutcome = { status: 'called'; outcome: MarketToolCallOutcome } | 
  */
 export function marketToolTrier(deps: { db: Db; config: Config; policy: NetworkPolicy }) {
   const market = deps.config.market;
-  const callDeps = marketToolCallDeps({
-    store: createMarketCallStore(deps.db, {
-      commit: market.callCommit,
-      idleGraceMs: market.runIdleGraceMs,
-      chargeTokenKey: market.chargeTokenKey,
-    }),
-    market,
-    policy: deps.policy,
-  });
-  const settings = runSettings(market);
+  const { callDeps, settings } = marketCallPath(deps.db, market, deps.policy);
 
   return async function tryTool(input: {
     userId: string;

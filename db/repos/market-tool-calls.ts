@@ -13,6 +13,8 @@ import type {
   SettleOutcome,
   WaitingCall,
 } from '../../lib/market/tool-call';
+import { marketToolCallDeps } from '../../lib/market/tool-call';
+import type { NetworkPolicy } from '../../lib/net/ssrf';
 import type { DriftReport, ToolDrift } from '../../lib/market/tool-drift';
 import { microsToUsd } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
@@ -581,5 +583,25 @@ export async function listProviderRevenue(db: Db, providerId: string, page: Page
         })),
       };
     }),
+  };
+}
+
+/**
+ * The market call path over this database, as the hosted endpoint, "try a tool" and agents' market
+ * selections all call it: the call dependencies (this store, the market's limits, the network policy)
+ * and the run settings.
+ */
+export function marketCallPath(db: Db, market: MarketConfig, policy: NetworkPolicy) {
+  return {
+    callDeps: marketToolCallDeps({
+      store: createMarketCallStore(db, {
+        commit: market.callCommit,
+        idleGraceMs: market.runIdleGraceMs,
+        chargeTokenKey: market.chargeTokenKey,
+      }),
+      market,
+      policy,
+    }),
+    settings: runSettings(market),
   };
 }
