@@ -182,7 +182,11 @@ export function marketReview(deps: { db: Db; config: { masterKey: Buffer } }) {
   };
   return {
     /** GET /admin/market/{market}/submissions. */
-    async list(market: Market, filter: { status?: SubmissionStatus }, page: { page: number; pageSize: number }) {
+    async list(
+      market: Market,
+      filter: { status?: SubmissionStatus; nameContains?: string },
+      page: { page: number; pageSize: number },
+    ) {
       const { rows, total } = await listSubmissionsForReview(deps.db, market, filter, page);
       return { market, submissions: await withDetails(market, rows), meta: paginationMeta(page, total) };
     },

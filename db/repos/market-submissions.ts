@@ -341,11 +341,16 @@ export async function listOwnSubmissions(
 export async function listSubmissionsForReview(
   db: Db,
   market: Market,
-  filter: { status?: SubmissionStatus },
+  filter: { status?: SubmissionStatus; nameContains?: string },
   page: PageRequest,
 ): Promise<{ rows: SubmissionCore[]; total: number }> {
   let base = db.selectFrom('market_submissions').where('market', '=', market);
   if (filter.status) base = base.where('status', '=', filter.status);
+  if (filter.nameContains) {
+    // Matched as plain text: LIKE's wildcards and its escape character are escaped.
+    const pattern = `%${filter.nameContains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    base = base.where((eb) => eb.or([eb('name', 'ilike', pattern), eb('slug', 'ilike', pattern)]));
+  }
   const [rows, count] = await Promise.all([
     base
       .selectAll()

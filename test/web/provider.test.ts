@@ -382,9 +382,12 @@ describe('web pages: provider and review queue', function () {
     await assertAccessible(page, 'review queue with a revision');
     await screenshot(page, 'review-revision');
 
+    // Among every approved listing of the suite, found by its name.
     await page.selectOption('#status', 'approved');
+    await page.fill('#q', `Pilot charts ${tag}`);
     await page.getByRole('button', { name: 'Show' }).click();
     await page.waitForURL(/status=approved/);
+    assert.equal(await page.locator('#q').inputValue(), `Pilot charts ${tag}`);
     const liveItem = page.locator(`article[data-submission="${live.submissionId}"]`);
     await liveItem.getByRole('button', { name: `Disable Pilot charts ${tag}` }).click();
     await page.getByRole('status').waitFor();

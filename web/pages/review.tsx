@@ -19,6 +19,8 @@ export type QueueStatus = (typeof QUEUE_STATUSES)[number];
 
 export interface ReviewQueueView {
   status: QueueStatus;
+  /** The name or slug filter, as typed ('' for none). */
+  q: string;
   csrfToken: string;
   markets: { market: 'mcp' | 'agent'; submissions: ReviewView[]; total: number }[];
   evidence: Map<string, McpEvidence>;
@@ -327,7 +329,8 @@ export function ReviewQueuePage(props: { view: ReviewQueueView }) {
               </option>
             ))}
           </select>{' '}
-          <button type="submit">Show</button>
+          <label for="q">whose name or slug contains</label>{' '}
+          <input id="q" name="q" type="search" maxlength={100} value={view.q} /> <button type="submit">Show</button>
         </p>
       </form>
       <form method="post" action="/console/review/sign-out" class="inline-form">

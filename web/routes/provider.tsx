@@ -280,9 +280,14 @@ export function providerRoutes(deps: WebDeps): Router {
     const status: QueueStatus = (QUEUE_STATUSES as readonly string[]).includes(String(ctx.query.status))
       ? (ctx.query.status as QueueStatus)
       : 'pending_review';
+    const q = typeof ctx.query.q === 'string' ? ctx.query.q.trim().slice(0, 100) : '';
     const markets = await Promise.all(
       MARKETS.map(async (market) => {
-        const listed = await review.list(market, { status }, { page: 1, pageSize: QUEUE_SIZE });
+        const listed = await review.list(
+          market,
+          { status, ...(q && { nameContains: q }) },
+          { page: 1, pageSize: QUEUE_SIZE },
+        );
         return { market, submissions: listed.submissions, total: listed.meta.total };
       }),
     );
@@ -294,7 +299,7 @@ export function providerRoutes(deps: WebDeps): Router {
     const done = await lastDecision(ctx);
     await sendPage(
       ctx,
-      <ReviewQueuePage view={{ status, csrfToken: operator.csrfToken, markets, evidence, ownerEmails, done }} />,
+      <ReviewQueuePage view={{ status, q, csrfToken: operator.csrfToken, markets, evidence, ownerEmails, done }} />,
       { private: true },
     );
   });
