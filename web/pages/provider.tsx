@@ -1,8 +1,8 @@
 import type { SubmissionCore } from '../../db/repos/market-submissions';
 import { DailyChartWithTable } from '../components/chart';
 import { shortId, usd, utc } from '../format';
+import { CountAndAmountTable } from '../components/count-and-amount-table';
 import { Layout } from '../layout';
-import type { Renderable } from '../page';
 import { ConsoleNav } from './console-home';
 
 export interface ProviderView {
@@ -86,39 +86,6 @@ function SubmissionsTable(props: { market: 'mcp' | 'agent'; rows: SubmissionCore
   );
 }
 
-function RevenueTable(props: {
-  id: string;
-  caption: string;
-  column: string;
-  rows: { label: Renderable | string; charges: number; usd: number }[];
-}) {
-  return (
-    <table id={props.id}>
-      <caption>{props.caption}</caption>
-      <thead>
-        <tr>
-          <th scope="col">{props.column}</th>
-          <th scope="col" class="num">
-            Sales
-          </th>
-          <th scope="col" class="num">
-            Your revenue
-          </th>
-        </tr>
-      </thead>
-      <tbody>
-        {props.rows.map((row) => (
-          <tr>
-            <th scope="row">{row.label}</th>
-            <td class="num">{row.charges}</td>
-            <td class="num">{usd(row.usd)}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
-}
-
 const eventLabel = (e: { eventName: string; toolName: string | null }) =>
   e.eventName === 'agent_purchase'
     ? 'Agent purchases'
@@ -188,7 +155,9 @@ export function ProviderPage(props: { view: ProviderView }) {
         {view.perListing.length === 0 ? (
           <p class="meta">No sales in this time.</p>
         ) : (
-          <RevenueTable
+          <CountAndAmountTable
+            countColumn="Sales"
+            amountColumn="Your revenue"
             id="revenue-per-listing"
             caption="Sales by listing (tool calls, events and agent purchases)"
             column="Listing"
@@ -203,7 +172,9 @@ export function ProviderPage(props: { view: ProviderView }) {
         {view.perEvent.length === 0 ? (
           <p class="meta">No sales in this time.</p>
         ) : (
-          <RevenueTable
+          <CountAndAmountTable
+            countColumn="Sales"
+            amountColumn="Your revenue"
             id="revenue-per-event"
             caption="Sales by what was charged"
             column="Event"

@@ -1,8 +1,8 @@
 import type { AgentTransaction } from '../../db/schema';
 import type { OpenHolds, SpendCategory } from '../../db/repos/spending';
 import { DailyChartWithTable } from '../components/chart';
-import type { Renderable } from '../page';
 import { shortId, usd, utc } from '../format';
+import { CountAndAmountTable } from '../components/count-and-amount-table';
 import { Layout } from '../layout';
 import { ConsoleNav, KIND_NAMES, MoneySummary } from './console-home';
 
@@ -26,40 +26,6 @@ const categoryName = (category: string) => CATEGORY_NAMES[category] ?? category;
 
 function Empty(props: { children: string }) {
   return <p class="meta">{props.children}</p>;
-}
-
-/** Spending grouped one way (by kind, by listing): how many charges and how much, a row per group. */
-function SpendTable(props: {
-  id: string;
-  caption: string;
-  column: string;
-  rows: { label: Renderable | string; charges: number; usd: number }[];
-}) {
-  return (
-    <table id={props.id}>
-      <caption>{props.caption}</caption>
-      <thead>
-        <tr>
-          <th scope="col">{props.column}</th>
-          <th scope="col" class="num">
-            Charges
-          </th>
-          <th scope="col" class="num">
-            Spent
-          </th>
-        </tr>
-      </thead>
-      <tbody>
-        {props.rows.map((row) => (
-          <tr>
-            <th scope="row">{row.label}</th>
-            <td class="num">{row.charges}</td>
-            <td class="num">{usd(row.usd)}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
 }
 
 export function UsagePage(props: { view: UsageView }) {
@@ -91,7 +57,9 @@ export function UsagePage(props: { view: UsageView }) {
         {view.perCategory.length === 0 ? (
           <Empty>Nothing spent in this time.</Empty>
         ) : (
-          <SpendTable
+          <CountAndAmountTable
+            countColumn="Charges"
+            amountColumn="Spent"
             id="spend-per-kind"
             caption="Charges by what they were for"
             column="Kind"
@@ -105,7 +73,9 @@ export function UsagePage(props: { view: UsageView }) {
         {view.perListing.length === 0 ? (
           <Empty>No market tool calls in this time.</Empty>
         ) : (
-          <SpendTable
+          <CountAndAmountTable
+            countColumn="Charges"
+            amountColumn="Spent"
             id="spend-per-listing"
             caption="Market tool calls by listing (your own calls and your agents')"
             column="Listing"
