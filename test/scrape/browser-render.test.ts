@@ -99,7 +99,12 @@ describe('browser rendering behind the SSRF guard', function () {
         policy,
         onLoaded: async (page) => {
           if (trigger === 'location') {
-            await page.evaluate(() => setTimeout(() => (location.href = '/slow-hop'), 20));
+            // A script starts the navigation a moment later; onLoaded returns once its request is out, so the
+            // renderer finds it in flight (a timer that fires after capture began is a later page, not this case).
+            await Promise.all([
+              page.waitForRequest((request) => request.url().endsWith('/slow-hop')),
+              page.evaluate(() => setTimeout(() => (location.href = '/slow-hop'), 20)),
+            ]);
           } else {
             await page.evaluate(() => {
               const a = document.createElement('a');
