@@ -243,7 +243,7 @@ export const TOOL_CALL_EVENT = 'tool_call';
  * debit and the provider's revenue (post_market_charge, through apply_ledger_entry) and the log line
  * — all or nothing. A refused settlement releases the call's reservation instead. A provider
  * calling its own entry is settled the same way (both entries move the one wallet, in turn). Keys
- * derive from a fresh charge id and the transaction line carries no job, as postMarketCharge's do
+ * derive from a fresh charge id and the transaction line carries no job, as post_market_charge's do
  * (the ledger reconciliation ties a debit outside a job to its line).
  */
 async function settleFixedCall(
