@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
 import type {
   FetchLike,
   OAuthClientMetadata,
@@ -212,4 +213,27 @@ export function recordingFetch(): { fetch: FetchLike; requests: { method: string
       return response;
     },
   };
+}
+
+/**
+ * What an MCP application does with the SDK to connect to an OAuth-protected server: connect (the
+ * server answers 401; the SDK discovers, registers and sends the person to the browser, where
+ * `oauth.signIn` plays them), finishAuth with what the redirect URI received, connect again.
+ */
+export async function connectWithOAuth(
+  url: string,
+  oauth: InMemoryOAuthClient,
+  fetchFn?: FetchLike,
+): Promise<{ client: Client; answer: URLSearchParams }> {
+  const options = { authProvider: oauth, ...(fetchFn && { fetch: fetchFn }) };
+  const first = new StreamableHTTPClientTransport(new URL(url), options);
+  const refused = new Client({ name: 'sdk-oauth', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+  await assert.rejects(refused.connect(first), (err) => err instanceof UnauthorizedError);
+  const answer = await oauth.authorizationResponse();
+  assert.ok(answer.get('code'), `no code in the authorization response: ${answer.toString()}`);
+  await first.finishAuth(answer);
+  await first.close();
+  const client = new Client({ name: 'sdk-oauth', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), options));
+  return { client, answer };
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
-import { Client, StreamableHTTPClientTransport, UnauthorizedError } from '@modelcontextprotocol/client';
+import { Client, UnauthorizedError } from '@modelcontextprotocol/client';
 import { useHarness, type Harness } from '../support/stack/harness';
 import {
   approvedServiceEntry,
@@ -11,6 +11,7 @@ import {
 } from '../support/fakes/market-provider';
 import { createTestCertificates } from '../support/mcp-tls';
 import {
+  connectWithOAuth,
   InMemoryOAuthClient,
   recordingFetch,
   signInAndAllow,
@@ -110,20 +111,11 @@ describe('OAuth with the MCP SDK v2 client', function () {
     return { page, signIn, consentedTo };
   }
 
-  /** The SDK's interactive flow: connect (401, then the browser), finishAuth with the loopback answer, connect again. */
+  /** The SDK's interactive flow (connect, 401, the browser, finishAuth, connect again), iss checked. */
   async function authorizeAndConnect(oauth: InMemoryOAuthClient, fetchFn: ReturnType<typeof recordingFetch>['fetch']) {
-    const first = new StreamableHTTPClientTransport(new URL(resource), { authProvider: oauth, fetch: fetchFn });
-    const refused = new Client({ name: 'sdk-oauth', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await assert.rejects(refused.connect(first), (err) => err instanceof UnauthorizedError);
-    const answer = await oauth.authorizationResponse();
-    assert.equal(answer.get('iss'), h.baseUrl, 'RFC 9207: the issuer is in the authorization response');
-    assert.ok(answer.get('code'));
-    await first.finishAuth(answer);
-    await first.close();
-
-    const client = new Client({ name: 'sdk-oauth', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    const { client, answer } = await connectWithOAuth(resource, oauth, fetchFn);
     clients.push(client);
-    await client.connect(new StreamableHTTPClientTransport(new URL(resource), { authProvider: oauth, fetch: fetchFn }));
+    assert.equal(answer.get('iss'), h.baseUrl, 'RFC 9207: the issuer is in the authorization response');
     return client;
   }
 
