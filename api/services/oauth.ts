@@ -5,6 +5,7 @@ import { Provider, errors, type OidcAccessToken, type OidcInteraction } from 'oi
 import type { Db } from '../../db/connect';
 import { loadCallEntryCached } from '../../db/repos/market-tool-calls';
 import { findLiveMarketGrant, oauthAdapterFactory, saveMarketGrant, type MarketGrant } from '../../db/repos/oauth';
+import { recordMarketCredential } from '../../db/repos/market-credentials';
 import type { Config } from '../../lib/config';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import type { MarketCallEntry } from '../../lib/market/tool-call';
@@ -298,13 +299,24 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         .filter((s) => KNOWN_SCOPES.has(s));
       if (requested.length) grant.addOIDCScope(requested.join(' '));
       const grantId = await grant.save();
-      const { token } = issueMcpCredential(config.masterKey, {
+      const { token, claims } = issueMcpCredential(config.masterKey, {
         entryId: input.entry.entryId,
         userId: input.userId,
         apiKeyId: input.apiKeyId,
         params: input.params,
         paramsSchemaHash: paramsSchemaHash(input.entry.requiredUserParamsSchema),
         capMicros: input.capMicros,
+      });
+      // Recorded as the grant's (listed under connected apps, revoked with the grant, never alone).
+      await recordMarketCredential(db, {
+        id: claims.id,
+        userId: input.userId,
+        entryId: input.entry.entryId,
+        apiKeyId: input.apiKeyId,
+        source: 'oauth',
+        label: input.clientName,
+        capMicros: input.capMicros,
+        createdAt: new Date(claims.iat),
       });
       await saveMarketGrant(db, {
         grantId,
