@@ -12,6 +12,7 @@ import { approvedEntry, storeValidation } from '../support/market';
 import { discoveredTools } from '../support/fakes/market-provider';
 import { startMeteredProvider, type MeteredProvider } from '../support/fakes/market-metered-provider';
 import { findLedgerProblems } from '../support/ledger-reconciliation';
+import { startApiProcess } from '../support/stack/api-process';
 import { describeWhenStarted } from '../support/market-runs';
 import { commandsOf, historyFromFixture } from '../support/workflow-history';
 
@@ -45,10 +46,10 @@ describe('windowed market runs (hosted endpoint)', function () {
     await provider?.close();
   });
 
-  async function connect(entryId: string, token: string) {
+  async function connect(entryId: string, token: string, baseUrl = h.baseUrl) {
     const client = new Client({ name: 'market-window', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${entryId}`), {
+      new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp/${entryId}`), {
         requestInit: { headers: { authorization: `Bearer ${token}` } },
       }),
     );
@@ -196,6 +197,63 @@ describe('windowed market runs (hosted endpoint)', function () {
     assert.deepEqual([billing(refused).code, billing(refused).chargedUsd], ['run_limit_reached', 0]);
     assert.equal((await debitsOf(consumer.userId)).length, 5);
     assert.deepEqual(await findLedgerProblems(h.db), []);
+  });
+
+  it('an API process killed mid-window loses nothing: the answered call stays charged once, the killed one is never charged, and the window settles at its expiry', async function () {
+    this.timeout(360_000);
+    // Runs live a minute here (MARKET_RUN_TTL_MINUTES=1), so a window can still be joined for a while
+    // (a call timeout + the grace + 30 s before its expiry).
+    const api = await startApiProcess({
+      ...h.env,
+      MARKET_RUN_TTL_MINUTES: '1',
+      MARKET_RUN_IDLE_GRACE_SECONDS: '10',
+      MARKET_TOOL_CALL_TIMEOUT_MS: '5000',
+    });
+    try {
+      const seller = await h.createUser({ creditUsd: 0 });
+      const consumer = await h.createUser({ creditUsd: 1 });
+      const entry = await fixedEntry(seller, 0.02);
+      const client = await connect(entry.entryId, await credential(consumer.apiKey, entry.entryId), api.baseUrl);
+
+      const answered = await client.callTool({ name: 'lookup', arguments: { city: 'Lisbon' } });
+      assert.equal(answered.isError, false, textOf(answered));
+      const runId = billing(answered).runId as string;
+
+      const gate = `crash-${entry.entryId}`;
+      void client.callTool({ name: 'slow_lookup', arguments: { city: 'Porto', gate } }).catch(() => {});
+      await provider.arrived(gate);
+      const inFlight = (await findMarketRun(h.db, runId))!;
+      assert.deepEqual([inFlight.callsInFlight, inFlight.holdMicros, inFlight.chargedMicros], [1, 40_000, 20_000]);
+      api.child.kill('SIGKILL');
+      await new Promise((resolve) => api.child.once('exit', resolve));
+      provider.open(gate);
+
+      // The call that died still uses the window, so it stays active (its price held) until its token expires;
+      // then its workflow closes it, releasing that price, and records the settlement.
+      const handle = h.client.workflow.getHandle(marketRunWorkflowId(runId));
+      await describeWhenStarted(h, marketRunWorkflowId(runId));
+      assert.deepEqual(await handle.result(), {
+        chargedMicros: 20_000,
+        releasedMicros: 20_000,
+        providerRevenueMicros: 16_000,
+      });
+      assert.equal((await findMarketRun(h.db, runId))!.status, 'closed');
+      const debits = await debitsOf(consumer.userId);
+      assert.deepEqual(
+        debits.map((d) => Number(d.amount_micros)),
+        [-20_000],
+        'one debit: the answered call',
+      );
+      assert.deepEqual(await getWalletSummary(h.db, consumer.userId), {
+        balanceMicros: 980_000,
+        heldMicros: 0,
+        availableMicros: 980_000,
+      });
+      assert.deepEqual(await findLedgerProblems(h.db), []);
+    } finally {
+      // A killed process has a signalCode and no exitCode: stop() would wait for a second exit.
+      if (api.child.exitCode === null && api.child.signalCode === null) await api.stop();
+    }
   });
 
   it('a run begun on the per-call workflow (before market-run-settles-when-idle) still replays', async function () {
