@@ -298,7 +298,9 @@ export function marketPaths() {
           "'This credential has been revoked; create a new one', nothing is called or billed), after the API key is rotated and after the entry's parameter schema changes: create a new one then. " +
           'The service records each credential (id, entry, label, cap, created, last used, revoked; never the token or the params) for GET /mcp-market/credentials. ' +
           'Calls: tool_call_fixed charges clientPriceUsd for every call the upstream answered (an isError result included), nothing for a refused or unanswered call; each such call ' +
-          'is a market run of its own that holds exactly its price while it runs (a price above maxTotalUsdPerRun or MARKET_RUN_CHARGE_LIMIT_USD is refused with run_limit_reached). ' +
+          'holds exactly its price while it runs; calls of the credential that follow each other with less than MARKET_RUN_WINDOW_IDLE_SECONDS (default 5) between them share one market run ' +
+          '(a window), which maxTotalUsdPerRun and MARKET_RUN_CHARGE_LIMIT_USD bound like any run: the call that would pass them opens the next window (a price above them on its own is ' +
+          'refused with run_limit_reached). ' +
           "provider_event entries are charged by the provider (POST /provider/runs/{runId}/charge): the credential's calls that follow each other with less than " +
           'MARKET_RUN_IDLE_GRACE_SECONDS (default 60) between them share one run, which holds min(available balance, maxTotalUsdPerRun, MARKET_RUN_CHARGE_LIMIT_USD) — sent to the ' +
           'provider as x-service-charge-max-total-usd — and releases what was not charged that grace after the last call ended (at the latest MARKET_RUN_TTL_MINUTES after it opened). ' +

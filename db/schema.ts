@@ -456,6 +456,8 @@ export interface MarketRunsTable {
   idle_until: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   /** Whether later calls of the same selection join this run (a shared run that is not retired). */
   accepts_calls: ColumnType<boolean, boolean | undefined, boolean>;
+  /** How long the run stays active after its last call (migration 0024; null: the caller's MARKET_RUN_IDLE_GRACE_SECONDS). */
+  idle_grace: ColumnType<unknown, string | null | undefined, string | null>;
 }
 
 /** The rug-pull gate's flag on a live submission (migration 0010). */

@@ -129,6 +129,13 @@ export interface MarketConfig {
    * ended. Then the hold is released; a later call opens a new run.
    */
   runIdleGraceMs: number;
+  /**
+   * MARKET_RUN_WINDOW_IDLE_SECONDS, default 5 (0 to 3600, below the run TTL): a credential's hosted calls
+   * to a fixed-price or free entry share one market run (a window: one hold, one workflow) while each
+   * follows the last within this time; that long after the last call ended the window holds nothing
+   * more and its workflow closes and settles it. A later call opens the next window.
+   */
+  runWindowIdleMs: number;
   /** MARKET_TOOL_CALL_TIMEOUT_MS, default 60000: the bound of one forwarded market tool call. */
   toolCallTimeoutMs: number;
   /** MARKET_RUN_DISPATCH_MS, default 200: how often platform workers start the workflows of newly opened market runs. */
@@ -372,6 +379,13 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
       `must be shorter than a market run's lifetime (MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}), got ${runIdleGraceMs / 1_000}`,
     );
   }
+  const runWindowIdleMs = integer(env, 'MARKET_RUN_WINDOW_IDLE_SECONDS', 5, 0, 3_600) * 1_000;
+  if (runWindowIdleMs >= runTtlMs) {
+    throw new ConfigError(
+      'MARKET_RUN_WINDOW_IDLE_SECONDS',
+      `must be shorter than a market run's lifetime (MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}), got ${runWindowIdleMs / 1_000}`,
+    );
+  }
   return {
     chargeTokenKey,
     commissionRate: fraction(env, 'MARKET_COMMISSION_RATE', 0.2),
@@ -384,6 +398,7 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
     mcpPublicUrl: url(env, 'MCP_PUBLIC_URL'),
     runTtlMs,
     runIdleGraceMs,
+    runWindowIdleMs,
     toolCallTimeoutMs: integer(env, 'MARKET_TOOL_CALL_TIMEOUT_MS', 60_000, 1_000, 600_000),
     runDispatchEveryMs: integer(env, 'MARKET_RUN_DISPATCH_MS', 200, 10, 60_000),
     toolListCacheMs: integer(env, 'MARKET_TOOL_LIST_CACHE_SECONDS', 60, 0, 3_600) * 1_000,

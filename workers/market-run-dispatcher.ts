@@ -32,7 +32,9 @@ export function startMarketRunDispatcher(deps: { db: Db; client: Client; config:
     for (let i = 0; i < owed.length && !stopped(); i += PARALLEL_STARTS) {
       const batch = owed.slice(i, i + PARALLEL_STARTS);
       const outcomes = await Promise.allSettled(
-        batch.map((run) => startOnce(deps.client, marketRunStart(taskQueue, run))),
+        batch.map((run) =>
+          startOnce(deps.client, marketRunStart(taskQueue, run, Date.now(), deps.config.market.runWindowIdleMs)),
+        ),
       );
       outcomes.forEach((outcome, j) =>
         outcome.status === 'fulfilled' ? started.push(batch[j].id) : refused.push(outcome),

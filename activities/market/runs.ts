@@ -1,20 +1,35 @@
 import type { Db } from '../../db/connect';
+import { marketRunIdleIn } from '../../db/repos/market-runs';
 import { settleMarketRun } from '../../db/repos/market-tool-calls';
 
-/** The market run workflow's activity: close at expiry, release the unused hold, record the settlement. */
+type Settlement = { chargedMicros: number; releasedMicros: number; providerRevenueMicros: number } | null;
+
+/** The market run workflow's activities: close the run once idle (or expired), release the unused hold, record the settlement. */
 export function createMarketRunActivities({ db }: { db: Db }) {
+  const settle = async (runId: string): Promise<Settlement> => {
+    const settled = await settleMarketRun(db, runId);
+    return (
+      settled && {
+        chargedMicros: settled.chargedMicros,
+        releasedMicros: settled.releasedMicros,
+        providerRevenueMicros: settled.providerRevenueMicros,
+      }
+    );
+  };
   return {
-    async settleMarketRun(
+    /** Closes and settles the run (the workflow's path before the patch `market-run-settles-when-idle`). */
+    settleMarketRun: settle,
+    /**
+     * Settles the run if it is idle — no longer active (market_run_active): no call uses it and the grace
+     * after its last call is over, or it expired, or it was closed — else says when to look again. A run
+     * that stopped being active never becomes active again, so closing it after this check loses no call.
+     */
+    async settleMarketRunWhenIdle(
       runId: string,
-    ): Promise<{ chargedMicros: number; releasedMicros: number; providerRevenueMicros: number } | null> {
-      const settled = await settleMarketRun(db, runId);
-      return (
-        settled && {
-          chargedMicros: settled.chargedMicros,
-          releasedMicros: settled.releasedMicros,
-          providerRevenueMicros: settled.providerRevenueMicros,
-        }
-      );
+    ): Promise<{ idle: true; settlement: Settlement } | { idle: false; checkAgainInMs: number }> {
+      const idleIn = await marketRunIdleIn(db, runId);
+      if (idleIn !== null) return { idle: false, checkAgainInMs: idleIn };
+      return { idle: true, settlement: await settle(runId) };
     },
   };
 }

@@ -328,9 +328,11 @@ export function marketMcpEndpoint(deps: ApiDeps, oauth: OAuthServer): McpEndpoin
           args: request.params.arguments ?? {},
           consumerParams: principal.params,
           selectionId: principal.selectionId,
-          // A fixed-price or free call is a run of its own, holding its price; a credential's provider_event
-          // calls share one run while they follow each other (its hold, its charge token, its grace).
-          runPerCall: entry.monetizationStrategy !== 'provider_event',
+          // A credential's calls share one run while they follow each other: provider_event calls for the
+          // grace of the provider's charges (MARKET_RUN_IDLE_GRACE_SECONDS), fixed-price and free calls in a
+          // window (MARKET_RUN_WINDOW_IDLE_SECONDS: each call adds its price to the window's hold, is charged
+          // on its own, and the window is closed and settled by its workflow once idle).
+          runPerCall: false,
           signal: ctx.mcpReq.signal,
           relay: callRelay(ctx, era, era === 'legacy' ? sessionLogLevel : undefined, server, market.inputRequiredTtlMs),
           ...(waiting?.w && { resume: { waitingId: waiting.w } }),
@@ -343,7 +345,8 @@ export function marketMcpEndpoint(deps: ApiDeps, oauth: OAuthServer): McpEndpoin
               jobId: null,
               capMicros: principal.capMicros,
               reserveMicros,
-              shared: entry.monetizationStrategy === 'provider_event',
+              shared: true,
+              idleGraceMs: entry.monetizationStrategy === 'provider_event' ? null : market.runWindowIdleMs,
             }),
         });
         if (outcome.status === 'input_required') {

@@ -8,7 +8,8 @@ import { type Kysely, sql } from 'kysely';
  *   seven round trips: both wallets locked in id order, the run locked and re-checked (a charge with
  *   the same key that won a race is returned as 'raced'; then open, unexpired, live by
  *   market_run_active, the entry still approved), then the charge row, the run's total and
- *   post_market_charge. The split (lib/market/commission.ts) stays in TypeScript: the caller computes
+ *   post_market_charge. A run its workflow closed once idle answers 'ended', as one whose grace is
+ *   over (migration 0024). The split (lib/market/commission.ts) stays in TypeScript: the caller computes
  *   it from the run's remaining hold (hold − charged) as it read it, and passes that amount; when the
  *   locked run has another remaining hold (another charge came first), nothing is written and the
  *   function answers 'stale' with the amount it found, so the caller splits again. An event the run does not price comes with a null
@@ -34,6 +35,11 @@ export async function up(db: Kysely<any>): Promise<void> {
         return jsonb_build_object('outcome', 'raced');
       end if;
       if v_run.status <> 'open' then
+        -- Closed by its workflow once idle (after the grace of its last call, before its expiry,
+        -- migration 0024): the grace is what ended it.
+        if v_run.closed_at >= v_run.idle_until and v_run.closed_at < v_run.expires_at and v_run.calls_in_flight = 0 then
+          return jsonb_build_object('outcome', 'ended');
+        end if;
         return jsonb_build_object('outcome', 'closed');
       end if;
       if v_run.expires_at <= clock_timestamp() then

@@ -19,6 +19,7 @@ import * as agentToolImages from './0020_agent_tool_images';
 import * as webSessions from './0021_web_sessions';
 import * as oauth from './0022_oauth';
 import * as marketCredentials from './0023_market_credentials';
+import * as marketRunWindow from './0024_market_run_window';
 import * as oneStatementCharge from './0025_one_statement_charge';
 
 const migrations: Record<string, Migration> = {
@@ -42,6 +43,7 @@ const migrations: Record<string, Migration> = {
   '0021_web_sessions': webSessions,
   '0022_oauth': oauth,
   '0023_market_credentials': marketCredentials,
+  '0024_market_run_window': marketRunWindow,
   '0025_one_statement_charge': oneStatementCharge,
 };
 

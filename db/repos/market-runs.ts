@@ -95,6 +95,11 @@ export interface AcquireMarketRunInput extends OpenMarketRunInput {
   shared: boolean;
   /** A shared run is joined only while it lives at least this much longer (the call, then the grace for the provider's charges). */
   minLifeMs: number;
+  /**
+   * How long a run this call opens stays active after its last call (a window of a credential's fixed-price
+   * or free calls: MARKET_RUN_WINDOW_IDLE_SECONDS); omitted: MARKET_RUN_IDLE_GRACE_SECONDS (migration 0024).
+   */
+  idleGraceMs?: number | null;
 }
 
 export type OpenMarketRunOutcome =
@@ -121,7 +126,7 @@ export const intervalMs = (ms: number) => sql`${`${Math.max(0, Math.round(ms))} 
 
 /**
  * Acquires the market run a call is billed to, and takes one use of it (calls_in_flight), in one
- * round trip: migration 0016's acquire_market_run checks the live entry and the subscription, locks
+ * round trip: acquire_market_run (migrations 0016 and 0024) checks the live entry and the subscription, locks
  * the consumer's wallet (as job admission does) and, in later statements than the lock, either joins
  * the consumer's active shared run of this selection (a fixed-price call adding its price to the
  * hold, within the cap and the available balance) or opens a new run holding the call's price
@@ -147,7 +152,8 @@ export async function acquireMarketRun(db: Db, input: AcquireMarketRunInput): Pr
   }>`
     select acquire_market_run(${randomUUID()}::uuid, ${input.consumerId}::uuid, ${input.entryId}::uuid, ${input.selectionId}::text, ${input.jobId ?? null}::uuid,
                               ${input.capMicros ?? null}::bigint, ${input.limitMicros}::bigint, ${input.reserveMicros}::bigint, ${input.shared}::boolean,
-                              ${intervalMs(input.minLifeMs)}, ${now}::timestamptz, ${new Date(now.getTime() + input.ttlMs)}::timestamptz) as acquired`.execute(
+                              ${intervalMs(input.minLifeMs)}, ${now}::timestamptz, ${new Date(now.getTime() + input.ttlMs)}::timestamptz,
+                              ${input.idleGraceMs == null ? sql`null::interval` : intervalMs(input.idleGraceMs)}) as acquired`.execute(
     db,
   );
   const acquired = result.rows[0]!.acquired;
@@ -448,4 +454,29 @@ export async function chargedMicrosOfJob(db: Db, jobId: string): Promise<number>
     .where('job_id', '=', jobId)
     .executeTakeFirstOrThrow();
   return Number(market.charged);
+}
+
+/** While a call still uses a run, its workflow looks again this often (and never later than the grace after the call). */
+const BUSY_RUN_CHECK_MS = 1_000;
+
+/**
+ * Null when the run is no longer active (market_run_active, database clock: closed, expired, or no call
+ * uses it and the grace after its last call is over) or does not exist; else the milliseconds until it
+ * may stop being active: the end of the grace after its last call, or BUSY_RUN_CHECK_MS while a call
+ * uses it — never past its expiry. The market-run workflow settles a run once this is null.
+ */
+export async function marketRunIdleIn(db: Db, runId: string): Promise<number | null> {
+  const row = (
+    await sql<{ active: boolean; busy: boolean; idle_in_ms: number | null; expires_in_ms: number }>`
+      select market_run_active(status, expires_at, calls_in_flight, idle_until, clock_timestamp()) as active,
+             calls_in_flight > 0 as busy,
+             (extract(epoch from (idle_until - clock_timestamp())) * 1000)::float8 as idle_in_ms,
+             (extract(epoch from (expires_at - clock_timestamp())) * 1000)::float8 as expires_in_ms
+      from market_runs where id = ${runId}::uuid`.execute(db)
+  ).rows[0];
+  if (!row?.active) return null;
+  const idleIn = Math.max(row.idle_in_ms ?? 0, 0);
+  const wait = row.busy ? Math.max(idleIn, BUSY_RUN_CHECK_MS) : idleIn;
+  // A little past the moment, so the database's clock has passed it when the workflow looks again.
+  return Math.ceil(Math.min(wait, Math.max(Number(row.expires_in_ms), 0)) + 50);
 }

@@ -156,6 +156,8 @@ export async function acquireCallRun(
     capMicros: number | null;
     reserveMicros: number | null;
     shared: boolean;
+    /** A window's idle time (MARKET_RUN_WINDOW_IDLE_SECONDS) for a run this call opens; omitted: MARKET_RUN_IDLE_GRACE_SECONDS. */
+    idleGraceMs?: number | null;
   },
 ): Promise<AcquiredRun> {
   const acquired = await acquireMarketRun(db, { ...input, ...settings });

@@ -24,7 +24,7 @@ export const McpCredentialRequest = {
       description:
         'Extension: your cap per market run of this credential, in USD (whole micro-USD). A provider_event run — your calls of this credential that follow each other ' +
         'with less than MARKET_RUN_IDLE_GRACE_SECONDS between them, for at most MARKET_RUN_TTL_MINUTES — holds and can be charged at most ' +
-        'min(available balance, this, MARKET_RUN_CHARGE_LIMIT_USD), sent to the provider as x-service-charge-max-total-usd; a fixed-price call above it is refused (run_limit_reached)',
+        'min(available balance, this, MARKET_RUN_CHARGE_LIMIT_USD), sent to the provider as x-service-charge-max-total-usd. A window of fixed-price calls (calls less than MARKET_RUN_WINDOW_IDLE_SECONDS apart) is a run too: the call that would take it past this opens the next window; a fixed-price call above it on its own is refused (run_limit_reached)',
     },
     label: {
       type: 'string',

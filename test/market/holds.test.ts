@@ -18,7 +18,7 @@ const billing = (result: ToolResult) => (result._meta as Record<string, any>)['s
 
 /**
  * Holds that fit what a market run can cost (issue 20, section 3), through the hosted MCP endpoint:
- * a fixed-price call holds its price; a credential's provider_event calls share one run whose unused
+ * a fixed-price call holds its price (in the window's run it shares with the credential's next calls); a credential's provider_event calls share one run whose unused
  * hold is released a grace after the last call; a consumer's cap per run reaches the provider; a
  * fixed-price settlement never debits money its expired run no longer reserved.
  */
@@ -104,7 +104,11 @@ describe('market holds that fit what a run can cost (hosted endpoint)', function
     const first = await slow;
     assert.equal(first.isError, false, textOf(first));
     assert.deepEqual([billing(first).outcome, billing(first).chargedUsd], ['answered', 0.012345]);
-    assert.notEqual(billing(first).runId, billing(second).runId, 'each fixed-price call is a run of its own');
+    assert.equal(
+      billing(first).runId,
+      billing(second).runId,
+      "a credential's calls that follow each other share one run (a window), each holding its own price",
+    );
     assert.deepEqual(await wallet(consumer.userId), {
       balanceMicros: 30_000 - 24_690,
       heldMicros: 0,

@@ -144,7 +144,7 @@ describe('hosted market MCP endpoint', function () {
       { ...billing(first), runId: undefined },
       { runId: undefined, chargedUsd: 0.012345, outcome: 'answered' },
     );
-    await client.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } });
+    const second = await client.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } });
     const failing = await client.callTool({ name: 'broken_lookup', arguments: { city: 'Faro' } });
     assert.equal(failing.isError, true);
     assert.equal(textOf(failing), 'the registry is down');
@@ -161,7 +161,11 @@ describe('hosted market MCP endpoint', function () {
       2 * 12_345 + 7,
       'debited exactly 2 × 0.012345 + 0.000007 USD',
     );
-    assert.equal(after.heldMicros, before.heldMicros, 'fixed-price runs end with their call: nothing stays held');
+    assert.equal(
+      after.heldMicros,
+      before.heldMicros,
+      'a fixed-price call holds only while it runs: nothing stays held',
+    );
     // Commission 20 %, rounded down per charge: 12 345 → 2 469 + 9 876; 7 → 1 + 6.
     assert.equal((await wallet(provider.userId)).balanceMicros, 2 * 9_876 + 6);
 
@@ -191,14 +195,13 @@ describe('hosted market MCP endpoint', function () {
 
     const revenue = await h.http('GET', '/api/v1/provider/revenue?pageSize=10', { apiKey: provider.apiKey });
     assert.equal(revenue.status, 200, JSON.stringify(revenue.body));
-    assert.equal(revenue.body.totals.runs, 3);
+    // Calls that follow each other share a run (a window, MARKET_RUN_WINDOW_IDLE_SECONDS): usually one here.
+    const runs = new Set([first, second, failing].map((r) => billing(r).runId as string));
+    assert.equal(revenue.body.totals.runs, runs.size);
     assert.equal(revenue.body.totals.totalChargedUsd, 0.024697);
     assert.equal(revenue.body.totals.providerRevenueUsd, 0.019758);
-    assert.equal(revenue.body.meta.total, 3);
-    assert.deepEqual(
-      revenue.body.runs.map((r: any) => r.events[0]?.eventName),
-      ['tool_call', 'tool_call', 'tool_call'],
-    );
+    assert.equal(revenue.body.meta.total, runs.size);
+    assert.ok(revenue.body.runs.every((r: any) => r.events.every((e: any) => e.eventName === 'tool_call')));
 
     // Every market run is a workflow, started by a platform worker's dispatcher right after it opened.
     const workflow = await describeWhenStarted(h, `market-run-${billing(first).runId}`);
