@@ -45,7 +45,8 @@ export function processLabel(pid: number): string {
     const script = argv.find((a) => /\.(ts|js|mjs|cjs)$/.test(a) && !a.includes('node_modules'));
     if (script) return path.relative(process.cwd(), path.resolve(script)) || script;
     const program = path.basename(argv[0] ?? '?');
-    if (/chrom/i.test(program)) return 'chromium';
+    // Chromium's zygote and sandbox processes run /proc/self/exe.
+    if (/chrom/i.test(program) || program === 'exe') return 'chromium';
     if (program === 'temporal') return `temporal ${argv.slice(1, 3).join(' ')}`;
     return program;
   } catch {
@@ -149,7 +150,7 @@ async function sampleGroup(group: MemoryGroup): Promise<GroupSample & { hwmKb: n
   let fds: number | null = null;
   for (const pid of pids) {
     const memory = readMemory(pid);
-    if (!memory) continue;
+    if (!memory || memory.rssKb === 0) continue; // gone, or a zombie
     processes++;
     rssKb += group.privateOnly ? memory.rssKb - memory.shmemKb : memory.rssKb;
     hwmKb = group.privateOnly ? 0 : memory.hwmKb;

@@ -67,7 +67,9 @@ const STATUS_POLL_INTERVAL_MS = 1000;
 const STATUS_WAIT_SECONDS = 30;
 const JOB_TIMEOUT_MS = 90_000;
 const PHASE_TIME_LIMIT_MS = 180_000;
-const WATCHDOG_MS = 20 * 60_000;
+const WATCHDOG_MS = 30 * 60_000;
+/** A process's start on a busy shared machine (bundling the workflows) can take minutes. */
+const STARTUP_MS = 600_000;
 const BENCH_QUEUES = { platform: 'bench-platform', browser: 'bench-browser' };
 const FLOOR_TASK_QUEUE = 'bench-durable-floor';
 const UNPOLLED_QUEUES = { platform: 'bench-unpolled-platform', browser: 'bench-unpolled-browser' };
@@ -218,6 +220,7 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
     /worker polling/,
     'worker',
     nodeArgs,
+    STARTUP_MS,
   );
   onStop(() => stopChild(worker));
   const port = await freePort();
@@ -227,6 +230,7 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
     /API listening/,
     'API',
     nodeArgs,
+    STARTUP_MS,
   );
   onStop(() => stopChild(api));
   // The durable floor's worker: the same Temporal server, network policy and fake LLM.
@@ -235,6 +239,8 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
     { ...env, FLOOR_TASK_QUEUE },
     /floor worker polling/,
     'floor worker',
+    [],
+    STARTUP_MS,
   );
   onStop(() => stopChild(floorWorker));
   return {
