@@ -399,7 +399,7 @@ async function soak(stack: Stack): Promise<StackReport> {
       if (body.status === 'completed') return;
       if (body.status === 'failed') throw new Error(`job ${id} failed: ${body.error}`);
     }
-    throw new Error(`job ${id} not terminal after ${Math.round((until - Date.now()) / 1000)} s`);
+    throw new Error(`job ${id}: the client stopped polling at its time limit (the final check reads it again)`);
   };
   let sequence = 0;
   const tasks: Record<Kind, () => Promise<void>> = {
