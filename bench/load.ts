@@ -1,4 +1,7 @@
+import { sql } from 'kysely';
 import { stopHarness, useHarness, type Harness, type HarnessOptions } from '../test/support/stack/harness';
+import type { Db } from '../db/connect';
+import { benchTreeGroups, memoryMonitor, printPeakRss, type MemoryGroup } from './proc-memory';
 
 /** Small helpers for closed-loop load: N tasks, at most `concurrency` in flight, bounded by a deadline. */
 
@@ -69,10 +72,25 @@ export function round(value: number, digits = 2): number {
 
 export const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 
+/** The backends of this database (pg_stat_activity), as a memory or CPU group. */
+export function postgresBackends(db: Db): MemoryGroup {
+  return {
+    name: 'Postgres backends (this database; private memory, without shared buffers)',
+    privateOnly: true,
+    pids: async () =>
+      (
+        await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(db)
+      ).rows.map((r) => r.pid),
+  };
+}
+
 /**
  * Runs a benchmark against the test harness (Postgres database, Temporal dev server, workers, API,
  * fakes): a watchdog bounds it, cleanup always runs (harness plus whatever `onStop` registered),
- * and the process exits 0 on success, 1 on failure, 2 when the watchdog fired.
+ * and the process exits 0 on success, 1 on failure, 2 when the watchdog fired. Last, it prints the
+ * peak RSS of every process involved (bench/proc-memory.ts: this process, each child process — API,
+ * worker, fake servers, the Temporal dev server — and their Chromium, and the database's Postgres
+ * backends), sampled every second, and one JSON line `{"peak_rss_mib": …}`.
  */
 export async function runHarnessBenchmark(
   watchdogMs: number,
@@ -96,13 +114,18 @@ export async function runHarnessBenchmark(
   watchdog.unref();
 
   let exitCode = 0;
+  let memory: ReturnType<typeof memoryMonitor> | null = null;
   try {
     log('starting the harness (Postgres database, Temporal dev server, workers, API, fakes)');
-    await body(await useHarness(options), (cleanup) => cleanups.push(cleanup));
+    const h = await useHarness(options);
+    const tree = benchTreeGroups();
+    memory = memoryMonitor(() => [...tree(), postgresBackends(h.db)]);
+    await body(h, (cleanup) => cleanups.push(cleanup));
   } catch (err) {
     console.error('benchmark failed:', err);
     exitCode = 1;
   } finally {
+    if (memory) console.log(JSON.stringify({ peak_rss_mib: printPeakRss(await memory.stop()) }));
     await stopAll();
     log(`done in ${Math.round((Date.now() - startedAt) / 1000)}s`);
   }

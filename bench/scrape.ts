@@ -8,6 +8,11 @@
  *      then either poll the status every second or long-poll it (`?wait=30`). Baselines over the same pages,
  *      concurrency and fake LLM: a bare in-process fetch + convert + extract loop, and a bare Playwright loop
  *      (what a user would write without us). Script-rendered pages against bare Playwright + extract.
+ *      The durable floor: a bare Temporal workflow (bench/floor/workflow.ts) whose one activity does the same
+ *      fetch (SSRF-guarded fetchBuffered) + convert (htmlToPage) + extract (extractStructured) on the same
+ *      Temporal server, its worker a process of its own (bench/floor/worker-process.ts), the client awaiting
+ *      each result: what any durable job doing this work costs. The platform's static rate is reported as a
+ *      ratio of it (goal >= 0.7).
  *   Every A/B pair alternates `rounds` times (default 2); ratios are the median over rounds. CPU seconds per
  *   completed job are read from /proc for each process: Temporal server, Postgres backends, API, worker (with
  *   its Chromium), fake LLM, and the benchmark process itself (clients, fixture site, bare loops).
@@ -62,8 +67,11 @@ const STATUS_POLL_INTERVAL_MS = 1000;
 const STATUS_WAIT_SECONDS = 30;
 const JOB_TIMEOUT_MS = 90_000;
 const PHASE_TIME_LIMIT_MS = 180_000;
-const WATCHDOG_MS = 20 * 60_000;
+const WATCHDOG_MS = 30 * 60_000;
+/** A process's start on a busy shared machine (bundling the workflows) can take minutes. */
+const STARTUP_MS = 600_000;
 const BENCH_QUEUES = { platform: 'bench-platform', browser: 'bench-browser' };
+const FLOOR_TASK_QUEUE = 'bench-durable-floor';
 const UNPOLLED_QUEUES = { platform: 'bench-unpolled-platform', browser: 'bench-unpolled-browser' };
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const LLM_MODEL = 'gpt-4o-mini';
@@ -181,7 +189,7 @@ async function terminateAll(h: Harness, workflowIds: string[]): Promise<number> 
 interface BenchStack {
   apiUrl: string;
   llmUrl: string;
-  pids: { api: number; worker: number; llm: number };
+  pids: { api: number; worker: number; llm: number; floorWorker: number };
 }
 
 /** Fake LLM, worker and API each in their own process, on their own task queues, over the harness's database and Temporal. */
@@ -212,6 +220,7 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
     /worker polling/,
     'worker',
     nodeArgs,
+    STARTUP_MS,
   );
   onStop(() => stopChild(worker));
   const port = await freePort();
@@ -221,9 +230,36 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
     /API listening/,
     'API',
     nodeArgs,
+    STARTUP_MS,
   );
   onStop(() => stopChild(api));
-  return { apiUrl: `http://127.0.0.1:${port}`, llmUrl, pids: { api: api.pid!, worker: worker.pid!, llm: llm.pid! } };
+  // The durable floor's worker: the same Temporal server, network policy and fake LLM.
+  const { child: floorWorker } = await spawnNode(
+    'bench/floor/worker-process.ts',
+    { ...env, FLOOR_TASK_QUEUE },
+    /floor worker polling/,
+    'floor worker',
+    [],
+    STARTUP_MS,
+  );
+  onStop(() => stopChild(floorWorker));
+  return {
+    apiUrl: `http://127.0.0.1:${port}`,
+    llmUrl,
+    pids: { api: api.pid!, worker: worker.pid!, llm: llm.pid!, floorWorker: floorWorker.pid! },
+  };
+}
+
+/** One durable job at the floor: a bare workflow with one fetch + convert + extract activity, its result awaited. */
+async function scrapeThroughFloor(h: Harness, url: string): Promise<boolean> {
+  const result = await h.client.workflow.execute('floorScrapeWorkflow', {
+    taskQueue: FLOOR_TASK_QUEUE,
+    workflowId: `bench-floor-${randomUUID()}`,
+    args: [url],
+    workflowExecutionTimeout: JOB_TIMEOUT_MS,
+  });
+  if (!(result as { markdownChars: number }).markdownChars) throw new Error(`${url}: nothing converted`);
+  return true;
 }
 
 // ---------- 3. end to end vs bare ----------
@@ -295,7 +331,11 @@ async function scrapeWithPlaywright(
 }
 
 type RunName =
-  'platform, 1 s polling' | 'platform, ?wait=30' | 'bare fetch+convert+extract' | 'bare Playwright+convert+extract';
+  | 'platform, 1 s polling'
+  | 'platform, ?wait=30'
+  | 'durable floor (bare workflow + 1 activity)'
+  | 'bare fetch+convert+extract'
+  | 'bare Playwright+convert+extract';
 
 interface MeasuredRun {
   result: LoadResult;
@@ -324,6 +364,7 @@ async function measureEndToEnd(h: Harness, stack: BenchStack, apiKey: string): P
     stack.pids.api,
     stack.pids.worker,
     stack.pids.llm,
+    stack.pids.floorWorker,
     ...(h.temporalServerPid ? [h.temporalServerPid] : []),
   ]);
   const groups: CpuGroup[] = [
@@ -338,6 +379,7 @@ async function measureEndToEnd(h: Harness, stack: BenchStack, apiKey: string): P
     { name: 'API process', pids: () => [stack.pids.api] },
     { name: 'worker process (+ its Chromium)', pids: () => [stack.pids.worker], tree: true },
     { name: 'fake LLM process', pids: () => [stack.pids.llm] },
+    { name: 'durable floor worker process', pids: () => [stack.pids.floorWorker] },
     {
       name: 'bench process (clients, fixture site, bare loops + their Chromium)',
       pids: () => [process.pid, ...descendantsOf(process.pid, platformPids)],
@@ -365,6 +407,7 @@ async function measureEndToEnd(h: Harness, stack: BenchStack, apiKey: string): P
     await scrapeThroughPlatform(h, stack, apiKey, `${h.site.url}/static?warmup`, 'http', 'wait');
     await scrapeThroughPlatform(h, stack, apiKey, `${h.site.url}/spa?warmup`, 'browser', 'wait');
     await scrapeStaticBare(extract, `${h.site.url}/static?warmup`);
+    await scrapeThroughFloor(h, `${h.site.url}/static?warmup`);
     await scrapeWithPlaywright(browser, extract, `${h.site.url}/static?warmup`, 'load');
     await scrapeWithPlaywright(browser, extract, `${h.site.url}/spa?warmup`, 'networkidle', SPA_SENTENCE);
 
@@ -376,6 +419,7 @@ async function measureEndToEnd(h: Harness, stack: BenchStack, apiKey: string): P
       // A and B alternate; the order flips every round so neither always runs on a warmer machine.
       const order: RunName[] = [
         'platform, ?wait=30',
+        'durable floor (bare workflow + 1 activity)',
         'bare fetch+convert+extract',
         'platform, 1 s polling',
         'bare Playwright+convert+extract',
@@ -386,6 +430,7 @@ async function measureEndToEnd(h: Harness, stack: BenchStack, apiKey: string): P
             scrapeThroughPlatform(h, stack, apiKey, staticUrl(tag(i)), 'http', 'poll'),
           'platform, ?wait=30': (i: number) =>
             scrapeThroughPlatform(h, stack, apiKey, staticUrl(tag(i)), 'http', 'wait'),
+          'durable floor (bare workflow + 1 activity)': (i: number) => scrapeThroughFloor(h, staticUrl(tag(i))),
           'bare fetch+convert+extract': (i: number) => scrapeStaticBare(extract, staticUrl(tag(i))),
           'bare Playwright+convert+extract': (i: number) =>
             scrapeWithPlaywright(browser, extract, staticUrl(tag(i)), 'load'),
@@ -477,6 +522,13 @@ function printReport(accept: AcceptFigures[], e2e: EndToEnd, loadAverages: numbe
       '>= 0.35',
     ],
     [
+      `completed static pages, ?wait=30 vs the durable floor (bare workflow + 1 activity, same server)`,
+      describeRuns(staticOf('platform, ?wait=30'), STATIC_PAGES),
+      describeRuns(staticOf('durable floor (bare workflow + 1 activity)'), STATIC_PAGES),
+      `${medianRatio(pairOf('platform, ?wait=30', 'durable floor (bare workflow + 1 activity)'))} (${perRound(pairOf('platform, ?wait=30', 'durable floor (bare workflow + 1 activity)'))})`,
+      '>= 0.7',
+    ],
+    [
       `completed static pages, 1 s polling vs bare fetch loop`,
       describeRuns(staticOf('platform, 1 s polling'), STATIC_PAGES),
       describeRuns(staticOf('bare fetch+convert+extract'), STATIC_PAGES),
@@ -514,6 +566,7 @@ function printReport(accept: AcceptFigures[], e2e: EndToEnd, loadAverages: numbe
   const runNames: RunName[] = [
     'platform, ?wait=30',
     'platform, 1 s polling',
+    'durable floor (bare workflow + 1 activity)',
     'bare fetch+convert+extract',
     'bare Playwright+convert+extract',
   ];
@@ -564,6 +617,9 @@ function printReport(accept: AcceptFigures[], e2e: EndToEnd, loadAverages: numbe
         concurrency: STATIC_CLIENTS,
         runs: Object.fromEntries(runNames.map((n) => [n, summary(staticOf(n))])),
         ratio_wait_over_bare_fetch_median: medianRatio(pairOf('platform, ?wait=30', 'bare fetch+convert+extract')),
+        ratio_wait_over_durable_floor_median: medianRatio(
+          pairOf('platform, ?wait=30', 'durable floor (bare workflow + 1 activity)'),
+        ),
         ratio_poll_over_bare_fetch_median: medianRatio(pairOf('platform, 1 s polling', 'bare fetch+convert+extract')),
         ratio_wait_over_bare_playwright_median: medianRatio(
           pairOf('platform, ?wait=30', 'bare Playwright+convert+extract'),

@@ -257,7 +257,7 @@ export function minimalInstance(schema: unknown, root: Json, text: string, field
   }
 }
 
-function builtInReply(request: RecordedRequest): FakeReply {
+export function builtInReply(request: RecordedRequest): FakeReply {
   const format = request.body.response_format;
   const schema = format?.json_schema?.schema;
   if (format?.type === 'json_schema' && isJsonObject(schema)) {

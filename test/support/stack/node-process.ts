@@ -10,6 +10,7 @@ export function spawnNode(
   ready: RegExp,
   label: string,
   nodeArgs: string[] = [],
+  startTimeoutMs = 90_000,
 ): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   const child = spawn(process.execPath, [...nodeArgs, '--require', 'tsx/cjs', script], {
     cwd: ROOT,
@@ -19,7 +20,7 @@ export function spawnNode(
   return new Promise((resolve, reject) => {
     let output = '';
     let started = false;
-    const timer = setTimeout(() => reject(new Error(`${label} did not start: ${output}`)), 90_000);
+    const timer = setTimeout(() => reject(new Error(`${label} did not start: ${output}`)), startTimeoutMs);
     const onData = (chunk: Buffer) => {
       if (started) return; // keep draining the pipe, nothing more
       output = (output + chunk).slice(-8000);
