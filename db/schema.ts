@@ -74,6 +74,18 @@ export interface OAuthMarketGrantsTable {
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
+/** An operator-managed OAuth client (migration 0023). */
+export interface OAuthClientsTable {
+  client_id: string;
+  client_name: string;
+  redirect_uris: ColumnType<string[], string, string>;
+  /** `none` (a public client, PKCE only), `client_secret_basic` or `client_secret_post`. */
+  token_endpoint_auth_method: string;
+  /** The sealed client secret of a confidential client (lib/crypto seal, MASTER_KEY), null for a public one. */
+  client_secret: string | null;
+  created_at: Timestamp;
+}
+
 export interface SubscriptionsTable {
   user_id: string;
   plan_id: string;
@@ -605,6 +617,7 @@ export interface Database {
   sessions: SessionsTable;
   oauth_records: OAuthRecordsTable;
   oauth_market_grants: OAuthMarketGrantsTable;
+  oauth_clients: OAuthClientsTable;
   subscriptions: SubscriptionsTable;
   wallets: WalletsTable;
   ledger_entries: LedgerEntriesTable;

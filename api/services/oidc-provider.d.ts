@@ -17,6 +17,10 @@ declare module 'oidc-provider' {
     session?: { accountId?: string };
     grantId?: string;
     returnTo: string;
+    /** Expiry, unix seconds. */
+    exp: number;
+    /** Stores the interaction again (its params included) for `ttl` more seconds. */
+    save(ttl: number): Promise<string>;
   }
 
   export interface OidcGrant {
