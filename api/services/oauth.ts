@@ -1,7 +1,7 @@
 import { createHmac, createPrivateKey } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { localhostAllowedHostnames } from '@modelcontextprotocol/server';
-import { Provider, errors, type OidcAccessToken, type OidcInteraction } from 'oidc-provider';
+import { Provider, errors, interactionPolicy, type OidcAccessToken, type OidcInteraction } from 'oidc-provider';
 import type { Db } from '../../db/connect';
 import { loadCallEntryCached } from '../../db/repos/market-tool-calls';
 import {
@@ -120,6 +120,29 @@ export interface OAuthServer {
 }
 
 /** Secrets of the authorization server, derived from MASTER_KEY (never a constant in the code). */
+/**
+ * oidc-provider's prompts plus one consent check: an authorization is consented to on the console's
+ * page every time (it makes the market grant: entry, parameters, cap), even when the client asked for
+ * no scope the other checks would find missing.
+ */
+function consentEveryTime() {
+  const policy = interactionPolicy.base();
+  policy
+    .get('consent')!
+    .checks.add(
+      new interactionPolicy.Check(
+        'market_grant_missing',
+        'every authorization is approved on the consent page',
+        'consent_required',
+        (ctx) =>
+          ctx.oidc.result?.consent?.grantId
+            ? interactionPolicy.Check.NO_NEED_TO_PROMPT
+            : interactionPolicy.Check.REQUEST_PROMPT,
+      ),
+    );
+  return policy;
+}
+
 function derive(masterKey: Buffer, purpose: string): Buffer {
   return createHmac('sha256', masterKey).update(`oauth:${purpose}`).digest();
 }
@@ -257,7 +280,10 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
       },
       findAccount: async (_ctx: unknown, sub: string) => ({ accountId: sub, claims: async () => ({ sub }) }),
-      interactions: { url: async (_ctx: unknown, interaction: { uid: string }) => interactionPath(interaction.uid) },
+      interactions: {
+        url: async (_ctx: unknown, interaction: { uid: string }) => interactionPath(interaction.uid),
+        policy: consentEveryTime(),
+      },
       renderError: async (ctx: Context, out: Record<string, string>) => {
         ctx.type = 'html';
         ctx.body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Authorization failed</title></head><body><main><h1>Authorization failed</h1><p>${escapeHtml(out.error ?? 'error')}: ${escapeHtml(out.error_description ?? '')}</p></main></body></html>`;

@@ -59,6 +59,23 @@ declare module 'oidc-provider' {
     AccessToken: { find(value: string): Promise<OidcAccessToken | undefined> };
   }
 
+  export interface OidcCheck {
+    reason: string;
+  }
+  export interface OidcPrompt {
+    name: string;
+    checks: { add(check: OidcCheck): void };
+  }
+  export const interactionPolicy: {
+    base(): OidcPrompt[] & { get(name: string): OidcPrompt | undefined };
+    Check: (new (
+      reason: string,
+      description: string,
+      error: string,
+      check: (ctx: { oidc: { result?: { consent?: { grantId?: string } } } }) => boolean,
+    ) => OidcCheck) & { REQUEST_PROMPT: boolean; NO_NEED_TO_PROMPT: boolean };
+  };
+
   export const errors: {
     InvalidTarget: new (description?: string) => Error;
     InvalidRequest: new (description?: string) => Error;
