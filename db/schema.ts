@@ -74,7 +74,7 @@ export interface OAuthMarketGrantsTable {
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
-/** An operator-managed OAuth client (migration 0023). */
+/** An operator-managed OAuth client (migration 0026). */
 export interface OAuthClientsTable {
   client_id: string;
   client_name: string;

@@ -18,7 +18,7 @@ import * as marketCallContinuations from './0019_market_call_continuations';
 import * as agentToolImages from './0020_agent_tool_images';
 import * as webSessions from './0021_web_sessions';
 import * as oauth from './0022_oauth';
-import * as oauthClients from './0023_oauth_clients';
+import * as oauthClients from './0026_oauth_clients';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -40,7 +40,7 @@ const migrations: Record<string, Migration> = {
   '0020_agent_tool_images': agentToolImages,
   '0021_web_sessions': webSessions,
   '0022_oauth': oauth,
-  '0023_oauth_clients': oauthClients,
+  '0026_oauth_clients': oauthClients,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -3,7 +3,7 @@ import { seal, unseal } from '../../lib/crypto';
 import type { Db } from '../connect';
 
 /**
- * Operator-managed OAuth clients (table `oauth_clients`, migration 0023): what an operator registers
+ * Operator-managed OAuth clients (table `oauth_clients`, migration 0026): what an operator registers
  * through the admin API. The authorization server finds them before dynamically registered clients
  * and client ID metadata documents (api/services/oauth.ts). A confidential client's secret is sealed
  * with MASTER_KEY (associated data `oauth-client:<client_id>`) and shown once, at registration.
