@@ -21,6 +21,10 @@ import {
   ValidationReport,
 } from '../lib/schemas/market';
 import {
+  MarketCredential,
+  MarketCredentialRevocation,
+  MarketCredentialsQuery,
+  MarketCredentialsResponse,
   McpCredentialRequest,
   McpCredentialResponse,
   ProviderRevenueQuery,
@@ -51,6 +55,9 @@ export const MARKET_COMPONENTS = [
   ProviderEventChargeResult,
   McpCredentialRequest,
   McpCredentialResponse,
+  MarketCredential,
+  MarketCredentialsResponse,
+  MarketCredentialRevocation,
   ProviderRevenueRun,
   ProviderRevenueResponse,
 ];
@@ -287,7 +294,9 @@ export function marketPaths() {
           'valid MARKET_INPUT_REQUIRED_TTL_SECONDS; else JSON-RPC -32602), requests in the session on 2025; such a call is billed once, when answered. notifications/cancelled or a closed ' +
           'request cancels the call upstream (not charged). Clients send `Authorization: Bearer <credential>`; for an entry without parameters the plain API key is accepted too. Missing or refused ' +
           'tokens get 401 with `WWW-Authenticate: Bearer realm="market-mcp", error=...`. The credential (a sealed token: entry id, the id of the API key that created it, the params, ' +
-          "the cap) is rejected for any other entry, after the API key is rotated and after the entry's parameter schema changes: create a new one then. " +
+          'the cap) is rejected for any other entry, once revoked (DELETE /mcp-market/credentials/{credentialId}: the next request gets 401 invalid_token ' +
+          "'This credential has been revoked; create a new one', nothing is called or billed), after the API key is rotated and after the entry's parameter schema changes: create a new one then. " +
+          'The service records each credential (id, entry, label, cap, created, last used, revoked; never the token or the params) for GET /mcp-market/credentials. ' +
           'Calls: tool_call_fixed charges clientPriceUsd for every call the upstream answered (an isError result included), nothing for a refused or unanswered call; each such call ' +
           'is a market run of its own that holds exactly its price while it runs (a price above maxTotalUsdPerRun or MARKET_RUN_CHARGE_LIMIT_USD is refused with run_limit_reached). ' +
           "provider_event entries are charged by the provider (POST /provider/runs/{runId}/charge): the credential's calls that follow each other with less than " +
@@ -316,6 +325,39 @@ export function marketPaths() {
           409: error(
             "invalid_params_schema: the entry's parameter schema can no longer be used (approved before the schema rules; its provider must revise it)",
           ),
+        },
+      },
+    },
+    '/mcp-market/credentials': {
+      get: {
+        operationId: 'listMarketToolCredentials',
+        summary: "Extension: the account's MCP client credentials, newest first",
+        description:
+          'Every credential issued by POST /mcp-market/mcps/{id}/credentials (and the console), revoked ones included (status), without the token or its params, which the service does not keep. ' +
+          "Credentials an OAuth client holds for you are not listed here: they are the account's connected apps, revoked with the grant. " +
+          'A credential issued before credentials were recorded appears after its first use (createdAt: its issue time).',
+        tags,
+        parameters: optionalQuery(MarketCredentialsQuery as never),
+        responses: {
+          200: json(ref('MarketCredentialsResponse'), 'One page of credentials'),
+          400: error('Invalid query'),
+          401: unauthorized,
+        },
+      },
+    },
+    '/mcp-market/credentials/{credentialId}': {
+      delete: {
+        operationId: 'revokeMarketToolCredential',
+        summary: 'Extension: revoke one MCP client credential',
+        description:
+          'The next request made with it on /mcp/{entryId} (or try a tool) is refused with 401 invalid_token and nothing is called or billed; calls already running finish. ' +
+          'Idempotent: revoking a revoked credential answers 200 with its first revocation time. Other credentials, and the API key, keep working.',
+        tags,
+        parameters: [uuidPath('credentialId')],
+        responses: {
+          200: json(ref('MarketCredentialRevocation'), 'Revoked'),
+          401: unauthorized,
+          404: error("The account has no credential with this id (another account's is as absent)"),
         },
       },
     },

@@ -74,6 +74,20 @@ export interface OAuthMarketGrantsTable {
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
+/** One issued market credential (db/migrations/0023_market_credentials.ts); never the token or its params. */
+export interface MarketCredentialsTable {
+  id: string;
+  user_id: string;
+  entry_id: string;
+  api_key_id: string;
+  source: 'direct' | 'oauth';
+  label: string | null;
+  cap_micros: number | null;
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
 /** An operator-managed OAuth client (migration 0026). */
 export interface OAuthClientsTable {
   client_id: string;
@@ -617,6 +631,7 @@ export interface Database {
   sessions: SessionsTable;
   oauth_records: OAuthRecordsTable;
   oauth_market_grants: OAuthMarketGrantsTable;
+  market_credentials: MarketCredentialsTable;
   oauth_clients: OAuthClientsTable;
   subscriptions: SubscriptionsTable;
   wallets: WalletsTable;

@@ -1,7 +1,9 @@
 /**
- * Connect snippets of a tool-market entry, each built from the entry's hosted MCP address and the
- * placeholder the reader replaces with their credential (or API key, for an entry without
- * parameters). The market tests parse them back from the page and connect a real client.
+ * Connect snippets of a tool-market entry, built from the entry's hosted MCP address. Clients that
+ * follow the MCP authorization spec (Claude Code, VS Code, Cursor) get the address alone and sign in
+ * with OAuth; the others (and curl, and mcp-remote) get an `Authorization` header with the placeholder
+ * the reader replaces with their credential (or API key, for an entry without parameters). The market
+ * tests parse them back from the page and connect a real client: through OAuth, or with the header.
  */
 
 export const CREDENTIAL_PLACEHOLDER = '<credential>';
@@ -15,46 +17,53 @@ export interface ConnectTarget {
 
 const authorization = (credential: string) => `Bearer ${credential}`;
 
-/** Claude Code: `claude mcp add --transport http <name> <url> --header "Authorization: Bearer <credential>"`. */
+/**
+ * Claude Code, signing in with OAuth: `claude mcp add --transport http <name> <url>`, then `/mcp` →
+ * Authenticate opens the browser (the MCP authorization spec; nothing secret in the command).
+ */
 export function claudeCodeCommand(target: ConnectTarget): string {
-  return `claude mcp add --transport http ${target.name} ${target.url} --header "Authorization: ${authorization(CREDENTIAL_PLACEHOLDER)}"`;
+  return `claude mcp add --transport http ${target.name} ${target.url}`;
 }
 
-/** VS Code's .vscode/mcp.json: the server, and a password prompt for the credential (never written into the file). */
+/** Claude Code with a bearer credential instead (headless machines, CI): the same command with the header. */
+export function claudeCodeHeaderCommand(target: ConnectTarget): string {
+  return `${claudeCodeCommand(target)} --header "Authorization: ${authorization(CREDENTIAL_PLACEHOLDER)}"`;
+}
+
+/** VS Code's .vscode/mcp.json: the server's type and address only; VS Code asks the person to sign in (OAuth). */
 export function vsCodeConfig(target: ConnectTarget): string {
-  const inputId = `${target.name}-credential`;
-  return JSON.stringify(
-    {
-      inputs: [
-        {
-          type: 'promptString',
-          id: inputId,
-          description: `Credential (or API key) for ${target.name}`,
-          password: true,
-        },
-      ],
-      servers: {
-        [target.name]: {
-          type: 'http',
-          url: target.url,
-          headers: { Authorization: authorization(`\${input:${inputId}}`) },
-        },
-      },
-    },
-    null,
-    2,
-  );
+  return JSON.stringify({ servers: { [target.name]: { type: 'http', url: target.url } } }, null, 2);
 }
 
-/** Cursor's configuration of the server (what its install link carries, base64-encoded). */
-export function cursorServerConfig(target: ConnectTarget): { url: string; headers: Record<string, string> } {
-  return { url: target.url, headers: { Authorization: authorization(CREDENTIAL_PLACEHOLDER) } };
+/** Cursor's configuration of the server (what its install link carries, base64-encoded): the address; Cursor signs in with OAuth. */
+export function cursorServerConfig(target: ConnectTarget): { url: string } {
+  return { url: target.url };
 }
 
 /** Cursor's one-click install link: cursor://anysphere.cursor-deeplink/mcp/install?name=…&config=<base64 JSON>. */
 export function cursorInstallLink(target: ConnectTarget): string {
   const config = Buffer.from(JSON.stringify(cursorServerConfig(target)), 'utf8').toString('base64');
   return `cursor://anysphere.cursor-deeplink/mcp/install?name=${encodeURIComponent(target.name)}&config=${encodeURIComponent(config)}`;
+}
+
+/**
+ * A client without OAuth support: the common `mcpServers` shape (Claude Desktop, Windsurf, most agent
+ * frameworks) with the address and an `Authorization` header carrying a credential.
+ */
+export function headerConfig(target: ConnectTarget): string {
+  return JSON.stringify(
+    {
+      mcpServers: {
+        [target.name]: {
+          type: 'http',
+          url: target.url,
+          headers: { Authorization: authorization(CREDENTIAL_PLACEHOLDER) },
+        },
+      },
+    },
+    null,
+    2,
+  );
 }
 
 /** For clients that only start stdio servers: mcp-remote bridges stdio to the hosted endpoint. */

@@ -98,14 +98,14 @@ async function authenticate(deps: ApiDeps, oauth: OAuthServer, ctx: Context): Pr
   const entry = await loadCallEntryCached(deps.db, deps.config.masterKey, entryId);
   if (!entry) throw new ApiError(404, 'not_found', 'Market entry not found (not approved, or disabled)');
 
-  const credentialOf = async (credential: string) => {
-    const opened = await credentialPrincipal(deps.db, deps.config.masterKey, entry, credential);
+  const credentialOf = async (credential: string, source: 'direct' | 'oauth') => {
+    const opened = await credentialPrincipal(deps.db, deps.config.masterKey, entry, credential, source);
     if ('problem' in opened) throw challenge_(opened.problem);
     return opened.principal;
   };
   let principal: MarketPrincipal;
   if (looksLikeMcpCredential(token)) {
-    principal = await credentialOf(token);
+    principal = await credentialOf(token, 'direct');
   } else {
     const key = await findApiKeyOwner(deps.db, token);
     if (key) {
@@ -124,7 +124,7 @@ async function authenticate(deps: ApiDeps, oauth: OAuthServer, ctx: Context): Pr
       if (!resolved) throw challenge_('Unknown credential, API key or access token');
       if ('refused' in resolved) throw challenge_(resolved.refused);
       // The grant holds a credential like any other: the same checks, the same billing.
-      principal = await credentialOf(resolved.grant.credential);
+      principal = await credentialOf(resolved.grant.credential, 'oauth');
     }
   }
   const tools = typeof ctx.query.tools === 'string' ? ctx.query.tools : null;

@@ -24,7 +24,7 @@ import type { MonetizationStrategy } from '../../lib/market/listing';
 import type { McpSubmissionRequest } from '../../lib/market/mcp-submission';
 import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
 import { transition } from '../../lib/market/review-state';
-import { McpCredentialRequest } from '../../lib/schemas/market-hosted';
+import { MarketCredentialsQuery, McpCredentialRequest } from '../../lib/schemas/market-hosted';
 import type { SourceParamValues } from '../../lib/tools/types';
 import {
   MarketEventVerificationRequest,
@@ -36,7 +36,7 @@ import {
 import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { notFound, unauthorized } from '../errors';
-import { issueEntryCredential } from '../services/market-credentials';
+import { issueEntryCredential, listEntryCredentials, revokeEntryCredential } from '../services/market-credentials';
 import { searchToolMarket } from '../services/market-catalog';
 import { discoverSource, prepareSubmission, validateSource, type DiscoveryBody } from '../services/mcp-listing';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
@@ -217,16 +217,19 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   router.post('/mcps/:id/credentials', async (ctx) => {
     const user = ctx.state.user;
     const entryId = parseUuidParam('id', ctx.params.id);
-    const body = parseBody<{ params: SourceParamValues; maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }>(
-      McpCredentialRequest,
-      ctx.state.body,
-    );
+    const body = parseBody<{
+      params: SourceParamValues;
+      maxTotalUsdPerRun?: number;
+      maxRunChargeUsd?: number;
+      label?: string;
+    }>(McpCredentialRequest, ctx.state.body);
     const issued = await issueEntryCredential(deps, {
       userId: user.userId,
       entryId,
       params: body.params,
       maxTotalUsdPerRun: body.maxTotalUsdPerRun,
       maxRunChargeUsd: body.maxRunChargeUsd,
+      label: body.label,
       apiOrigin: publicOrigin(ctx, deps),
       apiKeyId: async () => {
         const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
@@ -238,6 +241,19 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = issued;
+  });
+
+  /** The account's credentials (no token, no params) and revoking one of them. */
+  router.get('/credentials', async (ctx) => {
+    const page = parseQuery<{ page: number; pageSize: number }>(MarketCredentialsQuery, ctx.query);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = await listEntryCredentials(deps.db, ctx.state.user.userId, page);
+  });
+
+  router.delete('/credentials/:credentialId', async (ctx) => {
+    const credentialId = parseUuidParam('credentialId', ctx.params.credentialId);
+    const revoked = await revokeEntryCredential(deps.db, ctx.state.user.userId, credentialId);
+    ctx.body = { id: credentialId, ...revoked };
   });
 
   return router;

@@ -1,4 +1,11 @@
 import type { Db } from '../../db/connect';
+import {
+  listMarketCredentials,
+  recordMarketCredential,
+  revokeMarketCredential,
+  type MarketCredentialRecord,
+} from '../../db/repos/market-credentials';
+import { paginationMeta, type PageRequest } from '../../db/repos/pagination';
 import { loadCallEntry } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
@@ -36,6 +43,7 @@ export interface IssuedCredential {
   mcpUrl: string;
   credentialId: string;
   entryId: string;
+  label: string | null;
   maxTotalUsdPerRun: number | null;
   maxRunChargeUsd: number | null;
 }
@@ -43,7 +51,9 @@ export interface IssuedCredential {
 /**
  * Issues an MCP client credential for a live tool-market entry (POST /mcp-market/mcps/:id/credentials
  * and the console's credentials page): the values must fit the entry's requiredUserParamsSchema; the
- * credential seals them with the caller's API key id and the cap. The token is shown once.
+ * credential seals them with the caller's API key id and the cap. The token is shown once; the service
+ * records the credential's id, entry, key, label and cap (never the token or the params) so that the
+ * account can list it and revoke it alone.
  */
 export async function issueEntryCredential(
   deps: { db: Db; config: Config },
@@ -55,6 +65,8 @@ export async function issueEntryCredential(
     params: SourceParamValues;
     maxTotalUsdPerRun?: number;
     maxRunChargeUsd?: number;
+    /** A name the consumer gives it (where it is used), shown in the list. */
+    label?: string | null;
     apiOrigin: string;
   },
 ): Promise<IssuedCredential> {
@@ -71,12 +83,75 @@ export async function issueEntryCredential(
     paramsSchemaHash: paramsSchemaHash(entry.requiredUserParamsSchema),
     capMicros,
   });
+  const label = input.label?.trim() || null;
+  await recordMarketCredential(deps.db, {
+    id: claims.id,
+    userId: input.userId,
+    entryId: entry.entryId,
+    apiKeyId,
+    source: 'direct',
+    label,
+    capMicros,
+    createdAt: new Date(claims.iat),
+  });
   return {
     credential: token,
     mcpUrl: marketMcpUrl(deps.config, input.apiOrigin, entry.entryId),
     credentialId: claims.id,
     entryId: entry.entryId,
+    label,
     maxTotalUsdPerRun: capMicros === null ? null : microsToUsd(capMicros),
     maxRunChargeUsd: capMicros === null ? null : microsToUsd(capMicros),
   };
+}
+
+/** MarketCredential: what the account sees of one issued credential (never the token or its params). */
+export interface CredentialView {
+  id: string;
+  entryId: string;
+  entryName: string | null;
+  label: string | null;
+  maxTotalUsdPerRun: number | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+  /** active; revoked (DELETE, or the console's Revoke); key_rotated (the API key it was made with was rotated). */
+  status: 'active' | 'revoked' | 'key_rotated';
+}
+
+export function credentialView(record: MarketCredentialRecord): CredentialView {
+  return {
+    id: record.id,
+    entryId: record.entryId,
+    entryName: record.entryName,
+    label: record.label,
+    maxTotalUsdPerRun: record.capMicros === null ? null : microsToUsd(record.capMicros),
+    createdAt: record.createdAt.toISOString(),
+    lastUsedAt: record.lastUsedAt?.toISOString() ?? null,
+    revokedAt: record.revokedAt?.toISOString() ?? null,
+    status: record.revokedAt ? 'revoked' : record.keyLive ? 'active' : 'key_rotated',
+  };
+}
+
+/**
+ * The account's market credentials, newest first (GET /mcp-market/credentials and the console's
+ * credentials page): the ones issued directly, revoked ones included; OAuth grants' are connected apps.
+ */
+export async function listEntryCredentials(db: Db, userId: string, page: PageRequest) {
+  const { rows, total } = await listMarketCredentials(db, userId, page);
+  return { credentials: rows.map(credentialView), meta: paginationMeta(page, total) };
+}
+
+/**
+ * Revokes one of the account's credentials (DELETE /mcp-market/credentials/{id} and the console's
+ * Revoke): the next request made with it is refused. Idempotent; another account's id is a 404.
+ */
+export async function revokeEntryCredential(
+  db: Db,
+  userId: string,
+  credentialId: string,
+): Promise<{ revokedAt: string }> {
+  const revoked = await revokeMarketCredential(db, userId, credentialId);
+  if (!revoked) throw notFound('Market credential');
+  return { revokedAt: revoked.revokedAt.toISOString() };
 }

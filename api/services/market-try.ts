@@ -1,10 +1,12 @@
 import type { Db } from '../../db/connect';
 import {
-  acquireCallRun,
-  findLiveApiKeyCached,
-  loadCallEntryCached,
-  marketCallPath,
-} from '../../db/repos/market-tool-calls';
+  findCredentialUse,
+  LAST_USED_PRECISION_MS,
+  markCredentialUsed,
+  recordMarketCredential,
+  type CredentialSource,
+} from '../../db/repos/market-credentials';
+import { acquireCallRun, loadCallEntryCached, marketCallPath } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
 import { looksLikeMcpCredential, openMcpCredentialCached, paramsSchemaHashOf } from '../../lib/market/credential';
 import {
@@ -29,23 +31,52 @@ export function needsParams(schema: Record<string, unknown>): boolean {
   return Object.keys((schema?.properties as Record<string, unknown> | undefined) ?? {}).length > 0;
 }
 
+/** The refusal of a revoked credential (the hosted endpoint answers it as a 401 invalid_token). */
+export const REVOKED_CREDENTIAL = 'This credential has been revoked; create a new one';
+
 /**
  * The principal of an MCP client credential presented for `entry`, or why it may not be used: the
- * hosted endpoint's check (api/mcp/market.ts) and the console's "try a tool" both use it.
+ * hosted endpoint's check (api/mcp/market.ts) and the console's "try a tool" both use it. Whether the
+ * credential is revoked and its API key still live is read in one statement on every request (never
+ * cached), so a revocation takes effect at the next request. A credential issued before credentials
+ * were recorded (migration 0023) is recorded now, on its first use (`source`: how it reached us), and
+ * from then on listed and revocable like any other.
  */
 export async function credentialPrincipal(
   db: Db,
   masterKey: Buffer,
   entry: MarketCallEntry,
   token: string,
+  source: CredentialSource = 'direct',
 ): Promise<{ principal: MarketPrincipal } | { problem: string }> {
   const claims = looksLikeMcpCredential(token) ? openMcpCredentialCached(masterKey, token) : null;
-  if (!claims) return { problem: 'The credential is not valid' };
+  if (!claims || typeof claims.id !== 'string') return { problem: 'The credential is not valid' };
   if (claims.entryId !== entry.entryId) return { problem: 'This credential belongs to another market entry' };
-  const key = await findLiveApiKeyCached(db, claims.apiKeyId, claims.userId);
-  if (!key) return { problem: 'The API key this credential was made with has been rotated; generate a new credential' };
+  const use = await findCredentialUse(db, {
+    credentialId: claims.id,
+    apiKeyId: claims.apiKeyId,
+    userId: claims.userId,
+  });
+  if (!use) return { problem: 'The API key this credential was made with has been rotated; generate a new credential' };
+  if (use.recorded?.revokedAt) return { problem: REVOKED_CREDENTIAL };
   if (claims.paramsSchemaHash !== paramsSchemaHashOf(entry.requiredUserParamsSchema))
     return { problem: "The entry's parameters changed since this credential was made; generate a new credential" };
+  const now = new Date();
+  if (!use.recorded) {
+    await recordMarketCredential(db, {
+      id: claims.id,
+      userId: claims.userId,
+      entryId: claims.entryId,
+      apiKeyId: claims.apiKeyId,
+      source,
+      label: null,
+      capMicros: claims.capMicros,
+      createdAt: new Date(claims.iat),
+    });
+    await markCredentialUsed(db, claims.id, now);
+  } else if (!use.recorded.lastUsedAt || now.getTime() - use.recorded.lastUsedAt.getTime() >= LAST_USED_PRECISION_MS) {
+    await markCredentialUsed(db, claims.id, now);
+  }
   return {
     principal: { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros },
   };

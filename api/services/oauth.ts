@@ -12,6 +12,7 @@ import {
   type MarketGrant,
 } from '../../db/repos/oauth';
 import { operatorClientMetadata } from '../../db/repos/oauth-clients';
+import { recordMarketCredential } from '../../db/repos/market-credentials';
 import type { Config } from '../../lib/config';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import type { MarketCallEntry } from '../../lib/market/tool-call';
@@ -356,13 +357,24 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
       const requested = [...new Set([...requestedScope, MCP_SCOPE])].filter((s) => KNOWN_SCOPES.has(s));
       if (requested.length) grant.addOIDCScope(requested.join(' '));
       const grantId = await grant.save();
-      const { token } = issueMcpCredential(config.masterKey, {
+      const { token, claims } = issueMcpCredential(config.masterKey, {
         entryId: input.entry.entryId,
         userId: input.userId,
         apiKeyId: input.apiKeyId,
         params: input.params,
         paramsSchemaHash: paramsSchemaHash(input.entry.requiredUserParamsSchema),
         capMicros: input.capMicros,
+      });
+      // Recorded as the grant's (listed under connected apps, revoked with the grant, never alone).
+      await recordMarketCredential(db, {
+        id: claims.id,
+        userId: input.userId,
+        entryId: input.entry.entryId,
+        apiKeyId: input.apiKeyId,
+        source: 'oauth',
+        label: input.clientName,
+        capMicros: input.capMicros,
+        createdAt: new Date(claims.iat),
       });
       await saveMarketGrant(db, {
         grantId,

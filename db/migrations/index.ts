@@ -18,6 +18,8 @@ import * as marketCallContinuations from './0019_market_call_continuations';
 import * as agentToolImages from './0020_agent_tool_images';
 import * as webSessions from './0021_web_sessions';
 import * as oauth from './0022_oauth';
+import * as marketCredentials from './0023_market_credentials';
+import * as oneStatementCharge from './0025_one_statement_charge';
 import * as oauthClients from './0026_oauth_clients';
 
 const migrations: Record<string, Migration> = {
@@ -40,6 +42,8 @@ const migrations: Record<string, Migration> = {
   '0020_agent_tool_images': agentToolImages,
   '0021_web_sessions': webSessions,
   '0022_oauth': oauth,
+  '0023_market_credentials': marketCredentials,
+  '0025_one_statement_charge': oneStatementCharge,
   '0026_oauth_clients': oauthClients,
 };
 

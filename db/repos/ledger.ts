@@ -156,36 +156,6 @@ export async function lockWallets(trx: Db, userIds: readonly string[]): Promise<
     .execute();
 }
 
-export interface MarketChargePosting {
-  runId: string;
-  chargeId: string;
-  consumerId: string;
-  providerId: string;
-  totalMicros: number;
-  providerRevenueMicros: number;
-  /** The consumer's transaction line (agent_name) and its payload. */
-  agentName: string;
-  result: string;
-  payload: Record<string, unknown>;
-}
-
-/**
- * Posts a production market charge inside the charge transaction (wallets locked by the caller): the
- * consumer's debit of the total (a `usage` entry, with an agent transaction the consumer sees in
- * /transactions) and the provider's revenue (a `revenue` entry on the provider's own wallet), both
- * carrying the run id. Commission (total − revenue) stays with the platform. Keys derive from the
- * (new) charge id: posting a charge twice fails its transaction instead of charging twice.
- */
-export async function postMarketCharge(trx: Db, posting: MarketChargePosting): Promise<void> {
-  if (!trx.isTransaction) throw new Error('postMarketCharge must run inside the charge transaction');
-  // One statement: post_market_charge (migration 0015), the same posting settle_market_call makes;
-  // it refuses a charge that is not positive or revenue outside 0..charge.
-  await sql`
-    select post_market_charge(${posting.runId}::uuid, ${posting.chargeId}::uuid, ${posting.consumerId}::uuid, ${posting.providerId}::uuid,
-                              ${posting.totalMicros}::bigint, ${posting.providerRevenueMicros}::bigint, ${posting.agentName}::text, ${posting.result}::text,
-                              ${JSON.stringify(posting.payload)}::jsonb)`.execute(trx);
-}
-
 export interface AgentPurchasePosting {
   purchaseId: string;
   consumerId: string;

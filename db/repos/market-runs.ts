@@ -7,7 +7,6 @@ import type { OwedMarketRun } from '../../lib/market/run-workflow';
 import { splitCharge, ratePpm } from '../../lib/market/commission';
 import type { StoredPricingEvent } from '../../lib/market/listing';
 import { microsToUsd } from '../../lib/money';
-import { lockWallets, postMarketCharge } from './ledger';
 
 /**
  * Market runs: a consumer's run against a market entry, the money it may spend on provider charges
@@ -328,139 +327,117 @@ function priorOutcome(
 
 /**
  * One production charge, exactly once per (run, idempotency key). A repeated key returns the stored
- * result (replayed) — also after the run closed — or a conflict when the request differs. Otherwise,
- * in ONE transaction with the consumer's and the provider's wallets and the run locked: the run must
- * be active (migration 0016's market_run_active, database clock: open, unexpired, and used by a call
- * or within the grace after its last call), the event one of the run's pricing events and the entry
- * still live; chargedCount is what the run's remaining hold pays for (lib/market/commission.ts); the
- * charge row, the run's charged total, the consumer's debit and the provider's revenue are written
- * together. Concurrent requests with one key queue on the locks, and all but the first find its
- * charge and replay it.
+ * result (replayed) — also after the run closed — or a conflict when the request differs. Otherwise
+ * one statement (migration 0025's charge_market_run_event) locks the consumer's and the provider's
+ * wallets and the run, re-checks the run (open, unexpired, active by market_run_active on the
+ * database clock: used by a call or within the grace after its last call), the event (one of the
+ * run's pricing events) and the entry (still live), and writes the charge row, the run's charged
+ * total, the consumer's debit and the provider's revenue together. chargedCount is what the run's
+ * remaining hold pays for (lib/market/commission.ts), split here from the remaining hold as read;
+ * when another charge moved it first, nothing is written and the split is made again from the
+ * remaining hold the statement found. Concurrent requests with one key queue on the locks, and all but
+ * the first find its charge and replay it.
  */
 export async function chargeMarketRun(db: Db, request: RunChargeRequest): Promise<RunChargeOutcome> {
-  const charges = (run: string) =>
-    sql<{
-      request_hash: string | null;
-      result: unknown;
-    }>`(select c.request_hash, c.result from market_run_charges c where c.run_id = ${run}::uuid and c.idempotency_key = ${request.idempotencyKey})`;
+  const seen = await readRunForCharge(db, request);
+  if (!seen) return { kind: 'not_found' };
+  if (seen.provider_id !== request.providerId) return { kind: 'forbidden' };
+  if (seen.entry_id !== request.entryId) return { kind: 'wrong_entry' };
+  const prior = priorOutcome(request, seen);
+  if (prior) return prior;
+
+  const event = (seen.pricing_events as StoredPricingEvent[]).find((e) => e.eventName === request.eventName);
+  const commissionPpm = ratePpm(request.commissionRate);
+  let remainingMicros = Number(seen.hold_micros) - Number(seen.charged_micros);
+  for (;;) {
+    const chargeId = randomUUID();
+    const split = event
+      ? splitCharge({
+          count: request.count,
+          unitPriceMicros: event.unitPriceMicros,
+          remainingMicros,
+          commissionPpm,
+        })
+      : null;
+    const result: ProductionChargeResult | null =
+      event && split
+        ? {
+            chargeId,
+            eventName: event.eventName,
+            requestedCount: request.count,
+            chargedCount: split.chargedCount,
+            chargeableWithinLimit: split.chargeableWithinLimit,
+            eventChargeLimitReached: split.eventChargeLimitReached,
+            unitPriceUsd: microsToUsd(event.unitPriceMicros),
+            totalChargedUsd: microsToUsd(split.totalMicros),
+            commissionRate: commissionPpm / 1_000_000,
+            commissionUsd: microsToUsd(split.commissionMicros),
+            providerRevenueUsd: microsToUsd(split.providerRevenueMicros),
+            meterEventId: `mev_${chargeId}`,
+            replayed: false,
+            verification: false,
+          }
+        : null;
+    const payload = result && {
+      runId: request.runId,
+      entryId: seen.entry_id,
+      selectionId: seen.selection_id,
+      chargeId,
+      eventName: result.eventName,
+      toolName: request.toolName,
+      requestedCount: request.count,
+      chargedCount: result.chargedCount,
+      unitPriceUsd: result.unitPriceUsd,
+    };
+    const answer = (
+      await sql<{ answer: { outcome: ChargeStatementOutcome; remaining?: string | number } }>`
+        select charge_market_run_event(
+          ${request.runId}::uuid, ${chargeId}::uuid, ${seen.consumer_id}::uuid, ${seen.provider_id}::uuid,
+          ${request.idempotencyKey}::text, ${request.requestHash}::text, ${request.eventName}::text, ${request.toolName}::text,
+          ${request.count}::integer, ${split?.chargedCount ?? 0}::integer, ${event?.unitPriceMicros ?? null}::bigint,
+          ${split?.totalMicros ?? 0}::bigint, ${split?.commissionMicros ?? 0}::bigint, ${split?.providerRevenueMicros ?? 0}::bigint,
+          ${remainingMicros}::bigint, ${result && JSON.stringify(result)}::jsonb,
+          ${result && `${result.eventName} × ${result.chargedCount}`}::text, ${payload && JSON.stringify(payload)}::jsonb
+        ) as answer`.execute(db)
+    ).rows[0]!.answer;
+    switch (answer.outcome) {
+      case 'recorded':
+        return { kind: 'recorded', result: result! };
+      case 'stale':
+        remainingMicros = Number(answer.remaining);
+        continue;
+      case 'raced': {
+        const raced = await readRunForCharge(db, request);
+        return (raced && priorOutcome(request, raced)) ?? { kind: 'not_found' };
+      }
+      default:
+        return { kind: answer.outcome };
+    }
+  }
+}
+
+type ChargeStatementOutcome =
+  'recorded' | 'stale' | 'raced' | 'not_found' | 'closed' | 'expired' | 'ended' | 'unknown_event' | 'entry_not_active';
+
+/** The run as a charge needs it (unlocked), with the charge already made with the request's key if any. */
+async function readRunForCharge(db: Db, request: RunChargeRequest) {
   const seen = await sql<{
     consumer_id: string;
     provider_id: string;
     entry_id: string;
+    selection_id: string | null;
+    pricing_events: unknown;
+    hold_micros: string | number;
+    charged_micros: string | number;
     request_hash: string | null;
     result: unknown;
   }>`
-    select r.consumer_id, r.provider_id, r.entry_id, c.request_hash, c.result
-    from market_runs r left join lateral ${charges(request.runId)} c on true
+    select r.consumer_id, r.provider_id, r.entry_id, r.selection_id, r.pricing_events, r.hold_micros, r.charged_micros,
+      c.request_hash, c.result
+    from market_runs r
+    left join market_run_charges c on c.run_id = r.id and c.idempotency_key = ${request.idempotencyKey}
     where r.id = ${request.runId}::uuid`.execute(db);
-  const run = seen.rows[0];
-  if (!run) return { kind: 'not_found' };
-  if (run.provider_id !== request.providerId) return { kind: 'forbidden' };
-  if (run.entry_id !== request.entryId) return { kind: 'wrong_entry' };
-  const prior = priorOutcome(request, run);
-  if (prior) return prior;
-
-  return db.transaction().execute(async (trx): Promise<RunChargeOutcome> => {
-    await lockWallets(trx, [run.consumer_id, run.provider_id]);
-    const locked = (
-      await sql<
-        Selectable<MarketRunsTable> & {
-          active: boolean;
-          live: boolean;
-          request_hash: string | null;
-          result: unknown;
-          entry_slug: string | null;
-        }
-      >`
-        select r.*, r.expires_at > clock_timestamp() as active,
-          market_run_active(r.status, r.expires_at, r.calls_in_flight, r.idle_until, clock_timestamp()) as live, c.request_hash, c.result,
-          (select s.slug from market_submissions s
-            where s.listing_id = r.entry_id and s.market = 'mcp' and s.live and s.status = 'approved') as entry_slug
-        from market_runs r left join lateral ${charges(request.runId)} c on true
-        where r.id = ${request.runId}::uuid
-        for update of r`.execute(trx)
-    ).rows[0]!;
-    const raced = priorOutcome(request, locked);
-    if (raced) return raced;
-    if (locked.status !== 'open') return { kind: 'closed' };
-    if (!locked.active) return { kind: 'expired' };
-    if (!locked.live) return { kind: 'ended' };
-    const event = (locked.pricing_events as StoredPricingEvent[]).find((e) => e.eventName === request.eventName);
-    if (!event) return { kind: 'unknown_event' };
-    if (locked.entry_slug === null) return { kind: 'entry_not_active' };
-
-    const commissionPpm = ratePpm(request.commissionRate);
-    const split = splitCharge({
-      count: request.count,
-      unitPriceMicros: event.unitPriceMicros,
-      remainingMicros: locked.hold_micros - locked.charged_micros,
-      commissionPpm,
-    });
-    const chargeId = randomUUID();
-    const result: ProductionChargeResult = {
-      chargeId,
-      eventName: event.eventName,
-      requestedCount: request.count,
-      chargedCount: split.chargedCount,
-      chargeableWithinLimit: split.chargeableWithinLimit,
-      eventChargeLimitReached: split.eventChargeLimitReached,
-      unitPriceUsd: microsToUsd(event.unitPriceMicros),
-      totalChargedUsd: microsToUsd(split.totalMicros),
-      commissionRate: commissionPpm / 1_000_000,
-      commissionUsd: microsToUsd(split.commissionMicros),
-      providerRevenueUsd: microsToUsd(split.providerRevenueMicros),
-      meterEventId: `mev_${chargeId}`,
-      replayed: false,
-      verification: false,
-    };
-    await trx
-      .insertInto('market_run_charges')
-      .values({
-        id: chargeId,
-        run_id: request.runId,
-        idempotency_key: request.idempotencyKey,
-        request_hash: request.requestHash,
-        event_name: event.eventName,
-        tool_name: request.toolName,
-        requested_count: request.count,
-        charged_count: split.chargedCount,
-        unit_price_micros: event.unitPriceMicros,
-        total_micros: split.totalMicros,
-        commission_micros: split.commissionMicros,
-        provider_revenue_micros: split.providerRevenueMicros,
-        result: JSON.stringify(result),
-      })
-      .execute();
-    if (split.totalMicros > 0) {
-      await trx
-        .updateTable('market_runs')
-        .set((eb) => ({ charged_micros: eb('charged_micros', '+', split.totalMicros) }))
-        .where('id', '=', request.runId)
-        .execute();
-      await postMarketCharge(trx, {
-        runId: request.runId,
-        chargeId,
-        consumerId: run.consumer_id,
-        providerId: run.provider_id,
-        totalMicros: split.totalMicros,
-        providerRevenueMicros: split.providerRevenueMicros,
-        agentName: `market:${locked.entry_slug}`,
-        result: `${event.eventName} × ${split.chargedCount}`,
-        payload: {
-          runId: request.runId,
-          entryId: locked.entry_id,
-          selectionId: locked.selection_id,
-          chargeId,
-          eventName: event.eventName,
-          toolName: request.toolName,
-          requestedCount: request.count,
-          chargedCount: split.chargedCount,
-          unitPriceUsd: result.unitPriceUsd,
-        },
-      });
-    }
-    return { kind: 'recorded', result };
-  });
+  return seen.rows[0];
 }
 
 /** What the job's market runs have charged so far, in micro-USD. */

@@ -33,7 +33,6 @@ import {
 } from './market-runs';
 import { offsetOf, type PageRequest } from './pagination';
 import { writeSystemLog } from './system-logs';
-import { API_KEY_CACHE_TTL_MS, apiKeysGeneration } from './users';
 
 /**
  * Storage of market tool calls (lib/market/tool-call.ts): the live entry as a call needs it, the
@@ -97,36 +96,6 @@ export async function findApiKeyOwner(db: Db, apiKey: string): Promise<ApiKeyOwn
     .where('k.revoked_at', 'is', null)
     .executeTakeFirst();
   return row ? { apiKeyId: row.id, userId: row.user_id, subscriptionActive: row.status === 'active' } : null;
-}
-
-/** The account of an API key by id, if the key is still live (not rotated away). */
-export async function findLiveApiKey(db: Db, apiKeyId: string, userId: string): Promise<ApiKeyOwner | null> {
-  const row = await db
-    .selectFrom('api_keys as k')
-    .innerJoin('subscriptions as s', 's.user_id', 'k.user_id')
-    .select(['k.id', 'k.user_id', 's.status'])
-    .where('k.id', '=', apiKeyId)
-    .where('k.user_id', '=', userId)
-    .where('k.revoked_at', 'is', null)
-    .executeTakeFirst();
-  return row ? { apiKeyId: row.id, userId: row.user_id, subscriptionActive: row.status === 'active' } : null;
-}
-
-/**
- * findLiveApiKey remembered for API_KEY_CACHE_TTL_MS (the hosted endpoint checks a credential's key
- * on every request). Same rules as the API-key cache of db/repos/users.ts: a rotation or subscription
- * change through this process invalidates every entry at once (generation), one made by another
- * process takes effect within the TTL; dead keys are never remembered. Opening a run re-reads the
- * subscription in its own transaction either way.
- */
-const liveKeyCache = createGenerationCache<ApiKeyOwner>({
-  ttlMs: API_KEY_CACHE_TTL_MS,
-  maxEntries: 10_000,
-  generation: apiKeysGeneration,
-});
-
-export function findLiveApiKeyCached(db: Db, apiKeyId: string, userId: string): Promise<ApiKeyOwner | null> {
-  return liveKeyCache(db, `${userId}:${apiKeyId}`, () => findLiveApiKey(db, apiKeyId, userId));
 }
 
 /** How calls acquire their market runs (the market configuration: see runSettings). */
@@ -243,7 +212,7 @@ export const TOOL_CALL_EVENT = 'tool_call';
  * debit and the provider's revenue (post_market_charge, through apply_ledger_entry) and the log line
  * — all or nothing. A refused settlement releases the call's reservation instead. A provider
  * calling its own entry is settled the same way (both entries move the one wallet, in turn). Keys
- * derive from a fresh charge id and the transaction line carries no job, as postMarketCharge's do
+ * derive from a fresh charge id and the transaction line carries no job, as post_market_charge's do
  * (the ledger reconciliation ties a debit outside a job to its line).
  */
 async function settleFixedCall(

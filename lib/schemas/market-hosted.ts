@@ -26,6 +26,12 @@ export const McpCredentialRequest = {
         'with less than MARKET_RUN_IDLE_GRACE_SECONDS between them, for at most MARKET_RUN_TTL_MINUTES — holds and can be charged at most ' +
         'min(available balance, this, MARKET_RUN_CHARGE_LIMIT_USD), sent to the provider as x-service-charge-max-total-usd; a fixed-price call above it is refused (run_limit_reached)',
     },
+    label: {
+      type: 'string',
+      maxLength: 100,
+      description:
+        'Extension: a name for the credential (where you use it), shown in GET /mcp-market/credentials; not a secret',
+    },
     maxRunChargeUsd: {
       type: 'number',
       exclusiveMinimum: 0,
@@ -48,8 +54,14 @@ export const McpCredentialResponse = {
         'MCP_CLIENT_CREDENTIAL: send it as Authorization: Bearer <credential>. A secret equivalent to your API key; bound to this entry',
     },
     mcpUrl: { type: 'string', format: 'uri', description: '{mcp_url}/mcp/{entryId}' },
-    credentialId: { type: 'string', format: 'uuid', description: 'Sent to providers as x-service-charge-selection-id' },
+    credentialId: {
+      type: 'string',
+      format: 'uuid',
+      description:
+        'Sent to providers as x-service-charge-selection-id; the id of GET /mcp-market/credentials and DELETE /mcp-market/credentials/{credentialId}',
+    },
     entryId: { type: 'string', format: 'uuid' },
+    label: { type: ['string', 'null'], description: 'Extension: the label given, or null' },
     maxTotalUsdPerRun: {
       type: ['number', 'null'],
       format: 'double',
@@ -63,6 +75,64 @@ export const McpCredentialResponse = {
     },
   },
 } as const;
+
+export const MarketCredential = {
+  $id: 'MarketCredential',
+  type: 'object',
+  required: [
+    'id',
+    'entryId',
+    'entryName',
+    'label',
+    'maxTotalUsdPerRun',
+    'createdAt',
+    'lastUsedAt',
+    'revokedAt',
+    'status',
+  ],
+  description: 'Extension: one issued MCP client credential as the account sees it (never the token or its params)',
+  properties: {
+    id: { type: 'string', format: 'uuid', description: 'credentialId (x-service-charge-selection-id)' },
+    entryId: { type: 'string', format: 'uuid' },
+    entryName: { type: ['string', 'null'], description: "The entry's name while it is live, else null" },
+    label: { type: ['string', 'null'] },
+    maxTotalUsdPerRun: { type: ['number', 'null'], format: 'double' },
+    createdAt: { type: 'string', format: 'date-time' },
+    lastUsedAt: {
+      type: ['string', 'null'],
+      format: 'date-time',
+      description: 'The last request made with it on the hosted endpoint or try a tool (minute precision), or null',
+    },
+    revokedAt: { type: ['string', 'null'], format: 'date-time' },
+    status: {
+      type: 'string',
+      enum: ['active', 'revoked', 'key_rotated'],
+      description: 'revoked: by DELETE (or the console); key_rotated: the API key it was made with was rotated',
+    },
+  },
+} as const;
+
+export const MarketCredentialsResponse = {
+  $id: 'MarketCredentialsResponse',
+  type: 'object',
+  required: ['credentials', 'meta'],
+  properties: {
+    credentials: { type: 'array', items: { $ref: 'MarketCredential' } },
+    meta: { $ref: 'PaginationMeta' },
+  },
+} as const;
+
+export const MarketCredentialRevocation = {
+  $id: 'MarketCredentialRevocation',
+  type: 'object',
+  required: ['id', 'revokedAt'],
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    revokedAt: { type: 'string', format: 'date-time', description: 'When it was first revoked' },
+  },
+} as const;
+
+export const MarketCredentialsQuery = paginationQuery(20);
 
 const RevenueEvent = {
   type: 'object',

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createToolActivities } from '../../activities/tools';
@@ -15,6 +15,8 @@ import { loadOpenApi } from '../../lib/tools/source';
 import { useHarness, type Harness } from '../support/stack/harness';
 import { approvedEntry, completeVerification, review, storeValidation, submissionBody } from '../support/market';
 import { loadConfig } from '../../lib/config';
+import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
+import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { marketMcpUrl } from '../../api/mcp/market';
 import {
   approvedServiceEntry,
@@ -461,6 +463,116 @@ describe('hosted market MCP endpoint', function () {
     assert.equal((await rawInitialize(a.entryId, rotated.body.apiKey)).status, 401, 'the plain key no longer suffices');
     const current = await credential(rotated.body.apiKey, a.entryId, { params: { region: 'eu' } });
     assert.equal((await (await connect(a.entryId, current.credential)).listTools()).tools.length, 3);
+  });
+
+  it("lists the account's credentials and revokes one alone: its next tools/call is refused with 401 and nothing billed, the others keep working", async function () {
+    const provider = await h.createUser({ creditUsd: 0 });
+    const consumer = await h.createUser({ creditUsd: 1 });
+    const stranger = await h.createUser({ creditUsd: 1 });
+    const entry = await remoteEntry(provider, { monetizationStrategy: 'tool_call_fixed', tools: FIXED_TOOLS });
+    const laptop = await credential(consumer.apiKey, entry.entryId, { label: 'laptop', maxTotalUsdPerRun: 0.5 });
+    const server = await credential(consumer.apiKey, entry.entryId);
+    const client = await connect(entry.entryId, laptop.credential);
+    assert.equal((await client.callTool({ name: 'lookup_city', arguments: { city: 'Lisbon' } })).isError, false);
+
+    const list = await h.http('GET', '/api/v1/mcp-market/credentials', { apiKey: consumer.apiKey });
+    assert.equal(list.status, 200, JSON.stringify(list.body));
+    assert.deepEqual(
+      list.body.credentials.map((c: any) => [c.id, c.entryId, c.label, c.maxTotalUsdPerRun, c.status, !!c.lastUsedAt]),
+      [
+        [server.credentialId, entry.entryId, null, null, 'active', false],
+        [laptop.credentialId, entry.entryId, 'laptop', 0.5, 'active', true],
+      ],
+    );
+    assert.equal(list.body.meta.total, 2);
+    const listed = JSON.stringify(list.body);
+    assert.ok(!listed.includes(laptop.credential) && !listed.includes('mcpc1.'), 'no token in the list');
+
+    // Another account neither sees nor revokes them.
+    const theirs = await h.http('GET', '/api/v1/mcp-market/credentials', { apiKey: stranger.apiKey });
+    assert.deepEqual(theirs.body.credentials, []);
+    const foreign = await h.http('DELETE', `/api/v1/mcp-market/credentials/${laptop.credentialId}`, {
+      apiKey: stranger.apiKey,
+    });
+    assert.equal(foreign.status, 404);
+    assert.equal((await client.listTools()).tools.length, 2, 'still works after a stranger tried');
+
+    const revoked = await h.http('DELETE', `/api/v1/mcp-market/credentials/${laptop.credentialId}`, {
+      apiKey: consumer.apiKey,
+    });
+    assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+    assert.equal(revoked.body.id, laptop.credentialId);
+    const again = await h.http('DELETE', `/api/v1/mcp-market/credentials/${laptop.credentialId}`, {
+      apiKey: consumer.apiKey,
+    });
+    assert.equal(again.status, 200, 'idempotent');
+    assert.equal(again.body.revokedAt, revoked.body.revokedAt, 'keeps its first revocation time');
+
+    // At once: the client connected before the revocation is refused on its next call; nothing billed or sent.
+    const before = await wallet(consumer.userId);
+    const upstreamCalls = service.toolCallHeaders().length;
+    await assert.rejects(client.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } }), /401|revoked/i);
+    const refused = await rawInitialize(entry.entryId, laptop.credential);
+    assert.equal(refused.status, 401);
+    assert.match(refused.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+    assert.equal((await refused.json()).error.message, 'This credential has been revoked; create a new one');
+    assert.deepEqual(await wallet(consumer.userId), before, 'nothing billed');
+    assert.equal(service.toolCallHeaders().length, upstreamCalls, 'nothing sent upstream');
+
+    const other = await (
+      await connect(entry.entryId, server.credential)
+    ).callTool({ name: 'lookup_city', arguments: { city: 'Faro' } });
+    assert.equal(other.isError, false);
+    assert.equal(billing(other).chargedUsd, 0.012345);
+    const after = await h.http('GET', '/api/v1/mcp-market/credentials', { apiKey: consumer.apiKey });
+    assert.deepEqual(
+      after.body.credentials.map((c: any) => [c.id, c.status, !!c.revokedAt, !!c.lastUsedAt]),
+      [
+        [server.credentialId, 'active', false, true],
+        [laptop.credentialId, 'revoked', true, true],
+      ],
+    );
+    const missing = await h.http('DELETE', `/api/v1/mcp-market/credentials/${randomUUID()}`, {
+      apiKey: consumer.apiKey,
+    });
+    assert.equal(missing.status, 404);
+  });
+
+  it('keeps a credential issued before credentials were recorded working, lists it after its first use and revokes it', async function () {
+    const provider = await h.createUser({ creditUsd: 0 });
+    const consumer = await h.createUser({ creditUsd: 1 });
+    const entry = await remoteEntry(provider, { monetizationStrategy: 'free' });
+    const key = await findApiKeyOwner(h.db, consumer.apiKey);
+    const issuedAt = Date.now() - 86_400_000;
+    // As POST .../credentials made it before migration 0023: the same sealed token, and no row.
+    const { token, claims } = issueMcpCredential(
+      h.config.masterKey,
+      {
+        entryId: entry.entryId,
+        userId: consumer.userId,
+        apiKeyId: key!.apiKeyId,
+        params: {},
+        paramsSchemaHash: paramsSchemaHash({}),
+        capMicros: null,
+      },
+      issuedAt,
+    );
+    const listBefore = await h.http('GET', '/api/v1/mcp-market/credentials', { apiKey: consumer.apiKey });
+    assert.deepEqual(listBefore.body.credentials, []);
+    const answered = await (
+      await connect(entry.entryId, token)
+    ).callTool({ name: 'lookup_city', arguments: { city: 'Braga' } });
+    assert.equal(answered.isError, false);
+    const listed = await h.http('GET', '/api/v1/mcp-market/credentials', { apiKey: consumer.apiKey });
+    assert.deepEqual(
+      listed.body.credentials.map((c: any) => [c.id, c.createdAt, c.status]),
+      [[claims.id, new Date(issuedAt).toISOString(), 'active']],
+    );
+    assert.equal(
+      (await h.http('DELETE', `/api/v1/mcp-market/credentials/${claims.id}`, { apiKey: consumer.apiKey })).status,
+      200,
+    );
+    assert.equal((await rawInitialize(entry.entryId, token)).status, 401);
   });
 
   it('advertises the endpoint under MCP_PUBLIC_URL when set, else on the API origin', function () {

@@ -662,6 +662,8 @@ const CASES: EndpointCase[] = [
       'POST /api/v1/mcp-market/submissions/{id}/submit',
       'CLI review',
       'POST /api/v1/mcp-market/mcps/{id}/credentials',
+      'GET /api/v1/mcp-market/credentials',
+      'DELETE /api/v1/mcp-market/credentials/{credentialId}',
       'GET /api/v1/provider/revenue',
       'POST /mcp/{entryId}',
     ],
@@ -736,6 +738,28 @@ const CASES: EndpointCase[] = [
         const revenue = await ctx.http('GET', '/api/v1/provider/revenue', { apiKey: provider.apiKey });
         assert.equal(revenue.status, 200, JSON.stringify(revenue.body));
         assert.equal(revenue.body.totals.totalChargedUsd, 0.002);
+        // The credential is listed (no token) and revoked alone: the endpoint refuses it at once.
+        const listed = await ctx.http('GET', '/api/v1/mcp-market/credentials', { apiKey: consumer.apiKey });
+        assert.equal(listed.status, 200, JSON.stringify(listed.body));
+        assert.deepEqual(
+          listed.body.credentials.map((c: { id: string; status: string }) => [c.id, c.status]),
+          [[issued.body.credentialId, 'active']],
+        );
+        const revoked = await ctx.http('DELETE', `/api/v1/mcp-market/credentials/${issued.body.credentialId}`, {
+          apiKey: consumer.apiKey,
+        });
+        assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+        const refused = await fetch(issued.body.mcpUrl, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            authorization: `Bearer ${issued.body.credential}`,
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+        });
+        assert.equal(refused.status, 401);
+        assert.match((await refused.json()).error.message, /revoked/);
       } finally {
         await service.close();
       }

@@ -313,4 +313,87 @@ describe('web pages: the console runs, automations and credentials pages', funct
     assert.equal(missing?.status(), 404);
     assert.equal(await page.locator('h1').innerText(), 'Page not found');
   });
+  it('lists market credentials with entry, label, created, cap and last use, and revokes one from the console: the next hosted request with it is refused', async function () {
+    const provider = await h.createUser({ creditUsd: 0 });
+    const consumer = await h.createUser({ creditUsd: 1 });
+    const name = `Harbour lights ${Date.now()}`;
+    const entry = await approvedEntry(h, provider, { name });
+    const issue = async (apiKey: string, body: Record<string, unknown>) => {
+      const issued = await h.http('POST', `/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, { apiKey, body });
+      assert.equal(issued.status, 201, JSON.stringify(issued.body));
+      return issued.body as { credential: string; credentialId: string };
+    };
+    const laptop = await issue(consumer.apiKey, { label: 'laptop <Claude>', maxTotalUsdPerRun: 0.5 });
+    const server = await issue(consumer.apiKey, {});
+    const initialize = (token: string) =>
+      fetch(`${h.baseUrl}/mcp/${entry.entryId}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${token}`,
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+        }),
+      });
+    assert.equal((await initialize(laptop.credential)).status, 200, 'used once: last used is set');
+
+    const context = await newContext();
+    const page = await signIn(context, consumer.apiKey, '/console/credentials');
+    const rows = page.locator('#credentials tbody tr');
+    assert.equal(await rows.count(), 2);
+    const cells = async (id: string) =>
+      (await page.locator(`#credential-${id} > *`).allInnerTexts()).map((t) => t.trim());
+    const laptopRow = await cells(laptop.credentialId);
+    assert.match(laptopRow[0], new RegExp(`^${name}`));
+    assert.equal(laptopRow[1], 'laptop <Claude>', 'the label, escaped');
+    assert.equal(laptopRow[3], '$0.50');
+    assert.notEqual(laptopRow[4], 'Never');
+    assert.equal(laptopRow[5], 'Active');
+    const serverRow = await cells(server.credentialId);
+    assert.deepEqual([serverRow[1], serverRow[3], serverRow[4], serverRow[5]], ['—', 'None', 'Never', 'Active']);
+    assert.ok(!(await page.content()).includes('mcpc1.'), 'no token on the page');
+    await assertAccessible(page, 'credentials list');
+
+    // Revoke with the keyboard alone.
+    await page.getByRole('button', { name: `Revoke laptop <Claude> (${name})` }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.searchParams.get('revoked') === laptop.credentialId);
+    assert.match(await page.locator('#revoked-notice').innerText(), /is revoked/);
+    assert.match((await cells(laptop.credentialId))[5], /^Revoked /);
+    assert.equal(await page.locator(`#credential-${laptop.credentialId} button`).count(), 0);
+    assert.equal((await cells(server.credentialId))[5], 'Active');
+    await assertAccessible(page, 'credential revoked');
+    await screenshot(page, 'credentials-list');
+
+    const refused = await initialize(laptop.credential);
+    assert.equal(refused.status, 401);
+    assert.equal((await refused.json()).error.message, 'This credential has been revoked; create a new one');
+    assert.equal((await initialize(server.credential)).status, 200, 'the other credential keeps working');
+
+    // Another account's credential is a 404, even with a valid session and CSRF token of its own.
+    await issue(bob.apiKey, {});
+    const bobs = await newContext();
+    const bobPage = await signIn(bobs, bob.apiKey, '/console/credentials');
+    assert.equal(await bobPage.locator(`#credential-${server.credentialId}`).count(), 0);
+    const csrf = await bobPage.locator('#credentials input[name=csrf]').first().inputValue();
+    const cookie = (await bobs.context.cookies()).find((c) => c.name === '__Host-console-session')!;
+    const foreign = await fetch(`${h.baseUrl}/console/credentials/revoke/${server.credentialId}`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: `${cookie.name}=${cookie.value}`,
+        origin: h.baseUrl,
+        'sec-fetch-site': 'same-origin',
+      },
+      body: new URLSearchParams({ csrf }).toString(),
+    });
+    assert.equal(foreign.status, 404);
+    assert.equal((await initialize(server.credential)).status, 200, 'still working');
+  });
 });

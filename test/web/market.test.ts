@@ -5,6 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { findValidationReports } from '../../db/repos/market-validations';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { connectWithOAuth, InMemoryOAuthClient, signInAndAllow, startLoopbackRedirect } from '../support/oauth-client';
 import {
   approvedServiceEntry,
   startMarketProvider,
@@ -205,7 +206,7 @@ describe('web pages: the market', function () {
     await screenshot(page, 'tool-listing');
   });
 
-  it('gives connect snippets that connect a real MCP client with exactly the address and header they show', async function () {
+  it('gives connect snippets that connect a real MCP client with exactly what they show: the address alone through OAuth, or the address and a header', async function () {
     const page = await watched.newPage();
     await page.goto(`${h.baseUrl}/market/tools/${fixed.entryId}`);
     const issued = await h.http('POST', `/api/v1/mcp-market/mcps/${fixed.entryId}/credentials`, {
@@ -216,56 +217,93 @@ describe('web pages: the market', function () {
     const credential: string = issued.body.credential;
     const shownUrl = await page.locator('#mcp-url').innerText();
     assert.equal(shownUrl, issued.body.mcpUrl, 'the page shows the address the credential answer gives');
+    assert.match(await page.locator('#connect-oauth').innerText(), /sign in with OAuth need only this address/);
+    const expectedTools = ['broken_lookup', 'lookup_city'];
+    const toolNames = async (client: Client) => (await client.listTools()).tools.map((t) => t.name).sort();
 
+    // The OAuth snippets: Claude Code, VS Code and Cursor get the address alone, no key or header.
+    const claude = /^claude mcp add --transport http (\S+) (\S+)$/.exec(
+      await page.locator('#snippet-claude').innerText(),
+    );
+    assert.ok(claude, 'the Claude Code command has its documented shape (no header)');
+    assert.equal(claude[1], fixed.slug);
+    const vscode = JSON.parse(await page.locator('#snippet-vscode').innerText());
+    assert.deepEqual(Object.keys(vscode), ['servers'], 'no inputs to prompt for a secret');
+    const vscodeServer = vscode.servers[fixed.slug];
+    assert.deepEqual(Object.keys(vscodeServer).sort(), ['type', 'url']);
+    assert.equal(vscodeServer.type, 'http');
+    const link = new URL((await page.locator('#cursor-install').getAttribute('href'))!);
+    assert.equal(`${link.protocol}//${link.host}${link.pathname}`, 'cursor://anysphere.cursor-deeplink/mcp/install');
+    assert.equal(link.searchParams.get('name'), fixed.slug);
+    const cursor = JSON.parse(Buffer.from(link.searchParams.get('config')!, 'base64').toString('utf8'));
+    assert.deepEqual(Object.keys(cursor), ['url']);
+    assert.deepEqual(JSON.parse(await page.locator('#snippet-cursor').innerText()), {
+      mcpServers: { [fixed.slug]: cursor },
+    });
+    // Each connects the SDK's OAuth client (a client of its own, registered by DCR) with that configuration
+    // alone: the consumer signs in and allows in the browser, and the client lists the tools.
+    const consent = await watched.newPage();
+    const redirect = await startLoopbackRedirect();
+    try {
+      for (const [name, url] of [
+        ['Claude Code', claude[2]],
+        ['VS Code', vscodeServer.url],
+        ['Cursor', cursor.url],
+      ] as const) {
+        const oauth = new InMemoryOAuthClient({
+          redirect,
+          clientName: `${name} (snippet test)`,
+          signIn: (authorizationUrl) =>
+            signInAndAllow(consent, authorizationUrl, { apiKey: consumer.apiKey, redirectUrl: redirect.url }).then(
+              (shown) => assert.equal(shown, `${name} (snippet test)`),
+            ),
+        });
+        const { client } = await connectWithOAuth(url, oauth);
+        clients.push(client);
+        assert.deepEqual(await toolNames(client), expectedTools, `${name}'s configuration`);
+        assert.equal(oauth.authorizationUrls.length, 1);
+      }
+    } finally {
+      await redirect.close();
+    }
+
+    // The header variants: the address and an Authorization header with the credential.
     const listed = async (url: string, headers: Record<string, string>) => {
       const client = new Client({ name: 'web-snippet', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
       clients.push(client);
       await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-      return (await client.listTools()).tools.map((t) => t.name).sort();
+      return toolNames(client);
     };
     const withCredential = (value: string) => value.replace('<credential>', credential);
 
-    const claude = /^claude mcp add --transport http (\S+) (\S+) --header "([^:"]+): ([^"]+)"$/.exec(
-      await page.locator('#snippet-claude').innerText(),
+    const claudeHeader = /^claude mcp add --transport http (\S+) (\S+) --header "([^:"]+): ([^"]+)"$/.exec(
+      await page.locator('#snippet-claude-header').innerText(),
     );
-    assert.ok(claude, 'the Claude Code command has its documented shape');
-    assert.equal(claude[1], fixed.slug);
-    assert.deepEqual(await listed(claude[2], { [claude[3]]: withCredential(claude[4]) }), [
-      'broken_lookup',
-      'lookup_city',
-    ]);
+    assert.ok(claudeHeader, 'the Claude Code command with a header has its documented shape');
+    assert.equal(claudeHeader[1], fixed.slug);
+    assert.deepEqual(
+      await listed(claudeHeader[2], { [claudeHeader[3]]: withCredential(claudeHeader[4]) }),
+      expectedTools,
+    );
+
+    const headerConfig = JSON.parse(await page.locator('#snippet-header-config').innerText());
+    const server = headerConfig.mcpServers[fixed.slug];
+    assert.equal(server.type, 'http');
+    assert.deepEqual(
+      await listed(
+        server.url,
+        Object.fromEntries(
+          Object.entries(server.headers as Record<string, string>).map(([k, v]) => [k, withCredential(v)]),
+        ),
+      ),
+      expectedTools,
+    );
 
     const generic = /^npx mcp-remote (\S+) --header "([^:"]+): ([^"]+)"$/.exec(
       await page.locator('#snippet-generic').innerText(),
     );
     assert.ok(generic, 'the mcp-remote line has its documented shape');
-    assert.deepEqual(await listed(generic[1], { [generic[2]]: withCredential(generic[3]) }), [
-      'broken_lookup',
-      'lookup_city',
-    ]);
-
-    const vscode = JSON.parse(await page.locator('#snippet-vscode').innerText());
-    const server = vscode.servers[fixed.slug];
-    const input = vscode.inputs.find((i: { id: string }) => server.headers.Authorization.includes(`\${input:${i.id}}`));
-    assert.deepEqual(
-      { type: input.type, password: input.password, serverType: server.type },
-      { type: 'promptString', password: true, serverType: 'http' },
-    );
-    assert.deepEqual(
-      await listed(server.url, {
-        Authorization: server.headers.Authorization.replace(`\${input:${input.id}}`, credential),
-      }),
-      ['broken_lookup', 'lookup_city'],
-    );
-
-    const link = new URL((await page.locator('#cursor-install').getAttribute('href'))!);
-    assert.equal(`${link.protocol}//${link.host}${link.pathname}`, 'cursor://anysphere.cursor-deeplink/mcp/install');
-    assert.equal(link.searchParams.get('name'), fixed.slug);
-    const cursor = JSON.parse(Buffer.from(link.searchParams.get('config')!, 'base64').toString('utf8'));
-    assert.deepEqual(await listed(cursor.url, { Authorization: withCredential(cursor.headers.Authorization) }), [
-      'broken_lookup',
-      'lookup_city',
-    ]);
+    assert.deepEqual(await listed(generic[1], { [generic[2]]: withCredential(generic[3]) }), expectedTools);
 
     const curl = await page.locator('#snippet-curl').innerText();
     const curlUrl = /^curl -sS (\S+) \\/.exec(curl)![1];

@@ -1,6 +1,7 @@
 import { CsrfField } from '../components/csrf';
 import { SchemaTable } from '../components/schema';
-import { usd } from '../format';
+import type { CredentialView } from '../../api/services/market-credentials';
+import { usd, utc } from '../format';
 import { Layout } from '../layout';
 import { ConsoleNav } from './console-home';
 
@@ -30,6 +31,7 @@ export interface CredentialsView {
   /** Values to put back into the form after a refusal (never a secret's). */
   values: Record<string, string>;
   cap: string;
+  label: string;
   problem: string | null;
   issued: {
     credential: string;
@@ -37,6 +39,77 @@ export interface CredentialsView {
     credentialId: string;
     maxTotalUsdPerRun: number | null;
   } | null;
+  /** The account's credentials (one page, newest first), and a note after a revocation. */
+  list: { rows: CredentialView[]; page: number; totalPages: number };
+  revoked: string | null;
+}
+
+const STATUS_TEXT: Record<CredentialView['status'], string> = {
+  active: 'Active',
+  revoked: 'Revoked',
+  key_rotated: 'Ended (API key rotated)',
+};
+
+function credentialName(row: CredentialView): string {
+  const entry = row.entryName ?? 'a listing no longer live';
+  return row.label ? `${row.label} (${entry})` : `${entry}, created ${utc(row.createdAt)}`;
+}
+
+function CredentialList(props: { view: CredentialsView }) {
+  const { list, csrfToken } = props.view;
+  if (list.rows.length === 0) return <p id="no-credentials">You have not created a credential yet.</p>;
+  return (
+    <>
+      <table id="credentials">
+        <caption>Your market credentials, newest first</caption>
+        <thead>
+          <tr>
+            <th scope="col">Entry</th>
+            <th scope="col">Label</th>
+            <th scope="col">Created</th>
+            <th scope="col">Cap per run</th>
+            <th scope="col">Last used</th>
+            <th scope="col">Status</th>
+            <th scope="col">
+              <span class="visually-hidden">Revoke</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {list.rows.map((row) => (
+            <tr id={`credential-${row.id}`}>
+              <th scope="row">
+                {row.entryName ? <a href={`/market/tools/${row.entryId}`}>{row.entryName}</a> : row.entryId}
+                <span class="meta">{` id ${row.id}`}</span>
+              </th>
+              <td>{row.label ?? '—'}</td>
+              <td>{utc(row.createdAt)}</td>
+              <td class="num">{row.maxTotalUsdPerRun === null ? 'None' : usd(row.maxTotalUsdPerRun)}</td>
+              <td>{row.lastUsedAt ? utc(row.lastUsedAt) : 'Never'}</td>
+              <td>{row.revokedAt ? `Revoked ${utc(row.revokedAt)}` : STATUS_TEXT[row.status]}</td>
+              <td>
+                {row.status === 'active' && (
+                  <form method="post" action={`/console/credentials/revoke/${row.id}`}>
+                    <CsrfField token={csrfToken} />
+                    <button type="submit" aria-label={`Revoke ${credentialName(row)}`}>
+                      Revoke
+                    </button>
+                  </form>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {list.totalPages > 1 && (
+        <nav class="pager" aria-label="Credential pages">
+          {list.page > 1 && <a href={`/console/credentials?page=${list.page - 1}#list-heading`}>Newer</a>}
+          <span class="meta">{`Page ${list.page} of ${list.totalPages}`}</span>
+          {list.page < list.totalPages && <a href={`/console/credentials?page=${list.page + 1}#list-heading`}>Older</a>}
+        </nav>
+      )}
+    </>
+  );
 }
 
 export const paramInputId = (name: string) => `param-${name.replace(/[^A-Za-z0-9_-]/g, '_')}`;
@@ -104,8 +177,9 @@ export function CredentialsPage(props: { view: CredentialsView }) {
       <ConsoleNav current="credentials" />
       <p>
         A credential lets an MCP client call one tool-market entry on your account: it carries the parameters the entry
-        needs (sealed inside it, never shown again) and, if you set one, a cap on what one run may charge. It is bound
-        to the API key you signed in with: rotating that key revokes every credential issued under it.
+        needs (sealed inside it, never shown again) and, if you set one, a cap on what one run may charge. Revoke one
+        below when you no longer use it (or it leaked): the next request made with it is refused. It is also bound to
+        the API key you signed in with: rotating that key ends every credential made with it.
       </p>
       {view.issued ? (
         <section aria-labelledby="issued-heading">
@@ -153,6 +227,13 @@ export function CredentialsPage(props: { view: CredentialsView }) {
               <ParamInput field={field} value={view.values[field.name] ?? ''} />
             ))}
             <div class="field">
+              <label for="label">Label (optional)</label>
+              <input id="label" name="label" maxlength={100} value={view.label} aria-describedby="label-help" />
+              <p id="label-help" class="meta">
+                Where you use it (say, “laptop Claude Code”), to tell your credentials apart in the list.
+              </p>
+            </div>
+            <div class="field">
               <label for="cap">Cap per run in USD (optional)</label>
               <input id="cap" name="cap" inputmode="decimal" value={view.cap} aria-describedby="cap-help" />
               <p id="cap-help" class="meta">
@@ -183,10 +264,17 @@ export function CredentialsPage(props: { view: CredentialsView }) {
       )}
       <section aria-labelledby="list-heading">
         <h2 id="list-heading">Issued credentials</h2>
+        {view.revoked && (
+          <div class="notice" role="status">
+            <p id="revoked-notice">{view.revoked}</p>
+          </div>
+        )}
         <p>
-          Credentials are sealed tokens that this site does not store, so it cannot list them or revoke one alone;
-          rotating your API key (an operator's action) revokes them all at once.
+          This site keeps no copy of a credential or of the values it carries: only its entry, label, cap and when it
+          was created, last used and revoked. Apps you connected with OAuth are under{' '}
+          <a href="/console/connections">connected apps</a>.
         </p>
+        <CredentialList view={view} />
       </section>
     </Layout>
   );

@@ -6,10 +6,12 @@ import { usd } from '../format';
 import { Layout } from '../layout';
 import {
   claudeCodeCommand,
+  claudeCodeHeaderCommand,
   CREDENTIAL_PLACEHOLDER,
   curlCommand,
   cursorInstallLink,
   cursorServerConfig,
+  headerConfig,
   mcpRemoteCommand,
   vsCodeConfig,
   type ConnectTarget,
@@ -56,26 +58,23 @@ function Connect(props: { listing: ToolListing }) {
       <p>
         The entry is served as an MCP endpoint of its own at <code id="mcp-url">{connect.url}</code> (Streamable HTTP).
       </p>
-      <p>
-        {needsCredential ? (
-          <>
-            Replace <code>{CREDENTIAL_PLACEHOLDER}</code> with a credential for this entry: it carries the parameters
-            below. Create one <a href={`/console/credentials?entry=${entry.id}`}>in your console</a> or with{' '}
-            <code>POST /api/v1/mcp-market/mcps/{'{id}'}/credentials</code> (
-            <a href="/api/v1/docs/guides/using-market-tools">Using market tools</a>).
-          </>
-        ) : (
-          <>
-            Replace <code>{CREDENTIAL_PLACEHOLDER}</code> with your API key, or with a credential for this entry (
-            <a href="/api/v1/docs/guides/using-market-tools">Using market tools</a>) if you want a spending cap per run.
-          </>
-        )}
+      <p id="connect-oauth">
+        Clients that sign in with OAuth need only this address. The first time they connect they open your browser: you
+        sign in to the console with your API key, see the listing and its prices,
+        {needsCredential ? ' fill in its parameters' : ''} set an optional spending cap and allow the client. It gets a
+        short-lived token for this endpoint alone; <a href="/console/connections">Connected apps</a> lists and revokes
+        it (<a href="/api/v1/docs/guides/using-market-tools">Using market tools</a>).
       </p>
-      <Snippet id="snippet-claude" title="Claude Code" intro="Run in a terminal:" text={claudeCodeCommand(connect)} />
+      <Snippet
+        id="snippet-claude"
+        title="Claude Code"
+        intro="Run in a terminal, then type /mcp in Claude Code, choose the server and Authenticate:"
+        text={claudeCodeCommand(connect)}
+      />
       <Snippet
         id="snippet-vscode"
         title="VS Code"
-        intro="Put in .vscode/mcp.json; VS Code asks for the credential when it starts the server and keeps it out of the file:"
+        intro="Put in .vscode/mcp.json; VS Code asks you to sign in when it starts the server:"
         text={vsCodeConfig(connect)}
       />
       <div class="snippet">
@@ -84,13 +83,42 @@ function Connect(props: { listing: ToolListing }) {
           <a id="cursor-install" href={cursorInstallLink(connect)}>
             Add to Cursor
           </a>{' '}
-          opens Cursor with this server filled in; replace the placeholder in its settings. The same configuration by
+          opens Cursor with this server filled in; it asks you to sign in when it connects. The same configuration by
           hand:
         </p>
         <pre id="snippet-cursor" tabindex={0} aria-labelledby="snippet-cursor-heading">
           <code>{JSON.stringify({ mcpServers: { [connect.name]: cursorServerConfig(connect) } }, null, 2)}</code>
         </pre>
       </div>
+      <h3 id="connect-header-heading">With a credential instead</h3>
+      <p>
+        {needsCredential ? (
+          <>
+            For a client without OAuth, a script or a machine without a browser, send an <code>Authorization</code>{' '}
+            header: replace <code>{CREDENTIAL_PLACEHOLDER}</code> with a credential for this entry; it carries the
+            parameters below. Create one <a href={`/console/credentials?entry=${entry.id}`}>in your console</a> or with{' '}
+            <code>POST /api/v1/mcp-market/mcps/{'{id}'}/credentials</code>.
+          </>
+        ) : (
+          <>
+            For a client without OAuth, a script or a machine without a browser, send an <code>Authorization</code>{' '}
+            header: replace <code>{CREDENTIAL_PLACEHOLDER}</code> with your API key, or with a credential for this entry
+            (<a href={`/console/credentials?entry=${entry.id}`}>in your console</a>) if you want a spending cap per run.
+          </>
+        )}
+      </p>
+      <Snippet
+        id="snippet-header-config"
+        title="A client configuration with a header"
+        intro="The mcpServers shape most clients read (Claude Desktop, Windsurf, agent frameworks):"
+        text={headerConfig(connect)}
+      />
+      <Snippet
+        id="snippet-claude-header"
+        title="Claude Code with a header"
+        intro="Without the browser sign-in:"
+        text={claudeCodeHeaderCommand(connect)}
+      />
       <Snippet
         id="snippet-generic"
         title="Clients that only start local (stdio) servers"

@@ -4,7 +4,11 @@ import type { WebContext, WebState } from '../context';
 import { accountSummary } from '../../api/services/account';
 import { listAutomations, listLatestAutomationRuns } from '../../db/repos/automations';
 import { scheduleView } from '../../api/services/automations';
-import { issueEntryCredential } from '../../api/services/market-credentials';
+import {
+  issueEntryCredential,
+  listEntryCredentials,
+  revokeEntryCredential,
+} from '../../api/services/market-credentials';
 import { publicOrigin } from '../../api/services/public-urls';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import { MarketRuleError } from '../../lib/market/errors';
@@ -58,6 +62,7 @@ const RECENT_RUNS = 25;
 const USAGE_DAYS = 30;
 const TRANSACTIONS_PAGE_SIZE = 20;
 const RUNS_PAGE_SIZE = 50;
+const CREDENTIALS_PAGE_SIZE = 50;
 const AUTOMATIONS_PAGE_SIZE = 20;
 const AUTOMATION_LAST_RUNS = 5;
 const AUTOMATION_NEXT_FIRES = 3;
@@ -404,17 +409,30 @@ export function consoleRoutes(deps: WebDeps): Router {
     return { entryId: entry.listingId, name: entry.name, schema, fields: credentialFields(schema) };
   }
 
-  const credentialsView = (session: WebSession, changes: Partial<CredentialsView>): CredentialsView => ({
-    email: session.user.email,
-    csrfToken: session.csrfToken,
-    entryQuery: '',
-    entry: null,
-    values: {},
-    cap: '',
-    problem: null,
-    issued: null,
-    ...changes,
-  });
+  const credentialsView = async (
+    session: WebSession,
+    changes: Partial<CredentialsView>,
+    page = 1,
+  ): Promise<CredentialsView> => {
+    const listed = await listEntryCredentials(deps.db, session.user.userId, {
+      page,
+      pageSize: CREDENTIALS_PAGE_SIZE,
+    });
+    return {
+      email: session.user.email,
+      csrfToken: session.csrfToken,
+      entryQuery: '',
+      entry: null,
+      values: {},
+      cap: '',
+      label: '',
+      problem: null,
+      issued: null,
+      revoked: null,
+      list: { rows: listed.credentials, page, totalPages: listed.meta.totalPages },
+      ...changes,
+    };
+  };
 
   router.get('/credentials', async (ctx) => {
     const session = await signedIn(ctx);
@@ -422,7 +440,37 @@ export function consoleRoutes(deps: WebDeps): Router {
     const entryQuery = typeof ctx.query.entry === 'string' ? ctx.query.entry.trim() : '';
     const entry = entryQuery ? await credentialEntry(entryQuery) : null;
     if (entryQuery && !entry) throw pageNotFound('No live tool-market entry has this id.');
-    await sendPage(ctx, <CredentialsPage view={credentialsView(session, { entryQuery, entry })} />, { private: true });
+    const page = pageNumber(ctx.query.page);
+    const revoked =
+      typeof ctx.query.revoked === 'string' && UUID.test(ctx.query.revoked)
+        ? `Credential ${ctx.query.revoked.toLowerCase()} is revoked: requests made with it are refused.`
+        : null;
+    await sendPage(
+      ctx,
+      <CredentialsPage view={await credentialsView(session, { entryQuery, entry, revoked }, page)} />,
+      {
+        private: true,
+      },
+    );
+  });
+
+  /** Revokes one of the account's credentials (the service DELETE /mcp-market/credentials/{id} calls). */
+  router.post('/credentials/revoke/:credentialId', async (ctx) => {
+    requireSameOrigin(ctx, deps.config);
+    const form = await readForm(ctx);
+    const session = await signedIn(ctx);
+    if (!session) return;
+    requireFormToken(form.get('csrf'), session.csrfToken);
+    const id = String(ctx.params.credentialId);
+    if (!UUID.test(id)) throw pageNotFound('You have no credential with this id.');
+    try {
+      await revokeEntryCredential(deps.db, session.user.userId, id.toLowerCase());
+    } catch (err) {
+      // Another account's credential is exactly as absent as one that never existed.
+      if ((err as { status?: unknown }).status === 404) throw pageNotFound('You have no credential with this id.');
+      throw err;
+    }
+    seeOther(ctx, `/console/credentials?revoked=${id.toLowerCase()}#list-heading`);
   });
 
   router.post('/credentials/:entryId', async (ctx) => {
@@ -434,17 +482,20 @@ export function consoleRoutes(deps: WebDeps): Router {
     const entry = await credentialEntry(String(ctx.params.entryId));
     if (!entry) throw pageNotFound('No live tool-market entry has this id.');
     const capText = (form.get('cap') ?? '').trim();
+    const label = (form.get('label') ?? '').trim();
     const values = Object.fromEntries(
       entry.fields.filter((f) => !f.secret).map((f) => [f.name, form.get(`param.${f.name}`) ?? '']),
     );
-    const refuse = (problem: string) =>
-      sendPage(ctx, <CredentialsPage view={credentialsView(session, { entry, values, cap: capText, problem })} />, {
-        status: 400,
-        private: true,
-      });
+    const refuse = async (problem: string) =>
+      sendPage(
+        ctx,
+        <CredentialsPage view={await credentialsView(session, { entry, values, cap: capText, label, problem })} />,
+        { status: 400, private: true },
+      );
     const cap = capText === '' ? undefined : Number(capText);
     if (cap !== undefined && (!Number.isFinite(cap) || cap <= 0 || cap > 1_000_000))
       return refuse('The cap per run must be a positive amount in USD (at most 1000000), or empty.');
+    if (label.length > 100) return refuse('The label must be at most 100 characters.');
     try {
       const issued = await issueEntryCredential(deps, {
         userId: session.user.userId,
@@ -452,9 +503,10 @@ export function consoleRoutes(deps: WebDeps): Router {
         entryId: entry.entryId,
         params: credentialParams(entry.fields, form),
         maxTotalUsdPerRun: cap,
+        label,
         apiOrigin: publicOrigin(ctx, deps.config),
       });
-      await sendPage(ctx, <CredentialsPage view={credentialsView(session, { entry, issued })} />, {
+      await sendPage(ctx, <CredentialsPage view={await credentialsView(session, { entry, issued })} />, {
         status: 201,
         private: true,
       });

@@ -107,6 +107,7 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
   add('/mcp-market/mcps/{id}', entry.entryId);
   const credential = await h.http('POST', `/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, { apiKey, body: {} });
   expectStatus(credential, 201, 'market credential');
+  add('/mcp-market/credentials/{credentialId}', credential.body.credentialId);
   const verified = await storeValidation(h, fuzzer.userId);
   const verification = await h.http('POST', '/api/v1/mcp-market/event-verifications', {
     apiKey,
