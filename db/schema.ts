@@ -88,6 +88,18 @@ export interface MarketCredentialsTable {
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
 
+/** An operator-managed OAuth client (migration 0026). */
+export interface OAuthClientsTable {
+  client_id: string;
+  client_name: string;
+  redirect_uris: ColumnType<string[], string, string>;
+  /** `none` (a public client, PKCE only), `client_secret_basic` or `client_secret_post`. */
+  token_endpoint_auth_method: string;
+  /** The sealed client secret of a confidential client (lib/crypto seal, MASTER_KEY), null for a public one. */
+  client_secret: string | null;
+  created_at: Timestamp;
+}
+
 export interface SubscriptionsTable {
   user_id: string;
   plan_id: string;
@@ -622,6 +634,7 @@ export interface Database {
   oauth_records: OAuthRecordsTable;
   oauth_market_grants: OAuthMarketGrantsTable;
   market_credentials: MarketCredentialsTable;
+  oauth_clients: OAuthClientsTable;
   subscriptions: SubscriptionsTable;
   wallets: WalletsTable;
   ledger_entries: LedgerEntriesTable;

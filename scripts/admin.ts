@@ -20,7 +20,11 @@ const USAGE = `usage: npm run --silent admin -- <command> [options]
   import-skills FILE        (JSON Lines of skills directory items; prints counts)
   refresh-skills [--repo owner/name ...]   (refresh the skills directory from GitHub now and wait)
   submissions --market mcp|agent [--status S] [--page N]   (market submissions, oldest submitted first)
-  review --market mcp|agent --submission ID (--approve | --reject --reason R | --disable)`;
+  review --market mcp|agent --submission ID (--approve | --reject --reason R | --disable)
+  register-oauth-client --name N --redirect-uri U [--redirect-uri U ...] [--client-id ID] [--confidential | --auth-method M]
+                            (an operator-managed OAuth client; a confidential one's secret is printed once)
+  oauth-clients             (the operator-managed OAuth clients, no secrets)
+  delete-oauth-client --client-id ID   (its grants and tokens end with it)`;
 
 class UsageError extends Error {}
 
@@ -145,6 +149,11 @@ async function main(argv: string[]): Promise<unknown> {
       reject: { type: 'boolean' },
       disable: { type: 'boolean' },
       reason: { type: 'string' },
+      name: { type: 'string' },
+      'redirect-uri': { type: 'string', multiple: true },
+      'client-id': { type: 'string' },
+      confidential: { type: 'boolean' },
+      'auth-method': { type: 'string' },
     },
   });
   if (positionals.length > (command === 'import-skills' ? 1 : 0))
@@ -217,6 +226,25 @@ async function main(argv: string[]): Promise<unknown> {
           ...(values.reason !== undefined && { reason: values.reason }),
         },
       );
+    }
+    case 'register-oauth-client': {
+      if (!values.name) throw new UsageError('--name is required');
+      if (!values['redirect-uri']?.length) throw new UsageError('give at least one --redirect-uri');
+      if (values.confidential && values['auth-method'])
+        throw new UsageError('give --confidential or --auth-method, not both');
+      return call('POST', '/admin/oauth/clients', {
+        name: values.name,
+        redirectUris: values['redirect-uri'],
+        ...(values['client-id'] !== undefined && { clientId: values['client-id'] }),
+        tokenEndpointAuthMethod: values['auth-method'] ?? (values.confidential ? 'client_secret_basic' : 'none'),
+      });
+    }
+    case 'oauth-clients':
+      return call('GET', '/admin/oauth/clients');
+    case 'delete-oauth-client': {
+      if (!values['client-id']) throw new UsageError('--client-id is required');
+      await call('DELETE', `/admin/oauth/clients/${encodeURIComponent(values['client-id'])}`);
+      return { clientId: values['client-id'], deleted: true };
     }
     default:
       throw new UsageError(command ? `unknown command "${command}"` : 'a command is required');

@@ -20,6 +20,7 @@ import { CreateUserRequest, CreditRequest, RouterKeyRequest, SubscriptionChangeR
 import { parseBody, parseUuidParam } from '../validation';
 import { registerSkillsAdminRoutes } from './admin-skills';
 import { registerMarketAdminRoutes } from './admin-market';
+import { registerOAuthAdminRoutes } from './admin-oauth';
 
 /** Operator API, guarded by ADMIN_TOKEN; the `npm run admin` CLI is its client. */
 export function adminRoutes(deps: ApiDeps): Router<AppState> {
@@ -131,6 +132,7 @@ export function adminRoutes(deps: ApiDeps): Router<AppState> {
 
   registerSkillsAdminRoutes(router, deps);
   registerMarketAdminRoutes(router, deps);
+  registerOAuthAdminRoutes(router, deps);
 
   return router;
 }

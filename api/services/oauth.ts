@@ -1,10 +1,17 @@
 import { createHmac, createPrivateKey } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { localhostAllowedHostnames } from '@modelcontextprotocol/server';
-import { Provider, errors, type OidcAccessToken, type OidcInteraction } from 'oidc-provider';
+import { Provider, errors, interactionPolicy, type OidcAccessToken, type OidcInteraction } from 'oidc-provider';
 import type { Db } from '../../db/connect';
 import { loadCallEntryCached } from '../../db/repos/market-tool-calls';
-import { findLiveMarketGrant, oauthAdapterFactory, saveMarketGrant, type MarketGrant } from '../../db/repos/oauth';
+import {
+  findLiveMarketGrant,
+  oauthAdapterFactory,
+  revokeOtherMarketGrants,
+  saveMarketGrant,
+  type MarketGrant,
+} from '../../db/repos/oauth';
+import { operatorClientMetadata } from '../../db/repos/oauth-clients';
 import { recordMarketCredential } from '../../db/repos/market-credentials';
 import type { Config } from '../../lib/config';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
@@ -89,7 +96,12 @@ export interface OAuthServer {
   ): Promise<{ grant: MarketGrant; token: OidcAccessToken } | { refused: string }>;
   /**
    * Approves an interaction: the grant (one resource, scope `mcp`) and the market credential it stands
-   * for; returns where the browser goes next (back into the authorization flow).
+   * for; returns where the browser goes next (back into the authorization flow). `resource` is the one
+   * the client named, or the endpoint of the listing the person chose when the client named none
+   * (RFC 8707 is optional): the authorization request is then completed with it (and with scope `mcp`
+   * when the client asked for none), so the code and its tokens are bound to that one endpoint. An
+   * earlier live grant of the same account to the same client for the same entry is replaced (revoked
+   * with its tokens): one connection per client and listing.
    */
   approve(
     ctx: Context,
@@ -109,6 +121,29 @@ export interface OAuthServer {
 }
 
 /** Secrets of the authorization server, derived from MASTER_KEY (never a constant in the code). */
+/**
+ * oidc-provider's prompts plus one consent check: an authorization is consented to on the console's
+ * page every time (it makes the market grant: entry, parameters, cap), even when the client asked for
+ * no scope the other checks would find missing.
+ */
+function consentEveryTime() {
+  const policy = interactionPolicy.base();
+  policy
+    .get('consent')!
+    .checks.add(
+      new interactionPolicy.Check(
+        'market_grant_missing',
+        'every authorization is approved on the consent page',
+        'consent_required',
+        (ctx) =>
+          ctx.oidc.result?.consent?.grantId
+            ? interactionPolicy.Check.NO_NEED_TO_PROMPT
+            : interactionPolicy.Check.REQUEST_PROMPT,
+      ),
+    );
+  return policy;
+}
+
 function derive(masterKey: Buffer, purpose: string): Buffer {
   return createHmac('sha256', masterKey).update(`oauth:${purpose}`).digest();
 }
@@ -131,7 +166,18 @@ const escapeHtml = (s: string) =>
 
 export function createOAuthServer(deps: OAuthDeps): OAuthServer {
   const { config, db } = deps;
-  const adapter = oauthAdapterFactory(db);
+  const stored = oauthAdapterFactory(db);
+  // Clients in the spec's order: operator-managed ones first (oauth_clients), then those registered
+  // dynamically (the adapter's Client records); oidc-provider resolves a client ID metadata document
+  // only when neither knows the client_id.
+  const adapter = (model: string) => {
+    const base = stored(model);
+    if (model !== 'Client') return base;
+    return {
+      ...base,
+      find: async (id: string) => (await operatorClientMetadata(db, config.masterKey, id)) ?? base.find(id),
+    };
+  };
   const jwk = signingJwk(config.masterKey);
   const cookieKey = derive(config.masterKey, 'cookies').toString('base64url');
   const configured = [config.market.publicApiUrl, config.market.mcpPublicUrl]
@@ -235,7 +281,10 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
       },
       findAccount: async (_ctx: unknown, sub: string) => ({ accountId: sub, claims: async () => ({ sub }) }),
-      interactions: { url: async (_ctx: unknown, interaction: { uid: string }) => interactionPath(interaction.uid) },
+      interactions: {
+        url: async (_ctx: unknown, interaction: { uid: string }) => interactionPath(interaction.uid),
+        policy: consentEveryTime(),
+      },
       renderError: async (ctx: Context, out: Record<string, string>) => {
         ctx.type = 'html';
         ctx.body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Authorization failed</title></head><body><main><h1>Authorization failed</h1><p>${escapeHtml(out.error ?? 'error')}: ${escapeHtml(out.error_description ?? '')}</p></main></body></html>`;
@@ -291,12 +340,21 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
     async approve(ctx, interaction, input) {
       const provider = providerOf(ctx);
       const clientId = String(interaction.params.client_id);
+      const requestedScope = String(interaction.params.scope ?? '')
+        .split(' ')
+        .filter(Boolean);
+      const named = interaction.params.resource;
+      if (named === undefined || (Array.isArray(named) && named.length === 0) || !requestedScope.includes(MCP_SCOPE)) {
+        // Completed with what the person approved: the chosen endpoint, and the endpoints' scope.
+        if (named === undefined || (Array.isArray(named) && named.length === 0))
+          interaction.params.resource = input.resource;
+        if (!requestedScope.includes(MCP_SCOPE)) interaction.params.scope = [...requestedScope, MCP_SCOPE].join(' ');
+        await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)));
+      }
       const grant = new provider.Grant({ accountId: input.userId, clientId });
       grant.addResourceScope(input.resource, MCP_SCOPE);
       // The scopes the client asked for that this server knows (`mcp` is also an authorization server scope).
-      const requested = String(interaction.params.scope ?? '')
-        .split(' ')
-        .filter((s) => KNOWN_SCOPES.has(s));
+      const requested = [...new Set([...requestedScope, MCP_SCOPE])].filter((s) => KNOWN_SCOPES.has(s));
       if (requested.length) grant.addOIDCScope(requested.join(' '));
       const grantId = await grant.save();
       const { token, claims } = issueMcpCredential(config.masterKey, {
@@ -325,6 +383,12 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         clientId,
         clientName: input.clientName,
         credential: token,
+      });
+      await revokeOtherMarketGrants(db, {
+        userId: input.userId,
+        clientId,
+        entryId: input.entry.entryId,
+        keep: grantId,
       });
       return provider.interactionResult(
         ctx.req,

@@ -17,6 +17,10 @@ declare module 'oidc-provider' {
     session?: { accountId?: string };
     grantId?: string;
     returnTo: string;
+    /** Expiry, unix seconds. */
+    exp: number;
+    /** Stores the interaction again (its params included) for `ttl` more seconds. */
+    save(ttl: number): Promise<string>;
   }
 
   export interface OidcGrant {
@@ -54,6 +58,23 @@ declare module 'oidc-provider' {
     };
     AccessToken: { find(value: string): Promise<OidcAccessToken | undefined> };
   }
+
+  export interface OidcCheck {
+    reason: string;
+  }
+  export interface OidcPrompt {
+    name: string;
+    checks: { add(check: OidcCheck): void };
+  }
+  export const interactionPolicy: {
+    base(): OidcPrompt[] & { get(name: string): OidcPrompt | undefined };
+    Check: (new (
+      reason: string,
+      description: string,
+      error: string,
+      check: (ctx: { oidc: { result?: { consent?: { grantId?: string } } } }) => boolean,
+    ) => OidcCheck) & { REQUEST_PROMPT: boolean; NO_NEED_TO_PROMPT: boolean };
+  };
 
   export const errors: {
     InvalidTarget: new (description?: string) => Error;

@@ -21,6 +21,7 @@ import * as oauth from './0022_oauth';
 import * as marketCredentials from './0023_market_credentials';
 import * as marketRunWindow from './0024_market_run_window';
 import * as oneStatementCharge from './0025_one_statement_charge';
+import * as oauthClients from './0026_oauth_clients';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   '0023_market_credentials': marketCredentials,
   '0024_market_run_window': marketRunWindow,
   '0025_one_statement_charge': oneStatementCharge,
+  '0026_oauth_clients': oauthClients,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -175,3 +175,61 @@ export async function revokeMarketGrant(db: Db, userId: string, grantId: string,
     return true;
   });
 }
+
+/**
+ * The newest live grant of the account to the client for the entry (what a new authorization of the
+ * same client for the same listing replaces), without its credential's contents; or null.
+ */
+export async function findLiveMarketGrantFor(
+  db: Db,
+  key: { userId: string; clientId: string; entryId: string },
+): Promise<MarketGrant | null> {
+  const row = await db
+    .selectFrom('oauth_market_grants')
+    .selectAll()
+    .where('user_id', '=', key.userId)
+    .where('client_id', '=', key.clientId)
+    .where('entry_id', '=', key.entryId)
+    .where('revoked_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
+  if (!row) return null;
+  return {
+    grantId: row.grant_id,
+    userId: row.user_id,
+    entryId: row.entry_id,
+    clientId: row.client_id,
+    clientName: row.client_name,
+    credential: row.credential,
+    createdAt: new Date(row.created_at),
+  };
+}
+
+/**
+ * Revokes every live grant of the account to the client for the entry except `keep` (the one just
+ * approved), with the authorization server's grants, codes and tokens of them; returns how many.
+ */
+export async function revokeOtherMarketGrants(
+  db: Db,
+  key: { userId: string; clientId: string; entryId: string; keep: string },
+  now = new Date(),
+): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const revoked = await trx
+      .updateTable('oauth_market_grants')
+      .set({ revoked_at: now })
+      .where('user_id', '=', key.userId)
+      .where('client_id', '=', key.clientId)
+      .where('entry_id', '=', key.entryId)
+      .where('grant_id', '!=', key.keep)
+      .where('revoked_at', 'is', null)
+      .returning('grant_id')
+      .execute();
+    const ids = revoked.map((r) => r.grant_id);
+    if (ids.length) {
+      await trx.deleteFrom('oauth_records').where('grant_id', 'in', ids).execute();
+      await trx.deleteFrom('oauth_records').where('model', '=', 'Grant').where('id', 'in', ids).execute();
+    }
+    return ids.length;
+  });
+}

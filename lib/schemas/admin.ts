@@ -44,3 +44,31 @@ export const RouterKeyRequest = {
   required: ['routerApiKey'],
   properties: { routerApiKey: { type: ['string', 'null'], minLength: 1, maxLength: 500 } },
 } as const;
+
+/** POST /admin/oauth/clients: an operator-managed OAuth client (issue 25). */
+export const OAuthClientRequest = {
+  $id: 'AdminOAuthClientRequest',
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'redirectUris'],
+  properties: {
+    clientId: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9][A-Za-z0-9._~-]{2,99}$',
+      description: 'Chosen by the operator (letters, digits, . _ ~ -; 3 to 100); generated when absent',
+    },
+    name: { type: 'string', minLength: 1, maxLength: 100 },
+    redirectUris: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 10,
+      uniqueItems: true,
+      items: { type: 'string', minLength: 1, maxLength: 2_000 },
+    },
+    tokenEndpointAuthMethod: {
+      type: 'string',
+      enum: ['none', 'client_secret_basic', 'client_secret_post'],
+      description: 'none (the default): a public client (PKCE only); otherwise a confidential client with a secret',
+    },
+  },
+} as const;

@@ -576,6 +576,52 @@ const CASES: EndpointCase[] = [
       assert.ok(metrics.value('platform_job_duration_seconds_count', { kind: 'scrape', status: 'completed' }) >= 1);
       assert.ok(metrics.value('platform_debits_total') >= 1);
     },
+  },
+  {
+    name: 'registers, lists and deletes an operator-managed OAuth client through the CLI (the secret printed once, never listed)',
+    covers: [
+      'CLI register-oauth-client',
+      'CLI oauth-clients',
+      'CLI delete-oauth-client',
+      'POST /admin/oauth/clients',
+      'GET /admin/oauth/clients',
+      'DELETE /admin/oauth/clients/{clientId}',
+    ],
+    async run(ctx) {
+      const created = await ctx.admin([
+        'register-oauth-client',
+        '--name',
+        'Embedded desktop agent',
+        '--redirect-uri',
+        'http://127.0.0.1:8765/callback',
+        '--client-id',
+        'embedded-agent',
+        '--confidential',
+      ]);
+      assert.equal(created.clientId, 'embedded-agent');
+      assert.equal(created.tokenEndpointAuthMethod, 'client_secret_basic');
+      assert.ok(typeof created.clientSecret === 'string' && created.clientSecret.length >= 32);
+      const listed = await ctx.admin(['oauth-clients']);
+      const mine = listed.clients.find((c: { clientId: string }) => c.clientId === 'embedded-agent');
+      assert.deepEqual(mine.redirectUris, ['http://127.0.0.1:8765/callback']);
+      assert.equal(mine.clientSecret, undefined);
+      // The authorization server knows it: a token request with a wrong secret is refused as the client's.
+      const token = await fetch(`${ctx.baseUrl}/oauth/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from('embedded-agent:wrong').toString('base64')}`,
+        },
+        body: 'grant_type=authorization_code&code=x&redirect_uri=http%3A%2F%2F127.0.0.1%3A8765%2Fcallback',
+      });
+      assert.equal(token.status, 401);
+      assert.equal((await token.json()).error, 'invalid_client');
+      assert.deepEqual(await ctx.admin(['delete-oauth-client', '--client-id', 'embedded-agent']), {
+        clientId: 'embedded-agent',
+        deleted: true,
+      });
+      assert.equal((await ctx.admin(['oauth-clients'])).clients.length, listed.clients.length - 1);
+    },
   }, // ---- Tool market, custom-agent discovery and the provider charge endpoint (issue 8: every endpoint on PGlite) ----
   {
     name: 'market: discovers and validates the loopback MCP server through the embedded workers; a host that does not resolve is 400 host_not_found',

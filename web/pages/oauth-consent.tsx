@@ -20,6 +20,79 @@ export interface ConsentView {
   prices: { tool: string; price: string }[];
   fields: ConsentParamField[];
   problem: string | null;
+  /** The client named no resource: the person chose the listing (and may choose another). */
+  chosen: boolean;
+  /** A live grant of this account to this client for this listing: approving replaces it. */
+  existing: { createdAt: string } | null;
+  /** Values to start from (the existing grant's cap and non-secret parameters). */
+  prefill: { cap: string; params: Record<string, string | boolean> };
+}
+
+export interface ChooseListingView {
+  uid: string;
+  csrfToken: string;
+  email: string;
+  clientName: string;
+  clientId: string;
+  redirectHost: string;
+  q: string;
+  listings: { entryId: string; name: string }[];
+}
+
+/**
+ * The first step of an authorization whose client named no endpoint (no RFC 8707 `resource`): the
+ * person picks the listing to connect (approved listings, searchable); the token will be bound to
+ * that listing's `/mcp/{entryId}` alone.
+ */
+export function OAuthChooseListingPage(props: { view: ChooseListingView }) {
+  const v = props.view;
+  return (
+    <Layout title="Choose a listing" section="console" signedInAs={v.email}>
+      <h1>Choose the market tool to connect</h1>
+      <p class="lead">
+        <strong id="client-name">{v.clientName}</strong>
+        {
+          ' asks to call a market tool for you, billed to your account, without naming which. Choose one listing: it will get access to that listing only.'
+        }
+      </p>
+      <dl>
+        <dt>Client</dt>
+        <dd id="client-id">{v.clientId}</dd>
+        <dt>It sends you back to</dt>
+        <dd id="redirect-host">{v.redirectHost}</dd>
+      </dl>
+      <form method="get" action={`/oauth/interaction/${v.uid}`} role="search">
+        <p>
+          <label for="q">Search the listings</label>
+          <input id="q" name="q" type="search" value={v.q} maxlength={200} autocomplete="off" />{' '}
+          <button type="submit">Search</button>
+        </p>
+      </form>
+      {v.listings.length === 0 ? (
+        <p id="no-listings">No listing matches.</p>
+      ) : (
+        <form method="get" action={`/oauth/interaction/${v.uid}`}>
+          <p>
+            <label for="entry">Listing</label>
+            <select id="entry" name="entry" required>
+              {v.listings.map((l) => (
+                <option value={l.entryId}>{l.name}</option>
+              ))}
+            </select>{' '}
+            <button type="submit">Continue</button>
+          </p>
+        </form>
+      )}
+      <form method="post" action={`/oauth/interaction/${v.uid}/confirm`}>
+        <CsrfField token={v.csrfToken} />
+        <p>
+          <button type="submit" name="decision" value="deny">
+            Deny
+          </button>
+        </p>
+      </form>
+    </Layout>
+  );
 }
 
 /**
@@ -53,6 +126,20 @@ export function OAuthConsentPage(props: { view: ConsentView }) {
         <dt>Signed in as</dt>
         <dd>{v.email}</dd>
       </dl>
+      {v.chosen && (
+        <p>
+          <a id="choose-another" href={`/oauth/interaction/${v.uid}`}>
+            Choose another listing
+          </a>
+        </p>
+      )}
+      {v.existing && (
+        <div class="notice" role="status" id="existing-grant">
+          <p>
+            {`You already connected ${v.clientName} to this listing (${v.existing.createdAt}). Allowing again replaces that connection: its tokens stop working, and the values below (secrets left out) start from it.`}
+          </p>
+        </div>
+      )}
       <table id="prices">
         <caption>Prices</caption>
         <thead>
@@ -72,6 +159,7 @@ export function OAuthConsentPage(props: { view: ConsentView }) {
       </table>
       <form method="post" action={`/oauth/interaction/${v.uid}/confirm`}>
         <CsrfField token={v.csrfToken} />
+        {v.chosen && <input type="hidden" name="entry" value={v.entry.entryId} />}
         {v.fields.length > 0 && (
           <fieldset>
             <legend>The listing's parameters (kept sealed, never shown again)</legend>
@@ -84,7 +172,8 @@ export function OAuthConsentPage(props: { view: ConsentView }) {
                   type={f.type}
                   required={f.required && f.type !== 'checkbox'}
                   autocomplete="off"
-                  value={f.type === 'checkbox' ? 'true' : undefined}
+                  value={f.type === 'checkbox' ? 'true' : (v.prefill.params[f.name] as string | undefined)}
+                  checked={f.type === 'checkbox' && v.prefill.params[f.name] === true}
                 />
                 {f.description && <span class="meta">{f.description}</span>}
               </p>
@@ -93,7 +182,15 @@ export function OAuthConsentPage(props: { view: ConsentView }) {
         )}
         <p>
           <label for="cap">Spending cap per run in USD (optional)</label>
-          <input id="cap" name="cap" type="text" inputmode="decimal" autocomplete="off" maxlength={20} />
+          <input
+            id="cap"
+            name="cap"
+            type="text"
+            inputmode="decimal"
+            autocomplete="off"
+            maxlength={20}
+            value={v.prefill.cap || undefined}
+          />
         </p>
         <p>
           <button type="submit" name="decision" value="allow">

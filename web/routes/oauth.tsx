@@ -3,6 +3,9 @@ import type { WebContext, WebState } from '../context';
 import type { OidcInteraction } from 'oidc-provider';
 import type { OAuthServer } from '../../api/services/oauth';
 import { loadCallEntry } from '../../db/repos/market-tool-calls';
+import { searchPublicMcpEntries } from '../../db/repos/market-mcp';
+import { findLiveMarketGrantFor } from '../../db/repos/oauth';
+import { openMcpCredential } from '../../lib/market/credential';
 import type { WebSession } from '../../db/repos/sessions';
 import { callableTools, type MarketCallEntry } from '../../lib/market/tool-call';
 import { checkUserParams } from '../../lib/market/user-params-schema';
@@ -12,7 +15,12 @@ import { requireFormToken, requireSameOrigin } from '../csrf';
 import type { WebDeps } from '../deps';
 import { readForm } from '../forms';
 import { CONTENT_SECURITY_POLICY, PageError, sendPage } from '../page';
-import { OAuthConsentPage, type ConsentParamField, type ConsentView } from '../pages/oauth-consent';
+import {
+  OAuthChooseListingPage,
+  OAuthConsentPage,
+  type ConsentParamField,
+  type ConsentView,
+} from '../pages/oauth-consent';
 import { currentSession } from '../session';
 
 const expired = () =>
@@ -30,12 +38,17 @@ function redirectSource(redirectUri: string): string {
 
 interface Resolved {
   interaction: OidcInteraction;
-  entry: MarketCallEntry;
+  /** Null while the client named no resource and the person has not chosen a listing yet. */
+  entry: MarketCallEntry | null;
   resource: string;
+  /** The client named no resource: the listing is the person's choice. */
+  chosen: boolean;
   clientName: string;
   clientId: string;
   redirectUri: string;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function paramFields(schema: Record<string, unknown>): ConsentParamField[] {
   const properties = (schema?.properties ?? {}) as Record<string, Record<string, unknown>>;
@@ -76,7 +89,8 @@ function readParams(schema: Record<string, unknown>, form: URLSearchParams): Sou
 export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
   const router = new Router<WebState>({ prefix: '/oauth/interaction' });
 
-  async function resolve(ctx: WebContext): Promise<Resolved> {
+  /** The interaction, its client and its listing: the resource the client named, else `chosenEntry` (the person's pick). */
+  async function resolve(ctx: WebContext, chosenEntry: string | null): Promise<Resolved> {
     const provider = oauth.provider(ctx);
     let interaction: OidcInteraction;
     try {
@@ -87,31 +101,99 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
     if (interaction.uid !== ctx.params.uid) throw expired();
     const params = interaction.params;
     const resources = Array.isArray(params.resource) ? params.resource : params.resource ? [params.resource] : [];
-    if (resources.length !== 1 || typeof resources[0] !== 'string')
+    if (resources.length > 1 || (resources.length === 1 && typeof resources[0] !== 'string'))
       throw new PageError(
         400,
         'Which endpoint?',
-        'The client must name exactly one market endpoint (/mcp/{entryId}) as the resource of this authorization.',
+        'The client must name at most one market endpoint (/mcp/{entryId}) as the resource of this authorization.',
       );
-    const resource = resources[0];
-    const entryId = oauth.entryOfResource(ctx, resource);
-    const entry = entryId ? await loadCallEntry(deps.db, deps.config.masterKey, entryId) : null;
-    if (!entry)
-      throw new PageError(404, 'Listing not found', 'The endpoint this client asks for is not a live listing.');
+    const chosen = resources.length === 0;
+    let resource: string | null = null;
+    let entry: MarketCallEntry | null = null;
+    if (!chosen) {
+      resource = resources[0] as string;
+      const entryId = oauth.entryOfResource(ctx, resource);
+      entry = entryId ? await loadCallEntry(deps.db, deps.config.masterKey, entryId) : null;
+      if (!entry)
+        throw new PageError(404, 'Listing not found', 'The endpoint this client asks for is not a live listing.');
+    } else if (chosenEntry) {
+      entry = UUID.test(chosenEntry)
+        ? await loadCallEntry(deps.db, deps.config.masterKey, chosenEntry.toLowerCase())
+        : null;
+      if (!entry) throw new PageError(404, 'Listing not found', 'The listing you chose is not live. Choose another.');
+      resource = oauth.resource(ctx, entry.entryId);
+    }
     const clientId = String(params.client_id);
     const client = await provider.Client.find(clientId);
     if (!client) throw expired();
     return {
       interaction,
       entry,
-      resource,
+      resource: resource ?? '',
+      chosen,
       clientId,
       clientName: client.clientName ?? (client.metadata().client_name as string | undefined) ?? clientId,
       redirectUri: String(params.redirect_uri),
     };
   }
 
-  async function consentPage(ctx: WebContext, session: WebSession, r: Resolved, problem: string | null, status = 200) {
+  const formAction = (r: Resolved) =>
+    CONTENT_SECURITY_POLICY.replace("form-action 'self'", `form-action 'self' ${redirectSource(r.redirectUri)}`);
+
+  async function chooseListingPage(ctx: WebContext, session: WebSession, r: Resolved) {
+    const q = typeof ctx.query.q === 'string' ? ctx.query.q.slice(0, 200) : '';
+    const { rows } = await searchPublicMcpEntries(
+      deps.db,
+      { q: q || undefined, sort: 'name' },
+      { page: 1, pageSize: 50 },
+    );
+    ctx.set('Content-Security-Policy', formAction(r));
+    await sendPage(
+      ctx,
+      <OAuthChooseListingPage
+        view={{
+          uid: r.interaction.uid,
+          csrfToken: session.csrfToken,
+          email: session.user.email,
+          clientName: r.clientName,
+          clientId: r.clientId,
+          redirectHost: new URL(r.redirectUri).host || r.redirectUri,
+          q,
+          listings: rows.map((row) => ({ entryId: row.listingId, name: row.name })),
+        }}
+      />,
+      { private: true },
+    );
+  }
+
+  /** The existing grant this authorization would replace, and the values (no secrets) to pre-fill from it. */
+  async function existingGrant(session: WebSession, r: Resolved & { entry: MarketCallEntry }) {
+    const grant = await findLiveMarketGrantFor(deps.db, {
+      userId: session.user.userId,
+      clientId: r.clientId,
+      entryId: r.entry.entryId,
+    });
+    if (!grant) return { existing: null, prefill: { cap: '', params: {} } };
+    const claims = openMcpCredential(deps.config.masterKey, grant.credential);
+    const params: Record<string, string | boolean> = {};
+    for (const field of paramFields(r.entry.requiredUserParamsSchema)) {
+      const value = claims?.params[field.name];
+      if (field.type === 'password' || value === undefined || value === null) continue;
+      params[field.name] = field.type === 'checkbox' ? value === true : String(value);
+    }
+    return {
+      existing: { createdAt: grant.createdAt.toISOString().slice(0, 16).replace('T', ' ') + ' UTC' },
+      prefill: { cap: claims?.capMicros ? microsToUsd(claims.capMicros).toString() : '', params },
+    };
+  }
+
+  async function consentPage(
+    ctx: WebContext,
+    session: WebSession,
+    r: Resolved & { entry: MarketCallEntry },
+    problem: string | null,
+    status = 200,
+  ) {
     const view: ConsentView = {
       uid: r.interaction.uid,
       csrfToken: session.csrfToken,
@@ -131,19 +213,22 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
       })),
       fields: paramFields(r.entry.requiredUserParamsSchema),
       problem,
+      chosen: r.chosen,
+      ...(await existingGrant(session, r)),
     };
-    ctx.set(
-      'Content-Security-Policy',
-      CONTENT_SECURITY_POLICY.replace("form-action 'self'", `form-action 'self' ${redirectSource(r.redirectUri)}`),
-    );
+    ctx.set('Content-Security-Policy', formAction(r));
     await sendPage(ctx, <OAuthConsentPage view={view} />, { status, private: true });
   }
 
+  const withEntry = (r: Resolved): (Resolved & { entry: MarketCallEntry }) | null => (r.entry ? (r as never) : null);
+
   router.get('/:uid', async (ctx) => {
-    const resolved = await resolve(ctx);
+    const resolved = await resolve(ctx, typeof ctx.query.entry === 'string' ? ctx.query.entry : null);
     const session = await currentSession(ctx, deps);
     if (!session) return ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
-    await consentPage(ctx, session, resolved, null);
+    const ready = withEntry(resolved);
+    if (!ready) return chooseListingPage(ctx, session, resolved);
+    await consentPage(ctx, session, ready, null);
   });
 
   router.post('/:uid/confirm', async (ctx) => {
@@ -152,11 +237,16 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
     const session = await currentSession(ctx, deps);
     if (!session) throw new PageError(401, 'Signed out', 'Your console session ended. Start again from your client.');
     requireFormToken(form.get('csrf'), session.csrfToken);
-    const resolved = await resolve(ctx);
+    const allow = form.get('decision') === 'allow';
+    const resolved = await resolve(ctx, allow ? form.get('entry') : null);
+    const ready = withEntry(resolved);
     let next: string;
-    if (form.get('decision') !== 'allow') {
+    if (!allow) {
       next = await oauth.deny(ctx);
+    } else if (!ready) {
+      return chooseListingPage(ctx, session, resolved);
     } else {
+      const resolved = ready;
       const params = readParams(resolved.entry.requiredUserParamsSchema, form);
       try {
         checkUserParams(resolved.entry.requiredUserParamsSchema, params, 'params');
