@@ -10,6 +10,7 @@ import { consoleRoutes } from './routes/console';
 import { oauthRoutes } from './routes/oauth';
 import type { OAuthServer } from '../api/services/oauth';
 import { providerRoutes } from './routes/provider';
+import { providerWizardRoutes } from './routes/provider-wizard';
 import { tryRoutes } from './routes/try';
 import { agentOrderRoutes } from './routes/agent-orders';
 import { PageError, pageNotFound, sendPage, setSecurityHeaders } from './page';
@@ -50,6 +51,7 @@ export function webPages(deps: WebDeps, oauth?: OAuthServer): Middleware {
     agentOrderRoutes(deps),
     consoleRoutes(deps),
     providerRoutes(deps),
+    providerWizardRoutes(deps),
     assetRoutes(),
     ...(oauth ? [oauthRoutes(deps, oauth)] : []),
   ];

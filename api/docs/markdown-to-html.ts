@@ -273,10 +273,15 @@ export function isSafeHref(href: string): boolean {
 export interface RenderOptions {
   /** Rewrites a link target (e.g. a guide file name to its page); return null to render the text without a link. */
   resolveLink?: (href: string) => string | null;
+  /**
+   * The address of an image `![alt](src)`; null (the default for every image) renders its alt text
+   * instead. Only pictures the docs site serves itself should get one.
+   */
+  resolveImage?: (src: string) => string | null;
 }
 
 interface InlineToken {
-  kind: 'code' | 'link' | 'text';
+  kind: 'code' | 'link' | 'image' | 'text';
   text: string;
   href?: string;
 }
@@ -345,6 +350,17 @@ function tokenizeInline(text: string): { template: string; tokens: InlineToken[]
         continue;
       }
     }
+    if (ch === '!' && source[i + 1] === '[') {
+      const close = closingBracket(source, i + 1);
+      const end = close > 0 && source[close + 1] === '(' ? closingParen(source, close + 1) : -1;
+      if (end > 0) {
+        const destination = source.slice(close + 2, end).trim();
+        const href = /^<([^>]*)>/.exec(destination)?.[1] ?? destination.split(/\s+/)[0] ?? '';
+        push({ kind: 'image', text: source.slice(i + 2, close), href });
+        i = end + 1;
+        continue;
+      }
+    }
     if (ch === '[') {
       const close = closingBracket(source, i);
       if (close > 0 && source[close + 1] === '(') {
@@ -377,6 +393,11 @@ export function renderInline(text: string, options: RenderOptions = {}): string 
     const token = tokens[Number(n)];
     if (token.kind === 'text') return escapeHtml(token.text);
     if (token.kind === 'code') return `<code>${escapeHtml(token.text)}</code>`;
+    if (token.kind === 'image') {
+      const src = options.resolveImage ? options.resolveImage(token.href!) : null;
+      if (src === null || !isSafeHref(src)) return escapeHtml(token.text);
+      return `<img src="${escapeHtml(src)}" alt="${escapeHtml(token.text)}">`;
+    }
     const inner = token.href === token.text ? escapeHtml(token.text) : renderInline(token.text, options);
     const target = options.resolveLink ? options.resolveLink(token.href!) : token.href!;
     if (target === null || !isSafeHref(target)) return inner;

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { Config } from '../../lib/config';
@@ -35,6 +37,7 @@ blockquote{margin:1rem 0;padding:.1rem 1rem;border-left:4px solid #d7dce5;color:
 .get{color:#1769aa}.post{color:#2e7d32}.patch{color:#a86b00}.delete{color:#b3261e}.put{color:#6a1b9a}
 .summary{color:#5b6475;margin:.2rem 0 .8rem} .guides li{margin:.5rem 0}
 details{margin:.3rem 0}
+img{max-width:100%;height:auto;border:1px solid #d7dce5;border-radius:4px}
 `;
 
 const SECURITY_HEADERS = {
@@ -152,7 +155,17 @@ ${schemas}`;
 }
 
 function guidePage(site: DocsSite, guide: Guide): string {
-  return renderBlocks(guide.parsed.blocks, { resolveLink: site.resolveLink });
+  return renderBlocks(guide.parsed.blocks, { resolveLink: site.resolveLink, resolveImage: docsImageUrl });
+}
+
+/** The pictures of the guides: PNG files in docs/console (the console's screenshots), served by the docs site. */
+const DOCS_IMAGES_DIR = path.join(__dirname, '..', '..', 'docs', 'console');
+const DOCS_IMAGE = /^(?:\.\/)?(?:docs\/)?console\/([a-z0-9][a-z0-9-]{0,63}\.png)$/;
+
+/** `console/x.png` (or `docs/console/x.png`) in a guide → its address on the docs site; anything else is not shown. */
+export function docsImageUrl(src: string): string | null {
+  const name = DOCS_IMAGE.exec(src)?.[1];
+  return name ? `${DOCS_PAGE_PATH}/console/${name}` : null;
 }
 
 function sendHtml(ctx: Context, html: string) {
@@ -182,6 +195,20 @@ export function docsRoutes(site: DocsSite, config: Pick<Config, 'docsMcp'>): Rou
     ctx.set('Cache-Control', 'public, max-age=300');
     ctx.type = 'text/css';
     ctx.body = STYLESHEET;
+  });
+  router.get('/docs/console/:file', (ctx) => {
+    const file = String(ctx.params.file);
+    if (!/^[a-z0-9][a-z0-9-]{0,63}\.png$/.test(file)) throw notFound('Picture');
+    let body: Buffer;
+    try {
+      body = readFileSync(path.join(DOCS_IMAGES_DIR, file));
+    } catch {
+      throw notFound('Picture');
+    }
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.type = 'image/png';
+    ctx.body = body;
   });
   router.get('/docs/readme', (ctx) => {
     if (!site.readme) throw notFound('README');

@@ -1,6 +1,5 @@
 import Router from '@koa/router';
-import { findValidValidationByFingerprint } from '../../db/repos/market-validations';
-import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
+import { findEventVerification } from '../../db/repos/market-event-verifications';
 import {
   createSubmission,
   getOwnSubmission,
@@ -18,16 +17,12 @@ import {
 } from '../../db/repos/market-mcp';
 import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
-import { signChargeToken } from '../../lib/market/charge-token';
-import { ruleBroken } from '../../lib/market/errors';
 import type { MonetizationStrategy } from '../../lib/market/listing';
 import type { McpSubmissionRequest } from '../../lib/market/mcp-submission';
-import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
 import { transition } from '../../lib/market/review-state';
 import { MarketCredentialsQuery, McpCredentialRequest } from '../../lib/schemas/market-hosted';
 import type { SourceParamValues } from '../../lib/tools/types';
 import {
-  MarketEventVerificationRequest,
   McpMarketDiscoveryRequest,
   McpMarketListQuery,
   McpMarketSubmissionRequest,
@@ -38,7 +33,14 @@ import type { ApiDeps } from '../deps';
 import { notFound, unauthorized } from '../errors';
 import { issueEntryCredential, listEntryCredentials, revokeEntryCredential } from '../services/market-credentials';
 import { searchToolMarket } from '../services/market-catalog';
-import { discoverSource, prepareSubmission, validateSource, type DiscoveryBody } from '../services/mcp-listing';
+import {
+  discoverSource,
+  eventVerificationView,
+  prepareSubmission,
+  startEventVerification,
+  validateSource,
+  type DiscoveryBody,
+} from '../services/mcp-listing';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import {
   addRevisionRoute,
@@ -50,19 +52,6 @@ import {
   publicOrigin,
   submissionCoreFields,
 } from './market-common';
-
-function verificationView(v: EventVerificationRecord, base: string) {
-  return {
-    id: v.id,
-    runId: v.runId,
-    sourceFingerprint: v.sourceFingerprint,
-    eventNames: v.eventNames,
-    verifiedEventNames: v.verifiedEventNames,
-    complete: verificationComplete(v),
-    expiresAt: v.expiresAt.toISOString(),
-    apiBaseUrl: base,
-  };
-}
 
 /** /mcp-market: the tool market's provider side, its public catalogue and consumers' MCP client credentials (issue table in README "Selling tools"). */
 export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
@@ -81,40 +70,15 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   });
 
   router.post('/event-verifications', async (ctx) => {
-    const user = ctx.state.user;
-    const body = parseBody<{ sourceFingerprint: string; eventNames: string[] }>(
-      MarketEventVerificationRequest,
-      ctx.state.body,
-    );
-    const validation = await findValidValidationByFingerprint(deps.db, user.userId, body.sourceFingerprint);
-    if (!validation)
-      throw ruleBroken(
-        'validation_required',
-        'No valid, unexpired validation of this account has that sourceFingerprint; validate the source first',
-        'body/sourceFingerprint',
-      );
-    const verification = await createEventVerification(deps.db, {
-      ownerId: user.userId,
-      sourceFingerprint: body.sourceFingerprint,
-      eventNames: body.eventNames,
-      ttlMs: deps.config.market.eventVerificationTtlMs,
-    });
-    const chargeToken = signChargeToken(deps.config.market.chargeTokenKey, {
-      kind: 'verification',
-      runId: verification.runId,
-      providerId: user.userId,
-      sourceFingerprint: verification.sourceFingerprint,
-      exp: verification.expiresAt.getTime(),
-    });
+    ctx.body = await startEventVerification(deps, ctx.state.user.userId, ctx.state.body, apiBaseUrl(ctx, deps));
     ctx.status = 201;
-    ctx.body = { ...verificationView(verification, apiBaseUrl(ctx, deps)), chargeToken };
   });
 
   router.get('/event-verifications/:id', async (ctx) => {
     const user = ctx.state.user;
     const verification = await findEventVerification(deps.db, user.userId, parseUuidParam('id', ctx.params.id));
     if (!verification) throw notFound('Event verification');
-    ctx.body = verificationView(verification, apiBaseUrl(ctx, deps));
+    ctx.body = eventVerificationView(verification, apiBaseUrl(ctx, deps));
   });
 
   const prepare = (ctx: UserContext, body: McpSubmissionRequest) =>

@@ -2,18 +2,21 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Db } from '../../db/connect';
-import { findEventVerification } from '../../db/repos/market-event-verifications';
+import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
 import { iconBelongsTo } from '../../db/repos/market-icons';
-import { findValidation } from '../../db/repos/market-validations';
+import { findValidation, findValidValidationByFingerprint } from '../../db/repos/market-validations';
 import type { Config } from '../../lib/config';
 import { seal } from '../../lib/crypto';
-import type { Discovery, DiscoveryRequest } from '../../lib/market/discovery';
+import { signChargeToken } from '../../lib/market/charge-token';
+import { DiscoveryError, type Discovery, type DiscoveryRequest } from '../../lib/market/discovery';
 import { ruleBroken } from '../../lib/market/errors';
 import {
   prepareMcpSubmission,
   type McpSubmissionRequest,
   type PreparedMcpSubmission,
 } from '../../lib/market/mcp-submission';
+import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
+import { runtimeDiscover } from '../../lib/market/runtime-discover';
 import { requireSecureSourceUrl } from '../../lib/market/source-url';
 import {
   DISCOVERY_PARAMS_AAD,
@@ -25,7 +28,7 @@ import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi-reader';
 import { createSubmission, submitForReview } from '../../db/repos/market-submissions';
 import { mcpDetailsWriter } from '../../db/repos/market-mcp';
-import { McpMarketSubmissionRequest } from '../../lib/schemas/market';
+import { MarketEventVerificationRequest, McpMarketSubmissionRequest } from '../../lib/schemas/market';
 import { ApiError } from '../errors';
 import { submissionCoreFields } from '../routes/market-common';
 import { parseBody } from '../validation';
@@ -191,18 +194,103 @@ export async function prepareSubmission(
   );
 }
 
+/** MarketEventVerification: what GET /mcp-market/event-verifications/{id} answers. */
+export function eventVerificationView(v: EventVerificationRecord, apiBaseUrl: string) {
+  return {
+    id: v.id,
+    runId: v.runId,
+    sourceFingerprint: v.sourceFingerprint,
+    eventNames: v.eventNames,
+    verifiedEventNames: v.verifiedEventNames,
+    complete: verificationComplete(v),
+    expiresAt: v.expiresAt.toISOString(),
+    apiBaseUrl,
+  };
+}
+
+export type EventVerificationView = ReturnType<typeof eventVerificationView>;
+
+/**
+ * POST /mcp-market/event-verifications (and the wizard's "events to verify" step): a verification
+ * run for the caller's valid validation with that fingerprint, and the charge token its server
+ * sends with each test charge (only in this answer: a secret). `apiBaseUrl` is where charges go.
+ */
+export async function startEventVerification(
+  deps: ListingDeps,
+  userId: string,
+  body: unknown,
+  apiBaseUrl: string,
+): Promise<EventVerificationView & { chargeToken: string }> {
+  const request = parseBody<{ sourceFingerprint: string; eventNames: string[] }>(MarketEventVerificationRequest, body);
+  const validation = await findValidValidationByFingerprint(deps.db, userId, request.sourceFingerprint);
+  if (!validation)
+    throw ruleBroken(
+      'validation_required',
+      'No valid, unexpired validation of this account has that sourceFingerprint; validate the source first',
+      'body/sourceFingerprint',
+    );
+  const verification = await createEventVerification(deps.db, {
+    ownerId: userId,
+    sourceFingerprint: request.sourceFingerprint,
+    eventNames: request.eventNames,
+    ttlMs: deps.config.market.eventVerificationTtlMs,
+  });
+  const chargeToken = signChargeToken(deps.config.market.chargeTokenKey, {
+    kind: 'verification',
+    runId: verification.runId,
+    providerId: userId,
+    sourceFingerprint: verification.sourceFingerprint,
+    exp: verification.expiresAt.getTime(),
+  });
+  return { ...eventVerificationView(verification, apiBaseUrl), chargeToken };
+}
+
+/**
+ * The OpenAPI document at `url`, read as discovery reads it (the same guarded fetch and reader), so
+ * a submission of a source validated from its URL carries the document the fingerprint covers; a
+ * document changed since its validation gives another fingerprint and is refused as such.
+ */
+async function openApiDocumentAt(
+  deps: ListingDeps,
+  url: string,
+  openapiBaseUrl: string | null,
+): Promise<Record<string, unknown>> {
+  checkDiscoveryRequest({ type: 'openapi', url, openapiBaseUrl, params: {} }, deps);
+  try {
+    const result = await runtimeDiscover({ policy: deps.policy })({ type: 'openapi', url, openapiBaseUrl });
+    if (!result.openapiDocument) throw new ApiError(400, 'invalid_source', 'The OpenAPI document could not be read');
+    return result.openapiDocument;
+  } catch (err) {
+    if (err instanceof DiscoveryError) throw new ApiError(err.status, err.code, err.message);
+    throw err;
+  }
+}
+
 /**
  * POST /mcp-market/submissions then POST /submissions/{id}/submit, in one step (the console's
  * listing wizard): the body is checked as the REST route checks it, the submission is created under
- * the caller and sent to review. Returns the submission's id.
+ * the caller and sent to review. Returns the submission's id. With `openapiDocumentUrl` (an OpenAPI
+ * source validated from its URL, the body without a document) the document is read from there first.
  */
 export async function createAndSubmitListing(
   deps: ListingDeps,
   userId: string,
-  body: unknown,
+  body: Record<string, unknown>,
   iconUrl: (key: string) => string,
+  options: { openapiDocumentUrl?: string } = {},
 ): Promise<string> {
-  const request = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, body);
+  const withDocument =
+    options.openapiDocumentUrl && body.type === 'openapi' && body.openapiSpec == null && body.openapiSpecText == null
+      ? {
+          ...body,
+          openapiSpec: await openApiDocumentAt(
+            deps,
+            options.openapiDocumentUrl,
+            typeof body.openapiBaseUrl === 'string' ? body.openapiBaseUrl : null,
+          ),
+        }
+      : body;
+  const request = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, withDocument);
   const prepared = await prepareSubmission(deps, userId, request, iconUrl);
   const id = await createSubmission(deps.db, {
     market: 'mcp',

@@ -83,6 +83,32 @@ describe('docs page', function () {
     assertSafePage(readme, 'README');
   });
 
+  it("serves the console guide's pictures (docs/console/*.png) and nothing else from there", async function () {
+    const page = await h.http('GET', '/api/v1/docs/guides/console');
+    assert.equal(page.status, 200);
+    assertSafePage(page, 'console guide');
+    const sources = [...page.body.matchAll(/<img src="([^"]+)" alt="([^"]+)">/g)];
+    const pictures = guides
+      .find((g) => g.path === 'docs/console.md')!
+      .text.match(/!\[[^\]]*\]\(console\/[a-z0-9-]+\.png\)/g);
+    assert.ok(pictures && pictures.length > 0, 'docs/console.md shows the pages');
+    assert.equal(sources.length, pictures.length, 'every picture of the guide is shown');
+    for (const [, src] of sources) {
+      assert.match(src!, /^\/api\/v1\/docs\/console\/[a-z0-9-]+\.png$/);
+      const response = await fetch(`${h.baseUrl}${src}`);
+      const body = Buffer.from(await response.arrayBuffer());
+      assert.equal(response.status, 200, src);
+      assert.equal(response.headers.get('content-type'), 'image/png');
+      assert.equal(response.headers.get('x-content-type-options'), 'nosniff');
+      assert.deepEqual([...body.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], `${src} is a PNG`);
+      assert.ok(body.length < 150 * 1024, `${src} is ${body.length} bytes`);
+    }
+    for (const path of ['nothing-here.png', '..%2Fconsole.md', 'market.PNG', '.env']) {
+      const response = await fetch(`${h.baseUrl}/api/v1/docs/console/${path}`);
+      assert.equal(response.status, 404, path);
+    }
+  });
+
   it('answers an unknown guide with the API error body', async function () {
     const response = await h.http('GET', '/api/v1/docs/guides/no-such-guide');
     assert.equal(response.status, 404);

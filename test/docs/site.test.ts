@@ -13,6 +13,7 @@ import {
 import { deriveOperationId, withOperationIds, type OpenApiDocument } from '../../api/docs/openapi';
 import { buildDocsSite, DOCS_PAGE_PATH, type DocsSite } from '../../api/docs/site';
 import { searchTerms, stem } from '../../api/docs/text';
+import { docsImageUrl } from '../../api/routes/docs';
 
 const ALLOWED_TAG =
   /<\/?(p|h[1-6]|a|code|pre|ul|ol|li|em|strong|table|thead|tbody|tr|th|td|blockquote|hr)((?: [a-z]+="[^"<>]*")*)>/g;
@@ -115,6 +116,21 @@ describe('docs: guides, Markdown rendering and the index', function () {
       assert.match(html, /<a href="https:\/\/example\.com\/\?a=1&amp;b=&quot;2&quot;">ok<\/a>/);
       assert.match(html, /&lt;\/code&gt;&lt;\/pre&gt;&lt;script&gt;/);
       assert.match(html, /<strong>bold &lt;b&gt;<\/strong> and <em>em<\/em>/);
+    });
+
+    it('shows only the pictures the docs site serves: another image is its alt text, escaped', function () {
+      const text = [
+        '![The market](console/market.png) ![Remote](https://example.com/x.png) ![<b>x</b>](javascript:alert(1))',
+        '![Up](../console/x.png) ![Also](docs/console/usage.png) [![Nested](console/run.png)](console.md)',
+      ].join('\n');
+      const html = renderBlocks(parseMarkdown(text).blocks, { resolveImage: docsImageUrl });
+      assert.match(html, /<img src="\/api\/v1\/docs\/console\/market\.png" alt="The market">/);
+      assert.match(html, /<img src="\/api\/v1\/docs\/console\/usage\.png" alt="Also">/);
+      assert.match(html, /<img src="\/api\/v1\/docs\/console\/run\.png" alt="Nested">/);
+      assert.doesNotMatch(html, /example\.com|javascript:|x\.png/);
+      assert.match(html, /Remote &lt;b&gt;x&lt;\/b&gt;/);
+      assertOnlySafeMarkup(html.replace(/<img src="\/api\/v1\/docs\/console\/[a-z0-9-]+\.png" alt="[^"<>]*">/g, ''));
+      assert.doesNotMatch(renderBlocks(parseMarkdown(text).blocks), /<img/, 'no picture unless the site resolves it');
     });
 
     it('never emits markup it was not asked for, whatever the text', function () {

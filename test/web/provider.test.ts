@@ -6,6 +6,22 @@ import { useHarness, type Harness } from '../support/stack/harness';
 import { discoveredTools, startMarketProvider, type MarketProviderService } from '../support/fakes/market-provider';
 import { approvedEntry, createSubmission, storeValidation, submissionBody } from '../support/market';
 import {
+  API_KEY as INVENTORY_KEY,
+  BEARER_TOKEN,
+  COOKIE_KEY,
+  QUERY_KEY,
+  startOpenApiServer,
+  type TestOpenApiServer,
+} from '../support/openapi-api';
+
+/** The Inventory API's credentials, by the names its discovery asks for them. */
+const CREDENTIALS: Record<string, string> = {
+  'X-API-Key': INVENTORY_KEY,
+  api_key: QUERY_KEY,
+  session: COOKIE_KEY,
+  Authorization: BEARER_TOKEN,
+};
+import {
   assertAccessible,
   launchBrowser,
   screenshot,
@@ -20,6 +36,7 @@ describe('web pages: provider and review queue', function () {
   let h: Harness;
   let browser: Browser;
   let service: MarketProviderService;
+  let inventory: TestOpenApiServer;
   let provider: { userId: string; apiKey: string };
   let other: { userId: string; apiKey: string };
   let consumer: { userId: string; apiKey: string };
@@ -33,7 +50,7 @@ describe('web pages: provider and review queue', function () {
   before(async function () {
     this.timeout(180_000);
     h = await useHarness();
-    [service, browser] = await Promise.all([startMarketProvider(), launchBrowser()]);
+    [service, browser, inventory] = await Promise.all([startMarketProvider(), launchBrowser(), startOpenApiServer()]);
     provider = await h.createUser({ creditUsd: 0 });
     other = await h.createUser({ creditUsd: 0 });
     consumer = await h.createUser({ creditUsd: 5 });
@@ -87,6 +104,7 @@ describe('web pages: provider and review queue', function () {
   after(async function () {
     await browser?.close();
     await service?.close();
+    await inventory?.close();
   });
 
   afterEach(async function () {
@@ -104,8 +122,8 @@ describe('web pages: provider and review queue', function () {
     );
   });
 
-  async function newContext(): Promise<WatchedContext> {
-    const context = await watchedContext(browser);
+  async function newContext(options: { javaScriptEnabled?: boolean } = {}): Promise<WatchedContext> {
+    const context = await watchedContext(browser, options);
     contexts.push(context);
     return context;
   }
@@ -460,5 +478,221 @@ describe('web pages: provider and review queue', function () {
     await page.goto(`${h.baseUrl}/market?q=${encodeURIComponent(`wizard ${tag}`)}`);
     const card = page.locator('section[aria-labelledby="tools-heading"] .card', { hasText: name });
     assert.match(await card.innerText(), /\$0\.015 per call/);
+  });
+
+  type OwnSubmission = {
+    id: string;
+    name: string;
+    type: string;
+    status: string;
+    openapiSpec: Record<string, unknown> | null;
+    monetizationStrategy: string;
+    requiredUserParamsSchema: Record<string, unknown>;
+    pricingEvents: { eventName: string; title?: string | null; unitPriceUsd: number }[];
+    tools: { toolName: string; clientPriceUsd?: number }[];
+  };
+  const ownSubmissions = async (apiKey: string) =>
+    (await h.http('GET', `${SUBMISSIONS}?pageSize=100`, { apiKey })).body.submissions as OwnSubmission[];
+
+  /** Signs a new provider in and validates `url` from the wizard's source step (as `type`), with the keyboard. */
+  async function validateFromWizard(
+    context: WatchedContext,
+    apiKey: string,
+    type: 'remote_mcp' | 'openapi',
+    url: string,
+  ): Promise<Page> {
+    const page = await signIn(context, apiKey, '/console/provider/new');
+    assert.equal(new URL(page.url()).pathname, '/console/provider/new');
+    await assertAccessible(page, 'wizard: source');
+    if (type === 'openapi') {
+      await page.focus('#type-openapi');
+      await page.keyboard.press('Space');
+    }
+    await page.focus('#url');
+    await page.keyboard.type(url);
+    await page.getByRole('button', { name: 'Discover and validate' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL((u) => /^\/console\/provider\/new\/[0-9a-f-]{36}$/.test(u.pathname));
+    return page;
+  }
+
+  it('lists an OpenAPI source from its document URL: the validation asks for credentials, validates with them, declares the consumer parameter, and is submitted, approved and in /market', async function () {
+    const seller = await h.createUser({ creditUsd: 0 });
+    const name = `Warehouse inventory ${tag}`;
+    const context = await newContext();
+    const page = await validateFromWizard(context, seller.apiKey, 'openapi', inventory.openapiYamlUrl);
+    assert.match(await page.locator('#source-url').innerText(), /openapi\.yaml$/);
+
+    if ((await page.locator('#validation-status').innerText()) === 'needs_parameters') {
+      // The document's security schemes want credentials: validate again with the provider's own.
+      await assertAccessible(page, 'wizard: the source needs credentials');
+      await screenshot(page, 'listing-wizard-needs-parameters');
+      assert.match(await page.locator('#needed-parameters').innerText(), /X-API-Key[\s\S]*api_key/);
+      for (let i = 0; i < (await page.locator('[id^="again-"][id$="-name"]').count()); i++) {
+        const value = CREDENTIALS[await page.inputValue(`#again-${i}-name`)];
+        if (!value) continue;
+        await page.focus(`#again-${i}-value`);
+        await page.keyboard.type(value);
+      }
+      await page.getByRole('button', { name: 'Validate again with these credentials' }).click();
+      await page.waitForURL((u) => /^\/console\/provider\/new\/[0-9a-f-]{36}$/.test(u.pathname));
+    }
+    assert.equal(await page.locator('#validation-status').innerText(), 'valid');
+    const html = await page.content();
+    for (const value of Object.values(CREDENTIALS))
+      assert.ok(!html.includes(value), 'credentials are never shown again');
+    assert.ok((await page.locator('fieldset.wizard-tool').count()) > 3, 'every operation is a tool');
+    assert.equal(await page.inputValue('#uparam-0-name'), 'X-API-Key', 'the parameter discovery found');
+    await assertAccessible(page, 'wizard: OpenAPI report, tools and prices');
+    await screenshot(page, 'listing-wizard-openapi');
+
+    await page.fill('#name', name);
+    await page.fill('#description', 'Items of a small warehouse, with their stock levels');
+    await page.fill('#uparam-0-description', 'Your Inventory API key');
+    await page.check('#uparam-0-secret');
+    await page.check('#uparam-0-required');
+    await page.check('#strategy-free');
+    await page.getByRole('button', { name: 'Submit for review' }).click();
+    await page.waitForURL(`${h.baseUrl}/console/provider`);
+    assert.match(await rowOf(page, '#submissions-mcp', name).innerText(), /Waiting for review/);
+
+    const [mine] = await ownSubmissions(seller.apiKey);
+    assert.equal(mine!.type, 'openapi');
+    assert.equal(mine!.status, 'pending_review');
+    assert.equal((mine!.openapiSpec as { info: { title: string } }).info.title, 'Inventory API');
+    const declared = mine!.requiredUserParamsSchema as {
+      properties: Record<string, Record<string, unknown>>;
+      required: string[];
+    };
+    assert.deepEqual(Object.keys(declared.properties).sort(), ['Authorization', 'X-API-Key', 'api_key', 'session']);
+    assert.deepEqual(declared.properties['X-API-Key'], {
+      type: 'string',
+      description: 'Your Inventory API key',
+      writeOnly: true,
+    });
+    assert.ok(
+      Object.values(declared.properties).every((p) => p.writeOnly === true),
+      'every credential is secret',
+    );
+    assert.deepEqual(declared.required.sort(), ['Authorization', 'X-API-Key', 'api_key', 'session']);
+
+    const operator = await operatorSignIn(await newContext());
+    const item = operator.locator(`article[data-submission="${mine!.id}"]`);
+    assert.match(await item.innerText(), /X-API-Key/);
+    await item.getByRole('button', { name: `Approve ${name}` }).click();
+    await operator.getByRole('status').waitFor();
+    await page.goto(`${h.baseUrl}/market?q=${encodeURIComponent(`inventory ${tag}`)}`);
+    const card = page.locator('section[aria-labelledby="tools-heading"] .card', { hasText: name });
+    assert.equal(await card.count(), 1, 'the approved OpenAPI listing is in the market');
+  });
+
+  it('declares the parameters each consumer supplies to a remote MCP source: a secret-sounding name must be marked secret, choices become an enum', async function () {
+    const seller = await h.createUser({ creditUsd: 0 });
+    const name = `Harbour params ${tag}`;
+    const context = await newContext();
+    const page = await validateFromWizard(context, seller.apiKey, 'remote_mcp', service.url);
+    assert.equal(await page.locator('#validation-status').innerText(), 'valid');
+    await page.fill('#name', name);
+    await page.check('#strategy-free');
+    await page.fill('#uparam-0-name', 'X-Api-Key');
+    await page.fill('#uparam-0-description', 'Your key for the harbour registry');
+    await page.check('#uparam-0-required');
+    await page.fill('#uparam-1-name', 'X-Region');
+    await page.fill('#uparam-1-choices', 'eu, us, eu');
+    await page.getByRole('button', { name: 'Submit for review' }).click();
+    await page.getByRole('alert').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /not submitted[\s\S]*X-Api-Key/);
+    assert.equal(await page.inputValue('#uparam-1-choices'), 'eu, us, eu', 'what was typed comes back');
+    await assertAccessible(page, 'wizard: an unmarked secret parameter');
+
+    await page.check('#uparam-0-secret');
+    await page.getByRole('button', { name: 'Submit for review' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${h.baseUrl}/console/provider`);
+    const [mine] = await ownSubmissions(seller.apiKey);
+    assert.equal(mine!.name, name);
+    assert.deepEqual(mine!.requiredUserParamsSchema, {
+      type: 'object',
+      properties: {
+        'X-Api-Key': { type: 'string', description: 'Your key for the harbour registry', writeOnly: true },
+        'X-Region': { type: 'string', enum: ['eu', 'us'] },
+      },
+      required: ['X-Api-Key'],
+    });
+  });
+
+  it('prices per event with plain forms: names the events, shows the test charges the verification expects and their status, and submits once every event is verified', async function () {
+    const seller = await h.createUser({ creditUsd: 0 });
+    const name = `Harbour events ${tag}`;
+    const context = await newContext();
+    const page = await validateFromWizard(context, seller.apiKey, 'remote_mcp', service.url);
+    assert.equal(await page.locator('script').count(), 0, 'the wizard runs no script: it works without JavaScript');
+    assert.equal(await page.locator('#strategy-event').count(), 0, 'no per-event pricing before a verification');
+    await page.getByRole('link', { name: 'verify your events' }).click();
+    await page.waitForURL((u) => u.pathname.endsWith('/events'));
+    await assertAccessible(page, 'wizard: events to verify');
+    await page.fill('#event-0', 'page.scraped');
+    await page.fill('#event-1', 'row.exported');
+    await page.getByRole('button', { name: 'Start the verification' }).click();
+    await page.locator('#charge-token').waitFor();
+    await assertAccessible(page, 'wizard: verification started');
+    await screenshot(page, 'listing-wizard-events');
+    assert.match(await page.locator('#verification-status').innerText(), /0 of 2 verified/);
+    const token = (await page.locator('#charge-token').innerText()).trim();
+    const runId = (await page.locator('#verification-run').innerText()).trim();
+    const expected = await page.locator('#verification-events tbody').innerText();
+    assert.match(expected, new RegExp(`/api/v1/provider/runs/${runId}/charge`));
+    assert.match(expected, /"eventName":"row\.exported","count":1/);
+    assert.equal(await page.locator('#continue').count(), 0, 'nothing to continue to before the charges');
+
+    // The provider's server sends the test charges the page shows (no money moves).
+    const charge = async (event: string) => {
+      const response = await fetch(`${h.baseUrl}/api/v1/provider/runs/${runId}/charge`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': seller.apiKey,
+          'x-service-charge-token': token,
+          'idempotency-key': `verify-${event}`,
+        },
+        body: JSON.stringify({ eventName: event, count: 1 }),
+      });
+      const body = await response.json();
+      assert.equal(response.status, 200, JSON.stringify(body));
+      assert.equal(body.verification, true);
+    };
+    await charge('page.scraped');
+    await page.getByRole('link', { name: 'Check the verification again' }).click();
+    await page.waitForURL((u) => /\/events\/[0-9a-f-]{36}$/.test(u.pathname));
+    assert.match(await page.locator('#verification-status').innerText(), /1 of 2 verified/);
+    assert.equal(await page.locator('#charge-token').count(), 0, 'the token is shown once');
+    assert.match(await rowOf(page, '#verification-events', 'page.scraped').innerText(), /Verified/);
+    assert.match(await rowOf(page, '#verification-events', 'row.exported').innerText(), /Waiting/);
+    await charge('row.exported');
+    await page.reload();
+    assert.match(await page.locator('#verification-status').innerText(), /Complete/);
+    await assertAccessible(page, 'wizard: verification complete');
+    await page.getByRole('link', { name: 'Continue to tools and prices' }).click();
+    await page.waitForURL((u) => u.searchParams.has('verification'));
+    assert.equal(await page.isChecked('#strategy-event'), true);
+    await assertAccessible(page, 'wizard: tools and event prices');
+    await screenshot(page, 'listing-wizard-event-prices');
+
+    await page.fill('#name', name);
+    await page.fill('#event-0-title', 'Page scraped');
+    await page.fill('#event-0-price', '0.002');
+    await page.fill('#event-1-price', '0.0005');
+    await page.getByRole('button', { name: 'Submit for review' }).click();
+    await page.waitForURL(`${h.baseUrl}/console/provider`);
+    const [mine] = await ownSubmissions(seller.apiKey);
+    assert.equal(mine!.monetizationStrategy, 'provider_event');
+    assert.deepEqual(
+      mine!.pricingEvents.map((e) => [e.eventName, e.title ?? null, e.unitPriceUsd]),
+      [
+        ['page.scraped', 'Page scraped', 0.002],
+        ['row.exported', null, 0.0005],
+      ],
+    );
+    assert.equal(mine!.status, 'pending_review');
   });
 });

@@ -2,9 +2,7 @@ import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { WebContext, WebState } from '../context';
 import { marketReview, type McpReviewView } from '../../api/services/market-review';
-import { createAndSubmitListing, validateSource, type DiscoveryBody } from '../../api/services/mcp-listing';
 import { listOwnSubmissions } from '../../db/repos/market-submissions';
-import { findValidation } from '../../db/repos/market-validations';
 import type { WebSession } from '../../db/repos/sessions';
 import { listProviderRevenue } from '../../db/repos/market-tool-calls';
 import { revenuePerDay, revenuePerEvent, revenuePerListing } from '../../db/repos/provider-revenue';
@@ -16,7 +14,6 @@ import type { WebDeps } from '../deps';
 import { readForm } from '../forms';
 import { currentOperator, isAdminToken, OPERATOR_COOKIE, startOperatorSession } from '../operator';
 import { PageError, pageNotFound, sendPage } from '../page';
-import { WizardSourcePage, WizardToolsPage } from '../pages/listing-wizard';
 import { ProviderPage } from '../pages/provider';
 import { OperatorSignInPage, QUEUE_STATUSES, ReviewQueuePage, type QueueStatus } from '../pages/review';
 import { clearCookie, currentSession, readCookie, SESSION_COOKIE, setCookie, SIGN_IN_COOKIE } from '../session';
@@ -52,134 +49,6 @@ export function providerRoutes(deps: WebDeps): Router {
     ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
     return null;
   }
-
-  /** A signed-in form post: same origin, the session's form token. */
-  async function signedInForm(ctx: WebContext): Promise<{ session: WebSession; form: URLSearchParams }> {
-    requireSameOrigin(ctx, deps.config);
-    const session = await currentSession(ctx, deps);
-    if (!session) throw new PageError(401, 'Sign in first', 'Your session has ended: sign in again.');
-    const form = await readForm(ctx);
-    requireFormToken(form.get('csrf'), session.csrfToken);
-    return { session, form };
-  }
-
-  /** What went wrong with a source or a submission, as the API would say it (a 4xx/5xx error with a message), else rethrown. */
-  const problemOf = (err: unknown): { status: number; message: string } => {
-    const status = (err as { status?: unknown }).status;
-    if (typeof status === 'number' && status >= 400 && status < 600 && err instanceof Error) {
-      const details = (err as { details?: { path: string; message: string }[] }).details ?? [];
-      const why = details.map((d) => `${d.path.replace(/^body[./]/, '')} ${d.message}`).join('; ');
-      return { status, message: why ? `${err.message}: ${why}` : err.message };
-    }
-    throw err;
-  };
-
-  const wizardUrl = (raw: unknown) => (typeof raw === 'string' && raw.length <= 2048 ? raw : '');
-
-  router.get('/provider/new', async (ctx) => {
-    const session = await signedIn(ctx);
-    if (!session) return;
-    await sendPage(
-      ctx,
-      <WizardSourcePage email={session.user.email} csrfToken={session.csrfToken} url="" problem={null} />,
-      { private: true },
-    );
-  });
-
-  router.post('/provider/new', async (ctx) => {
-    const { session, form } = await signedInForm(ctx);
-    const url = wizardUrl(form.get('url')?.trim());
-    try {
-      const body = { type: 'remote_mcp', url, params: {} } as unknown as DiscoveryBody;
-      const validation = await validateSource(deps, session.user.userId, body);
-      seeOther(ctx, `/console/provider/new/${validation.validationId}?url=${encodeURIComponent(url)}`);
-    } catch (err) {
-      const problem = problemOf(err);
-      await sendPage(
-        ctx,
-        <WizardSourcePage
-          email={session.user.email}
-          csrfToken={session.csrfToken}
-          url={url}
-          problem={`The source could not be validated: ${problem.message}`}
-        />,
-        { status: problem.status, private: true },
-      );
-    }
-  });
-
-  const ownValidation = async (ctx: WebContext, session: WebSession) => {
-    const id = String(ctx.params.id);
-    const validation = UUID.test(id) ? await findValidation(deps.db, session.user.userId, id.toLowerCase()) : null;
-    if (!validation) throw pageNotFound('You have no validation with this id (validations expire after a day).');
-    return validation;
-  };
-
-  router.get('/provider/new/:id', async (ctx) => {
-    const session = await signedIn(ctx);
-    if (!session) return;
-    await sendPage(
-      ctx,
-      <WizardToolsPage
-        email={session.user.email}
-        csrfToken={session.csrfToken}
-        url={wizardUrl(ctx.query.url)}
-        validation={await ownValidation(ctx, session)}
-        problem={null}
-        values={null}
-      />,
-      { private: true },
-    );
-  });
-
-  router.post('/provider/new/:id', async (ctx) => {
-    const { session, form } = await signedInForm(ctx);
-    const validation = await ownValidation(ctx, session);
-    const url = wizardUrl(form.get('url'));
-    const strategy = form.get('monetizationStrategy') === 'free' ? 'free' : 'tool_call_fixed';
-    const tools = validation.discovery.tools.flatMap((tool, i) => {
-      if (form.get(`tool.${i}.name`) !== tool.name || form.get(`tool.${i}.listed`) !== 'on') return [];
-      const price = (form.get(`tool.${i}.price`) ?? '').trim();
-      return [
-        {
-          toolName: tool.name,
-          displayName: (form.get(`tool.${i}.displayName`) ?? '').trim() || tool.name,
-          ...(strategy === 'tool_call_fixed' && {
-            clientPriceUsd: /^\d+(\.\d+)?$/.test(price) ? Number(price) : price,
-          }),
-        },
-      ];
-    });
-    const description = (form.get('description') ?? '').trim();
-    const body = {
-      validationId: validation.id,
-      sourceFingerprint: validation.sourceFingerprint,
-      type: 'remote_mcp',
-      name: (form.get('name') ?? '').trim(),
-      ...(description && { description }),
-      remoteMcpUrl: url,
-      monetizationStrategy: strategy,
-      tools,
-    };
-    try {
-      await createAndSubmitListing(deps, session.user.userId, body, (key) => `/api/v1/market/icons/${key}.png`);
-      seeOther(ctx, '/console/provider');
-    } catch (err) {
-      const problem = problemOf(err);
-      await sendPage(
-        ctx,
-        <WizardToolsPage
-          email={session.user.email}
-          csrfToken={session.csrfToken}
-          url={url}
-          validation={validation}
-          problem={`The listing was not submitted: ${problem.message}`}
-          values={form}
-        />,
-        { status: problem.status, private: true },
-      );
-    }
-  });
 
   router.get('/provider', async (ctx) => {
     const session = await signedIn(ctx);

@@ -79,7 +79,18 @@ export async function assertAccessible(page: Page, where: string): Promise<void>
   assert.deepEqual(violations, [], `${where}: accessibility violations`);
 }
 
+/**
+ * WEB_SCREENSHOT_DOCS=1 (scripts/console-screenshots.sh, for docs/console): a 1100×800 view of the
+ * page's top instead of the whole page, so each picture stays small.
+ */
+const DOCS_SHOTS = process.env.WEB_SCREENSHOT_DOCS === '1';
+
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  await page.screenshot({ path: path.join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
+  const file = path.join(SCREENSHOT_DIR, `${name}.png`);
+  if (!DOCS_SHOTS) return void (await page.screenshot({ path: file, fullPage: true }));
+  const viewport = page.viewportSize();
+  await page.setViewportSize({ width: 1100, height: 800 });
+  await page.screenshot({ path: file, type: 'png', fullPage: false, animations: 'disabled' });
+  if (viewport) await page.setViewportSize(viewport);
 }

@@ -1,0 +1,359 @@
+import Router from '@koa/router';
+import type { WebContext, WebState } from '../context';
+import { publicOrigin } from '../../api/services/public-urls';
+import {
+  createAndSubmitListing,
+  eventVerificationView,
+  startEventVerification,
+  validateSource,
+  type DiscoveryBody,
+} from '../../api/services/mcp-listing';
+import { findEventVerification } from '../../db/repos/market-event-verifications';
+import { findValidation, type StoredValidation } from '../../db/repos/market-validations';
+import type { WebSession } from '../../db/repos/sessions';
+import { requireFormToken, requireSameOrigin } from '../csrf';
+import type { WebDeps } from '../deps';
+import { readForm } from '../forms';
+import { PageError, pageNotFound, sendPage } from '../page';
+import {
+  eventsHref,
+  userParamRows,
+  WizardEventsPage,
+  WizardSourcePage,
+  WizardToolsPage,
+  wizardHref,
+  type WizardSource,
+} from '../pages/listing-wizard';
+import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../session';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** How many name/value rows of discovery credentials and event names a form may carry. */
+const MAX_ROWS = 20;
+
+function seeOther(ctx: WebContext, url: string): void {
+  ctx.status = 303;
+  ctx.redirect(url);
+}
+
+const text = (raw: unknown, max = 2048) => (typeof raw === 'string' && raw.length <= max ? raw.trim() : '');
+
+/** The source the wizard carries in its addresses and forms. */
+function sourceOf(get: (name: string) => unknown): WizardSource {
+  const type = get('type') === 'openapi' ? 'openapi' : 'remote_mcp';
+  return { type, url: text(get('url')), base: type === 'openapi' ? text(get('base')) : '' };
+}
+
+const usd = (raw: string | null) => {
+  const value = (raw ?? '').trim();
+  return /^\d+(\.\d+)?$/.test(value) ? Number(value) : value;
+};
+
+/**
+ * The console's listing wizard: source → validation report → events to verify (per-event pricing)
+ * → tools and prices → submit. Every step is a plain form (no script needed), each action one call
+ * of the services the REST routes use (api/services/mcp-listing.ts).
+ */
+export function providerWizardRoutes(deps: WebDeps): Router {
+  const router = new Router<WebState>({ prefix: '/console/provider/new' });
+
+  async function signedIn(ctx: WebContext): Promise<WebSession | null> {
+    const session = await currentSession(ctx, deps);
+    if (session) return session;
+    if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
+    ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
+    return null;
+  }
+
+  async function signedInForm(ctx: WebContext): Promise<{ session: WebSession; form: URLSearchParams }> {
+    requireSameOrigin(ctx, deps.config);
+    const session = await currentSession(ctx, deps);
+    if (!session) throw new PageError(401, 'Sign in first', 'Your session has ended: sign in again.');
+    const form = await readForm(ctx);
+    requireFormToken(form.get('csrf'), session.csrfToken);
+    return { session, form };
+  }
+
+  /** What went wrong, as the API would say it (a 4xx/5xx error with a message), else rethrown. */
+  const problemOf = (err: unknown): { status: number; message: string } => {
+    const status = (err as { status?: unknown }).status;
+    if (typeof status === 'number' && status >= 400 && status < 600 && err instanceof Error) {
+      const details = (err as { details?: { path: string; message: string }[] }).details ?? [];
+      const why = details.map((d) => `${d.path.replace(/^body[./]/, '')} ${d.message}`).join('; ');
+      return { status, message: why ? `${err.message}: ${why}` : err.message };
+    }
+    throw err;
+  };
+
+  const ownValidation = async (ctx: WebContext, session: WebSession): Promise<StoredValidation> => {
+    const id = String(ctx.params.id);
+    const validation = UUID.test(id) ? await findValidation(deps.db, session.user.userId, id.toLowerCase()) : null;
+    if (!validation) throw pageNotFound('You have no validation with this id (validations expire after a day).');
+    return validation;
+  };
+
+  /** The caller's verification with that id, for this validation's source (else a 404 page). */
+  const ownVerification = async (ctx: WebContext, session: WebSession, validation: StoredValidation, id: unknown) => {
+    const verification =
+      typeof id === 'string' && UUID.test(id)
+        ? await findEventVerification(deps.db, session.user.userId, id.toLowerCase())
+        : null;
+    if (!verification || verification.sourceFingerprint !== validation.sourceFingerprint)
+      throw pageNotFound('You have no event verification with this id for this source.');
+    return eventVerificationView(verification, `${publicOrigin(ctx, deps.config)}/api/v1`);
+  };
+
+  router.get('/', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    await sendPage(
+      ctx,
+      <WizardSourcePage
+        email={session.user.email}
+        csrfToken={session.csrfToken}
+        source={sourceOf((name) => ctx.query[name])}
+        paramNames={[]}
+        problem={null}
+      />,
+      { private: true },
+    );
+  });
+
+  router.post('/', async (ctx) => {
+    const { session, form } = await signedInForm(ctx);
+    const source = sourceOf((name) => form.get(name));
+    const params: Record<string, string> = {};
+    const paramNames: string[] = [];
+    for (let i = 0; i < MAX_ROWS; i++) {
+      const name = text(form.get(`param.${i}.name`), 64);
+      if (!name) continue;
+      paramNames.push(name);
+      const value = form.get(`param.${i}.value`) ?? '';
+      if (value) params[name] = value;
+    }
+    const body = {
+      type: source.type,
+      url: source.url,
+      ...(source.base && { openapiBaseUrl: source.base }),
+      params,
+    } as unknown as DiscoveryBody;
+    try {
+      const validation = await validateSource(deps, session.user.userId, body);
+      seeOther(ctx, wizardHref(validation.validationId, source));
+    } catch (err) {
+      const problem = problemOf(err);
+      await sendPage(
+        ctx,
+        <WizardSourcePage
+          email={session.user.email}
+          csrfToken={session.csrfToken}
+          source={source}
+          paramNames={paramNames}
+          problem={`The source could not be validated: ${problem.message}`}
+        />,
+        { status: problem.status, private: true },
+      );
+    }
+  });
+
+  router.get('/:id', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    const validation = await ownValidation(ctx, session);
+    const verification = ctx.query.verification
+      ? await ownVerification(ctx, session, validation, ctx.query.verification)
+      : null;
+    await sendPage(
+      ctx,
+      <WizardToolsPage
+        email={session.user.email}
+        csrfToken={session.csrfToken}
+        source={sourceOf((name) => ctx.query[name])}
+        validation={validation}
+        verification={verification}
+        problem={null}
+        values={null}
+      />,
+      { private: true },
+    );
+  });
+
+  router.post('/:id', async (ctx) => {
+    const { session, form } = await signedInForm(ctx);
+    const validation = await ownValidation(ctx, session);
+    const source = sourceOf((name) => form.get(name));
+    const verificationId = form.get('eventVerificationId');
+    const verification = verificationId ? await ownVerification(ctx, session, validation, verificationId) : null;
+    const chosen = form.get('monetizationStrategy');
+    const strategy = chosen === 'free' || chosen === 'provider_event' ? chosen : 'tool_call_fixed';
+    const tools = validation.discovery.tools.flatMap((tool, i) => {
+      if (form.get(`tool.${i}.name`) !== tool.name || form.get(`tool.${i}.listed`) !== 'on') return [];
+      return [
+        {
+          toolName: tool.name,
+          displayName: (form.get(`tool.${i}.displayName`) ?? '').trim() || tool.name,
+          ...(strategy === 'tool_call_fixed' && { clientPriceUsd: usd(form.get(`tool.${i}.price`)) }),
+        },
+      ];
+    });
+    const pricingEvents = (verification?.eventNames ?? []).flatMap((event, i) => {
+      if (form.get(`event.${i}.name`) !== event) return [];
+      const title = (form.get(`event.${i}.title`) ?? '').trim();
+      return [{ eventName: event, ...(title && { title }), unitPriceUsd: usd(form.get(`event.${i}.price`)) }];
+    });
+    // The consumer parameters, as the flat JSON Schema requiredUserParamsSchema is.
+    const properties: Record<string, Record<string, unknown>> = {};
+    const required: string[] = [];
+    for (const row of userParamRows(validation, form)) {
+      const name = row.name.trim();
+      if (!name) continue;
+      const choices = row.choices
+        .split(',')
+        .map((c) => c.trim())
+        .filter(Boolean);
+      properties[name] = {
+        type: 'string',
+        ...(row.description.trim() && { description: row.description.trim() }),
+        ...(choices.length && { enum: [...new Set(choices)] }),
+        ...(row.secret && { writeOnly: true }),
+      };
+      if (row.required) required.push(name);
+    }
+    const description = (form.get('description') ?? '').trim();
+    const body = {
+      validationId: validation.id,
+      sourceFingerprint: validation.sourceFingerprint,
+      type: source.type,
+      name: (form.get('name') ?? '').trim(),
+      ...(description && { description }),
+      ...(source.type === 'remote_mcp' ? { remoteMcpUrl: source.url } : source.base && { openapiBaseUrl: source.base }),
+      monetizationStrategy: strategy,
+      ...(strategy === 'provider_event' && { pricingEvents, eventVerificationId: verification?.id ?? null }),
+      ...(Object.keys(properties).length && {
+        requiredUserParamsSchema: { type: 'object', properties, ...(required.length && { required }) },
+      }),
+      tools,
+    };
+    try {
+      await createAndSubmitListing(
+        deps,
+        session.user.userId,
+        body,
+        (key) => `/api/v1/market/icons/${key}.png`,
+        source.type === 'openapi' ? { openapiDocumentUrl: source.url } : {},
+      );
+      seeOther(ctx, '/console/provider');
+    } catch (err) {
+      const problem = problemOf(err);
+      await sendPage(
+        ctx,
+        <WizardToolsPage
+          email={session.user.email}
+          csrfToken={session.csrfToken}
+          source={source}
+          validation={validation}
+          verification={verification}
+          problem={`The listing was not submitted: ${problem.message}`}
+          values={form}
+        />,
+        { status: problem.status, private: true },
+      );
+    }
+  });
+
+  router.get('/:id/events', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    await sendPage(
+      ctx,
+      <WizardEventsPage
+        email={session.user.email}
+        csrfToken={session.csrfToken}
+        source={sourceOf((name) => ctx.query[name])}
+        validation={await ownValidation(ctx, session)}
+        verification={null}
+        chargeToken={null}
+        eventNames={[]}
+        problem={null}
+      />,
+      { private: true },
+    );
+  });
+
+  router.post('/:id/events', async (ctx) => {
+    const { session, form } = await signedInForm(ctx);
+    const validation = await ownValidation(ctx, session);
+    const source = sourceOf((name) => ctx.query[name]);
+    const eventNames = [
+      ...new Set(
+        form
+          .getAll('event')
+          .slice(0, MAX_ROWS)
+          .map((e) => e.trim())
+          .filter(Boolean),
+      ),
+    ];
+    try {
+      const started = await startEventVerification(
+        deps,
+        session.user.userId,
+        { sourceFingerprint: validation.sourceFingerprint, eventNames },
+        `${publicOrigin(ctx, deps.config)}/api/v1`,
+      );
+      const { chargeToken, ...verification } = started;
+      // The token is shown in this answer only (it is not in the address, and no page shows it again).
+      ctx.set('Content-Location', eventsHref(validation.id, source, verification.id));
+      await sendPage(
+        ctx,
+        <WizardEventsPage
+          email={session.user.email}
+          csrfToken={session.csrfToken}
+          source={source}
+          validation={validation}
+          verification={verification}
+          chargeToken={chargeToken}
+          eventNames={eventNames}
+          problem={null}
+        />,
+        { status: 201, private: true },
+      );
+    } catch (err) {
+      const problem = problemOf(err);
+      await sendPage(
+        ctx,
+        <WizardEventsPage
+          email={session.user.email}
+          csrfToken={session.csrfToken}
+          source={source}
+          validation={validation}
+          verification={null}
+          chargeToken={null}
+          eventNames={eventNames}
+          problem={`The verification was not started: ${problem.message}`}
+        />,
+        { status: problem.status, private: true },
+      );
+    }
+  });
+
+  router.get('/:id/events/:verification', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    const validation = await ownValidation(ctx, session);
+    await sendPage(
+      ctx,
+      <WizardEventsPage
+        email={session.user.email}
+        csrfToken={session.csrfToken}
+        source={sourceOf((name) => ctx.query[name])}
+        validation={validation}
+        verification={await ownVerification(ctx, session, validation, ctx.params.verification)}
+        chargeToken={null}
+        eventNames={[]}
+        problem={null}
+      />,
+      { private: true },
+    );
+  });
+
+  return router;
+}
