@@ -155,6 +155,13 @@ const CASES: EndpointCase[] = [
       const guidePage = await ctx.http('GET', guide);
       assert.equal(guidePage.status, 200);
       assert.match(guidePage.body, /<html/i);
+      // The console guide's pictures, served from docs/console/.
+      const consoleGuide = await ctx.http('GET', '/api/v1/docs/guides/console');
+      const picture = /<img src="(\/api\/v1\/docs\/console\/[^"]+\.png)"/.exec(consoleGuide.body)?.[1];
+      assert.ok(picture, 'the console guide shows no picture');
+      const png = await ctx.http('GET', picture);
+      assert.equal(png.status, 200);
+      assert.match(png.contentType, /^image\/png/);
     },
   },
   {
