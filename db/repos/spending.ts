@@ -100,7 +100,7 @@ export async function spendPerListing(
 export interface OpenHolds {
   /** Jobs admitted and not yet settled: what each reserved. */
   jobs: { jobId: string; kind: JobKind; micros: number; since: Date }[];
-  /** Market runs still taking charges: the unused part of their hold. */
+  /** Market runs still taking charges with part of their hold unused: that part. */
   marketRuns: { runId: string; entryId: string; micros: number; expiresAt: Date }[];
 }
 
@@ -120,6 +120,8 @@ export async function listOpenHolds(db: Db, userId: string): Promise<OpenHolds> 
       .select(['id', 'entry_id', sql<string>`hold_micros - charged_micros`.as('micros'), 'expires_at'])
       .where('consumer_id', '=', userId)
       .where(sql<boolean>`market_run_active(status, expires_at, calls_in_flight, idle_until, now())`)
+      // A run whose hold is spent (or a free one) holds nothing of the balance, however long its window stays open.
+      .where(sql<boolean>`hold_micros > charged_micros`)
       .orderBy('created_at')
       .execute(),
   ]);

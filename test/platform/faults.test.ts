@@ -180,15 +180,19 @@ describe('faults under load', function () {
   }
 
   /** Waits until at least `processing` of the jobs run and none has finished yet (the fault must hit jobs in flight). */
+  /**
+   * Waits until at least `processing` of the jobs are being processed, so the fault hits that many in
+   * flight. A few may already have finished on a machine that starts them slowly (each takes the fake
+   * LLM's latency); the fault must still find `processing` of them running.
+   */
   async function waitInFlight(ids: string[], processing: number) {
     for (;;) {
       const now = await states(ids);
-      assert.equal(
-        now.terminal,
-        0,
-        'jobs finished before the fault; the extraction latency is too short for this machine',
-      );
       if (now.processing >= processing) return now;
+      assert.ok(
+        ids.length - now.terminal >= processing,
+        `${now.terminal} jobs finished before ${processing} were in flight; the extraction latency is too short for this machine`,
+      );
       await sleep(100);
     }
   }
