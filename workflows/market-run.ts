@@ -1,5 +1,5 @@
 import { patched, proxyActivities, sleep } from '@temporalio/workflow';
-import type { MarketRunActivities } from '../activities/market/runs';
+import type { MarketRunActivities, MarketRunSettlement } from '../activities/market/runs';
 
 const runs = proxyActivities<MarketRunActivities>({
   startToCloseTimeout: '1m',
@@ -12,12 +12,6 @@ export interface MarketRunWorkflowInput {
   /** When the run's charge token expires (ISO 8601). */
   expiresAt: string;
 }
-
-export type MarketRunSettlement = {
-  chargedMicros: number;
-  releasedMicros: number;
-  providerRevenueMicros: number;
-} | null;
 
 /**
  * One market run: a window of a credential's hosted calls to one entry, a credential's provider_event

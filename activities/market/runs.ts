@@ -2,11 +2,16 @@ import type { Db } from '../../db/connect';
 import { marketRunIdleIn } from '../../db/repos/market-runs';
 import { settleMarketRun } from '../../db/repos/market-tool-calls';
 
-type Settlement = { chargedMicros: number; releasedMicros: number; providerRevenueMicros: number } | null;
+/** What the market-run workflow returns: the run's settlement, or null when there was no run to settle. */
+export type MarketRunSettlement = {
+  chargedMicros: number;
+  releasedMicros: number;
+  providerRevenueMicros: number;
+} | null;
 
 /** The market run workflow's activities: close the run once idle (or expired), release the unused hold, record the settlement. */
 export function createMarketRunActivities({ db }: { db: Db }) {
-  const settle = async (runId: string): Promise<Settlement> => {
+  const settle = async (runId: string): Promise<MarketRunSettlement> => {
     const settled = await settleMarketRun(db, runId);
     return (
       settled && {
@@ -26,7 +31,7 @@ export function createMarketRunActivities({ db }: { db: Db }) {
      */
     async settleMarketRunWhenIdle(
       runId: string,
-    ): Promise<{ idle: true; settlement: Settlement } | { idle: false; checkAgainInMs: number }> {
+    ): Promise<{ idle: true; settlement: MarketRunSettlement } | { idle: false; checkAgainInMs: number }> {
       const idleIn = await marketRunIdleIn(db, runId);
       if (idleIn !== null) return { idle: false, checkAgainInMs: idleIn };
       return { idle: true, settlement: await settle(runId) };

@@ -23,7 +23,7 @@ import {
   type ServerOptions,
   type Tool,
 } from '@modelcontextprotocol/server';
-import { acquireCallRun, findApiKeyOwner, loadCallEntryCached, marketCallPath } from '../../db/repos/market-tool-calls';
+import { findApiKeyOwner, loadCallEntryCached, marketCallPath } from '../../db/repos/market-tool-calls';
 import { looksLikeMcpCredential } from '../../lib/market/credential';
 import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import {
@@ -260,7 +260,7 @@ function relayedCapabilities(
  */
 export function marketMcpEndpoint(deps: ApiDeps, oauth: OAuthServer): McpEndpointOptions {
   const market = deps.config.market;
-  const { callDeps, settings } = marketCallPath(deps.db, market, deps.policy);
+  const { callDeps, consumerRun } = marketCallPath(deps.db, market, deps.policy);
   const hosts = [market.mcpPublicUrl, market.publicApiUrl]
     .filter((u): u is string => !!u)
     .map((u) => new URL(u).hostname);
@@ -328,26 +328,14 @@ export function marketMcpEndpoint(deps: ApiDeps, oauth: OAuthServer): McpEndpoin
           args: request.params.arguments ?? {},
           consumerParams: principal.params,
           selectionId: principal.selectionId,
-          // A credential's calls share one run while they follow each other: provider_event calls for the
-          // grace of the provider's charges (MARKET_RUN_IDLE_GRACE_SECONDS), fixed-price and free calls in a
-          // window (MARKET_RUN_WINDOW_IDLE_SECONDS: each call adds its price to the window's hold, is charged
-          // on its own, and the window is closed and settled by its workflow once idle).
-          runPerCall: false,
+          ...consumerRun(
+            { consumerId: principal.userId, selectionId: principal.selectionId, capMicros: principal.capMicros },
+            entry,
+          ),
           signal: ctx.mcpReq.signal,
           relay: callRelay(ctx, era, era === 'legacy' ? sessionLogLevel : undefined, server, market.inputRequiredTtlMs),
           ...(waiting?.w && { resume: { waitingId: waiting.w } }),
           ...(ctx.mcpReq.inputResponses && { inputResponses: ctx.mcpReq.inputResponses }),
-          acquireRun: (reserveMicros) =>
-            acquireCallRun(deps.db, settings, {
-              consumerId: principal.userId,
-              entryId: entry.entryId,
-              selectionId: principal.selectionId,
-              jobId: null,
-              capMicros: principal.capMicros,
-              reserveMicros,
-              shared: true,
-              idleGraceMs: entry.monetizationStrategy === 'provider_event' ? null : market.runWindowIdleMs,
-            }),
         });
         if (outcome.status === 'input_required') {
           // On a 2025 session the SDK asks the client for each input in a request of its own and calls this handler again.

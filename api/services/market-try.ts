@@ -6,7 +6,7 @@ import {
   recordMarketCredential,
   type CredentialSource,
 } from '../../db/repos/market-credentials';
-import { acquireCallRun, loadCallEntryCached, marketCallPath } from '../../db/repos/market-tool-calls';
+import { loadCallEntryCached, marketCallPath } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
 import { looksLikeMcpCredential, openMcpCredentialCached, paramsSchemaHashOf } from '../../lib/market/credential';
 import {
@@ -72,8 +72,8 @@ export async function credentialPrincipal(
       label: null,
       capMicros: claims.capMicros,
       createdAt: new Date(claims.iat),
+      lastUsedAt: now,
     });
-    await markCredentialUsed(db, claims.id, now);
   } else if (!use.recorded.lastUsedAt || now.getTime() - use.recorded.lastUsedAt.getTime() >= LAST_USED_PRECISION_MS) {
     await markCredentialUsed(db, claims.id, now);
   }
@@ -91,7 +91,7 @@ export type TryOutcome = { status: 'called'; outcome: MarketToolCallOutcome } | 
  */
 export function marketToolTrier(deps: { db: Db; config: Config; policy: NetworkPolicy }) {
   const market = deps.config.market;
-  const { callDeps, settings } = marketCallPath(deps.db, market, deps.policy);
+  const { callDeps, consumerRun } = marketCallPath(deps.db, market, deps.policy);
 
   return async function tryTool(input: {
     userId: string;
@@ -126,17 +126,11 @@ export function marketToolTrier(deps: { db: Db; config: Config; policy: NetworkP
       args: input.args,
       consumerParams: principal.params,
       selectionId: principal.selectionId,
-      runPerCall: entry.monetizationStrategy !== 'provider_event',
-      acquireRun: (reserveMicros) =>
-        acquireCallRun(deps.db, settings, {
-          consumerId: principal.userId,
-          entryId: entry.entryId,
-          selectionId: principal.selectionId,
-          jobId: null,
-          capMicros: principal.capMicros,
-          reserveMicros,
-          shared: entry.monetizationStrategy === 'provider_event',
-        }),
+      // Billed as the same consumer's call through the hosted endpoint is.
+      ...consumerRun(
+        { consumerId: principal.userId, selectionId: principal.selectionId, capMicros: principal.capMicros },
+        entry,
+      ),
     });
     return { status: 'called', outcome };
   };

@@ -120,7 +120,6 @@ export interface OAuthServer {
   deny(ctx: Context): Promise<string>;
 }
 
-/** Secrets of the authorization server, derived from MASTER_KEY (never a constant in the code). */
 /**
  * oidc-provider's prompts plus one consent check: an authorization is consented to on the console's
  * page every time (it makes the market grant: entry, parameters, cap), even when the client asked for
@@ -144,6 +143,7 @@ function consentEveryTime() {
   return policy;
 }
 
+/** Secrets of the authorization server, derived from MASTER_KEY (never a constant in the code). */
 function derive(masterKey: Buffer, purpose: string): Buffer {
   return createHmac('sha256', masterKey).update(`oauth:${purpose}`).digest();
 }
@@ -344,11 +344,12 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         .split(' ')
         .filter(Boolean);
       const named = interaction.params.resource;
-      if (named === undefined || (Array.isArray(named) && named.length === 0) || !requestedScope.includes(MCP_SCOPE)) {
+      const namedNone = named === undefined || (Array.isArray(named) && named.length === 0);
+      const scopeMissing = !requestedScope.includes(MCP_SCOPE);
+      if (namedNone || scopeMissing) {
         // Completed with what the person approved: the chosen endpoint, and the endpoints' scope.
-        if (named === undefined || (Array.isArray(named) && named.length === 0))
-          interaction.params.resource = input.resource;
-        if (!requestedScope.includes(MCP_SCOPE)) interaction.params.scope = [...requestedScope, MCP_SCOPE].join(' ');
+        if (namedNone) interaction.params.resource = input.resource;
+        if (scopeMissing) interaction.params.scope = [...requestedScope, MCP_SCOPE].join(' ');
         await interaction.save(Math.max(1, interaction.exp - Math.floor(Date.now() / 1000)));
       }
       const grant = new provider.Grant({ accountId: input.userId, clientId });

@@ -35,6 +35,8 @@ export async function recordMarketCredential(
     label: string | null;
     capMicros: number | null;
     createdAt: Date;
+    /** Set when the credential is recorded at a use (one issued before the table existed). */
+    lastUsedAt?: Date;
   },
 ): Promise<void> {
   await db
@@ -48,6 +50,7 @@ export async function recordMarketCredential(
       label: row.label,
       cap_micros: row.capMicros,
       created_at: row.createdAt,
+      last_used_at: row.lastUsedAt ?? null,
     })
     .onConflict((oc) => oc.column('id').doNothing())
     .execute();

@@ -563,6 +563,7 @@ export async function listProviderRevenue(db: Db, providerId: string, page: Page
  * and the run settings.
  */
 export function marketCallPath(db: Db, market: MarketConfig, policy: NetworkPolicy) {
+  const settings = runSettings(market);
   return {
     callDeps: marketToolCallDeps({
       store: createMarketCallStore(db, {
@@ -573,6 +574,28 @@ export function marketCallPath(db: Db, market: MarketConfig, policy: NetworkPoli
       market,
       policy,
     }),
-    settings: runSettings(market),
+    settings,
+    /**
+     * How a consumer's own call (the hosted endpoint, try a tool) is billed: its credential's calls share
+     * one run while they follow each other — provider_event calls for the grace of the provider's charges
+     * (MARKET_RUN_IDLE_GRACE_SECONDS), fixed-price and free calls in a window (MARKET_RUN_WINDOW_IDLE_SECONDS:
+     * each call adds its price to the window's hold and is charged on its own; the window's workflow closes
+     * and settles it once idle).
+     */
+    consumerRun: (
+      consumer: { consumerId: string; selectionId: string; capMicros: number | null },
+      entry: Pick<MarketCallEntry, 'entryId' | 'monetizationStrategy'>,
+    ) => ({
+      runPerCall: false,
+      acquireRun: (reserveMicros: number | null) =>
+        acquireCallRun(db, settings, {
+          ...consumer,
+          entryId: entry.entryId,
+          jobId: null,
+          reserveMicros,
+          shared: true,
+          idleGraceMs: entry.monetizationStrategy === 'provider_event' ? null : market.runWindowIdleMs,
+        }),
+    }),
   };
 }
