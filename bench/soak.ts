@@ -6,7 +6,8 @@
  *   - embedded: `workers/dev.ts` as `npm start` runs it — API, workers and PGlite in one process,
  *     its own Temporal dev server (SQLite) as its child;
  *   - server: as docker-compose runs it — an API process and a worker process over a Postgres
- *     database and a Temporal dev server (the test harness's; nothing of the platform in this process).
+ *     database and a Temporal dev server (the test harness's, persisting to a SQLite file; nothing of
+ *     the platform in this process).
  *
  * In both, the fake LLM runs in its own process (bench/fake-llm-process.ts, agents navigate then
  * finish); this process holds the load's clients, the fixture site and the market provider's MCP
@@ -157,7 +158,10 @@ async function startEmbedded(): Promise<Stack> {
 
 async function startServer(): Promise<Stack> {
   log('server stack: Postgres database, Temporal dev server, an API process and a worker process');
-  const h = await useHarness({ workerQueues: [] });
+  // The Temporal dev server persists to a file, as the embedded stack's does and a deployed one does (in its
+  // database): in memory it would keep every workflow history of the run resident and grow with the load.
+  const temporalDir = mkdtempSync(path.join(os.tmpdir(), 'soak-temporal-'));
+  const h = await useHarness({ workerQueues: [], temporalDbFile: path.join(temporalDir, 'temporal.db') });
   const llm = await startFakeLlm();
   const suffix = Date.now().toString(36);
   const env: Record<string, string> = {
@@ -200,6 +204,7 @@ async function startServer(): Promise<Stack> {
     async stop() {
       await Promise.all([stopChild(api), stopChild(worker), stopChild(llm.child)]);
       await stopHarness();
+      rmSync(temporalDir, { recursive: true, force: true });
     },
   };
 }

@@ -92,6 +92,11 @@ export interface HarnessOptions {
    * in processes of its own passes [], so nothing of the platform shares its process.
    */
   workerQueues?: ('platform' | 'browser')[];
+  /**
+   * A SQLite file for the Temporal dev server's state (default: in memory). A long benchmark passes one,
+   * as a deployed Temporal keeps its histories in a database rather than in its own memory.
+   */
+  temporalDbFile?: string;
 }
 
 /** The harness of this process (started by the first caller, whose options apply). */
@@ -153,7 +158,11 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
     () => proxy.close(),
   );
 
-  const dev: DevServer = await startTemporalDevServer({ port: temporalPort, uiPort: null });
+  const dev: DevServer = await startTemporalDevServer({
+    port: temporalPort,
+    uiPort: null,
+    ...(options.temporalDbFile && { dbFile: options.temporalDbFile }),
+  });
   cleanups.push(() => dev.stop());
 
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'scrape-test-'));
