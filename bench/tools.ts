@@ -5,9 +5,9 @@
  * (BENCH_TOOL_CALLS, default 30) two ways, with the fake LLM at zero latency so model time is excluded:
  *   - platform: POST /api/v1/agents/run with max_tool_calls N; the model asks for one echo per decision.
  *     A tool call's overhead is one cycle of the loop: the decision activity's answer is handled, the
- *     callTool activity opens the source and calls the tool, the call is recorded (row + conversation),
- *     and the next decision activity loads the conversation, i.e. the time between two consecutive
- *     model requests (the fake model answers in ~0 ms);
+ *     callAgentTool activity calls the tool (over the run's connection, kept open between its calls)
+ *     and records the call (row + conversation), and the next decision activity loads the conversation,
+ *     i.e. the time between two consecutive model requests (the fake model answers in ~0 ms);
  *   - bare: one process, one SDK client session, N `tools/call` requests in a loop.
  * Both run twice (warm-up, measured). Prints a table and, last, one JSON line with every figure.
  */

@@ -11,6 +11,7 @@ import { createBillingActivities } from '../activities/billing';
 import { createWebhookActivities } from '../activities/webhooks';
 import { createBrowserActivities } from '../activities/browser';
 import { createAgentBrainActivities } from '../activities/agent/brain';
+import { createAgentToolCallActivities } from '../activities/agent/tool-call';
 import { createSessionActivities, createSessionOpenerActivities } from '../activities/agent/session';
 import type { SessionRegistry } from '../activities/agent/session-registry';
 import { createSocialToolActivities } from '../activities/agent/social';
@@ -22,6 +23,7 @@ import { createSkillsActivities } from '../activities/skills';
 import { createToolActivities } from '../activities/tools';
 import { toolImageKeeper } from '../activities/agent/tool-images';
 import { jobSelectionLoader } from '../activities/tools/selections';
+import { RunConnections } from '../activities/tools/run-connections';
 import { createMarketSelectionCaller } from '../activities/tools/market';
 import { createMarketRunActivities } from '../activities/market/runs';
 import { createMarketActivities } from '../activities/market';
@@ -43,11 +45,22 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
   });
   const page = createPageActivities({ db, policy, masterKey: config.masterKey, ...adapters });
   const extraction = createExtractionActivities({ db, llm, masterKey: config.masterKey });
+  // Upstream connections of agent runs kept between their calls on this worker (one per run and selection).
+  const connections = new RunConnections();
   const brain = createAgentBrainActivities({
     db,
     llm,
     masterKey: config.masterKey,
     selections: { tools: { policy }, loadSelection: jobSelectionLoader(db, config.masterKey) },
+    connections,
+  });
+  const tools = createToolActivities({
+    policy,
+    masterKey: config.masterKey,
+    loadSelection: jobSelectionLoader(db, config.masterKey),
+    callMarketSelection: createMarketSelectionCaller({ db, config, policy }),
+    images: toolImageKeeper({ db, prices: config.modelPrices, limits: config.agent.toolImages }),
+    connections,
   });
   return {
     ...createJobActivities({ db }),
@@ -67,13 +80,9 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
       prices: config.modelPrices,
     }),
     ...createSkillsActivities({ db, config }),
-    ...createToolActivities({
-      policy,
-      masterKey: config.masterKey,
-      loadSelection: jobSelectionLoader(db, config.masterKey),
-      callMarketSelection: createMarketSelectionCaller({ db, config, policy }),
-      images: toolImageKeeper({ db, prices: config.modelPrices, limits: config.agent.toolImages }),
-    }),
+    ...tools,
+    // A selection-tool call of an agent run with its record, in one activity (workflows/agent.ts).
+    ...createAgentToolCallActivities({ callTool: tools.callTool, recordAgentToolCall: brain.recordAgentToolCall }),
     ...createMarketRunActivities({ db }),
     ...createMarketActivities({ db, config, discover: runtimeDiscover({ policy }) }),
     ...createCustomAgentRunActivities({

@@ -20,6 +20,7 @@ import type {
   ModelAction,
 } from '../activities/agent/brain';
 import type { SessionActivities, SessionHandle, SessionOpenerActivities } from '../activities/agent/session';
+import type { AgentToolCallOutcome } from '../activities/agent/tool-call';
 import type { SocialToolActivities } from '../activities/agent/social';
 import type { AgentOutcome, AgentTaskResult } from '../db/schema';
 import { describeFailure } from './failures';
@@ -88,6 +89,14 @@ export interface AgentLoopState {
  * Runs begun before it replay what they recorded (see docs/operations.md, "Workflow versions").
  */
 export const ONE_AGENT_LOOP = 'one-agent-loop';
+
+/**
+ * The patch of a selection-tool call recorded with the call (one callAgentTool activity, where the
+ * call was callTool and then recordAgentToolCall). Asked at each call sent: the calls a run sent before
+ * it replay the two activities they recorded, and its calls from then on take the one (its marker is
+ * in the history before the first of them). See docs/operations.md, "Workflow versions".
+ */
+export const TOOL_CALL_RECORDED_WITH_CALL = 'tool-call-recorded-with-call';
 
 /** activities/agent/brain.ts UNKNOWN_TOOL_ERROR: the record of a call to a tool the run does not have. */
 const UNKNOWN_TOOL_ERROR = 'no such tool';
@@ -235,9 +244,12 @@ export async function runAgentLoop(
   const toolsLeft = () => (toolbox ? Math.max(0, toolbox.maxToolCalls - (state.toolCallsSent ?? 0)) : undefined);
 
   /**
-   * One call of a selection tool: the callTool activity (it classifies retries; a call that may have
-   * run is never sent twice), then its agent_tool_calls row, whose activity says what the model reads
-   * of it. max_tool_calls counts the calls sent in the whole job: the call past it is recorded not_sent.
+   * One call of a selection tool: the callAgentTool activity, which calls the tool (it classifies
+   * retries; a call that may have run is never sent twice) and writes its agent_tool_calls row, and
+   * says what the model reads of it; when the tool answered but the row could not be written, the
+   * record activity writes it (the call is not sent again). Runs begun before TOOL_CALL_RECORDED_WITH_CALL:
+   * callTool, then the record activity. A call that got no answer is recorded failed by the record
+   * activity. max_tool_calls counts the calls sent in the whole job: the call past it is recorded not_sent.
    * A tool-only run also records a call of a tool it does not have (other toolboxes' tools answer those).
    */
   const callSelectionTool = async (
@@ -263,14 +275,36 @@ export async function runAgentLoop(
       return recordToolCall({ ...record, status: 'not_sent', durationMs: 0, error: `max_tool_calls (${max}) reached` });
     }
     state.toolCallsSent = (state.toolCallsSent ?? 0) + 1;
-    try {
-      const output = await selectionTools.callTool({
-        jobId,
-        selection: entry.ref,
-        tool: entry.tool,
-        args: action.args,
-        timeoutMs: input.toolCallTimeoutMs,
+    const call = {
+      jobId,
+      selection: entry.ref,
+      tool: entry.tool,
+      args: action.args,
+      timeoutMs: input.toolCallTimeoutMs,
+    };
+    const recordFailure = (err: unknown) => {
+      if (isCancellation(err)) throw err;
+      return recordToolCall({
+        ...record,
+        status: 'failed',
+        durationMs: Date.now() - startedAt,
+        error: describeFailure(err),
+        mayHaveRun: mayHaveRun(err),
       });
+    };
+    if (oneLoop && patched(TOOL_CALL_RECORDED_WITH_CALL)) {
+      let done: AgentToolCallOutcome;
+      try {
+        done = await selectionTools.callAgentTool({ call, record });
+      } catch (err) {
+        return recordFailure(err);
+      }
+      if ('recorded' in done) return done.recorded;
+      // The tool answered but its row was not written: written now, without sending the call again.
+      return recordToolCall(done.call);
+    }
+    try {
+      const output = await selectionTools.callTool(call);
       const error = output.isError ? output.text.slice(0, 500) : null;
       return recordToolCall({
         ...record,
@@ -281,14 +315,7 @@ export async function runAgentLoop(
         output,
       });
     } catch (err) {
-      if (isCancellation(err)) throw err;
-      return recordToolCall({
-        ...record,
-        status: 'failed',
-        durationMs: Date.now() - startedAt,
-        error: describeFailure(err),
-        mayHaveRun: mayHaveRun(err),
-      });
+      return recordFailure(err);
     }
   };
 

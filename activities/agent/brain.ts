@@ -36,6 +36,7 @@ import type { ToolRuntimeDeps } from '../../lib/tools/source';
 import { attemptKey, withHeartbeat } from '../heartbeat';
 import { recordLlmUsage } from '../llm/usage';
 import type { SelectionLoader, ToolCallOutput, ToolSelectionRef } from '../tools';
+import type { RunConnections } from '../tools/run-connections';
 import { readJobSelections } from '../tools/job-selections';
 import { conversationMemory, type ConversationReply } from './conversation';
 import { loadAgentJob, loadLoopJob, OPTIMIZATION_PROFILES, visibleTasks, type LoopJob } from './job';
@@ -65,6 +66,8 @@ export interface BrainDeps {
   masterKey: Buffer;
   /** MCP/OpenAPI tools of jobs with tool selections (without it, such jobs get only their browser/social tools). */
   selections?: { tools: ToolRuntimeDeps; loadSelection: SelectionLoader };
+  /** The upstream connections this worker keeps for runs (activities/tools/run-connections.ts): a run's close when it ends. */
+  connections?: Pick<RunConnections, 'endRun'>;
 }
 
 /** Tool calls a run with tool selections may send when its request names no max_tool_calls. */
@@ -494,6 +497,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
      * answer (else the model's last words), `stoppedBy` when the run ended on max_tool_calls, and a summary.
      */
     async finishAgentJob(input: { jobId: string; error: string | null; stoppedBy?: string | null }) {
+      await deps.connections?.endRun(input.jobId);
       const run = await loadLoopJob(db, input.jobId, deps.masterKey);
       const { job } = run;
       if (job.status === 'completed' || job.status === 'failed')

@@ -1,4 +1,4 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { discoverTools } from '../../lib/tools/discovery';
 import {
   unsealDiscoveryParams,
@@ -10,12 +10,14 @@ import {
   describeToolImage,
   imagesOf,
   textWithImagesDescribed,
+  type KeptToolImage,
   type ToolImageKeeper,
   type ToolImageRef,
 } from '../../lib/tools/images';
-import { openToolSourceForCall, type ToolRuntimeDeps, type ToolSource } from '../../lib/tools/source';
+import { openToolSourceForCall, type ToolRuntimeDeps } from '../../lib/tools/source';
 import type { ToolCallResult, ToolSelection } from '../../lib/tools/types';
 import type { MarketSelectionCaller } from './market';
+import type { RunConnections } from './run-connections';
 
 /** Which selection of a run a tool belongs to: the n-th of its `custom_mcps` or `market_mcps`. */
 export interface ToolSelectionRef {
@@ -35,6 +37,8 @@ export interface ToolActivityDeps extends ToolRuntimeDeps {
   callMarketSelection?: MarketSelectionCaller;
   /** Keeps the images of answers for the run's model (activities/agent/tool-images.ts); without it they are described only. */
   images?: ToolImageKeeper;
+  /** Keeps a run's sources open between its calls (without it, every call opens and closes its own). */
+  connections?: RunConnections;
 }
 
 export interface ToolCallInput {
@@ -115,19 +119,25 @@ export function createToolActivities(deps: ToolActivityDeps) {
       const previous = (context.info.heartbeatDetails ?? {}) as CallProgress;
       const started = Date.now();
       if (input.selection.kind === 'market_mcps') return marketToolCall(deps, input, context, previous);
-      let selection: ToolSelection;
+      const open = async () => {
+        let selection: ToolSelection;
+        try {
+          selection = await deps.loadSelection(input.jobId, input.selection);
+        } catch (error) {
+          throw ApplicationFailure.nonRetryable(
+            `The tool selection could not be loaded: ${(error as Error).message}`,
+            TOOL_CALL_FAILED,
+            { kind: 'source_unavailable', reached: false },
+          );
+        }
+        return openToolSourceForCall(selection, deps);
+      };
+      // The run's source kept open since its last call (deps.connections), else a new one.
+      let source = deps.connections?.take(input.jobId, input.selection);
+      const kept = source !== undefined;
+      let answered = false;
       try {
-        selection = await deps.loadSelection(input.jobId, input.selection);
-      } catch (error) {
-        throw ApplicationFailure.nonRetryable(
-          `The tool selection could not be loaded: ${(error as Error).message}`,
-          TOOL_CALL_FAILED,
-          { kind: 'source_unavailable', reached: false },
-        );
-      }
-      let source: ToolSource | undefined;
-      try {
-        source = await openToolSourceForCall(selection, deps);
+        source ??= await open();
         const repeatable = source.isRepeatable(input.tool);
         if (attempt > 1 && !repeatable && previous.notDeliveredAttempt !== attempt - 1) {
           throw ApplicationFailure.nonRetryable(
@@ -142,10 +152,20 @@ export function createToolActivities(deps: ToolActivityDeps) {
           HEARTBEAT_EVERY_MS,
         );
         try {
-          const result = await source.call(input.tool, input.args, {
-            signal: context.cancellationSignal,
-            timeoutMs: input.timeoutMs,
-          });
+          const options = { signal: context.cancellationSignal, timeoutMs: input.timeoutMs };
+          let result: ToolCallResult;
+          try {
+            result = await source.call(input.tool, input.args, options);
+          } catch (error) {
+            // A kept connection that broke: the call goes once over a new one, where sending it again is safe.
+            if (!kept || !brokenConnection(error) || context.cancellationSignal.aborted) throw error;
+            const broken = source;
+            source = undefined;
+            await broken.close();
+            source = await open();
+            result = await source.call(input.tool, input.args, options);
+          }
+          answered = true;
           return await modelAnswer(deps, input, result, { durationMs: Date.now() - started });
         } finally {
           clearInterval(beat);
@@ -166,10 +186,21 @@ export function createToolActivities(deps: ToolActivityDeps) {
           failureDetails(error.kind, error.reached),
         );
       } finally {
-        await source?.close();
+        // A source that answered stays open for the run's next call; any other is closed.
+        if (source && answered && deps.connections) deps.connections.give(input.jobId, input.selection, source);
+        else await source?.close();
       }
     },
   };
+}
+
+/** A call over a kept connection that failed because the connection did, and may be sent again (ToolCallError.retryable). */
+function brokenConnection(error: unknown): boolean {
+  return (
+    error instanceof ToolCallError &&
+    error.retryable &&
+    (error.kind === 'not_delivered' || error.kind === 'connection_lost')
+  );
 }
 
 /**
@@ -226,8 +257,15 @@ async function modelAnswer(
   const answer = { isError: result.isError, ...call };
   const images = imagesOf(result);
   if (images.length === 0) return { ...answer, text: result.text, truncated: result.truncated };
-  const kept = deps.images
-    ? await deps.images.keep(input.jobId, input.tool, images)
+  // The tool has run: a failure to store its images must not fail the call (a retry would send it again).
+  const kept: KeptToolImage[] = deps.images
+    ? await deps.images.keep(input.jobId, input.tool, images).catch((error: unknown) => {
+        log.warn('the images of a tool answer could not be stored; they are described only', {
+          tool: input.tool,
+          reason: error instanceof Error ? error.message : String(error),
+        });
+        return images.map(() => ({ notShown: 'it could not be stored' }));
+      })
     : images.map(() => ({ notShown: null }));
   const { text, truncated } = textWithImagesDescribed(
     result,

@@ -50,6 +50,7 @@ describe('agent runs begun before the one agent loop', function () {
     ]);
     assert.ok(
       fixtures.includes('agent-browser.json') &&
+        fixtures.includes('one-loop-tool-calls.json') &&
         fixtures.filter((name) => name.startsWith('automation-social-tools-run')).length === 3,
     );
     for (const name of fixtures) {
@@ -61,6 +62,28 @@ describe('agent runs begun before the one agent loop', function () {
         throw new Error(`${name} does not replay: ${(err as Error).message}`);
       });
     }
+  });
+
+  it('replay a one-loop run that called its tools before they were recorded with the call: callTool, then recordAgentToolCall', async () => {
+    // Recorded on the code before TOOL_CALL_RECORDED_WITH_CALL (a custom agent: echo and fail in one
+    // answer, a non-idempotent increment, a tool it does not have, then done).
+    const history = historyFromFixture(path.join(FIXTURES, 'one-loop-tool-calls.json'));
+    const commands = commandsOf(history);
+    assert.deepEqual(
+      commands.filter((c) => /Tool|patch/.test(c)),
+      [
+        'marker:core_patch',
+        'prepareAgentToolbox',
+        'callTool',
+        'recordAgentToolCall',
+        'callTool',
+        'recordAgentToolCall',
+        'callTool',
+        'recordAgentToolCall',
+        'recordAgentToolCall',
+      ],
+    );
+    await Worker.runReplayHistory({ workflowBundle: h.workflowBundle, replayName: 'one-loop-tool-calls' }, history);
   });
 
   it('would not replay on the one loop: the version guard keeps them on the code they began on', async () => {
@@ -193,7 +216,8 @@ describe('agent runs begun before the one agent loop', function () {
           'marker:core_local_activity',
         ]);
 
-        // A run begun on the new code takes the one loop: its patch marker, then the loop's activities.
+        // A run begun on the new code takes the one loop: its patch marker, then the loop's activities
+        // (a tool call with its record in one activity, after that patch's marker).
         h.llm.enqueue(act('echo', { message: 'new' }), act('done', { success: true, answer: 'one loop' }));
         const fresh = await run('Echo, then finish', 'echo');
         assert.equal(fresh.status, 202, JSON.stringify(fresh.body));
@@ -211,8 +235,8 @@ describe('agent runs begun before the one agent loop', function () {
           'marker:core_local_activity',
           'prepareAgentToolbox',
           'decideNextActions',
-          'callTool',
-          'recordAgentToolCall',
+          'marker:core_patch',
+          'callAgentTool',
           'decideNextActions',
           'acceptFinalAnswer',
           'marker:core_local_activity',
