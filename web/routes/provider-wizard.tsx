@@ -62,7 +62,9 @@ const usd = (raw: string | null) => {
 /**
  * The console's listing wizard: source → validation report → events to verify (per-event pricing)
  * → tools and prices → submit. Every step is a plain form (no script needed), each action one call
- * of the services the REST routes use (api/services/mcp-listing.ts).
+ * of the services the REST routes use (api/services/mcp-listing.ts). In revision mode (`revision`, the
+ * id of the caller's live approved listing, carried in every address and form) the steps start from
+ * that listing and the last one makes the revision and submits it.
  */
 export function providerWizardRoutes(deps: WebDeps): Router {
   const router = new Router<WebState>({ prefix: '/console/provider/new' });
