@@ -11,10 +11,10 @@ shots="$(mktemp -d)"
 trap 'rm -rf "$shots"' EXIT
 # The test file that takes each picture docs/console.md shows.
 pages=(
-  "provider:provider listing-wizard listing-wizard-openapi listing-wizard-events listing-wizard-event-prices review-queue"
+  "provider:provider listing-wizard listing-wizard-events listing-wizard-event-prices listing-wizard-revision review-queue"
   "market:market tool-listing"
   "console:sign-in console-home run usage"
-  "console-pages:runs credential-form credential-issued"
+  "console-pages:runs credentials-list"
   "try-and-buy:try-tool-result"
 )
 mkdir -p docs/console

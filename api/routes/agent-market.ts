@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { iconBelongsTo } from '../../db/repos/market-icons';
 import {
+  createRevision,
   createSubmission,
   getOwnSubmission,
   listOwnSubmissions,
@@ -187,7 +188,7 @@ export function agentMarketRoutes(deps: ApiDeps): Router<UserState> {
     ctx.body = await ownView(ctx, id);
   });
 
-  addRevisionRoute(router, deps, 'agent', hooks);
+  addRevisionRoute(router, (userId, id) => createRevision(deps.db, 'agent', userId, id, hooks));
   addDeleteRoute(router, deps, 'agent');
 
   /** Whether the caller may run the agent: their own, free, or bought. */

@@ -3,13 +3,7 @@ import type { Context, Next } from 'koa';
 import { MarketRuleError } from '../../lib/market/errors';
 import { maskValues, ownerToolDefinition, pricingEventDefinition } from '../../lib/market/listing';
 import { unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
-import {
-  createRevision,
-  deleteSubmission,
-  type CoreFields,
-  type MarketDetailsHooks,
-  type SubmissionCore,
-} from '../../db/repos/market-submissions';
+import { deleteSubmission, type CoreFields, type SubmissionCore } from '../../db/repos/market-submissions';
 import type { Market } from '../../lib/market/review-state';
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
@@ -49,18 +43,18 @@ export const submissionCoreFields = (prepared: CoreFields): CoreFields => ({
   searchText: prepared.searchText,
 });
 
-/** POST /submissions/:id/revisions of a market's router: a revision of the caller's live approved submission (201, its id). */
+/**
+ * POST /submissions/:id/revisions of a market's router: a revision of the caller's live approved
+ * submission (201, its id), made by `revise` (the market's service, or createRevision with its hooks).
+ */
 export function addRevisionRoute(
   router: Router<UserState>,
-  deps: ApiDeps,
-  market: Market,
-  hooks: MarketDetailsHooks,
+  revise: (userId: string, submissionId: string) => Promise<string>,
 ): void {
   router.post('/submissions/:id/revisions', async (ctx) => {
-    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     ctx.status = 201;
-    ctx.body = { id: await createRevision(deps.db, market, user.userId, id, hooks) };
+    ctx.body = { id: await revise(ctx.state.user.userId, id) };
   });
 }
 

@@ -1,43 +1,31 @@
 import Router from '@koa/router';
 import { findEventVerification } from '../../db/repos/market-event-verifications';
-import {
-  createSubmission,
-  getOwnSubmission,
-  listOwnSubmissions,
-  replaceSubmission,
-  submitForReview,
-} from '../../db/repos/market-submissions';
+import { listOwnSubmissions } from '../../db/repos/market-submissions';
 import {
   findMcpSubmission,
   findMcpSubmissions,
   findPublicMcpEntry,
-  mcpDetailsWriter,
-  mcpMarketHooks,
   type McpSubmission,
 } from '../../db/repos/market-mcp';
 import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
 import type { MonetizationStrategy } from '../../lib/market/listing';
-import type { McpSubmissionRequest } from '../../lib/market/mcp-submission';
-import { transition } from '../../lib/market/review-state';
 import { MarketCredentialsQuery, McpCredentialRequest } from '../../lib/schemas/market-hosted';
 import type { SourceParamValues } from '../../lib/tools/types';
-import {
-  McpMarketDiscoveryRequest,
-  McpMarketListQuery,
-  McpMarketSubmissionRequest,
-  SubmissionsQuery,
-} from '../../lib/schemas/market';
+import { McpMarketDiscoveryRequest, McpMarketListQuery, SubmissionsQuery } from '../../lib/schemas/market';
 import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { notFound, unauthorized } from '../errors';
 import { issueEntryCredential, listEntryCredentials, revokeEntryCredential } from '../services/market-credentials';
 import { searchToolMarket } from '../services/market-catalog';
 import {
+  createListingDraft,
   discoverSource,
   eventVerificationView,
-  prepareSubmission,
+  replaceListingDraft,
   startEventVerification,
+  startListingRevision,
+  submitListing,
   validateSource,
   type DiscoveryBody,
 } from '../services/mcp-listing';
@@ -50,14 +38,12 @@ import {
   ownerSubmissionView,
   publicEntryView,
   publicOrigin,
-  submissionCoreFields,
 } from './market-common';
 
 /** /mcp-market: the tool market's provider side, its public catalogue and consumers' MCP client credentials (issue table in README "Selling tools"). */
 export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   const router = new Router<UserState>({ prefix: '/mcp-market' });
   router.use(marketErrors());
-  const hooks = mcpMarketHooks(deps.config.masterKey);
 
   router.post('/discover', async (ctx) => {
     const body = parseBody<DiscoveryBody>(McpMarketDiscoveryRequest, ctx.state.body);
@@ -81,9 +67,6 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
     ctx.body = eventVerificationView(verification, apiBaseUrl(ctx, deps));
   });
 
-  const prepare = (ctx: UserContext, body: McpSubmissionRequest) =>
-    prepareSubmission(deps, ctx.state.user.userId, body, iconUrlFor(ctx, deps));
-
   const ownView = async (ctx: UserContext, id: string) => {
     const user = ctx.state.user;
     const submission = await findMcpSubmission(deps.db, id, user.userId);
@@ -92,16 +75,7 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   };
 
   router.post('/submissions', async (ctx) => {
-    const user = ctx.state.user;
-    const body = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, ctx.state.body);
-    const prepared = await prepare(ctx, body);
-    const id = await createSubmission(deps.db, {
-      market: 'mcp',
-      ownerId: user.userId,
-      fields: submissionCoreFields(prepared),
-      writeDetails: mcpDetailsWriter(deps.config.masterKey, prepared),
-      draftSlugTtlMs: deps.config.market.draftSlugTtlMs,
-    });
+    const id = await createListingDraft(deps, ctx.state.user.userId, ctx.state.body, iconUrlFor(ctx, deps));
     ctx.status = 201;
     ctx.body = await ownView(ctx, id);
   });
@@ -129,31 +103,18 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   });
 
   router.put('/submissions/:id', async (ctx) => {
-    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
-    const current = await getOwnSubmission(deps.db, 'mcp', user.userId, id);
-    transition('update', current.status);
-    const body = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, ctx.state.body);
-    const prepared = await prepare(ctx, body);
-    await replaceSubmission(deps.db, {
-      market: 'mcp',
-      ownerId: user.userId,
-      id,
-      fields: submissionCoreFields(prepared),
-      writeDetails: mcpDetailsWriter(deps.config.masterKey, prepared),
-      draftSlugTtlMs: deps.config.market.draftSlugTtlMs,
-    });
+    await replaceListingDraft(deps, ctx.state.user.userId, id, ctx.state.body, iconUrlFor(ctx, deps));
     ctx.body = await ownView(ctx, id);
   });
 
   router.post('/submissions/:id/submit', async (ctx) => {
-    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
-    await submitForReview(deps.db, 'mcp', user.userId, id, { draftSlugTtlMs: deps.config.market.draftSlugTtlMs });
+    await submitListing(deps, ctx.state.user.userId, id);
     ctx.body = await ownView(ctx, id);
   });
 
-  addRevisionRoute(router, deps, 'mcp', hooks);
+  addRevisionRoute(router, (userId, id) => startListingRevision(deps, userId, id));
 
   router.get('/mcps', async (ctx) => {
     const query = parseQuery<{

@@ -26,8 +26,16 @@ import {
 } from '../../lib/market/source-input';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi-reader';
-import { createSubmission, submitForReview } from '../../db/repos/market-submissions';
-import { mcpDetailsWriter } from '../../db/repos/market-mcp';
+import {
+  createRevision,
+  createSubmission,
+  deleteSubmission,
+  getOwnSubmission,
+  replaceSubmission,
+  submitForReview,
+} from '../../db/repos/market-submissions';
+import { mcpDetailsWriter, mcpMarketHooks } from '../../db/repos/market-mcp';
+import { transition } from '../../lib/market/review-state';
 import { MarketEventVerificationRequest, McpMarketSubmissionRequest } from '../../lib/schemas/market';
 import { ApiError } from '../errors';
 import { submissionCoreFields } from '../routes/market-common';
@@ -266,6 +274,91 @@ async function openApiDocumentAt(
   }
 }
 
+const slugTtl = (deps: ListingDeps) => ({ draftSlugTtlMs: deps.config.market.draftSlugTtlMs });
+
+/**
+ * POST /mcp-market/submissions: the body checked (schema, then prepareSubmission's rules against the
+ * caller's own validation and verification) and stored as a new draft of the caller. Returns its id.
+ */
+export async function createListingDraft(
+  deps: ListingDeps,
+  userId: string,
+  body: unknown,
+  iconUrl: (key: string) => string,
+): Promise<string> {
+  const request = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, body);
+  const prepared = await prepareSubmission(deps, userId, request, iconUrl);
+  return createSubmission(deps.db, {
+    market: 'mcp',
+    ownerId: userId,
+    fields: submissionCoreFields(prepared),
+    writeDetails: mcpDetailsWriter(deps.config.masterKey, prepared),
+    ...slugTtl(deps),
+  });
+}
+
+/**
+ * PUT /mcp-market/submissions/{id}: full replacement of the caller's draft or rejected submission
+ * (404 for another account's, 409 invalid_state in any other status, both before the body is read),
+ * checked as a new one is.
+ */
+export async function replaceListingDraft(
+  deps: ListingDeps,
+  userId: string,
+  id: string,
+  body: unknown,
+  iconUrl: (key: string) => string,
+): Promise<void> {
+  const current = await getOwnSubmission(deps.db, 'mcp', userId, id);
+  transition('update', current.status);
+  const request = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, body);
+  const prepared = await prepareSubmission(deps, userId, request, iconUrl);
+  await replaceSubmission(deps.db, {
+    market: 'mcp',
+    ownerId: userId,
+    id,
+    fields: submissionCoreFields(prepared),
+    writeDetails: mcpDetailsWriter(deps.config.masterKey, prepared),
+    ...slugTtl(deps),
+  });
+}
+
+/** POST /mcp-market/submissions/{id}/submit: the caller's draft goes to the review queue. */
+export async function submitListing(deps: ListingDeps, userId: string, id: string): Promise<void> {
+  await submitForReview(deps.db, 'mcp', userId, id, slugTtl(deps));
+}
+
+/**
+ * POST /mcp-market/submissions/{id}/revisions: a new draft copying the caller's live approved entry
+ * (409 invalid_state for any other). Returns the revision's id.
+ */
+export function startListingRevision(deps: ListingDeps, userId: string, id: string): Promise<string> {
+  return createRevision(deps.db, 'mcp', userId, id, mcpMarketHooks(deps.config.masterKey));
+}
+
+/** The body with the OpenAPI document read from `openapiDocumentUrl` when it carries none. */
+async function withOpenApiDocument(
+  deps: ListingDeps,
+  body: Record<string, unknown>,
+  options: { openapiDocumentUrl?: string },
+): Promise<Record<string, unknown>> {
+  if (
+    !options.openapiDocumentUrl ||
+    body.type !== 'openapi' ||
+    body.openapiSpec != null ||
+    body.openapiSpecText != null
+  )
+    return body;
+  return {
+    ...body,
+    openapiSpec: await openApiDocumentAt(
+      deps,
+      options.openapiDocumentUrl,
+      typeof body.openapiBaseUrl === 'string' ? body.openapiBaseUrl : null,
+    ),
+  };
+}
+
 /**
  * POST /mcp-market/submissions then POST /submissions/{id}/submit, in one step (the console's
  * listing wizard): the body is checked as the REST route checks it, the submission is created under
@@ -279,26 +372,33 @@ export async function createAndSubmitListing(
   iconUrl: (key: string) => string,
   options: { openapiDocumentUrl?: string } = {},
 ): Promise<string> {
-  const withDocument =
-    options.openapiDocumentUrl && body.type === 'openapi' && body.openapiSpec == null && body.openapiSpecText == null
-      ? {
-          ...body,
-          openapiSpec: await openApiDocumentAt(
-            deps,
-            options.openapiDocumentUrl,
-            typeof body.openapiBaseUrl === 'string' ? body.openapiBaseUrl : null,
-          ),
-        }
-      : body;
-  const request = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, withDocument);
-  const prepared = await prepareSubmission(deps, userId, request, iconUrl);
-  const id = await createSubmission(deps.db, {
-    market: 'mcp',
-    ownerId: userId,
-    fields: submissionCoreFields(prepared),
-    writeDetails: mcpDetailsWriter(deps.config.masterKey, prepared),
-    draftSlugTtlMs: deps.config.market.draftSlugTtlMs,
-  });
-  await submitForReview(deps.db, 'mcp', userId, id, { draftSlugTtlMs: deps.config.market.draftSlugTtlMs });
+  const id = await createListingDraft(deps, userId, await withOpenApiDocument(deps, body, options), iconUrl);
+  await submitListing(deps, userId, id);
+  return id;
+}
+
+/**
+ * POST /submissions/{parentId}/revisions, PUT /submissions/{revisionId} and POST …/submit, in one
+ * step (the console's listing wizard in revision mode): the revision of the caller's live approved
+ * entry gets `body` and goes to review. When the body is refused (or the draft cannot be submitted)
+ * the new draft is deleted again, so a failed attempt leaves nothing behind. Returns the revision's id.
+ */
+export async function reviseAndSubmitListing(
+  deps: ListingDeps,
+  userId: string,
+  parentId: string,
+  body: Record<string, unknown>,
+  iconUrl: (key: string) => string,
+  options: { openapiDocumentUrl?: string } = {},
+): Promise<string> {
+  const complete = await withOpenApiDocument(deps, body, options);
+  const id = await startListingRevision(deps, userId, parentId);
+  try {
+    await replaceListingDraft(deps, userId, id, complete, iconUrl);
+    await submitListing(deps, userId, id);
+  } catch (err) {
+    await deleteSubmission(deps.db, 'mcp', userId, id).catch(() => undefined);
+    throw err;
+  }
   return id;
 }

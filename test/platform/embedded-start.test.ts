@@ -956,7 +956,7 @@ const CASES: EndpointCase[] = [
     },
   },
   {
-    name: 'pages: the market finds the listed entry and shows its tools; the console signs in with the key and shows the balance and a run',
+    name: 'pages: the market finds the listed entry and shows its tools; the console signs in with the key and shows the balance and a run; the provider page starts a revision of the live listing in the wizard',
     covers: [
       'GET /',
       'GET /market',
@@ -966,6 +966,9 @@ const CASES: EndpointCase[] = [
       'GET /console',
       'GET /console/runs/{id}',
       'GET /console/usage',
+      'GET /console/provider',
+      'POST /console/provider/new/revision/{id}',
+      'GET /console/provider/new',
     ],
     async run(ctx) {
       const user = userOf(ctx);
@@ -1023,6 +1026,29 @@ const CASES: EndpointCase[] = [
         'a bar per day of spend (PGlite date grouping)',
       );
       assert.match(usage.html, /<table id="transactions">/);
+
+      // "Make a revision" of the live listing (the revision approved in an earlier case) opens the wizard in revision mode.
+      const provider = await page('/console/provider', { headers: { cookie: session } });
+      assert.equal(provider.status, 200, provider.html);
+      const action =
+        /<form method="post" action="(\/console\/provider\/new\/revision\/[0-9a-f-]{36})"[^>]*><input type="hidden" name="csrf" value="([^"]+)"/.exec(
+          provider.html,
+        );
+      assert.ok(action, 'the live listing has its "Make a revision" form');
+      const started = await page(action[1]!, {
+        method: 'POST',
+        headers: { origin: ctx.baseUrl, cookie: session, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ csrf: action[2]! }).toString(),
+      });
+      assert.equal(started.status, 303, started.html);
+      const wizardAt = started.headers.get('location') ?? '';
+      assert.match(wizardAt, /^\/console\/provider\/new\?type=remote_mcp&url=[^&]+&revision=[0-9a-f-]{36}$/);
+      const wizard = await page(wizardAt, { headers: { cookie: session } });
+      assert.equal(wizard.status, 200, wizard.html);
+      assert.ok(
+        wizard.html.includes('<h1>Revision of Embedded Lighthouse Tools</h1>'),
+        'the wizard is in revision mode',
+      );
     },
   },
   {

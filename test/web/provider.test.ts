@@ -4,7 +4,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import type { Browser, Page } from 'playwright-core';
 import { useHarness, type Harness } from '../support/stack/harness';
 import { discoveredTools, startMarketProvider, type MarketProviderService } from '../support/fakes/market-provider';
-import { approvedEntry, createSubmission, storeValidation, submissionBody } from '../support/market';
+import { approvedEntry, createSubmission, review, storeValidation, submissionBody } from '../support/market';
 import {
   API_KEY as INVENTORY_KEY,
   BEARER_TOKEN,
@@ -694,5 +694,182 @@ describe('web pages: provider and review queue', function () {
       ],
     );
     assert.equal(mine!.status, 'pending_review');
+  });
+
+  /** A live approved tool listing of a new provider, priced per call, with one consumer parameter. */
+  async function liveListing(name: string) {
+    const seller = await h.createUser({ creditUsd: 0 });
+    const validated = await storeValidation(h, seller.userId, {
+      url: service.url,
+      tools: await discoveredTools(service.url),
+    });
+    const entry = await approvedEntry(
+      h,
+      seller,
+      {
+        name,
+        description: 'Harbour towns and their tides',
+        monetizationStrategy: 'tool_call_fixed',
+        requiredUserParamsSchema: {
+          type: 'object',
+          properties: { 'X-Region': { type: 'string', description: 'Your region', enum: ['eu', 'us'] } },
+        },
+        tools: [{ toolName: 'lookup_city', displayName: 'Look up a harbour town', clientPriceUsd: 0.02 }],
+      },
+      validated,
+    );
+    return { seller, entry };
+  }
+
+  /** Presses "Make a revision" of `name` on the provider page with the keyboard, and validates the source again. */
+  async function reviseFromProviderPage(page: Page, name: string, entry: { submissionId: string }) {
+    const action = page.getByRole('button', { name: `Make a revision of ${name}` });
+    assert.equal(await action.count(), 1, 'the live listing has the action');
+    await action.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(
+      (u) => u.pathname === '/console/provider/new' && u.searchParams.get('revision') === entry.submissionId,
+    );
+    assert.equal(await page.locator('h1').innerText(), `Revision of ${name}`);
+    assert.equal(await page.inputValue('#url'), service.url, 'the source is the live one');
+    assert.equal(await page.isChecked('#type-mcp'), true);
+    await assertAccessible(page, 'wizard in revision mode: source');
+    await page.getByRole('button', { name: 'Discover and validate' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL((u) => /^\/console\/provider\/new\/[0-9a-f-]{36}$/.test(u.pathname));
+    assert.equal(await page.locator('#validation-status').innerText(), 'valid');
+    assert.equal(await page.locator('h1').innerText(), `Revision of ${name}`);
+  }
+
+  it('makes a revision of a live listing from the console with the keyboard: prefilled from the live one, a new price, approved in the review queue and shown on its listing page', async function () {
+    const name = `Tide tables ${tag}`;
+    const { seller, entry } = await liveListing(name);
+    const context = await newContext();
+    const page = await signIn(context, seller.apiKey, '/console/provider');
+    assert.equal(
+      await page.getByRole('button', { name: /^Make a revision/ }).count(),
+      1,
+      'only the live approved listing can be revised',
+    );
+    await reviseFromProviderPage(page, name, entry);
+
+    // Everything is prefilled from the live listing.
+    assert.equal(await page.inputValue('#name'), name);
+    assert.equal(await page.inputValue('#description'), 'Harbour towns and their tides');
+    assert.equal(await page.isChecked('#strategy-fixed'), true);
+    const price = page.getByLabel('Price per call of lookup_city (USD, with a fixed price)');
+    assert.equal(await price.inputValue(), '0.02');
+    const toolSets = page.locator('fieldset.wizard-tool');
+    const listed: string[] = [];
+    for (let i = 0; i < (await toolSets.count()); i++)
+      if (await toolSets.nth(i).getByRole('checkbox').isChecked())
+        listed.push(await toolSets.nth(i).locator('legend').innerText());
+    assert.deepEqual(listed, ['lookup_city'], 'the tools listed live are listed, the others not');
+    assert.equal(await page.inputValue('#uparam-0-name'), 'X-Region');
+    assert.equal(await page.inputValue('#uparam-0-choices'), 'eu, us');
+    assert.equal(await page.inputValue('#uparam-0-description'), 'Your region');
+    await assertAccessible(page, 'wizard in revision mode: report, tools and prices');
+    await screenshot(page, 'listing-wizard-revision');
+
+    // The new price, typed with the keyboard; then the revision is submitted.
+    await price.focus();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('0.05');
+    await page.getByRole('button', { name: 'Submit the revision for review' }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${h.baseUrl}/console/provider`);
+    const revisionRow = page.locator('#submissions-mcp tbody tr', { hasText: 'Revision of' }).filter({ hasText: name });
+    assert.match(await revisionRow.innerText(), /Waiting for review/);
+    assert.match(await rowOf(page, '#submissions-mcp', '(live)').innerText(), /Approved/, 'the live one is unchanged');
+
+    const mine = (await ownSubmissions(seller.apiKey)) as (OwnSubmission & {
+      parentEntryId: string | null;
+      slug: string;
+      description: string;
+    })[];
+    const revision = mine.find((s) => s.parentEntryId === entry.submissionId)!;
+    assert.ok(revision, 'the REST API sees the revision the wizard made');
+    assert.deepEqual(
+      {
+        status: revision.status,
+        slug: revision.slug,
+        description: revision.description,
+        tools: revision.tools.map((t) => [t.toolName, t.clientPriceUsd]),
+        params: revision.requiredUserParamsSchema,
+      },
+      {
+        status: 'pending_review',
+        slug: entry.slug,
+        description: 'Harbour towns and their tides',
+        tools: [['lookup_city', 0.05]],
+        params: {
+          type: 'object',
+          properties: { 'X-Region': { type: 'string', description: 'Your region', enum: ['eu', 'us'] } },
+        },
+      },
+    );
+
+    const operator = await operatorSignIn(await newContext());
+    const item = operator.locator(`article[data-submission="${revision.id}"]`);
+    assert.match(await item.locator('ul.revision-diff').innerText(), /clientPriceUsd: 0\.02 → 0\.05/);
+    await item.getByRole('button', { name: `Approve ${name}` }).click();
+    await operator.getByRole('status').waitFor();
+
+    await page.goto(`${h.baseUrl}/market/tools/${entry.entryId}`);
+    const listing = await page.locator('main').innerText();
+    assert.match(listing, /\$0\.05 per call/, 'the public listing shows the new price under the same id');
+    assert.doesNotMatch(listing, /\$0\.02 per call/);
+
+    // The replaced version can no longer be revised: a clear page, not an error.
+    await page.goto(`${h.baseUrl}/console/provider`);
+    assert.equal(await page.getByRole('button', { name: /^Make a revision/ }).count(), 1);
+    const csrf = await page.locator('input[name="csrf"]').first().inputValue();
+    const stale = await page.request.post(`${h.baseUrl}/console/provider/new/revision/${entry.submissionId}`, {
+      form: { csrf },
+      headers: { origin: h.baseUrl },
+      maxRedirects: 0,
+    });
+    assert.equal(stale.status(), 409);
+    assert.match(await stale.text(), /replaced by a newer one; make a revision of the live listing/);
+  });
+
+  it('shows why a revision was not submitted (the listing was disabled meanwhile) and keeps another account out of a listing it does not own', async function () {
+    const name = `Tide clocks ${tag}`;
+    const { seller, entry } = await liveListing(name);
+    const page = await signIn(await newContext(), seller.apiKey, '/console/provider');
+    await reviseFromProviderPage(page, name, entry);
+    await review(h, entry.submissionId, 'disable');
+    await page.getByRole('button', { name: 'Submit the revision for review' }).click();
+    await page.getByRole('alert').waitFor();
+    assert.match(
+      await page.getByRole('alert').innerText(),
+      /The revision was not submitted: .*only an approved entry can be revised/,
+    );
+    assert.equal(await page.inputValue('#name'), name, 'the form keeps what was there');
+    await assertAccessible(page, 'wizard in revision mode: a problem with the revision');
+    assert.deepEqual(
+      (await ownSubmissions(seller.apiKey)).map((s) => s.status),
+      ['disabled'],
+      'a refused revision leaves no draft behind',
+    );
+
+    // Another provider: no action for it, and neither the form nor the wizard reaches the listing.
+    const intruder = await signIn(await newContext(), other.apiKey, '/console/provider');
+    assert.equal(await intruder.getByRole('button', { name: /^Make a revision/ }).count(), 0);
+    await intruder.goto(`${h.baseUrl}/console/provider/new`);
+    const csrf = await intruder.locator('input[name="csrf"]').first().inputValue();
+    const { entry: theirs } = await liveListing(`Tide charts ${tag}`);
+    const refused = await intruder.request.post(`${h.baseUrl}/console/provider/new/revision/${theirs.submissionId}`, {
+      form: { csrf },
+      headers: { origin: h.baseUrl },
+      maxRedirects: 0,
+    });
+    assert.equal(refused.status(), 404);
+    assert.match(await refused.text(), /Page not found/);
+    const wizard = await intruder.goto(
+      `${h.baseUrl}/console/provider/new?type=remote_mcp&url=${encodeURIComponent(service.url)}&revision=${theirs.submissionId}`,
+    );
+    assert.equal(wizard?.status(), 404);
+    assert.doesNotMatch(await intruder.content(), /Tide charts/);
   });
 });

@@ -14,12 +14,29 @@ export interface WizardSource {
   url: string;
   /** OpenAPI only: the API's base URL when the document has no absolute HTTPS server. */
   base: string;
+  /** In revision mode: the id of the live approved submission the listing revises; else ''. */
+  revision: string;
+}
+
+/** The live listing a revision-mode wizard revises: its name (for the headings) and its pricing. */
+export interface RevisionOf {
+  name: string;
+  monetizationStrategy: string;
+}
+
+/** The wizard's first step, with the source (and revision mode) filled in. */
+export function sourceHref(source: WizardSource): string {
+  const query = new URLSearchParams({ type: source.type, url: source.url });
+  if (source.type === 'openapi' && source.base) query.set('base', source.base);
+  if (source.revision) query.set('revision', source.revision);
+  return `/console/provider/new?${query.toString()}`;
 }
 
 /** The wizard's address for a validation, with the source (and the verification of its events, if any). */
 export function wizardHref(validationId: string, source: WizardSource, verificationId?: string | null): string {
   const query = new URLSearchParams({ type: source.type, url: source.url });
   if (source.type === 'openapi' && source.base) query.set('base', source.base);
+  if (source.revision) query.set('revision', source.revision);
   if (verificationId) query.set('verification', verificationId);
   return `/console/provider/new/${validationId}?${query.toString()}`;
 }
@@ -46,6 +63,33 @@ function Steps(props: { current: Step }) {
         <li aria-current={step === props.current ? 'step' : undefined}>{label}</li>
       ))}
     </ol>
+  );
+}
+
+/** The pages' heading: a new listing, or the revision of a live one. */
+function WizardHeading(props: { revisionOf: RevisionOf | null }) {
+  if (!props.revisionOf) return <h1>List a tool source</h1>;
+  return (
+    <>
+      <h1>{`Revision of ${props.revisionOf.name}`}</h1>
+      <p class="meta" id="revision-mode">
+        You are making a revision of your live listing: it is prefilled from the live version. Once you submit it, an
+        operator reviews it, and when approved it replaces the live listing under the same public id (the live version
+        stays as it is until then).
+      </p>
+    </>
+  );
+}
+
+/** The hidden fields that carry the source (and revision mode) in a step's form. */
+function SourceHidden(props: { source: WizardSource }) {
+  return (
+    <>
+      <input type="hidden" name="type" value={props.source.type} />
+      <input type="hidden" name="url" value={props.source.url} />
+      <input type="hidden" name="base" value={props.source.base} />
+      {props.source.revision && <input type="hidden" name="revision" value={props.source.revision} />}
+    </>
   );
 }
 
@@ -105,6 +149,7 @@ function SourceFields(props: { source: WizardSource }) {
       <p id="base-help" class="meta">
         Needed when the document has no absolute HTTPS server; it replaces the document's servers.
       </p>
+      {source.revision && <input type="hidden" name="revision" value={source.revision} />}
     </>
   );
 }
@@ -156,10 +201,15 @@ export function WizardSourcePage(props: {
   source: WizardSource;
   paramNames: string[];
   problem: string | null;
+  revisionOf: RevisionOf | null;
 }) {
   return (
-    <Layout title="List a tool source" section="console" signedInAs={props.email}>
-      <h1>List a tool source</h1>
+    <Layout
+      title={props.revisionOf ? `Revision of ${props.revisionOf.name}` : 'List a tool source'}
+      section="console"
+      signedInAs={props.email}
+    >
+      <WizardHeading revisionOf={props.revisionOf} />
       <ConsoleNav current="provider" />
       <Steps current="source" />
       <Problem problem={props.problem} />
@@ -344,9 +394,7 @@ function NeedsParameters(props: { csrfToken: string; source: WizardSource; valid
       <p>Give your own values to validate it again; consumers will give theirs (you declare them on the next step).</p>
       <form method="post" action="/console/provider/new">
         <CsrfField token={props.csrfToken} />
-        <input type="hidden" name="type" value={props.source.type} />
-        <input type="hidden" name="url" value={props.source.url} />
-        <input type="hidden" name="base" value={props.source.base} />
+        <SourceHidden source={props.source} />
         <DiscoveryParamFields names={needed.map((p) => p.name)} idPrefix="again" />
         <p>
           <button type="submit">Validate again with these credentials</button>
@@ -365,14 +413,19 @@ export function WizardToolsPage(props: {
   verification: EventVerificationView | null;
   problem: string | null;
   values: URLSearchParams | null;
+  revisionOf: RevisionOf | null;
 }) {
-  const { validation, values, source, verification } = props;
+  const { validation, values, source, verification, revisionOf } = props;
   const tools = validation.discovery.tools;
   const events = verification?.complete ? verification.eventNames : [];
   const strategy = values?.get('monetizationStrategy') ?? (events.length ? 'provider_event' : 'tool_call_fixed');
   return (
-    <Layout title="Tools and prices" section="console" signedInAs={props.email}>
-      <h1>List a tool source</h1>
+    <Layout
+      title={revisionOf ? `Tools and prices: revision of ${revisionOf.name}` : 'Tools and prices'}
+      section="console"
+      signedInAs={props.email}
+    >
+      <WizardHeading revisionOf={revisionOf} />
       <ConsoleNav current="provider" />
       <Steps current={verification ? 'listing' : 'report'} />
       <Problem problem={props.problem} />
@@ -382,10 +435,19 @@ export function WizardToolsPage(props: {
       ) : validation.status !== 'valid' ? (
         <p class="notice error">
           This source cannot be listed as it is: fix what the report says and validate it again.{' '}
-          <a href="/console/provider/new">Validate again</a>
+          <a href={sourceHref(source)}>Validate again</a>
         </p>
       ) : (
         <>
+          {!events.length && revisionOf?.monetizationStrategy === 'provider_event' && (
+            <div class="notice" role="note" id="verify-again">
+              <p>
+                The live listing charges per event. A revision priced per event needs its events verified again:{' '}
+                <a href={eventsHref(validation.id, source)}>verify your events</a> (they are filled in), then come back
+                here to price them.
+              </p>
+            </div>
+          )}
           {!events.length && (
             <section aria-labelledby="per-event-heading">
               <h2 id="per-event-heading">Per-event pricing</h2>
@@ -398,9 +460,7 @@ export function WizardToolsPage(props: {
           )}
           <form method="post" action={`/console/provider/new/${validation.id}`}>
             <CsrfField token={props.csrfToken} />
-            <input type="hidden" name="type" value={source.type} />
-            <input type="hidden" name="url" value={source.url} />
-            <input type="hidden" name="base" value={source.base} />
+            <SourceHidden source={source} />
             {verification && <input type="hidden" name="eventVerificationId" value={verification.id} />}
             <h2 id="listing-heading">The listing</h2>
             <p>
@@ -528,7 +588,7 @@ export function WizardToolsPage(props: {
               );
             })}
             <p>
-              <button type="submit">Submit for review</button>
+              <button type="submit">{revisionOf ? 'Submit the revision for review' : 'Submit for review'}</button>
             </p>
           </form>
         </>
@@ -558,12 +618,17 @@ export function WizardEventsPage(props: {
   chargeToken: string | null;
   eventNames: string[];
   problem: string | null;
+  revisionOf: RevisionOf | null;
 }) {
   const { verification, validation, source } = props;
   const rows = [...props.eventNames, ...Array.from({ length: Math.max(0, 3 - props.eventNames.length) }, () => '')];
   return (
-    <Layout title="Events to verify" section="console" signedInAs={props.email}>
-      <h1>List a tool source</h1>
+    <Layout
+      title={props.revisionOf ? `Events to verify: revision of ${props.revisionOf.name}` : 'Events to verify'}
+      section="console"
+      signedInAs={props.email}
+    >
+      <WizardHeading revisionOf={props.revisionOf} />
       <ConsoleNav current="provider" />
       <Steps current="events" />
       <Problem problem={props.problem} />

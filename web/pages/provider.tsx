@@ -2,11 +2,13 @@ import type { SubmissionCore } from '../../db/repos/market-submissions';
 import { DailyChartWithTable } from '../components/chart';
 import { shortId, usd, utc } from '../format';
 import { CountAndAmountTable } from '../components/count-and-amount-table';
+import { CsrfField } from '../components/csrf';
 import { Layout } from '../layout';
 import { ConsoleNav } from './console-home';
 
 export interface ProviderView {
   email: string;
+  csrfToken: string;
   days: number;
   submissions: { market: 'mcp' | 'agent'; rows: SubmissionCore[]; total: number }[];
   /** GET /provider/revenue's totals (every run, all time). */
@@ -46,7 +48,26 @@ export function SubmissionStatus(props: { status: string }) {
 export const listingHref = (market: 'mcp' | 'agent', listingId: string) =>
   market === 'mcp' ? `/market/tools/${listingId}` : `/market/agents/${listingId}`;
 
-function SubmissionsTable(props: { market: 'mcp' | 'agent'; rows: SubmissionCore[]; total: number }) {
+/** The tool market's live approved listings can be revised from the console (the listing wizard in revision mode). */
+function RevisionAction(props: { market: 'mcp' | 'agent'; submission: SubmissionCore; csrfToken: string }) {
+  const { submission: s } = props;
+  if (props.market !== 'mcp' || !s.live || s.status !== 'approved') return <>—</>;
+  return (
+    <form method="post" action={`/console/provider/new/revision/${s.id}`} class="inline-form">
+      <CsrfField token={props.csrfToken} />
+      <button type="submit" aria-label={`Make a revision of ${s.name}`}>
+        Make a revision
+      </button>
+    </form>
+  );
+}
+
+function SubmissionsTable(props: {
+  market: 'mcp' | 'agent';
+  rows: SubmissionCore[];
+  total: number;
+  csrfToken: string;
+}) {
   const { market, rows } = props;
   const id = `submissions-${market}`;
   if (rows.length === 0) return <p class="meta">{`No ${MARKET_NAMES[market].toLowerCase()} submissions yet.`}</p>;
@@ -62,6 +83,7 @@ function SubmissionsTable(props: { market: 'mcp' | 'agent'; rows: SubmissionCore
             <th scope="col">Review reason</th>
             <th scope="col">Submitted</th>
             <th scope="col">Reviewed</th>
+            {market === 'mcp' && <th scope="col">Action</th>}
           </tr>
         </thead>
         <tbody>
@@ -78,6 +100,11 @@ function SubmissionsTable(props: { market: 'mcp' | 'agent'; rows: SubmissionCore
               <td>{s.reviewReason ?? '—'}</td>
               <td>{s.submittedAt ? utc(s.submittedAt) : '—'}</td>
               <td>{s.reviewedAt ? utc(s.reviewedAt) : '—'}</td>
+              {market === 'mcp' && (
+                <td>
+                  <RevisionAction market={market} submission={s} csrfToken={props.csrfToken} />
+                </td>
+              )}
             </tr>
           ))}
         </tbody>
@@ -112,12 +139,13 @@ export function ProviderPage(props: { view: ProviderView }) {
         </p>
         <p class="meta">
           Each listing you submit is reviewed by an operator before it appears in the market; a rejection comes with its
-          reason. A revision of a live listing is reviewed in the same way and replaces it when approved.
+          reason. To change a live tool-market listing, make a revision of it: the listing wizard opens prefilled with
+          it; the revision is reviewed in the same way and replaces the live listing when approved.
         </p>
         {view.submissions.map((s) => (
           <section aria-labelledby={`submissions-${s.market}-heading`}>
             <h3 id={`submissions-${s.market}-heading`}>{MARKET_NAMES[s.market]}</h3>
-            <SubmissionsTable market={s.market} rows={s.rows} total={s.total} />
+            <SubmissionsTable market={s.market} rows={s.rows} total={s.total} csrfToken={view.csrfToken} />
           </section>
         ))}
       </section>

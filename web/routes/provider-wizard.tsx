@@ -4,24 +4,29 @@ import { publicOrigin } from '../../api/services/public-urls';
 import {
   createAndSubmitListing,
   eventVerificationView,
+  reviseAndSubmitListing,
   startEventVerification,
   validateSource,
   type DiscoveryBody,
 } from '../../api/services/mcp-listing';
 import { findEventVerification } from '../../db/repos/market-event-verifications';
+import { findMcpSubmission, unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
 import { findValidation, type StoredValidation } from '../../db/repos/market-validations';
 import type { WebSession } from '../../db/repos/sessions';
 import { requireFormToken, requireSameOrigin } from '../csrf';
 import type { WebDeps } from '../deps';
 import { readForm } from '../forms';
 import { PageError, pageNotFound, sendPage } from '../page';
+import { revisionValues } from '../listing-revision';
 import {
   eventsHref,
+  sourceHref,
   userParamRows,
   WizardEventsPage,
   WizardSourcePage,
   WizardToolsPage,
   wizardHref,
+  type RevisionOf,
   type WizardSource,
 } from '../pages/listing-wizard';
 import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../session';
@@ -40,7 +45,13 @@ const text = (raw: unknown, max = 2048) => (typeof raw === 'string' && raw.lengt
 /** The source the wizard carries in its addresses and forms. */
 function sourceOf(get: (name: string) => unknown): WizardSource {
   const type = get('type') === 'openapi' ? 'openapi' : 'remote_mcp';
-  return { type, url: text(get('url')), base: type === 'openapi' ? text(get('base')) : '' };
+  const revision = text(get('revision'), 36);
+  return {
+    type,
+    url: text(get('url')),
+    base: type === 'openapi' ? text(get('base')) : '',
+    revision: UUID.test(revision) ? revision.toLowerCase() : '',
+  };
 }
 
 const usd = (raw: string | null) => {
@@ -51,7 +62,9 @@ const usd = (raw: string | null) => {
 /**
  * The console's listing wizard: source → validation report → events to verify (per-event pricing)
  * → tools and prices → submit. Every step is a plain form (no script needed), each action one call
- * of the services the REST routes use (api/services/mcp-listing.ts).
+ * of the services the REST routes use (api/services/mcp-listing.ts). In revision mode (`revision`, the
+ * id of the caller's live approved listing, carried in every address and form) the steps start from
+ * that listing and the last one makes the revision and submits it.
  */
 export function providerWizardRoutes(deps: WebDeps): Router {
   const router = new Router<WebState>({ prefix: '/console/provider/new' });
@@ -84,6 +97,20 @@ export function providerWizardRoutes(deps: WebDeps): Router {
     throw err;
   };
 
+  /** The caller's tool-market submission with that id (else the 404 page: another account's is unknown here). */
+  const ownListing = async (session: WebSession, id: string): Promise<McpSubmission> => {
+    const listing = UUID.test(id) ? await findMcpSubmission(deps.db, id.toLowerCase(), session.user.userId) : null;
+    if (!listing) throw pageNotFound('You have no tool-market listing with this id.');
+    return listing;
+  };
+
+  /** In revision mode, the listing revised (the caller's own), else null. */
+  const revised = (session: WebSession, source: WizardSource) =>
+    source.revision ? ownListing(session, source.revision) : Promise.resolve(null);
+
+  const revisionOf = (listing: McpSubmission | null): RevisionOf | null =>
+    listing && { name: listing.name, monetizationStrategy: listing.monetizationStrategy };
+
   const ownValidation = async (ctx: WebContext, session: WebSession): Promise<StoredValidation> => {
     const id = String(ctx.params.id);
     const validation = UUID.test(id) ? await findValidation(deps.db, session.user.userId, id.toLowerCase()) : null;
@@ -102,17 +129,47 @@ export function providerWizardRoutes(deps: WebDeps): Router {
     return eventVerificationView(verification, `${publicOrigin(ctx, deps.config)}/api/v1`);
   };
 
+  /**
+   * "Make a revision" of a live approved listing (the provider page's form): the wizard starts in
+   * revision mode with the listing's source. Another account's listing is the 404 page; a listing
+   * that is not live and approved cannot be revised (a clear 409 page, as the API answers it).
+   */
+  router.post('/revision/:id', async (ctx) => {
+    const { session } = await signedInForm(ctx);
+    const listing = await ownListing(session, String(ctx.params.id));
+    if (listing.status !== 'approved' || !listing.live)
+      throw new PageError(
+        409,
+        'This listing cannot be revised',
+        listing.status === 'approved'
+          ? `${listing.name}: this version has been replaced by a newer one; make a revision of the live listing.`
+          : `${listing.name} is ${listing.status.replace('_', ' ')}: only a live approved listing can be revised.`,
+      );
+    seeOther(
+      ctx,
+      sourceHref({
+        type: listing.type,
+        url: listing.type === 'remote_mcp' ? (listing.remoteMcpUrl ?? '') : '',
+        base: listing.openapiBaseUrl ?? '',
+        revision: listing.id,
+      }),
+    );
+  });
+
   router.get('/', async (ctx) => {
     const session = await signedIn(ctx);
     if (!session) return;
+    const source = sourceOf((name) => ctx.query[name]);
+    const listing = await revised(session, source);
     await sendPage(
       ctx,
       <WizardSourcePage
         email={session.user.email}
         csrfToken={session.csrfToken}
-        source={sourceOf((name) => ctx.query[name])}
+        source={source}
         paramNames={[]}
         problem={null}
+        revisionOf={revisionOf(listing)}
       />,
       { private: true },
     );
@@ -121,6 +178,7 @@ export function providerWizardRoutes(deps: WebDeps): Router {
   router.post('/', async (ctx) => {
     const { session, form } = await signedInForm(ctx);
     const source = sourceOf((name) => form.get(name));
+    const listing = await revised(session, source);
     const params: Record<string, string> = {};
     const paramNames: string[] = [];
     for (let i = 0; i < MAX_ROWS; i++) {
@@ -149,6 +207,7 @@ export function providerWizardRoutes(deps: WebDeps): Router {
           source={source}
           paramNames={paramNames}
           problem={`The source could not be validated: ${problem.message}`}
+          revisionOf={revisionOf(listing)}
         />,
         { status: problem.status, private: true },
       );
@@ -162,16 +221,19 @@ export function providerWizardRoutes(deps: WebDeps): Router {
     const verification = ctx.query.verification
       ? await ownVerification(ctx, session, validation, ctx.query.verification)
       : null;
+    const source = sourceOf((name) => ctx.query[name]);
+    const listing = await revised(session, source);
     await sendPage(
       ctx,
       <WizardToolsPage
         email={session.user.email}
         csrfToken={session.csrfToken}
-        source={sourceOf((name) => ctx.query[name])}
+        source={source}
         validation={validation}
         verification={verification}
         problem={null}
-        values={null}
+        values={listing && revisionValues(listing, validation, verification)}
+        revisionOf={revisionOf(listing)}
       />,
       { private: true },
     );
@@ -181,6 +243,7 @@ export function providerWizardRoutes(deps: WebDeps): Router {
     const { session, form } = await signedInForm(ctx);
     const validation = await ownValidation(ctx, session);
     const source = sourceOf((name) => form.get(name));
+    const listing = await revised(session, source);
     const verificationId = form.get('eventVerificationId');
     const verification = verificationId ? await ownVerification(ctx, session, validation, verificationId) : null;
     const chosen = form.get('monetizationStrategy');
@@ -233,14 +296,20 @@ export function providerWizardRoutes(deps: WebDeps): Router {
       }),
       tools,
     };
+    const iconUrl = (key: string) => `/api/v1/market/icons/${key}.png`;
+    const options = source.type === 'openapi' ? { openapiDocumentUrl: source.url } : {};
     try {
-      await createAndSubmitListing(
-        deps,
-        session.user.userId,
-        body,
-        (key) => `/api/v1/market/icons/${key}.png`,
-        source.type === 'openapi' ? { openapiDocumentUrl: source.url } : {},
-      );
+      if (listing) {
+        // A revision keeps what the wizard does not edit: the slug, the icon and the provider's staticConfig.
+        const staticConfig = unsealStaticConfig(deps.config.masterKey, listing);
+        const kept = {
+          ...body,
+          slug: listing.slug,
+          ...(listing.iconObjectKey ? { iconObjectKey: listing.iconObjectKey } : { iconUrl: listing.iconUrl }),
+          ...(Object.keys(staticConfig).length && { staticConfig }),
+        };
+        await reviseAndSubmitListing(deps, session.user.userId, listing.id, kept, iconUrl, options);
+      } else await createAndSubmitListing(deps, session.user.userId, body, iconUrl, options);
       seeOther(ctx, '/console/provider');
     } catch (err) {
       const problem = problemOf(err);
@@ -252,8 +321,9 @@ export function providerWizardRoutes(deps: WebDeps): Router {
           source={source}
           validation={validation}
           verification={verification}
-          problem={`The listing was not submitted: ${problem.message}`}
+          problem={`${listing ? 'The revision' : 'The listing'} was not submitted: ${problem.message}`}
           values={form}
+          revisionOf={revisionOf(listing)}
         />,
         { status: problem.status, private: true },
       );
@@ -263,17 +333,20 @@ export function providerWizardRoutes(deps: WebDeps): Router {
   router.get('/:id/events', async (ctx) => {
     const session = await signedIn(ctx);
     if (!session) return;
+    const source = sourceOf((name) => ctx.query[name]);
+    const listing = await revised(session, source);
     await sendPage(
       ctx,
       <WizardEventsPage
         email={session.user.email}
         csrfToken={session.csrfToken}
-        source={sourceOf((name) => ctx.query[name])}
+        source={source}
         validation={await ownValidation(ctx, session)}
         verification={null}
         chargeToken={null}
-        eventNames={[]}
+        eventNames={listing?.pricingEvents.map((e) => e.eventName) ?? []}
         problem={null}
+        revisionOf={revisionOf(listing)}
       />,
       { private: true },
     );
@@ -283,6 +356,7 @@ export function providerWizardRoutes(deps: WebDeps): Router {
     const { session, form } = await signedInForm(ctx);
     const validation = await ownValidation(ctx, session);
     const source = sourceOf((name) => ctx.query[name]);
+    const listing = await revised(session, source);
     const eventNames = [
       ...new Set(
         form
@@ -313,6 +387,7 @@ export function providerWizardRoutes(deps: WebDeps): Router {
           chargeToken={chargeToken}
           eventNames={eventNames}
           problem={null}
+          revisionOf={revisionOf(listing)}
         />,
         { status: 201, private: true },
       );
@@ -329,6 +404,7 @@ export function providerWizardRoutes(deps: WebDeps): Router {
           chargeToken={null}
           eventNames={eventNames}
           problem={`The verification was not started: ${problem.message}`}
+          revisionOf={revisionOf(listing)}
         />,
         { status: problem.status, private: true },
       );
@@ -339,17 +415,20 @@ export function providerWizardRoutes(deps: WebDeps): Router {
     const session = await signedIn(ctx);
     if (!session) return;
     const validation = await ownValidation(ctx, session);
+    const source = sourceOf((name) => ctx.query[name]);
+    const listing = await revised(session, source);
     await sendPage(
       ctx,
       <WizardEventsPage
         email={session.user.email}
         csrfToken={session.csrfToken}
-        source={sourceOf((name) => ctx.query[name])}
+        source={source}
         validation={validation}
         verification={await ownVerification(ctx, session, validation, ctx.params.verification)}
         chargeToken={null}
         eventNames={[]}
         problem={null}
+        revisionOf={revisionOf(listing)}
       />,
       { private: true },
     );

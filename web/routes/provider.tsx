@@ -72,6 +72,7 @@ export function providerRoutes(deps: WebDeps): Router {
       <ProviderPage
         view={{
           email: session.user.email,
+          csrfToken: session.csrfToken,
           days: REVENUE_DAYS,
           submissions: [
             { market: 'mcp', ...mcp },
