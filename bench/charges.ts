@@ -17,7 +17,8 @@
  *      and one revenue credit per charge, the run's total equal to the sum), replays wrote nothing,
  *      and the ledger reconciles. A double charge fails the benchmark.
  *
- * Prints a table and, last, one JSON line with every figure.
+ * Prints a table and, last, one JSON line with every figure. BENCH_CPU_PROF=<dir> writes a CPU profile
+ * of this process (API and clients) for each measured phase: <dir>/charges-{baseline,http,in-process,replays}.cpuprofile.
  */
 import os from 'node:os';
 import pg from 'pg';
@@ -27,6 +28,7 @@ import type { Harness } from '../test/support/stack/harness';
 import { findLedgerProblems } from '../test/support/ledger-reconciliation';
 import { approvedEventEntry } from '../test/support/market';
 import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, type LoadResult } from './load';
+import { profiledPhase } from './phase-profile';
 
 const PROVIDERS = 32;
 const PHASE_MS = 15_000;
@@ -164,7 +166,7 @@ async function baseline(h: Harness): Promise<LoadResult> {
     };
     await runClosedLoop(WARMUP, PROVIDERS, PHASE_MS, run);
     log(`baseline: raw single-row transactions at ${PROVIDERS} clients for ${PHASE_MS / 1000}s`);
-    return await runClosedLoop(MAX_PER_PHASE, PROVIDERS, PHASE_MS, run);
+    return await profiledPhase('charges-baseline', () => runClosedLoop(MAX_PER_PHASE, PROVIDERS, PHASE_MS, run));
   } finally {
     await pool.end();
   }
@@ -319,22 +321,28 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h) => {
     WARMUP / PROVIDERS,
   );
   log(`production charges at ${PROVIDERS} concurrent providers for ${PHASE_MS / 1000}s`);
-  const charges = await perLane(lanes, async (lane, n) => {
-    const key = `event-${n}`;
-    await charge(h, lane, key, false);
-    lane.keys.push(key);
-    lane.httpKeys.push(key);
-    return true;
-  });
+  const charges = await profiledPhase('charges-http', () =>
+    perLane(lanes, async (lane, n) => {
+      const key = `event-${n}`;
+      await charge(h, lane, key, false);
+      lane.keys.push(key);
+      lane.httpKeys.push(key);
+      return true;
+    }),
+  );
   log(`the charge transaction in-process at ${PROVIDERS} concurrent providers for ${PHASE_MS / 1000}s`);
-  const inProcess = await perLane(lanes, async (lane, n) => {
-    const key = `direct-${n}`;
-    await chargeInProcess(h, lane, key);
-    lane.keys.push(key);
-    return true;
-  });
+  const inProcess = await profiledPhase('charges-in-process', () =>
+    perLane(lanes, async (lane, n) => {
+      const key = `direct-${n}`;
+      await chargeInProcess(h, lane, key);
+      lane.keys.push(key);
+      return true;
+    }),
+  );
   log(`replays of the keys just charged, at ${PROVIDERS} concurrent providers for ${PHASE_MS / 1000}s`);
-  const replays = await perLane(lanes, (lane, n) => charge(h, lane, lane.httpKeys[n % lane.httpKeys.length], true));
+  const replays = await profiledPhase('charges-replays', () =>
+    perLane(lanes, (lane, n) => charge(h, lane, lane.httpKeys[n % lane.httpKeys.length], true)),
+  );
 
   const books = await checkBooks(h, lanes);
   printReport({
