@@ -48,6 +48,7 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(protectedResourceRoutes(deps, oauth).routes());
   const root = createRouter(deps, oauth);
   app.use(root.routes());
+  // 405 and OPTIONS for every route of the API, once (the routers below are merged into root's stack).
   app.use(root.allowedMethods());
   return app;
 }
@@ -56,6 +57,11 @@ export function createApp(deps: ApiDeps): Koa {
  * Every route of the API (all but the pages): the MCP endpoints, health, the operator's routes,
  * metrics, the docs, the market's icons and the user API under /api/v1. Its `stack` is the list of
  * what the service answers (the embedded-start suite requires a request to each).
+ *
+ * @koa/router merges a mounted router's routes and middleware into the parent's stack, and every
+ * request runs each middleware whose path prefix it matches (composed anew per request). So
+ * nothing here mounts a router's allowedMethods(): the app's one root.allowedMethods() answers 405
+ * and OPTIONS from every matched route (a router's own would only repeat it on every request).
  */
 export function createRouter(deps: ApiDeps, oauth: OAuthServer = createOAuthServer(deps)): Router<AppState> {
   const docsSite = buildDocsSite({ ...loadDocSources(), openapi: buildOpenApiDocument() });
@@ -68,12 +74,12 @@ export function createRouter(deps: ApiDeps, oauth: OAuthServer = createOAuthServ
   const health = healthRoutes(deps); //                  /health
   root.use(health.routes());
   const admin = adminRoutes(deps); //                    /admin (ADMIN_TOKEN), with /admin/skills and /admin/market
-  root.use(admin.routes(), admin.allowedMethods());
+  root.use(admin.routes());
   root.use(metricsRoutes(deps).routes()); //             /metrics
   const docs = docsRoutes(docsSite, deps.config); //     /api/v1/openapi.json, /api/v1/docs
   root.use('/api/v1', docs.routes());
   const icons = publicMarketIconRoutes(deps); //         /api/v1/market/icons/:key.png
-  root.use(icons.routes(), icons.allowedMethods());
+  root.use(icons.routes());
 
   // Bodies are read only after the caller is authenticated (the admin routes do the same with their token).
   const v1 = new Router<UserState>({ prefix: '/api/v1' });
@@ -93,7 +99,7 @@ export function createRouter(deps: ApiDeps, oauth: OAuthServer = createOAuthServ
     marketIconRoutes(deps), //      /market/icons
     providerRoutes(deps), //        /provider
   ];
-  for (const routes of userRouters) v1.use(routes.routes(), routes.allowedMethods());
-  root.use(v1.routes(), v1.allowedMethods());
+  for (const routes of userRouters) v1.use(routes.routes());
+  root.use(v1.routes());
   return root;
 }

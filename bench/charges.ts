@@ -17,7 +17,8 @@
  *      and one revenue credit per charge, the run's total equal to the sum), replays wrote nothing,
  *      and the ledger reconciles. A double charge fails the benchmark.
  *
- * Prints a table and, last, one JSON line with every figure.
+ * Prints a table and, last, one JSON line with every figure. BENCH_CPU_PROF=<dir> writes a CPU profile
+ * of this process (API and clients) for each measured phase: <dir>/charges-{baseline,http,in-process,replays}.cpuprofile.
  */
 import os from 'node:os';
 import pg from 'pg';
@@ -27,6 +28,23 @@ import type { Harness } from '../test/support/stack/harness';
 import { findLedgerProblems } from '../test/support/ledger-reconciliation';
 import { approvedEventEntry } from '../test/support/market';
 import { log, percentile, perSecond, round, runClosedLoop, runHarnessBenchmark, type LoadResult } from './load';
+import { profiledPhase } from './phase-profile';
+
+/**
+ * CPU time of this process (the API and the clients: user + system) during each measured phase, in
+ * ms. Per operation it varies far less with the machine's load than the rates do.
+ */
+const phaseCpuMs: Record<string, number> = {};
+
+async function measuredPhase<T>(name: string, run: () => Promise<T>): Promise<T> {
+  const before = process.cpuUsage();
+  try {
+    return await profiledPhase(name, run);
+  } finally {
+    const used = process.cpuUsage(before);
+    phaseCpuMs[name] = (used.user + used.system) / 1000;
+  }
+}
 
 const PROVIDERS = 32;
 const PHASE_MS = 15_000;
@@ -164,7 +182,7 @@ async function baseline(h: Harness): Promise<LoadResult> {
     };
     await runClosedLoop(WARMUP, PROVIDERS, PHASE_MS, run);
     log(`baseline: raw single-row transactions at ${PROVIDERS} clients for ${PHASE_MS / 1000}s`);
-    return await runClosedLoop(MAX_PER_PHASE, PROVIDERS, PHASE_MS, run);
+    return await measuredPhase('charges-baseline', () => runClosedLoop(MAX_PER_PHASE, PROVIDERS, PHASE_MS, run));
   } finally {
     await pool.end();
   }
@@ -221,6 +239,7 @@ function printReport(figures: {
 }): void {
   const { baseline: base, charges, inProcess, replays, books } = figures;
   const p = (r: LoadResult, q: number) => round(percentile(r.latenciesMs, q), 1);
+  const cpuPerOp = (phase: string, r: LoadResult) => round((phaseCpuMs[phase] ?? NaN) / r.succeeded, 3);
   const rows = [
     [
       `at ${PROVIDERS} concurrent clients, ${PHASE_MS / 1000}s each`,
@@ -229,6 +248,7 @@ function printReport(figures: {
       'ratio to baseline',
       'p50 ms',
       'p99 ms',
+      'CPU ms/op here',
     ],
     [
       'raw single-row Postgres transactions (baseline)',
@@ -237,6 +257,7 @@ function printReport(figures: {
       '1',
       String(p(base, 50)),
       String(p(base, 99)),
+      String(cpuPerOp('charges-baseline', base)),
     ],
     [
       'production charges (new idempotency key each)',
@@ -245,6 +266,7 @@ function printReport(figures: {
       String(round(perSecond(charges) / perSecond(base), 3)),
       String(p(charges, 50)),
       String(p(charges, 99)),
+      String(cpuPerOp('charges-http', charges)),
     ],
     [
       'the same transaction in-process (no HTTP)',
@@ -253,6 +275,7 @@ function printReport(figures: {
       String(round(perSecond(inProcess) / perSecond(base), 3)),
       String(p(inProcess, 50)),
       String(p(inProcess, 99)),
+      String(cpuPerOp('charges-in-process', inProcess)),
     ],
     [
       'replayed charges (same key and body again)',
@@ -261,6 +284,7 @@ function printReport(figures: {
       String(round(perSecond(replays) / perSecond(base), 3)),
       String(p(replays, 50)),
       String(p(replays, 99)),
+      String(cpuPerOp('charges-replays', replays)),
     ],
   ];
   const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
@@ -298,6 +322,12 @@ function printReport(figures: {
       books,
       cpus: os.cpus().length,
       load_average_1m: figures.loadAverages.map((l) => round(l, 2)),
+      bench_process_cpu_ms_per_op: {
+        baseline: cpuPerOp('charges-baseline', base),
+        charges: cpuPerOp('charges-http', charges),
+        charges_in_process: cpuPerOp('charges-in-process', inProcess),
+        replays: cpuPerOp('charges-replays', replays),
+      },
     }),
   );
 }
@@ -319,22 +349,28 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h) => {
     WARMUP / PROVIDERS,
   );
   log(`production charges at ${PROVIDERS} concurrent providers for ${PHASE_MS / 1000}s`);
-  const charges = await perLane(lanes, async (lane, n) => {
-    const key = `event-${n}`;
-    await charge(h, lane, key, false);
-    lane.keys.push(key);
-    lane.httpKeys.push(key);
-    return true;
-  });
+  const charges = await measuredPhase('charges-http', () =>
+    perLane(lanes, async (lane, n) => {
+      const key = `event-${n}`;
+      await charge(h, lane, key, false);
+      lane.keys.push(key);
+      lane.httpKeys.push(key);
+      return true;
+    }),
+  );
   log(`the charge transaction in-process at ${PROVIDERS} concurrent providers for ${PHASE_MS / 1000}s`);
-  const inProcess = await perLane(lanes, async (lane, n) => {
-    const key = `direct-${n}`;
-    await chargeInProcess(h, lane, key);
-    lane.keys.push(key);
-    return true;
-  });
+  const inProcess = await measuredPhase('charges-in-process', () =>
+    perLane(lanes, async (lane, n) => {
+      const key = `direct-${n}`;
+      await chargeInProcess(h, lane, key);
+      lane.keys.push(key);
+      return true;
+    }),
+  );
   log(`replays of the keys just charged, at ${PROVIDERS} concurrent providers for ${PHASE_MS / 1000}s`);
-  const replays = await perLane(lanes, (lane, n) => charge(h, lane, lane.httpKeys[n % lane.httpKeys.length], true));
+  const replays = await measuredPhase('charges-replays', () =>
+    perLane(lanes, (lane, n) => charge(h, lane, lane.httpKeys[n % lane.httpKeys.length], true)),
+  );
 
   const books = await checkBooks(h, lanes);
   printReport({

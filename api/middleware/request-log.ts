@@ -1,25 +1,36 @@
 import type { Next } from 'koa';
 import type { AppContext } from '../context';
-import { log } from '../../lib/log';
+import { flatLog, log, type Logger } from '../../lib/log';
 import { httpRequestDuration } from '../../lib/metrics';
 
 /** The route template that answered (`/api/v1/scrape/status/:jobId`), never the raw path, so labels stay few. */
 function routeOf(ctx: AppContext): string {
   const layers = (ctx as AppContext & { matched?: { path: string | RegExp; methods: string[] }[] }).matched ?? [];
-  const route = layers.filter((layer) => layer.methods.includes(ctx.method)).at(-1);
-  return route ? String(route.path) : 'unmatched';
+  for (let i = layers.length - 1; i >= 0; i--)
+    if (layers[i].methods.includes(ctx.method)) return String(layers[i].path);
+  return 'unmatched';
 }
 
 /**
- * Gives each request a child logger carrying its request id (`ctx.state.log`), and when it ends
- * writes one access line (method, route, status, duration, requestId, userId when known) and
- * observes the latency histogram. Headers and bodies are never logged.
+ * Gives each request a child logger carrying its request id (`ctx.state.log`, made when first
+ * used: most requests log nothing but their access line), and when it ends writes one access line
+ * (requestId, method, route, status, duration, userId when known) and observes the latency
+ * histogram. Headers and bodies are never logged. The access line is flat (strings and numbers),
+ * so it goes through flatLog(): the same output as the request's child logger would write.
  */
 export function requestLog() {
   return async (ctx: AppContext, next: Next) => {
     const started = process.hrtime.bigint();
-    const logger = log().child({ requestId: ctx.state.requestId });
-    ctx.state.log = logger;
+    const requestId = ctx.state.requestId;
+    let logger: Logger | undefined;
+    Object.defineProperty(ctx.state, 'log', {
+      configurable: true,
+      enumerable: true,
+      get: () => (logger ??= log().child({ requestId })),
+      set: (value: Logger) => {
+        logger = value;
+      },
+    });
     try {
       await next();
     } finally {
@@ -28,8 +39,9 @@ export function requestLog() {
       httpRequestDuration.labels(ctx.method, route, String(ctx.status)).observe(seconds);
       const userId = ctx.state.user?.userId;
       const level = ctx.status >= 500 ? 'error' : 'info';
-      logger[level](
+      flatLog()[level](
         {
+          requestId,
           method: ctx.method,
           route,
           status: ctx.status,

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 
 /**
  * Charge tokens: `mct1.<payload>.<mac>`, both parts base64url; payload is JSON of ChargeTokenClaims
@@ -23,8 +23,19 @@ const PREFIX = 'mct1';
 export type TokenCheck =
   { ok: true; claims: ChargeTokenClaims } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' };
 
+/**
+ * The key as a KeyObject, made once per key buffer: an HMAC keyed by a Buffer makes one on every
+ * call, which costs several times the HMAC itself (every charge request checks a token).
+ */
+const keyObjects = new WeakMap<Buffer, KeyObject>();
+
 function mac(key: Buffer, signed: string): Buffer {
-  return createHmac('sha256', key).update(signed).digest();
+  let keyObject = keyObjects.get(key);
+  if (!keyObject) {
+    keyObject = createSecretKey(key);
+    keyObjects.set(key, keyObject);
+  }
+  return createHmac('sha256', keyObject).update(signed).digest();
 }
 
 export function signChargeToken(key: Buffer, claims: ChargeTokenClaims): string {

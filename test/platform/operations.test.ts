@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { sql } from 'kysely';
 import { useHarness, type Harness } from '../support/stack/harness';
@@ -8,7 +8,15 @@ import { parsePrometheus } from '../support/prometheus';
 import { startWebhookReceiver } from '../support/fakes/webhook-receiver';
 import { startWorkerProcess } from '../support/stack/worker-process';
 import { freePort } from '../support/stack/ports';
-import { createLogger } from '../../lib/log';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { createLogger, flatLogger } from '../../lib/log';
+import { requestId as requestIdMiddleware } from '../../api/middleware/request-id';
+import { requestLog } from '../../api/middleware/request-log';
+import { errorHandler } from '../../api/middleware/errors';
+import { jsonBody } from '../../api/middleware/json-body';
+import type { AppContext } from '../../api/context';
 import { getWalletSummary } from '../../db/repos/ledger';
 
 /** The JSON log lines written so far (the harness sends the service's logs to the captured output). */
@@ -125,6 +133,180 @@ describe('operations: structured logs and metrics', function () {
       assert.equal(line.headers.accept, 'application/json');
       assert.equal(line.body.url, 'https://example.com');
       assert.equal(line.requestId, 'r-1');
+    });
+  });
+
+  describe('the request log and body reading', function () {
+    let server: http.Server;
+    let base: string;
+    const handled: string[] = [];
+
+    /** The middleware the API runs first (api/app.ts), with a body limit of 64 bytes, around three routes. */
+    before(async function () {
+      const app = new Koa();
+      app.use(requestIdMiddleware());
+      app.use(requestLog());
+      app.use(errorHandler());
+      app.use(jsonBody(64));
+      app.use(async (ctx: AppContext) => {
+        handled.push(ctx.state.requestId);
+        if (ctx.path === '/boom') throw new Error('an unexpected failure');
+        ctx.state.log!.info({ headers: ctx.headers, body: ctx.state.body }, 'a route logs the request');
+        ctx.body = { received: ctx.state.body ?? null };
+      });
+      server = app.listen(0, '127.0.0.1');
+      await new Promise((resolve) => server.once('listening', resolve));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+
+    after(function () {
+      server.close();
+    });
+
+    /** POST with a chunked body (no content-length), written in two parts. */
+    const postChunked = (requestId: string, parts: string[], headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = http.request(
+          `${base}/echo`,
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-request-id': requestId, ...headers },
+          },
+          (response) => {
+            let body = '';
+            response.setEncoding('utf8');
+            response.on('data', (chunk: string) => (body += chunk));
+            response.on('end', () => resolve({ status: response.statusCode!, body }));
+          },
+        );
+        request.on('error', reject);
+        for (const part of parts) request.write(part);
+        request.end();
+      });
+
+    it('reads a chunked JSON body, and a route logs through the request logger with secrets redacted', async function () {
+      const requestId = `ops-body-${randomBytes(6).toString('hex')}`;
+      const apiKey = `sk_live_${randomBytes(16).toString('hex')}`;
+      const token = `mct1.${randomBytes(12).toString('hex')}`;
+      const response = await postChunked(requestId, ['{"password":"pw-', 'value","n":1}'], {
+        'x-api-key': apiKey,
+        'x-service-charge-token': token,
+      });
+      assert.equal(response.status, 200, response.body);
+      assert.deepEqual(JSON.parse(response.body), { received: { password: 'pw-value', n: 1 } });
+      const lines = jsonLogLines().filter((line) => line.requestId === requestId);
+      assert.deepEqual(
+        lines.map((line) => line.msg),
+        ['a route logs the request', 'POST unmatched 200'],
+      );
+      const [routeLine, accessLine] = lines;
+      assert.equal(routeLine.headers['x-api-key'], '[redacted]');
+      assert.equal(
+        routeLine.headers['x-service-charge-token'],
+        token,
+        'not a secret field name (the charge token is never logged by a route)',
+      );
+      assert.equal(routeLine.body.password, '[redacted]');
+      assert.deepEqual(Object.keys(accessLine), [
+        'level',
+        'time',
+        'pid',
+        'requestId',
+        'method',
+        'route',
+        'status',
+        'durationMs',
+        'msg',
+      ]);
+      const output = capturedOutput();
+      assert.ok(!output.includes(apiKey) && !output.includes('pw-value'), 'a secret reached the logs');
+    });
+
+    it('refuses a chunked body over the limit before any route runs', async function () {
+      const requestId = `ops-huge-${randomBytes(6).toString('hex')}`;
+      const outcome = await postChunked(requestId, [`{"a":"${'x'.repeat(40)}`, `${'y'.repeat(40)}"}`]).catch(
+        (err: Error) => err,
+      );
+      // The request stream is destroyed when the limit is passed: the client sees 413 or a closed connection.
+      if (!(outcome instanceof Error)) assert.equal(outcome.status, 413, outcome.body);
+      assert.ok(!handled.includes(requestId), 'the route ran with a body over the limit');
+    });
+
+    it('logs an unexpected error with the request id, then its access line', async function () {
+      const requestId = `ops-boom-${randomBytes(6).toString('hex')}`;
+      const response = await fetch(`${base}/boom`, { headers: { 'x-request-id': requestId } });
+      assert.equal(response.status, 500);
+      assert.equal(((await response.json()) as any).error.code, 'internal_error');
+      // Error lines are captured twice (the test sink echoes them to stderr, which is captured too).
+      const lines = [
+        ...new Set(
+          jsonLogLines()
+            .filter((line) => line.requestId === requestId)
+            .map((line) => JSON.stringify(line)),
+        ),
+      ].map((text) => JSON.parse(text));
+      assert.deepEqual(
+        lines.map((line) => [line.level, line.msg]),
+        [
+          ['error', 'request failed with an unexpected error'],
+          ['error', 'GET unmatched 500'],
+        ],
+      );
+      assert.equal(lines[0].err.message, 'an unexpected failure');
+    });
+
+    it('writes the access line as the request logger would, redacting secret fields at the top of a flat line', function () {
+      let written = '';
+      const logger = createLogger({
+        level: 'debug',
+        destination: { write: (chunk: string) => ((written += chunk), true) } as unknown as NodeJS.WritableStream,
+      });
+      const line = {
+        method: 'POST',
+        route: '/api/v1/provider/runs/:runId/charge',
+        status: 200,
+        durationMs: 1.5,
+        userId: 'u-1',
+      };
+      logger.child({ requestId: 'r-1' }).info(line, 'POST /x 200');
+      flatLogger(logger).info({ requestId: 'r-1', ...line }, 'POST /x 200');
+      const [viaChild, viaFlat] = written
+        .trim()
+        .split('\n')
+        .map((text) => text.replace(/"time":"[^"]+"/, ''));
+      assert.equal(viaFlat, viaChild);
+
+      written = '';
+      const secrets = {
+        apiKey: 'k-value',
+        'x-api-key': 'h-value',
+        token: 't-value',
+        password: 'p-value',
+        authorization: 'a-value',
+      };
+      flatLogger(logger).info({ route: '/r', ...secrets }, 'flat');
+      for (const value of Object.values(secrets))
+        assert.ok(!written.includes(value), `${value} was logged: ${written}`);
+      const parsed = JSON.parse(written);
+      for (const name of Object.keys(secrets)) assert.equal(parsed[name], '[redacted]');
+      assert.equal(parsed.route, '/r');
+    });
+  });
+
+  describe('routing', function () {
+    it('answers OPTIONS and 405 on an API route from its methods, and still runs the route', async function () {
+      const path = `/api/v1/provider/runs/${randomUUID()}/charge`;
+      const options = await h.http('OPTIONS', path);
+      assert.equal(options.status, 200);
+      assert.deepEqual(options.headers.get('allow')?.split(', ').sort(), ['POST']);
+      const put = await h.http('PUT', path, { apiKey: user.apiKey });
+      assert.equal(put.status, 405);
+      assert.equal(put.body.error.code, 'method_not_allowed');
+      const post = await h.http('POST', path, { apiKey: user.apiKey, body: { eventName: 'e', count: 1 } });
+      assert.equal(post.status, 400);
+      assert.equal(post.body.error.code, 'idempotency_key_required');
+      const revenue = await h.http('GET', '/api/v1/provider/revenue', { apiKey: user.apiKey });
+      assert.equal(revenue.status, 200, JSON.stringify(revenue.body));
     });
   });
 
