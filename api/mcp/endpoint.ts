@@ -13,6 +13,7 @@ import {
 import { legacySessions, type LegacySessionOptions } from './legacy-sessions';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { ApiError } from '../errors';
+import { errorBody } from '../middleware/errors';
 import { createRateLimiter } from './rate-limit';
 import { log } from '../../lib/log';
 
@@ -36,6 +37,12 @@ export interface McpEndpointOptions {
    * WWW-Authenticate); what it returns reaches the factory as `authInfo`. Omitted: a public endpoint.
    */
   authenticate?: (ctx: Context) => Promise<AuthInfo>;
+  /**
+   * When authenticate leaves part of its check to the request's handling (the hosted market endpoint leaves a
+   * credential's liveness to the call's acquire statement): called once the SDK has answered and before its
+   * answer is sent. An ApiError is answered instead (e.g. 401 with WWW-Authenticate); null sends the answer.
+   */
+  confirm?: (authInfo: AuthInfo) => Promise<ApiError | null>;
   /**
    * Serve clients of the 2025 revisions with sessions (legacy-sessions.ts) instead of the SDK's
    * stateless fallback: needed to relay a server's requests to such a client and its answers back.
@@ -63,9 +70,12 @@ export function clientAddress(ctx: Context): string {
  * Mount it before the JSON body parser: the SDK reads the request body itself.
  */
 export function mcpEndpoint(options: McpEndpointOptions): Middleware {
-  const handler = options.sessions
+  const served = options.sessions
     ? withLegacySessions(options.factory, options.sessions)
     : createMcpHandler(options.factory, { maxRequestBodySize: MAX_BODY_BYTES });
+  // The Koa context of an authenticated request (for the error body of a refusal found after the SDK answered).
+  const contexts = new WeakMap<AuthInfo, Context>();
+  const handler = options.confirm ? confirming(served, options.confirm, contexts) : served;
   const serve = toNodeHandler(handler, {
     maxRequestBodySize: MAX_BODY_BYTES,
     onerror: (err) => log().error({ err, endpoint: String(options.path) }, 'MCP endpoint failed'),
@@ -95,13 +105,45 @@ export function mcpEndpoint(options: McpEndpointOptions): Middleware {
         },
       );
     }
-    if (options.authenticate) (ctx.req as typeof ctx.req & { auth?: AuthInfo }).auth = await options.authenticate(ctx);
+    if (options.authenticate) {
+      const auth = await options.authenticate(ctx);
+      contexts.set(auth, ctx);
+      (ctx.req as typeof ctx.req & { auth?: AuthInfo }).auth = auth;
+    }
     const body = await readJsonBody(ctx.req);
     // The SDK writes the response itself; Koa must neither answer nor treat the request as unrouted.
     ctx.respond = false;
     ctx.status = 200;
     if (body && 'parsed' in body) await serve(ctx.req, ctx.res, body.parsed);
     else await serve(body ? replaying(ctx.req, body.raw) : ctx.req, ctx.res);
+  };
+}
+
+/**
+ * The handler with options.confirm between the SDK's answer and the client: a refusal replaces the answer (whose
+ * body is dropped unread) with the API's error body, its status and headers.
+ */
+function confirming(
+  handler: Pick<McpHttpHandler, 'fetch'>,
+  confirm: NonNullable<McpEndpointOptions['confirm']>,
+  contexts: WeakMap<AuthInfo, Context>,
+): Pick<McpHttpHandler, 'fetch'> {
+  return {
+    fetch: async (request, requestOptions) => {
+      const response = await handler.fetch(request, requestOptions);
+      const auth = requestOptions?.authInfo;
+      const refusal = auth ? await confirm(auth) : null;
+      if (!refusal) return response;
+      await response.body?.cancel().catch(() => {});
+      const ctx = contexts.get(auth!);
+      return new Response(
+        JSON.stringify(ctx ? errorBody(ctx, refusal) : { error: { code: refusal.code, message: refusal.message } }),
+        {
+          status: refusal.status,
+          headers: { 'content-type': 'application/json; charset=utf-8', ...refusal.headers },
+        },
+      );
+    },
   };
 }
 
@@ -142,7 +184,7 @@ function replaying(req: IncomingMessage, raw: Buffer): IncomingMessage {
 }
 
 /** The first revision of the stateless era (every request carries its own envelope). */
-const MODERN_REVISIONS_FROM = '2026-07-28';
+export const MODERN_REVISIONS_FROM = '2026-07-28';
 
 /**
  * 2026-07-28 requests to the SDK's per-request serving, 2025-era requests (an initialize, and every

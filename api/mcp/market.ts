@@ -23,13 +23,20 @@ import {
   type ServerOptions,
   type Tool,
 } from '@modelcontextprotocol/server';
-import { findApiKeyOwner, loadCallEntryCached, marketCallPath } from '../../db/repos/market-tool-calls';
+import {
+  findApiKeyOwner,
+  loadCallEntryCached,
+  marketCallPath,
+  type DeferredCredentialCheck,
+} from '../../db/repos/market-tool-calls';
 import { looksLikeMcpCredential } from '../../lib/market/credential';
 import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import {
   callableTools,
+  PrincipalRefusedError,
   relayMarketToolCall,
   type MarketCallEntry,
+  type MarketRelayedOutcome,
   type MarketToolCallOutcome,
   type MarketToolCallRequest,
 } from '../../lib/market/tool-call';
@@ -37,11 +44,16 @@ import { microsToUsd } from '../../lib/money';
 import { resultContent } from '../../lib/tools/result';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
-import type { McpEndpointOptions } from './endpoint';
+import { MODERN_REVISIONS_FROM, type McpEndpointOptions } from './endpoint';
 import { marketMcpUrl as mcpUrlOf } from '../services/public-urls';
 import { MCP_SCOPE, type OAuthServer } from '../services/oauth';
 import { API_KEY_PREFIX } from '../../lib/crypto';
-import { credentialPrincipal, needsParams, type MarketPrincipal } from '../services/market-try';
+import {
+  credentialPrincipal,
+  deferredCredentialPrincipal,
+  needsParams,
+  type MarketPrincipal,
+} from '../services/market-try';
 
 /** The hosted market endpoint: `/mcp/{entryId}` on the API origin (or under MCP_PUBLIC_URL). */
 export const MARKET_MCP_PATH = /^\/mcp\/([^/]+)\/?$/;
@@ -56,6 +68,11 @@ interface MarketRequestState {
   entry: MarketCallEntry;
   /** ?tools=a,b: only these tools are listed and callable. */
   only: Set<string> | null;
+  /**
+   * A 2026-07-28 request's credential, whose liveness (key live, not revoked) is checked by the call's acquire
+   * statement, or on its own after the SDK answered (confirmRequest) for a request that acquired no run.
+   */
+  deferred?: { check: DeferredCredentialCheck; refuse: (problem: string) => ApiError };
 }
 
 export { needsParams };
@@ -98,7 +115,18 @@ async function authenticate(deps: ApiDeps, oauth: OAuthServer, ctx: Context): Pr
   const entry = await loadCallEntryCached(deps.db, deps.config.masterKey, entryId);
   if (!entry) throw new ApiError(404, 'not_found', 'Market entry not found (not approved, or disabled)');
 
+  // A 2026-07-28 request (no session: each request stands alone) leaves the credential's liveness check to the
+  // call's acquire statement, one round trip less; a 2025 session's requests are checked here, before anything.
+  const revision = ctx.get('mcp-protocol-version');
+  const deferrable = !ctx.get('mcp-session-id') && revision !== '' && revision >= MODERN_REVISIONS_FROM;
+  let deferred: MarketRequestState['deferred'];
   const credentialOf = async (credential: string, source: 'direct' | 'oauth') => {
+    if (deferrable) {
+      const opened = deferredCredentialPrincipal(deps.db, deps.config.masterKey, entry, credential, source);
+      if ('problem' in opened) throw challenge_(opened.problem);
+      deferred = { check: opened.check, refuse: (problem) => challenge_(problem) };
+      return opened.principal;
+    }
     const opened = await credentialPrincipal(deps.db, deps.config.masterKey, entry, credential, source);
     if ('problem' in opened) throw challenge_(opened.problem);
     return opened.principal;
@@ -131,6 +159,7 @@ async function authenticate(deps: ApiDeps, oauth: OAuthServer, ctx: Context): Pr
   const state: MarketRequestState = {
     principal,
     entry,
+    ...(deferred && { deferred }),
     only: tools
       ? new Set(
           tools
@@ -141,6 +170,22 @@ async function authenticate(deps: ApiDeps, oauth: OAuthServer, ctx: Context): Pr
       : null,
   };
   return { token: 'redacted', clientId: principal.userId, scopes: [], extra: { market: state } };
+}
+
+/**
+ * After the SDK answered a request whose credential check was deferred: the check, unless the call's acquire
+ * made it (one statement, never remembered), and the 401 a refused credential gets in place of the answer.
+ */
+async function confirmRequest(authInfo: AuthInfo): Promise<ApiError | null> {
+  const deferred = stateOf(authInfo)?.deferred;
+  if (!deferred) return null;
+  try {
+    await deferred.check.confirm();
+    return null;
+  } catch (error) {
+    if (error instanceof PrincipalRefusedError) return deferred.refuse(error.problem);
+    throw error;
+  }
 }
 
 /** The price an agent or person sees before calling (tools/list `_meta`). */
@@ -277,6 +322,7 @@ export function marketMcpEndpoint(deps: ApiDeps, oauth: OAuthServer): McpEndpoin
     allowedHostnames: hosts,
     rateLimitPerMinute: market.mcpRateLimitPerMinute,
     authenticate: (ctx) => authenticate(deps, oauth, ctx),
+    confirm: confirmRequest,
     sessions: {
       principalOf: principalKey,
       maxSessions: market.mcpMaxSessions,
@@ -321,22 +367,37 @@ export function marketMcpEndpoint(deps: ApiDeps, oauth: OAuthServer): McpEndpoin
         const name = request.params.name;
         const allowed = offeredTo(state).some((t) => t.toolName === name);
         const waiting = ctx.mcpReq.requestState<HostedRequestState>();
-        const outcome = await relayMarketToolCall(callDeps, {
-          consumerId: principal.userId,
-          entry: allowed ? entry : { ...entry, approvedTools: [] },
-          toolName: name,
-          args: request.params.arguments ?? {},
-          consumerParams: principal.params,
-          selectionId: principal.selectionId,
-          ...consumerRun(
-            { consumerId: principal.userId, selectionId: principal.selectionId, capMicros: principal.capMicros },
-            entry,
-          ),
-          signal: ctx.mcpReq.signal,
-          relay: callRelay(ctx, era, era === 'legacy' ? sessionLogLevel : undefined, server, market.inputRequiredTtlMs),
-          ...(waiting?.w && { resume: { waitingId: waiting.w } }),
-          ...(ctx.mcpReq.inputResponses && { inputResponses: ctx.mcpReq.inputResponses }),
-        });
+        let outcome: MarketRelayedOutcome;
+        try {
+          outcome = await relayMarketToolCall(callDeps, {
+            consumerId: principal.userId,
+            entry: allowed ? entry : { ...entry, approvedTools: [] },
+            toolName: name,
+            args: request.params.arguments ?? {},
+            consumerParams: principal.params,
+            selectionId: principal.selectionId,
+            ...consumerRun(
+              { consumerId: principal.userId, selectionId: principal.selectionId, capMicros: principal.capMicros },
+              entry,
+              state.deferred?.check,
+            ),
+            signal: ctx.mcpReq.signal,
+            relay: callRelay(
+              ctx,
+              era,
+              era === 'legacy' ? sessionLogLevel : undefined,
+              server,
+              market.inputRequiredTtlMs,
+            ),
+            ...(waiting?.w && { resume: { waitingId: waiting.w } }),
+            ...(ctx.mcpReq.inputResponses && { inputResponses: ctx.mcpReq.inputResponses }),
+          });
+        } catch (error) {
+          // Nothing was acquired, recorded or forwarded: the endpoint answers 401 in place of this (confirmRequest).
+          if (error instanceof PrincipalRefusedError)
+            throw new ProtocolError(ProtocolErrorCode.InvalidRequest, error.problem);
+          throw error;
+        }
         if (outcome.status === 'input_required') {
           // On a 2025 session the SDK asks the client for each input in a request of its own and calls this handler again.
           return inputRequired({

@@ -6,12 +6,20 @@ import {
   recordMarketCredential,
   type CredentialSource,
 } from '../../db/repos/market-credentials';
-import { loadCallEntryCached, marketCallPath } from '../../db/repos/market-tool-calls';
+import { loadCallEntryCached, marketCallPath, type DeferredCredentialCheck } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
-import { looksLikeMcpCredential, openMcpCredentialCached, paramsSchemaHashOf } from '../../lib/market/credential';
+import {
+  CREDENTIAL_KEY_ROTATED,
+  CREDENTIAL_REVOKED,
+  looksLikeMcpCredential,
+  openMcpCredentialCached,
+  paramsSchemaHashOf,
+  type McpCredentialClaims,
+} from '../../lib/market/credential';
 import {
   callableTools,
   callMarketTool,
+  PrincipalRefusedError,
   type MarketCallEntry,
   type MarketToolCallOutcome,
 } from '../../lib/market/tool-call';
@@ -32,7 +40,7 @@ export function needsParams(schema: Record<string, unknown>): boolean {
 }
 
 /** The refusal of a revoked credential (the hosted endpoint answers it as a 401 invalid_token). */
-export const REVOKED_CREDENTIAL = 'This credential has been revoked; create a new one';
+export const REVOKED_CREDENTIAL = CREDENTIAL_REVOKED;
 
 /**
  * The principal of an MCP client credential presented for `entry`, or why it may not be used: the
@@ -49,18 +57,84 @@ export async function credentialPrincipal(
   token: string,
   source: CredentialSource = 'direct',
 ): Promise<{ principal: MarketPrincipal } | { problem: string }> {
+  const opened = openCredentialFor(masterKey, entry, token);
+  if ('problem' in opened) return opened;
+  const problem = (await checkCredentialUse(db, opened.claims, source)) ?? opened.paramsProblem;
+  return problem ? { problem } : { principal: opened.principal };
+}
+
+/**
+ * The same principal with the credential's liveness check left to the call's acquire statement
+ * (DeferredCredentialCheck, migration 0027), which saves the hosted call a round trip: what needs no database
+ * (the token opens, is this entry's, the entry's parameters unchanged) is checked now; the rest by the acquire,
+ * or by `check.confirm()` for a request that acquires no run — always before anything is recorded, forwarded
+ * or answered.
+ */
+export function deferredCredentialPrincipal(
+  db: Db,
+  masterKey: Buffer,
+  entry: MarketCallEntry,
+  token: string,
+  source: CredentialSource = 'direct',
+): { principal: MarketPrincipal; check: DeferredCredentialCheck } | { problem: string } {
+  const opened = openCredentialFor(masterKey, entry, token);
+  if ('problem' in opened) return opened;
+  // Refused without the database (so before the key's and the revocation's checks, unlike credentialPrincipal).
+  if (opened.paramsProblem) return { problem: opened.paramsProblem };
+  const { claims } = opened;
+  let verdict: string | null | undefined;
+  let confirming: Promise<string | null> | undefined;
+  const check: DeferredCredentialCheck = {
+    credential: { id: claims.id, apiKeyId: claims.apiKeyId, source, issuedAt: new Date(claims.iat) },
+    settled: () => verdict !== undefined,
+    settle: (problem) => {
+      verdict ??= problem;
+    },
+    confirm: async () => {
+      if (verdict === undefined) {
+        confirming ??= checkCredentialUse(db, claims, source);
+        const problem = await confirming;
+        verdict ??= problem;
+      }
+      if (verdict) throw new PrincipalRefusedError(verdict);
+    },
+  };
+  return { principal: opened.principal, check };
+}
+
+function openCredentialFor(
+  masterKey: Buffer,
+  entry: MarketCallEntry,
+  token: string,
+):
+  | { principal: MarketPrincipal; claims: Readonly<McpCredentialClaims>; paramsProblem: string | null }
+  | { problem: string } {
   const claims = looksLikeMcpCredential(token) ? openMcpCredentialCached(masterKey, token) : null;
   if (!claims || typeof claims.id !== 'string') return { problem: 'The credential is not valid' };
   if (claims.entryId !== entry.entryId) return { problem: 'This credential belongs to another market entry' };
+  return {
+    claims,
+    paramsProblem:
+      claims.paramsSchemaHash === paramsSchemaHashOf(entry.requiredUserParamsSchema)
+        ? null
+        : "The entry's parameters changed since this credential was made; generate a new credential",
+    principal: { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros },
+  };
+}
+
+/** The credential's liveness, read in its own statement: null (may be used) or the problem; records a first use, marks the last. */
+async function checkCredentialUse(
+  db: Db,
+  claims: Readonly<McpCredentialClaims>,
+  source: CredentialSource,
+): Promise<string | null> {
   const use = await findCredentialUse(db, {
     credentialId: claims.id,
     apiKeyId: claims.apiKeyId,
     userId: claims.userId,
   });
-  if (!use) return { problem: 'The API key this credential was made with has been rotated; generate a new credential' };
-  if (use.recorded?.revokedAt) return { problem: REVOKED_CREDENTIAL };
-  if (claims.paramsSchemaHash !== paramsSchemaHashOf(entry.requiredUserParamsSchema))
-    return { problem: "The entry's parameters changed since this credential was made; generate a new credential" };
+  if (!use) return CREDENTIAL_KEY_ROTATED;
+  if (use.recorded?.revokedAt) return CREDENTIAL_REVOKED;
   const now = new Date();
   if (!use.recorded) {
     await recordMarketCredential(db, {
@@ -77,9 +151,7 @@ export async function credentialPrincipal(
   } else if (!use.recorded.lastUsedAt || now.getTime() - use.recorded.lastUsedAt.getTime() >= LAST_USED_PRECISION_MS) {
     await markCredentialUsed(db, claims.id, now);
   }
-  return {
-    principal: { userId: claims.userId, selectionId: claims.id, params: claims.params, capMicros: claims.capMicros },
-  };
+  return null;
 }
 
 export type TryOutcome = { status: 'called'; outcome: MarketToolCallOutcome } | { status: 'refused'; problem: string };

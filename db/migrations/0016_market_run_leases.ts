@@ -196,6 +196,11 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`drop function settle_market_call(uuid, uuid, uuid, uuid, text, text, text, text, bigint, bigint, bigint, jsonb, boolean, text, text, jsonb, uuid, text, boolean)`.execute(
     db,
   );
+  await createLeaseSettleMarketCall(db);
+}
+
+/** settle_market_call as this migration defines it (migration 0027 redefines it; its down restores this one). */
+export async function createLeaseSettleMarketCall(db: Kysely<any>): Promise<void> {
   await sql`
     create function settle_market_call(p_run uuid, p_charge uuid, p_consumer uuid, p_provider uuid, p_call_key text, p_call_id text,
                                        p_tool text, p_event text, p_price bigint, p_commission bigint, p_revenue bigint, p_charge_result jsonb,

@@ -22,6 +22,22 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`drop function acquire_market_run(uuid, uuid, uuid, text, uuid, bigint, bigint, bigint, boolean, interval, timestamptz, timestamptz)`.execute(
     db,
   );
+  await createWindowAcquireMarketRun(db);
+
+  await sql`
+    create or replace function end_market_call(p_run uuid, p_release bigint, p_close boolean, p_grace interval) returns void language sql volatile as $$
+      update market_runs
+        set hold_micros = hold_micros - least(greatest(p_release, 0), hold_micros - charged_micros),
+            idle_until = case when calls_in_flight > 0 then greatest(coalesce(idle_until, now()), now() + coalesce(idle_grace, p_grace)) else idle_until end,
+            calls_in_flight = greatest(calls_in_flight - 1, 0),
+            status = case when p_close then 'closed' else status end,
+            closed_at = case when p_close and status = 'open' then now() else closed_at end
+        where id = p_run
+    $$`.execute(db);
+}
+
+/** acquire_market_run as this migration defines it (migration 0027 redefines it; its down restores this one). */
+export async function createWindowAcquireMarketRun(db: Kysely<any>): Promise<void> {
   await sql`
     create function acquire_market_run(p_id uuid, p_consumer uuid, p_entry uuid, p_selection text, p_job uuid, p_cap bigint, p_limit bigint,
                                        p_reserve bigint, p_shared boolean, p_min_life interval, p_created timestamptz, p_expires timestamptz,
@@ -139,17 +155,6 @@ export async function up(db: Kysely<any>): Promise<void> {
         returning * into v_run;
       return jsonb_build_object('outcome', 'opened', 'run', to_jsonb(v_run));
     end
-    $$`.execute(db);
-
-  await sql`
-    create or replace function end_market_call(p_run uuid, p_release bigint, p_close boolean, p_grace interval) returns void language sql volatile as $$
-      update market_runs
-        set hold_micros = hold_micros - least(greatest(p_release, 0), hold_micros - charged_micros),
-            idle_until = case when calls_in_flight > 0 then greatest(coalesce(idle_until, now()), now() + coalesce(idle_grace, p_grace)) else idle_until end,
-            calls_in_flight = greatest(calls_in_flight - 1, 0),
-            status = case when p_close then 'closed' else status end,
-            closed_at = case when p_close and status = 'open' then now() else closed_at end
-        where id = p_run
     $$`.execute(db);
 }
 

@@ -22,6 +22,7 @@ import * as marketCredentials from './0023_market_credentials';
 import * as marketRunWindow from './0024_market_run_window';
 import * as oneStatementCharge from './0025_one_statement_charge';
 import * as oauthClients from './0026_oauth_clients';
+import * as twoStatementCall from './0027_two_statement_call';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '0024_market_run_window': marketRunWindow,
   '0025_one_statement_charge': oneStatementCharge,
   '0026_oauth_clients': oauthClients,
+  '0027_two_statement_call': twoStatementCall,
 };
 
 export const migrationProvider: MigrationProvider = {

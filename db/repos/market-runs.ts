@@ -100,6 +100,21 @@ export interface AcquireMarketRunInput extends OpenMarketRunInput {
    * or free calls: MARKET_RUN_WINDOW_IDLE_SECONDS); omitted: MARKET_RUN_IDLE_GRACE_SECONDS (migration 0024).
    */
   idleGraceMs?: number | null;
+  /**
+   * The credential the call was made with, checked in the same statement before anything else (migration 0027):
+   * its API key live and the credential not revoked ('key_rotated', 'credential_revoked'), recorded at its first
+   * use, its last use written to the minute. Omitted: no check (the caller checked it, or there is no credential).
+   */
+  credential?: PresentedCredential | null;
+}
+
+/** A presented market credential, as its (verified) token names it. */
+export interface PresentedCredential {
+  id: string;
+  apiKeyId: string;
+  /** How it reached the platform (recorded with a credential issued before credentials were recorded). */
+  source: 'direct' | 'oauth';
+  issuedAt: Date;
 }
 
 export type OpenMarketRunOutcome =
@@ -109,7 +124,11 @@ export type OpenMarketRunOutcome =
   | { outcome: 'subscription_inactive' }
   | { outcome: 'insufficient_funds' };
 
-export type AcquireMarketRunOutcome = OpenMarketRunOutcome | { outcome: 'joined'; run: MarketRun; chargeToken: string };
+export type AcquireMarketRunOutcome =
+  | OpenMarketRunOutcome
+  | { outcome: 'joined'; run: MarketRun; chargeToken: string }
+  | { outcome: 'key_rotated' }
+  | { outcome: 'credential_revoked' };
 
 /** The charge token of a run (kind `run`, bound to the run, its entry and provider, expiring with the run). */
 export const runChargeToken = (key: Buffer, run: MarketRun) =>
@@ -144,18 +163,22 @@ export async function acquireMarketRun(db: Db, input: AcquireMarketRunInput): Pr
     throw new Error('The run charge limit is a positive whole number of micro-USD');
   if (!(input.ttlMs > 0)) throw new Error('A run lives for a positive time');
   const now = input.now ?? new Date();
+  const credential = input.credential;
   const result = await sql<{
     acquired:
       | { outcome: 'opened' | 'joined'; run: Selectable<MarketRunsTable> }
       | { outcome: 'run_limit_reached'; room: number }
-      | { outcome: 'entry_not_found' | 'subscription_inactive' | 'insufficient_funds' };
+      | {
+          outcome:
+            'entry_not_found' | 'subscription_inactive' | 'insufficient_funds' | 'key_rotated' | 'credential_revoked';
+        };
   }>`
     select acquire_market_run(${randomUUID()}::uuid, ${input.consumerId}::uuid, ${input.entryId}::uuid, ${input.selectionId}::text, ${input.jobId ?? null}::uuid,
                               ${input.capMicros ?? null}::bigint, ${input.limitMicros}::bigint, ${input.reserveMicros}::bigint, ${input.shared}::boolean,
                               ${intervalMs(input.minLifeMs)}, ${now}::timestamptz, ${new Date(now.getTime() + input.ttlMs)}::timestamptz,
-                              ${input.idleGraceMs == null ? sql`null::interval` : intervalMs(input.idleGraceMs)}) as acquired`.execute(
-    db,
-  );
+                              ${input.idleGraceMs == null ? sql`null::interval` : intervalMs(input.idleGraceMs)},
+                              ${credential?.id ?? null}::uuid, ${credential?.apiKeyId ?? null}::uuid, ${credential?.source ?? null}::text,
+                              ${credential?.issuedAt ?? null}::timestamptz) as acquired`.execute(db);
   const acquired = result.rows[0]!.acquired;
   if (acquired.outcome === 'run_limit_reached')
     return { outcome: 'run_limit_reached', roomMicros: Number(acquired.room) };
@@ -182,6 +205,8 @@ export async function acquireMarketRun(db: Db, input: AcquireMarketRunInput): Pr
 export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<OpenMarketRunOutcome> {
   const outcome = await acquireMarketRun(db, { ...input, reserveMicros: null, shared: false, minLifeMs: 0 });
   if (outcome.outcome === 'joined') throw new Error('a run of its own was joined');
+  if (outcome.outcome === 'key_rotated' || outcome.outcome === 'credential_revoked')
+    throw new Error('a run opened without a credential checked one');
   return outcome;
 }
 

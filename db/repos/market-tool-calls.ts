@@ -13,7 +13,8 @@ import type {
   SettleOutcome,
   WaitingCall,
 } from '../../lib/market/tool-call';
-import { marketToolCallDeps } from '../../lib/market/tool-call';
+import { marketToolCallDeps, PrincipalRefusedError } from '../../lib/market/tool-call';
+import { CREDENTIAL_KEY_ROTATED, CREDENTIAL_REVOKED } from '../../lib/market/credential';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import type { DriftReport, ToolDrift } from '../../lib/market/tool-drift';
 import { microsToUsd } from '../../lib/money';
@@ -30,6 +31,7 @@ import {
   intervalMs,
   runChargeToken,
   type MarketRun,
+  type PresentedCredential,
 } from './market-runs';
 import { offsetOf, type PageRequest } from './pagination';
 import { writeSystemLog } from './system-logs';
@@ -158,10 +160,16 @@ export async function acquireCallRun(
     shared: boolean;
     /** A window's idle time (MARKET_RUN_WINDOW_IDLE_SECONDS) for a run this call opens; omitted: MARKET_RUN_IDLE_GRACE_SECONDS. */
     idleGraceMs?: number | null;
+    /** The credential to check in the acquire's statement (acquireMarketRun): refused with PrincipalRefusedError. */
+    credential?: PresentedCredential | null;
   },
 ): Promise<AcquiredRun> {
   const acquired = await acquireMarketRun(db, { ...input, ...settings });
   switch (acquired.outcome) {
+    case 'credential_revoked':
+      throw new PrincipalRefusedError(CREDENTIAL_REVOKED);
+    case 'key_rotated':
+      throw new PrincipalRefusedError(CREDENTIAL_KEY_ROTATED);
     case 'opened':
     case 'joined':
       return {
@@ -558,6 +566,22 @@ export async function listProviderRevenue(db: Db, providerId: string, page: Page
 }
 
 /**
+ * A presented credential whose check (its API key live, the credential not revoked: findCredentialUse) is
+ * left to the call's acquire statement (acquire_market_run, migration 0027) instead of a statement of its own,
+ * with that check on its own (`confirm`, once) for a request that acquires no run (api/services/market-try.ts
+ * deferredCredentialCheck). Never remembered beyond the request.
+ */
+export interface DeferredCredentialCheck {
+  credential: PresentedCredential;
+  /** Whether the check was made (by the acquire or by confirm). */
+  settled(): boolean;
+  /** What the acquire's statement found: null (may call) or the problem. */
+  settle(problem: string | null): void;
+  /** The check on its own unless made already: throws PrincipalRefusedError when the credential may no longer call. */
+  confirm(): Promise<void>;
+}
+
+/**
  * The market call path over this database, as the hosted endpoint, "try a tool" and agents' market
  * selections all call it: the call dependencies (this store, the market's limits, the network policy)
  * and the run settings.
@@ -585,17 +609,34 @@ export function marketCallPath(db: Db, market: MarketConfig, policy: NetworkPoli
     consumerRun: (
       consumer: { consumerId: string; selectionId: string; capMicros: number | null },
       entry: Pick<MarketCallEntry, 'entryId' | 'monetizationStrategy'>,
+      /** The consumer's credential when its check is left to the acquire's statement (the hosted endpoint). */
+      check?: DeferredCredentialCheck,
     ) => ({
       runPerCall: false,
-      acquireRun: (reserveMicros: number | null) =>
-        acquireCallRun(db, settings, {
-          ...consumer,
-          entryId: entry.entryId,
-          jobId: null,
-          reserveMicros,
-          shared: true,
-          idleGraceMs: entry.monetizationStrategy === 'provider_event' ? null : market.runWindowIdleMs,
-        }),
+      acquireRun: async (reserveMicros: number | null) => {
+        // A check made already (confirm) is not made again: its refusal is thrown here.
+        if (check?.settled()) await check.confirm();
+        const credential = check && !check.settled() ? check.credential : null;
+        let acquired: AcquiredRun;
+        try {
+          acquired = await acquireCallRun(db, settings, {
+            ...consumer,
+            entryId: entry.entryId,
+            jobId: null,
+            reserveMicros,
+            shared: true,
+            idleGraceMs: entry.monetizationStrategy === 'provider_event' ? null : market.runWindowIdleMs,
+            credential,
+          });
+        } catch (error) {
+          if (credential && error instanceof PrincipalRefusedError) check!.settle(error.problem);
+          throw error;
+        }
+        // The credential's check comes first in the statement: any other answer means it passed.
+        if (credential) check!.settle(null);
+        return acquired;
+      },
+      ...(check && { confirmPrincipal: check.confirm }),
     }),
   };
 }

@@ -28,6 +28,11 @@ export interface McpCredentialClaims {
   iat: number;
 }
 
+/** Why a credential may no longer be used: revoked, or its API key rotated (the hosted endpoint answers either as a 401 invalid_token). */
+export const CREDENTIAL_REVOKED = 'This credential has been revoked; create a new one';
+export const CREDENTIAL_KEY_ROTATED =
+  'The API key this credential was made with has been rotated; generate a new credential';
+
 const PREFIX = 'mcpc1.';
 const AAD = 'mcp-credential';
 

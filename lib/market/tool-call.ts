@@ -82,6 +82,18 @@ export interface MarketRunHandle {
   expiresAt: Date;
 }
 
+/**
+ * The caller may no longer call (its credential was revoked, or the API key it was made with rotated), found by
+ * acquireRun or confirmPrincipal: nothing was acquired, recorded or forwarded; the caller refuses the request as
+ * unauthenticated.
+ */
+export class PrincipalRefusedError extends Error {
+  constructor(readonly problem: string) {
+    super(problem);
+    this.name = 'PrincipalRefusedError';
+  }
+}
+
 export type AcquiredRun =
   | { ok: true; run: MarketRunHandle; opened: boolean }
   | { ok: false; code: 'insufficient_funds' | 'subscription_inactive' | 'entry_not_found' }
@@ -302,6 +314,13 @@ export interface MarketToolCallRequest {
    * started by the platform workers' dispatcher (workers/market-run-dispatcher.ts), off the call.
    */
   acquireRun: (reserveMicros: number | null) => Promise<AcquiredRun>;
+  /**
+   * When the caller's credential is checked by acquireRun's own statement (the hosted endpoint: its key live,
+   * the credential not revoked), the same check on its own for a call that does not get that far: awaited
+   * before a refusal that precedes the run and before a waiting call is continued, so that nothing is recorded
+   * or forwarded for a credential that may no longer call. Either throws PrincipalRefusedError.
+   */
+  confirmPrincipal?: () => Promise<void>;
   /** The run is the call's own and ends with it (a direct fixed-price or free call). */
   runPerCall: boolean;
   signal?: AbortSignal;
@@ -503,6 +522,7 @@ export async function relayMarketToolCall(
     message: string,
     runId: string | null = null,
   ): Promise<MarketRelayedOutcome> => {
+    await request.confirmPrincipal?.();
     if (continued)
       await deps.store.endCall({
         runId: continued.run.id,
@@ -515,6 +535,7 @@ export async function relayMarketToolCall(
 
   // 0. The next round of a call waiting for input continues that call (once), on its run.
   if (request.resume) {
+    await request.confirmPrincipal?.();
     const resumed = await deps.store.continueCall?.({
       id: request.resume.waitingId,
       consumerId: request.consumerId,

@@ -541,6 +541,78 @@ describe('hosted market MCP endpoint', function () {
     assert.equal(missing.status, 404);
   });
 
+  it("checks a 2026-07-28 request's credential in the call's own statement: revoked or rotated, a call, an unknown tool's call and a listing are refused with 401 before anything is recorded, billed or forwarded", async function () {
+    const provider = await h.createUser({ creditUsd: 0 });
+    const consumer = await h.createUser({ creditUsd: 1 });
+    const entry = await remoteEntry(provider, { monetizationStrategy: 'tool_call_fixed', tools: FIXED_TOOLS });
+    const issued = await credential(consumer.apiKey, entry.entryId);
+    // Every HTTP exchange of the client, to read the statuses and bodies the SDK only reports as errors.
+    const exchanges: { revision: string | null; status: number; body: string }[] = [];
+    const client = new Client({ name: 'market-consumer', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${entry.entryId}`), {
+        requestInit: { headers: { authorization: `Bearer ${issued.credential}` } },
+        fetch: async (url, init) => {
+          const response = await fetch(url, init);
+          const revision = new Headers(init?.headers).get('mcp-protocol-version');
+          exchanges.push({ revision, status: response.status, body: await response.clone().text() });
+          return response;
+        },
+      }),
+    );
+    clients.push(client);
+    assert.equal((await client.callTool({ name: 'lookup_city', arguments: { city: 'Lisbon' } })).isError, false);
+    assert.ok(
+      (exchanges.at(-1)!.revision ?? '') >= '2026-07-28',
+      `the client speaks the stateless revision, whose check is deferred (${exchanges.at(-1)!.revision})`,
+    );
+    const logLines = async () =>
+      Number(
+        (
+          await h.db
+            .selectFrom('system_logs')
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .where('user_id', '=', consumer.userId)
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    const refusedWith = async (attempt: Promise<unknown>, message: RegExp) => {
+      await assert.rejects(attempt);
+      const last = exchanges.at(-1)!;
+      assert.equal(last.status, 401, last.body);
+      assert.match(JSON.parse(last.body).error.message, message);
+    };
+
+    const revoked = await h.http('DELETE', `/api/v1/mcp-market/credentials/${issued.credentialId}`, {
+      apiKey: consumer.apiKey,
+    });
+    assert.equal(revoked.status, 200);
+    const before = {
+      wallet: await wallet(consumer.userId),
+      upstream: service.toolCallHeaders().length,
+      logs: await logLines(),
+    };
+    await refusedWith(client.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } }), /revoked/);
+    await refusedWith(client.callTool({ name: 'no_such_tool', arguments: {} }), /revoked/);
+    await refusedWith(client.listTools(), /revoked/);
+    assert.deepEqual(await wallet(consumer.userId), before.wallet, 'nothing billed or held');
+    assert.equal(service.toolCallHeaders().length, before.upstream, 'nothing forwarded');
+    assert.equal(await logLines(), before.logs, 'nothing recorded');
+
+    // A credential made with a key that is then rotated: refused by the acquire statement in the same way.
+    const other = await credential(consumer.apiKey, entry.entryId);
+    const second = await connect(entry.entryId, other.credential);
+    assert.equal((await second.callTool({ name: 'lookup_city', arguments: { city: 'Faro' } })).isError, false);
+    const rotated = await h.http('POST', `/admin/users/${consumer.userId}/rotate-key`, {
+      headers: { authorization: `Bearer ${h.config.adminToken}` },
+    });
+    assert.equal(rotated.status, 200);
+    const afterRotation = { wallet: await wallet(consumer.userId), upstream: service.toolCallHeaders().length };
+    await assert.rejects(second.callTool({ name: 'lookup_city', arguments: { city: 'Braga' } }), /401|rotated/i);
+    assert.deepEqual(await wallet(consumer.userId), afterRotation.wallet);
+    assert.equal(service.toolCallHeaders().length, afterRotation.upstream);
+  });
+
   it('keeps a credential issued before credentials were recorded working, lists it after its first use and revokes it', async function () {
     const provider = await h.createUser({ creditUsd: 0 });
     const consumer = await h.createUser({ creditUsd: 1 });
