@@ -18,6 +18,7 @@ import { startMcpServer, type TestMcpServer } from '../test/support/fakes/mcp-se
 import { openToolSource } from '../lib/tools/source';
 import { parseNetworkAllowlist } from '../lib/net/ssrf';
 import { percentile, round, sleep, log, runHarnessBenchmark } from './load';
+import { fetchCycleBreakdown, printCycleBreakdown } from './cycle-breakdown';
 
 const CALLS = Math.max(2, Number(process.env.BENCH_TOOL_CALLS ?? 30));
 const WATCHDOG_MS = 270_000;
@@ -25,6 +26,8 @@ const WATCHDOG_MS = 270_000;
 interface Measured {
   perCallMs: number[];
   totalMs: number;
+  /** The platform run's job (its workflow's history gives the cycle breakdown). */
+  jobId?: string;
 }
 
 async function runPlatform(h: Harness, base: string, apiKey: string, mcp: TestMcpServer): Promise<Measured> {
@@ -61,7 +64,7 @@ async function runPlatform(h: Harness, base: string, apiKey: string, mcp: TestMc
     await sleep(50);
   }
   const perCallMs = arrivals.slice(1).map((t, i) => t - arrivals[i]);
-  return { perCallMs, totalMs: performance.now() - started };
+  return { perCallMs, totalMs: performance.now() - started, jobId: accepted.body.jobId };
 }
 
 async function runBare(mcp: TestMcpServer): Promise<Measured> {
@@ -112,7 +115,8 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h, onStop) => {
   log('bare warm-up');
   await runBare(mcp);
   log('platform measured run');
-  const platform = stats(await runPlatform(h, base, apiKey, mcp));
+  const measured = await runPlatform(h, base, apiKey, mcp);
+  const platform = stats(measured);
   log('bare measured run');
   const bare = stats(await runBare(mcp));
   const ratio = { p50: round(platform.p50 / bare.p50), p99: round(platform.p99 / bare.p99) };
@@ -129,9 +133,20 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h, onStop) => {
   console.log(
     `ratio (runtime / bare): p50 ${ratio.p50}x, p99 ${ratio.p99}x; load average ${round(loadAtStart)} → ${round(os.loadavg()[0])} on ${os.cpus().length} cores`,
   );
+  let breakdown: Awaited<ReturnType<typeof fetchCycleBreakdown>> | undefined;
+  if (process.env.BENCH_TOOL_BREAKDOWN === '1') {
+    const job = await h.db
+      .selectFrom('jobs')
+      .select('workflow_id')
+      .where('id', '=', measured.jobId!)
+      .executeTakeFirstOrThrow();
+    breakdown = await fetchCycleBreakdown(h.client, job.workflow_id);
+    printCycleBreakdown(breakdown);
+  }
   console.log(
     JSON.stringify({
       bench: 'tools',
+      ...(breakdown && { breakdown }),
       calls: CALLS,
       platform,
       bare,
