@@ -100,14 +100,14 @@ export function cycleBreakdown(
   };
 }
 
-export async function fetchCycleBreakdown(client: Client, workflowId: string) {
+export async function fetchCycleBreakdown(client: Client, workflowId: string, decision?: string) {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
-  return cycleBreakdown(historyPoints(history.events ?? []));
+  return cycleBreakdown(historyPoints(history.events ?? []), decision);
 }
 
-export function printCycleBreakdown(b: Awaited<ReturnType<typeof fetchCycleBreakdown>>): void {
+export function printCycleBreakdown(label: string, b: Awaited<ReturnType<typeof fetchCycleBreakdown>>): void {
   console.log(
-    `\nCycle breakdown from the workflow history (${b.cycles} cycles of the most common shape, ${b.shapes} shape(s)); ms`,
+    `\n${label}: cycle breakdown from the workflow history (${b.cycles} cycles of the most common shape, ${b.shapes} shape(s)); ms`,
   );
   console.log('  p50      p99   segment');
   for (const s of b.segments)
