@@ -339,26 +339,30 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         row.error === null || run.memory === 'conversation'
           ? row.error
           : modelOutputMask(input.jobId, run.request).text(row.error);
-      await recordAgentToolCall(db, { ...row, error });
       const images = (output?.images ?? []).map((image) => image.id);
-      if (images.length > 0) {
-        // A step run's calls belong to its latest step (observed before the decision that made them).
-        const step = reply ? null : await findLatestStep(db, input.jobId);
-        if (reply)
-          await placeToolImages(db, input.jobId, images, {
-            callIndex: row.index,
-            replySeq: reply.seq,
-            callId: reply.callId,
-          });
-        else if (step)
-          await placeToolImages(db, input.jobId, images, {
-            callIndex: row.index,
-            taskIndex: step.task_index,
-            step: step.step,
-          });
-      }
       const message = toolCallAnswer(input, run.memory, maxToolCallsOf(run));
-      if (reply) await conversation.reply(input.jobId, reply, message, true);
+      // The row, its log line, its images' place and the conversation's tool message: one transaction
+      // (one commit for the whole record; each write lands once however often the record is retried).
+      await db.transaction().execute(async (trx) => {
+        await recordAgentToolCall(trx, { ...row, error });
+        if (images.length > 0) {
+          // A step run's calls belong to its latest step (observed before the decision that made them).
+          const step = reply ? null : await findLatestStep(trx, input.jobId);
+          if (reply)
+            await placeToolImages(trx, input.jobId, images, {
+              callIndex: row.index,
+              replySeq: reply.seq,
+              callId: reply.callId,
+            });
+          else if (step)
+            await placeToolImages(trx, input.jobId, images, {
+              callIndex: row.index,
+              taskIndex: step.task_index,
+              step: step.step,
+            });
+        }
+        if (reply) await conversationMemory(trx).reply(input.jobId, reply, message, true);
+      });
       return { ok: input.status === 'completed', navigated: false, message };
     },
 

@@ -98,8 +98,9 @@ export function conversationMemory(db: Db) {
       request: CustomAgentRunRequest,
       input: { seq: number; notes: string[]; toolsLeft: number; images?: boolean },
     ) {
-      const stored = (await readToolbox(db, jobId)) ?? { toolbox: [], notes: [] };
-      await truncateConversation(db, jobId, input.seq);
+      // The toolbox is read while the conversation is cut back to `seq` (two connections, one wait).
+      const [toolbox] = await Promise.all([readToolbox(db, jobId), truncateConversation(db, jobId, input.seq)]);
+      const stored = toolbox ?? { toolbox: [], notes: [] };
       const fresh: ChatCompletionMessageParam[] = [];
       if (input.seq === 0) {
         const system = customAgentSystemPrompt({
