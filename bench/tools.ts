@@ -40,7 +40,11 @@ interface Measured {
   workflowId?: string;
 }
 
-async function runPlatform(h: Harness, base: string, apiKey: string, mcp: TestMcpServer): Promise<Measured> {
+/**
+ * The fake model's answers for one run: an `echo` call per decision, CALLS times, then `done`. The returned
+ * array gets the time each model request arrived (a cycle is the time between two of them).
+ */
+function queueEchoDecisions(h: Harness): number[] {
   const arrivals: number[] = [];
   const replies: FakeReply[] = Array.from({ length: CALLS }, (_, i) => () => {
     arrivals.push(performance.now());
@@ -52,6 +56,11 @@ async function runPlatform(h: Harness, base: string, apiKey: string, mcp: TestMc
   });
   h.llm.reset();
   h.llm.enqueue(...replies);
+  return arrivals;
+}
+
+async function runPlatform(h: Harness, base: string, apiKey: string, mcp: TestMcpServer): Promise<Measured> {
+  const arrivals = queueEchoDecisions(h);
   const started = performance.now();
   const accepted = await h.http('POST', `${base}/api/v1/agents/run`, {
     apiKey,
@@ -130,17 +139,7 @@ async function startFloorWorker(h: Harness, mcp: TestMcpServer) {
 }
 
 async function runFloor(h: Harness): Promise<Measured> {
-  const arrivals: number[] = [];
-  const replies: FakeReply[] = Array.from({ length: CALLS }, (_, i) => () => {
-    arrivals.push(performance.now());
-    return { toolCalls: [{ name: 'echo', arguments: { message: `call ${i + 1}` } }] };
-  });
-  replies.push(() => {
-    arrivals.push(performance.now());
-    return { toolCalls: [{ name: 'done', arguments: { success: true, answer: 'done' } }] };
-  });
-  h.llm.reset();
-  h.llm.enqueue(...replies);
+  const arrivals = queueEchoDecisions(h);
   const started = performance.now();
   const workflowId = `bench-tool-cycle-floor-${Date.now()}`;
   const calls = await h.client.workflow.execute('toolCycleFloorWorkflow', {
