@@ -39,9 +39,6 @@ export function needsParams(schema: Record<string, unknown>): boolean {
   return Object.keys((schema?.properties as Record<string, unknown> | undefined) ?? {}).length > 0;
 }
 
-/** The refusal of a revoked credential (the hosted endpoint answers it as a 401 invalid_token). */
-export const REVOKED_CREDENTIAL = CREDENTIAL_REVOKED;
-
 /**
  * The principal of an MCP client credential presented for `entry`, or why it may not be used: the
  * hosted endpoint's check (api/mcp/market.ts) and the console's "try a tool" both use it. Whether the
