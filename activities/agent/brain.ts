@@ -19,7 +19,13 @@ import {
   storeTaskResult,
 } from '../../db/repos/agent-steps';
 import { deleteToolImages, placeToolImages } from '../../db/repos/agent-tool-images';
-import { assertHoldCovers, holdExhaustedMessage, holdStatus, summarizeUsage } from '../../db/repos/job-usage';
+import {
+  assertHoldCovers,
+  holdExhaustedMessage,
+  holdStatus,
+  summarizeUsage,
+  type HoldStatus,
+} from '../../db/repos/job-usage';
 import { getRouterApiKey } from '../../db/repos/users';
 import { agentStepWorstCaseMicros, llmCallWorstCaseMicros, promptTokenBound } from '../../lib/billing/worst-case';
 import { compileSchemaValidator, fieldListToJsonSchema } from '../../lib/llm/structured-output';
@@ -211,6 +217,21 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     };
   }
 
+  /**
+   * A custom agent's run (conversation memory) as its job row holds it: a job's request never changes,
+   * so each worker keeps it per run instead of reading it in every activity of every cycle.
+   */
+  const conversationRuns = new BoundedCache<LoopJob>({ maxEntries: 200, idleMs: 10 * 60_000 });
+
+  /** The run's job; `secrets: false` reads a step run's sensitive data redacted (no master key). */
+  async function loadRun(jobId: string, { secrets = true } = {}): Promise<LoopJob> {
+    const kept = conversationRuns.get(jobId);
+    if (kept) return kept;
+    const run = await loadLoopJob(db, jobId, secrets ? deps.masterKey : undefined);
+    if (run.memory === 'conversation') conversationRuns.set(jobId, run);
+    return run;
+  }
+
   async function currentStep(jobId: string, taskIndex: number, step: number) {
     return getStep(db, { jobId, taskIndex, step });
   }
@@ -219,16 +240,22 @@ export function createAgentBrainActivities(deps: BrainDeps) {
    * Asks the model for its next tool calls, when the job's hold covers the worst case of the call
    * (see lib/billing/worst-case); otherwise the reason the run stops. The call's usage is recorded.
    */
-  async function ask(
+  async function ask<Kept = void>(
     run: LoopJob,
     prompt: { messages: ChatCompletionMessageParam[]; tools: ChatCompletionTool[]; temperature?: number },
     usage: string,
-  ): Promise<{ stop: string } | { message: ChatCompletionMessage | undefined }> {
+    options: {
+      /** The job's hold, read beside the prompt (else read here). */
+      hold?: Promise<HoldStatus | null>;
+      /** Writes what the answer leaves, beside its usage record (one wait for both). */
+      keep?: (message: ChatCompletionMessage | undefined) => Promise<Kept>;
+    } = {},
+  ): Promise<{ stop: string } | { message: ChatCompletionMessage | undefined; kept?: Kept }> {
     const jobId = run.job.id;
     const { messages, tools, temperature } = prompt;
     const { client, walletBilled, model } = await clientFor(run);
     const worstCase = agentStepWorstCaseMicros({ prices: deps.llm.prices, model, walletBilled, messages, tools });
-    const hold = await holdStatus(db, jobId);
+    const hold = await (options.hold ?? holdStatus(db, jobId));
     if (hold && hold.remainingMicros < worstCase) return { stop: holdExhaustedMessage(hold, worstCase) };
     const completion = await withHeartbeat(() =>
       client.chat.completions.create({
@@ -239,8 +266,15 @@ export function createAgentBrainActivities(deps: BrainDeps) {
         ...(temperature !== undefined && { temperature }),
       }),
     );
-    await bill(jobId, usage, model, completion.usage, walletBilled);
-    return { message: completion.choices[0]?.message };
+    const message = completion.choices[0]?.message;
+    // Both writes land, or the activity fails and its retry asks again (and rewrites what it keeps).
+    const [billed, kept] = await Promise.allSettled([
+      bill(jobId, usage, model, completion.usage, walletBilled),
+      options.keep?.(message),
+    ]);
+    if (billed.status === 'rejected') throw billed.reason;
+    if (kept.status === 'rejected') throw kept.reason;
+    return { message, kept: kept.value };
   }
 
   return {
@@ -260,21 +294,27 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       const { jobId, taskIndex, step } = input;
       const usage = `decide-${taskIndex}-${step}`;
       // With the master key: masking needs the real sensitive values (without it they read "[redacted]").
-      const run = await loadLoopJob(db, jobId, deps.masterKey);
+      const run = await loadRun(jobId);
       // The model is shown the images of its latest tool results when it accepts images (tool-images.ts).
       const images = deps.llm.prices.acceptsImages(run.request.llm_model);
       if (run.memory === 'conversation') {
         const seq = input.seq ?? 0;
+        // The hold is read beside the prompt's reads (one wait); a failed read is thrown where it is awaited.
+        const hold = holdStatus(db, jobId);
+        hold.catch(() => undefined);
         const prompt = await conversation.prompt(jobId, run.request, {
           seq,
           notes: input.notes,
           toolsLeft: input.toolsLeft ?? 0,
           images,
         });
-        const answer = await ask(run, prompt, usage);
+        const answer = await ask(run, prompt, usage, {
+          hold,
+          keep: (message) => conversation.keepAnswer(jobId, seq, prompt.fresh, message),
+        });
         if ('stop' in answer) return { kind: 'stop', reason: answer.stop };
-        const kept = await conversation.keepAnswer(jobId, seq, prompt.fresh, answer.message);
-        return { kind: 'actions', actions: kept.calls, goal: kept.text, nextSeq: kept.nextSeq };
+        const { calls, text, nextSeq } = answer.kept!;
+        return { kind: 'actions', actions: calls, goal: text, nextSeq };
       }
       const prompt = await steps.prompt(run, { ...input, images });
       const answer = await ask(run, prompt, usage);
@@ -307,7 +347,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
      * browser/social tools, a tool named like one of the loop's own is offered under another name.
      */
     async prepareAgentToolbox(input: { jobId: string }): Promise<AgentToolbox> {
-      const run = await loadLoopJob(db, input.jobId);
+      const run = await loadRun(input.jobId, { secrets: false });
       const maxToolCalls = maxToolCallsOf(run);
       const selections = readJobSelections(deps.masterKey, run.job);
       // A tool-only run keeps its (possibly empty) toolbox on record; other runs without selections have none.
@@ -334,7 +374,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
      */
     async recordAgentToolCall(input: AgentToolCallRecord): Promise<ActionOutcome> {
       const { output, mayHaveRun: _mayHaveRun, reply, ...row } = input;
-      const run = await loadLoopJob(db, input.jobId, deps.masterKey);
+      const run = await loadRun(input.jobId);
       const error =
         row.error === null || run.memory === 'conversation'
           ? row.error
@@ -369,7 +409,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
     /** The extract tool: one LLM call over the latest observation's full text. */
     async runExtractTool(input: { jobId: string; taskIndex: number; step: number; question: string }) {
       const { jobId } = input;
-      const run = await loadLoopJob(db, jobId, deps.masterKey);
+      const run = await loadRun(jobId);
       const current = await currentStep(jobId, input.taskIndex, input.step);
       const { client, walletBilled, model } = await clientFor(run);
       const messages: ChatCompletionMessageParam[] = [
@@ -399,7 +439,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
       attempt: number;
       reply?: ConversationReply;
     }): Promise<FinalAnswerVerdict> {
-      const run = await loadLoopJob(db, input.jobId, deps.masterKey);
+      const run = await loadRun(input.jobId);
       const { job, request } = run;
       const masker =
         run.memory === 'steps'
@@ -502,7 +542,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
      */
     async finishAgentJob(input: { jobId: string; error: string | null; stoppedBy?: string | null }) {
       await deps.connections?.endRun(input.jobId);
-      const run = await loadLoopJob(db, input.jobId, deps.masterKey);
+      const run = await loadRun(input.jobId);
       const { job } = run;
       if (job.status === 'completed' || job.status === 'failed')
         return { jobId: job.id, status: job.status, error: job.error };

@@ -6,11 +6,10 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { Db } from '../../db/connect';
 import {
-  appendConversation,
-  listConversation,
+  listConversationBefore,
   listConversationNewestFirst,
   putConversationMessage,
-  truncateConversation,
+  replaceConversationFrom,
 } from '../../db/repos/custom-agent-runs';
 import { findSkillMdContent } from '../../db/skills/catalogue';
 import { toolImagesOfReplies } from '../../db/repos/agent-tool-images';
@@ -98,8 +97,12 @@ export function conversationMemory(db: Db) {
       request: CustomAgentRunRequest,
       input: { seq: number; notes: string[]; toolsLeft: number; images?: boolean },
     ) {
-      // The toolbox is read while the conversation is cut back to `seq` (two connections, one wait).
-      const [toolbox] = await Promise.all([readToolbox(db, jobId), truncateConversation(db, jobId, input.seq)]);
+      // The toolbox and the conversation before `seq` are read together (two connections, one wait); what an
+      // earlier attempt wrote from `seq` on is replaced when the answer is kept.
+      const [toolbox, earlier] = await Promise.all([
+        readToolbox(db, jobId),
+        listConversationBefore(db, jobId, input.seq),
+      ]);
       const stored = toolbox ?? { toolbox: [], notes: [] };
       const fresh: ChatCompletionMessageParam[] = [];
       if (input.seq === 0) {
@@ -114,7 +117,6 @@ export function conversationMemory(db: Db) {
         fresh.push({ role: 'system', content: system }, { role: 'user', content: `Task: ${request.task}` });
       }
       if (input.notes.length) fresh.push({ role: 'user', content: input.notes.join('\n') });
-      const earlier = await listConversation(db, jobId);
       const messages = earlier.map((m) => m.message as unknown as ChatCompletionMessageParam);
       const shown = input.images ? await latestToolImages(db, jobId, earlier) : null;
       if (shown) messages.push(shown);
@@ -153,7 +155,7 @@ export function conversationMemory(db: Db) {
         }),
       };
       const toStore = [...fresh, assistant];
-      await appendConversation(
+      await replaceConversationFrom(
         db,
         jobId,
         seq,

@@ -21,12 +21,13 @@ export async function insertCustomAgentRun(
     .execute();
 }
 
-/** The conversation in order. */
-export function listConversation(db: Db, jobId: string) {
+/** The conversation before position `seq`, in order. */
+export function listConversationBefore(db: Db, jobId: string, seq: number) {
   return db
     .selectFrom('custom_agent_messages')
     .select(['seq', 'message'])
     .where('job_id', '=', jobId)
+    .where('seq', '<', seq)
     .orderBy('seq')
     .execute();
 }
@@ -41,21 +42,28 @@ export function listConversationNewestFirst(db: Db, jobId: string) {
     .execute();
 }
 
-/** Drops the conversation from position `seq` on (a retried decision rewrites what an earlier attempt wrote). */
-export async function truncateConversation(db: Db, jobId: string, seq: number): Promise<void> {
-  await db.deleteFrom('custom_agent_messages').where('job_id', '=', jobId).where('seq', '>=', seq).execute();
-}
-
-/** Appends messages (JSON text) at positions `seq`, `seq + 1`, …. */
-export async function appendConversation(
+/**
+ * Writes messages (JSON text, at least one) at positions `seq`, `seq + 1`, … and drops any after them:
+ * the conversation from `seq` on is these messages (a retried decision replaces what an earlier attempt
+ * wrote). One statement: the rows it drops and the rows it writes are apart.
+ */
+export async function replaceConversationFrom(
   db: Db,
   jobId: string,
   seq: number,
   messages: readonly string[],
 ): Promise<void> {
+  if (messages.length === 0) throw new Error('replaceConversationFrom needs at least one message');
   await db
+    .with('dropped', (qb) =>
+      qb
+        .deleteFrom('custom_agent_messages')
+        .where('job_id', '=', jobId)
+        .where('seq', '>=', seq + messages.length),
+    )
     .insertInto('custom_agent_messages')
     .values(messages.map((message, i) => ({ job_id: jobId, seq: seq + i, message })))
+    .onConflict((oc) => oc.columns(['job_id', 'seq']).doUpdateSet((eb) => ({ message: eb.ref('excluded.message') })))
     .execute();
 }
 

@@ -1,5 +1,8 @@
 // Network rule: every packet in this file goes to 127.0.0.0/8.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { conversationMemory } from '../../activities/agent/conversation';
+import type { CustomAgentRunRequest } from '../../activities/agent/job';
 import { useHarness, type Harness } from '../support/stack/harness';
 import { startInternalTarget, type InternalTarget } from '../support/fakes/mcp-internal-target';
 import { startMcpServer, type TestMcpServer } from '../support/fakes/mcp-server';
@@ -326,5 +329,85 @@ describe('custom agents on the tool runtime', function () {
     assert.equal(missing.status, 404);
     assert.equal(missing.body.error.code, 'not_found');
     assert.equal((await h.http('GET', '/api/v1/agents/runs/not-a-uuid', { apiKey })).status, 400);
+  });
+});
+
+describe("a custom agent's conversation when a decision is retried", function () {
+  let h: Harness;
+  let userId: string;
+
+  before(async () => {
+    h = await useHarness();
+    ({ userId } = await h.createUser({ creditUsd: 1 }));
+  });
+
+  it('shows the model the retried attempt only: what the failed attempt wrote from its position on is replaced', async () => {
+    const jobId = randomUUID();
+    const request = { task: 'Echo twice', llm_model: 'gpt-4o-mini', max_tool_calls: 5 };
+    await h.db
+      .insertInto('jobs')
+      .values({
+        id: jobId,
+        user_id: userId,
+        kind: 'custom-agent',
+        status: 'processing',
+        request: JSON.stringify(request),
+        workflow_id: `custom-agent-${jobId}`,
+      })
+      .execute();
+    const memory = conversationMemory(h.db);
+    const prompt = (seq: number, notes: string[] = []) =>
+      memory.prompt(jobId, request as unknown as CustomAgentRunRequest, { seq, notes, toolsLeft: 5 });
+    const answer = (id: string, message: string) => ({
+      role: 'assistant' as const,
+      content: null,
+      refusal: null,
+      tool_calls: [
+        { id, type: 'function' as const, function: { name: 'echo', arguments: JSON.stringify({ message }) } },
+      ],
+    });
+
+    const opening = await prompt(0);
+    const first = await memory.keepAnswer(jobId, 0, opening.fresh, answer('call-1', 'one'));
+    await memory.reply(jobId, { seq: first.nextSeq, callId: 'call-1' }, 'one', true);
+    // The second decision's first attempt writes a note and an answer with two calls, then fails (its
+    // usage record, say); its retry is asked again from the same position and answers otherwise.
+    const second = first.nextSeq + 1;
+    const attempt = await prompt(second, ['a note from the workflow']);
+    const failed = await memory.keepAnswer(jobId, second, attempt.fresh, {
+      ...answer('call-2', 'two'),
+      tool_calls: [...answer('call-2', 'two').tool_calls, ...answer('call-3', 'three').tool_calls],
+    });
+    await memory.reply(jobId, { seq: failed.nextSeq, callId: 'call-2' }, 'two', true);
+    const retry = await prompt(second, ['a note from the workflow']);
+    assert.deepEqual(
+      retry.messages.map((m) => m.role),
+      ['system', 'user', 'assistant', 'tool', 'user'],
+      'the retry is shown what came before its position, and its own note once',
+    );
+    const kept = await memory.keepAnswer(jobId, second, retry.fresh, answer('call-4', 'four'));
+    assert.equal(kept.nextSeq, failed.nextSeq);
+    const stored = await h.db
+      .selectFrom('custom_agent_messages')
+      .select('seq')
+      .where('job_id', '=', jobId)
+      .orderBy('seq')
+      .execute();
+    assert.deepEqual(
+      stored.map((r) => r.seq),
+      Array.from({ length: kept.nextSeq }, (_, i) => i),
+      "the stored conversation ends with the retry's answer: the failed attempt's tool reply after it is dropped",
+    );
+
+    const next = await prompt(kept.nextSeq);
+    const calls = next.messages.flatMap((m) =>
+      m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => (c as { id: string }).id) : [],
+    );
+    assert.deepEqual(calls, ['call-1', 'call-4'], 'the failed attempt left no answer and no call behind');
+    assert.deepEqual(
+      next.messages.map((m) => m.role),
+      ['system', 'user', 'assistant', 'tool', 'user', 'assistant'],
+    );
+    assert.equal(next.messages.filter((m) => m.role === 'tool').length, 1, "the failed attempt's tool reply is gone");
   });
 });
