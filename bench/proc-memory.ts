@@ -42,7 +42,13 @@ export function openDescriptors(pid: number): number | null {
 export function processLabel(pid: number): string {
   try {
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-    const script = argv.find((a) => /\.(ts|js|mjs|cjs)$/.test(a) && !a.includes('node_modules'));
+    // The program's script: not a module preloaded with --require/--import (bench/heap-report.ts).
+    const script = argv.find(
+      (a, i) =>
+        /\.(ts|js|mjs|cjs)$/.test(a) &&
+        !a.includes('node_modules') &&
+        !['--require', '-r', '--import'].includes(argv[i - 1]),
+    );
     if (script) return path.relative(process.cwd(), path.resolve(script)) || script;
     const program = path.basename(argv[0] ?? '?');
     // Chromium's zygote and sandbox processes run /proc/self/exe.

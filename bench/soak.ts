@@ -29,7 +29,7 @@
  * when SOAK_MINUTES < 10) to the last minute ≤ 10%. Exits 1 when any of these fails.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -64,6 +64,82 @@ const MCP_CLIENTS = 4;
 const STARTUP_MS = 600_000;
 
 type Kind = keyof typeof RATES;
+
+/**
+ * What the platform's Node processes hold (bench/heap-report.ts, preloaded into each): a file per process
+ * in this directory, read at every minute's row.
+ */
+const heapDir = mkdtempSync(path.join(os.tmpdir(), 'soak-heap-'));
+process.on('exit', () => rmSync(heapDir, { recursive: true, force: true }));
+
+/** The platform processes' own output (their logs), kept after the run for whoever reads a failure. */
+const logDir = mkdtempSync(path.join(os.tmpdir(), 'soak-logs-'));
+
+/** Appends what a started child writes from now on to `<logDir>/<label>.log`. */
+function keepOutput(child: ChildProcess, label: string): void {
+  const file = path.join(logDir, `${label}.log`);
+  child.stdout!.on('data', (chunk: Buffer) => appendFileSync(file, chunk));
+  child.stderr!.on('data', (chunk: Buffer) => appendFileSync(file, chunk));
+}
+
+/** Node arguments and environment that make a spawned process report its memory as `label`. */
+function heapReported(label: string): { nodeArgs: string[]; env: Record<string, string> } {
+  return {
+    nodeArgs: ['--require', 'tsx/cjs', '--require', './bench/heap-report.ts'],
+    env: { HEAP_REPORT_FILE: path.join(heapDir, `${label}.jsonl`) },
+  };
+}
+
+/** A process's memory as V8 sees it, in KiB: its heap (used and reserved) and what it counts as external. */
+interface HeapSample {
+  rssKb: number;
+  heapUsedKb: number;
+  heapTotalKb: number;
+  externalKb: number;
+  /** Its worker threads (each a V8 isolate: the SDK's workflow threads) and their heaps. */
+  threads: number;
+  threadHeapUsedKb: number;
+  threadHeapTotalKb: number;
+}
+
+/** The latest report of every process that reports (see heapReported). */
+function latestHeapSamples(): Record<string, HeapSample> {
+  const out: Record<string, HeapSample> = {};
+  for (const label of ['worker', 'API', 'embedded']) {
+    const file = path.join(heapDir, `${label}.jsonl`);
+    if (!existsSync(file)) continue;
+    const last = readFileSync(file, 'utf8').trimEnd().split('\n').at(-1);
+    if (!last) continue;
+    const m = JSON.parse(last) as {
+      rss: number;
+      heapUsed: number;
+      heapTotal: number;
+      external: number;
+      threads: number;
+      threadHeapUsed: number;
+      threadHeapTotal: number;
+    };
+    out[label] = {
+      rssKb: m.rss / 1024,
+      heapUsedKb: m.heapUsed / 1024,
+      heapTotalKb: m.heapTotal / 1024,
+      externalKb: m.external / 1024,
+      threads: m.threads,
+      threadHeapUsedKb: m.threadHeapUsed / 1024,
+      threadHeapTotalKb: m.threadHeapTotal / 1024,
+    };
+  }
+  return out;
+}
+
+/** "RSS = main heap reserved (used) + worker threads' heaps + external + the rest", in MiB. */
+function heapSplit(h: HeapSample): string {
+  const rest = h.rssKb - h.heapTotalKb - h.threadHeapTotalKb - h.externalKb;
+  const threads = h.threads
+    ? ` + ${h.threads} worker thread heaps ${mib(h.threadHeapTotalKb)} (used ${mib(h.threadHeapUsedKb)})`
+    : '';
+  return `RSS ${mib(h.rssKb)} = heap ${mib(h.heapTotalKb)} (used ${mib(h.heapUsedKb)})${threads} + external ${mib(h.externalKb)} + native and code ${mib(rest)}`;
+}
 
 interface Stack {
   name: 'embedded' | 'server';
@@ -124,15 +200,17 @@ async function startEmbedded(): Promise<Stack> {
   };
   log(`embedded stack: workers/dev.ts with PGlite in ${dataDir}`);
   // Its first start migrates a new PGlite database and bundles the workflows: minutes on a busy machine.
+  const reported = heapReported('embedded');
   const { child: dev } = await spawnNode(
     'workers/dev.ts',
-    env,
+    { ...env, ...reported.env },
     /workers running; ready/,
     'workers/dev.ts',
-    [],
+    reported.nodeArgs,
     STARTUP_MS,
   );
   children.add(dev);
+  keepOutput(dev, 'embedded');
   const tree = benchTreeGroups();
   const stopDev = async () => {
     await stopChild(dev);
@@ -173,18 +251,29 @@ async function startServer(): Promise<Stack> {
     MARKET_MCP_RATE_LIMIT: '1000000',
     LOG_LEVEL: 'info',
   };
-  const { child: worker } = await spawnNode('workers/worker.ts', env, /worker polling/, 'worker', [], STARTUP_MS);
+  const workerReport = heapReported('worker');
+  const { child: worker } = await spawnNode(
+    'workers/worker.ts',
+    { ...env, ...workerReport.env },
+    /worker polling/,
+    'worker',
+    workerReport.nodeArgs,
+    STARTUP_MS,
+  );
   children.add(worker);
+  keepOutput(worker, 'worker');
   const port = await freePort();
+  const apiReport = heapReported('API');
   const { child: api } = await spawnNode(
     'api/server.ts',
-    { ...env, PORT: String(port) },
+    { ...env, PORT: String(port), ...apiReport.env },
     /API listening/,
     'API',
-    [],
+    apiReport.nodeArgs,
     STARTUP_MS,
   );
   children.add(api);
+  keepOutput(api, 'api');
   const tree = benchTreeGroups();
   return {
     name: 'server',
@@ -319,6 +408,8 @@ interface MinuteRow {
   minute: number;
   /** Median RSS (KiB) of the minute's samples, per group. */
   rssKb: Record<string, number>;
+  /** The platform's Node processes as V8 sees them (the minute's last report). */
+  heap: Record<string, HeapSample>;
   fds: Record<string, number | null>;
   handles: number;
   pgConnections: number | null;
@@ -458,7 +549,7 @@ async function soak(stack: Stack): Promise<StackReport> {
   const credit = zero();
   let last = started;
   log(
-    `${stack.name}: ${MINUTES} minutes of ${kinds.map((k) => `${round(RATES[k], 2)} ${k}/s`).join(', ')}; RSS compared from minute ${BASELINE_MINUTE}`,
+    `${stack.name}: ${MINUTES} minutes of ${kinds.map((k) => `${round(RATES[k], 2)} ${k}/s`).join(', ')}; RSS compared from minute ${BASELINE_MINUTE}; the processes' logs in ${logDir}`,
   );
   const printHeader = () =>
     console.log(`\n[${stack.name}] minute | process: RSS MiB (open fds) | … | bench handles | pg connections | done`);
@@ -497,6 +588,7 @@ async function soak(stack: Stack): Promise<StackReport> {
       const row: MinuteRow = {
         minute: nextMinute,
         rssKb: Object.fromEntries(groups.map((g) => [g, median(samples.filter((s) => s[g]).map((s) => s[g].rssKb))])),
+        heap: latestHeapSamples(),
         fds: Object.fromEntries(groups.map((g) => [g, samples.at(-1)?.[g]?.fds ?? null])),
         handles: (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles().length,
         pgConnections: stack.pgConnections ? await stack.pgConnections().catch(() => null) : null,
@@ -508,6 +600,8 @@ async function soak(stack: Stack): Promise<StackReport> {
         `[${stack.name}] ${row.minute} | ${groups.map((g) => `${g}: ${mib(row.rssKb[g])}${row.fds[g] === null ? '' : ` (${row.fds[g]})`}`).join(' | ')} | handles ${row.handles} | pg ${row.pgConnections ?? '–'} | ` +
           `${kinds.map((k) => `${k} ${row.done[k]}${counters.failed[k] ? `/${counters.failed[k]} failed` : ''}${counters.skipped[k] ? `/${counters.skipped[k]} skipped` : ''}`).join(', ')}, polls ${counters.statusPolls}, load ${round(row.loadAverage, 1)}`,
       );
+      for (const [label, h] of Object.entries(row.heap))
+        console.log(`[${stack.name}] ${row.minute} | ${label}: ${heapSplit(h)}`);
       nextMinute++;
     }
   }
@@ -615,6 +709,13 @@ function printReport(r: StackReport): void {
     console.log(
       `open fds, minute ${end.minute}: ${fdsOf(end)}; bench handles ${end.handles}; pg connections ${end.pgConnections ?? '–'}`,
     );
+    // Where a Node process's growth is: its V8 heap, external memory or native memory.
+    const base = r.minutes.find((m) => m.minute === BASELINE_MINUTE);
+    for (const label of Object.keys(end.heap)) {
+      const rows = [first, base, end].filter((m, i, all): m is MinuteRow => !!m?.heap[label] && all.indexOf(m) === i);
+      console.log(`\n${label}, as V8 sees it:`);
+      for (const m of rows) console.log(`  minute ${m.minute}: ${heapSplit(m.heap[label])}`);
+    }
   }
   const c = r.counters;
   console.log(
