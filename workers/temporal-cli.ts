@@ -59,9 +59,27 @@ export async function assertDevServerPortsFree(options: { port: number; uiPort: 
   if (options.uiPort !== null && (await portInUse(options.uiPort))) throw new PortInUseError(options.uiPort, 'ui');
 }
 
+/**
+ * The dynamic config the dev server runs with; docker-compose's Temporal loads the same keys and values
+ * (test/platform/config.test.ts holds them together, docs/operations.md tells other servers).
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG = {
+  // Eager activity execution (off by default in the server): an activity a workflow task schedules on
+  // its own task queue comes back in the task's completion response, skipping a trip through matching.
+  'system.enableActivityEagerExecution': true,
+  // Reads of the history shard's transfer queue (the queue that hands every new workflow task and
+  // non-eager activity to matching) are rate-limited per shard, 20 reads a second by default. The dev
+  // server has one shard, so at a few workflow tasks in flight every new task waited for the limiter:
+  // 28-35 ms between a workflow task's schedule and its start, two per agent tool call (bench:tools,
+  // docs/benchmarks.md "Dispatch"). Each read still takes up to a batch of tasks.
+  'history.transferProcessorMaxPollRPS': 1000,
+} as const;
+
 export interface DevServer {
   address: string;
   uiUrl: string | null;
+  /** Its Prometheus metrics (the Go runtime's memory and goroutines among them), as it printed them; null if it did not. */
+  metricsUrl: string | null;
   process: ChildProcess;
   stop(): Promise<void>;
 }
@@ -90,9 +108,8 @@ export async function startTemporalDevServer(options: {
     '--namespace',
     options.namespace ?? 'default',
   ];
-  // Eager activity execution (off by default in the server): an activity a workflow task schedules on
-  // its own task queue comes back in the task's completion response, skipping a trip through matching.
-  args.push('--dynamic-config-value', 'system.enableActivityEagerExecution=true');
+  for (const [key, value] of Object.entries(DEV_SERVER_DYNAMIC_CONFIG))
+    args.push('--dynamic-config-value', `${key}=${JSON.stringify(value)}`);
   if (options.uiPort === null) args.push('--headless');
   else args.push('--ui-port', String(options.uiPort));
   if (options.dbFile) {
@@ -119,8 +136,13 @@ export async function startTemporalDevServer(options: {
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  // The metrics line follows the server's (the CLI prints both at once); a CLI that prints none gets null.
+  const metricsLine = /^Metrics:\s+(http:\/\/\S+)\s*$/m;
+  for (const until = Date.now() + 1000; !metricsLine.test(stdout) && Date.now() < until; )
+    await new Promise((r) => setTimeout(r, 50));
   return {
     address: `127.0.0.1:${options.port}`,
+    metricsUrl: metricsLine.exec(stdout)?.[1] ?? null,
     uiUrl: options.uiPort === null ? null : `http://127.0.0.1:${options.uiPort}`,
     process: child,
     stop: () =>

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadConfig } from '../../lib/config';
+import { DEV_SERVER_DYNAMIC_CONFIG } from '../../workers/temporal-cli';
 
 describe('configuration', function () {
   let dataDir: string;
@@ -185,7 +186,7 @@ describe('docker-compose.yml', function () {
     }
   });
 
-  it('runs Temporal with eager activity execution, like the embedded dev server', function () {
+  it('runs Temporal with the dynamic config of the embedded dev server (eager activities, transfer-queue reads)', function () {
     const compose = readCompose();
     const temporal = compose.services.temporal!;
     const mounted = temporal.configs?.find(
@@ -193,7 +194,9 @@ describe('docker-compose.yml', function () {
     );
     assert.ok(mounted, 'DYNAMIC_CONFIG_FILE_PATH names the mounted dynamic config');
     const dynamicConfig = parseYaml(compose.configs[mounted.source]!.content) as Record<string, { value: unknown }[]>;
-    assert.deepEqual(dynamicConfig['system.enableActivityEagerExecution'], [{ value: true }]);
+    assert.ok(Object.keys(DEV_SERVER_DYNAMIC_CONFIG).includes('system.enableActivityEagerExecution'));
+    for (const [key, value] of Object.entries(DEV_SERVER_DYNAMIC_CONFIG))
+      assert.deepEqual(dynamicConfig[key], [{ value }], `compose's Temporal sets ${key} as the dev server does`);
   });
 
   it('uses maintained Temporal images: the server image, admin-tools for schema and namespace, one pinned release', function () {
