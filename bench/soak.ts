@@ -132,6 +132,27 @@ function latestHeapSamples(): Record<string, HeapSample> {
   return out;
 }
 
+/** The Temporal dev server's Go runtime as its metrics report it (one process: every service reports the same). */
+interface GoRuntime {
+  heapInUseKb: number;
+  goroutines: number;
+}
+
+async function goRuntime(metricsUrl: string): Promise<GoRuntime | null> {
+  const text = await (await fetch(metricsUrl, { signal: AbortSignal.timeout(5_000) })).text();
+  const first = (name: string) => {
+    const m = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : null;
+  };
+  const heapInUse = first('memory_heapinuse');
+  const goroutines = first('num_goroutines');
+  return heapInUse === null || goroutines === null ? null : { heapInUseKb: heapInUse / 1024, goroutines };
+}
+
+function goSplit(g: GoRuntime): string {
+  return `Go heap in use ${mib(g.heapInUseKb)} MiB, ${g.goroutines} goroutines`;
+}
+
 /** "RSS = main heap reserved (used) + worker threads' heaps + external + the rest", in MiB. */
 function heapSplit(h: HeapSample): string {
   const rest = h.rssKb - h.heapTotalKb - h.threadHeapTotalKb - h.externalKb;
@@ -148,6 +169,8 @@ interface Stack {
   site: FixtureSite;
   /** Database connections of this stack's database (server stack only). */
   pgConnections?: () => Promise<number>;
+  /** The Temporal dev server's Go runtime, from its metrics (server stack only). */
+  temporalRuntime?: () => Promise<GoRuntime | null>;
   memoryGroups: () => ReturnType<ReturnType<typeof benchTreeGroups>>;
   /** After the load: the database, for the books (the embedded stack's is opened after its process stopped). */
   finish(): Promise<{ db: Db; close(): Promise<void> }>;
@@ -289,6 +312,7 @@ async function startServer(): Promise<Stack> {
         ).rows[0].n,
       ),
     memoryGroups: () => [...tree(), postgresBackends(h.db)],
+    temporalRuntime: async () => (h.temporalMetricsUrl ? goRuntime(h.temporalMetricsUrl) : null),
     finish: async () => ({ db: h.db, close: async () => undefined }),
     async stop() {
       await Promise.all([stopChild(api), stopChild(worker), stopChild(llm.child)]);
@@ -410,6 +434,8 @@ interface MinuteRow {
   rssKb: Record<string, number>;
   /** The platform's Node processes as V8 sees them (the minute's last report). */
   heap: Record<string, HeapSample>;
+  /** The Temporal dev server's Go heap and goroutines (server stack). */
+  temporal: GoRuntime | null;
   fds: Record<string, number | null>;
   handles: number;
   pgConnections: number | null;
@@ -589,6 +615,7 @@ async function soak(stack: Stack): Promise<StackReport> {
         minute: nextMinute,
         rssKb: Object.fromEntries(groups.map((g) => [g, median(samples.filter((s) => s[g]).map((s) => s[g].rssKb))])),
         heap: latestHeapSamples(),
+        temporal: stack.temporalRuntime ? await stack.temporalRuntime().catch(() => null) : null,
         fds: Object.fromEntries(groups.map((g) => [g, samples.at(-1)?.[g]?.fds ?? null])),
         handles: (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles().length,
         pgConnections: stack.pgConnections ? await stack.pgConnections().catch(() => null) : null,
@@ -602,6 +629,7 @@ async function soak(stack: Stack): Promise<StackReport> {
       );
       for (const [label, h] of Object.entries(row.heap))
         console.log(`[${stack.name}] ${row.minute} | ${label}: ${heapSplit(h)}`);
+      if (row.temporal) console.log(`[${stack.name}] ${row.minute} | Temporal dev server: ${goSplit(row.temporal)}`);
       nextMinute++;
     }
   }
@@ -709,10 +737,17 @@ function printReport(r: StackReport): void {
     console.log(
       `open fds, minute ${end.minute}: ${fdsOf(end)}; bench handles ${end.handles}; pg connections ${end.pgConnections ?? '–'}`,
     );
-    // Where a Node process's growth is: its V8 heap, external memory or native memory.
-    const base = r.minutes.find((m) => m.minute === BASELINE_MINUTE);
+    // Where a process's growth is: the dev server's Go heap; a Node process's V8 heap, external or native memory.
+    const marks = [first, r.minutes.find((m) => m.minute === BASELINE_MINUTE), end];
+    const at = (has: (m: MinuteRow) => boolean) =>
+      marks.filter((m, i, all): m is MinuteRow => !!m && has(m) && all.indexOf(m) === i);
+    const withTemporal = at((m) => m.temporal !== null);
+    if (withTemporal.length) {
+      console.log('\nTemporal dev server, as its Go runtime reports it:');
+      for (const m of withTemporal) console.log(`  minute ${m.minute}: ${goSplit(m.temporal!)}`);
+    }
     for (const label of Object.keys(end.heap)) {
-      const rows = [first, base, end].filter((m, i, all): m is MinuteRow => !!m?.heap[label] && all.indexOf(m) === i);
+      const rows = at((m) => !!m.heap[label]);
       console.log(`\n${label}, as V8 sees it:`);
       for (const m of rows) console.log(`  minute ${m.minute}: ${heapSplit(m.heap[label])}`);
     }

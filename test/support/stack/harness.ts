@@ -42,6 +42,8 @@ export interface Harness {
   db: Db;
   client: Client;
   temporalAddress: string;
+  /** The Temporal dev server's metrics URL (bench:soak reads its Go heap), or null. */
+  temporalMetricsUrl: string | null;
   /** The Temporal dev server's process id (benchmarks count its CPU). */
   temporalServerPid: number | undefined;
   databaseUrl: string;
@@ -272,6 +274,7 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
     client,
     temporalAddress: dev.address,
     temporalServerPid: dev.process.pid,
+    temporalMetricsUrl: dev.metricsUrl,
     databaseUrl,
     baseUrl,
     llm,
