@@ -138,7 +138,7 @@ export async function startTemporalDevServer(options: {
   }
   // The metrics line follows the server's (the CLI prints both at once); a CLI that prints none gets null.
   const metricsLine = /^Metrics:\s+(http:\/\/\S+)\s*$/m;
-  for (const until = Date.now() + 1000; !metricsLine.test(stdout) && Date.now() < until; )
+  for (const until = Date.now() + 1000; !metricsLine.test(stdout) && Date.now() < until;)
     await new Promise((r) => setTimeout(r, 50));
   return {
     address: `127.0.0.1:${options.port}`,
