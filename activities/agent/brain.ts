@@ -219,7 +219,8 @@ export function createAgentBrainActivities(deps: BrainDeps) {
 
   /**
    * A custom agent's run (conversation memory) as its job row holds it: a job's request never changes,
-   * so each worker keeps it per run instead of reading it in every activity of every cycle.
+   * so each worker keeps it per run instead of reading it in every activity of every cycle. Only what
+   * never changes is read from it; the job's status is read afresh (finishAgentJob).
    */
   const conversationRuns = new BoundedCache<LoopJob>({ maxEntries: 200, idleMs: 10 * 60_000 });
 
@@ -542,7 +543,9 @@ export function createAgentBrainActivities(deps: BrainDeps) {
      */
     async finishAgentJob(input: { jobId: string; error: string | null; stoppedBy?: string | null }) {
       await deps.connections?.endRun(input.jobId);
-      const run = await loadRun(input.jobId);
+      // Read afresh, never from the per-run cache: a retried finish must see the job it already ended.
+      conversationRuns.delete(input.jobId);
+      const run = await loadLoopJob(db, input.jobId, deps.masterKey);
       const { job } = run;
       if (job.status === 'completed' || job.status === 'failed')
         return { jobId: job.id, status: job.status, error: job.error };
