@@ -11,6 +11,20 @@
 import { appendFileSync } from 'node:fs';
 import workerThreads from 'node:worker_threads';
 
+/** One line of the report, in bytes. */
+export interface HeapReport {
+  at: number;
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+  /** Its worker threads (each a V8 isolate: the SDK's workflow thread) and their heaps. */
+  threads: number;
+  threadHeapTotal: number;
+  threadHeapUsed: number;
+}
+
 const file = process.env.HEAP_REPORT_FILE;
 // Preloads run in every worker thread too; only the main thread reports.
 if (file && workerThreads.isMainThread) {
@@ -30,10 +44,18 @@ if (file && workerThreads.isMainThread) {
     const heaps = await Promise.all([...threads].map((t) => t.getHeapStatistics().catch(() => null)));
     const threadHeapTotal = heaps.reduce((sum, h) => sum + (h?.total_heap_size ?? 0), 0);
     const threadHeapUsed = heaps.reduce((sum, h) => sum + (h?.used_heap_size ?? 0), 0);
-    appendFileSync(
-      file,
-      `${JSON.stringify({ at: Date.now(), rss, heapTotal, heapUsed, external, arrayBuffers, threads: threads.size, threadHeapTotal, threadHeapUsed })}\n`,
-    );
+    const report: HeapReport = {
+      at: Date.now(),
+      rss,
+      heapTotal,
+      heapUsed,
+      external,
+      arrayBuffers,
+      threads: threads.size,
+      threadHeapTotal,
+      threadHeapUsed,
+    };
+    appendFileSync(file, `${JSON.stringify(report)}\n`);
   };
   void write();
   setInterval(() => void write(), 5_000).unref();

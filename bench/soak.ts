@@ -29,7 +29,7 @@
  * when SOAK_MINUTES < 10) to the last minute ≤ 10%. Exits 1 when any of these fails.
  */
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
@@ -45,6 +45,7 @@ import { spawnNode, stopChild } from '../test/support/stack/node-process';
 import { freePort } from '../test/support/stack/ports';
 import { log, postgresBackends, round, sleep } from './load';
 import { benchTreeGroups, memoryMonitor, mib, type GroupSample } from './proc-memory';
+import type { HeapReport } from './heap-report';
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 30);
 if (!Number.isInteger(MINUTES) || MINUTES < 2) throw new Error('SOAK_MINUTES must be an integer ≥ 2');
@@ -85,49 +86,17 @@ function keepOutput(child: ChildProcess, label: string): void {
 /** Node arguments and environment that make a spawned process report its memory as `label`. */
 function heapReported(label: string): { nodeArgs: string[]; env: Record<string, string> } {
   return {
-    nodeArgs: ['--require', 'tsx/cjs', '--require', './bench/heap-report.ts'],
+    nodeArgs: ['--require', './bench/heap-report.ts'],
     env: { HEAP_REPORT_FILE: path.join(heapDir, `${label}.jsonl`) },
   };
 }
 
-/** A process's memory as V8 sees it, in KiB: its heap (used and reserved) and what it counts as external. */
-interface HeapSample {
-  rssKb: number;
-  heapUsedKb: number;
-  heapTotalKb: number;
-  externalKb: number;
-  /** Its worker threads (each a V8 isolate: the SDK's workflow threads) and their heaps. */
-  threads: number;
-  threadHeapUsedKb: number;
-  threadHeapTotalKb: number;
-}
-
-/** The latest report of every process that reports (see heapReported). */
-function latestHeapSamples(): Record<string, HeapSample> {
-  const out: Record<string, HeapSample> = {};
-  for (const label of ['worker', 'API', 'embedded']) {
-    const file = path.join(heapDir, `${label}.jsonl`);
-    if (!existsSync(file)) continue;
-    const last = readFileSync(file, 'utf8').trimEnd().split('\n').at(-1);
-    if (!last) continue;
-    const m = JSON.parse(last) as {
-      rss: number;
-      heapUsed: number;
-      heapTotal: number;
-      external: number;
-      threads: number;
-      threadHeapUsed: number;
-      threadHeapTotal: number;
-    };
-    out[label] = {
-      rssKb: m.rss / 1024,
-      heapUsedKb: m.heapUsed / 1024,
-      heapTotalKb: m.heapTotal / 1024,
-      externalKb: m.external / 1024,
-      threads: m.threads,
-      threadHeapUsedKb: m.threadHeapUsed / 1024,
-      threadHeapTotalKb: m.threadHeapTotal / 1024,
-    };
+/** The latest report of every process that reports (see heapReported), by label. */
+function latestHeapReports(): Record<string, HeapReport> {
+  const out: Record<string, HeapReport> = {};
+  for (const name of readdirSync(heapDir)) {
+    const last = readFileSync(path.join(heapDir, name), 'utf8').trimEnd().split('\n').at(-1);
+    if (last) out[path.basename(name, '.jsonl')] = JSON.parse(last) as HeapReport;
   }
   return out;
 }
@@ -154,12 +123,13 @@ function goSplit(g: GoRuntime): string {
 }
 
 /** "RSS = main heap reserved (used) + worker threads' heaps + external + the rest", in MiB. */
-function heapSplit(h: HeapSample): string {
-  const rest = h.rssKb - h.heapTotalKb - h.threadHeapTotalKb - h.externalKb;
+function heapSplit(h: HeapReport): string {
+  const kb = (bytes: number) => mib(bytes / 1024);
+  const rest = h.rss - h.heapTotal - h.threadHeapTotal - h.external;
   const threads = h.threads
-    ? ` + ${h.threads} worker thread heaps ${mib(h.threadHeapTotalKb)} (used ${mib(h.threadHeapUsedKb)})`
+    ? ` + ${h.threads} worker thread heaps ${kb(h.threadHeapTotal)} (used ${kb(h.threadHeapUsed)})`
     : '';
-  return `RSS ${mib(h.rssKb)} = heap ${mib(h.heapTotalKb)} (used ${mib(h.heapUsedKb)})${threads} + external ${mib(h.externalKb)} + native and code ${mib(rest)}`;
+  return `RSS ${kb(h.rss)} = heap ${kb(h.heapTotal)} (used ${kb(h.heapUsed)})${threads} + external ${kb(h.external)} + native and code ${kb(rest)}`;
 }
 
 interface Stack {
@@ -433,7 +403,7 @@ interface MinuteRow {
   /** Median RSS (KiB) of the minute's samples, per group. */
   rssKb: Record<string, number>;
   /** The platform's Node processes as V8 sees them (the minute's last report). */
-  heap: Record<string, HeapSample>;
+  heap: Record<string, HeapReport>;
   /** The Temporal dev server's Go heap and goroutines (server stack). */
   temporal: GoRuntime | null;
   fds: Record<string, number | null>;
@@ -614,7 +584,7 @@ async function soak(stack: Stack): Promise<StackReport> {
       const row: MinuteRow = {
         minute: nextMinute,
         rssKb: Object.fromEntries(groups.map((g) => [g, median(samples.filter((s) => s[g]).map((s) => s[g].rssKb))])),
-        heap: latestHeapSamples(),
+        heap: latestHeapReports(),
         temporal: stack.temporalRuntime ? await stack.temporalRuntime().catch(() => null) : null,
         fds: Object.fromEntries(groups.map((g) => [g, samples.at(-1)?.[g]?.fds ?? null])),
         handles: (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles().length,

@@ -3,7 +3,10 @@ import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 
-/** Starts a TypeScript entry point of this repository as its own Node process; resolves when its output matches `ready`. */
+/**
+ * Starts a TypeScript entry point of this repository as its own Node process; resolves when its output matches
+ * `ready`. `nodeArgs` follow tsx's loader, so a `--require` of a TypeScript module works.
+ */
 export function spawnNode(
   script: string,
   env: Record<string, string>,
@@ -12,7 +15,7 @@ export function spawnNode(
   nodeArgs: string[] = [],
   startTimeoutMs = 90_000,
 ): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
-  const child = spawn(process.execPath, [...nodeArgs, '--require', 'tsx/cjs', script], {
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', ...nodeArgs, script], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
