@@ -3,7 +3,13 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../lib/config';
 import { log } from '../lib/log';
-import { assertDevServerPortsFree, PortInUseError, startTemporalDevServer, type DevServer } from './temporal-cli';
+import {
+  assertDevServerPortsFree,
+  portInUse,
+  PortInUseError,
+  startTemporalDevServer,
+  type DevServer,
+} from './temporal-cli';
 
 /**
  * The Temporal dev server of `npm start`: state in DATA_DIR/temporal.db, ports TEMPORAL_DEV_PORT and
@@ -29,7 +35,11 @@ export async function prepareEmbeddedTemporal(config: Config): Promise<EmbeddedT
   const recordFile = path.join(config.dataDir, 'temporal-dev.json');
   const ports = { port: config.temporalDevPorts.frontend, uiPort: config.temporalDevPorts.ui };
 
-  await stopLeftover(recordFile, dbFile, config.dataDir);
+  if (await stopLeftover(recordFile, dbFile, config.dataDir)) {
+    // The stopped server's sockets may outlive it for a moment (seen in CI): its ports get a few seconds.
+    for (const until = Date.now() + 10_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
+      if (!(await portInUse(ports.port)) && (ports.uiPort === null || !(await portInUse(ports.uiPort)))) break;
+  }
   await explained(() => assertDevServerPortsFree(ports));
   return {
     async start() {
@@ -66,14 +76,15 @@ async function explained<T>(step: () => Promise<T>): Promise<T> {
   }
 }
 
-async function stopLeftover(recordFile: string, dbFile: string, dataDir: string): Promise<void> {
+/** Stops the dev server an earlier npm start of this DATA_DIR left running; true when it stopped one. */
+async function stopLeftover(recordFile: string, dbFile: string, dataDir: string): Promise<boolean> {
   const record = readRecord(recordFile);
-  if (!record) return;
+  if (!record) return false;
   const serverProcess = processInfo(record.pid);
   // Gone, or the pid now belongs to something else: nothing of ours is running.
   if (!serverProcess || !serverProcess.command.includes('start-dev') || !serverProcess.command.includes(dbFile)) {
     rmSync(recordFile, { force: true });
-    return;
+    return false;
   }
   if (serverProcess.parentPid === record.ownerPid && processInfo(record.ownerPid)) {
     throw new Error(
@@ -85,6 +96,7 @@ async function stopLeftover(recordFile: string, dbFile: string, dataDir: string)
   );
   await terminate(record.pid);
   rmSync(recordFile, { force: true });
+  return true;
 }
 
 function readRecord(file: string): Ownership | null {
