@@ -82,7 +82,15 @@ export interface Harness {
     overrides?: Partial<Config>;
     /** Which queues in-process workers poll; [] when the test runs its own worker processes. Default both. */
     queues?: ('platform' | 'browser')[];
-  }): Promise<{ baseUrl: string; config: Config }>;
+  }): Promise<IsolatedStack>;
+}
+
+/** An API (and its workers) of its own; the file that starts one stops it (idempotent). */
+export interface IsolatedStack {
+  baseUrl: string;
+  config: Config;
+  /** Closes the API and shuts its workers down: they stop polling, so no later file's task reaches them. */
+  stop(): Promise<void>;
 }
 
 let harness: Promise<Harness> | null = null;
@@ -116,6 +124,12 @@ export async function stopHarness(): Promise<void> {
   for (const cleanup of cleanups.reverse()) await cleanup().catch((err) => console.error('cleanup failed:', err));
   cleanups.length = 0;
   harness = null;
+}
+
+/** `fn` run at most once; later calls get the first call's promise. */
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | null = null;
+  return () => (done ??= fn());
 }
 
 async function createDatabase(): Promise<string> {
@@ -220,11 +234,12 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
       queues,
     });
     void workers.run();
-    cleanups.push(async () => {
+    const stop = once(async () => {
       await workers.shutdown();
       await connection.close();
     });
-    return workers;
+    cleanups.push(stop);
+    return { ...workers, shutdown: stop };
   };
   const serve = async (apiConfig: Config, workers: WorkerSet): Promise<{ server: Server; baseUrl: string }> => {
     const deps: ApiDeps = {
@@ -325,8 +340,15 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
         ? await runWorkers(isolated, queues)
         : { isRunning: () => true, run: async () => {}, shutdown: async () => {} };
       const { server: s, baseUrl: url } = await serve(isolated, set);
-      cleanups.push(() => new Promise<void>((resolve) => s.close(() => resolve())));
-      return { baseUrl: url, config: isolated };
+      const stop = once(async () => {
+        await new Promise<void>((resolve) => {
+          s.closeAllConnections();
+          s.close(() => resolve());
+        });
+        await set.shutdown();
+      });
+      cleanups.push(stop);
+      return { baseUrl: url, config: isolated, stop };
     },
   };
   return self;
