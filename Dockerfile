@@ -25,6 +25,10 @@ RUN npm ci --omit=dev --no-audit && npm cache clean --force
 # Source stays owned by root (read-only for the service); tsx caches under /tmp.
 COPY . .
 
+# The workflows bundled once at build time: every worker loads this file instead of bundling at start.
+RUN npx tsx scripts/bundle-workflows.ts dist/workflow-bundle.js
+ENV WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
+
 # The node image's unprivileged user (uid 1000, home /home/node for npm's logs).
 USER node
 

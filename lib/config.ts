@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { parseDnsServers, type DnsServer } from './net/dns';
@@ -23,6 +23,11 @@ export interface Config {
   /** Unset means `npm start` runs its own Temporal dev server. */
   temporalAddress: string | null;
   temporalNamespace: string;
+  /**
+   * WORKFLOW_BUNDLE_PATH: a workflow bundle made beforehand (`npm run bundle:workflows`); workers load it
+   * instead of bundling workflows/ at start (a few seconds each). Unset: bundled at start.
+   */
+  workflowBundlePath: string | null;
   temporalDevPorts: { frontend: number; ui: number };
   /** TEMPORAL_UI_URL: the Temporal Web UI operators open a run's workflow in (default: the dev server's UI). */
   temporalUiUrl: string;
@@ -232,6 +237,16 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+/** WORKFLOW_BUNDLE_PATH, resolved; a path that names no file stops the start here rather than at the first worker. */
+function workflowBundlePath(env: Env): string | null {
+  const given = optional(env, 'WORKFLOW_BUNDLE_PATH');
+  if (given === null) return null;
+  const resolved = path.resolve(given);
+  if (!existsSync(resolved))
+    throw new ConfigError('WORKFLOW_BUNDLE_PATH', `names no file (${resolved}); make one with npm run bundle:workflows`);
+  return resolved;
+}
 
 function optional(env: Env, name: string): string | null {
   const value = env[name]?.trim();
@@ -516,6 +531,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     temporalAddress,
     temporalNamespace: optional(env, 'TEMPORAL_NAMESPACE') ?? 'default',
+    workflowBundlePath: workflowBundlePath(env),
     temporalDevPorts: {
       frontend: integer(env, 'TEMPORAL_DEV_PORT', 7233, 1, 65535),
       ui: integer(env, 'TEMPORAL_UI_PORT', 8233, 1, 65535),

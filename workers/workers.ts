@@ -1,6 +1,7 @@
 import { Client } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createBrowserPool, type BrowserPool } from '../activities/browser/pool';
+import { workflowSource } from './workflow-bundle';
 import { browserActivities, platformActivities, sessionActivities, type ActivityDeps } from './activities';
 import { createSessionRegistry, type SessionRegistry } from '../activities/agent/session-registry';
 import { ensureDisplay } from './virtual-display';
@@ -25,8 +26,8 @@ export interface WorkerSet {
 export interface WorkerOptions extends ActivityDeps {
   connection: NativeConnection;
   namespace: string;
-  /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
-  workflowBundle?: WorkflowBundle;
+  /** A bundle made beforehand (tests make it once), else WORKFLOW_BUNDLE_PATH's, else workflows/ bundled at start. */
+  workflowBundle?: { code: string };
   queues?: ('platform' | 'browser')[];
 }
 
@@ -47,9 +48,7 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
         namespace,
         interceptors: { activity: [waitOutDatabaseOutages] },
         taskQueue: config.taskQueues.platform,
-        ...(options.workflowBundle
-          ? { workflowBundle: options.workflowBundle }
-          : { workflowsPath: require.resolve('../workflows') }),
+        ...workflowSource(options.workflowBundle, config.workflowBundlePath),
         activities: platformActivities(options),
         maxConcurrentActivityTaskExecutions: 50,
       }),

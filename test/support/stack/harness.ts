@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { Client } from '@temporalio/client';
-import { bundleWorkflowCode, NativeConnection, Runtime, DefaultLogger, type WorkflowBundle } from '@temporalio/worker';
+import { NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
 import { loadConfig, type Config } from '../../../lib/config';
 import { migrateToLatest, openDatabase, type Db } from '../../../db/connect';
 import { networkPolicyFromConfig } from '../../../lib/net/policy';
@@ -16,6 +16,7 @@ import { listen } from '../../../api/server';
 import { readinessProbe } from '../../../api/readiness';
 import type { ApiDeps } from '../../../api/deps';
 import { createWorkers, type WorkerSet } from '../../../workers/workers';
+import { writeWorkflowBundle } from '../../../workers/workflow-bundle';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai';
 import { startFixtureSite, type FixtureSite } from '../fakes/fixture-site';
 import { freePort } from './ports';
@@ -59,7 +60,8 @@ export interface Harness {
    * NXDOMAIN from it on loopback instead of reaching the machine's nameserver.
    */
   dns: FakeDns;
-  workflowBundle: WorkflowBundle;
+  /** The workflows bundled once per run (TEST_WORKFLOW_BUNDLE, written by the test runner) or per harness. */
+  workflowBundle: { code: string };
   /** POST /admin/users through the admin API; returns the new user's id and key. */
   createUser(options?: {
     creditUsd?: number;
@@ -180,11 +182,19 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
     ...(options.temporalDbFile && { dbFile: options.temporalDbFile }),
   });
   cleanups.push(() => dev.stop());
+  // A lane that dies without its cleanups (killed, or a crash between files) takes its dev server with it.
+  process.once('exit', () => dev.process.kill('SIGKILL'));
 
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'scrape-test-'));
   cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+  // The workflows are bundled once: by the test runner for the whole run, else here. Worker processes the
+  // tests start (WORKFLOW_BUNDLE_PATH in env) load the same file instead of bundling again.
+  const bundlePath = process.env.TEST_WORKFLOW_BUNDLE ?? path.join(dataDir, 'workflow-bundle.js');
+  if (!process.env.TEST_WORKFLOW_BUNDLE) await writeWorkflowBundle(bundlePath);
+  const workflowBundle = { code: readFileSync(bundlePath, 'utf8') };
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
+    WORKFLOW_BUNDLE_PATH: bundlePath,
     DATABASE_URL: databaseUrl,
     TEMPORAL_ADDRESS: dev.address,
     TEMPORAL_NAMESPACE: 'default',
@@ -217,10 +227,6 @@ async function startHarness(options: HarnessOptions): Promise<Harness> {
 
   const client = await connectClient(dev.address, config.temporalNamespace);
   cleanups.push(() => client.connection.close());
-  const workflowBundle = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../../workflows'),
-    logger: new DefaultLogger('WARN'),
-  });
 
   const runWorkers = async (workerConfig: Config, queues?: ('platform' | 'browser')[]): Promise<WorkerSet> => {
     const connection = await NativeConnection.connect({ address: dev.address });

@@ -1,0 +1,32 @@
+/**
+ * Which test files the runner (`npm test`, test/support/runner/run.ts) treats specially. Paths are relative to
+ * the repository, as `npm test` lists them.
+ */
+
+/**
+ * Suites at the level of processes: they start `npm start`, kill worker or API processes on purpose, cut
+ * Postgres off, restart Temporal, or run the official conformance CLI. `npm run test:fast` leaves them out;
+ * `npm test` and CI always run them.
+ */
+export const PROCESS_LEVEL: readonly string[] = [
+  'test/platform/faults.test.ts',
+  'test/platform/embedded-start.test.ts',
+  'test/platform/embedded-temporal.test.ts',
+  'test/scrape/worker-crash.test.ts',
+  'test/agents/agent-worker-crash.test.ts',
+  'test/agents/custom-agents-crash.test.ts',
+  'test/docs/mcp-conformance.test.ts',
+  'test/market/mcp-conformance-hosted.test.ts',
+  'test/web/oauth-conformance.test.ts',
+];
+
+/**
+ * Suites that run alone, after every other file has finished: what they provoke depends on timing that a
+ * second file running beside them would disturb (a 10 s Postgres outage that must find jobs in flight, a
+ * dev server restarted on its own ports).
+ */
+export const ALONE: readonly string[] = [
+  'test/platform/faults.test.ts',
+  'test/platform/embedded-start.test.ts',
+  'test/platform/embedded-temporal.test.ts',
+];
