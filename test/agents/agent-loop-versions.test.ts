@@ -5,7 +5,7 @@ import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { networkPolicyFromConfig } from '../../lib/net/policy';
 import { platformActivities } from '../../workers/activities';
-import { useHarness, type Harness } from '../support/stack/harness';
+import { useHarness, type Harness, type IsolatedStack } from '../support/stack/harness';
 import { act } from '../support/agent-script';
 import type { RecordedRequest } from '../support/fakes/fake-openai';
 import { assertSettledOnce, workflowIdOf } from '../support/ledger-checks';
@@ -109,9 +109,10 @@ describe('agent runs begun before the one agent loop', function () {
     let mcp: TestMcpServer;
     let apiKey: string;
     let activities: ReturnType<typeof platformActivities>;
+    let stack: IsolatedStack;
 
     before(async () => {
-      const stack = await h.startIsolatedStack({ taskQueues, queues: [] });
+      stack = await h.startIsolatedStack({ taskQueues, queues: [] });
       baseUrl = stack.baseUrl;
       activities = platformActivities({
         db: h.db,
@@ -126,6 +127,7 @@ describe('agent runs begun before the one agent loop', function () {
       h.llm.reset();
       await mcp?.close();
       await connection?.close();
+      await stack?.stop();
     });
 
     const startWorker = async (workflowBundle: WorkflowBundle, identity: string) => {

@@ -1,21 +1,23 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { useHarness } from '../support/stack/harness';
+import { useHarness, type IsolatedStack } from '../support/stack/harness';
 import { startWorkerProcess } from '../support/stack/worker-process';
 import { AGENT_GOLDEN_TICKET } from '../support/fakes/fixture-site';
 import { act, elementIndex, onPage } from '../support/agent-script';
 
 describe('a browser worker killed in the middle of an agent run', function () {
   const children: ChildProcess[] = [];
-  after(() => {
+  let isolated: IsolatedStack | undefined;
+  after(async () => {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+    await isolated?.stop();
   });
 
   it('reopens the session on another worker from the last checkpoint and completes', async function () {
     this.timeout(240_000);
     const h = await useHarness();
     const taskQueues = { platform: 'agent-crash-platform', browser: 'agent-crash-browser' };
-    const stack = await h.startIsolatedStack({ taskQueues, queues: ['platform'] });
+    const stack = (isolated = await h.startIsolatedStack({ taskQueues, queues: ['platform'] }));
     const env = {
       ...h.env,
       PLATFORM_TASK_QUEUE: taskQueues.platform,

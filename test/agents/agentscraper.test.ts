@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { startWebhookReceiver } from '../support/fakes/webhook-receiver';
 import {
   AGENT_GOLDEN_TICKET,
@@ -10,6 +11,7 @@ import {
 import { act, actMany, elementIndex, isAgentDecision, onPage, toolNames } from '../support/agent-script';
 
 describe('POST /agentscraper: the one-off browser agent', function () {
+  const stacks = stoppedAfter();
   let h: Harness;
   let apiKey: string;
 
@@ -283,10 +285,12 @@ describe('POST /agentscraper: the one-off browser agent', function () {
   });
 
   it('stops at the step bound', async function () {
-    const stack = await h.startIsolatedStack({
-      taskQueues: { platform: 'platform-steps', browser: 'browser-steps' },
-      overrides: { agent: { maxSteps: 3, deadlineMs: 600_000 } },
-    });
+    const stack = stacks.add(
+      await h.startIsolatedStack({
+        taskQueues: { platform: 'platform-steps', browser: 'browser-steps' },
+        overrides: { agent: { maxSteps: 3, deadlineMs: 600_000 } },
+      }),
+    );
     h.llm.enqueue(...[1, 2, 3, 1, 2].map((n) => act('navigate', { url: `${h.site.url}/agent/list?page=${n}` })));
     const job = await runAgent({ task: 'Browse without end' }, { base: stack.baseUrl });
     assert.equal(job.status, 'failed');
@@ -296,10 +300,12 @@ describe('POST /agentscraper: the one-off browser agent', function () {
   });
 
   it('stops at the wall-clock deadline', async function () {
-    const stack = await h.startIsolatedStack({
-      taskQueues: { platform: 'platform-deadline', browser: 'browser-deadline' },
-      overrides: { agent: { maxSteps: 30, deadlineMs: 4_000 } },
-    });
+    const stack = stacks.add(
+      await h.startIsolatedStack({
+        taskQueues: { platform: 'platform-deadline', browser: 'browser-deadline' },
+        overrides: { agent: { maxSteps: 30, deadlineMs: 4_000 } },
+      }),
+    );
     h.llm.enqueue(
       ...[1, 2, 3, 1].map((n) =>
         actMany([
@@ -339,10 +345,12 @@ describe('POST /agentscraper: the one-off browser agent', function () {
   });
 
   it('fails clearly when the proxy or captcha solver it asks for is not configured', async function () {
-    const stack = await h.startIsolatedStack({
-      taskQueues: { platform: 'platform-agent-bare', browser: 'browser-agent-bare' },
-      overrides: { proxyUrlTemplate: null, captcha: null },
-    });
+    const stack = stacks.add(
+      await h.startIsolatedStack({
+        taskQueues: { platform: 'platform-agent-bare', browser: 'browser-agent-bare' },
+        overrides: { proxyUrlTemplate: null, captcha: null },
+      }),
+    );
     const proxied = await runAgent({ task: 'x', proxy_enabled: true, proxy_country: 'US' }, { base: stack.baseUrl });
     assert.equal(proxied.status, 'failed');
     assert.match(proxied.error, /proxy_enabled was requested but this service has no proxy configured/);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { useHarness, type Harness } from '../support/stack/harness';
+import { useHarness, type Harness, type IsolatedStack } from '../support/stack/harness';
 import { AGENT_GOLDEN_TICKET } from '../support/fakes/fixture-site';
 import { act, actMany, elementIndex, onPage } from '../support/agent-script';
 import { startMcpServer } from '../support/fakes/mcp-server';
@@ -24,18 +24,21 @@ async function runChain(h: Harness, workflowId: string): Promise<{ runId: string
 describe('long agent runs continue as new before their history grows too large', function () {
   let h: Harness;
   let base: string;
+  let stack: IsolatedStack;
 
   before(async function () {
     this.timeout(180_000);
     h = await useHarness();
     // A threshold this low makes every run of a few steps continue as new at least once.
-    const stack = await h.startIsolatedStack({
+    stack = await h.startIsolatedStack({
       taskQueues: { platform: 'can-platform', browser: 'can-browser' },
       overrides: { agent: { maxSteps: 30, deadlineMs: 600_000, historyEventsLimit: 40 } },
     });
     base = stack.baseUrl;
     h.forum.addCommunity('long_runs', [{ title: 'First' }, { title: 'Second' }, { title: 'Third' }]);
   });
+
+  after(() => stack?.stop());
 
   it('a browser agent continues as new and finishes with the same session, the same steps and one debit', async function () {
     this.timeout(180_000);

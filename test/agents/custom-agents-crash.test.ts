@@ -1,7 +1,7 @@
 // Network rule: every packet in this file goes to 127.0.0.0/8.
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { useHarness, type Harness } from '../support/stack/harness';
+import { useHarness, type Harness, type IsolatedStack } from '../support/stack/harness';
 import { startMcpServer, type TestMcpServer } from '../support/fakes/mcp-server';
 import { startWorkerProcess } from '../support/stack/worker-process';
 import { act, actMany } from '../support/agent-script';
@@ -22,7 +22,7 @@ describe('a platform worker killed in the middle of a custom-agent run', functio
   const children: ChildProcess[] = [];
   let h: Harness;
   let mcp: TestMcpServer;
-  let stack: { baseUrl: string };
+  let stack: IsolatedStack;
   let env: Record<string, string>;
   let apiKey: string;
 
@@ -44,6 +44,7 @@ describe('a platform worker killed in the middle of a custom-agent run', functio
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
     h.llm.reset();
     await mcp.close();
+    await stack?.stop();
   });
 
   const current = () => children[children.length - 1];

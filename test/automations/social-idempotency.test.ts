@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { useHarness, type Harness } from '../support/stack/harness';
+import { useHarness, type Harness, type IsolatedStack } from '../support/stack/harness';
 import { act } from '../support/agent-script';
 
 /**
@@ -10,13 +10,14 @@ import { act } from '../support/agent-script';
 describe('social writes are made once even when their answer is lost to a timeout', function () {
   let h: Harness;
   let base: string;
+  let stack: IsolatedStack;
   let n = 0;
 
   before(async function () {
     this.timeout(180_000);
     h = await useHarness();
     // Tool calls time out after 3 s here, so an answer 7 s late is lost and the call is retried.
-    const stack = await h.startIsolatedStack({
+    stack = await h.startIsolatedStack({
       taskQueues: { platform: 'social-once-platform', browser: 'social-once-browser' },
       overrides: { agent: { maxSteps: 10, deadlineMs: 600_000, socialToolTimeoutMs: 3_000 } },
       queues: ['platform'],
@@ -24,6 +25,8 @@ describe('social writes are made once even when their answer is lost to a timeou
     base = stack.baseUrl;
     h.forum.addCommunity('slow_answers', [{ title: 'A thread to answer', text: 'Comments welcome.' }]);
   });
+
+  after(() => stack?.stop());
 
   async function runOnce(apiKey: string, body: Record<string, unknown>) {
     const response = await h.http('POST', `${base}/api/v1/automations`, {

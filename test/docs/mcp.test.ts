@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { useHarness, type Harness } from '../support/stack/harness';
+import { useHarness, type Harness, type IsolatedStack } from '../support/stack/harness';
 import { ConfigError, loadConfig } from '../../lib/config';
 
 type ToolResult = Awaited<ReturnType<Client['callTool']>>;
@@ -306,7 +306,7 @@ describe('docs-search MCP endpoint', function () {
   });
 
   describe('with a configured address and a low rate limit', function () {
-    let isolated: { baseUrl: string };
+    let isolated: IsolatedStack;
 
     before(async function () {
       isolated = await h.startIsolatedStack({
@@ -315,6 +315,8 @@ describe('docs-search MCP endpoint', function () {
         queues: [],
       });
     });
+
+    after(() => isolated?.stop());
 
     it('answers 429 with Retry-After beyond the limit, per client address', async function () {
       const endpoint = `${isolated.baseUrl}/docs-mcp`;

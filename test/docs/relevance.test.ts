@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { useHarness } from '../support/stack/harness';
+import { useHarness, type IsolatedStack } from '../support/stack/harness';
 
 /**
  * Realistic questions and the section that answers each (`path#anchor`), which search_docs must
@@ -78,11 +78,12 @@ const QUESTIONS: [question: string, answer: string][] = [
 
 describe('docs search relevance', function () {
   let client: Client;
+  let stack: IsolatedStack;
 
   before(async function () {
     this.timeout(180_000);
     const h = await useHarness();
-    const stack = await h.startIsolatedStack({
+    stack = await h.startIsolatedStack({
       taskQueues: { platform: 'docs-relevance-unused', browser: 'docs-relevance-unused-browser' },
       overrides: { docsMcp: { url: null, rateLimitPerMinute: 100_000 } },
       queues: [],
@@ -93,6 +94,7 @@ describe('docs search relevance', function () {
 
   after(async function () {
     await client?.close();
+    await stack?.stop();
   });
 
   it(`ranks the answering section in the top 3 for ${QUESTIONS.length} realistic questions`, async function () {

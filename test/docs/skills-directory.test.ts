@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { oneJsonLine, runAdmin } from '../support/stack/admin-cli';
 import { startFakeGithub, type FakeGithub } from '../support/fakes/fake-github';
 import type { RecordedRequest } from '../support/fakes/fake-openai';
@@ -50,6 +51,7 @@ const catalogueLines = () =>
     .map((l) => JSON.parse(l));
 
 describe('skills directory: catalogue, plain and AI search, GitHub source', function () {
+  const stacks = stoppedAfter();
   let h: Harness;
   let apiKey: string;
   const embeddingRequests = () => h.llm.requests.filter((r) => r.kind === 'embeddings').length;
@@ -486,16 +488,20 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
 
     it('answers with plain search, and says why, when no LLM or embedding model is configured or the wallet is empty', async function () {
       const plain = await search('code review', '&pageSize=10');
-      const noLlm = await h.startIsolatedStack({
-        taskQueues: { platform: 'skills-nollm-platform', browser: 'skills-nollm-browser' },
-        overrides: { openai: { baseURL: null, apiKey: null } },
-        queues: [],
-      });
-      const noEmbeddings = await h.startIsolatedStack({
-        taskQueues: { platform: 'skills-noemb-platform', browser: 'skills-noemb-browser' },
-        overrides: { skills: { ...h.config.skills, embeddingsModel: null } },
-        queues: [],
-      });
+      const noLlm = stacks.add(
+        await h.startIsolatedStack({
+          taskQueues: { platform: 'skills-nollm-platform', browser: 'skills-nollm-browser' },
+          overrides: { openai: { baseURL: null, apiKey: null } },
+          queues: [],
+        }),
+      );
+      const noEmbeddings = stacks.add(
+        await h.startIsolatedStack({
+          taskQueues: { platform: 'skills-noemb-platform', browser: 'skills-noemb-browser' },
+          overrides: { skills: { ...h.config.skills, embeddingsModel: null } },
+          queues: [],
+        }),
+      );
       const chatBefore = h.llm.requests.length;
       for (const [stack, reason] of [
         [noLlm, /^llm_not_configured/],
@@ -573,18 +579,20 @@ describe('skills directory: catalogue, plain and AI search, GitHub source', func
 
     it('creates the refresh Schedule at worker start and refreshes repositories from the GitHub API on demand', async function () {
       this.timeout(90_000);
-      const stack = await h.startIsolatedStack({
-        taskQueues: { platform: 'skills-github-platform', browser: 'skills-github-browser' },
-        overrides: {
-          skills: {
-            ...h.config.skills,
-            githubApiBase: github.apiBase,
-            githubRepos: ['fakeorg/skills-a', 'fakeorg/skills-b'],
-            githubToken: 'ghp_test_token',
+      const stack = stacks.add(
+        await h.startIsolatedStack({
+          taskQueues: { platform: 'skills-github-platform', browser: 'skills-github-browser' },
+          overrides: {
+            skills: {
+              ...h.config.skills,
+              githubApiBase: github.apiBase,
+              githubRepos: ['fakeorg/skills-a', 'fakeorg/skills-b'],
+              githubToken: 'ghp_test_token',
+            },
           },
-        },
-        queues: ['platform'],
-      });
+          queues: ['platform'],
+        }),
+      );
       const schedule = await h.client.schedule.getHandle(SKILLS_REFRESH_SCHEDULE_ID).describe();
       assert.equal(schedule.action.type, 'startWorkflow');
       assert.equal(schedule.action.workflowType, 'skillsRefreshWorkflow');

@@ -3,6 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import https from 'node:https';
 import type { ChildProcess } from 'node:child_process';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { act, isAgentDecision } from '../support/agent-script';
 import { admin, adminRaw, approvedEntry } from '../support/market';
 import { capturedOutput } from '../support/stack/output-capture';
@@ -14,6 +15,7 @@ import { verifyWebhookSignature } from '../../lib/crypto';
 const API = '/api/v1/agent-market';
 
 describe('agent market: providers publish agents, consumers buy and run them', function () {
+  const stacks = stoppedAfter();
   let h: Harness;
   let provider: { userId: string; apiKey: string };
   let consumer: { userId: string; apiKey: string };
@@ -544,7 +546,7 @@ describe('agent market: providers publish agents, consumers buy and run them', f
       this.timeout(180_000);
       const taskQueues = { platform: 'agent-market-tls-platform', browser: 'agent-market-tls-browser' };
       // The platform worker trusts the test CA the way an operator's would: NODE_EXTRA_CA_CERTS, read at process start.
-      const stack = await h.startIsolatedStack({ taskQueues, queues: ['browser'] });
+      const stack = stacks.add(await h.startIsolatedStack({ taskQueues, queues: ['browser'] }));
       worker = await startWorkerProcess({
         ...h.env,
         PLATFORM_TASK_QUEUE: taskQueues.platform,

@@ -7,6 +7,7 @@ import { createMarketActivities } from '../../activities/market';
 import { buildOpenApiDocument } from '../../api/openapi';
 import { DiscoveryError, type Discover, type DiscoveryRequest } from '../../lib/market/discovery';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { weatherTools } from '../support/market';
 
 /** Every string in a workflow history, payload bytes decoded (JSON.stringify would show them as numbers). */
@@ -30,6 +31,7 @@ const OPENAPI = {
 };
 
 describe('discover and validate endpoints', function () {
+  const stacks = stoppedAfter();
   let h: Harness;
 
   before(async function () {
@@ -147,7 +149,7 @@ describe('discover and validate endpoints', function () {
     before(async function () {
       this.timeout(120_000);
       const taskQueues = { platform: 'market-discovery-test', browser: 'market-discovery-test-browser' };
-      const stack = await h.startIsolatedStack({ taskQueues, queues: [] });
+      const stack = stacks.add(await h.startIsolatedStack({ taskQueues, queues: [] }));
       baseUrl = stack.baseUrl;
       connection = await NativeConnection.connect({ address: h.temporalAddress });
       worker = await Worker.create({

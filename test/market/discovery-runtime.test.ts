@@ -6,6 +6,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { startInternalTarget, type InternalTarget } from '../support/fakes/mcp-internal-target';
 import { startMcpServer, type TestMcpServer } from '../support/fakes/mcp-server';
 import { createTestCertificates, type TestCertificates } from '../support/mcp-tls';
@@ -84,6 +85,7 @@ async function startHttpsDocument(tls: { key: string; cert: string }) {
 }
 
 describe('market discovery and validation over the tool runtime', function () {
+  const stacks = stoppedAfter();
   this.timeout(180_000);
   let h: Harness;
   let mcp: TestMcpServer;
@@ -406,7 +408,7 @@ describe('market discovery and validation over the tool runtime', function () {
       certs = createTestCertificates();
       [secureMcp, secureDocument] = await Promise.all([startMcpServer({ tls: certs }), startHttpsDocument(certs)]);
       const taskQueues = { platform: 'market-tls-platform', browser: 'market-tls-browser' };
-      baseUrl = (await h.startIsolatedStack({ taskQueues, queues: [] })).baseUrl;
+      baseUrl = stacks.add(await h.startIsolatedStack({ taskQueues, queues: [] })).baseUrl;
       worker = await startWorkerProcess({
         ...h.env,
         PLATFORM_TASK_QUEUE: taskQueues.platform,

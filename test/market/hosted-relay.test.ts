@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Client, ProtocolError, StreamableHTTPClientTransport, type ClientOptions } from '@modelcontextprotocol/client';
 import { getWalletSummary } from '../../db/repos/ledger';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { approvedEntry, storeValidation } from '../support/market';
 import { approvedServiceEntry, discoveredTools } from '../support/fakes/market-provider';
 import { startRelayProvider, type RelayProvider } from '../support/fakes/relay-provider';
@@ -37,6 +38,7 @@ const INPUT_TTL_MS = 3_000;
 const BINARY_LIMIT = 100_000;
 
 describe('hosted market MCP endpoint: what it relays', function () {
+  const stacks = stoppedAfter();
   this.timeout(120_000);
   let h: Harness;
   let baseUrl: string;
@@ -48,18 +50,20 @@ describe('hosted market MCP endpoint: what it relays', function () {
     this.timeout(180_000);
     h = await useHarness();
     // An API of its own with small limits: waiting rounds expire after 3 s, binary blocks above 100 kB are refused.
-    const stack = await h.startIsolatedStack({
-      taskQueues: { platform: 'relay-unused', browser: 'relay-unused-browser' },
-      overrides: {
-        market: {
-          ...h.config.market,
-          inputRequiredTtlMs: INPUT_TTL_MS,
-          toolResultMaxBinaryBytes: BINARY_LIMIT,
-          mcpRateLimitPerMinute: 1_000_000,
+    const stack = stacks.add(
+      await h.startIsolatedStack({
+        taskQueues: { platform: 'relay-unused', browser: 'relay-unused-browser' },
+        overrides: {
+          market: {
+            ...h.config.market,
+            inputRequiredTtlMs: INPUT_TTL_MS,
+            toolResultMaxBinaryBytes: BINARY_LIMIT,
+            mcpRateLimitPerMinute: 1_000_000,
+          },
         },
-      },
-      queues: [],
-    });
+        queues: [],
+      }),
+    );
     baseUrl = stack.baseUrl;
     provider = await startRelayProvider();
     const owner = await h.createUser({ creditUsd: 0 });

@@ -13,6 +13,7 @@ import { parseNetworkAllowlist } from '../../lib/net/ssrf';
 import { sealRequestSecrets, type RequestSecrets } from '../../lib/request-secrets';
 import { loadOpenApi } from '../../lib/tools/source';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { approvedEntry, completeVerification, review, storeValidation, submissionBody } from '../support/market';
 import { loadConfig } from '../../lib/config';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
@@ -38,6 +39,7 @@ const textOf = (result: ToolResult) =>
 const billing = (result: ToolResult) => (result._meta as Record<string, any>)['scrape-platform/billing'];
 
 describe('hosted market MCP endpoint', function () {
+  const stacks = stoppedAfter();
   this.timeout(120_000);
   let h: Harness;
   let service: MarketProviderService;
@@ -840,11 +842,13 @@ describe('hosted market MCP endpoint', function () {
   });
 
   it('MARKET_CALL_COMMIT=durable settles a call exactly as the default does', async function () {
-    const stack = await h.startIsolatedStack({
-      taskQueues: h.config.taskQueues,
-      overrides: { market: { ...h.config.market, callCommit: 'durable' } },
-      queues: [],
-    });
+    const stack = stacks.add(
+      await h.startIsolatedStack({
+        taskQueues: h.config.taskQueues,
+        overrides: { market: { ...h.config.market, callCommit: 'durable' } },
+        queues: [],
+      }),
+    );
     const provider = await h.createUser({ creditUsd: 0 });
     const consumer = await h.createUser({ creditUsd: 5 });
     const entry = await remoteEntry(provider, {

@@ -9,6 +9,7 @@ import { compileUntrustedSchema, UntrustedSchemaError } from '../../lib/json-sch
 import { toRe2Syntax } from '../../lib/json-schema/linear-regexp';
 import { startApiProcess } from '../support/stack/api-process';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { approvedEntry, storeValidation } from '../support/market';
 import { act } from '../support/agent-script';
 import { startWorkerProcess } from '../support/stack/worker-process';
@@ -27,6 +28,7 @@ const EVIL = `${'a'.repeat(40)}!`;
 const CATASTROPHIC = '^(a+)+$';
 
 describe('market trust: provider-written schemas cannot hurt the platform', function () {
+  const stacks = stoppedAfter();
   this.timeout(120_000);
   let h: Harness;
   let api: { child: ChildProcess; baseUrl: string };
@@ -133,7 +135,7 @@ describe('market trust: provider-written schemas cannot hurt the platform', func
       this.timeout(180_000);
       const suffix = randomBytes(3).toString('hex');
       const taskQueues = { platform: `trust-platform-${suffix}`, browser: `trust-browser-${suffix}` };
-      ({ baseUrl } = await h.startIsolatedStack({ taskQueues, queues: ['browser'] }));
+      ({ baseUrl } = stacks.add(await h.startIsolatedStack({ taskQueues, queues: ['browser'] })));
       worker = await startWorkerProcess({
         ...h.env,
         PLATFORM_TASK_QUEUE: taskQueues.platform,

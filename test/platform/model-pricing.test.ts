@@ -14,6 +14,7 @@ import {
 } from '../../lib/billing/pricing';
 import { ConfigError, loadConfig } from '../../lib/config';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { act } from '../support/agent-script';
 
 describe('LLM price table', () => {
@@ -176,6 +177,7 @@ describe('LLM price table', () => {
 });
 
 describe('service model allowlist on the API', function () {
+  const stacks = stoppedAfter();
   let h: Harness;
   let apiKey: string;
 
@@ -253,10 +255,12 @@ describe('service model allowlist on the API', function () {
 
   it('accepts and bills a model added by the operator at the configured price, and refuses one withdrawn', async function () {
     const prices = priceTableFromSetting('acme-extract-1=1:2,gpt-4o=off');
-    const stack = await h.startIsolatedStack({
-      taskQueues: { platform: 'pricing-platform', browser: 'pricing-browser' },
-      overrides: { modelPrices: prices },
-    });
+    const stack = stacks.add(
+      await h.startIsolatedStack({
+        taskQueues: { platform: 'pricing-platform', browser: 'pricing-browser' },
+        overrides: { modelPrices: prices },
+      }),
+    );
     const { apiKey: key } = await h.createUser({ creditUsd: 5 });
     assertModelRefused(
       await h.http('POST', `${stack.baseUrl}/api/v1/scrape`, {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { GATED_SECRET, SPA_SENTENCE } from '../support/fakes/fixture-site';
 import { workflowIdOf } from '../support/ledger-checks';
 
@@ -66,6 +67,7 @@ describe('POST /scrape (async) and GET /scrape/status', function () {
 });
 
 describe('scrape pipeline details', function () {
+  const stacks = stoppedAfter();
   let h: Harness;
   let apiKey: string;
 
@@ -249,11 +251,13 @@ describe('scrape pipeline details', function () {
         { name: 'closed', port: closedPort, error: /Could not reach the proxy/ },
       ];
       for (const { name, port, error } of cases) {
-        const stack = await h.startIsolatedStack({
-          taskQueues: { platform: `platform-proxy-${name}`, browser: `browser-proxy-${name}` },
-          overrides: { proxyUrlTemplate: `http://user-{country}:proxy-pass@127.0.0.1:${port}` },
-          queues: ['platform'],
-        });
+        const stack = stacks.add(
+          await h.startIsolatedStack({
+            taskQueues: { platform: `platform-proxy-${name}`, browser: `browser-proxy-${name}` },
+            overrides: { proxyUrlTemplate: `http://user-{country}:proxy-pass@127.0.0.1:${port}` },
+            queues: ['platform'],
+          }),
+        );
         const job = await run(
           { url: `${h.site.url}/static?proxy=${name}`, mobile_proxy_enabled: true, mobile_proxy_country: 'de' },
           { base: stack.baseUrl },
@@ -280,10 +284,12 @@ describe('scrape pipeline details', function () {
   });
 
   it('fails clearly when the request asks for a proxy or captcha solver that is not configured', async function () {
-    const stack = await h.startIsolatedStack({
-      taskQueues: { platform: 'platform-bare', browser: 'browser-bare' },
-      overrides: { proxyUrlTemplate: null, captcha: null },
-    });
+    const stack = stacks.add(
+      await h.startIsolatedStack({
+        taskQueues: { platform: 'platform-bare', browser: 'browser-bare' },
+        overrides: { proxyUrlTemplate: null, captcha: null },
+      }),
+    );
     const proxied = await run({ url: `${h.site.url}/static`, mobile_proxy_enabled: true }, { base: stack.baseUrl });
     assert.equal(proxied.status, 'failed');
     assert.match(proxied.error, /mobile_proxy_enabled was requested but this service has no proxy configured/);
@@ -294,6 +300,7 @@ describe('scrape pipeline details', function () {
 });
 
 describe('synchronous scrape (async: false)', function () {
+  const stacks = stoppedAfter();
   let h: Harness;
   let apiKey: string;
 
@@ -325,10 +332,12 @@ describe('synchronous scrape (async: false)', function () {
   });
 
   it('answers the fallback when the run takes longer than the wait limit', async function () {
-    const stack = await h.startIsolatedStack({
-      taskQueues: { platform: 'platform-slow', browser: 'browser-slow' },
-      overrides: { syncScrapeTimeoutMs: 1000 },
-    });
+    const stack = stacks.add(
+      await h.startIsolatedStack({
+        taskQueues: { platform: 'platform-slow', browser: 'browser-slow' },
+        overrides: { syncScrapeTimeoutMs: 1000 },
+      }),
+    );
     const held = h.llm.hold();
     try {
       const response = await h.http('POST', `${stack.baseUrl}/api/v1/scrape`, {

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { startWorkerProcess } from '../support/stack/worker-process';
 
 describe('a worker process killed mid-scrape', function () {
+  const stacks = stoppedAfter();
   let h: Harness;
   const children: ChildProcess[] = [];
 
@@ -19,7 +21,7 @@ describe('a worker process killed mid-scrape', function () {
   it('completes on a new worker with exactly one debit', async function () {
     this.timeout(240_000);
     const taskQueues = { platform: 'crash-platform', browser: 'crash-browser' };
-    const stack = await h.startIsolatedStack({ taskQueues, queues: [] });
+    const stack = stacks.add(await h.startIsolatedStack({ taskQueues, queues: [] }));
     const workerEnv = { ...h.env, PLATFORM_TASK_QUEUE: taskQueues.platform, BROWSER_TASK_QUEUE: taskQueues.browser };
     const { apiKey, userId } = await h.createUser({ creditUsd: 5 });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { stoppedAfter } from '../support/stack/stopped-after';
 import { approvedEntry, storeValidation } from '../support/market';
 import { ConfigError, loadConfig } from '../../lib/config';
 
@@ -10,6 +11,7 @@ import { ConfigError, loadConfig } from '../../lib/config';
  * changes the addresses the API hands out.
  */
 describe('TRUST_PROXY: forwarded headers are believed only from a proxy the operator declared', function () {
+  const stacks = stoppedAfter();
   let h: Harness;
   let provider: { userId: string; apiKey: string };
   let direct: string;
@@ -22,19 +24,19 @@ describe('TRUST_PROXY: forwarded headers are believed only from a proxy the oper
     provider = await h.createUser({ creditUsd: 5 });
     const market = { ...h.config.market, publicApiUrl: null, mcpPublicUrl: null, mcpRateLimitPerMinute: RATE_LIMIT };
     // Two APIs on the same database, without workers of their own (nothing here starts a workflow).
-    direct = (
+    direct = stacks.add(
       await h.startIsolatedStack({
         taskQueues: { platform: 'trust-proxy-off', browser: 'trust-proxy-off-b' },
         queues: [],
         overrides: { market, trustProxyHops: 0 },
-      })
+      }),
     ).baseUrl;
-    proxied = (
+    proxied = stacks.add(
       await h.startIsolatedStack({
         taskQueues: { platform: 'trust-proxy-on', browser: 'trust-proxy-on-b' },
         queues: [],
         overrides: { market, trustProxyHops: 1 },
-      })
+      }),
     ).baseUrl;
   });
 

@@ -50,12 +50,12 @@ async function runFile(file: string): Promise<FileResult> {
   printed = '';
   const started = Date.now();
   const mocha = new Mocha({ timeout, forbidOnly: true, forbidPending: true, color: false });
-  let reporter: FileReporter | undefined;
+  const reporters: FileReporter[] = [];
   mocha.reporter(
     class extends FileReporter {
       constructor(runner: Mocha.Runner, options?: Mocha.MochaOptions) {
         super(runner, options);
-        reporter = this;
+        reporters.push(this);
       }
     },
   );
@@ -64,7 +64,7 @@ async function runFile(file: string): Promise<FileResult> {
     const passes = await new Promise<number>((resolve) => {
       const runner = mocha.run(() => resolve(runner.stats?.passes ?? 0));
     });
-    return { file, report: printed, failures: reporter?.failuresText ?? [], passes, ms: Date.now() - started };
+    return { file, report: printed, failures: reporters[0]?.failuresText ?? [], passes, ms: Date.now() - started };
   } catch (err) {
     // The file did not load (a syntax or import error): one failure for the file.
     const text = `  1) ${file}\n     ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`;
