@@ -71,10 +71,11 @@ describe('hosted market MCP endpoint', function () {
     token: string,
     options: ConstructorParameters<typeof Client>[1] = { versionNegotiation: { mode: 'auto' } },
     query = '',
+    baseUrl = h.baseUrl,
   ) {
     const client = new Client({ name: 'market-consumer', version: '1.0.0' }, options);
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${entryId}${query}`), {
+      new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp/${entryId}${query}`), {
         requestInit: { headers: { authorization: `Bearer ${token}` } },
       }),
     );
@@ -314,7 +315,16 @@ describe('hosted market MCP endpoint', function () {
       },
       validation,
     );
-    service.configureCharging({ apiBase: h.baseUrl, apiKey: provider.apiKey });
+    // The calls and charges go through an API whose runs end 2 s after their last call (not the default
+    // minute), so the run's workflow settles it soon after the last charge below.
+    const quick = stacks.add(
+      await h.startIsolatedStack({
+        taskQueues: { platform: 'hosted-events-unused', browser: 'hosted-events-unused-browser' },
+        overrides: { market: { ...h.config.market, runIdleGraceMs: 2_000 } },
+        queues: [],
+      }),
+    );
+    service.configureCharging({ apiBase: quick.baseUrl, apiKey: provider.apiKey });
 
     // Parameters are required: the plain key is refused, a credential needs valid params.
     const plain = await rawInitialize(entry.entryId, consumer.apiKey);
@@ -334,7 +344,7 @@ describe('hosted market MCP endpoint', function () {
     assert.equal(stranger.status, 400);
 
     const issued = await credential(consumer.apiKey, entry.entryId, { params: { region: 'eu' }, maxRunChargeUsd: 0.7 });
-    const client = await connect(entry.entryId, issued.credential);
+    const client = await connect(entry.entryId, issued.credential, undefined, '', quick.baseUrl);
     const listed = (await client.listTools()).tools.find((t) => t.name === 'scrape_pages')!;
     assert.deepEqual(listed._meta?.['scrape-platform/pricing'], {
       monetizationStrategy: 'provider_event',
@@ -385,7 +395,7 @@ describe('hosted market MCP endpoint', function () {
     assert.equal((await wallet(consumer.userId)).balanceMicros, 5_000_000 - 700_000, 'exactly 7 events of 0.10');
     assert.equal((await wallet(provider.userId)).balanceMicros, 560_000);
 
-    // The run's workflow closes it at expiry and records the settlement (run here with its expiry now).
+    // The run's workflow closes it once idle (2 s after its last charge here) and records the settlement.
     const settled = await h.client.workflow.execute('marketRunWorkflow', {
       taskQueue: h.config.taskQueues.platform,
       workflowId: `market-run-settle-test-${runId}`,
