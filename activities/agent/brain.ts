@@ -39,7 +39,7 @@ import type { RequestSecrets } from '../../lib/request-secrets';
 import { BROWSER_TOOLS } from './browser/tools';
 import { FORUM_TOOLS, MICROBLOG_TOOLS } from './social-tools';
 import type { ToolRuntimeDeps } from '../../lib/tools/source';
-import { attemptKey, withHeartbeat } from '../heartbeat';
+import { stepKey, withHeartbeat } from '../heartbeat';
 import { recordLlmUsage } from '../llm/usage';
 import type { SelectionLoader, ToolCallOutput, ToolSelectionRef } from '../tools';
 import type { RunConnections } from '../tools/run-connections';
@@ -183,7 +183,7 @@ export function createAgentBrainActivities(deps: BrainDeps) {
   ) =>
     recordLlmUsage(db, deps.llm.prices, {
       jobId,
-      usageKey: attemptKey(jobId, what),
+      usageKey: stepKey(jobId, what),
       model,
       promptTokens: usage?.prompt_tokens ?? 0,
       completionTokens: usage?.completion_tokens ?? 0,

@@ -5,7 +5,7 @@ import { extractionWorstCaseMicros } from '../../lib/billing/worst-case';
 import { getRouterApiKey } from '../../db/repos/users';
 import { jsonSchemaForRequest } from '../../lib/llm/structured-output';
 import { LlmUnavailableError, type LlmProviders } from '../../lib/llm/providers';
-import { attemptKey, withHeartbeat } from '../heartbeat';
+import { stepKey, withHeartbeat } from '../heartbeat';
 import { loadJob } from '../jobs';
 import { getPageSnapshot, saveExtractedData } from '../../db/repos/page-snapshots';
 import { rejectScrape } from '../rejections';
@@ -59,7 +59,7 @@ export function createExtractionActivities(deps: ExtractionDeps) {
               recordCall: (call, index) =>
                 recordLlmUsage(db, deps.llm.prices, {
                   jobId,
-                  usageKey: attemptKey(jobId, `llm-${index}`),
+                  usageKey: stepKey(jobId, `llm-${index}`),
                   ...call,
                   walletBilled,
                 }),

@@ -5,7 +5,7 @@ import { ModelNotPricedError, type PriceTable } from '../../lib/billing/pricing'
 
 export interface LlmUsageRecord {
   jobId: string;
-  /** Unique per real call (e.g. attemptKey(jobId, `llm-${index}`)): a retried write records it once. */
+  /** Unique per call of a step (stepKey(jobId, `llm-${index}`)): a retried write, or a retried step, records it once. */
   usageKey: string;
   model: string;
   promptTokens: number;
