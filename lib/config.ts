@@ -244,7 +244,10 @@ function workflowBundlePath(env: Env): string | null {
   if (given === null) return null;
   const resolved = path.resolve(given);
   if (!existsSync(resolved))
-    throw new ConfigError('WORKFLOW_BUNDLE_PATH', `names no file (${resolved}); make one with npm run bundle:workflows`);
+    throw new ConfigError(
+      'WORKFLOW_BUNDLE_PATH',
+      `names no file (${resolved}); make one with npm run bundle:workflows`,
+    );
   return resolved;
 }
 

@@ -43,7 +43,9 @@ class FileReporter extends Mocha.reporters.Spec {
 }
 
 function send(message: FromLane): Promise<void> {
-  return new Promise((resolve, reject) => process.send!(message, (err: Error | null) => (err ? reject(err) : resolve())));
+  return new Promise((resolve, reject) =>
+    process.send!(message, (err: Error | null) => (err ? reject(err) : resolve())),
+  );
 }
 
 async function runFile(file: string): Promise<FileResult> {

@@ -23,9 +23,9 @@ const fast = args.includes('--fast');
 const named = args.filter((arg) => !arg.startsWith('--')).map((file) => path.relative(ROOT, path.resolve(file)));
 const laneCount = Math.max(1, Number(process.env.TEST_LANES ?? 2));
 
-const files = (
-  named.length ? named : globSync('test/**/*.test.ts', { cwd: ROOT }).sort()
-).filter((file) => !(fast && PROCESS_LEVEL.includes(file)));
+const files = (named.length ? named : globSync('test/**/*.test.ts', { cwd: ROOT }).sort()).filter(
+  (file) => !(fast && PROCESS_LEVEL.includes(file)),
+);
 const known = lastTimings();
 const slowestFirst = (a: string, b: string) => (known[b] ?? 0) - (known[a] ?? 0);
 const together = files.filter((file) => !ALONE.includes(file)).sort(slowestFirst);
