@@ -23,10 +23,7 @@ export const PROCESS_LEVEL: readonly string[] = [
 /**
  * Suites that run alone, after every other file has finished: what they provoke depends on timing that a
  * second file running beside them would disturb (a 10 s Postgres outage that must find jobs in flight, a
- * dev server restarted on its own ports).
+ * Temporal restart that must catch activities mid-flight). The `npm start` suites run beside the others: they
+ * wait on what they observe and own their ports and DATA_DIR.
  */
-export const ALONE: readonly string[] = [
-  'test/platform/faults.test.ts',
-  'test/platform/embedded-start.test.ts',
-  'test/platform/embedded-temporal.test.ts',
-];
+export const ALONE: readonly string[] = ['test/platform/faults.test.ts'];
