@@ -60,6 +60,8 @@ export interface Config {
      * `vision`), and the largest; the others are described to it as text.
      */
     toolImages?: { perResult: number; maxBytes: number };
+    /** The browser agent's session waits (AGENT_BROWSER_*, see BrowserSessionWaits). */
+    browserSession?: BrowserSessionWaits;
   };
   /** The most a job of each kind may reserve of the wallet at admission (HOLD_MAX_USD_*), in micro-USD. */
   holds: HoldLimits;
@@ -376,6 +378,21 @@ function fraction(env: Env, name: string, fallback: number): number {
   return value;
 }
 
+/**
+ * How long a browser agent's run waits on its browser session's worker. Tests set seconds; the defaults
+ * are a deployment's. Sessions heartbeat every 2 s, so a heartbeat timeout is at least 5 s.
+ */
+export interface BrowserSessionWaits {
+  /** AGENT_BROWSER_OPEN_WAIT_SECONDS, default 60 (1 to 3600): the least a run waits for a free browser (else its deadline). */
+  openWaitMinMs: number;
+  /** AGENT_BROWSER_OPEN_HEARTBEAT_SECONDS, default 30 (5 to 600): an open waiting for a slot without a heartbeat this long failed. */
+  openHeartbeatTimeoutMs: number;
+  /** AGENT_BROWSER_KEEPER_HEARTBEAT_SECONDS, default 20 (5 to 600): a session's keeper without a heartbeat this long means its worker is gone. */
+  keeperHeartbeatTimeoutMs: number;
+  /** AGENT_BROWSER_UNCLAIMED_SESSION_SECONDS, default 120 (1 to 3600): a session no run holds is closed after this long. */
+  unclaimedSessionMs: number;
+}
+
 /** MARKET_DRAFT_SLUG_DAYS when unset. */
 export const DEFAULT_DRAFT_SLUG_DAYS = 30;
 
@@ -569,6 +586,12 @@ export function loadConfig(env: Env = process.env): Config {
       toolImages: {
         perResult: integer(env, 'AGENT_TOOL_IMAGES_PER_RESULT', 4, 0, 16),
         maxBytes: integer(env, 'AGENT_TOOL_IMAGE_MAX_KB', 1_024, 1, 20_480) * 1024,
+      },
+      browserSession: {
+        openWaitMinMs: integer(env, 'AGENT_BROWSER_OPEN_WAIT_SECONDS', 60, 1, 3_600) * 1_000,
+        openHeartbeatTimeoutMs: integer(env, 'AGENT_BROWSER_OPEN_HEARTBEAT_SECONDS', 30, 5, 600) * 1_000,
+        keeperHeartbeatTimeoutMs: integer(env, 'AGENT_BROWSER_KEEPER_HEARTBEAT_SECONDS', 20, 5, 600) * 1_000,
+        unclaimedSessionMs: integer(env, 'AGENT_BROWSER_UNCLAIMED_SESSION_SECONDS', 120, 1, 3_600) * 1_000,
       },
     },
     holds: {
