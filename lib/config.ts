@@ -128,7 +128,10 @@ export interface MarketConfig {
   runChargeLimitMicros: number;
   /** MCP_PUBLIC_URL: where the hosted market MCP endpoint is advertised (`{url}/mcp/{entryId}`); unset means the API's own origin. Its host is also accepted in Host/Origin. */
   mcpPublicUrl: string | null;
-  /** MARKET_RUN_TTL_MINUTES, default 15: how long a market run (and its charge token) accepts provider charges. */
+  /**
+   * MARKET_RUN_TTL_MINUTES, default 15: how long a market run (and its charge token) accepts provider charges;
+   * MARKET_RUN_TTL_SECONDS (10 to 86400), when set, instead (tests live runs of seconds).
+   */
   runTtlMs: number;
   /**
    * MARKET_RUN_IDLE_GRACE_SECONDS, default 60 (0 to 3600, below the run TTL): how long a market run
@@ -406,19 +409,26 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
       : Buffer.from(rawKey, 'base64');
   if (chargeTokenKey.length < 32)
     throw new ConfigError('MARKET_CHARGE_TOKEN_KEY', 'must be at least 32 bytes, as hex or base64');
-  const runTtlMs = integer(env, 'MARKET_RUN_TTL_MINUTES', 15, 1, 24 * 60) * 60_000;
+  const runTtlMinutesMs = integer(env, 'MARKET_RUN_TTL_MINUTES', 15, 1, 24 * 60) * 60_000;
+  const runTtlMs =
+    optional(env, 'MARKET_RUN_TTL_SECONDS') === null
+      ? runTtlMinutesMs
+      : integer(env, 'MARKET_RUN_TTL_SECONDS', 0, 10, 24 * 3_600) * 1_000;
+  const lifetime = optional(env, 'MARKET_RUN_TTL_SECONDS')
+    ? `MARKET_RUN_TTL_SECONDS = ${runTtlMs / 1_000}`
+    : `MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}`;
   const runIdleGraceMs = integer(env, 'MARKET_RUN_IDLE_GRACE_SECONDS', 60, 0, 3_600) * 1_000;
   if (runIdleGraceMs >= runTtlMs) {
     throw new ConfigError(
       'MARKET_RUN_IDLE_GRACE_SECONDS',
-      `must be shorter than a market run's lifetime (MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}), got ${runIdleGraceMs / 1_000}`,
+      `must be shorter than a market run's lifetime (${lifetime}), got ${runIdleGraceMs / 1_000}`,
     );
   }
   const runWindowIdleMs = integer(env, 'MARKET_RUN_WINDOW_IDLE_SECONDS', 5, 0, 3_600) * 1_000;
   if (runWindowIdleMs >= runTtlMs) {
     throw new ConfigError(
       'MARKET_RUN_WINDOW_IDLE_SECONDS',
-      `must be shorter than a market run's lifetime (MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}), got ${runWindowIdleMs / 1_000}`,
+      `must be shorter than a market run's lifetime (${lifetime}), got ${runWindowIdleMs / 1_000}`,
     );
   }
   return {

@@ -14,6 +14,8 @@ export const BUSY_CHECK_MAX_MS = 30_000;
 /** How many looks one execution takes before it continues as new (the default of `checksPerExecution`). */
 export const CHECKS_PER_EXECUTION = 50;
 
+/** Runs that record this marker settle once idle (before it, they slept until their token expired). */
+export const MARKET_RUN_SETTLES_WHEN_IDLE = 'market-run-settles-when-idle';
 /** Runs that record this marker continue as new after `checksPerExecution` looks at their run. */
 export const MARKET_RUN_CONTINUES_AS_NEW = 'market-run-continues-as-new';
 
@@ -48,22 +50,29 @@ export interface MarketRunWorkflowInput {
  * settled; their histories replay on that path (test/market/run-window.test.ts).
  */
 export async function marketRunWorkflow(input: MarketRunWorkflowInput): Promise<MarketRunSettlement> {
-  if (patched('market-run-settles-when-idle')) {
-    const continues = patched(MARKET_RUN_CONTINUES_AS_NEW);
-    const maxMs = input.busyCheckMaxMs ?? BUSY_CHECK_MAX_MS;
-    const checksPerExecution = input.checksPerExecution ?? CHECKS_PER_EXECUTION;
-    let busyCheckMs = Math.min(input.busyCheckMs ?? BUSY_CHECK_FIRST_MS, maxMs);
-    for (let checks = 0; ; checks++) {
-      if (continues && (checks >= checksPerExecution || workflowInfo().continueAsNewSuggested))
-        await continueAsNew<typeof marketRunWorkflow>({ ...input, busyCheckMs });
-      const next = await runs.settleMarketRunWhenIdle(input.runId, busyCheckMs);
-      if (next.idle) return next.settlement;
-      // A look that found no call resets the back-off; histories recorded before it carry no `busy`.
-      busyCheckMs = next.busy ? Math.min(busyCheckMs * 2, maxMs) : Math.min(BUSY_CHECK_FIRST_MS, maxMs);
-      await sleep(next.checkAgainInMs);
-    }
-  }
+  if (patched(MARKET_RUN_SETTLES_WHEN_IDLE)) return marketRunUntilIdle(input);
   const waitMs = new Date(input.expiresAt).getTime() - Date.now();
   if (waitMs > 0) await sleep(waitMs);
   return runs.settleMarketRun(input.runId);
+}
+
+/**
+ * The run's workflow since MARKET_RUN_SETTLES_WHEN_IDLE: looks at the run until it is idle, then settles it.
+ * Exported for the replay tests (test/support/fixtures/workflows-market-run-without-patch.ts), which show
+ * that runs recorded before the patch do not replay on it.
+ */
+export async function marketRunUntilIdle(input: MarketRunWorkflowInput): Promise<MarketRunSettlement> {
+  const continues = patched(MARKET_RUN_CONTINUES_AS_NEW);
+  const maxMs = input.busyCheckMaxMs ?? BUSY_CHECK_MAX_MS;
+  const checksPerExecution = input.checksPerExecution ?? CHECKS_PER_EXECUTION;
+  let busyCheckMs = Math.min(input.busyCheckMs ?? BUSY_CHECK_FIRST_MS, maxMs);
+  for (let checks = 0; ; checks++) {
+    if (continues && (checks >= checksPerExecution || workflowInfo().continueAsNewSuggested))
+      await continueAsNew<typeof marketRunWorkflow>({ ...input, busyCheckMs });
+    const next = await runs.settleMarketRunWhenIdle(input.runId, busyCheckMs);
+    if (next.idle) return next.settlement;
+    // A look that found no call resets the back-off; histories recorded before it carry no `busy`.
+    busyCheckMs = next.busy ? Math.min(busyCheckMs * 2, maxMs) : Math.min(BUSY_CHECK_FIRST_MS, maxMs);
+    await sleep(next.checkAgainInMs);
+  }
 }
