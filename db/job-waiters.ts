@@ -39,6 +39,13 @@ export class JobWaiters {
     return this.waiters.size;
   }
 
+  /** How many requests wait on this job now (what a test waits for before it finishes the job). */
+  waitingOn(jobId: string): number {
+    let count = 0;
+    for (const waiter of this.waiters) if (waiter.jobId === jobId) count++;
+    return count;
+  }
+
   /** False when the process already holds `maxWaiters` waits: the caller answers at once. */
   hasRoom(): boolean {
     return this.waiters.size < this.maxWaiters;

@@ -60,6 +60,8 @@ export interface Config {
      * `vision`), and the largest; the others are described to it as text.
      */
     toolImages?: { perResult: number; maxBytes: number };
+    /** The browser agent's session waits (AGENT_BROWSER_*, see BrowserSessionWaits). */
+    browserSession?: BrowserSessionWaits;
   };
   /** The most a job of each kind may reserve of the wallet at admission (HOLD_MAX_USD_*), in micro-USD. */
   holds: HoldLimits;
@@ -126,7 +128,10 @@ export interface MarketConfig {
   runChargeLimitMicros: number;
   /** MCP_PUBLIC_URL: where the hosted market MCP endpoint is advertised (`{url}/mcp/{entryId}`); unset means the API's own origin. Its host is also accepted in Host/Origin. */
   mcpPublicUrl: string | null;
-  /** MARKET_RUN_TTL_MINUTES, default 15: how long a market run (and its charge token) accepts provider charges. */
+  /**
+   * MARKET_RUN_TTL_MINUTES, default 15: how long a market run (and its charge token) accepts provider charges;
+   * MARKET_RUN_TTL_SECONDS (10 to 86400), when set, instead (tests live runs of seconds).
+   */
   runTtlMs: number;
   /**
    * MARKET_RUN_IDLE_GRACE_SECONDS, default 60 (0 to 3600, below the run TTL): how long a market run
@@ -376,6 +381,21 @@ function fraction(env: Env, name: string, fallback: number): number {
   return value;
 }
 
+/**
+ * How long a browser agent's run waits on its browser session's worker. Tests set seconds; the defaults
+ * are a deployment's. Sessions heartbeat every 2 s, so a heartbeat timeout is at least 5 s.
+ */
+export interface BrowserSessionWaits {
+  /** AGENT_BROWSER_OPEN_WAIT_SECONDS, default 60 (1 to 3600): the least a run waits for a free browser (else its deadline). */
+  openWaitMinMs: number;
+  /** AGENT_BROWSER_OPEN_HEARTBEAT_SECONDS, default 30 (5 to 600): an open waiting for a slot without a heartbeat this long failed. */
+  openHeartbeatTimeoutMs: number;
+  /** AGENT_BROWSER_KEEPER_HEARTBEAT_SECONDS, default 20 (5 to 600): a session's keeper without a heartbeat this long means its worker is gone. */
+  keeperHeartbeatTimeoutMs: number;
+  /** AGENT_BROWSER_UNCLAIMED_SESSION_SECONDS, default 120 (1 to 3600): a session no run holds is closed after this long. */
+  unclaimedSessionMs: number;
+}
+
 /** MARKET_DRAFT_SLUG_DAYS when unset. */
 export const DEFAULT_DRAFT_SLUG_DAYS = 30;
 
@@ -389,19 +409,26 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
       : Buffer.from(rawKey, 'base64');
   if (chargeTokenKey.length < 32)
     throw new ConfigError('MARKET_CHARGE_TOKEN_KEY', 'must be at least 32 bytes, as hex or base64');
-  const runTtlMs = integer(env, 'MARKET_RUN_TTL_MINUTES', 15, 1, 24 * 60) * 60_000;
+  const runTtlMinutesMs = integer(env, 'MARKET_RUN_TTL_MINUTES', 15, 1, 24 * 60) * 60_000;
+  const runTtlMs =
+    optional(env, 'MARKET_RUN_TTL_SECONDS') === null
+      ? runTtlMinutesMs
+      : integer(env, 'MARKET_RUN_TTL_SECONDS', 0, 10, 24 * 3_600) * 1_000;
+  const lifetime = optional(env, 'MARKET_RUN_TTL_SECONDS')
+    ? `MARKET_RUN_TTL_SECONDS = ${runTtlMs / 1_000}`
+    : `MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}`;
   const runIdleGraceMs = integer(env, 'MARKET_RUN_IDLE_GRACE_SECONDS', 60, 0, 3_600) * 1_000;
   if (runIdleGraceMs >= runTtlMs) {
     throw new ConfigError(
       'MARKET_RUN_IDLE_GRACE_SECONDS',
-      `must be shorter than a market run's lifetime (MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}), got ${runIdleGraceMs / 1_000}`,
+      `must be shorter than a market run's lifetime (${lifetime}), got ${runIdleGraceMs / 1_000}`,
     );
   }
   const runWindowIdleMs = integer(env, 'MARKET_RUN_WINDOW_IDLE_SECONDS', 5, 0, 3_600) * 1_000;
   if (runWindowIdleMs >= runTtlMs) {
     throw new ConfigError(
       'MARKET_RUN_WINDOW_IDLE_SECONDS',
-      `must be shorter than a market run's lifetime (MARKET_RUN_TTL_MINUTES = ${runTtlMs / 60_000}), got ${runWindowIdleMs / 1_000}`,
+      `must be shorter than a market run's lifetime (${lifetime}), got ${runWindowIdleMs / 1_000}`,
     );
   }
   return {
@@ -569,6 +596,12 @@ export function loadConfig(env: Env = process.env): Config {
       toolImages: {
         perResult: integer(env, 'AGENT_TOOL_IMAGES_PER_RESULT', 4, 0, 16),
         maxBytes: integer(env, 'AGENT_TOOL_IMAGE_MAX_KB', 1_024, 1, 20_480) * 1024,
+      },
+      browserSession: {
+        openWaitMinMs: integer(env, 'AGENT_BROWSER_OPEN_WAIT_SECONDS', 60, 1, 3_600) * 1_000,
+        openHeartbeatTimeoutMs: integer(env, 'AGENT_BROWSER_OPEN_HEARTBEAT_SECONDS', 30, 5, 600) * 1_000,
+        keeperHeartbeatTimeoutMs: integer(env, 'AGENT_BROWSER_KEEPER_HEARTBEAT_SECONDS', 20, 5, 600) * 1_000,
+        unclaimedSessionMs: integer(env, 'AGENT_BROWSER_UNCLAIMED_SESSION_SECONDS', 120, 1, 3_600) * 1_000,
       },
     },
     holds: {

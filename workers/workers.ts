@@ -68,18 +68,21 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
   if (queues.includes('browser')) {
     const headless = createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency });
     pool = headless;
-    const sessions = createSessionRegistry({
-      headless,
-      headed: async () => {
-        await ensureDisplay();
-        headedPool ??= createBrowserPool({
-          executablePath: config.chromiumPath,
-          maxContexts: config.browserConcurrency,
-          headless: false,
-        });
-        return headedPool;
+    const sessions = createSessionRegistry(
+      {
+        headless,
+        headed: async () => {
+          await ensureDisplay();
+          headedPool ??= createBrowserPool({
+            executablePath: config.chromiumPath,
+            maxContexts: config.browserConcurrency,
+            headless: false,
+          });
+          return headedPool;
+        },
       },
-    });
+      { unclaimedSessionMs: config.agent.browserSession?.unclaimedSessionMs },
+    );
     registry = sessions;
     workers.push(
       await Worker.create({

@@ -51,6 +51,12 @@ export interface AgentWorkflowInput {
   selectionTools?: boolean;
   /** How long one MCP/OpenAPI tool call may take (default 2 minutes). */
   toolCallTimeoutMs?: number;
+  /**
+   * The browser session's waits (AGENT_BROWSER_*, lib/config.ts BrowserSessionWaits); each absent one is
+   * the default: 60 s at least for a free browser, 30 s without a heartbeat from a waiting open, 20 s from
+   * the session's keeper.
+   */
+  browserSession?: { openWaitMinMs?: number; openHeartbeatTimeoutMs?: number; keeperHeartbeatTimeoutMs?: number };
   /** Where an earlier run of this job stopped when it continued as new. */
   resume?: AgentLoopState;
 }
@@ -111,9 +117,12 @@ const DEFAULT_HISTORY_EVENTS_LIMIT = 5_000;
 /** Well below Temporal's 50 MB history limit, leaving room for the step that runs when it is reached. */
 const HISTORY_BYTES_LIMIT = 8 * 1024 * 1024;
 const DEFAULT_SOCIAL_TOOL_TIMEOUT_MS = 120_000;
-/** How long the session's keeper may go without a heartbeat before its worker counts as gone. */
+/** How long the session's keeper may go without a heartbeat before its worker counts as gone (by default). */
 const KEEPER_HEARTBEAT_TIMEOUT_MS = 20_000;
+/** The least a run waits for a free browser (by default; else until its deadline). */
 const MIN_OPEN_WAIT_MS = 60_000;
+/** How long an open waiting for a browser slot may go without a heartbeat (by default). */
+const OPEN_HEARTBEAT_TIMEOUT_MS = 30_000;
 
 /** A cancelled run waits for the activity in flight to stop (and record what it used) before it settles. */
 const brain = proxyActivities<AgentBrainActivities>({
@@ -229,6 +238,9 @@ export async function runAgentLoop(
   const oneLoop = patched(ONE_AGENT_LOOP);
   const state = input.resume ?? freshState(input);
   const historyEventsLimit = input.historyEventsLimit ?? DEFAULT_HISTORY_EVENTS_LIMIT;
+  const keeperHeartbeatTimeoutMs = input.browserSession?.keeperHeartbeatTimeoutMs ?? KEEPER_HEARTBEAT_TIMEOUT_MS;
+  const minOpenWaitMs = input.browserSession?.openWaitMinMs ?? MIN_OPEN_WAIT_MS;
+  const openHeartbeatTimeoutMs = input.browserSession?.openHeartbeatTimeoutMs ?? OPEN_HEARTBEAT_TIMEOUT_MS;
   let stepsThisRun = 0;
   let session: LiveSession | null = null;
 
@@ -343,7 +355,7 @@ export async function runAgentLoop(
       taskQueue: handle.taskQueue,
       scheduleToStartTimeout: '30s',
       startToCloseTimeout: Math.max(state.deadline - Date.now(), 0) + 10 * 60_000,
-      heartbeatTimeout: KEEPER_HEARTBEAT_TIMEOUT_MS,
+      heartbeatTimeout: keeperHeartbeatTimeoutMs,
       retry: { maximumAttempts: 1 },
       cancellationType: ActivityCancellationType.TRY_CANCEL,
     });
@@ -369,12 +381,12 @@ export async function runAgentLoop(
 
   const openSession = async (): Promise<SessionHandle> => {
     // Waiting for a browser slot on a busy worker heartbeats; only the deadline bounds it.
-    const wait = Math.max(state.deadline - Date.now(), MIN_OPEN_WAIT_MS);
+    const wait = Math.max(state.deadline - Date.now(), minOpenWaitMs);
     const opener = proxyActivities<SessionOpenerActivities>({
       taskQueue: input.browserTaskQueue!,
       scheduleToCloseTimeout: wait,
       startToCloseTimeout: wait,
-      heartbeatTimeout: '30s',
+      heartbeatTimeout: openHeartbeatTimeoutMs,
       retry: {
         initialInterval: '2s',
         maximumAttempts: 5,
@@ -425,7 +437,7 @@ export async function runAgentLoop(
         result.catch(() => undefined);
       } catch (err) {
         failure = err;
-        if (isTimeout(err)) await condition(() => live.lost !== null, KEEPER_HEARTBEAT_TIMEOUT_MS + 10_000);
+        if (isTimeout(err)) await condition(() => live.lost !== null, keeperHeartbeatTimeoutMs + 10_000);
         if (!isSessionLost(err) && live.lost === null) throw err;
       } finally {
         watch.cancel();

@@ -1,4 +1,4 @@
-import { patched, proxyActivities, sleep } from '@temporalio/workflow';
+import { continueAsNew, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { MarketRunActivities, MarketRunSettlement } from '../activities/market/runs';
 
 const runs = proxyActivities<MarketRunActivities>({
@@ -7,10 +7,28 @@ const runs = proxyActivities<MarketRunActivities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
 });
 
+/** The first wait between two looks at a run a call still uses; doubled on each look that finds it still busy. */
+export const BUSY_CHECK_FIRST_MS = 1_000;
+/** The longest wait between two looks at a run a call still uses (the default of `busyCheckMaxMs`). */
+export const BUSY_CHECK_MAX_MS = 30_000;
+/** How many looks one execution takes before it continues as new (the default of `checksPerExecution`). */
+export const CHECKS_PER_EXECUTION = 50;
+
+/** Runs that record this marker settle once idle (before it, they slept until their token expired). */
+export const MARKET_RUN_SETTLES_WHEN_IDLE = 'market-run-settles-when-idle';
+/** Runs that record this marker continue as new after `checksPerExecution` looks at their run. */
+export const MARKET_RUN_CONTINUES_AS_NEW = 'market-run-continues-as-new';
+
 export interface MarketRunWorkflowInput {
   runId: string;
   /** When the run's charge token expires (ISO 8601). */
   expiresAt: string;
+  /** The wait before the next look while a call uses the run (carried over a continue-as-new); BUSY_CHECK_FIRST_MS when absent. */
+  busyCheckMs?: number;
+  /** The longest wait between two looks at a busy run; BUSY_CHECK_MAX_MS when absent (tests set less). */
+  busyCheckMaxMs?: number;
+  /** Looks at the run per execution before it continues as new; CHECKS_PER_EXECUTION when absent (tests set less). */
+  checksPerExecution?: number;
 }
 
 /**
@@ -22,18 +40,39 @@ export interface MarketRunWorkflowInput {
  * (no call joins and no charge is accepted afterwards), releases the unused hold and records the
  * settlement, with durable retries. Operators see every market run in the Temporal UI.
  *
+ * While a call uses the run, the wait between two looks doubles from 1 s up to 30 s (a run a call keeps
+ * busy until its expiry costs a few dozen looks, not one a second), and every `checksPerExecution` looks
+ * the workflow continues as new, so its history stays small however long the run lives (runs that
+ * record the patch `market-run-continues-as-new`; those begun before keep their command sequence). The
+ * back-off only lengthens timers and is computed from activity results, so it replays on any history.
+ *
  * Runs begun before the patch `market-run-settles-when-idle` slept until the token expired and then
  * settled; their histories replay on that path (test/market/run-window.test.ts).
  */
 export async function marketRunWorkflow(input: MarketRunWorkflowInput): Promise<MarketRunSettlement> {
-  if (patched('market-run-settles-when-idle')) {
-    for (;;) {
-      const next = await runs.settleMarketRunWhenIdle(input.runId);
-      if (next.idle) return next.settlement;
-      await sleep(next.checkAgainInMs);
-    }
-  }
+  if (patched(MARKET_RUN_SETTLES_WHEN_IDLE)) return marketRunUntilIdle(input);
   const waitMs = new Date(input.expiresAt).getTime() - Date.now();
   if (waitMs > 0) await sleep(waitMs);
   return runs.settleMarketRun(input.runId);
+}
+
+/**
+ * The run's workflow since MARKET_RUN_SETTLES_WHEN_IDLE: looks at the run until it is idle, then settles it.
+ * Exported for the replay tests (test/support/fixtures/workflows-market-run-without-patch.ts), which show
+ * that runs recorded before the patch do not replay on it.
+ */
+export async function marketRunUntilIdle(input: MarketRunWorkflowInput): Promise<MarketRunSettlement> {
+  const continues = patched(MARKET_RUN_CONTINUES_AS_NEW);
+  const maxMs = input.busyCheckMaxMs ?? BUSY_CHECK_MAX_MS;
+  const checksPerExecution = input.checksPerExecution ?? CHECKS_PER_EXECUTION;
+  let busyCheckMs = Math.min(input.busyCheckMs ?? BUSY_CHECK_FIRST_MS, maxMs);
+  for (let checks = 0; ; checks++) {
+    if (continues && (checks >= checksPerExecution || workflowInfo().continueAsNewSuggested))
+      await continueAsNew<typeof marketRunWorkflow>({ ...input, busyCheckMs });
+    const next = await runs.settleMarketRunWhenIdle(input.runId, busyCheckMs);
+    if (next.idle) return next.settlement;
+    // A look that found no call resets the back-off; histories recorded before it carry no `busy`.
+    busyCheckMs = next.busy ? Math.min(busyCheckMs * 2, maxMs) : Math.min(BUSY_CHECK_FIRST_MS, maxMs);
+    await sleep(next.checkAgainInMs);
+  }
 }

@@ -26,14 +26,19 @@ export function createMarketRunActivities({ db }: { db: Db }) {
     settleMarketRun: settle,
     /**
      * Settles the run if it is idle — no longer active (market_run_active): no call uses it and the grace
-     * after its last call is over, or it expired, or it was closed — else says when to look again. A run
-     * that stopped being active never becomes active again, so closing it after this check loses no call.
+     * after its last call is over, or it expired, or it was closed — else says when to look again (at the
+     * latest `busyCheckMs` from now while a call uses the run, BUSY_RUN_CHECK_MS when not given) and
+     * whether a call uses it. A run that stopped being active never becomes active again, so closing it
+     * after this check loses no call.
      */
     async settleMarketRunWhenIdle(
       runId: string,
-    ): Promise<{ idle: true; settlement: MarketRunSettlement } | { idle: false; checkAgainInMs: number }> {
-      const idleIn = await marketRunIdleIn(db, runId);
-      if (idleIn !== null) return { idle: false, checkAgainInMs: idleIn };
+      busyCheckMs?: number,
+    ): Promise<
+      { idle: true; settlement: MarketRunSettlement } | { idle: false; checkAgainInMs: number; busy?: boolean }
+    > {
+      const idleIn = await marketRunIdleIn(db, runId, busyCheckMs);
+      if (idleIn !== null) return { idle: false, checkAgainInMs: idleIn.inMs, busy: idleIn.busy };
       return { idle: true, settlement: await settle(runId) };
     },
   };

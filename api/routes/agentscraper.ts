@@ -60,6 +60,11 @@ export function agentScraperRoutes(deps: ApiDeps): Router<UserState> {
           maxSteps: deps.config.agent.maxSteps,
           deadlineMs: deps.config.agent.deadlineMs,
           historyEventsLimit: deps.config.agent.historyEventsLimit,
+          browserSession: deps.config.agent.browserSession && {
+            openWaitMinMs: deps.config.agent.browserSession.openWaitMinMs,
+            openHeartbeatTimeoutMs: deps.config.agent.browserSession.openHeartbeatTimeoutMs,
+            keeperHeartbeatTimeoutMs: deps.config.agent.browserSession.keeperHeartbeatTimeoutMs,
+          },
           agentName: 'browser-agent',
         } satisfies AgentWorkflowInput,
       ],

@@ -481,16 +481,31 @@ export async function chargedMicrosOfJob(db: Db, jobId: string): Promise<number>
   return Number(market.charged);
 }
 
-/** While a call still uses a run, its workflow looks again this often (and never later than the grace after the call). */
+/**
+ * While a call still uses a run, its workflow first looks again this often (and never later than the grace
+ * after the call); the workflow doubles the wait on each look that finds the run still busy, up to 30 s
+ * (workflows/market-run.ts).
+ */
 const BUSY_RUN_CHECK_MS = 1_000;
+
+/** When a market-run workflow should look at its run again, and whether a call was using the run. */
+export interface MarketRunIdleIn {
+  inMs: number;
+  busy: boolean;
+}
 
 /**
  * Null when the run is no longer active (market_run_active, database clock: closed, expired, or no call
  * uses it and the grace after its last call is over) or does not exist; else the milliseconds until it
- * may stop being active: the end of the grace after its last call, or BUSY_RUN_CHECK_MS while a call
- * uses it — never past its expiry. The market-run workflow settles a run once this is null.
+ * may stop being active: the end of the grace after its last call, or `busyCheckMs` (BUSY_RUN_CHECK_MS
+ * unless the workflow backed off) while a call uses it — never past its expiry. The market-run workflow
+ * settles a run once this is null.
  */
-export async function marketRunIdleIn(db: Db, runId: string): Promise<number | null> {
+export async function marketRunIdleIn(
+  db: Db,
+  runId: string,
+  busyCheckMs = BUSY_RUN_CHECK_MS,
+): Promise<MarketRunIdleIn | null> {
   const row = (
     await sql<{ active: boolean; busy: boolean; idle_in_ms: number | null; expires_in_ms: number }>`
       select market_run_active(status, expires_at, calls_in_flight, idle_until, clock_timestamp()) as active,
@@ -501,7 +516,7 @@ export async function marketRunIdleIn(db: Db, runId: string): Promise<number | n
   ).rows[0];
   if (!row?.active) return null;
   const idleIn = Math.max(row.idle_in_ms ?? 0, 0);
-  const wait = row.busy ? Math.max(idleIn, BUSY_RUN_CHECK_MS) : idleIn;
+  const wait = row.busy ? Math.max(idleIn, busyCheckMs) : idleIn;
   // A little past the moment, so the database's clock has passed it when the workflow looks again.
-  return Math.ceil(Math.min(wait, Math.max(Number(row.expires_in_ms), 0)) + 50);
+  return { inMs: Math.ceil(Math.min(wait, Math.max(Number(row.expires_in_ms), 0)) + 50), busy: row.busy };
 }

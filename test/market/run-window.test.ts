@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Worker } from '@temporalio/worker';
 import { getWalletSummary } from '../../db/repos/ledger';
 import { findMarketRun } from '../../db/repos/market-runs';
 import { loadConfig } from '../../lib/config';
@@ -14,7 +14,8 @@ import { startMeteredProvider, type MeteredProvider } from '../support/fakes/mar
 import { findLedgerProblems } from '../support/ledger-reconciliation';
 import { startApiProcess } from '../support/stack/api-process';
 import { describeWhenStarted } from '../support/market-runs';
-import { commandsOf, historyFromFixture } from '../support/workflow-history';
+import { commandsOf, historyFromFixture, stringsIn } from '../support/workflow-history';
+import { MARKET_RUN_SETTLES_WHEN_IDLE } from '../../workflows/market-run';
 
 type ToolResult = Awaited<ReturnType<Client['callTool']>>;
 const textOf = (result: ToolResult) =>
@@ -139,7 +140,12 @@ describe('windowed market runs (hosted endpoint)', function () {
       releasedMicros: 0,
       providerRevenueMicros: 20_000,
     });
-    assert.ok(commandsOf(await handle.fetchHistory()).includes('marker:core_patch'), 'the run took the patched path');
+    const history = await handle.fetchHistory();
+    assert.ok(
+      stringsIn(history).includes(MARKET_RUN_SETTLES_WHEN_IDLE),
+      `the run recorded the patch ${MARKET_RUN_SETTLES_WHEN_IDLE}`,
+    );
+    assert.ok(commandsOf(history).includes('settleMarketRunWhenIdle'), 'and took its path');
     const settled = (await findMarketRun(h.db, runId))!;
     assert.equal(settled.status, 'closed');
     assert.ok(
@@ -201,12 +207,12 @@ describe('windowed market runs (hosted endpoint)', function () {
 
   it('an API process killed mid-window loses nothing: the answered call stays charged once, the killed one is never charged, and the window settles at its expiry', async function () {
     this.timeout(360_000);
-    // Runs live a minute here (MARKET_RUN_TTL_MINUTES=1), so a window can still be joined for a while
-    // (a call timeout + the grace + 30 s before its expiry).
+    // Runs live 45 s here (MARKET_RUN_TTL_SECONDS), so a window can still be joined for a few seconds
+    // (a call joins while a call timeout + the grace + 30 s are left before its expiry: 37 s here).
     const api = await startApiProcess({
       ...h.env,
-      MARKET_RUN_TTL_MINUTES: '1',
-      MARKET_RUN_IDLE_GRACE_SECONDS: '10',
+      MARKET_RUN_TTL_SECONDS: '45',
+      MARKET_RUN_IDLE_GRACE_SECONDS: '2',
       MARKET_TOOL_CALL_TIMEOUT_MS: '5000',
     });
     try {
@@ -259,12 +265,50 @@ describe('windowed market runs (hosted endpoint)', function () {
   it('a run begun on the per-call workflow (before market-run-settles-when-idle) still replays', async function () {
     for (const name of OLD_HISTORIES) {
       const history = historyFromFixture(path.join(FIXTURES, name));
-      assert.ok(!commandsOf(history).includes('marker:core_patch'), `${name} was recorded before the patch`);
+      assert.ok(!commandsOf(history).some((c) => c.startsWith('marker:')), `${name} was recorded before any patch`);
+      assert.ok(!stringsIn(history).includes(MARKET_RUN_SETTLES_WHEN_IDLE), `${name} was recorded before the patch`);
+      assert.ok(commandsOf(history).includes('settleMarketRun'), `${name} settled on the per-call path`);
       await Worker.runReplayHistory(
         { workflowBundle: h.workflowBundle, replayName: name.replace(/\W/g, '-') },
         history,
       );
     }
+  });
+
+  it(`would not replay without the ${MARKET_RUN_SETTLES_WHEN_IDLE} guard: the patch is what keeps those runs going`, async function () {
+    const unguarded = await bundleWorkflowCode({
+      workflowsPath: require.resolve('../support/fixtures/workflows-market-run-without-patch'),
+      logger: new DefaultLogger('WARN'),
+    });
+    for (const name of OLD_HISTORIES) {
+      const history = historyFromFixture(path.join(FIXTURES, name));
+      await assert.rejects(
+        Worker.runReplayHistory({ workflowBundle: unguarded, replayName: name.replace(/\W/g, '-') }, history),
+        (err: Error) => {
+          assert.equal(err.name, 'DeterminismViolationError', `${name}: ${err.message}`);
+          return true;
+        },
+      );
+    }
+  });
+
+  it('reads MARKET_RUN_TTL_SECONDS: unset by default (MARKET_RUN_TTL_MINUTES, 15), else 10 to 86400 seconds', function () {
+    assert.equal(loadConfig({ ...h.env }).market.runTtlMs, 15 * 60_000);
+    assert.equal(loadConfig({ ...h.env, MARKET_RUN_TTL_MINUTES: '2' }).market.runTtlMs, 120_000);
+    // (The idle grace, 60 s by default, must be shorter than a run lives.)
+    const grace = { MARKET_RUN_IDLE_GRACE_SECONDS: '2' };
+    assert.equal(loadConfig({ ...h.env, ...grace, MARKET_RUN_TTL_SECONDS: '45' }).market.runTtlMs, 45_000);
+    assert.equal(
+      loadConfig({ ...h.env, ...grace, MARKET_RUN_TTL_MINUTES: '2', MARKET_RUN_TTL_SECONDS: '45' }).market.runTtlMs,
+      45_000,
+      'seconds, when set, win',
+    );
+    for (const bad of ['9', '86401', 'soon'])
+      assert.throws(() => loadConfig({ ...h.env, ...grace, MARKET_RUN_TTL_SECONDS: bad }), /MARKET_RUN_TTL_SECONDS/);
+    assert.throws(
+      () => loadConfig({ ...h.env, MARKET_RUN_TTL_SECONDS: '30', MARKET_RUN_IDLE_GRACE_SECONDS: '30' }),
+      /MARKET_RUN_IDLE_GRACE_SECONDS.*MARKET_RUN_TTL_SECONDS = 30/,
+    );
   });
 
   it('reads MARKET_RUN_WINDOW_IDLE_SECONDS: 5 by default, 0 to 3600 and shorter than a run lives', function () {

@@ -6,6 +6,7 @@ import {
   type OpenSessionOptions,
   type SessionRegistry,
 } from '../../activities/agent/session-registry';
+import { loadConfig, type BrowserSessionWaits } from '../../lib/config';
 import { parseNetworkAllowlist } from '../../lib/net/ssrf';
 import { useHarness, type Harness } from '../support/stack/harness';
 import { startPingSite, type PingSite } from '../support/fakes/ping-site';
@@ -13,6 +14,20 @@ import { workflowIdOf } from '../support/ledger-checks';
 import { act } from '../support/agent-script';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The browser session's waits of the one-slot stack (AGENT_BROWSER_*; a deployment's are 60 s at least for a
+ * free browser, 30 s and 20 s heartbeat timeouts, 2 min for an unclaimed session): seconds here, so a run
+ * holding the browser for a few of them outlives every one in seconds rather than minutes.
+ */
+const WAITS: BrowserSessionWaits = {
+  openWaitMinMs: 6_000,
+  openHeartbeatTimeoutMs: 6_000,
+  keeperHeartbeatTimeoutMs: 6_000,
+  unclaimedSessionMs: 6_000,
+};
+/** One model decision of the run holding the browser: longer than any of WAITS. */
+const HOLDING_STEP_MS = 1.5 * Math.max(...Object.values(WAITS));
 
 /** Resolves with the promise's value, or rejects when it does not settle within `ms`. */
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -65,7 +80,7 @@ describe('browser sessions on a busy worker', function () {
       let toldToWait = 0;
       const second = registry.open(options, { signal: giveUp.signal, onWait: () => toldToWait++ });
       second.catch(() => undefined);
-      await sleep(1_000);
+      await until(() => toldToWait > 0, 15_000, 'the open being told to wait');
       giveUp.abort(new Error('the run stopped waiting'));
       await within(assert.rejects(second, /the run stopped waiting/), 5_000, 'the cancelled open ending');
       assert.equal(toldToWait, 1, 'the open was told it has to wait');
@@ -117,7 +132,7 @@ describe('browser sessions on a busy worker', function () {
       site = await startPingSite();
       const stack = await h.startIsolatedStack({
         taskQueues: { platform: 'pool-one-platform', browser: 'pool-one-browser' },
-        overrides: { browserConcurrency: 1 },
+        overrides: { browserConcurrency: 1, agent: { ...h.config.agent, browserSession: WAITS } },
       });
       base = stack.baseUrl;
       ({ apiKey } = await h.createUser({ creditUsd: 10 }));
@@ -137,10 +152,15 @@ describe('browser sessions on a busy worker', function () {
     const statusPath = (jobId: string) => `${base}/api/v1/agentscraper/status/${jobId}`;
     const toldToWait = (job: any) =>
       job.logs.some((l: string) => /waiting for a free browser \(all 1 in use on this worker\)/.test(l));
-    /** The run started and (the only browser being held) is now waiting to open its session. */
+    /** The run started and (the only browser being held) is now waiting to open its session: its log says so. */
     async function waitingForTheBrowser(jobId: string) {
-      await h.waitForJob(apiKey, statusPath(jobId), (job) => job.status === 'processing', 60_000);
-      await sleep(5_000);
+      const job = await h.waitForJob(
+        apiKey,
+        statusPath(jobId),
+        (job) => toldToWait(job) || job.status === 'completed' || job.status === 'failed',
+        60_000,
+      );
+      assert.equal(job.status, 'processing', 'told to wait while the browser is held');
     }
 
     it('a run cancelled while it waits for the browser takes no slot and leaves none behind', async function () {
@@ -193,9 +213,11 @@ describe('browser sessions on a busy worker', function () {
     });
 
     it('a second run waits for the busy browser (longer than any open timeout) and then succeeds', async function () {
-      this.timeout(400_000);
+      this.timeout(240_000);
+      // The holder's model takes longer than any of the session's waits for each of three decisions (load
+      // the test puts on the stack, not a synchronisation): the second run waits through all of them.
       const slowly = (seconds: number) => async () => {
-        await sleep(45_000);
+        await sleep(HOLDING_STEP_MS);
         return act('wait', { seconds });
       };
       h.llm.enqueue(
@@ -212,7 +234,7 @@ describe('browser sessions on a busy worker', function () {
       const second = await start('Wait your turn');
       await waitingForTheBrowser(second);
 
-      const firstJob = await h.waitForJob(apiKey, statusPath(first), undefined, 240_000);
+      const firstJob = await h.waitForJob(apiKey, statusPath(first), undefined, 120_000);
       assert.equal(firstJob.status, 'completed', firstJob.error);
       const secondJob = await h.waitForJob(apiKey, statusPath(second), undefined, 120_000);
       assert.equal(secondJob.status, 'completed', secondJob.error);
@@ -220,6 +242,37 @@ describe('browser sessions on a busy worker', function () {
       assert.ok(toldToWait(secondJob), secondJob.logs.join('\n'));
       assert.ok(!secondJob.logs.some((l: string) => /worker lost/.test(l)), secondJob.logs.join('\n'));
       assert.ok(site.pings('busy-second') > 0);
+      const waited = Date.parse(secondJob.updatedAt) - Date.parse(secondJob.createdAt);
+      assert.ok(
+        waited > 2 * Math.max(...Object.values(WAITS)),
+        `the second run waited ${waited} ms, longer than twice every wait`,
+      );
+    });
+
+    it('reads AGENT_BROWSER_*: 60 s open wait, 30 s and 20 s heartbeat timeouts, 2 min unclaimed by default', function () {
+      assert.deepEqual(loadConfig({ ...h.env }).agent.browserSession, {
+        openWaitMinMs: 60_000,
+        openHeartbeatTimeoutMs: 30_000,
+        keeperHeartbeatTimeoutMs: 20_000,
+        unclaimedSessionMs: 120_000,
+      });
+      assert.deepEqual(
+        loadConfig({
+          ...h.env,
+          AGENT_BROWSER_OPEN_WAIT_SECONDS: '6',
+          AGENT_BROWSER_OPEN_HEARTBEAT_SECONDS: '6',
+          AGENT_BROWSER_KEEPER_HEARTBEAT_SECONDS: '6',
+          AGENT_BROWSER_UNCLAIMED_SESSION_SECONDS: '6',
+        }).agent.browserSession,
+        WAITS,
+      );
+      for (const [name, bad] of [
+        ['AGENT_BROWSER_OPEN_HEARTBEAT_SECONDS', '4'],
+        ['AGENT_BROWSER_KEEPER_HEARTBEAT_SECONDS', '601'],
+        ['AGENT_BROWSER_OPEN_WAIT_SECONDS', 'soon'],
+        ['AGENT_BROWSER_UNCLAIMED_SESSION_SECONDS', '0'],
+      ] as const)
+        assert.throws(() => loadConfig({ ...h.env, [name]: bad }), new RegExp(name));
     });
   });
 });

@@ -27,6 +27,15 @@ describe('long polling of job status (?wait=N)', function () {
     return { jobId: accepted.body.jobId as string, held };
   }
 
+  /** Resolves once a long poll of the job is held in this API's waiters (the poll's request reached its wait). */
+  async function pollHeld(jobId: string) {
+    const waiters = jobWaitersFor(h.db);
+    for (const deadline = Date.now() + 15_000; waiters.waitingOn(jobId) === 0;) {
+      assert.ok(Date.now() < deadline, `no long poll of ${jobId} is waiting`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
   /** A request whose answer is noted: `answered()` tells whether it has come yet. */
   function tracked<T>(work: Promise<T>): { answer: Promise<T>; answered: () => boolean } {
     let answered = false;
@@ -41,6 +50,7 @@ describe('long polling of job status (?wait=N)', function () {
   async function stopwatch(tag: string) {
     const { jobId, held } = await acceptHeldScrape(`stopwatch-${tag}`);
     const poll = tracked(h.http('GET', `/api/v1/scrape/status/${jobId}?wait=30`, { apiKey }));
+    await pollHeld(jobId);
     return {
       running: () => !poll.answered(),
       async end() {
@@ -56,7 +66,7 @@ describe('long polling of job status (?wait=N)', function () {
     const clock = await stopwatch('early');
     const statusPath = `/api/v1/scrape/status/${jobId}`;
     const waiting = tracked(h.http('GET', `${statusPath}?wait=30`, { apiKey }));
-    await new Promise((r) => setTimeout(r, 500));
+    await pollHeld(jobId);
     assert.equal(waiting.answered(), false, 'answered before the job could finish');
     held.release();
     const answer = await waiting.answer;
@@ -113,7 +123,7 @@ describe('long polling of job status (?wait=N)', function () {
     const { jobId, held } = await acceptHeldScrape('elsewhere');
     const clock = await stopwatch('elsewhere');
     const waiting = h.http('GET', `/api/v1/scrape/status/${jobId}?wait=30`, { apiKey });
-    await new Promise((r) => setTimeout(r, 400));
+    await pollHeld(jobId);
     // A worker in another process finishing the job: only the database tells this API about it.
     const other = new pg.Client({ connectionString: h.databaseUrl });
     await other.connect();

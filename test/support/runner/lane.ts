@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { format } from 'node:util';
 import Mocha from 'mocha';
+import { sql } from 'kysely';
 import { runningHarness, stopHarness } from '../stack/harness';
 import { assertLedgerReconciles } from '../ledger-reconciliation';
 import type { FileResult, FromLane, ToLane } from './messages';
@@ -48,6 +49,28 @@ function send(message: FromLane): Promise<void> {
   );
 }
 
+/**
+ * The market runs a file opened that a call still uses when it ends (calls_in_flight > 0): their workflows look
+ * at them until they expire (MARKET_RUN_TTL_MINUTES), on into later files. Named in the file's report so the
+ * file can end them (issue 33); not a failure.
+ */
+async function busyMarketRunsSince(since: Date): Promise<string> {
+  const harness = runningHarness();
+  if (!harness) return '';
+  try {
+    const { rows } = await sql<{ id: string }>`
+      select id from market_runs
+      where status = 'open' and calls_in_flight > 0 and expires_at > now() and created_at >= ${since}`.execute(
+      (await harness).db,
+    );
+    return rows.length === 0
+      ? ''
+      : `  note: ${rows.length} market run(s) this file opened are still in use as it ends: ${rows.map((r) => r.id).join(', ')}\n`;
+  } catch {
+    return '';
+  }
+}
+
 async function runFile(file: string): Promise<FileResult> {
   printed = '';
   const started = Date.now();
@@ -66,6 +89,7 @@ async function runFile(file: string): Promise<FileResult> {
     const passes = await new Promise<number>((resolve) => {
       const runner = mocha.run(() => resolve(runner.stats?.passes ?? 0));
     });
+    printed += await busyMarketRunsSince(new Date(started));
     return { file, report: printed, failures: reporters[0]?.failuresText ?? [], passes, ms: Date.now() - started };
   } catch (err) {
     // The file did not load (a syntax or import error): one failure for the file.
