@@ -141,7 +141,10 @@ describe('web pages: provider and review queue', function () {
     return page;
   }
 
-  /** The review queue, signed in with the admin token (not through the form, but in the test of the sign-in itself). */
+  /**
+   * The review queue, signed in with the admin token without the form (operatorSignInWithTheForm, in the test
+   * of the operator sign-in, uses the form).
+   */
   async function operatorSignIn(context: WatchedContext): Promise<Page> {
     await operatorSignInContext(context, h.baseUrl, h.config.adminToken);
     const page = await context.newPage();
