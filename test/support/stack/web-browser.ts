@@ -235,22 +235,26 @@ export const AXE_CHECKED = [
   'consent replacing a grant',
 ] as const;
 export type AxeCheckedState = (typeof AXE_CHECKED)[number];
+const axeChecked = new Set<AxeCheckedState>();
 
 /**
  * Runs axe (WCAG 2.x A and AA and best practices) and fails with the violations, readably.
  *
  * Each page template is checked once per state (empty, filled, with a problem, after a decision, ...):
- * the list of what is checked, and by which test, is AXE_CHECKED below; a test checks a state with
- * `assertAccessible(page, 'that state')`, and no state is checked twice. Colour contrast depends on
- * the one stylesheet all pages share, so it is checked by one test only (`colorContrast: true`, on the
- * review queue after a decision: badges, findings, buttons, a status message); the other runs leave that rule out. axe runs
- * in the page itself (legacy mode: no second page opened for its last step, the pages have no frames).
+ * the list of what is checked, and by which test, is AXE_CHECKED above; a test checks a state with
+ * `assertAccessible(page, 'that state')`, and a state checked a second time in the same process fails
+ * (a new state gets a new name in the list). Colour contrast depends on the one stylesheet all pages
+ * share, so it is checked in one run only (`colorContrast: true`, on the review queue after a decision:
+ * badges, findings, buttons, a status message); the other runs leave that rule out. axe runs in the
+ * page itself (legacy mode: no second page opened for its last step; the pages have no frames).
  */
 export async function assertAccessible(
   page: Page,
   where: AxeCheckedState,
   options: { colorContrast?: boolean } = {},
 ): Promise<void> {
+  assert.ok(!axeChecked.has(where), `${where}: already checked by axe in this process (AXE_CHECKED: once per state)`);
+  axeChecked.add(where);
   const builder = new AxeBuilder({ page })
     .withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'])
     .setLegacyMode(true);
