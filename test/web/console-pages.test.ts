@@ -6,8 +6,9 @@ import { useHarness, type Harness } from '../support/stack/harness';
 import { startFixtureSite, type FixtureSite } from '../support/fakes/fixture-site';
 import {
   assertAccessible,
-  launchBrowser,
   screenshot,
+  sharedBrowser,
+  signInContext,
   watchedContext,
   type WatchedContext,
 } from '../support/stack/web-browser';
@@ -35,13 +36,12 @@ describe('web pages: the console runs, automations and credentials pages', funct
         );
       },
     });
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
     alice = await h.createUser({ creditUsd: 5 });
     bob = await h.createUser({ creditUsd: 3 });
   });
 
   after(async function () {
-    await browser?.close();
     await site?.close();
   });
 
@@ -66,14 +66,15 @@ describe('web pages: the console runs, automations and credentials pages', funct
     return context;
   }
 
+  /**
+   * A page at `start`, signed in without the form (signInContext): these tests are about the pages behind it
+   * (test/web/console.test.ts signs in through the form).
+   */
   async function signIn(context: WatchedContext, apiKey: string, start = '/console'): Promise<Page> {
+    await signInContext(context, h.baseUrl, apiKey);
     const page = await context.newPage();
     await page.goto(`${h.baseUrl}${start}`);
-    assert.equal(new URL(page.url()).pathname, '/console/sign-in');
-    await page.focus('#api_key');
-    await page.keyboard.type(apiKey);
-    await page.keyboard.press('Enter');
-    await page.waitForURL((url) => url.pathname !== '/console/sign-in');
+    assert.equal(new URL(page.url()).pathname, start, 'signed in');
     return page;
   }
 

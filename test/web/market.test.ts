@@ -13,7 +13,7 @@ import {
 } from '../support/fakes/market-provider';
 import {
   assertAccessible,
-  launchBrowser,
+  sharedBrowser,
   screenshot,
   watchedContext,
   type WatchedContext,
@@ -49,7 +49,7 @@ describe('web pages: the market', function () {
   before(async function () {
     this.timeout(180_000);
     h = await useHarness();
-    [service, browser] = await Promise.all([startMarketProvider(), launchBrowser()]);
+    [service, browser] = await Promise.all([startMarketProvider(), sharedBrowser()]);
     provider = await h.createUser({ creditUsd: 1 });
     consumer = await h.createUser({ creditUsd: 5 });
     fixed = await approvedServiceEntry(h, provider, service.url, {
@@ -104,7 +104,6 @@ describe('web pages: the market', function () {
 
   after(async function () {
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
-    await browser?.close();
     await service?.close();
   });
 

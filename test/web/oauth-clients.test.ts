@@ -9,7 +9,7 @@ import {
   startMarketProvider,
   type MarketProviderService,
 } from '../support/fakes/market-provider';
-import { assertAccessible, launchBrowser, watchedContext, type WatchedContext } from '../support/stack/web-browser';
+import { assertAccessible, sharedBrowser, watchedContext, type WatchedContext } from '../support/stack/web-browser';
 
 /** A native client's loopback redirect target. */
 async function startCallback(): Promise<{ url: string; close(): Promise<void> }> {
@@ -62,7 +62,7 @@ describe('OAuth: operator-registered clients, authorizations without a resource,
 
   before(async function () {
     h = await useHarness();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
     service = await startMarketProvider();
     callback = await startCallback();
     const provider = await h.createUser({ creditUsd: 0 });
@@ -90,7 +90,6 @@ describe('OAuth: operator-registered clients, authorizations without a resource,
 
   after(async function () {
     await context?.close();
-    await browser?.close();
     await service?.close();
     await callback?.close();
   });

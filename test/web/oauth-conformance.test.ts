@@ -14,7 +14,7 @@ import {
 } from '../support/fakes/market-provider';
 import { conformanceTooling, type ConformanceCheck } from '../support/stack/conformance-cli';
 import { freePort } from '../support/stack/ports';
-import { launchBrowser, watchedContext, type WatchedContext } from '../support/stack/web-browser';
+import { sharedBrowser, watchedContext, type WatchedContext } from '../support/stack/web-browser';
 
 /** The checks of each scenario the CLI ran, from `<output>/authorization-server-<scenario>-<time>/checks.json`. */
 async function readChecks(outputDir: string): Promise<Map<string, ConformanceCheck[]>> {
@@ -46,14 +46,13 @@ describe('the MCP conformance suite against the authorization server', function 
 
   before(async function () {
     h = await useHarness();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
     service = await startMarketProvider();
   });
 
   after(async function () {
     if (cli && cli.exitCode === null) cli.kill('SIGTERM');
     await context?.close();
-    await browser?.close();
     await service?.close();
     if (outputDir) await rm(outputDir, { recursive: true, force: true });
   });

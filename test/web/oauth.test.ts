@@ -19,7 +19,7 @@ import {
 import { createTestCertificates } from '../support/mcp-tls';
 import {
   assertAccessible,
-  launchBrowser,
+  sharedBrowser,
   screenshot,
   watchedContext,
   type WatchedContext,
@@ -77,7 +77,7 @@ describe('OAuth on the hosted MCP endpoints', function () {
 
   before(async function () {
     h = await useHarness();
-    browser = await launchBrowser();
+    browser = await sharedBrowser();
     service = await startMarketProvider();
     callback = await startCallback();
     const provider = await h.createUser({ creditUsd: 0 });
@@ -103,7 +103,6 @@ describe('OAuth on the hosted MCP endpoints', function () {
 
   after(async function () {
     for (const context of contexts.splice(0)) await context.close();
-    await browser?.close();
     await service?.close();
     await callback?.close();
   });
@@ -190,7 +189,11 @@ describe('OAuth on the hosted MCP endpoints', function () {
     return url.toString();
   };
 
-  /** The browser part: (sign-in if asked,) consent with the listing's parameter; returns the callback's query. */
+  /**
+   * The browser part: (sign-in if asked,) consent with the listing's parameter; returns the callback's query.
+   * axe checks the consent page the first time only (the same template and state each time).
+   */
+  let consentChecked = false;
   async function consent(
     page: Page,
     url: string,
@@ -210,8 +213,11 @@ describe('OAuth on the hosted MCP endpoints', function () {
     assert.equal(await page.locator('#redirect-host').innerText(), new URL(callback.url).host);
     assert.equal(await page.locator('#listing').innerText(), entryA.name);
     assert.match(await page.locator('#prices').innerText(), /Look up a city\s+\$0\.0125 per call/);
-    await assertAccessible(page, 'consent page');
-    await screenshot(page, 'oauth-consent');
+    if (!consentChecked) {
+      await assertAccessible(page, 'consent page');
+      await screenshot(page, 'oauth-consent');
+      consentChecked = true;
+    }
     await page.fill('#param-region', 'eu');
     await page.fill('#cap', '1');
     await page.getByRole('button', { name: 'Allow' }).click();

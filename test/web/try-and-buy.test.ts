@@ -10,8 +10,9 @@ import {
 } from '../support/fakes/market-provider';
 import {
   assertAccessible,
-  launchBrowser,
   screenshot,
+  sharedBrowser,
+  signInContext,
   watchedContext,
   type WatchedContext,
 } from '../support/stack/web-browser';
@@ -34,7 +35,7 @@ describe('web pages: try a tool, buy and run an agent', function () {
   before(async function () {
     this.timeout(180_000);
     h = await useHarness();
-    [service, browser] = await Promise.all([startMarketProvider(), launchBrowser()]);
+    [service, browser] = await Promise.all([startMarketProvider(), sharedBrowser()]);
     provider = await h.createUser({ creditUsd: 1 });
     entry = await approvedServiceEntry(h, provider, service.url, {
       name: `Quokka city registry ${tag}`,
@@ -79,7 +80,6 @@ describe('web pages: try a tool, buy and run an agent', function () {
   });
 
   after(async function () {
-    await browser?.close();
     await service?.close();
   });
 
@@ -95,7 +95,7 @@ describe('web pages: try a tool, buy and run an agent', function () {
   });
 
   /** Signs in through the form with the keyboard, starting from `start` (a page that asks for sign-in). */
-  async function signIn(apiKey: string, start: string, context: WatchedContext = watched): Promise<Page> {
+  async function signInWithTheForm(apiKey: string, start: string, context: WatchedContext = watched): Promise<Page> {
     const page = await context.newPage();
     await page.goto(`${h.baseUrl}${start}`);
     assert.equal(new URL(page.url()).pathname, '/console/sign-in');
@@ -103,6 +103,15 @@ describe('web pages: try a tool, buy and run an agent', function () {
     await page.keyboard.type(apiKey);
     await page.keyboard.press('Enter');
     await page.waitForURL((url) => url.pathname !== '/console/sign-in');
+    return page;
+  }
+
+  /** A page at `start`, signed in without the form (signInContext), for the tests that are not about signing in. */
+  async function signIn(apiKey: string, start: string, context: WatchedContext = watched): Promise<Page> {
+    await signInContext(context, h.baseUrl, apiKey);
+    const page = await context.newPage();
+    await page.goto(`${h.baseUrl}${start}`);
+    assert.equal(new URL(page.url()).pathname, new URL(start, h.baseUrl).pathname, 'signed in');
     return page;
   }
 
@@ -116,7 +125,8 @@ describe('web pages: try a tool, buy and run an agent', function () {
     assert.equal(await anonymous.getByRole('link', { name: 'Try lookup_city' }).count(), 0);
     await anonymous.close();
 
-    const page = await signIn(
+    // Signing in from the listing goes through the form and back to the listing.
+    const page = await signInWithTheForm(
       consumer.apiKey,
       `/console/sign-in?next=${encodeURIComponent(`/market/tools/${entry.entryId}`)}`,
     );
@@ -229,10 +239,7 @@ describe('web pages: try a tool, buy and run an agent', function () {
 
   it('buys an agent after showing its price (twice charges once) and runs it from a form made from its input schema, on to its run page', async function () {
     const consumer = await h.createUser({ creditUsd: 5 });
-    const page = await signIn(
-      consumer.apiKey,
-      `/console/sign-in?next=${encodeURIComponent(`/market/agents/${agentId}`)}`,
-    );
+    const page = await signIn(consumer.apiKey, `/market/agents/${agentId}`);
     assert.equal(new URL(page.url()).pathname, `/market/agents/${agentId}`);
     await page.getByRole('link', { name: 'Buy it for $0.50' }).focus();
     await page.keyboard.press('Enter');
