@@ -19,7 +19,8 @@ const USAGE = `usage: npm run --silent admin -- <command> [options]
   set-router-key --user ID (--key K | --clear)
   import-skills FILE        (JSON Lines of skills directory items; prints counts)
   refresh-skills [--repo owner/name ...]   (refresh the skills directory from GitHub now and wait)
-  submissions --market mcp|agent [--status S] [--page N]   (market submissions, oldest submitted first)
+  submissions --market mcp|agent [--status S] [--search Q] [--page N]
+                            (market submissions, oldest submitted first; Q: name or slug contains, or an id)
   review --market mcp|agent --submission ID (--approve | --reject --reason R | --disable)
   register-oauth-client --name N --redirect-uri U [--redirect-uri U ...] [--client-id ID] [--confidential | --auth-method M]
                             (an operator-managed OAuth client; a confidential one's secret is printed once)
@@ -143,6 +144,7 @@ async function main(argv: string[]): Promise<unknown> {
       repo: { type: 'string', multiple: true },
       market: { type: 'string' },
       status: { type: 'string' },
+      search: { type: 'string' },
       page: { type: 'string' },
       submission: { type: 'string' },
       approve: { type: 'boolean' },
@@ -211,6 +213,7 @@ async function main(argv: string[]): Promise<unknown> {
         page: String(numberOption(values.page, 'page', true) ?? 1),
       });
       if (values.status) query.set('status', values.status);
+      if (values.search) query.set('q', values.search);
       return call('GET', `/admin/market/${market(values.market)}/submissions?${query}`);
     }
     case 'review': {

@@ -10,8 +10,10 @@
  *   (test/support/fixtures/poisoning-eval/attacks.json). Each is validated as a source of its own (its tool,
  *   and for `instructions` attacks the server instructions too); one that is not `invalid` is a miss.
  *
- * Prints false positives (with the findings), misses, precision and recall (and the recall on the
- * attacks marked heldOut: collected after the rules were written), then one JSON line.
+ * Prints false positives (with the findings), misses, precision and recall, and the recall of each set
+ * alone: the tuning set (the attacks the rules were written on) and the held-out set (the attacks marked
+ * heldOut: collected after the rules were written, the only honest measure of attacks nobody has seen),
+ * then one JSON line.
  * Needs nothing but the fixtures. Exit code 0 when it ran.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -107,6 +109,8 @@ export interface PoisoningEvaluation {
   caught: number;
   precision: number;
   recall: number;
+  /** The tuning set alone: the attacks the rules were written on (not marked heldOut). */
+  tuning: { attacks: number; caught: number; recall: number };
   /** The held-out attacks alone (collected after the rules were written). */
   heldOut: { attacks: number; caught: number; recall: number };
 }
@@ -124,6 +128,8 @@ export function evaluatePoisoningGate(): PoisoningEvaluation {
   const round = (x: number) => Math.round(x * 1000) / 1000;
   const heldOut = attacks.filter((attack) => attack.heldOut).length;
   const heldOutCaught = heldOut - misses.filter((miss) => miss.heldOut).length;
+  const tuning = attacks.length - heldOut;
+  const tuningCaught = tuning - misses.filter((miss) => !miss.heldOut).length;
   return {
     benign: servers.length,
     attacks: attacks.length,
@@ -132,6 +138,7 @@ export function evaluatePoisoningGate(): PoisoningEvaluation {
     caught,
     precision: round(caught + falsePositives.length === 0 ? 1 : caught / (caught + falsePositives.length)),
     recall: round(attacks.length === 0 ? 0 : caught / attacks.length),
+    tuning: { attacks: tuning, caught: tuningCaught, recall: round(tuning === 0 ? 0 : tuningCaught / tuning) },
     heldOut: { attacks: heldOut, caught: heldOutCaught, recall: round(heldOut === 0 ? 0 : heldOutCaught / heldOut) },
   };
 }
@@ -146,9 +153,12 @@ function main(): number {
   console.log(`published attacks: ${result.attacks}, caught: ${result.caught}, missed: ${result.misses.length}`);
   for (const miss of result.misses)
     console.log(`  missed ${miss.id}${miss.heldOut ? ' [held out]' : ''} (${miss.source})`);
-  console.log(`precision ${result.precision.toFixed(3)}  recall ${result.recall.toFixed(3)}`);
+  console.log(`precision ${result.precision.toFixed(3)}  recall ${result.recall.toFixed(3)} (both sets together)`);
   console.log(
-    `held-out attacks (not used to write the rules): ${result.heldOut.caught}/${result.heldOut.attacks} caught, recall ${result.heldOut.recall.toFixed(3)}`,
+    `tuning set (the rules were written on it): ${result.tuning.caught}/${result.tuning.attacks} caught, recall ${result.tuning.recall.toFixed(3)}`,
+  );
+  console.log(
+    `held-out recall (attacks not used to write the rules, alone): ${result.heldOut.caught}/${result.heldOut.attacks} caught, recall ${result.heldOut.recall.toFixed(3)}`,
   );
   console.log(
     JSON.stringify({
@@ -159,6 +169,7 @@ function main(): number {
       misses: result.misses.map((m) => m.id),
       precision: result.precision,
       recall: result.recall,
+      tuningRecall: result.tuning.recall,
       heldOutRecall: result.heldOut.recall,
     }),
   );

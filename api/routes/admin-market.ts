@@ -21,7 +21,7 @@ function marketParam(ctx: Context): Market {
 
 /**
  * Operator review of both markets, on the admin router (prefix /admin, ADMIN_TOKEN):
- * GET  /admin/market/{mcp|agent}/submissions?status=&page=&pageSize=
+ * GET  /admin/market/{mcp|agent}/submissions?status=&q=&page=&pageSize=  (q: name or slug contains, or the id or listing id)
  * POST /admin/market/{mcp|agent}/submissions/{id}/review  {action: approve|reject|disable, reason?}
  * (the console's review queue calls the same service, api/services/market-review.ts).
  */
@@ -31,11 +31,11 @@ export function registerMarketAdminRoutes(router: Router<AppState>, deps: ApiDep
 
   router.get('/market/:market/submissions', async (ctx) => {
     const market = marketParam(ctx);
-    const query = parseQuery<{ status?: SubmissionStatus; page: number; pageSize: number }>(
+    const query = parseQuery<{ status?: SubmissionStatus; q?: string; page: number; pageSize: number }>(
       AdminMarketSubmissionsQuery,
       ctx.query,
     );
-    ctx.body = await review.list(market, { status: query.status }, query);
+    ctx.body = await review.list(market, { status: query.status, nameContains: query.q }, query);
   });
 
   router.post('/market/:market/submissions/:id/review', async (ctx) => {

@@ -349,7 +349,17 @@ export async function listSubmissionsForReview(
   if (filter.nameContains) {
     // Matched as plain text: LIKE's wildcards and its escape character are escaped.
     const pattern = `%${filter.nameContains.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    base = base.where((eb) => eb.or([eb('name', 'ilike', pattern), eb('slug', 'ilike', pattern)]));
+    // A UUID also finds the submission with that id, or the submissions of the listing with that public id.
+    const id = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(filter.nameContains.trim())
+      ? filter.nameContains.trim().toLowerCase()
+      : null;
+    base = base.where((eb) =>
+      eb.or([
+        eb('name', 'ilike', pattern),
+        eb('slug', 'ilike', pattern),
+        ...(id ? [eb('id', '=', id), eb('listing_id', '=', id)] : []),
+      ]),
+    );
   }
   const [rows, count] = await Promise.all([
     base

@@ -550,5 +550,15 @@ export const AdminMarketReviewRequest = {
 export const AdminMarketSubmissionsQuery = {
   type: 'object',
   additionalProperties: false,
-  properties: { status: submissionStatus, ...paginationQuery(50).properties },
+  properties: {
+    status: submissionStatus,
+    q: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 100,
+      description:
+        "Search: submissions whose name or slug contains it (case-insensitive), or whose id or listing's public id is it",
+    },
+    ...paginationQuery(50).properties,
+  },
 } as const;

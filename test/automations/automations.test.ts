@@ -62,12 +62,37 @@ describe('cron frequency', function () {
 describe('automations on Temporal Schedules with the forum and microblog agents', function () {
   let h: Harness;
   let n = 0;
+  let startedAt: Date;
 
   before(async function () {
     this.timeout(180_000);
     h = await useHarness();
+    startedAt = new Date();
     h.forum.addCommunity('rooftop_bees');
   });
+
+  // The Schedules this file created stop with it: none fires into a later file of the lane (a daily one would
+  // at its hour, whatever file runs then).
+  after(async function () {
+    this.timeout(60_000);
+    const created = await h.db
+      .selectFrom('automations')
+      .select('schedule_id')
+      .where('created_at', '>=', startedAt)
+      .execute();
+    for (const { schedule_id } of created)
+      await h.client.schedule
+        .getHandle(schedule_id)
+        .delete()
+        .catch(() => undefined);
+  });
+
+  /** Deletes an automation's Schedule and shows it is gone. */
+  async function deleteSchedule(automationId: string) {
+    const handle = h.client.schedule.getHandle(`automation-${automationId}`);
+    await handle.delete();
+    await assert.rejects(handle.describe(), /not found/i, `the Schedule of automation ${automationId} is gone`);
+  }
 
   function forumCredentials() {
     n += 1;
@@ -652,6 +677,8 @@ describe('automations on Temporal Schedules with the forum and microblog agents'
     assert.equal(loginsAfter, loginsBefore, 'the saved session was reused, no new login');
     const decision = h.llm.requests.slice(seen).find((r) => Array.isArray(r.body.tools));
     assert.match(JSON.stringify(decision!.body.messages), /Always write like a cheerful beekeeper/);
+    // A daily Schedule (08:00 UTC): it would fire during any later run of the day. Deleted here, and shown gone.
+    await deleteSchedule(response.body.automation.id);
     assert.deepEqual((decision!.body.tools as any[]).map((t) => t.function.name).sort(), [
       'done',
       'like',

@@ -8,11 +8,7 @@ import {
   type Expectations,
   type Revision,
 } from '../support/stack/conformance-cli';
-import {
-  FIXTURE_EXPECTATIONS,
-  startConformanceServer,
-  type ConformanceServer,
-} from '../support/fakes/conformance-server';
+import { directFixtureRun, FIXTURE_EXPECTATIONS } from '../support/fakes/conformance-server';
 import { useHarness, type Harness } from '../support/stack/harness';
 
 /**
@@ -110,19 +106,10 @@ describe('MCP conformance (the official suite)', function () {
   });
 
   describe('the conformance fixture, directly', function () {
-    let fixture: ConformanceServer;
-
-    before(async function () {
-      fixture = await startConformanceServer();
-    });
-
-    after(async function () {
-      await fixture?.close();
-    });
-
     for (const revision of REVISIONS) {
       it(`passes every tool and transport scenario it implements at ${revision}`, async function () {
-        const run = await runConformance(fixture.url, revision);
+        // The same run the hosted comparison uses (test/market/mcp-conformance-hosted.test.ts): once per process.
+        const run = await directFixtureRun(revision);
         assertMet(run, FIXTURE_EXPECTATIONS[revision]);
         // What the fixture does not serve fails against it: the suite, not this test, judges.
         assert.equal(run.scenarios.get('prompts-list')?.verdict, 'fail');

@@ -183,8 +183,10 @@ describe('market holds that fit what a run can cost (hosted endpoint)', function
       await new Promise((r) => setTimeout(r, 200));
     await new Promise((r) => setTimeout(r, 200));
     const job = await h.waitForJob(consumer.apiKey, `/api/v1/scrape/status/${scrape.body.jobId}`);
-    assert.ok(['completed', 'failed'].includes(job.status));
+    // waitForJob ends on completed or failed alike: the scrape must have completed, paid from the balance.
+    assert.equal(job.status, 'completed', JSON.stringify(job));
     const after = await wallet(consumer.userId);
+    assert.ok(after.balanceMicros < 2_890_000, `the scrape was debited: balance ${after.balanceMicros}`);
     assert.equal(after.heldMicros, 0, 'nothing stays held once the grace is over');
     assert.equal(after.availableMicros, after.balanceMicros);
     const tooLate = await provider.chargeLater(lastCall, 'late-after-grace');

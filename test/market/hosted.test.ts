@@ -697,7 +697,7 @@ describe('hosted market MCP endpoint', function () {
       assert.equal(billing(unchanged).outcome, 'answered', 'tools that did not change still work');
       assert.equal((await wallet(consumer.userId)).balanceMicros, 1_000_000 - 7);
 
-      const review = await h.http('GET', '/admin/market/mcp/submissions?pageSize=100', {
+      const review = await h.http('GET', `/admin/market/mcp/submissions?q=${entry.submissionId}`, {
         headers: { authorization: `Bearer ${h.config.adminToken}` },
       });
       const flagged = review.body.submissions.find((s: { id: string }) => s.id === entry.submissionId);

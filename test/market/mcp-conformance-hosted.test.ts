@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
-import { compareRuns, conformanceTooling, REVISIONS, runConformance } from '../support/stack/conformance-cli';
 import {
+  compareRuns,
+  conformanceTooling,
+  REVISIONS,
+  runConformance,
+  type CheckStatus,
+  type ConformanceRun,
+} from '../support/stack/conformance-cli';
+import {
+  directFixtureRun,
   FIXTURE_EXPECTATIONS,
   startConformanceServer,
   type ConformanceServer,
@@ -14,8 +22,48 @@ import { useHarness, type Harness } from '../support/stack/harness';
  * with a consumer's API key through a loopback relay): every scenario the fixture passes directly — each
  * tool scenario, and the transport scenarios of a tool server (sessions, resumable and concurrent streams,
  * stateless serving, SEP-2243 headers, DNS-rebinding protection) — must pass through the hosted endpoint
- * too. docs/mcp-conformance.md has the table. CONFORMANCE_TABLE=1 prints it.
+ * too, whether FIXTURE_EXPECTATIONS lists it or not. docs/mcp-conformance.md has the table.
+ * CONFORMANCE_TABLE=1 prints it.
  */
+
+/** A run of made-up scenarios, each with one check of the given status. */
+function fakeRun(statuses: Record<string, CheckStatus>): ConformanceRun {
+  const scenarios = new Map(
+    Object.entries(statuses).map(([scenario, status]) => [
+      scenario,
+      {
+        scenario,
+        verdict:
+          status === 'SUCCESS' ? ('pass' as const) : status === 'FAILURE' ? ('fail' as const) : ('skipped' as const),
+        checks: [{ id: `${scenario}-check`, name: scenario, description: scenario, status }],
+        problems: status === 'FAILURE' ? [`${scenario}-check: broken`] : [],
+      },
+    ]),
+  );
+  return { revision: REVISIONS[0], url: 'http://127.0.0.1:1/mcp', scenarios, output: '' };
+}
+
+describe('comparing a direct conformance run with one through an endpoint', function () {
+  it('judges every scenario the server passes directly, listed in the expectations or not', function () {
+    const direct = fakeRun({ listed: 'SUCCESS', unlisted: 'SUCCESS', 'fails-directly': 'FAILURE', na: 'SKIPPED' });
+    const through = fakeRun({ listed: 'SUCCESS', unlisted: 'FAILURE', 'fails-directly': 'FAILURE', na: 'SKIPPED' });
+    const { rows, regressions } = compareRuns(direct, through, { listed: 'pass' });
+    assert.deepEqual(
+      rows.map((row) => row.scenario),
+      ['listed', 'unlisted'],
+    );
+    assert.deepEqual(
+      regressions.map((row) => row.problems.join('; ')),
+      ['unlisted: fail — unlisted-check: broken'],
+    );
+    const missing = compareRuns(direct, fakeRun({ listed: 'SUCCESS' }), {});
+    assert.deepEqual(
+      missing.regressions.map((row) => row.scenario),
+      ['unlisted'],
+      'a scenario the endpoint does not run at all is a regression too',
+    );
+  });
+});
 
 describe('MCP conformance through the hosted market endpoint', function () {
   this.timeout(600_000);
@@ -43,7 +91,8 @@ describe('MCP conformance through the hosted market endpoint', function () {
 
   for (const revision of REVISIONS) {
     it(`passes through /mcp/{entryId} every scenario the fixture passes directly at ${revision}`, async function () {
-      const direct = await runConformance(fixture.url, revision);
+      // The direct run is shared with test/docs/mcp-conformance.test.ts: once per revision per process.
+      const direct = await directFixtureRun(revision);
       const through = await runConformance(hosted.url, revision);
       const { rows, regressions } = compareRuns(direct, through, FIXTURE_EXPECTATIONS[revision]);
       const table = rows

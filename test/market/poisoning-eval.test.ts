@@ -37,6 +37,33 @@ describe('tool-poisoning gate on real servers and published attacks', function (
     assert.ok(recall >= 0.9, `recall ${recall}; missed ${misses.map((m) => m.id).join(', ')}`);
   });
 
+  // The rules were written on the tuning set: its recall says how well they fit what they were fitted to; the
+  // held-out set (collected afterwards) says how they do on attacks nobody tuned for. Each has its own threshold.
+  it('makes at least 90% of the tuning set invalid', function () {
+    const { tuning, misses } = evaluatePoisoningGate();
+    assert.ok(tuning.attacks >= 30, `${tuning.attacks} tuning attacks`);
+    assert.ok(
+      tuning.recall >= 0.9,
+      `tuning recall ${tuning.recall} (${tuning.caught}/${tuning.attacks}); missed ${misses
+        .filter((m) => !m.heldOut)
+        .map((m) => m.id)
+        .join(', ')}`,
+    );
+  });
+
+  it('makes at least 70% of the held-out attacks invalid (5 of the 7 collected after the rules were written)', function () {
+    const { heldOut, tuning, attacks, misses } = evaluatePoisoningGate();
+    assert.ok(heldOut.attacks >= 5, `${heldOut.attacks} held-out attacks`);
+    assert.equal(heldOut.attacks + tuning.attacks, attacks, 'every attack is in exactly one set');
+    assert.ok(
+      heldOut.recall >= 0.7,
+      `held-out recall ${heldOut.recall} (${heldOut.caught}/${heldOut.attacks}); missed ${misses
+        .filter((m) => m.heldOut)
+        .map((m) => m.id)
+        .join(', ')}`,
+    );
+  });
+
   it('lists the official reference server whose instructions speak to the LLM (the opening complaint)', function () {
     const everything = loadBenignServers().find((s) => s.package === '@modelcontextprotocol/server-everything')!;
     assert.match(everything.instructions!, /passed server instructions to the LLM/);

@@ -267,7 +267,7 @@ describe('provider-written tool descriptions', function () {
       );
       assert.equal(billing(refused).code, 'tool_changed');
       assert.equal(changing.runs('lookup_city'), 0, 'the changed tool was not called');
-      const review = await h.http('GET', '/admin/market/mcp/submissions?pageSize=100', {
+      const review = await h.http('GET', `/admin/market/mcp/submissions?q=${entry.submissionId}`, {
         headers: { authorization: `Bearer ${h.config.adminToken}` },
       });
       const flagged = review.body.submissions.find((s: { id: string }) => s.id === entry.submissionId);

@@ -38,7 +38,16 @@ describe('tool market review, revisions and the public listing', function () {
     const secret = `upstream-${randomUUID()}`;
     const entry = await submitted(provider.apiKey, provider.userId, { staticConfig: { token: secret } });
 
-    const pending = await admin(h, ['submissions', '--market', 'mcp', '--status', 'pending_review']);
+    // The queue of the whole run can hold more than a page: search it for this test's own submission.
+    const pending = await admin(h, [
+      'submissions',
+      '--market',
+      'mcp',
+      '--status',
+      'pending_review',
+      '--search',
+      entry.id,
+    ]);
     const listed = pending.submissions.find((s: any) => s.id === entry.id);
     assert.ok(listed, 'the pending submission is listed');
     assert.equal(listed.ownerId, provider.userId);
@@ -163,11 +172,55 @@ describe('tool market review, revisions and the public listing', function () {
     assert.equal(disableDraft.body.error.code, 'invalid_state');
     const noToken = await h.http('GET', '/admin/market/mcp/submissions');
     assert.equal(noToken.status, 401);
-    const agent = await admin(h, ['submissions', '--market', 'agent']);
+    const agent = await admin(h, ['submissions', '--market', 'agent', '--search', draft.id]);
     assert.equal(agent.market, 'agent');
     assert.ok(
       !agent.submissions.some((s: { id: string }) => s.id === draft.id),
       "tool-market submissions are not in the agent market's queue",
+    );
+  });
+
+  it('searches the review queue with q (name or slug contains, or the id or listing id), whatever else is queued', async function () {
+    this.timeout(120_000);
+    const auth = { authorization: `Bearer ${h.config.adminToken}` };
+    const provider = await h.createUser();
+    const tag = randomUUID().slice(0, 8);
+    const mine = await submitted(provider.apiKey, provider.userId, { name: `Queue Search ${tag} One` });
+    const other = await submitted(provider.apiKey, provider.userId, { name: `Queue Search ${tag} Two` });
+    const queue = (query: string) => h.http('GET', `/admin/market/mcp/submissions?${query}`, { headers: auth });
+    const ids = (response: { body: { submissions: { id: string }[] } }) =>
+      response.body.submissions.map((s) => s.id).sort();
+
+    const byName = await queue(`status=pending_review&q=${encodeURIComponent(`queue search ${tag}`)}`);
+    assert.equal(byName.status, 200, JSON.stringify(byName.body));
+    assert.deepEqual(ids(byName), [mine.id, other.id].sort(), 'the name matches case-insensitively');
+    assert.equal(byName.body.meta.total, 2, 'the total counts the matches only');
+    const one = await queue(`q=${encodeURIComponent(`${tag} One`)}`);
+    assert.deepEqual(ids(one), [mine.id]);
+    const bySlug = await queue(`q=${encodeURIComponent(mine.slug)}`);
+    assert.deepEqual(ids(bySlug), [mine.id]);
+    const byId = await queue(`q=${mine.id.toUpperCase()}`);
+    assert.deepEqual(ids(byId), [mine.id], 'a submission id finds that submission');
+    const byListing = await queue(`q=${other.publicId}`);
+    assert.deepEqual(ids(byListing), [other.id], "a listing's public id finds its submissions");
+    const wildcard = await queue(`q=${encodeURIComponent(`${tag}%`)}`);
+    assert.deepEqual(ids(wildcard), [], 'LIKE wildcards are matched as text');
+    const nothing = await queue(`q=${randomUUID()}`);
+    assert.deepEqual(ids(nothing), []);
+    assert.equal(nothing.body.meta.total, 0);
+    const agentMarket = await h.http('GET', `/admin/market/agent/submissions?q=${mine.id}`, { headers: auth });
+    assert.deepEqual(ids(agentMarket), [], 'the other market has no such submission');
+    for (const bad of ['q=', `q=${'a'.repeat(101)}`]) {
+      const refused = await queue(bad);
+      assert.equal(refused.status, 400, bad);
+      assert.equal(refused.body.error.code, 'validation_failed');
+    }
+
+    const cli = await admin(h, ['submissions', '--market', 'mcp', '--search', `queue search ${tag} two`]);
+    assert.deepEqual(
+      cli.submissions.map((s: { id: string }) => s.id),
+      [other.id],
+      'the admin CLI searches with --search',
     );
   });
 

@@ -291,13 +291,12 @@ describe('web pages: the console', function () {
 
       const transactions = (await h.http('GET', '/api/v1/transactions?pageSize=100', { apiKey: alice.apiKey })).body
         .transactions as { agentName: string; cost: number; executedAt: string; jobId: string | null }[];
-      const today = new Date().toISOString().slice(0, 10);
+      const dayBefore = new Date().toISOString().slice(0, 10);
       const micros = (usd: number) => Math.round(usd * 1e6);
       const money = (m: number) =>
         `$${(m / 1e6).toFixed(Math.min(6, Math.max(2, (String(m / 1e6).split('.')[1] ?? '').length)))}`;
-      const spentToday = transactions
-        .filter((t) => t.executedAt.startsWith(today))
-        .reduce((sum, t) => sum + micros(t.cost), 0);
+      const spentOn = (day: string) =>
+        transactions.filter((t) => t.executedAt.startsWith(day)).reduce((sum, t) => sum + micros(t.cost), 0);
       const marketSpent = transactions
         .filter((t) => t.agentName === `market:${entry.slug}`)
         .reduce((sum, t) => sum + micros(t.cost), 0);
@@ -309,7 +308,12 @@ describe('web pages: the console', function () {
       await home.waitForURL(`${h.baseUrl}/console/usage`);
       const page = home;
       const dayRows = await page.locator('#spend-per-day tbody tr').allInnerTexts();
+      const dayAfter = new Date().toISOString().slice(0, 10);
       assert.equal(dayRows.length, 30);
+      // The page's today is the server's when it rendered: the day the test began or, across midnight UTC, the next.
+      const today = dayRows.at(-1)!.split('\t')[0];
+      assert.ok([dayBefore, dayAfter].includes(today), `the last row is today (${dayBefore}/${dayAfter}): ${today}`);
+      const spentToday = spentOn(today);
       assert.equal(
         dayRows.at(-1),
         `${today}\t${money(spentToday)}`,

@@ -143,17 +143,19 @@ describe('web pages: provider and review queue', function () {
 
   /**
    * The review queue, signed in with the admin token without the form (operatorSignInWithTheForm, in the test
-   * of the operator sign-in, uses the form).
+   * of the operator sign-in, uses the form), searched for this file's submissions (`q`): the queue of the
+   * whole run can hold more than the page shows.
    */
   async function operatorSignIn(context: WatchedContext): Promise<Page> {
     await operatorSignInContext(context, h.baseUrl, h.config.adminToken);
     const page = await context.newPage();
     await page.goto(`${h.baseUrl}/console/review`);
     assert.equal(new URL(page.url()).pathname, '/console/review', 'signed in as an operator');
+    await page.goto(`${h.baseUrl}/console/review?q=${encodeURIComponent(tag)}`);
     return page;
   }
 
-  /** Signs in to the review queue with the admin token through the form, with the keyboard. */
+  /** Signs in to the review queue with the admin token through the form, with the keyboard, then searches as above. */
   async function operatorSignInWithTheForm(context: WatchedContext): Promise<Page> {
     const page = await context.newPage();
     await page.goto(`${h.baseUrl}/console/review`);
@@ -162,6 +164,7 @@ describe('web pages: provider and review queue', function () {
     await page.keyboard.type(h.config.adminToken);
     await page.keyboard.press('Enter');
     await page.waitForURL((url) => url.pathname === '/console/review');
+    await page.goto(`${h.baseUrl}/console/review?q=${encodeURIComponent(tag)}`);
     return page;
   }
 
@@ -169,7 +172,7 @@ describe('web pages: provider and review queue', function () {
 
   it('shows the provider its submissions of both markets with their status, and its revenue per day, listing and event as GET /provider/revenue counts it', async function () {
     // The call's charge is in the provider's revenue (as the REST API reports it) before the page is read.
-    let revenue: { totals: { runs: number; providerRevenueUsd: number } } | undefined;
+    let revenue: { totals: { runs: number; providerRevenueUsd: number }; runs: { createdAt: string }[] } | undefined;
     for (;;) {
       revenue = (await h.http('GET', '/api/v1/provider/revenue', { apiKey: provider.apiKey })).body;
       if (revenue!.totals.providerRevenueUsd > 0) break;
@@ -195,8 +198,16 @@ describe('web pages: provider and review queue', function () {
       `$${usd.toFixed(Math.min(6, Math.max(2, (String(usd).split('.')[1] ?? '').length)))}`;
     const earned = money(revenue!.totals.providerRevenueUsd);
     assert.equal(await page.locator('#revenue-total').innerText(), earned);
-    const today = new Date().toISOString().slice(0, 10);
-    assert.match(await rowOf(page, '#revenue-per-day', today).innerText(), new RegExp(`\\${earned}`));
+    // The day of the charge, from the server's own time of the run (a charge soon after; across midnight UTC the next day).
+    const opened = revenue!.runs[0].createdAt.slice(0, 10);
+    const nextDay = new Date(Date.parse(`${opened}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+    const chargeDays = await Promise.all(
+      [opened, nextDay].map(async (day) => {
+        const row = rowOf(page, '#revenue-per-day', day);
+        return (await row.count()) === 1 && new RegExp(`\\${earned}`).test(await row.innerText()) ? day : null;
+      }),
+    );
+    assert.equal(chargeDays.filter(Boolean).length, 1, `one row of ${opened}/${nextDay} shows ${earned}`);
     assert.equal(await page.locator('#revenue-per-day tbody tr').count(), 30);
     assert.equal(await page.locator('#revenue-chart rect.bar').count(), 30);
     const perListing = await rowOf(page, '#revenue-per-listing', `Pilot charts ${tag}`).innerText();
@@ -286,7 +297,7 @@ describe('web pages: provider and review queue', function () {
     assert.match(text, /first version/);
     assert.match(text, /Parameters each consumer supplies/);
     const tools = (
-      await h.http('GET', `/admin/market/mcp/submissions?status=pending_review&pageSize=100`, {
+      await h.http('GET', `/admin/market/mcp/submissions?status=pending_review&q=${pending.id}`, {
         headers: { authorization: `Bearer ${h.config.adminToken}` },
       })
     ).body.submissions as { id: string }[];

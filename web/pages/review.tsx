@@ -244,13 +244,15 @@ function AgentDetails(props: { sub: AgentReviewView }) {
   );
 }
 
-function Decision(props: { sub: ReviewView; csrfToken: string }) {
+function Decision(props: { sub: ReviewView; csrfToken: string; q: string }) {
   const { sub } = props;
   const p = `s-${sub.id}`;
   if (sub.status !== 'pending_review' && sub.status !== 'approved') return null;
   return (
     <form method="post" action={`/console/review/${sub.market}/${sub.id}`} class="review-form">
       <CsrfField token={props.csrfToken} />
+      {/* The queue shown after the decision keeps the search it was made from. */}
+      {props.q && <input type="hidden" name="q" value={props.q} />}
       {sub.status === 'pending_review' ? (
         <>
           <p>
@@ -303,7 +305,7 @@ function Submission(props: { sub: ReviewView; view: ReviewQueueView }) {
       ) : (
         <AgentDetails sub={sub} />
       )}
-      <Decision sub={sub} csrfToken={view.csrfToken} />
+      <Decision sub={sub} csrfToken={view.csrfToken} q={view.q} />
     </article>
   );
 }

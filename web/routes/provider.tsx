@@ -190,7 +190,11 @@ export function providerRoutes(deps: WebDeps): Router {
     const reason = (form.get('reason') ?? '').trim() || null;
     const reviewed = await review.review(market as Market, id.toLowerCase(), action as ReviewAction, reason);
     const back = action === 'disable' ? 'approved' : 'pending_review';
-    seeOther(ctx, `/console/review?status=${back}&done=${action}&market=${market}&id=${reviewed.id}`);
+    const q = (form.get('q') ?? '').trim().slice(0, 100);
+    seeOther(
+      ctx,
+      `/console/review?status=${back}${q ? `&q=${encodeURIComponent(q)}` : ''}&done=${action}&market=${market}&id=${reviewed.id}`,
+    );
   });
 
   return router;

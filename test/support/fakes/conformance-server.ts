@@ -25,7 +25,7 @@ import {
   type ServerContext,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import type { Expectations, Revision } from '../stack/conformance-cli';
+import { runConformance, type ConformanceRun, type Expectations, type Revision } from '../stack/conformance-cli';
 
 /**
  * A tool server on loopback that implements the *tool* scenarios of the official MCP conformance suite
@@ -801,4 +801,29 @@ export async function startConformanceServer(options: { revisions?: 'all' | '202
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+const directRuns = new Map<Revision, Promise<ConformanceRun>>();
+
+/**
+ * The conformance CLI's run against the fixture directly at `revision`, once per revision per process: the
+ * fixture is the same code wherever it is started, so the files that judge it (test/docs/mcp-conformance)
+ * and compare with it (test/market/mcp-conformance-hosted) share one run. The run gets a fixture of its own,
+ * closed when the run ends. A failed run is not kept: the next caller runs it again.
+ */
+export function directFixtureRun(revision: Revision): Promise<ConformanceRun> {
+  let run = directRuns.get(revision);
+  if (!run) {
+    run = (async () => {
+      const fixture = await startConformanceServer();
+      try {
+        return await runConformance(fixture.url, revision);
+      } finally {
+        await fixture.close();
+      }
+    })();
+    directRuns.set(revision, run);
+    run.catch(() => directRuns.delete(revision));
+  }
+  return run;
 }

@@ -13,6 +13,10 @@ export interface Fixtures {
    * (`/scrape/status/{jobId}`, `/agents/{id}`), so each operation gets an id of its own resource.
    */
   knownIds: Record<string, string[]>;
+  /** Header values that pass, by header name: the event verification's real charge token. */
+  knownHeaders: Record<string, string[]>;
+  /** Bodies the fixtures accept, by operation id: a charge of the verification's own event. */
+  knownBodies: Record<string, unknown[]>;
   /** This period's operations of the fuzzing account once the fixtures exist. */
   operationsUsed: number;
   /** Its stored automations and agents (each counts against the automation limit). */
@@ -35,6 +39,8 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
   const adminAuth = { authorization: `Bearer ${h.config.adminToken}` };
   const known: Record<string, string[]> = {};
   const add = (key: string, id: string) => (known[key] = [...(known[key] ?? []), id]);
+  /** Bodies the fixtures accept, by operation id, for operations whose schema-valid bodies cannot pass. */
+  const knownBodies: Record<string, unknown[]> = {};
 
   // Jobs of each kind, each waited until it ends (so no workflow of a fixture runs during the fuzzing).
   const scrape = await h.http('POST', '/api/v1/scrape', { apiKey, body: { url: `${h.site.url}/static` } });
@@ -103,6 +109,11 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
   // The MCP market: a draft of the fuzzer's, an approved entry with a credential, an event verification and its run.
   const draft = await createSubmission(h, apiKey, submissionBody(await storeValidation(h, fuzzer.userId)));
   add('/mcp-market/submissions/{id}', draft.id);
+  // A draft for the update alone (the fuzzed submit sends the other one to review), with a body it accepts.
+  const updatedBody = submissionBody(await storeValidation(h, fuzzer.userId));
+  const updated = await createSubmission(h, apiKey, updatedBody);
+  add('PUT /mcp-market/submissions/{id}', updated.id);
+  knownBodies['PUT /mcp-market/submissions/{id}'] = [updatedBody];
   const entry = await approvedEntry(h, provider);
   add('/mcp-market/mcps/{id}', entry.entryId);
   const credential = await h.http('POST', `/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, { apiKey, body: {} });
@@ -116,6 +127,18 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
   expectStatus(verification, 201, 'event verification');
   add('/mcp-market/event-verifications/{id}', verification.body.id);
   add('/provider/runs/{runId}', verification.body.runId);
+  // The charge endpoint checks the token and the event before the run's money path: give it both.
+  assert.ok(verification.body.chargeToken, 'the event verification has a charge token');
+  const knownHeaders = { 'x-service-charge-token': [verification.body.chargeToken as string] };
+  Object.assign(knownBodies, {
+    'POST /provider/runs/{runId}/charge': [
+      { eventName: 'row.extracted' },
+      { eventName: 'row.extracted', count: 3, toolName: 'extract', metadata: { page: 1 } },
+    ],
+    'POST /mcp-market/mcps/{id}/credentials': [{}],
+    'PATCH /social-accounts/{id}': [{ name: 'fuzz renamed' }, { isActive: true }],
+    'PATCH /agents/{id}': [{ name: 'Fuzz agent renamed' }, { task: 'Say hello' }],
+  });
 
   const png = PNG.sync.write(new PNG({ width: 16, height: 16 }));
   const icon = await h.http('POST', '/api/v1/market/icons', {
@@ -137,12 +160,11 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
     inputSchema: { type: 'object', properties: { page: { type: 'string' } }, required: ['page'] },
     structuredOutput: [{ id: 'title', type: 'string' }],
   });
-  const agentDraft = await h.http('POST', '/api/v1/agent-market/submissions', {
-    apiKey,
-    body: agentBody(`Fuzz draft ${randomBytes(3).toString('hex')}`),
-  });
+  const agentDraftBody = agentBody(`Fuzz draft ${randomBytes(3).toString('hex')}`);
+  const agentDraft = await h.http('POST', '/api/v1/agent-market/submissions', { apiKey, body: agentDraftBody });
   expectStatus(agentDraft, 201, 'agent-market draft');
   add('/agent-market/submissions/{id}', agentDraft.body.id);
+  knownBodies['PUT /agent-market/submissions/{id}'] = [agentDraftBody];
   const listed = await h.http('POST', '/api/v1/agent-market/submissions', {
     apiKey: provider.apiKey,
     body: agentBody(`Fuzz listed ${randomBytes(3).toString('hex')}`),
@@ -186,6 +208,8 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
     .executeTakeFirstOrThrow();
   return {
     knownIds: known,
+    knownHeaders,
+    knownBodies,
     operationsUsed: summary.body.usage.operations,
     automationsUsed: Number(automations.n),
   };

@@ -66,6 +66,16 @@ export interface FuzzContext {
    * (`/scrape/status/{jobId}`, `/agents/{id}`): each operation gets ids of its own kind of resource.
    */
   knownIds: Record<string, string[]>;
+  /**
+   * Values that pass a documented header parameter, by its lower-case name (the fixtures' real
+   * `x-service-charge-token`): without one an operation that checks the header first never gets past it.
+   */
+  knownHeaders?: Record<string, string[]>;
+  /**
+   * Bodies its fixtures accept, by operation id (`POST /provider/runs/{runId}/charge`), for operations
+   * whose schema-valid bodies are all refused by what the schema cannot say (an event of the run).
+   */
+  knownBodies?: Record<string, unknown[]>;
 }
 
 // ---------- encoding ----------
@@ -352,6 +362,20 @@ const badUuids = fc.oneof(
 );
 
 /** The key of `FuzzContext.knownIds` for a path parameter of an operation: its path up to the parameter. */
+/**
+ * The fixtures' ids for a path parameter: those of the operation alone (`PUT /mcp-market/submissions/{id}`:
+ * a resource the other operations of the path would change first) when the fixtures have some, else those of the path.
+ */
+export function knownIdsFor(
+  op: Pick<Operation, 'path' | 'method'>,
+  name: string,
+  ctx: Pick<FuzzContext, 'knownIds'>,
+): string[] {
+  const key = knownIdKey(op, name);
+  const own = ctx.knownIds[`${op.method} ${key}`] ?? [];
+  return own.length ? own : (ctx.knownIds[key] ?? []);
+}
+
 export function knownIdKey(op: Pick<Operation, 'path'>, name: string): string {
   const at = op.path.indexOf(`{${name}}`);
   return op.path.slice(0, at + name.length + 2);
@@ -362,7 +386,7 @@ function pathParamArbitrary(
   name: string,
   ctx: FuzzContext,
 ): fc.Arbitrary<{ value: string; note: string }> {
-  const known = ctx.knownIds[knownIdKey(op, name)] ?? [];
+  const known = knownIdsFor(op, name, ctx);
   return fc.oneof(
     ...(known.length
       ? [{ weight: 3, arbitrary: fc.constantFrom(...known).map((value) => ({ value, note: `known ${name}` })) }]
@@ -483,6 +507,48 @@ const idempotencyKeys = fc.oneof(
   headerString(80),
 );
 
+/** The operation's own header parameters (not the idempotency key): a fixture's value, an odd one, or none. */
+function documentedHeadersArbitrary(
+  op: Operation,
+  ctx: FuzzContext,
+): fc.Arbitrary<{ headers: Record<string, string>; notes: string[] }> {
+  const names = op.headerParams.map((p) => p.name.toLowerCase()).filter((name) => name !== 'idempotency-key');
+  return fc
+    .tuple(
+      ...names.map((name) => {
+        const known = ctx.knownHeaders?.[name] ?? [];
+        return sometimes(
+          fc.oneof(
+            ...(known.length
+              ? [{ weight: 3, arbitrary: fc.constantFrom(...known).map((value) => ({ value, note: `known ${name}` })) }]
+              : []),
+            {
+              weight: 1,
+              arbitrary: headerString(120).map((value) => ({
+                value,
+                note: `${name} ${JSON.stringify(value.slice(0, 20))}`,
+              })),
+            },
+          ),
+          75,
+        );
+      }),
+    )
+    .map((values) => {
+      const headers: Record<string, string> = {};
+      const notes: string[] = [];
+      names.forEach((name, i) => {
+        const value = values[i];
+        if (value === undefined) notes.push(`no ${name}`);
+        else {
+          headers[name] = value.value;
+          notes.push(value.note);
+        }
+      });
+      return { headers, notes };
+    });
+}
+
 function headersArbitrary(
   op: Operation,
   ctx: FuzzContext,
@@ -518,6 +584,7 @@ function headersArbitrary(
   const accepts = op.headerParams.some((p) => p.name.toLowerCase() === 'idempotency-key');
   return fc
     .record({
+      documented: documentedHeadersArbitrary(op, ctx),
       apiKey,
       contentType: sometimes(contentTypes, 92),
       idempotencyKey: sometimes(idempotencyKeys, accepts ? 50 : 10),
@@ -527,9 +594,9 @@ function headersArbitrary(
       ),
       accept: sometimes(fc.constantFrom('text/html', '*/*', 'application/xml', 'garbage;;q=x'), 15),
     })
-    .map(({ apiKey: key, contentType, idempotencyKey, requestId, accept }) => {
-      const headers: Record<string, string> = {};
-      const notes: string[] = [];
+    .map(({ documented, apiKey: key, contentType, idempotencyKey, requestId, accept }) => {
+      const headers: Record<string, string> = { ...documented.headers };
+      const notes: string[] = [...documented.notes];
       if (key.value !== undefined) headers['x-api-key'] = key.value;
       if (key.note) notes.push(key.note);
       if (contentType !== undefined) {
@@ -548,8 +615,70 @@ function headersArbitrary(
 
 // ---------- the whole request ----------
 
-/** Generated malformed and boundary requests for one operation, derived from its OpenAPI description. */
+/**
+ * A request the operation should answer below 400: the fixtures' ids, the fuzzing account's key, a
+ * fixture's (or a schema-valid) body, the fixtures' header values and a fresh idempotency key. Null when
+ * a path parameter has no fixture.
+ */
+function wellFormedArbitrary(
+  op: Operation,
+  resolve: RefResolver,
+  serverUrl: string,
+  ctx: FuzzContext,
+): fc.Arbitrary<FuzzRequest> | null {
+  const ids = op.pathParams.map((p) => knownIdsFor(op, p.name, ctx));
+  if (ids.some((known) => known.length === 0)) return null;
+  const headerNames = op.headerParams.map((p) => p.name.toLowerCase());
+  const fixtureBodies = ctx.knownBodies?.[op.id] ?? [];
+  const body: fc.Arbitrary<unknown> = !op.bodySchema
+    ? fc.constant(undefined)
+    : fixtureBodies.length
+      ? fc.constantFrom(...fixtureBodies)
+      : arbitraryFor(op.bodySchema, resolve);
+  const headerValues = fc.tuple(
+    ...headerNames.map((name) =>
+      name === 'idempotency-key'
+        ? fc.uuid({ version: 4 }).map((id) => `fuzz-${id}`)
+        : (ctx.knownHeaders?.[name] ?? []).length
+          ? fc.constantFrom(...ctx.knownHeaders![name])
+          : headerString(40),
+    ),
+  );
+  return fc
+    .record({ ids: fc.tuple(...ids.map((known) => fc.constantFrom(...known))), body, headerValues })
+    .map(({ ids: chosen, body: value, headerValues: values }) => {
+      let path = op.path;
+      op.pathParams.forEach((p, i) => (path = path.replace(`{${p.name}}`, chosen[i])));
+      const headers: Record<string, string> = { 'x-api-key': ctx.apiKey };
+      headerNames.forEach((name, i) => (headers[name] = values[i]));
+      if (op.bodySchema) headers['content-type'] = 'application/json';
+      return {
+        method: op.method,
+        target: `${serverUrl}${path}`,
+        headers,
+        body: op.bodySchema ? Buffer.from(JSON.stringify(value) ?? '', 'utf8') : null,
+        notes: [...op.pathParams.map((p) => `known ${p.name}`), 'well-formed request'],
+      };
+    });
+}
+
+/**
+ * Generated malformed and boundary requests for one operation, derived from its OpenAPI description;
+ * for an operation with path parameters, one in eight is well-formed (wellFormedArbitrary), so its
+ * happy path behind the lookup is fuzzed too, not only what answers before it.
+ */
 export function requestArbitrary(
+  op: Operation,
+  resolve: RefResolver,
+  serverUrl: string,
+  ctx: FuzzContext,
+): fc.Arbitrary<FuzzRequest> {
+  const fuzzed = fuzzedArbitrary(op, resolve, serverUrl, ctx);
+  const wellFormed = op.pathParams.length ? wellFormedArbitrary(op, resolve, serverUrl, ctx) : null;
+  return wellFormed ? fc.oneof({ weight: 7, arbitrary: fuzzed }, { weight: 1, arbitrary: wellFormed }) : fuzzed;
+}
+
+function fuzzedArbitrary(
   op: Operation,
   resolve: RefResolver,
   serverUrl: string,

@@ -222,9 +222,11 @@ export interface ScenarioComparison {
 
 /**
  * Compares, scenario by scenario, a run against a server directly with a run against an endpoint in front of
- * it (the hosted `/mcp/{entryId}` in front of the conformance fixture): each of `expectations` judged on both
- * sides. `regressions` are the scenarios met directly but not through the endpoint — what a test asserts to be
- * empty ("every tool scenario the fixture passes directly also passes through the hosted endpoint").
+ * it (the hosted `/mcp/{entryId}` in front of the conformance fixture): every scenario the server passes
+ * directly (the whole scenario), and each of `expectations` (check by check for a scenario it passes only in
+ * part), judged on both sides. `regressions` are the scenarios met directly but not through the endpoint —
+ * what a test asserts to be empty ("every scenario the fixture passes directly also passes through the hosted
+ * endpoint"), so a scenario a new CLI version adds is judged without being listed first.
  */
 export function compareRuns(
   direct: ConformanceRun,
@@ -233,7 +235,9 @@ export function compareRuns(
 ): { rows: ScenarioComparison[]; regressions: ScenarioComparison[] } {
   if (direct.revision !== through.revision)
     throw new Error(`Comparing runs of different revisions (${direct.revision}, ${through.revision})`);
-  const rows = Object.entries(expectations)
+  const judged: Record<string, Expectation> = { ...expectations };
+  for (const [scenario, result] of direct.scenarios) if (result.verdict === 'pass') judged[scenario] = 'pass';
+  const rows = Object.entries(judged)
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([scenario, expectation]) => {
       const problems = unmetExpectation(through, scenario, expectation);
