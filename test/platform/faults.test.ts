@@ -434,7 +434,7 @@ describe('faults under load', function () {
     const rows = await waitTerminal(ids);
     assert.ok(proxy.accepted() > acceptedBefore, 'nothing reconnected to Postgres after the outage');
     assert.equal(workers.isRunning(), true, 'the workers stopped');
-    const failed = rows.filter((r) => r.status !== 'completed');
+    const failed = rows.filter((r) => r.status !== 'completed').map((r) => ({ ...r, path: requests.get(r.id)?.path }));
     assert.deepEqual(
       failed,
       [],

@@ -74,7 +74,7 @@ async function main(): Promise<number> {
   await writeWorkflowBundle(bundle);
   const lanes = Math.min(laneCount, files.length);
   print(
-    `${files.length} test files in ${lanes} lane${lanes > 1 ? 's' : ''}${alone.length ? `, then ${alone.length} alone` : ''}${fast ? ' (test:fast: without the process-level suites)' : ''}`,
+    `${files.length} test files in ${lanes} lane${lanes > 1 ? 's' : ''}${alone.length ? `, ${alone.length} of them alone first` : ''}${fast ? ' (test:fast: without the process-level suites)' : ''}`,
   );
   try {
     await runLanes(lanes, bundle);
@@ -98,20 +98,26 @@ function runLanes(count: number, bundle: string): Promise<void> {
   const lanes: Lane[] = [];
   return new Promise<void>((resolve) => {
     const next = (lane: Lane) => {
-      const message = nextFor(lane);
-      if (message === 'wait') return;
+      const message = nextFor();
       if (message.kind === 'file') lane.busy = message.file;
       lane.child.send(message);
     };
-    // Files that run together go to whichever lane is free; the ones that run alone go to lane 0 once every
-    // other lane has finished.
-    const nextFor = (lane: Lane): ToLane | 'wait' => {
+    // The files that run alone go first, to lane 0, while its harness is fresh (nothing an earlier file left
+    // running beside them) and before the other lanes start (not even their harnesses run beside them); then
+    // the rest go to whichever lane is free.
+    let alonePhase = alone.length > 0;
+    const endAlonePhase = () => {
+      alonePhase = false;
+      if (queue.length > 0) for (let index = 1; index < count; index++) startLane(index);
+    };
+    const nextFor = (): ToLane => {
+      if (alonePhase) {
+        const file = alone.shift();
+        if (file) return { kind: 'file', file };
+        endAlonePhase();
+      }
       const file = queue.shift();
-      if (file) return { kind: 'file', file };
-      if (lane.index !== 0) return { kind: 'finish' };
-      if (alone.length === 0) return { kind: 'finish' };
-      if (lanes.some((other) => other.index !== 0 && !other.finished)) return 'wait';
-      return { kind: 'file', file: alone.shift()! };
+      return file ? { kind: 'file', file } : { kind: 'finish' };
     };
     const flush = (lane: Lane) => {
       if (lane.output) print(lane.output);
@@ -127,8 +133,6 @@ function runLanes(count: number, bundle: string): Promise<void> {
       lane.finished = true;
       recordFailures(message.failures);
       if (lanes.every((other) => other.finished)) return resolve();
-      // Lane 0 may have been waiting for the others before the files that run alone.
-      if (lanes[0].busy === null && !lanes[0].finished) next(lanes[0]);
     };
     const done = (lane: Lane, result: FileResult) => {
       lane.busy = null;
@@ -139,7 +143,7 @@ function runLanes(count: number, bundle: string): Promise<void> {
       filesDone++;
       recordFailures(result.failures);
     };
-    for (let index = 0; index < count; index++) {
+    const startLane = (index: number) => {
       const child = fork(path.join(__dirname, 'lane.ts'), [], {
         cwd: ROOT,
         env: { ...process.env, TEST_LANE: String(index), TEST_WORKFLOW_BUNDLE: bundle },
@@ -157,10 +161,13 @@ function runLanes(count: number, bundle: string): Promise<void> {
         recordFailures([
           `  1) lane ${index} ended (${signal ?? `exit ${code}`})${lane.busy ? ` while running ${lane.busy}` : ''}\n`,
         ]);
+        // Files that were to run alone go unrun (reported as never ended); the others still run.
+        if (alonePhase) endAlonePhase();
         if (lanes.every((other) => other.finished)) resolve();
-        else if (lanes[0].busy === null && !lanes[0].finished) next(lanes[0]);
       });
-    }
+    };
+    startLane(0);
+    if (!alonePhase) for (let index = 1; index < count; index++) startLane(index);
   });
 }
 
