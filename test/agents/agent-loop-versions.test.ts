@@ -10,7 +10,7 @@ import { act } from '../support/agent-script';
 import type { RecordedRequest } from '../support/fakes/fake-openai';
 import { assertSettledOnce, workflowIdOf } from '../support/ledger-checks';
 import { startMcpServer, type TestMcpServer } from '../support/fakes/mcp-server';
-import { commandsOf, historyFromFixture } from '../support/workflow-history';
+import { assertReplaysViolateDeterminism, commandsOf, historyFromFixture } from '../support/workflow-history';
 
 /**
  * Histories recorded on the code before the one agent loop (commit 44b2fdb: customAgentWorkflow was a loop
@@ -90,16 +90,7 @@ describe('agent runs begun before the one agent loop', function () {
     const unguarded: WorkflowBundle = await bundle(
       require.resolve('../support/fixtures/workflows-without-version-guard'),
     );
-    for (const name of customAgentFixtures) {
-      const history = historyFromFixture(path.join(FIXTURES, name));
-      await assert.rejects(
-        Worker.runReplayHistory({ workflowBundle: unguarded, replayName: name.replace(/\W/g, '-') }, history),
-        (err: Error) => {
-          assert.equal(err.name, 'DeterminismViolationError', `${name}: ${err.message}`);
-          return true;
-        },
-      );
-    }
+    await assertReplaysViolateDeterminism(unguarded, FIXTURES, customAgentFixtures);
   });
 
   describe('a custom-agent run begun on a worker with the old code', () => {

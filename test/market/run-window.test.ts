@@ -14,7 +14,12 @@ import { startMeteredProvider, type MeteredProvider } from '../support/fakes/mar
 import { findLedgerProblems } from '../support/ledger-reconciliation';
 import { startApiProcess } from '../support/stack/api-process';
 import { describeWhenStarted } from '../support/market-runs';
-import { commandsOf, historyFromFixture, stringsIn } from '../support/workflow-history';
+import {
+  assertReplaysViolateDeterminism,
+  commandsOf,
+  historyFromFixture,
+  stringsIn,
+} from '../support/workflow-history';
 import { MARKET_RUN_SETTLES_WHEN_IDLE } from '../../workflows/market-run';
 
 type ToolResult = Awaited<ReturnType<Client['callTool']>>;
@@ -280,16 +285,7 @@ describe('windowed market runs (hosted endpoint)', function () {
       workflowsPath: require.resolve('../support/fixtures/workflows-market-run-without-patch'),
       logger: new DefaultLogger('WARN'),
     });
-    for (const name of OLD_HISTORIES) {
-      const history = historyFromFixture(path.join(FIXTURES, name));
-      await assert.rejects(
-        Worker.runReplayHistory({ workflowBundle: unguarded, replayName: name.replace(/\W/g, '-') }, history),
-        (err: Error) => {
-          assert.equal(err.name, 'DeterminismViolationError', `${name}: ${err.message}`);
-          return true;
-        },
-      );
-    }
+    await assertReplaysViolateDeterminism(unguarded, FIXTURES, OLD_HISTORIES);
   });
 
   it('reads MARKET_RUN_TTL_SECONDS: unset by default (MARKET_RUN_TTL_MINUTES, 15), else 10 to 86400 seconds', function () {

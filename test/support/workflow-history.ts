@@ -1,7 +1,10 @@
+import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { Worker, type WorkflowBundle } from '@temporalio/worker';
 
 /**
  * Reads workflow histories the way a person with access to Temporal (UI, CLI, a history export) could: every
@@ -128,6 +131,24 @@ export function historyToFixture(history: temporal.api.history.v1.IHistory): str
 
 export function historyFromFixture(path: string): temporal.api.history.v1.History {
   return temporal.api.history.v1.History.fromObject(JSON.parse(readFileSync(path, 'utf8')));
+}
+
+/** Each fixture history (`names` under `dir`) fails to replay on `workflowBundle` with a determinism violation. */
+export async function assertReplaysViolateDeterminism(
+  workflowBundle: WorkflowBundle,
+  dir: string,
+  names: readonly string[],
+): Promise<void> {
+  for (const name of names) {
+    const history = historyFromFixture(path.join(dir, name));
+    await assert.rejects(
+      Worker.runReplayHistory({ workflowBundle, replayName: name.replace(/\W/g, '-') }, history),
+      (err: Error) => {
+        assert.equal(err.name, 'DeterminismViolationError', `${name}: ${err.message}`);
+        return true;
+      },
+    );
+  }
 }
 
 /** The activity type names a history scheduled, in order, with `marker` for each marker (a local activity, a patch). */

@@ -8,7 +8,7 @@ import {
   assertAccessible,
   screenshot,
   sharedBrowser,
-  signInContext,
+  signedInPage,
   watchedContext,
   type WatchedContext,
 } from '../support/stack/web-browser';
@@ -66,17 +66,8 @@ describe('web pages: the console runs, automations and credentials pages', funct
     return context;
   }
 
-  /**
-   * A page at `start`, signed in without the form (signInContext): these tests are about the pages behind it
-   * (test/web/console.test.ts signs in through the form).
-   */
-  async function signIn(context: WatchedContext, apiKey: string, start = '/console'): Promise<Page> {
-    await signInContext(context, h.baseUrl, apiKey);
-    const page = await context.newPage();
-    await page.goto(`${h.baseUrl}${start}`);
-    assert.equal(new URL(page.url()).pathname, start, 'signed in');
-    return page;
-  }
+  const signIn = (context: WatchedContext, apiKey: string, start = '/console') =>
+    signedInPage(context, h.baseUrl, apiKey, start);
 
   /** The runs table's rows as text cells (run, kind, status, cost, started, last change). */
   async function runRows(page: Page): Promise<string[][]> {

@@ -15,7 +15,7 @@ import {
   assertAccessible,
   screenshot,
   sharedBrowser,
-  signInContext,
+  signedInPage,
   watchedContext,
   type WatchedContext,
 } from '../support/stack/web-browser';
@@ -112,17 +112,8 @@ describe('web pages: the console', function () {
     return page;
   }
 
-  /**
-   * A page at `start` (the console home), signed in without the form (signInContext): for the tests that are
-   * not about signing in.
-   */
-  async function signIn(context: WatchedContext, apiKey: string, start = '/console'): Promise<Page> {
-    await signInContext(context, h.baseUrl, apiKey);
-    const page = await context.newPage();
-    await page.goto(`${h.baseUrl}${start}`);
-    assert.equal(new URL(page.url()).pathname, start, 'signed in');
-    return page;
-  }
+  const signIn = (context: WatchedContext, apiKey: string, start = '/console') =>
+    signedInPage(context, h.baseUrl, apiKey, start);
 
   const sessionCookie = async (context: BrowserContext) =>
     (await context.cookies()).find((c) => c.name === SESSION_COOKIE);

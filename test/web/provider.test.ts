@@ -26,7 +26,7 @@ import {
   operatorSignInContext,
   screenshot,
   sharedBrowser,
-  signInContext,
+  signedInPage,
   watchedContext,
   type WatchedContext,
 } from '../support/stack/web-browser';
@@ -129,17 +129,8 @@ describe('web pages: provider and review queue', function () {
     return context;
   }
 
-  /**
-   * A page of `context` at `start`, signed in with an API key. Not through the form: signing in to the
-   * console is not what these tests are about (test/web/console.test.ts signs in through it).
-   */
-  async function signIn(context: WatchedContext, apiKey: string, start: string): Promise<Page> {
-    await signInContext(context, h.baseUrl, apiKey);
-    const page = await context.newPage();
-    await page.goto(`${h.baseUrl}${start}`);
-    assert.equal(new URL(page.url()).pathname, new URL(start, h.baseUrl).pathname, 'signed in');
-    return page;
-  }
+  const signIn = (context: WatchedContext, apiKey: string, start: string) =>
+    signedInPage(context, h.baseUrl, apiKey, start);
 
   /**
    * The review queue, signed in with the admin token without the form (operatorSignInWithTheForm, in the test

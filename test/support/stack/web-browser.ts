@@ -117,6 +117,18 @@ async function signInWithoutTheForm(
 export const signInContext = (context: WatchedContext, baseUrl: string, apiKey: string) =>
   signInWithoutTheForm(context, baseUrl, '/console/sign-in', 'api_key', apiKey, '__Host-console-session');
 
+/**
+ * A page of `context` at `start` (path and query), signed in with `apiKey` without the form (signInContext): for
+ * the tests that are not about signing in.
+ */
+export async function signedInPage(context: WatchedContext, baseUrl: string, apiKey: string, start: string) {
+  await signInContext(context, baseUrl, apiKey);
+  const page = await context.newPage();
+  await page.goto(`${baseUrl}${start}`);
+  assert.equal(new URL(page.url()).pathname, new URL(start, baseUrl).pathname, 'signed in');
+  return page;
+}
+
 /** Signs `context` in to the review queue with the admin token, without the browser filling the form. */
 export const operatorSignInContext = (context: WatchedContext, baseUrl: string, adminToken: string) =>
   signInWithoutTheForm(
