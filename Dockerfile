@@ -3,14 +3,15 @@
 FROM node:24-bookworm-slim
 
 # Debian's Chromium for rendering (playwright-core drives it; no Playwright browser download) and
-# Xvfb for headed browser sessions. Fonts so pages render text; CA certificates for HTTPS.
+# Xvfb for headed browser sessions; its headless shell for headless contexts (a third of the CPU). Fonts so pages render text; CA certificates for HTTPS.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      chromium xvfb fonts-liberation ca-certificates \
+      chromium chromium-headless-shell xvfb fonts-liberation ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 
 ENV NODE_ENV=production \
     CHROMIUM_PATH=/usr/bin/chromium \
+    CHROMIUM_HEADLESS_PATH=/usr/bin/chromium-headless-shell \
     PORT=3000 \
     NPM_CONFIG_UPDATE_NOTIFIER=false \
     NPM_CONFIG_FUND=false

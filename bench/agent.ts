@@ -338,7 +338,7 @@ void runHarnessBenchmark(WATCHDOG_MS, async (h, onStop) => {
     base = stack.baseUrl;
     maxSteps = stack.config.agent.maxSteps;
   }
-  const pool = createBrowserPool({ executablePath: h.config.chromiumPath, maxContexts: 1 });
+  const pool = createBrowserPool({ executablePath: h.config.chromiumHeadlessPath, maxContexts: 1 });
   onStop(() => pool.close());
   const loadAtStart = os.loadavg()[0];
 

@@ -66,7 +66,10 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     });
   }
   if (queues.includes('browser')) {
-    const headless = createBrowserPool({ executablePath: config.chromiumPath, maxContexts: config.browserConcurrency });
+    const headless = createBrowserPool({
+      executablePath: config.chromiumHeadlessPath,
+      maxContexts: config.browserConcurrency,
+    });
     pool = headless;
     const sessions = createSessionRegistry(
       {

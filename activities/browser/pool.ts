@@ -1,6 +1,8 @@
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions } from 'playwright-core';
+import { headlessChromiumPath } from '../../lib/config';
 
 export type BrowserPoolOptions = {
+  /** Default: headless, the headless shell when installed (headlessChromiumPath); headed, CHROMIUM_PATH. */
   executablePath?: string;
   headless?: boolean;
   maxContexts: number;
@@ -112,14 +114,16 @@ export function createBrowserPool(options: BrowserPoolOptions): BrowserPool {
   if (!Number.isInteger(options.maxContexts) || options.maxContexts < 1) {
     throw new Error(`maxContexts must be a positive integer, got ${options.maxContexts}`);
   }
-  const executablePath = options.executablePath ?? process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  const headless = options.headless ?? true;
+  const executablePath =
+    options.executablePath ?? (headless ? headlessChromiumPath() : (process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'));
   const args = options.isolateNetwork === false ? BASE_ARGS : [...BASE_ARGS, ...NETWORK_ISOLATION_ARGS];
   const slots = new Semaphore(options.maxContexts);
   let launching: Promise<Browser> | null = null;
   let closed = false;
 
   function launch(): Promise<Browser> {
-    const attempt = chromium.launch({ executablePath, headless: options.headless ?? true, args }).then((browser) => {
+    const attempt = chromium.launch({ executablePath, headless, args }).then((browser) => {
       browser.on('disconnected', () => {
         if (launching === attempt) launching = null;
       });

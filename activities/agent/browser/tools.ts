@@ -55,6 +55,8 @@ const GO_BACK_TIMEOUT_MS = 10_000;
 const MAX_ECHOED_TEXT = 100;
 const QUIET_PERIOD_MS = 400;
 const TYPING_QUIET_PERIOD_MS = 150;
+/** The longest an action waits for a tab it is seen to open. */
+const NEW_TAB_WAIT_MS = 10_000;
 
 const indexProperty = {
   type: 'integer',
@@ -287,19 +289,40 @@ async function pageLocation(page: Page): Promise<string> {
 /** Resolves once the page starts a main-frame navigation or another tab opens, or after `ms`. */
 function quietPeriod(page: Page, newPage: Promise<Page>, ms: number): Promise<void> {
   if (ms <= 0 || page.isClosed()) return Promise.resolve();
+  const context = page.context();
+  const tabsBefore = new Set(context.pages());
   return new Promise((resolve) => {
+    let timer = setTimeout(() => finish(), ms);
     const finish = () => {
       clearTimeout(timer);
       page.off('request', onRequest);
+      context.off('request', onContextRequest);
       resolve();
     };
     const onRequest = (request: Request) => {
       if (request.isNavigationRequest() && request.frame() === page.mainFrame()) finish();
     };
-    const timer = setTimeout(finish, ms);
+    // A tab being opened (a target=_blank link, window.open) shows first as a navigation request of a frame
+    // that is not the page's, or of no frame yet; its page event comes only once that navigation is answered,
+    // which on a busy machine is later than the quiet period. Then wait for the tab, not the clock.
+    const onContextRequest = (request: Request) => {
+      if (!request.isNavigationRequest() || !isNewTabNavigation(request, tabsBefore)) return;
+      clearTimeout(timer);
+      timer = setTimeout(() => finish(), NEW_TAB_WAIT_MS);
+    };
     page.on('request', onRequest);
+    context.on('request', onContextRequest);
     void newPage.then(finish);
   });
+}
+
+/** Whether a navigation request is a tab's that was not open before the action. */
+function isNewTabNavigation(request: Request, tabsBefore: ReadonlySet<Page>): boolean {
+  try {
+    return !tabsBefore.has(request.frame().page());
+  } catch {
+    return true; // a navigation issued before its frame exists: a tab being opened
+  }
 }
 
 /** Runs `act` on the current tab, waits for the page to settle and reports navigation and newly opened tabs. */

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { headlessChromiumPath } from '../../../lib/config';
 
 /**
  * Where the page tests leave their screenshots for a reviewer (not in the repository). Screenshots are
@@ -32,8 +33,9 @@ export interface WatchedContext {
   close(): Promise<void>;
 }
 
+/** Headless, in the binary the platform's headless browser pool uses (the headless shell when installed). */
 export async function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+  return chromium.launch({ executablePath: headlessChromiumPath(), args: ['--no-sandbox'] });
 }
 
 let shared: Promise<Browser> | undefined;
