@@ -633,10 +633,6 @@ describe('hosted market MCP endpoint', function () {
       const consumer = await h.createUser({ creditUsd: 1 });
       const entry = await remoteEntry(provider, { monetizationStrategy: 'tool_call_fixed', tools: FIXED_TOOLS }, recording.url);
       const issued = await credential(consumer.apiKey, entry.entryId);
-      const revoked = await h.http('DELETE', `/api/v1/mcp-market/credentials/${issued.credentialId}`, {
-        apiKey: consumer.apiKey,
-      });
-      assert.equal(revoked.status, 200);
       const statuses: number[] = [];
       const client = new Client({ name: 'market-consumer', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
       await client.connect(
@@ -651,6 +647,11 @@ describe('hosted market MCP endpoint', function () {
       );
       clients.push(client);
       assert.equal(client.getProtocolEra(), 'modern', 'the stateless revision, whose credential check is deferred');
+      // Revoked once the client is connected (connecting asks the provider's server nothing).
+      const revoked = await h.http('DELETE', `/api/v1/mcp-market/credentials/${issued.credentialId}`, {
+        apiKey: consumer.apiKey,
+      });
+      assert.equal(revoked.status, 200);
       const upstreamBefore = recording.requests.length;
       await assert.rejects(client.callTool({ name: 'lookup_city', arguments: { city: 'Évora' } }));
       assert.equal(statuses.at(-1), 401);
