@@ -549,7 +549,8 @@ describe('hosted market MCP endpoint: what it relays', function () {
       const user = await h.createUser({ creditUsd: 1 });
       const seen: Record<string, { asked: string[]; sampled: string[]; logs: string[] }> = {};
       const clientFor = async (tag: string) => {
-        const mine = (seen[tag] = { asked: [], sampled: [], logs: [] });
+        const mine: (typeof seen)[string] = { asked: [], sampled: [], logs: [] };
+        seen[tag] = mine;
         const client = new Client(
           { name: `relay-consumer-${tag}`, version: '1.0.0' },
           { capabilities: { elicitation: {}, sampling: {} } },
@@ -559,8 +560,9 @@ describe('hosted market MCP endpoint: what it relays', function () {
           return { action: 'accept', content: { answer: `yes from ${tag}` } };
         });
         client.setRequestHandler('sampling/createMessage', async (request) => {
-          const [message] = request.params.messages;
-          mine.sampled.push(message.content.type === 'text' ? message.content.text : message.content.type);
+          const content = request.params.messages[0]?.content;
+          const block = Array.isArray(content) ? content[0] : content;
+          mine.sampled.push(block?.type === 'text' ? block.text : String(block?.type));
           return { role: 'assistant', content: { type: 'text', text: `model of ${tag}` }, model: 'test-model' };
         });
         client.setNotificationHandler('notifications/message', (notification) => {
