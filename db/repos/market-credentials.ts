@@ -213,11 +213,7 @@ export async function listUsedMcpEntries(db: Db, userId: string, limit: number):
         .on('s.status', '=', 'approved'),
     )
     .where('c.user_id', '=', userId)
-    .select([
-      's.listing_id',
-      's.name',
-      sql<Date>`max(coalesce(c.last_used_at, c.created_at))`.as('last_used'),
-    ])
+    .select(['s.listing_id', 's.name', sql<Date>`max(coalesce(c.last_used_at, c.created_at))`.as('last_used')])
     .groupBy(['s.listing_id', 's.name'])
     .orderBy(sql`max(coalesce(c.last_used_at, c.created_at))`, 'desc')
     .orderBy('s.listing_id')

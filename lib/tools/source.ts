@@ -372,8 +372,7 @@ function relayRouter(session: McpSession, capabilities: ClientCapabilities | und
   session.client.setNotificationHandler('notifications/message', (notification) => {
     const { level } = notification.params;
     relayOf(
-      ({ log }) =>
-        !!log && (log.level === undefined || LOG_SEVERITY.indexOf(level) >= LOG_SEVERITY.indexOf(log.level)),
+      ({ log }) => !!log && (log.level === undefined || LOG_SEVERITY.indexOf(level) >= LOG_SEVERITY.indexOf(log.level)),
     )?.log?.onMessage(notification.params);
   });
   const answerFor = (method: RelayedRequestMethod) =>

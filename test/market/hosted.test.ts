@@ -631,10 +631,17 @@ describe('hosted market MCP endpoint', function () {
     try {
       const provider = await h.createUser({ creditUsd: 0 });
       const consumer = await h.createUser({ creditUsd: 1 });
-      const entry = await remoteEntry(provider, { monetizationStrategy: 'tool_call_fixed', tools: FIXED_TOOLS }, recording.url);
+      const entry = await remoteEntry(
+        provider,
+        { monetizationStrategy: 'tool_call_fixed', tools: FIXED_TOOLS },
+        recording.url,
+      );
       const issued = await credential(consumer.apiKey, entry.entryId);
       const statuses: number[] = [];
-      const client = new Client({ name: 'market-consumer', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+      const client = new Client(
+        { name: 'market-consumer', version: '1.0.0' },
+        { versionNegotiation: { mode: 'auto' } },
+      );
       await client.connect(
         new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${entry.entryId}`), {
           requestInit: { headers: { authorization: `Bearer ${issued.credential}` } },

@@ -359,7 +359,10 @@ describe('web pages: the console runs, automations and credentials pages', funct
     await plainPage.fill('#listing-q', `<i>${word}xyz`);
     await plainPage.locator('#listing-q').press('Enter');
     await plainPage.waitForURL((url) => url.searchParams.get('q') === `<i>${word}xyz`);
-    assert.match(await plainPage.locator('#no-listings').innerText(), new RegExp(`No live listing matches “<i>${word}xyz”`));
+    assert.match(
+      await plainPage.locator('#no-listings').innerText(),
+      new RegExp(`No live listing matches “<i>${word}xyz”`),
+    );
     assert.equal(await plainPage.locator('#listing-results i').count(), 0);
 
     // The id still works, and the results alone need a session.

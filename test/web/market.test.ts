@@ -304,7 +304,10 @@ describe('web pages: the market', function () {
     const genericRun = await runShellSnippet(await page.locator('#snippet-generic').innerText(), ['npx']);
     assert.equal(genericRun.calls.length, 1);
     const [genericArgs] = genericRun.calls;
-    assert.deepEqual([genericArgs[0], genericArgs[1], genericArgs[3], genericArgs.length], ['npx', 'mcp-remote', '--header', 5]);
+    assert.deepEqual(
+      [genericArgs[0], genericArgs[1], genericArgs[3], genericArgs.length],
+      ['npx', 'mcp-remote', '--header', 5],
+    );
     assert.deepEqual(await listed(genericArgs[2], header(genericArgs[4])), expectedTools);
 
     // curl itself, run by bash as pasted, with the credential in place of the placeholder.

@@ -230,7 +230,7 @@ describe('web pages: try a tool, buy and run an agent', function () {
     assert.equal((await page.locator('#result pre').first().innerText()).trim(), 'Faro: population 545000, country PT');
   });
 
-  it("quotes the curl of a tool whose name and arguments are shell code: pasted into bash it runs nothing but curl, and calls exactly that tool with exactly those arguments", async function () {
+  it('quotes the curl of a tool whose name and arguments are shell code: pasted into bash it runs nothing but curl, and calls exactly that tool with exactly those arguments', async function () {
     // A provider chooses its tool names; a consumer pastes the curl the page shows. Each marker command, if the
     // shell ran it, would leave a file in the snippet's (empty) directory.
     const hostileName = "probe$(touch pwned-dollar)`touch pwned-tick`it's!é";

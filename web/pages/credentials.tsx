@@ -179,7 +179,8 @@ const formOf = (entryId: string) => `/console/credentials?entry=${entryId}`;
  */
 export function ListingResults(props: { q: string; found: ListingChoice[] | null }) {
   const { q, found } = props;
-  if (found === null) return <p class="meta">Type a few letters of the listing's name, a word of its description or a tool's name.</p>;
+  if (found === null)
+    return <p class="meta">Type a few letters of the listing's name, a word of its description or a tool's name.</p>;
   if (found.length === 0)
     return <p id="no-listings">{`No live listing matches “${q}”. Try another word, or browse the tool market.`}</p>;
   return (
