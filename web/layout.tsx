@@ -5,12 +5,13 @@ export type Section = 'market' | 'console' | null;
 
 /**
  * The frame of every page: header (Market, Console, Docs), main and footer. `live` pages load htmx
- * and its SSE extension (no other page runs any script; each works without it).
+ * and its SSE extension, `htmx` pages htmx alone (no other page runs any script; each works without it).
  */
 export function Layout(props: {
   title: string;
   section: Section;
   live?: boolean;
+  htmx?: boolean;
   signedInAs?: string | null;
   children: Child;
 }) {
@@ -23,7 +24,7 @@ export function Layout(props: {
         <link rel="stylesheet" href={assetUrl('web.css')} />
         {/* Not deferred: a deferred htmx starts on a timer that may run before its extension has loaded,
             and then never connects the page's live stream. Parsed in order, htmx starts at DOMContentLoaded. */}
-        {props.live && <script src={assetUrl('htmx.min.js')}></script>}
+        {(props.live || props.htmx) && <script src={assetUrl('htmx.min.js')}></script>}
         {props.live && <script src={assetUrl('hx-sse.min.js')}></script>}
       </head>
       <body>

@@ -43,6 +43,18 @@ export async function sendPage(
   ctx.body = `<!doctype html>${await page.toString()}`;
 }
 
+/** Answers with a part of a page (what htmx swaps in), rendered and escaped like a page; never stored by caches. */
+export async function sendFragment(
+  ctx: WebContext,
+  fragment: Renderable,
+  options: { status?: number } = {},
+): Promise<void> {
+  ctx.status = options.status ?? 200;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = await fragment.toString();
+}
+
 /** A page-level failure (404, 403, ...) that the pages' error handler renders as an HTML page. */
 export class PageError extends Error {
   constructor(

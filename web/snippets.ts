@@ -2,9 +2,12 @@
  * Connect snippets of a tool-market entry, built from the entry's hosted MCP address. Clients that
  * follow the MCP authorization spec (Claude Code, VS Code, Cursor) get the address alone and sign in
  * with OAuth; the others (and curl, and mcp-remote) get an `Authorization` header with the placeholder
- * the reader replaces with their credential (or API key, for an entry without parameters). The market
- * tests parse them back from the page and connect a real client: through OAuth, or with the header.
+ * the reader replaces with their credential (or API key, for an entry without parameters). Shell commands
+ * quote every value for a POSIX shell (web/shell.ts). The market tests read them back from the page (the shell
+ * commands parsed by bash itself) and connect a real client: through OAuth, or with the header.
  */
+
+import { shellWord } from './shell';
 
 export const CREDENTIAL_PLACEHOLDER = '<credential>';
 
@@ -17,17 +20,20 @@ export interface ConnectTarget {
 
 const authorization = (credential: string) => `Bearer ${credential}`;
 
+/** A header argument of a command (`"Name: value"`), quoted for a POSIX shell (web/shell.ts). */
+const headerWord = (name: string, value: string) => shellWord(`${name}: ${value}`);
+
 /**
  * Claude Code, signing in with OAuth: `claude mcp add --transport http <name> <url>`, then `/mcp` →
  * Authenticate opens the browser (the MCP authorization spec; nothing secret in the command).
  */
 export function claudeCodeCommand(target: ConnectTarget): string {
-  return `claude mcp add --transport http ${target.name} ${target.url}`;
+  return `claude mcp add --transport http ${shellWord(target.name)} ${shellWord(target.url)}`;
 }
 
 /** Claude Code with a bearer credential instead (headless machines, CI): the same command with the header. */
 export function claudeCodeHeaderCommand(target: ConnectTarget): string {
-  return `${claudeCodeCommand(target)} --header "Authorization: ${authorization(CREDENTIAL_PLACEHOLDER)}"`;
+  return `${claudeCodeCommand(target)} --header ${headerWord('Authorization', authorization(CREDENTIAL_PLACEHOLDER))}`;
 }
 
 /** VS Code's .vscode/mcp.json: the server's type and address only; VS Code asks the person to sign in (OAuth). */
@@ -68,7 +74,7 @@ export function headerConfig(target: ConnectTarget): string {
 
 /** For clients that only start stdio servers: mcp-remote bridges stdio to the hosted endpoint. */
 export function mcpRemoteCommand(target: ConnectTarget): string {
-  return `npx mcp-remote ${target.url} --header "Authorization: ${authorization(CREDENTIAL_PLACEHOLDER)}"`;
+  return `npx mcp-remote ${shellWord(target.url)} --header ${headerWord('Authorization', authorization(CREDENTIAL_PLACEHOLDER))}`;
 }
 
 /** The first request any MCP client sends, by hand: an initialize on the 2025-06-18 revision. */
@@ -81,10 +87,10 @@ export const CURL_INITIALIZE_BODY = JSON.stringify({
 
 export function curlCommand(target: ConnectTarget): string {
   return [
-    `curl -sS ${target.url} \\`,
-    `  -H "Authorization: ${authorization(CREDENTIAL_PLACEHOLDER)}" \\`,
-    `  -H "Content-Type: application/json" \\`,
-    `  -H "Accept: application/json, text/event-stream" \\`,
-    `  -d '${CURL_INITIALIZE_BODY}'`,
+    `curl -sS ${shellWord(target.url)} \\`,
+    `  -H ${headerWord('Authorization', authorization(CREDENTIAL_PLACEHOLDER))} \\`,
+    `  -H 'Content-Type: application/json' \\`,
+    `  -H 'Accept: application/json, text/event-stream' \\`,
+    `  -d ${shellWord(CURL_INITIALIZE_BODY)}`,
   ].join('\n');
 }

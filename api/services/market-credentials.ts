@@ -1,6 +1,7 @@
 import type { Db } from '../../db/connect';
 import {
   listMarketCredentials,
+  listUsedMcpEntries,
   recordMarketCredential,
   revokeMarketCredential,
   type MarketCredentialRecord,
@@ -13,6 +14,7 @@ import { checkUserParams } from '../../lib/market/user-params-schema';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
 import { ApiError, notFound } from '../errors';
+import { searchToolMarket } from './market-catalog';
 import { marketMcpUrl } from './public-urls';
 
 /** The credential's cap per run (maxTotalUsdPerRun, or its deprecated alias maxRunChargeUsd) in whole micro-USD, or null. */
@@ -154,4 +156,38 @@ export async function revokeEntryCredential(
   const revoked = await revokeMarketCredential(db, userId, credentialId);
   if (!revoked) throw notFound('Market credential');
   return { revokedAt: revoked.revokedAt.toISOString() };
+}
+
+/** How many listings the console's credential chooser offers at once (the account's, and search results). */
+export const LISTING_CHOICES = 10;
+
+/** A live listing a credential can be made for, as the console's chooser shows it. */
+export interface ListingChoice {
+  entryId: string;
+  name: string;
+  description: string | null;
+  /** The latest use of the account's credentials for it (the listings the account uses), else null. */
+  lastUsedAt: string | null;
+}
+
+/** The live listings the account holds credentials for, most recently used first (the console's chooser). */
+export async function listingsInUse(db: Db, userId: string): Promise<ListingChoice[]> {
+  const used = await listUsedMcpEntries(db, userId, LISTING_CHOICES);
+  return used.map((entry) => ({
+    entryId: entry.entryId,
+    name: entry.name,
+    description: null,
+    lastUsedAt: entry.lastUsedAt.toISOString(),
+  }));
+}
+
+/** Live listings whose name, description or tool names match `q` (the catalogue's full-text search), best first. */
+export async function findListingsByName(db: Db, q: string): Promise<ListingChoice[]> {
+  const { rows } = await searchToolMarket(db, { q }, { page: 1, pageSize: LISTING_CHOICES });
+  return rows.map((row) => ({
+    entryId: row.listingId,
+    name: row.name,
+    description: row.description,
+    lastUsedAt: null,
+  }));
 }

@@ -189,3 +189,35 @@ export async function revokeMarketCredential(
     .executeTakeFirst();
   return row?.revoked_at ? { revokedAt: new Date(row.revoked_at) } : null;
 }
+
+/** A live tool-market entry the account uses: the console's list to create a credential from. */
+export interface UsedMcpEntry {
+  entryId: string;
+  name: string;
+  /** The latest use (or creation) of the account's credentials for it. */
+  lastUsedAt: Date;
+}
+
+/**
+ * The live entries the account holds credentials for (issued directly or through an OAuth grant, revoked ones
+ * included: a person who revoked one may want a new one), most recently used first.
+ */
+export async function listUsedMcpEntries(db: Db, userId: string, limit: number): Promise<UsedMcpEntry[]> {
+  const rows = await db
+    .selectFrom('market_credentials as c')
+    .innerJoin('market_submissions as s', (join) =>
+      join
+        .onRef('s.listing_id', '=', 'c.entry_id')
+        .on('s.market', '=', 'mcp')
+        .on('s.live', '=', true)
+        .on('s.status', '=', 'approved'),
+    )
+    .where('c.user_id', '=', userId)
+    .select(['s.listing_id', 's.name', sql<Date>`max(coalesce(c.last_used_at, c.created_at))`.as('last_used')])
+    .groupBy(['s.listing_id', 's.name'])
+    .orderBy(sql`max(coalesce(c.last_used_at, c.created_at))`, 'desc')
+    .orderBy('s.listing_id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ entryId: row.listing_id, name: row.name, lastUsedAt: new Date(row.last_used) }));
+}

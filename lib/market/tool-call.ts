@@ -32,7 +32,8 @@ import { compareToolLists, type DriftReport } from './tool-drift';
  *      no header a consumer may not set (call-params.ts, lib/tools/consumer-params.ts)
  *                                                                        → else refused, nothing charged
  *   2. rug-pull gate (remote MCP): the upstream list, fetched with the provider's staticConfig only
- *      (cached briefly), is compared with the approved one; a changed or missing tool is refused and
+ *      (cached briefly; a caller whose credential check is deferred is checked before it is fetched),
+ *      is compared with the approved one; a changed or missing tool is refused and
  *      the entry flagged. An upstream that lists its tools only to a consumer's own credentials is
  *      listed with that consumer's params (cached per params) and only refuses that consumer's call:
  *      a consumer's values never flag the entry or fail another consumer's calls
@@ -420,11 +421,16 @@ export function callableTools(entry: Pick<MarketCallEntry, 'approvedTools'>): St
   return entry.approvedTools.filter((tool) => tool.isEnabled);
 }
 
-/** The upstream's current tool list (cached), and whether it is the provider's view (fetched with staticConfig only). */
+/**
+ * The upstream's current tool list (cached), and whether it is the provider's view (fetched with staticConfig only).
+ * `confirmPrincipal` (a caller whose credential check is deferred to the run's acquire) is awaited before the
+ * provider's server is asked: a revoked credential causes no upstream request at all.
+ */
 async function upstreamTools(
   deps: MarketToolCallDeps,
   entry: MarketCallEntry,
   consumerParams: SourceParamValues,
+  confirmPrincipal: (() => Promise<void>) | undefined,
 ): Promise<{ tools: ToolDefinition[]; providerView: boolean }> {
   const consumerOnly = `${entry.submissionId}#lists-to-consumers-only`;
   const cached = deps.toolLists.get(entry.submissionId);
@@ -432,6 +438,7 @@ async function upstreamTools(
   const url = parseSourceUrl(entry.remoteMcpUrl ?? '', 'The MCP server URL');
   preflightSourceUrl(url, deps.runtime.policy);
   const list = async (headers: Record<string, string>) => {
+    await confirmPrincipal?.();
     const { session, tools } = await connectAndList(url, headers, deps.runtime);
     await session.close();
     return tools;
@@ -580,8 +587,10 @@ export async function relayMarketToolCall(
   if (entry.type === 'remote_mcp') {
     let view: Awaited<ReturnType<typeof upstreamTools>>;
     try {
-      view = await upstreamTools(deps, entry, consumer.values);
+      // A cold list is fetched from the provider's server: only for a caller that may still call.
+      view = await upstreamTools(deps, entry, consumer.values, request.confirmPrincipal);
     } catch (error) {
+      if (error instanceof PrincipalRefusedError) throw error;
       const why =
         error instanceof ToolSourceError ? failurePhrase(error) : "the provider's server could not be reached";
       return refuse(

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   isInputRequiredResult,
   LOG_LEVEL_META_KEY,
@@ -254,7 +255,6 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
     if (!byName.has(name)) throw unknownTool(name, tools);
     const repeatable = isRepeatable(name);
     const timeoutMs = options.timeoutMs ?? deps.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
-    const leave = relay ? relays.enter(relay) : null;
     attempt.armed = true;
     attempt.reached = false;
     try {
@@ -266,12 +266,14 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
         ...(relay?.requestState !== undefined && { requestState: relay.requestState }),
         ...(relay?.log && relays.modern && { _meta: { [LOG_LEVEL_META_KEY]: relay.log.level ?? 'debug' } }),
       };
-      const result = (await session.client.callTool(params, {
-        timeout: timeoutMs,
-        signal: options.signal,
-        ...(relay && { allowInputRequired: true }),
-        ...(relay?.onProgress && { onprogress: relay.onProgress }),
-      } as Parameters<typeof session.client.callTool>[1])) as CallToolResult | InputRequiredResult;
+      const result = (await relays.within(relay, () =>
+        session.client.callTool(params, {
+          timeout: timeoutMs,
+          signal: options.signal,
+          ...(relay && { allowInputRequired: true }),
+          ...(relay?.onProgress && { onprogress: relay.onProgress }),
+        } as Parameters<typeof session.client.callTool>[1]),
+      )) as CallToolResult | InputRequiredResult;
       if (isInputRequiredResult(result)) {
         if (!relay)
           throw new ToolCallError(
@@ -301,7 +303,6 @@ async function openMcpSource(selection: ToolSelection, deps: ToolRuntimeDeps): P
       throw mcpCallError(error, attempt.reached, repeatable);
     } finally {
       attempt.armed = false;
-      leave?.();
     }
   }
 
@@ -337,46 +338,68 @@ const LOG_SEVERITY: readonly LoggingLevel[] = [
   'emergency',
 ];
 
+/** A call in flight on a connection: its relay, or null for a call with no client behind it. */
+interface CallInFlight {
+  relay: CallRelay | null;
+}
+
 /**
- * Routes what an MCP server sends its client while calls run to the calls that relay it: log
- * messages, and (2025 revisions) its requests for sampling, elicitation and roots, which carry no
- * reference to the call they belong to. They go to the oldest call in flight on this connection that
- * takes them: a connection is one consumer's (lib/market/tool-call.ts), so calls of one consumer that
- * run at once over it share where such messages go. Progress notifications carry their call's token
- * and always reach their own call.
+ * Routes what an MCP server sends its client while calls run to the call that asked: log messages,
+ * and (2025 revisions) its requests for sampling, elicitation and roots. On the wire these carry no
+ * reference to their call; a Streamable HTTP server sends them on the response stream of the call's
+ * own POST, and the SDK client reads that stream in the async context of the callTool that posted
+ * it, so each call runs in a context of its own (`asking`) and a message is relayed to the call whose
+ * context it arrives in — never to another call of the same connection (a pooled upstream session
+ * carries concurrent calls of one consumer's credential: lib/market/tool-call.ts). A message outside
+ * any call's stream (the HTTP+SSE transport's one stream, a Streamable HTTP session's standalone GET
+ * stream) goes to the call in flight when there is only one, and to none when several are: a request
+ * is then refused, a log message dropped. Progress notifications carry their call's token and always
+ * reach their own call.
  */
 function relayRouter(session: McpSession, capabilities: ClientCapabilities | undefined) {
-  const calls: CallRelay[] = [];
+  const calls: CallInFlight[] = [];
+  const asking = new AsyncLocalStorage<CallInFlight>();
   const modern = (session.client.getNegotiatedProtocolVersion() ?? '') >= MODERN_REVISIONS_FROM;
   let upstreamLevel: LoggingLevel | undefined;
+  /** The relay of the call a message belongs to, if it takes it (`takes`). */
+  const relayOf = (takes: (relay: CallRelay) => boolean): CallRelay | undefined => {
+    const own = asking.getStore();
+    if (own) return own.relay && calls.includes(own) && takes(own.relay) ? own.relay : undefined;
+    // Not on a call's stream: whose it is can only be told when one call is in flight.
+    const only = calls.length === 1 ? calls[0].relay : null;
+    return only && takes(only) ? only : undefined;
+  };
   session.client.setNotificationHandler('notifications/message', (notification) => {
     const { level } = notification.params;
-    const call = calls.find(
-      (c) => c.log && (c.log.level === undefined || LOG_SEVERITY.indexOf(level) >= LOG_SEVERITY.indexOf(c.log.level)),
-    );
-    call?.log?.onMessage(notification.params);
+    relayOf(
+      ({ log }) => !!log && (log.level === undefined || LOG_SEVERITY.indexOf(level) >= LOG_SEVERITY.indexOf(log.level)),
+    )?.log?.onMessage(notification.params);
   });
   const answerFor = (method: RelayedRequestMethod) =>
     session.client.setRequestHandler(method, async (request, ctx) => {
-      const call = calls.find((c) => c.request);
-      if (!call?.request)
+      const ask = relayOf((relay) => !!relay.request)?.request;
+      if (!ask)
         throw new ProtocolError(
           ProtocolErrorCode.InvalidRequest,
-          `${method} is only relayed to the client while one of its tool calls runs`,
+          `${method} is only relayed to the client of the tool call that sends it, while that call runs`,
         );
-      return call.request(method, request.params as Record<string, unknown> | undefined, ctx.mcpReq.signal) as never;
+      return ask(method, request.params as Record<string, unknown> | undefined, ctx.mcpReq.signal) as never;
     });
   if (capabilities?.sampling) answerFor('sampling/createMessage');
   if (capabilities?.elicitation) answerFor('elicitation/create');
   if (capabilities?.roots) answerFor('roots/list');
   return {
     modern,
-    enter(call: CallRelay) {
+    /** Runs one call (`send`) in a context of its own, so that what the server sends on its stream reaches its relay. */
+    async within<T>(relay: CallRelay | null, send: () => Promise<T>): Promise<T> {
+      const call: CallInFlight = { relay };
       calls.push(call);
-      return () => {
+      try {
+        return await asking.run(call, send);
+      } finally {
         const at = calls.indexOf(call);
         if (at >= 0) calls.splice(at, 1);
-      };
+      }
     },
     /** A 2025 server logs at the level its session was set to: set it when a call wants another. */
     async askForLogs(level: LoggingLevel | undefined, timeoutMs: number) {

@@ -7,6 +7,7 @@ import { approvedEntry, storeValidation } from '../support/market';
 import { approvedServiceEntry, discoveredTools } from '../support/fakes/market-provider';
 import { startRelayProvider, type RelayProvider } from '../support/fakes/relay-provider';
 import { startConformanceServer, type ConformanceServer } from '../support/fakes/conformance-server';
+import { startAskingProvider, type AskingProvider } from '../support/fakes/asking-provider';
 
 /**
  * What the hosted endpoint /mcp/{entryId} relays between a consumer's client and a market tool, with real
@@ -525,6 +526,75 @@ describe('hosted market MCP endpoint: what it relays', function () {
         textOf(answer),
         /elicitation\/create cannot be relayed to this client: it speaks the 2026-07-28 revision/,
       );
+    });
+  });
+
+  describe('concurrent calls on one pooled upstream session (a tool server of the 2025 revisions)', function () {
+    let asking: AskingProvider;
+    let askingEntryId: string;
+
+    before(async function () {
+      asking = await startAskingProvider({ together: 2 });
+      const owner = await h.createUser({ creditUsd: 0 });
+      askingEntryId = (await approvedServiceEntry(h, owner, asking.url, { monetizationStrategy: 'free' })).entryId;
+    });
+
+    after(async () => {
+      await asking?.close();
+    });
+
+    it("relays each call's elicitation, sampling and log messages to the client that made that call, and no other", async function () {
+      // Two clients of one account (one API key: one credential's calls share one upstream session), each a 2025
+      // session that can answer elicitation and sampling, calling at the same moment.
+      const user = await h.createUser({ creditUsd: 1 });
+      const seen: Record<string, { asked: string[]; sampled: string[]; logs: string[] }> = {};
+      const clientFor = async (tag: string) => {
+        const mine: (typeof seen)[string] = { asked: [], sampled: [], logs: [] };
+        seen[tag] = mine;
+        const client = new Client(
+          { name: `relay-consumer-${tag}`, version: '1.0.0' },
+          { capabilities: { elicitation: {}, sampling: {} } },
+        );
+        client.setRequestHandler('elicitation/create', async (request) => {
+          mine.asked.push(String((request.params as { message?: string }).message));
+          return { action: 'accept', content: { answer: `yes from ${tag}` } };
+        });
+        client.setRequestHandler('sampling/createMessage', async (request) => {
+          const content = request.params.messages[0]?.content;
+          const block = Array.isArray(content) ? content[0] : content;
+          mine.sampled.push(block?.type === 'text' ? block.text : String(block?.type));
+          return { role: 'assistant', content: { type: 'text', text: `model of ${tag}` }, model: 'test-model' };
+        });
+        client.setNotificationHandler('notifications/message', (notification) => {
+          mine.logs.push(String(notification.params.data));
+        });
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp/${askingEntryId}`), {
+            requestInit: { headers: { authorization: `Bearer ${user.apiKey}` } },
+          }),
+        );
+        assert.equal(client.getProtocolEra(), 'legacy');
+        clients.push(client);
+        return client;
+      };
+      const [alpha, beta] = await Promise.all([clientFor('alpha'), clientFor('beta')]);
+      const sessionsBefore = asking.callSessions.length;
+      const [alphaAnswer, betaAnswer] = await Promise.all([
+        alpha.callTool({ name: 'ask_user', arguments: { tag: 'alpha' } }),
+        beta.callTool({ name: 'ask_user', arguments: { tag: 'beta' } }),
+      ]);
+      const callSessions = asking.callSessions.slice(sessionsBefore);
+      assert.equal(callSessions.length, 2);
+      assert.equal(callSessions[0], callSessions[1], 'both calls went over one (pooled) upstream session');
+
+      assert.equal(textOf(alphaAnswer), 'alpha: confirmed yes from alpha, summarised model of alpha');
+      assert.equal(textOf(betaAnswer), 'beta: confirmed yes from beta, summarised model of beta');
+      await until('the log messages arrive', () => seen.alpha.logs.length >= 2 && seen.beta.logs.length >= 2);
+      for (const tag of ['alpha', 'beta']) {
+        assert.deepEqual(seen[tag].asked, [`Confirm ${tag}?`], `${tag} was asked only its own confirmation`);
+        assert.deepEqual(seen[tag].sampled, [`Summarise ${tag}`], `${tag}'s model got only its own prompt`);
+        assert.deepEqual(seen[tag].logs, [`working on ${tag}`, `done with ${tag}`], `${tag} got only its own logs`);
+      }
     });
   });
 

@@ -625,6 +625,50 @@ describe('hosted market MCP endpoint', function () {
     assert.equal(service.toolCallHeaders().length, afterRotation.upstream);
   });
 
+  it("refuses a revoked credential's 2026-07-28 call before the provider's server is asked anything, even for its tool list (none cached yet)", async function () {
+    // A provider's server of its own, so that every request it gets is this test's; nothing of the entry cached.
+    const recording = await startMarketProvider();
+    try {
+      const provider = await h.createUser({ creditUsd: 0 });
+      const consumer = await h.createUser({ creditUsd: 1 });
+      const entry = await remoteEntry(
+        provider,
+        { monetizationStrategy: 'tool_call_fixed', tools: FIXED_TOOLS },
+        recording.url,
+      );
+      const issued = await credential(consumer.apiKey, entry.entryId);
+      const statuses: number[] = [];
+      const client = new Client(
+        { name: 'market-consumer', version: '1.0.0' },
+        { versionNegotiation: { mode: 'auto' } },
+      );
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${h.baseUrl}/mcp/${entry.entryId}`), {
+          requestInit: { headers: { authorization: `Bearer ${issued.credential}` } },
+          fetch: async (url, init) => {
+            const response = await fetch(url, init);
+            statuses.push(response.status);
+            return response;
+          },
+        }),
+      );
+      clients.push(client);
+      assert.equal(client.getProtocolEra(), 'modern', 'the stateless revision, whose credential check is deferred');
+      // Revoked once the client is connected (connecting asks the provider's server nothing).
+      const revoked = await h.http('DELETE', `/api/v1/mcp-market/credentials/${issued.credentialId}`, {
+        apiKey: consumer.apiKey,
+      });
+      assert.equal(revoked.status, 200);
+      const upstreamBefore = recording.requests.length;
+      await assert.rejects(client.callTool({ name: 'lookup_city', arguments: { city: 'Évora' } }));
+      assert.equal(statuses.at(-1), 401);
+      assert.deepEqual(recording.requests.slice(upstreamBefore), [], "no request reached the provider's server");
+      assert.equal(recording.runs('lookup_city'), 0);
+    } finally {
+      await recording.close();
+    }
+  });
+
   it('keeps a credential issued before credentials were recorded working, lists it after its first use and revokes it', async function () {
     const provider = await h.createUser({ creditUsd: 0 });
     const consumer = await h.createUser({ creditUsd: 1 });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { openMcpCredential } from '../../lib/market/credential';
 import { approvedEntry } from '../support/market';
@@ -305,6 +306,75 @@ describe('web pages: the console runs, automations and credentials pages', funct
     assert.equal(missing?.status(), 404);
     assert.equal(await page.locator('h1').innerText(), 'Page not found');
   });
+  it('chooses the listing of a new credential by name: the listings the account uses, a search that answers as the person types (and works without script), the id as a fallback', async function () {
+    const provider = await h.createUser({ creditUsd: 0 });
+    const consumer = await h.createUser({ creditUsd: 1 });
+    // A made-up word of letters only (the catalogue's full-text search stems words), unique to this test.
+    const word = `quorl${Array.from(randomBytes(5), (b) => String.fromCharCode(97 + (b % 26))).join('')}`;
+    const gauges = await approvedEntry(h, provider, {
+      name: `Tide gauges ${word}`,
+      description: 'Sea levels <live> from harbour gauges',
+    });
+    const cranes = await approvedEntry(h, provider, { name: `Crane hire ${word}` });
+    const issued = await h.http('POST', `/api/v1/mcp-market/mcps/${cranes.entryId}/credentials`, {
+      apiKey: consumer.apiKey,
+      body: {},
+    });
+    assert.equal(issued.status, 201, JSON.stringify(issued.body));
+
+    const context = await newContext();
+    const page = await signIn(context, consumer.apiKey, '/console/credentials');
+    assert.deepEqual(await page.locator('#used-listings a').allInnerTexts(), [`Crane hire ${word}`]);
+    await assertAccessible(page, 'credential chooser: listings in use');
+
+    // Typed with the keyboard: the matching listings appear in place (htmx), the page is not left.
+    await page.focus('#listing-q');
+    await page.keyboard.type(`${word} tid`);
+    await page.locator('#found-listings').waitFor();
+    assert.deepEqual(await page.locator('#found-listings a').allInnerTexts(), [`Tide gauges ${word}`]);
+    assert.match(await page.locator('#found-listings li').innerText(), /Sea levels <live> from harbour gauges/);
+    assert.equal(await page.locator('#found-listings live').count(), 0, 'descriptions are text, never markup');
+    assert.equal(new URL(page.url()).search, '', 'the results came without leaving the page');
+    await assertAccessible(page, 'credential chooser: listings found');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.press('Backspace');
+    await page.waitForFunction(() => document.querySelectorAll('#found-listings a').length === 2);
+    await page.getByRole('link', { name: `Tide gauges ${word}` }).focus();
+    await page.keyboard.press('Enter');
+    await page.waitForURL((url) => url.searchParams.get('entry') === gauges.entryId);
+    assert.equal(await page.locator('#create-heading').innerText(), `A credential for Tide gauges ${word}`);
+
+    // Without script the same search is a plain form; what matches nothing says so, the query escaped.
+    const plain = await newContext({ javaScriptEnabled: false });
+    const plainPage = await signIn(plain, consumer.apiKey, '/console/credentials');
+    await plainPage.fill('#listing-q', word);
+    await plainPage.locator('#listing-q').press('Enter');
+    await plainPage.waitForURL((url) => url.searchParams.get('q') === word);
+    assert.deepEqual((await plainPage.locator('#found-listings a').allInnerTexts()).sort(), [
+      `Crane hire ${word}`,
+      `Tide gauges ${word}`,
+    ]);
+    await plainPage.fill('#listing-q', `<i>${word}xyz`);
+    await plainPage.locator('#listing-q').press('Enter');
+    await plainPage.waitForURL((url) => url.searchParams.get('q') === `<i>${word}xyz`);
+    assert.match(
+      await plainPage.locator('#no-listings').innerText(),
+      new RegExp(`No live listing matches “<i>${word}xyz”`),
+    );
+    assert.equal(await plainPage.locator('#listing-results i').count(), 0);
+
+    // The id still works, and the results alone need a session.
+    await plainPage.fill('#entry', cranes.entryId);
+    await plainPage.locator('#entry').press('Enter');
+    await plainPage.waitForURL((url) => url.searchParams.get('entry') === cranes.entryId);
+    assert.equal(await plainPage.locator('#create-heading').innerText(), `A credential for Crane hire ${word}`);
+    const anonymous = await fetch(`${h.baseUrl}/console/credentials/listings?q=${word}`);
+    assert.equal(anonymous.status, 401);
+    assert.ok(!(await anonymous.text()).includes(word));
+  });
+
   it('lists market credentials with entry, label, created, cap and last use, and revokes one from the console: the next hosted request with it is refused', async function () {
     const provider = await h.createUser({ creditUsd: 0 });
     const consumer = await h.createUser({ creditUsd: 1 });

@@ -5,6 +5,7 @@ import type { Browser, Page } from 'playwright-core';
 import { findValidationReports } from '../../db/repos/market-validations';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { runShellSnippet } from '../support/shell-snippet';
 import { connectWithOAuth, InMemoryOAuthClient, signInAndAllow, startLoopbackRedirect } from '../support/oauth-client';
 import {
   approvedServiceEntry,
@@ -275,15 +276,17 @@ describe('web pages: the market', function () {
     };
     const withCredential = (value: string) => value.replace('<credential>', credential);
 
-    const claudeHeader = /^claude mcp add --transport http (\S+) (\S+) --header "([^:"]+): ([^"]+)"$/.exec(
-      await page.locator('#snippet-claude-header').innerText(),
-    );
-    assert.ok(claudeHeader, 'the Claude Code command with a header has its documented shape');
-    assert.equal(claudeHeader[1], fixed.slug);
-    assert.deepEqual(
-      await listed(claudeHeader[2], { [claudeHeader[3]]: withCredential(claudeHeader[4]) }),
-      expectedTools,
-    );
+    // The shell commands as bash parses them (the programs stubbed: what each would receive).
+    const header = (argument: string) => {
+      const [, name, value] = /^([^:]+): (.+)$/.exec(argument)!;
+      return { [name]: withCredential(value) };
+    };
+    const claudeRun = await runShellSnippet(await page.locator('#snippet-claude-header').innerText(), ['claude']);
+    assert.equal(claudeRun.calls.length, 1);
+    const [claudeArgs] = claudeRun.calls;
+    assert.deepEqual(claudeArgs.slice(0, 5), ['claude', 'mcp', 'add', '--transport', 'http'], 'its documented shape');
+    assert.deepEqual([claudeArgs[5], claudeArgs[7], claudeArgs.length], [fixed.slug, '--header', 9]);
+    assert.deepEqual(await listed(claudeArgs[6], header(claudeArgs[8])), expectedTools);
 
     const headerConfig = JSON.parse(await page.locator('#snippet-header-config').innerText());
     const server = headerConfig.mcpServers[fixed.slug];
@@ -298,21 +301,18 @@ describe('web pages: the market', function () {
       expectedTools,
     );
 
-    const generic = /^npx mcp-remote (\S+) --header "([^:"]+): ([^"]+)"$/.exec(
-      await page.locator('#snippet-generic').innerText(),
+    const genericRun = await runShellSnippet(await page.locator('#snippet-generic').innerText(), ['npx']);
+    assert.equal(genericRun.calls.length, 1);
+    const [genericArgs] = genericRun.calls;
+    assert.deepEqual(
+      [genericArgs[0], genericArgs[1], genericArgs[3], genericArgs.length],
+      ['npx', 'mcp-remote', '--header', 5],
     );
-    assert.ok(generic, 'the mcp-remote line has its documented shape');
-    assert.deepEqual(await listed(generic[1], { [generic[2]]: withCredential(generic[3]) }), expectedTools);
+    assert.deepEqual(await listed(genericArgs[2], header(genericArgs[4])), expectedTools);
 
-    const curl = await page.locator('#snippet-curl').innerText();
-    const curlUrl = /^curl -sS (\S+) \\/.exec(curl)![1];
-    const curlHeaders = Object.fromEntries(
-      [...curl.matchAll(/-H "([^:"]+): ([^"]+)"/g)].map((m) => [m[1], withCredential(m[2])]),
-    );
-    const answer = await fetch(curlUrl, { method: 'POST', headers: curlHeaders, body: /-d '([^']+)'/.exec(curl)![1] });
-    assert.equal(answer.status, 200);
-    const text = await answer.text();
-    assert.match(text, /"serverInfo"/, 'the curl request is answered by the MCP endpoint');
+    // curl itself, run by bash as pasted, with the credential in place of the placeholder.
+    const curlRun = await runShellSnippet(withCredential(await page.locator('#snippet-curl').innerText()));
+    assert.match(curlRun.stdout, /"serverInfo"/, 'the curl request is answered by the MCP endpoint');
   });
 
   it('shows an agent listing: run mode, input fields, structured output, price', async function () {

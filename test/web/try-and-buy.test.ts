@@ -3,6 +3,8 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, Page } from 'playwright-core';
 import { act } from '../support/agent-script';
 import { useHarness, type Harness } from '../support/stack/harness';
+import { runShellSnippet } from '../support/shell-snippet';
+import { namedToolAnswer, startNamedToolsProvider } from '../support/fakes/named-tools-provider';
 import {
   approvedServiceEntry,
   startMarketProvider,
@@ -169,18 +171,9 @@ describe('web pages: try a tool, buy and run an agent', function () {
     // The curl beside it is the same call: sent with the credential, the endpoint answers it.
     const curl = await page.locator('#try-curl').innerText();
     assert.match(curl, new RegExp(`^curl -sS ${h.baseUrl}/mcp/${entry.entryId} \\\\`));
-    const body = /-d '(.*)'$/s.exec(curl)![1].replace(/'\\''/g, "'");
-    const headers: Record<string, string> = {};
-    for (const [, name, value] of curl.matchAll(/-H "([^:]+): ([^"]*)"/g)) headers[name] = value;
-    assert.equal(headers.Authorization, 'Bearer <credential>');
-    const answered = await fetch(`${h.baseUrl}/mcp/${entry.entryId}`, {
-      method: 'POST',
-      headers: { ...headers, Authorization: `Bearer ${credential}` },
-      body,
-    });
-    const text = await answered.text();
-    assert.equal(answered.status, 200, text);
-    assert.match(text, /Lisbon <b>&amp;: population 545000, country PT/);
+    assert.match(curl, /-H 'Authorization: Bearer <credential>'/);
+    const ran = await runShellSnippet(curl.replace('<credential>', credential));
+    assert.match(ran.stdout, /Lisbon <b>&amp;: population 545000, country PT/);
 
     // Both calls were billed to the consumer, as any call: usage shows them on the listing.
     await page.goto(`${h.baseUrl}/console/usage`);
@@ -235,6 +228,43 @@ describe('web pages: try a tool, buy and run an agent', function () {
     await page.waitForSelector('#result');
     assert.equal(await page.locator('#result-cost').innerText(), '$0.00');
     assert.equal((await page.locator('#result pre').first().innerText()).trim(), 'Faro: population 545000, country PT');
+  });
+
+  it('quotes the curl of a tool whose name and arguments are shell code: pasted into bash it runs nothing but curl, and calls exactly that tool with exactly those arguments', async function () {
+    // A provider chooses its tool names; a consumer pastes the curl the page shows. Each marker command, if the
+    // shell ran it, would leave a file in the snippet's (empty) directory.
+    const hostileName = "probe$(touch pwned-dollar)`touch pwned-tick`it's!é";
+    const hostileText = `$(touch pwned-arg) \`touch pwned-arg-tick\` "quoted" it's $HOME`;
+    const named = await startNamedToolsProvider([hostileName]);
+    try {
+      const hostile = await approvedServiceEntry(h, provider, named.url, {
+        name: `Quokka odd names ${tag}`,
+        monetizationStrategy: 'free',
+      });
+      const consumer = await h.createUser({ creditUsd: 1 });
+      const page = await signIn(consumer.apiKey, `/market/tools/${hostile.entryId}`);
+      await page.getByRole('link', { name: `Try ${hostileName}` }).click();
+      await page.waitForURL((url) => url.pathname.includes('/try/'));
+      await page.fill('#arg-text', hostileText);
+      await page.getByRole('button', { name: `Call ${hostileName}` }).click();
+      await page.waitForSelector('#result');
+      assert.equal(
+        (await page.locator('#result pre').first().innerText()).trim(),
+        namedToolAnswer(hostileName, { text: hostileText }),
+      );
+
+      const curl = await page.locator('#try-curl').innerText();
+      const ran = await runShellSnippet(curl.replace('<credential>', consumer.apiKey));
+      assert.deepEqual(ran.files, [], 'no command of the name or the arguments ran');
+      assert.ok(
+        ran.stdout.includes(JSON.stringify(namedToolAnswer(hostileName, { text: hostileText }))),
+        `the endpoint answered the call: ${ran.stdout}`,
+      );
+      assert.deepEqual(named.calls.at(-1), { name: hostileName, args: { text: hostileText } });
+      assert.equal(named.calls.length, 2, "the page's call and the pasted one");
+    } finally {
+      await named.close();
+    }
   });
 
   it('buys an agent after showing its price (twice charges once) and runs it from a form made from its input schema, on to its run page', async function () {

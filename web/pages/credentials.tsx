@@ -1,6 +1,6 @@
 import { CsrfField } from '../components/csrf';
 import { SchemaTable } from '../components/schema';
-import type { CredentialView } from '../../api/services/market-credentials';
+import type { CredentialView, ListingChoice } from '../../api/services/market-credentials';
 import { usd, utc } from '../format';
 import { Layout } from '../layout';
 import { ConsoleNav } from './console-home';
@@ -39,6 +39,11 @@ export interface CredentialsView {
     credentialId: string;
     maxTotalUsdPerRun: number | null;
   } | null;
+  /**
+   * The chooser of the listing a new credential is for: the live listings the account uses, and the listings
+   * found by name for `q` (null: no search made).
+   */
+  listings: { q: string; used: ListingChoice[]; found: ListingChoice[] | null };
   /** The account's credentials (one page, newest first), and a note after a revocation. */
   list: { rows: CredentialView[]; page: number; totalPages: number };
   revoked: string | null;
@@ -165,6 +170,100 @@ function ParamInput(props: { field: CredentialParamField; value: string }) {
   );
 }
 
+/** Where a listing's credential form is. */
+const formOf = (entryId: string) => `/console/credentials?entry=${entryId}`;
+
+/**
+ * The listings found by name (the chooser's results, and what htmx swaps in as the person types): each links to
+ * its credential form. Null: nothing searched yet.
+ */
+export function ListingResults(props: { q: string; found: ListingChoice[] | null }) {
+  const { q, found } = props;
+  if (found === null)
+    return <p class="meta">Type a few letters of the listing's name, a word of its description or a tool's name.</p>;
+  if (found.length === 0)
+    return <p id="no-listings">{`No live listing matches “${q}”. Try another word, or browse the tool market.`}</p>;
+  return (
+    <>
+      <p class="meta">{`${found.length === 1 ? 'One listing matches' : `${found.length} listings match`} “${q}”:`}</p>
+      <ul class="listing-choices" id="found-listings">
+        {found.map((listing) => (
+          <li>
+            <a href={formOf(listing.entryId)}>{listing.name}</a>
+            {listing.description && <span class="meta">{` — ${listing.description}`}</span>}
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
+/**
+ * Which listing a new credential is for: the listings the account uses, a search by name (results swapped in by
+ * htmx as the person types; the form works without script), and the listing's id as a last resort.
+ */
+function ListingChooser(props: { view: CredentialsView }) {
+  const { listings, entryQuery } = props.view;
+  return (
+    <section aria-labelledby="choose-heading">
+      <h2 id="choose-heading">Create a credential</h2>
+      <p>
+        Choose the listing the credential is for: one you use, one you find by name here or in the{' '}
+        <a href="/market?market=tools">tool market</a> (each listing's page links here).
+      </p>
+      {listings.used.length > 0 && (
+        <>
+          <h3 id="used-heading">Listings you use</h3>
+          <ul class="listing-choices" id="used-listings">
+            {listings.used.map((listing) => (
+              <li>
+                <a href={formOf(listing.entryId)}>{listing.name}</a>
+                {listing.lastUsedAt && <span class="meta">{` — last used ${utc(listing.lastUsedAt)}`}</span>}
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+      <h3 id="find-heading">Find a listing by name</h3>
+      <form class="search" method="get" action="/console/credentials" role="search" aria-labelledby="find-heading">
+        <div class="wide">
+          <label for="listing-q">Name, description or tool</label>
+          <input
+            id="listing-q"
+            name="q"
+            type="search"
+            value={listings.q}
+            maxlength={200}
+            autocomplete="off"
+            aria-controls="listing-results"
+            hx-get="/console/credentials/listings"
+            hx-trigger="input changed delay:250ms"
+            hx-target="#listing-results"
+            hx-swap="innerHTML"
+            hx-sync="this:replace"
+          />
+        </div>
+        <div>
+          <button type="submit">Search</button>
+        </div>
+      </form>
+      <div id="listing-results" role="region" aria-live="polite" aria-label="Listings found">
+        <ListingResults q={listings.q} found={listings.found} />
+      </div>
+      <h3 id="by-id-heading">Or give the listing's id</h3>
+      <form class="search" method="get" action="/console/credentials" aria-labelledby="by-id-heading">
+        <div class="wide">
+          <label for="entry">Listing id (as in its address, /market/tools/…)</label>
+          <input id="entry" name="entry" value={entryQuery} maxlength={64} />
+        </div>
+        <div>
+          <button type="submit">Continue</button>
+        </div>
+      </form>
+    </section>
+  );
+}
+
 /**
  * Market credentials: a credential for a tool-market entry carries the values its
  * requiredUserParamsSchema asks for (sealed inside it) and an optional cap per run; it is shown once.
@@ -172,7 +271,7 @@ function ParamInput(props: { field: CredentialParamField; value: string }) {
 export function CredentialsPage(props: { view: CredentialsView }) {
   const { view } = props;
   return (
-    <Layout title="Market credentials" section="console" signedInAs={view.email}>
+    <Layout title="Market credentials" section="console" signedInAs={view.email} htmx>
       <h1>Market credentials</h1>
       <ConsoleNav current="credentials" />
       <p>
@@ -246,21 +345,7 @@ export function CredentialsPage(props: { view: CredentialsView }) {
           </form>
         </section>
       ) : (
-        <section aria-labelledby="choose-heading">
-          <h2 id="choose-heading">Create a credential</h2>
-          <p>
-            Choose an entry in the <a href="/market?market=tools">tool market</a> (its page links here), or give its id.
-          </p>
-          <form class="search" method="get" action="/console/credentials" aria-label="Choose a market entry">
-            <div class="wide">
-              <label for="entry">Market entry id</label>
-              <input id="entry" name="entry" value={view.entryQuery} maxlength={64} />
-            </div>
-            <div>
-              <button type="submit">Continue</button>
-            </div>
-          </form>
-        </section>
+        <ListingChooser view={view} />
       )}
       <section aria-labelledby="list-heading">
         <h2 id="list-heading">Issued credentials</h2>

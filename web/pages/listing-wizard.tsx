@@ -6,6 +6,7 @@ import { CsrfField } from '../components/csrf';
 import { QualityScore } from '../components/listing';
 import { SchemaTable } from '../components/schema';
 import { Layout } from '../layout';
+import { shellWord } from '../shell';
 import { ConsoleNav } from './console-home';
 
 /** The source the wizard lists, carried from step to step in the address (nothing secret in it). */
@@ -597,13 +598,14 @@ export function WizardToolsPage(props: {
   );
 }
 
-/** The request a provider's server sends for one event of a verification (no money moves). */
+/** The request a provider's server sends for one event of a verification (no money moves), quoted for a POSIX shell. */
 export function testChargeCommand(verification: EventVerificationView, event: string): string {
   return [
-    `curl -sS -X POST '${verification.apiBaseUrl}/provider/runs/${verification.runId}/charge' \\`,
+    `curl -sS -X POST ${shellWord(`${verification.apiBaseUrl}/provider/runs/${verification.runId}/charge`)} \\`,
+    // The two variables are the provider's own shell's ($API_KEY, $CHARGE_TOKEN): expanded there, on purpose.
     `  -H "X-API-Key: $API_KEY" -H "x-service-charge-token: $CHARGE_TOKEN" \\`,
-    `  -H 'idempotency-key: verify-${event}' -H 'Content-Type: application/json' \\`,
-    `  -d '${JSON.stringify({ eventName: event, count: 1 })}'`,
+    `  -H ${shellWord(`idempotency-key: verify-${event}`)} -H 'Content-Type: application/json' \\`,
+    `  -d ${shellWord(JSON.stringify({ eventName: event, count: 1 }))}`,
   ].join('\n');
 }
 

@@ -5,9 +5,12 @@ import { accountSummary } from '../../api/services/account';
 import { listAutomations, listLatestAutomationRuns } from '../../db/repos/automations';
 import { scheduleView } from '../../api/services/automations';
 import {
+  findListingsByName,
   issueEntryCredential,
   listEntryCredentials,
+  listingsInUse,
   revokeEntryCredential,
+  type ListingChoice,
 } from '../../api/services/market-credentials';
 import { publicOrigin } from '../../api/services/public-urls';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
@@ -29,11 +32,12 @@ import {
 import { requireFormToken, requireSameOrigin } from '../csrf';
 import type { WebDeps } from '../deps';
 import { readForm } from '../forms';
-import { pageNotFound, sendPage } from '../page';
+import { pageNotFound, sendFragment, sendPage } from '../page';
 import { ConsoleHomePage } from '../pages/console-home';
 import { AutomationsPage } from '../pages/automations';
 import {
   CredentialsPage,
+  ListingResults,
   type CredentialEntry,
   type CredentialParamField,
   type CredentialsView,
@@ -418,6 +422,9 @@ export function consoleRoutes(deps: WebDeps): Router {
       page,
       pageSize: CREDENTIALS_PAGE_SIZE,
     });
+    // The chooser of the listing a new credential is for: shown when no entry is chosen yet.
+    const choosing = !changes.entry && !changes.issued;
+    const used = choosing ? await listingsInUse(deps.db, session.user.userId) : [];
     return {
       email: session.user.email,
       csrfToken: session.csrfToken,
@@ -429,9 +436,16 @@ export function consoleRoutes(deps: WebDeps): Router {
       problem: null,
       issued: null,
       revoked: null,
+      listings: { q: '', used, found: null },
       list: { rows: listed.credentials, page, totalPages: listed.meta.totalPages },
       ...changes,
     };
+  };
+
+  /** A search of live listings by name for the chooser (`?q=`): null when nothing is asked. */
+  const foundListings = async (raw: unknown): Promise<{ q: string; found: ListingChoice[] | null }> => {
+    const q = typeof raw === 'string' ? raw.trim().slice(0, 200) : '';
+    return { q, found: q ? await findListingsByName(deps.db, q) : null };
   };
 
   router.get('/credentials', async (ctx) => {
@@ -445,13 +459,22 @@ export function consoleRoutes(deps: WebDeps): Router {
       typeof ctx.query.revoked === 'string' && UUID.test(ctx.query.revoked)
         ? `Credential ${ctx.query.revoked.toLowerCase()} is revoked: requests made with it are refused.`
         : null;
-    await sendPage(
-      ctx,
-      <CredentialsPage view={await credentialsView(session, { entryQuery, entry, revoked }, page)} />,
-      {
-        private: true,
-      },
-    );
+    const view = await credentialsView(session, { entryQuery, entry, revoked }, page);
+    const search = await foundListings(ctx.query.q);
+    await sendPage(ctx, <CredentialsPage view={{ ...view, listings: { ...view.listings, ...search } }} />, {
+      private: true,
+    });
+  });
+
+  /** The chooser's search results alone, which htmx swaps into the credentials page as the person types. */
+  router.get('/credentials/listings', async (ctx) => {
+    const session = await currentSession(ctx, deps);
+    if (!session) {
+      await sendFragment(ctx, <p role="alert">Your session has ended: sign in again.</p>, { status: 401 });
+      return;
+    }
+    const search = await foundListings(ctx.query.q);
+    await sendFragment(ctx, <ListingResults q={search.q} found={search.found} />);
   });
 
   /** Revokes one of the account's credentials (the service DELETE /mcp-market/credentials/{id} calls). */

@@ -16,12 +16,17 @@ import { readForm } from '../forms';
 import { PageError, pageNotFound, sendPage } from '../page';
 import { TryToolPage, type ResultBlock, type TryResult, type TryToolView } from '../pages/try-tool';
 import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../session';
+import { mcpHeaderValue, shellWord } from '../shell';
 import { CREDENTIAL_PLACEHOLDER } from '../snippets';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MODERN_REVISION = '2026-07-28';
 
-/** The same call by hand: one stateless 2026-07-28 tools/call request to the hosted endpoint. */
+/**
+ * The same call by hand: one stateless 2026-07-28 tools/call request to the hosted endpoint, every value quoted
+ * for a POSIX shell (web/shell.ts): the tool's name and the arguments are the provider's and the consumer's
+ * text, never shell code.
+ */
 export function tryCurlCommand(url: string, toolName: string, args: Record<string, unknown>): string {
   const body = JSON.stringify({
     jsonrpc: '2.0',
@@ -38,14 +43,15 @@ export function tryCurlCommand(url: string, toolName: string, args: Record<strin
     },
   });
   return [
-    `curl -sS ${url} \\`,
-    `  -H "Authorization: Bearer ${CREDENTIAL_PLACEHOLDER}" \\`,
-    `  -H "Content-Type: application/json" \\`,
-    `  -H "Accept: application/json, text/event-stream" \\`,
-    `  -H "MCP-Protocol-Version: ${MODERN_REVISION}" \\`,
-    `  -H "Mcp-Method: tools/call" \\`,
-    `  -H "Mcp-Name: ${toolName}" \\`,
-    `  -d '${body.replace(/'/g, `'\\''`)}'`,
+    `curl -sS ${shellWord(url)} \\`,
+    `  -H ${shellWord(`Authorization: Bearer ${CREDENTIAL_PLACEHOLDER}`)} \\`,
+    `  -H 'Content-Type: application/json' \\`,
+    `  -H 'Accept: application/json, text/event-stream' \\`,
+    `  -H ${shellWord(`MCP-Protocol-Version: ${MODERN_REVISION}`)} \\`,
+    `  -H 'Mcp-Method: tools/call' \\`,
+    // The tool's name is the provider's choice: quoted for the shell, encoded for the header (SEP-2243).
+    `  -H ${shellWord(`Mcp-Name: ${mcpHeaderValue(toolName)}`)} \\`,
+    `  -d ${shellWord(body)}`,
   ].join('\n');
 }
 

@@ -206,6 +206,8 @@ export const AXE_CHECKED = [
   'run page with its Temporal link', // an ended run's page as the server renders it
   'automations page',
   'credentials page',
+  'credential chooser: listings in use',
+  'credential chooser: listings found', // the results swapped in by htmx
   'credential form',
   'credential form with a problem',
   'credential issued',
