@@ -166,7 +166,7 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
     );
   }
 
-  /** The existing grant this authorization would replace, and the values (no secrets) to pre-fill from it. */
+  /** The newest grant of this client for this listing (another device's), and the values (no secrets) to pre-fill from it. */
   async function existingGrant(session: WebSession, r: Resolved & { entry: MarketCallEntry }) {
     const grant = await findLiveMarketGrantFor(deps.db, {
       userId: session.user.userId,
@@ -261,6 +261,10 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
           return consentPage(ctx, session, resolved, 'The spending cap must be a positive amount in USD.', 400);
       }
       next = await oauth.approve(ctx, resolved.interaction, {
+        device: {
+          name: (form.get('device') ?? '').trim().slice(0, 100) || null,
+          userAgent: ctx.get('user-agent') || null,
+        },
         userId: session.user.userId,
         apiKeyId: session.apiKeyId,
         clientName: resolved.clientName,
