@@ -124,7 +124,12 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
       resource = oauth.resource(ctx, entry.entryId);
     }
     const clientId = String(params.client_id);
-    const client = await provider.Client.find(clientId);
+    const client = await provider.Client.find(clientId).catch((err: { status?: number }) => {
+      // OAUTH_RATE_LIMIT_PER_CLIENT_PER_MINUTE: the client's lookups are limited here too.
+      if (err?.status === 429)
+        throw new PageError(429, 'Too many requests', 'This app made too many requests. Try again in a minute.');
+      throw err;
+    });
     if (!client) throw expired();
     return {
       interaction,
