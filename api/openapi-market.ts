@@ -336,7 +336,7 @@ export function marketPaths() {
         summary: "Extension: the account's MCP client credentials, newest first",
         description:
           'Every credential issued by POST /mcp-market/mcps/{id}/credentials (and the console), revoked ones included (status), without the token or its params, which the service does not keep. ' +
-          "Credentials an OAuth client holds for you are not listed here: they are the account's connected apps, revoked with the grant. " +
+          'Credentials an OAuth client holds for you are listed too (source oauth, app): they end when the grant is revoked, and revoking one here ends its grant. ' +
           'A credential issued before credentials were recorded appears after its first use (createdAt: its issue time).',
         tags,
         parameters: optionalQuery(MarketCredentialsQuery as never),
@@ -353,7 +353,8 @@ export function marketPaths() {
         summary: 'Extension: revoke one MCP client credential',
         description:
           'The next request made with it on /mcp/{entryId} (or try a tool) is refused with 401 invalid_token and nothing is called or billed; calls already running finish. ' +
-          'Idempotent: revoking a revoked credential answers 200 with its first revocation time. Other credentials, and the API key, keep working.',
+          'Idempotent: revoking a revoked credential answers 200 with its first revocation time. Other credentials, and the API key, keep working. ' +
+          "Revoking an app's credential (source oauth) also ends that app's grant: its access and refresh tokens stop working.",
         tags,
         parameters: [uuidPath('credentialId')],
         responses: {

@@ -68,8 +68,14 @@ export interface OAuthMarketGrantsTable {
   client_id: string;
   /** The client's name when the grant was approved (as its registration or metadata document gave it). */
   client_name: string | null;
-  /** The sealed market credential (`mcpc1.`) the grant stands for. */
-  credential: string;
+  /** The sealed market credential (`mcpc1.`) the grant stands for; null once the grant is revoked. */
+  credential: string | null;
+  /** The id of that credential's market_credentials row (migration 0029; null for an older grant not yet linked). */
+  credential_id: string | null;
+  /** The name the person gave the device on the consent page (migration 0029), or null. */
+  device_name: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The consenting browser's user agent (migration 0029), or null. */
+  user_agent: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
 }
@@ -86,6 +92,23 @@ export interface MarketCredentialsTable {
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
   last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+}
+
+/** A review-queue operator's sign-in (migration 0029): the SHA-256 of the cookie's token. */
+export interface OperatorSessionsTable {
+  token_hash: string;
+  /** A hash of the admin token the session was opened with (rotating it ends the session). */
+  admin_key: string;
+  csrf_token: string;
+  created_at: ColumnType<Date, Date | string | undefined, Date | string>;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+}
+
+/** One window of a shared request limit (migration 0029, db/repos/rate-limits.ts). */
+export interface RateLimitWindowsTable {
+  key: string;
+  window_start: Date;
+  count: number;
 }
 
 /** An operator-managed OAuth client (migration 0026). */
@@ -635,6 +658,8 @@ export interface Database {
   oauth_market_grants: OAuthMarketGrantsTable;
   market_credentials: MarketCredentialsTable;
   oauth_clients: OAuthClientsTable;
+  operator_sessions: OperatorSessionsTable;
+  rate_limit_windows: RateLimitWindowsTable;
   subscriptions: SubscriptionsTable;
   wallets: WalletsTable;
   ledger_entries: LedgerEntriesTable;

@@ -101,6 +101,17 @@ export interface OAuthConfig {
   accessTokenTtlSeconds: number;
   /** OAUTH_REFRESH_TOKEN_DAYS, default 30 (1 to 365): a refresh token's lifetime (each use rotates it). */
   refreshTokenTtlSeconds: number;
+  /**
+   * OAUTH_UNUSED_REGISTRATION_HOURS, default 24 (1 to 8760): how long a dynamically registered client lives
+   * without an authorization; each approved authorization keeps it as long as its grant can live, and this long after.
+   */
+  unusedRegistrationTtlSeconds: number;
+  /** OAUTH_RATE_LIMIT_PER_IP_PER_MINUTE, default 300 (0: off): requests to /oauth/* per client address, all API processes together. */
+  rateLimitPerIpPerMinute: number;
+  /** OAUTH_RATE_LIMIT_PER_CLIENT_PER_MINUTE, default 120 (0: off): requests naming one client_id, all processes together. */
+  rateLimitPerClientPerMinute: number;
+  /** OAUTH_METADATA_FETCHES_PER_MINUTE, default 60 (1 to 10000): client ID metadata documents fetched, all processes together. */
+  metadataFetchesPerMinute: number;
 }
 
 /** The console's sign-in sessions (web/, docs/console.md "Sessions"). */
@@ -652,6 +663,10 @@ export function loadConfig(env: Env = process.env): Config {
       clientIdMetadataDocuments: oneOf(env, 'OAUTH_CLIENT_ID_METADATA_DOCUMENTS', ['true', 'false'], 'true') === 'true',
       accessTokenTtlSeconds: integer(env, 'OAUTH_ACCESS_TOKEN_MINUTES', 10, 1, 60) * 60,
       refreshTokenTtlSeconds: integer(env, 'OAUTH_REFRESH_TOKEN_DAYS', 30, 1, 365) * 86_400,
+      unusedRegistrationTtlSeconds: integer(env, 'OAUTH_UNUSED_REGISTRATION_HOURS', 24, 1, 8_760) * 3_600,
+      rateLimitPerIpPerMinute: integer(env, 'OAUTH_RATE_LIMIT_PER_IP_PER_MINUTE', 300, 0, 1_000_000),
+      rateLimitPerClientPerMinute: integer(env, 'OAUTH_RATE_LIMIT_PER_CLIENT_PER_MINUTE', 120, 0, 1_000_000),
+      metadataFetchesPerMinute: integer(env, 'OAUTH_METADATA_FETCHES_PER_MINUTE', 60, 1, 10_000),
     },
   };
   if (config.metrics.token !== null && config.metrics.token.length < 16)

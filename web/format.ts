@@ -13,3 +13,33 @@ export function utc(value: Date | string): string {
 }
 
 export const shortId = (id: string) => id.slice(0, 8);
+
+/**
+ * A short name of the device a user agent string stands for ("Firefox on Linux"), or the first 60 characters
+ * of it when neither the browser nor the system is one of the common ones; null for none.
+ */
+export function deviceOf(userAgent: string | null): string | null {
+  if (!userAgent) return null;
+  const browser = /Edg\//.test(userAgent)
+    ? 'Edge'
+    : /Firefox\//.test(userAgent)
+      ? 'Firefox'
+      : /Chrome\//.test(userAgent)
+        ? 'Chrome'
+        : /Safari\//.test(userAgent)
+          ? 'Safari'
+          : null;
+  const system = /Android/.test(userAgent)
+    ? 'Android'
+    : /iPhone|iPad/.test(userAgent)
+      ? 'iOS'
+      : /Windows/.test(userAgent)
+        ? 'Windows'
+        : /Mac OS X|Macintosh/.test(userAgent)
+          ? 'macOS'
+          : /Linux|X11/.test(userAgent)
+            ? 'Linux'
+            : null;
+  if (browser && system) return `${browser} on ${system}`;
+  return userAgent.slice(0, 60);
+}

@@ -1,15 +1,18 @@
-import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { WebContext } from './context';
+import type { Db } from '../db/connect';
+import { createOperatorSession, endOperatorSession, findOperatorSession } from '../db/repos/operator-sessions';
 import { constantTimeEquals } from '../lib/crypto';
 import type { Config } from '../lib/config';
-import { readCookie, setCookie } from './session';
+import { clearCookie, readCookie, setCookie } from './session';
 
 /**
  * The review queue's operator sign-in. There is no operator role on accounts: an operator is whoever
- * holds ADMIN_TOKEN (as for the admin REST routes). Signing in with it gives this browser a signed
- * cookie (HttpOnly, Secure, SameSite=Lax) that carries its expiry and its CSRF token, with an HMAC
- * keyed by a hash of the admin token: nothing is stored, rotating ADMIN_TOKEN ends every operator
- * sign-in at once, and the cookie ends WEB_SESSION_IDLE_MINUTES after sign-in (no sliding renewal).
+ * holds ADMIN_TOKEN (as for the admin REST routes). Signing in with it opens a session on the server
+ * (db/repos/operator-sessions.ts: only the SHA-256 of the cookie's token is stored) and gives this browser
+ * its cookie (HttpOnly, Secure, SameSite=Lax). Signing out ends the session on the server, so a copy of the
+ * cookie is refused too; rotating ADMIN_TOKEN ends every operator sign-in at once; a session ends
+ * WEB_SESSION_IDLE_MINUTES after sign-in (no sliding renewal).
  */
 export const OPERATOR_COOKIE = '__Host-console-operator';
 
@@ -18,32 +21,37 @@ export interface OperatorSession {
   expiresAt: Date;
 }
 
-const macKey = (adminToken: string) => createHash('sha256').update(`console-operator:${adminToken}`).digest();
-const mac = (adminToken: string, payload: string) =>
-  createHmac('sha256', macKey(adminToken)).update(payload).digest('base64url');
+interface OperatorDeps {
+  db: Db;
+  config: Pick<Config, 'adminToken' | 'web'>;
+}
+
+/** A hash of the admin token: what an operator session is bound to. */
+const adminKey = (adminToken: string) =>
+  createHash('sha256').update(`console-operator:${adminToken}`).digest('base64url');
 
 /** True when `given` is the admin token (compared in constant time). */
 export const isAdminToken = (config: Pick<Config, 'adminToken'>, given: string) =>
   given.length > 0 && constantTimeEquals(given, config.adminToken);
 
 /** Signs this browser in as an operator; returns the session's CSRF token. */
-export function startOperatorSession(ctx: WebContext, config: Pick<Config, 'adminToken' | 'web'>): OperatorSession {
-  const expiresAt = new Date(Date.now() + config.web.sessionIdleMs);
-  const csrfToken = randomBytes(24).toString('base64url');
-  const payload = `${expiresAt.getTime()}.${csrfToken}`;
-  setCookie(ctx, OPERATOR_COOKIE, `${payload}.${mac(config.adminToken, payload)}`, config.web.sessionIdleMs / 1000);
-  return { csrfToken, expiresAt };
+export async function startOperatorSession(ctx: WebContext, deps: OperatorDeps): Promise<OperatorSession> {
+  const ttlMs = deps.config.web.sessionIdleMs;
+  const session = await createOperatorSession(deps.db, { adminKey: adminKey(deps.config.adminToken), ttlMs });
+  setCookie(ctx, OPERATOR_COOKIE, session.token, ttlMs / 1000);
+  return { csrfToken: session.csrfToken, expiresAt: session.expiresAt };
 }
 
-/** The request's operator session: a cookie this server signed with the current admin token, not expired; else null. */
-export function currentOperator(ctx: WebContext, config: Pick<Config, 'adminToken'>): OperatorSession | null {
+/** The request's operator session: live on the server, opened with the current admin token; else null. */
+export async function currentOperator(ctx: WebContext, deps: OperatorDeps): Promise<OperatorSession | null> {
   const cookie = readCookie(ctx, OPERATOR_COOKIE);
-  if (!cookie || cookie.length > 256) return null;
-  const parts = cookie.split('.');
-  if (parts.length !== 3) return null;
-  const [expires, csrfToken, signature] = parts as [string, string, string];
-  if (!constantTimeEquals(signature, mac(config.adminToken, `${expires}.${csrfToken}`))) return null;
-  const expiresAt = new Date(Number(expires));
-  if (!Number.isFinite(expiresAt.getTime()) || expiresAt.getTime() <= Date.now()) return null;
-  return { csrfToken, expiresAt };
+  if (!cookie) return null;
+  return findOperatorSession(deps.db, cookie, adminKey(deps.config.adminToken));
+}
+
+/** Signs this browser out: the session ends on the server and the cookie is cleared. */
+export async function endOperatorSignIn(ctx: WebContext, deps: OperatorDeps): Promise<void> {
+  const cookie = readCookie(ctx, OPERATOR_COOKIE);
+  if (cookie) await endOperatorSession(deps.db, cookie);
+  clearCookie(ctx, OPERATOR_COOKIE);
 }

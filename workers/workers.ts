@@ -10,6 +10,7 @@ import { startPendingJobReconciler } from './pending-job-reconciler';
 import { startMarketRunDispatcher } from './market-run-dispatcher';
 import { startPeriodicPass, type PeriodicPass } from './periodic-pass';
 import { pruneExpiredOAuthRecords } from '../db/repos/oauth';
+import { pruneRateLimitWindows } from '../db/repos/rate-limits';
 
 const OAUTH_PRUNE_EVERY_MS = 10 * 60_000;
 import { waitOutDatabaseOutages } from './database-outages';
@@ -60,9 +61,11 @@ export async function createWorkers(options: WorkerOptions): Promise<WorkerSet> 
     const client = new Client({ connection, namespace });
     reconciler = startPendingJobReconciler({ db: options.db, client, config });
     dispatcher = startMarketRunDispatcher({ db: options.db, client, config });
-    // Expired OAuth records (codes, tokens, interactions, sessions) are deleted every 10 minutes.
+    // Expired OAuth records (codes, tokens, interactions, sessions, unused registrations) and request-limit windows
+    // older than 10 minutes are deleted every 10 minutes.
     oauthPruner = startPeriodicPass('oauth record pruning', OAUTH_PRUNE_EVERY_MS, async () => {
       await pruneExpiredOAuthRecords(options.db);
+      await pruneRateLimitWindows(options.db, new Date(Date.now() - OAUTH_PRUNE_EVERY_MS));
     });
   }
   if (queues.includes('browser')) {

@@ -84,14 +84,18 @@ export function marketMcpUrl(deps: Pick<ApiDeps, 'config'>, apiOrigin: string, e
 
 /**
  * A 401 with the Bearer challenge: the error, and (RFC 9728) where the endpoint's protected resource
- * metadata is, with the scope a token needs, so that an OAuth client discovers the authorization server.
+ * metadata is, with the scope a token needs, so that an OAuth client discovers the authorization server
+ * (a 403 for insufficient_scope: a valid token of this endpoint without the `mcp` scope).
  * A request without any token gets no `error` (RFC 6750 section 3.1).
  */
 function challenge(message: string, error: string | null, resourceMetadata: string | null): ApiError {
   const parts = ['realm="market-mcp"'];
   if (error) parts.push(`error="${error}"`, `error_description="${message.replace(/["\\]/g, '')}"`);
   if (resourceMetadata) parts.push(`resource_metadata="${resourceMetadata}"`, `scope="${MCP_SCOPE}"`);
-  return new ApiError(401, 'unauthorized', message, undefined, { 'WWW-Authenticate': `Bearer ${parts.join(', ')}` });
+  const headers = { 'WWW-Authenticate': `Bearer ${parts.join(', ')}` };
+  // RFC 6750 §3.1: a valid token without the scope the resource needs is a 403.
+  if (error === 'insufficient_scope') return new ApiError(403, 'insufficient_scope', message, undefined, headers);
+  return new ApiError(401, 'unauthorized', message, undefined, headers);
 }
 
 /**
@@ -150,7 +154,8 @@ async function authenticate(deps: ApiDeps, oauth: OAuthServer, ctx: Context): Pr
           ? await oauth.resolveAccessToken(ctx, token, entry.entryId)
           : null;
       if (!resolved) throw challenge_('Unknown credential, API key or access token');
-      if ('refused' in resolved) throw challenge_(resolved.refused);
+      if ('refused' in resolved)
+        throw challenge_(resolved.refused, resolved.insufficientScope ? 'insufficient_scope' : 'invalid_token');
       // The grant holds a credential like any other: the same checks, the same billing.
       principal = await credentialOf(resolved.grant.credential, 'oauth');
     }

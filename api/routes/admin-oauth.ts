@@ -87,7 +87,8 @@ export function registerOAuthAdminRoutes(router: Router<AppState>, deps: ApiDeps
 
   router.delete('/oauth/clients/:clientId', async (ctx) => {
     const clientId = String(ctx.params.clientId);
-    if (!CLIENT_ID.test(clientId) || !(await deleteOperatorClient(deps.db, clientId))) throw notFound('OAuth client');
+    if (!CLIENT_ID.test(clientId) || !(await deleteOperatorClient(deps.db, deps.config.masterKey, clientId)))
+      throw notFound('OAuth client');
     ctx.status = 204;
   });
 }

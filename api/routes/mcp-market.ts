@@ -177,7 +177,7 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
 
   router.delete('/credentials/:credentialId', async (ctx) => {
     const credentialId = parseUuidParam('credentialId', ctx.params.credentialId);
-    const revoked = await revokeEntryCredential(deps.db, ctx.state.user.userId, credentialId);
+    const revoked = await revokeEntryCredential(deps, ctx.state.user.userId, credentialId);
     ctx.body = { id: credentialId, ...revoked };
   });
 

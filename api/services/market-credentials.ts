@@ -119,6 +119,10 @@ export interface CredentialView {
   revokedAt: string | null;
   /** active; revoked (DELETE, or the console's Revoke); key_rotated (the API key it was made with was rotated). */
   status: 'active' | 'revoked' | 'key_rotated';
+  /** direct: issued by POST /mcp-market/mcps/{id}/credentials or the console; oauth: an app's, made when you connected it. */
+  source: 'direct' | 'oauth';
+  /** The OAuth client that holds it (source oauth), else null. */
+  app: { clientId: string | null; name: string | null } | null;
 }
 
 export function credentialView(record: MarketCredentialRecord): CredentialView {
@@ -132,12 +136,14 @@ export function credentialView(record: MarketCredentialRecord): CredentialView {
     lastUsedAt: record.lastUsedAt?.toISOString() ?? null,
     revokedAt: record.revokedAt?.toISOString() ?? null,
     status: record.revokedAt ? 'revoked' : record.keyLive ? 'active' : 'key_rotated',
+    source: record.source,
+    app: record.app ? { clientId: record.app.clientId, name: record.app.clientName } : null,
   };
 }
 
 /**
  * The account's market credentials, newest first (GET /mcp-market/credentials and the console's
- * credentials page): the ones issued directly, revoked ones included; OAuth grants' are connected apps.
+ * credentials page), revoked ones included: the ones issued directly and the ones OAuth grants hold (`app`).
  */
 export async function listEntryCredentials(db: Db, userId: string, page: PageRequest) {
   const { rows, total } = await listMarketCredentials(db, userId, page);
@@ -146,14 +152,15 @@ export async function listEntryCredentials(db: Db, userId: string, page: PageReq
 
 /**
  * Revokes one of the account's credentials (DELETE /mcp-market/credentials/{id} and the console's
- * Revoke): the next request made with it is refused. Idempotent; another account's id is a 404.
+ * Revoke): the next request made with it is refused; an app's (OAuth) credential ends its grant too.
+ * Idempotent; another account's id is a 404.
  */
 export async function revokeEntryCredential(
-  db: Db,
+  deps: { db: Db; config: Config },
   userId: string,
   credentialId: string,
 ): Promise<{ revokedAt: string }> {
-  const revoked = await revokeMarketCredential(db, userId, credentialId);
+  const revoked = await revokeMarketCredential(deps.db, deps.config.masterKey, userId, credentialId);
   if (!revoked) throw notFound('Market credential');
   return { revokedAt: revoked.revokedAt.toISOString() };
 }

@@ -1,18 +1,21 @@
-import { createHmac, createPrivateKey } from 'node:crypto';
+import { createHash, createHmac, createPrivateKey, randomBytes } from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import { localhostAllowedHostnames } from '@modelcontextprotocol/server';
 import { Provider, errors, interactionPolicy, type OidcAccessToken, type OidcInteraction } from 'oidc-provider';
 import type { Db } from '../../db/connect';
 import { loadCallEntryCached } from '../../db/repos/market-tool-calls';
 import {
+  endGrantFamily,
+  extendOAuthRecord,
   findLiveMarketGrant,
   oauthAdapterFactory,
-  revokeOtherMarketGrants,
+  type OAuthPayload,
   saveMarketGrant,
   type MarketGrant,
 } from '../../db/repos/oauth';
 import { operatorClientMetadata } from '../../db/repos/oauth-clients';
 import { recordMarketCredential } from '../../db/repos/market-credentials';
+import { takeRateLimit } from '../../db/repos/rate-limits';
 import type { Config } from '../../lib/config';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import type { MarketCallEntry } from '../../lib/market/tool-call';
@@ -54,10 +57,15 @@ const METADATA_DOCUMENT_TIMEOUT_MS = 5_000;
 /**
  * The `fetch` oidc-provider uses (client ID metadata documents): the platform's guarded client, so that
  * every address is checked against the SSRF policy (a private or loopback address is refused unless
- * allowlisted), with a size limit and a timeout, no redirects followed, no cookies, no proxy.
+ * allowlisted), with a size limit and a timeout, no redirects followed, no cookies, no proxy, and a
+ * number of fetches a minute shared by every process.
  */
-function guardedFetch(policy: NetworkPolicy) {
+function guardedFetch(policy: NetworkPolicy, db: Db, fetchesPerMinute: number) {
   return async (url: string | URL, options: { method?: string; headers?: Headers }): Promise<Response> => {
+    // At most OAUTH_METADATA_FETCHES_PER_MINUTE documents a minute, every process together: a flood of new
+    // client_ids cannot make the server fetch without end.
+    const verdict = await takeRateLimit(db, 'oauth:metadata-fetch', fetchesPerMinute);
+    if (!verdict.allowed) throw new Error('too many client metadata documents fetched; try again shortly');
     const accept = options.headers?.get('accept') ?? 'application/json';
     const answer = await fetchBuffered(String(url), {
       policy,
@@ -93,15 +101,15 @@ export interface OAuthServer {
     ctx: Context,
     token: string,
     entryId: string,
-  ): Promise<{ grant: MarketGrant; token: OidcAccessToken } | { refused: string }>;
+  ): Promise<{ grant: MarketGrant; token: OidcAccessToken } | { refused: string; insufficientScope?: true }>;
   /**
    * Approves an interaction: the grant (one resource, scope `mcp`) and the market credential it stands
    * for; returns where the browser goes next (back into the authorization flow). `resource` is the one
    * the client named, or the endpoint of the listing the person chose when the client named none
    * (RFC 8707 is optional): the authorization request is then completed with it (and with scope `mcp`
-   * when the client asked for none), so the code and its tokens are bound to that one endpoint. An
-   * earlier live grant of the same account to the same client for the same entry is replaced (revoked
-   * with its tokens): one connection per client and listing.
+   * when the client asked for none), so the code and its tokens are bound to that one endpoint. Earlier
+   * grants of the same account to the same client for the same entry stay: every device its own sign-in
+   * (with client ID metadata documents every install of an app has the same client id).
    */
   approve(
     ctx: Context,
@@ -114,6 +122,8 @@ export interface OAuthServer {
       resource: string;
       params: SourceParamValues;
       capMicros: number | null;
+      /** The device this sign-in is for: the name the person gave it, the consenting browser's user agent. */
+      device: { name: string | null; userAgent: string | null };
     },
   ): Promise<string>;
   /** Refuses an interaction (access_denied to the client); returns where the browser goes next. */
@@ -161,21 +171,108 @@ function signingJwk(masterKey: Buffer): Record<string, unknown> {
   };
 }
 
+/** The client's address: the first forwarded one behind TRUST_PROXY_HOPS proxies, else the socket's. */
+function addressOf(ctx: Context): string {
+  const hops = ctx.app.proxy ? ctx.app.maxIpsCount : 0;
+  const forwarded = hops > 0 ? ctx.ips : [];
+  return hops > 0 && forwarded.length >= hops ? forwarded[0]! : (ctx.socket.remoteAddress ?? 'unknown');
+}
+
 const escapeHtml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
+/**
+ * The secrets of dynamically registered confidential clients (RFC 7591): HMAC(MASTER_KEY, client_id), issued
+ * once in the registration response and derived again when the client authenticates, so that the database
+ * holds only its SHA-256 (`client_secret_sha256` in the client's record), as it holds API keys. A client
+ * whose stored hash no longer matches (MASTER_KEY changed) has no secret and authenticates no more.
+ */
+function dynamicClientSecrets(masterKey: Buffer) {
+  const key = derive(masterKey, 'dcr-client-secret');
+  const secretOf = (clientId: string) => createHmac('sha256', key).update(clientId).digest('base64url');
+  const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
+  // oidc-provider asks for the id, then for the secret, with the same request context.
+  const issuing = new WeakMap<object, string>();
+  return {
+    newClientId(ctx: object): string {
+      const clientId = randomBytes(16).toString('base64url');
+      issuing.set(ctx, clientId);
+      return clientId;
+    },
+    secretFor(ctx: object): string {
+      const clientId = issuing.get(ctx);
+      if (!clientId) throw new Error('a client secret was asked for before its client id');
+      return secretOf(clientId);
+    },
+    toStored(payload: OAuthPayload): OAuthPayload {
+      const { client_secret: secret, ...rest } = payload;
+      return typeof secret === 'string' ? { ...rest, client_secret_sha256: sha256(secret) } : payload;
+    },
+    fromStored(payload: OAuthPayload): OAuthPayload {
+      const { client_secret_sha256: hash, ...rest } = payload;
+      if (typeof hash !== 'string') return payload;
+      const secret = secretOf(String(rest.client_id));
+      return sha256(secret) === hash ? { ...rest, client_secret: secret } : rest;
+    },
+  };
+}
+
 export function createOAuthServer(deps: OAuthDeps): OAuthServer {
   const { config, db } = deps;
+  const dcrSecrets = dynamicClientSecrets(config.masterKey);
   const stored = oauthAdapterFactory(db);
   // Clients in the spec's order: operator-managed ones first (oauth_clients), then those registered
   // dynamically (the adapter's Client records); oidc-provider resolves a client ID metadata document
   // only when neither knows the client_id.
   const adapter = (model: string) => {
     const base = stored(model);
-    if (model !== 'Client') return base;
-    return {
+    const wrapped = {
       ...base,
-      find: async (id: string) => (await operatorClientMetadata(db, config.masterKey, id)) ?? base.find(id),
+      // A code or refresh token is consumed in one statement: a second use (concurrent or a replay of a rotated
+      // refresh token) ends the whole family (RFC 9700 §4.14.2): the grant, its tokens, the market credential.
+      consume: async (id: string) => {
+        const result = await base.consume(id);
+        if (result.consumed) return result;
+        if (result.grantId) await endGrantFamily(db, config.masterKey, result.grantId);
+        throw new errors.InvalidGrant(
+          model === 'AuthorizationCode'
+            ? 'authorization code already consumed'
+            : model === 'RefreshToken'
+              ? 'refresh token already used'
+              : `${model} already used`,
+        );
+      },
+    };
+    if (model === 'Grant') {
+      // oidc-provider destroys a grant when it revokes it (RFC 7009 revocation of a refresh token, a reused
+      // refresh token or code, the end of a session): the market grant and the credential it holds end with it.
+      return { ...wrapped, destroy: (id: string) => endGrantFamily(db, config.masterKey, id) };
+    }
+    if (model !== 'Client') return wrapped;
+    return {
+      ...wrapped,
+      // A dynamically registered client lives OAUTH_UNUSED_REGISTRATION_HOURS unless an authorization uses it (approve).
+      upsert: (id: string, payload: OAuthPayload) =>
+        base.upsert(id, dcrSecrets.toStored(payload), config.oauth.unusedRegistrationTtlSeconds),
+      find: async (id: string) => {
+        // Every request naming a client finds it: OAUTH_RATE_LIMIT_PER_CLIENT_PER_MINUTE, every process together.
+        if (config.oauth.rateLimitPerClientPerMinute > 0) {
+          const verdict = await takeRateLimit(
+            db,
+            `oauth:client:${id.slice(0, 300)}`,
+            config.oauth.rateLimitPerClientPerMinute,
+          );
+          if (!verdict.allowed)
+            throw new errors.InvalidRequest(
+              `too many requests for this client; retry in ${verdict.retryAfterSeconds} s`,
+              429,
+            );
+        }
+        const operator = await operatorClientMetadata(db, config.masterKey, id);
+        if (operator) return operator;
+        const registered = await base.find(id);
+        return registered && dcrSecrets.fromStored(registered);
+      },
     };
   };
   const jwk = signingJwk(config.masterKey);
@@ -239,7 +336,13 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         devInteractions: { enabled: false },
         userinfo: { enabled: false },
         revocation: { enabled: true },
-        registration: { enabled: config.oauth.dynamicRegistration },
+        registration: {
+          enabled: config.oauth.dynamicRegistration,
+          // A dynamically registered confidential client's secret is derived from its id (dcrSecrets): the
+          // database keeps only its hash, never the secret.
+          idFactory: (ctx: object) => dcrSecrets.newClientId(ctx),
+          secretFactory: async (ctx: object) => dcrSecrets.secretFor(ctx),
+        },
         clientIdMetadataDocument: {
           enabled: config.oauth.clientIdMetadataDocuments,
           ack: 'draft-02',
@@ -262,7 +365,7 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
           },
         },
       },
-      fetch: guardedFetch(deps.policy),
+      fetch: guardedFetch(deps.policy, db, config.oauth.metadataFetchesPerMinute),
       ttl: {
         AccessToken: config.oauth.accessTokenTtlSeconds,
         AuthorizationCode: 60,
@@ -274,6 +377,12 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
       issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) =>
         client.grantTypeAllowed('refresh_token'),
       rotateRefreshToken: () => true,
+      // A grant lives on its own, not with the browser's sign-in at the authorization server: without this, codes
+      // and tokens (unless offline_access was asked for) are bound to that session's one grant per client, so a
+      // second authorization of the same client in the same browser (another install, another listing) would
+      // end the first one's tokens, and every token would end with the session (an hour). Grants end when
+      // revoked (Connected apps, the client, reuse) or when they expire.
+      expiresWithSession: async () => false,
       // Every authorization is consented to (the grant is one entry's, with its parameters and cap): only
       // the grant the consent page just made is loaded, never an earlier one of the browser's session.
       loadExistingGrant: async (ctx: { oidc: { result?: { consent?: { grantId?: string } }; provider: Provider } }) => {
@@ -310,6 +419,17 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
     const own = ctx.path.startsWith(`${OAUTH_PREFIX}/`) && !ctx.path.startsWith(`${OAUTH_PREFIX}/interaction/`);
     if (!metadata && !own) return next();
     const provider = providerOf(ctx);
+    if (config.oauth.rateLimitPerIpPerMinute > 0) {
+      const verdict = await takeRateLimit(db, `oauth:ip:${addressOf(ctx)}`, config.oauth.rateLimitPerIpPerMinute);
+      if (!verdict.allowed)
+        throw new ApiError(
+          429,
+          'rate_limited',
+          `Too many requests from this address; retry in ${verdict.retryAfterSeconds} s`,
+          undefined,
+          { 'Retry-After': String(verdict.retryAfterSeconds) },
+        );
+    }
     // RFC 8414 metadata is oidc-provider's discovery document (the issuer has no path).
     if (metadata) ctx.req.url = '/.well-known/openid-configuration';
     ctx.respond = false;
@@ -332,6 +452,13 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
       const audiences = Array.isArray(token.aud) ? token.aud : token.aud ? [token.aud] : [];
       if (!audiences.includes(resourceOf(issuerOf(ctx), entryId)))
         return { refused: 'This access token was issued for another resource' };
+      // A token for this endpoint without the endpoint's scope (a refresh that asked for other scopes only).
+      if (
+        !String(token.scope ?? '')
+          .split(' ')
+          .includes(MCP_SCOPE)
+      )
+        return { refused: `This access token lacks the ${MCP_SCOPE} scope`, insufficientScope: true };
       const grant = await findLiveMarketGrant(db, token.grantId);
       if (!grant || grant.entryId !== entryId || grant.userId !== token.accountId)
         return { refused: 'The grant of this access token has been revoked' };
@@ -358,6 +485,13 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
       const requested = [...new Set([...requestedScope, MCP_SCOPE])].filter((s) => KNOWN_SCOPES.has(s));
       if (requested.length) grant.addOIDCScope(requested.join(' '));
       const grantId = await grant.save();
+      // A dynamically registered client in use lives as long as this grant can, and the unused time after it.
+      await extendOAuthRecord(
+        db,
+        'Client',
+        clientId,
+        new Date(Date.now() + (config.oauth.refreshTokenTtlSeconds + config.oauth.unusedRegistrationTtlSeconds) * 1000),
+      );
       const { token, claims } = issueMcpCredential(config.masterKey, {
         entryId: input.entry.entryId,
         userId: input.userId,
@@ -384,12 +518,8 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         clientId,
         clientName: input.clientName,
         credential: token,
-      });
-      await revokeOtherMarketGrants(db, {
-        userId: input.userId,
-        clientId,
-        entryId: input.entry.entryId,
-        keep: grantId,
+        credentialId: claims.id,
+        device: input.device,
       });
       return provider.interactionResult(
         ctx.req,

@@ -78,6 +78,7 @@ declare module 'oidc-provider' {
 
   export const errors: {
     InvalidTarget: new (description?: string) => Error;
-    InvalidRequest: new (description?: string) => Error;
+    InvalidRequest: new (description?: string, status?: number) => Error;
+    InvalidGrant: new (description?: string) => Error;
   };
 }

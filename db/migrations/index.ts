@@ -23,6 +23,7 @@ import * as marketRunWindow from './0024_market_run_window';
 import * as oneStatementCharge from './0025_one_statement_charge';
 import * as oauthClients from './0026_oauth_clients';
 import * as twoStatementCall from './0027_two_statement_call';
+import * as oauthHardening from './0029_oauth_hardening';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   '0025_one_statement_charge': oneStatementCharge,
   '0026_oauth_clients': oauthClients,
   '0027_two_statement_call': twoStatementCall,
+  '0029_oauth_hardening': oauthHardening,
 };
 
 export const migrationProvider: MigrationProvider = {

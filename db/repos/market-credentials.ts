@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../connect';
+import { endMarketGrants } from './oauth';
 import { offsetOf, type PageRequest } from './pagination';
 
 /**
@@ -22,6 +23,10 @@ export interface MarketCredentialRecord {
   revokedAt: Date | null;
   /** Whether the API key it is bound to is still live (a rotated key ends every credential made with it). */
   keyLive: boolean;
+  /** direct: issued by the REST route or the console; oauth: held by an OAuth grant (an app). */
+  source: CredentialSource;
+  /** The OAuth client holding it (source oauth): its id when the grant is linked, and its name. */
+  app: { clientId: string | null; clientName: string | null } | null;
 }
 
 export async function recordMarketCredential(
@@ -109,20 +114,24 @@ export async function markCredentialUsed(db: Db, id: string, now = new Date()): 
     .execute();
 }
 
-/** The account's credentials issued directly (not through an OAuth grant), newest first, revoked ones included. */
+/**
+ * The account's credentials, newest first, revoked ones included: those issued directly and those OAuth
+ * grants hold (with the app: the grant's client, or the name recorded with the credential).
+ */
 export async function listMarketCredentials(
   db: Db,
   userId: string,
   page: PageRequest,
 ): Promise<{ rows: MarketCredentialRecord[]; total: number }> {
-  const base = db
-    .selectFrom('market_credentials as c')
-    .where('c.user_id', '=', userId)
-    .where('c.source', '=', 'direct');
+  const base = db.selectFrom('market_credentials as c').where('c.user_id', '=', userId);
   const [rows, count] = await Promise.all([
     base
       .leftJoin('api_keys as k', 'k.id', 'c.api_key_id')
+      .leftJoin('oauth_market_grants as g', 'g.credential_id', 'c.id')
       .select([
+        'c.source',
+        'g.client_id',
+        'g.client_name',
         'c.id',
         'c.user_id',
         'c.entry_id',
@@ -165,29 +174,37 @@ export async function listMarketCredentials(
       lastUsedAt: row.last_used_at ? new Date(row.last_used_at) : null,
       revokedAt: row.revoked_at ? new Date(row.revoked_at) : null,
       keyLive: Boolean(row.key_live),
+      source: row.source,
+      app:
+        row.source === 'oauth' ? { clientId: row.client_id ?? null, clientName: row.client_name ?? row.label } : null,
     })),
   };
 }
 
 /**
- * Revokes one of the account's directly issued credentials (idempotent: a revoked one keeps its first
- * revocation time). Null when the account has no such credential (another account's is as absent).
+ * Revokes one of the account's credentials (idempotent: a revoked one keeps its first revocation time). One an
+ * OAuth grant holds ends that grant with it (its tokens stop working). Null when the account has no such
+ * credential (another account's is as absent).
  */
 export async function revokeMarketCredential(
   db: Db,
+  masterKey: Buffer,
   userId: string,
   id: string,
   now = new Date(),
 ): Promise<{ revokedAt: Date } | null> {
-  const row = await db
-    .updateTable('market_credentials')
-    .set({ revoked_at: sql`coalesce(revoked_at, ${now})` })
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .where('source', '=', 'direct')
-    .returning('revoked_at')
-    .executeTakeFirst();
-  return row?.revoked_at ? { revokedAt: new Date(row.revoked_at) } : null;
+  return db.transaction().execute(async (trx) => {
+    const row = await trx
+      .updateTable('market_credentials')
+      .set({ revoked_at: sql`coalesce(revoked_at, ${now})` })
+      .where('id', '=', id)
+      .where('user_id', '=', userId)
+      .returning(['revoked_at', 'source'])
+      .executeTakeFirst();
+    if (!row?.revoked_at) return null;
+    if (row.source === 'oauth') await endMarketGrants(trx, masterKey, { userId, credentialId: id }, now);
+    return { revokedAt: new Date(row.revoked_at) };
+  });
 }
 
 /** A live tool-market entry the account uses: the console's list to create a credential from. */

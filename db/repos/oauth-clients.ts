@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { seal, unseal } from '../../lib/crypto';
 import type { Db } from '../connect';
+import { endMarketGrants } from './oauth';
 
 /**
  * Operator-managed OAuth clients (table `oauth_clients`, migration 0026): what an operator registers
@@ -72,25 +73,20 @@ export async function listOperatorClients(db: Db): Promise<OperatorClient[]> {
 }
 
 /**
- * Deletes a client and ends what it holds: every live market grant of it is revoked and the
- * authorization server's grants, codes and tokens of them removed. False when there is no such client.
+ * Deletes a client and ends what it holds: every live market grant of it is revoked with the market
+ * credential it holds, and the authorization server's grants, codes and tokens of them removed
+ * (endMarketGrants). False when there is no such client.
  */
-export async function deleteOperatorClient(db: Db, clientId: string, now = new Date()): Promise<boolean> {
+export async function deleteOperatorClient(
+  db: Db,
+  masterKey: Buffer,
+  clientId: string,
+  now = new Date(),
+): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const deleted = await trx.deleteFrom('oauth_clients').where('client_id', '=', clientId).executeTakeFirst();
     if (Number(deleted.numDeletedRows) === 0) return false;
-    const grants = await trx
-      .updateTable('oauth_market_grants')
-      .set({ revoked_at: now })
-      .where('client_id', '=', clientId)
-      .where('revoked_at', 'is', null)
-      .returning('grant_id')
-      .execute();
-    const ids = grants.map((g) => g.grant_id);
-    if (ids.length) {
-      await trx.deleteFrom('oauth_records').where('grant_id', 'in', ids).execute();
-      await trx.deleteFrom('oauth_records').where('model', '=', 'Grant').where('id', 'in', ids).execute();
-    }
+    await endMarketGrants(trx, masterKey, { clientId }, now);
     return true;
   });
 }

@@ -89,6 +89,8 @@ export const MarketCredential = {
     'lastUsedAt',
     'revokedAt',
     'status',
+    'source',
+    'app',
   ],
   description: 'Extension: one issued MCP client credential as the account sees it (never the token or its params)',
   properties: {
@@ -107,7 +109,23 @@ export const MarketCredential = {
     status: {
       type: 'string',
       enum: ['active', 'revoked', 'key_rotated'],
-      description: 'revoked: by DELETE (or the console); key_rotated: the API key it was made with was rotated',
+      description:
+        'revoked: by DELETE (or the console), or its OAuth grant was revoked; key_rotated: the API key it was made with was rotated',
+    },
+    source: {
+      type: 'string',
+      enum: ['direct', 'oauth'],
+      description:
+        'direct: issued by POST /mcp-market/mcps/{id}/credentials or the console; oauth: held by an app you connected with OAuth (it ends with that grant, and revoking it disconnects the app)',
+    },
+    app: {
+      type: ['object', 'null'],
+      description: 'The OAuth client holding it (source oauth), else null',
+      required: ['clientId', 'name'],
+      properties: {
+        clientId: { type: ['string', 'null'], description: "The client's id (null for an older grant not linked)" },
+        name: { type: ['string', 'null'], description: "The client's name when it was connected" },
+      },
     },
   },
 } as const;

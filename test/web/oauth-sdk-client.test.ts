@@ -3,6 +3,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { Client, UnauthorizedError } from '@modelcontextprotocol/client';
+import { oauthRecordKey } from '../../db/repos/oauth';
 import { useHarness, type Harness } from '../support/stack/harness';
 import {
   approvedServiceEntry,
@@ -167,14 +168,14 @@ describe('OAuth with the MCP SDK v2 client', function () {
     assert.equal(before - (await balanceMicros()), 15_000, 'the call was charged to Alice');
     assert.equal(await marketCharges(), chargesBefore + 1, 'one charge in her transactions');
 
-    // The access token's lifetime passes (its record expires, as if ten minutes went by): the endpoint
+    // The access token's lifetime passes (its record, kept under the hash of its value, expires, as if ten minutes went by): the endpoint
     // answers 401 and the SDK refreshes (rotating the refresh token) and retries, unseen by the caller.
     const expiredToken = issued.access_token;
     await h.db
       .updateTable('oauth_records')
       .set({ expires_at: new Date(Date.now() - 1_000) })
       .where('model', '=', 'AccessToken')
-      .where('id', '=', expiredToken)
+      .where('id', '=', oauthRecordKey(expiredToken))
       .execute();
     const seen = recorder.requests.length;
     await billedCall(client);

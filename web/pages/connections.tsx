@@ -1,5 +1,5 @@
 import { CsrfField } from '../components/csrf';
-import { utc } from '../format';
+import { deviceOf, utc } from '../format';
 import { Layout } from '../layout';
 import { ConsoleNav } from './console-home';
 
@@ -10,17 +10,25 @@ export interface ConnectionRow {
   entryId: string;
   listing: string;
   approvedAt: Date;
+  device: { name: string | null; userAgent: string | null };
+  lastUsedAt: Date | null;
 }
 
-/** The OAuth grants of the account ("connected apps"): which client may call which listing, each revocable. */
+/** How a connection's device reads: the name given on the consent page, else its browser and system. */
+const deviceName = (row: ConnectionRow) => row.device.name ?? deviceOf(row.device.userAgent) ?? 'Unknown device';
+
+/**
+ * The OAuth grants of the account ("connected apps"): which client may call which listing from which
+ * device, when it was last used, each revocable on its own.
+ */
 export function ConnectionsPage(props: { email: string; csrfToken: string; rows: ConnectionRow[] }) {
   return (
     <Layout title="Connected apps" section="console" signedInAs={props.email}>
       <h1>Connected apps</h1>
       <ConsoleNav current="connections" />
       <p class="lead">
-        MCP clients you allowed to call market tools for you. Revoking one ends its access at once (its tokens stop
-        working).
+        MCP clients you allowed to call market tools for you, one row per device you signed in on. Revoking one ends its
+        access at once (its tokens and its credential stop working); the app's other devices keep theirs.
       </p>
       {props.rows.length === 0 ? (
         <p id="no-connections">No app is connected.</p>
@@ -30,8 +38,10 @@ export function ConnectionsPage(props: { email: string; csrfToken: string; rows:
           <thead>
             <tr>
               <th scope="col">App</th>
+              <th scope="col">Device</th>
               <th scope="col">Listing</th>
               <th scope="col">Allowed</th>
+              <th scope="col">Last used</th>
               <th scope="col">
                 <span class="visually-hidden">Revoke</span>
               </th>
@@ -44,14 +54,24 @@ export function ConnectionsPage(props: { email: string; csrfToken: string; rows:
                   {row.clientName}
                   <span class="meta"> ({row.clientId})</span>
                 </th>
+                <td class="device">
+                  {deviceName(row)}
+                  {row.device.name && row.device.userAgent && (
+                    <span class="meta">{` (${deviceOf(row.device.userAgent)})`}</span>
+                  )}
+                </td>
                 <td>
                   <a href={`/market/tools/${row.entryId}`}>{row.listing}</a>
                 </td>
                 <td>{utc(row.approvedAt)}</td>
+                <td>{row.lastUsedAt ? utc(row.lastUsedAt) : 'Never'}</td>
                 <td>
                   <form method="post" action={`/console/connections/${row.grantId}/revoke`}>
                     <CsrfField token={props.csrfToken} />
-                    <button type="submit" aria-label={`Revoke ${row.clientName} for ${row.listing}`}>
+                    <button
+                      type="submit"
+                      aria-label={`Revoke ${row.clientName} for ${row.listing} on ${deviceName(row)}`}
+                    >
                       Revoke
                     </button>
                   </form>

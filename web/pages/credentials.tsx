@@ -57,7 +57,19 @@ const STATUS_TEXT: Record<CredentialView['status'], string> = {
 
 function credentialName(row: CredentialView): string {
   const entry = row.entryName ?? 'a listing no longer live';
+  if (row.source === 'oauth') return `${row.app?.name ?? 'an app'}'s credential (${entry})`;
   return row.label ? `${row.label} (${entry})` : `${entry}, created ${utc(row.createdAt)}`;
+}
+
+/** Who made it: a label you gave, or the app (OAuth client) that holds it. */
+function madeBy(row: CredentialView) {
+  if (row.source !== 'oauth') return row.label ?? '—';
+  return (
+    <>
+      {`Made by app ${row.app?.name ?? row.app?.clientId ?? 'unknown'}`}
+      <span class="meta"> (Connected apps)</span>
+    </>
+  );
 }
 
 function CredentialList(props: { view: CredentialsView }) {
@@ -70,7 +82,7 @@ function CredentialList(props: { view: CredentialsView }) {
         <thead>
           <tr>
             <th scope="col">Entry</th>
-            <th scope="col">Label</th>
+            <th scope="col">Label or app</th>
             <th scope="col">Created</th>
             <th scope="col">Cap per run</th>
             <th scope="col">Last used</th>
@@ -87,7 +99,7 @@ function CredentialList(props: { view: CredentialsView }) {
                 {row.entryName ? <a href={`/market/tools/${row.entryId}`}>{row.entryName}</a> : row.entryId}
                 <span class="meta">{` id ${row.id}`}</span>
               </th>
-              <td>{row.label ?? '—'}</td>
+              <td class="made-by">{madeBy(row)}</td>
               <td>{utc(row.createdAt)}</td>
               <td class="num">{row.maxTotalUsdPerRun === null ? 'None' : usd(row.maxTotalUsdPerRun)}</td>
               <td>{row.lastUsedAt ? utc(row.lastUsedAt) : 'Never'}</td>
@@ -355,9 +367,10 @@ export function CredentialsPage(props: { view: CredentialsView }) {
           </div>
         )}
         <p>
-          This site keeps no copy of a credential or of the values it carries: only its entry, label, cap and when it
-          was created, last used and revoked. Apps you connected with OAuth are under{' '}
-          <a href="/console/connections">connected apps</a>.
+          This site keeps no copy of a credential you create here or of the values it carries: only its entry, label,
+          cap and when it was created, last used and revoked. The credentials of apps you connected with OAuth are
+          listed too, marked with the app; revoking one disconnects that app (as revoking it under{' '}
+          <a href="/console/connections">connected apps</a> does).
         </p>
         <CredentialList view={view} />
       </section>

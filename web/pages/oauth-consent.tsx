@@ -136,7 +136,7 @@ export function OAuthConsentPage(props: { view: ConsentView }) {
       {v.existing && (
         <div class="notice" role="status" id="existing-grant">
           <p>
-            {`You already connected ${v.clientName} to this listing (${v.existing.createdAt}). Allowing again replaces that connection: its tokens stop working, and the values below (secrets left out) start from it.`}
+            {`You already connected ${v.clientName} to this listing (${v.existing.createdAt}). Allowing connects this device as well: the other connection keeps working (revoke it under Connected apps), and the values below (secrets left out) start from it.`}
           </p>
         </div>
       )}
@@ -191,6 +191,20 @@ export function OAuthConsentPage(props: { view: ConsentView }) {
             maxlength={20}
             value={v.prefill.cap || undefined}
           />
+        </p>
+        <p>
+          <label for="device">Name this device (optional)</label>
+          <input
+            id="device"
+            name="device"
+            type="text"
+            autocomplete="off"
+            maxlength={100}
+            aria-describedby="device-help"
+          />
+          <span id="device-help" class="meta">
+            Shown under Connected apps, where each device you connect is listed and revoked on its own.
+          </span>
         </p>
         <p>
           <button type="submit" name="decision" value="allow">

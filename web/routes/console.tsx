@@ -306,6 +306,8 @@ export function consoleRoutes(deps: WebDeps): Router {
           entryId: g.entryId,
           listing: names.get(g.entryId) ?? g.entryId,
           approvedAt: g.createdAt,
+          device: g.device,
+          lastUsedAt: g.lastUsedAt,
         }))}
       />,
       { private: true },
@@ -320,7 +322,10 @@ export function consoleRoutes(deps: WebDeps): Router {
     requireFormToken(form.get('csrf'), session.csrfToken);
     const grantId = String(ctx.params.grantId);
     // Another account's grant is exactly as absent as one that never existed.
-    if (!/^[A-Za-z0-9_-]{1,128}$/.test(grantId) || !(await revokeMarketGrant(deps.db, session.user.userId, grantId)))
+    if (
+      !/^[A-Za-z0-9_-]{1,128}$/.test(grantId) ||
+      !(await revokeMarketGrant(deps.db, deps.config.masterKey, session.user.userId, grantId))
+    )
       throw pageNotFound('You have no connected app with this id.');
     seeOther(ctx, '/console/connections');
   });
@@ -487,7 +492,7 @@ export function consoleRoutes(deps: WebDeps): Router {
     const id = String(ctx.params.credentialId);
     if (!UUID.test(id)) throw pageNotFound('You have no credential with this id.');
     try {
-      await revokeEntryCredential(deps.db, session.user.userId, id.toLowerCase());
+      await revokeEntryCredential(deps, session.user.userId, id.toLowerCase());
     } catch (err) {
       // Another account's credential is exactly as absent as one that never existed.
       if ((err as { status?: unknown }).status === 404) throw pageNotFound('You have no credential with this id.');

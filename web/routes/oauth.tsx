@@ -124,7 +124,12 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
       resource = oauth.resource(ctx, entry.entryId);
     }
     const clientId = String(params.client_id);
-    const client = await provider.Client.find(clientId);
+    const client = await provider.Client.find(clientId).catch((err: { status?: number }) => {
+      // OAUTH_RATE_LIMIT_PER_CLIENT_PER_MINUTE: the client's lookups are limited here too.
+      if (err?.status === 429)
+        throw new PageError(429, 'Too many requests', 'This app made too many requests. Try again in a minute.');
+      throw err;
+    });
     if (!client) throw expired();
     return {
       interaction,
@@ -166,7 +171,7 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
     );
   }
 
-  /** The existing grant this authorization would replace, and the values (no secrets) to pre-fill from it. */
+  /** The newest grant of this client for this listing (another device's), and the values (no secrets) to pre-fill from it. */
   async function existingGrant(session: WebSession, r: Resolved & { entry: MarketCallEntry }) {
     const grant = await findLiveMarketGrantFor(deps.db, {
       userId: session.user.userId,
@@ -261,6 +266,10 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
           return consentPage(ctx, session, resolved, 'The spending cap must be a positive amount in USD.', 400);
       }
       next = await oauth.approve(ctx, resolved.interaction, {
+        device: {
+          name: (form.get('device') ?? '').trim().slice(0, 100) || null,
+          userAgent: ctx.get('user-agent') || null,
+        },
         userId: session.user.userId,
         apiKeyId: session.apiKeyId,
         clientName: resolved.clientName,

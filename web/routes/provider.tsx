@@ -12,7 +12,7 @@ import { microsToUsd } from '../../lib/money';
 import { requireFormToken, requireSameOrigin } from '../csrf';
 import type { WebDeps } from '../deps';
 import { readForm } from '../forms';
-import { currentOperator, isAdminToken, OPERATOR_COOKIE, startOperatorSession } from '../operator';
+import { currentOperator, endOperatorSignIn, isAdminToken, startOperatorSession } from '../operator';
 import { PageError, pageNotFound, sendPage } from '../page';
 import { ProviderPage } from '../pages/provider';
 import { OperatorSignInPage, QUEUE_STATUSES, ReviewQueuePage, type QueueStatus } from '../pages/review';
@@ -107,7 +107,7 @@ export function providerRoutes(deps: WebDeps): Router {
   }
 
   router.get('/review/sign-in', async (ctx) => {
-    if (currentOperator(ctx, deps.config)) return seeOther(ctx, '/console/review');
+    if (await currentOperator(ctx, deps)) return seeOther(ctx, '/console/review');
     await operatorSignIn(ctx, null);
   });
 
@@ -118,16 +118,17 @@ export function providerRoutes(deps: WebDeps): Router {
     if (!isAdminToken(deps.config, form.get('admin_token') ?? ''))
       return operatorSignIn(ctx, 'That is not the admin token. Check it and try again.', 401);
     clearCookie(ctx, SIGN_IN_COOKIE);
-    startOperatorSession(ctx, deps.config);
+    await startOperatorSession(ctx, deps);
     seeOther(ctx, '/console/review');
   });
 
   router.post('/review/sign-out', async (ctx) => {
     requireSameOrigin(ctx, deps.config);
     const form = await readForm(ctx);
-    const operator = currentOperator(ctx, deps.config);
+    const operator = await currentOperator(ctx, deps);
     if (operator) requireFormToken(form.get('csrf'), operator.csrfToken);
-    clearCookie(ctx, OPERATOR_COOKIE);
+    // Ended on the server: a copy of the cookie is refused from now on.
+    await endOperatorSignIn(ctx, deps);
     seeOther(ctx, '/console/review/sign-in');
   });
 
@@ -145,7 +146,7 @@ export function providerRoutes(deps: WebDeps): Router {
   }
 
   router.get('/review', async (ctx) => {
-    const operator = currentOperator(ctx, deps.config);
+    const operator = await currentOperator(ctx, deps);
     if (!operator) return ctx.redirect('/console/review/sign-in');
     const status: QueueStatus = (QUEUE_STATUSES as readonly string[]).includes(String(ctx.query.status))
       ? (ctx.query.status as QueueStatus)
@@ -176,7 +177,7 @@ export function providerRoutes(deps: WebDeps): Router {
 
   router.post('/review/:market/:id', async (ctx) => {
     requireSameOrigin(ctx, deps.config);
-    const operator = currentOperator(ctx, deps.config);
+    const operator = await currentOperator(ctx, deps);
     if (!operator)
       throw new PageError(401, 'Sign in first', 'Your operator sign-in has ended: sign in to the review queue again.');
     const form = await readForm(ctx);

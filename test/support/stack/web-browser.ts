@@ -248,7 +248,7 @@ export const AXE_CHECKED = [
   'connected apps', // also the page test/web/oauth-sdk-client.test.ts revokes from
   // test/web/oauth-clients.test.ts
   'choose a listing',
-  'consent replacing a grant',
+  'consent beside an earlier grant',
 ] as const;
 export type AxeCheckedState = (typeof AXE_CHECKED)[number];
 const axeChecked = new Set<AxeCheckedState>();
