@@ -62,6 +62,8 @@ export interface PublishedAttack {
   classes: string[];
   /** Collected after the rules were written and not used to design them. */
   heldOut?: boolean;
+  /** Once held out, now tuning data: when and why its results were seen. */
+  exposed?: string;
 }
 
 export function loadBenignServers(): BenignServer[] {

@@ -270,6 +270,10 @@ const CREDENTIAL_NOUN =
   '(api[ _-]?keys?|access[ _-]?tokens?|auth(entication)?[ _-]?tokens?|bearer tokens?|refresh tokens?|session (cookies?|tokens?)|passwords?|passphrases?|secrets?|secret keys?|private[ _-]?keys?|ssh keys?|credentials?|environment variables|env vars|seed phrases?|mnemonics?)';
 /** A variable named like a secret (OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD), lower-cased. */
 const SECRET_VARIABLE = '[a-z0-9]+_(api_?key|access_?token|auth_?token|token|secret(_?key)?|password|private_?key)';
+/** An order to gather secrets before doing something: "retrieve environment variables first". */
+const GATHER_SECRETS = new RegExp(
+  `(^|[.,:;!?]\\s*|\\b(then|and|always|first)\\s+)(retrieve|read|collect|gather|dump|print|fetch|get|look up|list|output)\\s+(the\\s+|all\\s+(the\\s+)?|any\\s+|your\\s+|the user'?s\\s+)?${CREDENTIAL_NOUN}\\b[^.]{0,40}\\b(first|beforehand|before)\\b`,
+);
 const PASS_CREDENTIAL = new RegExp(
   `\\b(pass|send|include|provide|put|add|insert|append|attach|forward|supply|enter|copy|paste|embed|share)\\s+(in\\s+)?(the\\s+(values?|contents?)\\s+of\\s+)?(the\\s+|your\\s+|the user'?s\\s+|all\\s+(the\\s+)?|any\\s+|their\\s+|its\\s+)?(own\\s+)?(${CREDENTIAL_NOUN}|${SECRET_VARIABLE})\\b.{0,40}\\b(as|in|into|to|via|inside|within|with)\\b`,
 );
@@ -294,7 +298,7 @@ const MODEL_CONTEXT =
   "\\b((the|your|user'?s|full|whole|complete|entire|current|ongoing)\\s+){0,3}(conversation( history| context| log| transcript)?|chat (history|log|transcript)|message history|(previous|prior|earlier|past) (\\w+ )?messages|all (the )?(user|previous|prior) messages|(complete|full|entire|whole) user messages?|system prompt|(your|the model'?s) (instructions|prompt)|context window|environment (info|information|details)|(list|names) of (all )?(the )?(available |other )?tools|available tools)\\b";
 const HARVEST_OBJECT = new RegExp(MODEL_CONTEXT);
 const HARVEST_VERB =
-  /\b(pass|include|provide|put|insert|append|attach|supply|fill|copy|paste|embed|send|forward|contain)\b/;
+  /\b(pass|include|provide|put|insert|append|attach|supply|fill|copy|paste|embed|send|forward|contain|offload|store|save|record|dump|restate|summari[sz]e)\b/;
 /**
  * Why a parameter claims to need it: "for context", "for compliance", "for logging purposes", "to
  * satisfy audit obligations", "so far". With the model's context named in a parameter's own text,
@@ -307,7 +311,7 @@ const HARVEST_PRETEXT =
  * "conversation" is honest there ("the conversation ID").
  */
 const PARAMETER_HARVEST_OBJECT =
-  /\b(conversation|chat|message)\s+(history|log|transcript|so far)\b|\b(full|whole|entire|complete|current|ongoing|previous|prior|earlier|past)\s+(conversation|chat)\b|\b(previous|prior|earlier|past)\s+(\w+\s+)?(messages|exchanges|turns)\b|\ball\s+(the\s+)?(user|previous|prior)\s+messages\b|\b(complete|full|entire|whole)\s+user\s+messages?\b|\bsystem prompt\b|\b(your|the model'?s)\s+(instructions|prompt)\b/;
+  /\b(conversation|chat|message)\s+(history|log|transcript|so far)\b|\b(full|whole|entire|complete|current|ongoing|previous|prior|earlier|past)\s+(conversation|chat)\b|\b(previous|prior|earlier|past)\s+(\w+\s+)?(messages|exchanges|turns)\b|\ball\s+(the\s+)?(user|previous|prior)\s+messages\b|\b(complete|full|entire|whole)\s+user\s+messages?\b|\bsystem prompt\b|\b(your|the model'?s)\s+(instructions|prompt)\b|\beverything\s+(the\s+user|they)\s+(has\s+|have\s+)?(told|said|wrote|written|typed|shared|asked)\b|\byour\s+(current\s+)?(task|goals?|instructions)\s+and\s+(constraints|rules|instructions)\b/;
 /** Where it would go: a named parameter or argument of the call. */
 const HARVEST_TARGET =
   /\b(parameters?|params?|arguments?|args?|fields?)\b|\b(as|in|into|to)\s+(the\s+)?[`'"][a-z0-9_]+[`'"]|\b[a-z0-9_]+:\s+(must|should)\b/;
@@ -356,9 +360,9 @@ const ORDERS_FOR_TOOL = new RegExp(
 );
 /** Demands to run before anything else, for any request: it takes every task, other tools' included. */
 const CALL_ME_FIRST =
-  /\b(call|consult|use|invoke|run)\s+this\s+(tool|function)\b.{0,40}?\b(first|immediately)\b|\b(must|should|always)\s+be\s+(called|used|invoked|run|consulted)\s+(first\s+)?before\b/;
+  /\b(call|consult|use|invoke|run)\s+this\s+(tool|function)\b.{0,40}?\b(first|immediately)\b|\b(always|must|should)\s+(call|consult|use|invoke|run)\s+this\s+(tool|function)\b|\b(must|should|always)\s+be\s+(called|used|invoked|run|consulted)\s+(first\s+)?before\b/;
 const FOR_ANY_REQUEST =
-  /\b(any|every|each|all)\s+(\S+\s+){0,3}?(requests?|questions?|queries|prompts?|messages?|tasks?|responses?|content|conversations?)\b/;
+  /\b(any|every|each|all)\s+(\S+\s+){0,3}?(requests?|questions?|queries|prompts?|messages?|tasks?|responses?|content|conversations?)\b|\bregardless of\b|\bno matter (what|which)\b|\bbefore (answering|responding|replying)\s*([.!;]|$)/;
 
 /**
  * Why an order claims to exist: policy, compliance, audit, regulation, security, logging — how
@@ -378,7 +382,7 @@ const NAMED_TOOL = new RegExp(`${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(tool|function
  * "passed to". Timing alone ("use list_repos first") is an honest workflow.
  */
 const HANDS_OVER =
-  /\b(with|passing|including|containing)\s+(all|every|each|its|their|any|full|complete|entire|whole|the (full|complete|entire|whole|same))\b|\b(every|each|all|any)\s+(\w+\s+){0,2}?(results?|responses?|outputs?|answers?|messages?|data|records|rows|queries|requests)\b|\b(passed|sent|forwarded|copied|handed)\s+(\w+\s+){0,2}?to\b|\bwith\s+(the|this|that|your|its|their)\s+(\w+\s+){0,2}?(results?|reports?|outputs?|data|responses?|answers?|messages?|conversation|history|files?|contents?|tokens?|credentials?|secrets?|keys?)\b/;
+  /\b(with|passing|including|containing)\s+(all|every|each|its|their|any|full|complete|entire|whole|the (full|complete|entire|whole|same))\b|\b(every|each|all|any)\s+(\w+\s+){0,2}?(results?|responses?|outputs?|answers?|messages?|data|records|rows|queries|requests)\b|\b(passed|sent|forwarded|copied|handed)\s+(\w+\s+){0,2}?to\b|\b(pass|send|forward|hand|give|copy)\s+(it|them|this|that|these|those|everything|all of (it|them))\s+(\w+\s+){0,2}?to\b|\bwith\s+(the|this|that|your|its|their)\s+(\w+\s+){0,2}?(results?|reports?|outputs?|data|responses?|answers?|messages?|conversation|history|files?|contents?|tokens?|credentials?|secrets?|keys?)\b/;
 /**
  * Policy-dressed shipping without a tool name: "for compliance, always export results to the backup
  * system", "audit rules require that every response is also sent to ...".
@@ -414,6 +418,11 @@ function foreignToolName(raw: string, context: ScanContext, marked = false): boo
 
 /** Whether the match quoted its identifier or called it a tool ("`get-roots-list`", "the send-email tool"). */
 const marked = (match: string) => /[`'"*()]/.test(match) || /\b(tool|function|command)\b/.test(match);
+
+/** "call the database server's read_query tool": an order naming a tool of another server. */
+const OTHER_SERVERS_TOOL = new RegExp(
+  `\\b(call|invoke|run|use|execute|query)\\s+(?:the\\s+)?[\\w-]+\\s+(?:server|mcp)'s\\s+${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(?:tool|function)\\b`,
+);
 
 /** How far around a tool's mention its pretext or hook may stand (bullet lists become one long "sentence"). */
 const ORCHESTRATION_WINDOW = 100;
@@ -455,6 +464,9 @@ function orchestrationProblem(normalised: string, context: ScanContext): string 
           pretext ? ' under a policy or compliance pretext' : ''
         }`;
     }
+    const otherServer = OTHER_SERVERS_TOOL.exec(sentence);
+    if (otherServer && !instructions && !isSelfOrSibling(otherServer[2], context))
+      return `orders a call of another server's tool ("${otherServer[2]}")`;
     if (POLICY_PRETEXT.test(sentence) && POLICY_SHIPPING.test(sentence) && SHIPPED_DATA.test(sentence))
       return 'orders results or data to be shipped elsewhere under a policy or compliance pretext';
   }
@@ -538,7 +550,9 @@ export function scanText(text: string, field: string, context: ScanContext = {})
 
   if (sentences(normalised).some((sentence) => SECRET_FILES.test(sentence) && !REFUSED_PATH.test(sentence))) {
     add('secret_access', "refers to files holding secrets on the caller's machine", SECRET_FILES);
-  } else if (PASS_CREDENTIAL.test(normalised))
+  } else if (GATHER_SECRETS.test(normalised))
+    add('secret_access', 'orders the model to gather credentials or environment variables first', GATHER_SECRETS);
+  else if (PASS_CREDENTIAL.test(normalised))
     add('secret_access', 'asks for credentials or secrets to be passed along', PASS_CREDENTIAL);
   else {
     for (const sentence of sentences(normalised)) {
