@@ -45,7 +45,7 @@ describe('tool-poisoning gate on real servers and published attacks', function (
   // nobody tuned for. Each has its own threshold.
   it('makes at least 95% of the tuning set invalid', function () {
     const { tuning, misses } = evaluatePoisoningGate();
-    assert.ok(tuning.attacks >= 45, `${tuning.attacks} tuning attacks`);
+    assert.ok(tuning.attacks >= 80, `${tuning.attacks} tuning attacks`);
     assert.ok(
       tuning.recall >= 0.95,
       `tuning recall ${tuning.recall} (${tuning.caught}/${tuning.attacks}); missed ${misses
@@ -57,7 +57,7 @@ describe('tool-poisoning gate on real servers and published attacks', function (
 
   it('makes at least 90% of the held-out attacks invalid', function () {
     const { heldOut, tuning, attacks, misses } = evaluatePoisoningGate();
-    assert.ok(heldOut.attacks >= 30, `${heldOut.attacks} held-out attacks`);
+    assert.ok(heldOut.attacks >= 20, `${heldOut.attacks} held-out attacks`);
     assert.equal(heldOut.attacks + tuning.attacks, attacks, 'every attack is in exactly one set');
     assert.ok(
       heldOut.recall >= 0.9,
