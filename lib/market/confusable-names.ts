@@ -35,8 +35,7 @@ export function confusableNameProblem(name: string, otherNames: readonly string[
   const own = skeleton(name);
   // Of two look-alikes, the plain ASCII one is the original: the finding names the disguise.
   const other = otherNames.find(
-    (candidate) =>
-      candidate !== name && skeleton(candidate) === own && !(isAsciiName(name) && !isAsciiName(candidate)),
+    (candidate) => candidate !== name && skeleton(candidate) === own && !(isAsciiName(name) && !isAsciiName(candidate)),
   );
   if (other) return `looks like the name of another tool of this source ("${other}") but is written differently`;
   const known = KNOWN_BY_SKELETON.get(own);

@@ -94,7 +94,11 @@ export async function reviewSourceWithLlm(client: OpenAI, model: string, discove
       ],
       response_format: {
         type: 'json_schema',
-        json_schema: { name: 'listing_review', schema: ANSWER_SCHEMA as unknown as Record<string, unknown>, strict: true },
+        json_schema: {
+          name: 'listing_review',
+          schema: ANSWER_SCHEMA as unknown as Record<string, unknown>,
+          strict: true,
+        },
       },
     });
     const choice = completion.choices[0];

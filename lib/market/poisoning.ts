@@ -94,12 +94,7 @@ import { confusableNameProblem } from './confusable-names';
  * slip through.
  */
 export type PoisoningCode =
-  | 'hidden_unicode'
-  | 'model_directive'
-  | 'secret_access'
-  | 'exfiltration'
-  | 'tool_shadowing'
-  | 'confusable_name';
+  'hidden_unicode' | 'model_directive' | 'secret_access' | 'exfiltration' | 'tool_shadowing' | 'confusable_name';
 
 export interface PoisoningFinding {
   code: PoisoningCode;
@@ -150,6 +145,7 @@ const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\p{Bidi_Control}]/gu;
  * a byte order mark at the very start, and the tag sequence of a subdivision flag (🏴 England).
  */
 const LEGITIMATE_INVISIBLES = [
+  // eslint-disable-next-line no-misleading-character-class -- skin tones and the emoji selector after a pictograph, on purpose
   /(?<=\p{Extended_Pictographic}[\u{1F3FB}-\u{1F3FF}\uFE0F]?)\u200D(?=\p{Extended_Pictographic})/gu,
   /(?<=[^\p{Default_Ignorable_Code_Point}\s])[\uFE0E\uFE0F\u{E0100}-\u{E01EF}](?![\uFE00-\uFE0F\u{E0100}-\u{E01EF}])/gu,
   /^\uFEFF/u,
@@ -703,7 +699,11 @@ function schemaNamesOf(schema: unknown, out = new Set<string>(), depth = 0): Set
     for (const item of schema) schemaNamesOf(item, out, depth + 1);
     return out;
   }
-  const { properties, enum: values, const: constant } = schema as { properties?: unknown; enum?: unknown; const?: unknown };
+  const {
+    properties,
+    enum: values,
+    const: constant,
+  } = schema as { properties?: unknown; enum?: unknown; const?: unknown };
   if (properties && typeof properties === 'object' && !Array.isArray(properties))
     for (const name of Object.keys(properties)) out.add(name);
   for (const value of [...(Array.isArray(values) ? values : []), constant])

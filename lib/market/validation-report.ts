@@ -127,10 +127,10 @@ function scoreTool(tool: DiscoveredTool, issues: ValidationIssue[]): number {
 }
 
 /** Every text of the server's prompts and resources a model reads (names, titles, descriptions, argument texts). */
-function promptAndResourceTexts(discovery: Discovery): { field: string; text: string }[] {
-  const texts: { field: string; text: string }[] = [];
-  const add = (field: string, text: unknown) => {
-    if (typeof text === 'string' && text) texts.push({ field, text });
+function promptAndResourceTexts(discovery: Discovery): { field: string; text: string; parameter: boolean }[] {
+  const texts: { field: string; text: string; parameter: boolean }[] = [];
+  const add = (field: string, text: unknown, parameter = false) => {
+    if (typeof text === 'string' && text) texts.push({ field, text, parameter });
   };
   (discovery.prompts ?? []).forEach((prompt, i) => {
     add(`prompts/${i}/name`, prompt.name);
@@ -138,8 +138,9 @@ function promptAndResourceTexts(discovery: Discovery): { field: string; text: st
     add(`prompts/${i}/description`, prompt.description);
     (prompt.arguments ?? []).forEach((argument, j) => {
       add(`prompts/${i}/arguments/${j}/name`, argument.name);
-      add(`prompts/${i}/arguments/${j}/title`, argument.title);
-      add(`prompts/${i}/arguments/${j}/description`, argument.description);
+      // An argument's text is a parameter's: the argument is where what it asks for would go.
+      add(`prompts/${i}/arguments/${j}/title`, argument.title, true);
+      add(`prompts/${i}/arguments/${j}/description`, argument.description, true);
     });
   });
   (discovery.resources ?? []).forEach((resource, i) => {
@@ -178,8 +179,8 @@ export function buildValidationReport(
     }
   }
 
-  for (const { field, text } of promptAndResourceTexts(discovery)) {
-    for (const finding of scanText(text, field, { siblingNames: names })) {
+  for (const { field, text, parameter } of promptAndResourceTexts(discovery)) {
+    for (const finding of scanText(text, field, { siblingNames: names, parameter })) {
       issues.push({
         severity: 'error',
         code: finding.code,

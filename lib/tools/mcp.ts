@@ -198,7 +198,9 @@ export async function listMcpPromptsAndResources(
         ...(prompt.arguments?.length && {
           arguments: prompt.arguments.map((argument) => ({
             name: String(argument.name),
-            ...(text(argument.title) && { title: text(argument.title) }),
+            ...(text((argument as { title?: unknown }).title) && {
+              title: text((argument as { title?: unknown }).title),
+            }),
             ...(text(argument.description) && { description: text(argument.description) }),
             ...(argument.required !== undefined && { required: argument.required === true }),
           })),

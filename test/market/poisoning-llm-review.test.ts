@@ -77,10 +77,11 @@ describe('listing gate: LLM second opinion', function () {
     assert.match(user, /restate in the memo field/);
     assert.match(user, /"memo"/);
     assert.equal(request.body.response_format?.type, 'json_schema');
-    assert.deepEqual(
-      (request.body.response_format?.json_schema?.schema as any).properties.verdict.enum,
-      ['benign', 'suspicious', 'malicious'],
-    );
+    assert.deepEqual((request.body.response_format?.json_schema?.schema as any).properties.verdict.enum, [
+      'benign',
+      'suspicious',
+      'malicious',
+    ]);
   });
 
   it('makes the source invalid on a malicious verdict and stores verdict and reason in the report', async function () {
