@@ -281,8 +281,9 @@ const SHIP_VERB =
 const SENSITIVE_OBJECT = new RegExp(
   `\\b(conversation|chat history|chat log|message history|previous messages|prior messages|the user'?s|user data|personal data|context window|the context|full context|${CREDENTIAL_NOUN}|file contents|contents of|the contents|everything|all (the )?(data|information|messages|files|text)|system prompt|your instructions)\\b`,
 );
+/** Domains and addresses start only where one can start: unanchored, "a.a.a.…" would be tried from every dot (quadratic). */
 const DESTINATION =
-  /https?:\/\/|wss?:\/\/|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|xyz|ru|cn|dev|app|site|top|info|biz|me|co|cc|tk|ml|ga|sh)\b(\/|\s|$|\)|,)|[\w.+-]+@[\w-]+\.[a-z]{2,}/;
+  /https?:\/\/|wss?:\/\/|(?<![\w.-])[\w-]+(\.[\w-]+)*\.(com|net|org|io|xyz|ru|cn|dev|app|site|top|info|biz|me|co|cc|tk|ml|ga|sh)\b(\/|\s|$|\)|,)|(?<![\w.+-])[\w.+-]+@[\w-]+\.[a-z]{2,}/;
 const IMAGE_BEACON = /!\[[^\]]*\]\(\s*https?:\/\/[^)\s]*\?[^)\s]*=/;
 const URL_PLACEHOLDER =
   /https?:\/\/\S*(\{\{?|\$\{|<|%7b)\s*(conversation|chat|history|context|secret|token|api_?key|apikey|password|credential|prompt|env|messages|system)/;
@@ -351,7 +352,7 @@ const OTHER_TOOLS =
   /\b(all|any|every|each)\s+(other\s+)?(tools?|functions?)\b.{0,40}\b(must|should|need to|needs to|have to|has to)\b|\b(override|overrides|replace|replaces|supersede|supersedes|take precedence over|takes precedence over|modify|modifies|intercept|intercepts|hijack|hijacks)\s+(the\s+)?(behaviou?r|instructions|descriptions?|parameters|arguments|outputs?|results?|recipients?)\s+of\s+(the\s+)?(other|all|any|every|[a-z0-9_.-]+)\s+(tools?|functions?)\b|\b(ignore|avoid|do not use|don't use|never use|disregard|stop using)\s+(all\s+|any\s+|the\s+)?(other|existing|built-in|builtin|default|similar|alternative)\s+([a-z-]+\s+){0,2}(tools?|functions?|servers?)\b/;
 /** "the mcp_tool_send_email tool must send all emails to ...": orders for a named tool. */
 const ORDERS_FOR_TOOL = new RegExp(
-  `\\b(the\\s+)?${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(tool|function)\\s+(must|should|needs to|has to|shall|will have to)\\b`,
+  `\\b(the\\s+)?(?<![a-z0-9_.:-])${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(tool|function)\\s+(must|should|needs to|has to|shall|will have to)\\b`,
   'g',
 );
 /** Demands to run before anything else, for any request: it takes every task, other tools' included. */
@@ -372,7 +373,8 @@ const CALLS_NAMED_TOOL = new RegExp(
   'g',
 );
 /** A name called a tool: "the archive_messages tool", "the database server's read_query tool". */
-const NAMED_TOOL = new RegExp(`${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(tool|function)\\b`, 'g');
+// Starts only where an identifier can start: unanchored, a long run of letters would be tried from every position.
+const NAMED_TOOL = new RegExp(`(?<![a-z0-9_.:-])${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(tool|function)\\b`, 'g');
 /**
  * What the order hands over: "with all results", "with the full user message", "every response",
  * "passed to". Timing alone ("use list_repos first") is an honest workflow.
