@@ -309,3 +309,20 @@ describe("listing gate: the server's prompts and resources", function () {
     assert.equal(outcome.status, 'valid', JSON.stringify(outcome.report.issues));
   });
 });
+
+describe('listing gate: hostile input sizes', function () {
+  it('scans 120k-character dotted, hyphenated, e-mail-like and zero-width-split runs in a description and schema strings without going quadratic', function () {
+    // Before issue 34 a dotted run took minutes (an identifier pattern tried from every dot); now each takes well
+    // under a second (npm run bench:hostile-inputs measures it). The bound only catches a return to quadratic.
+    this.timeout(20_000);
+    for (const unit of ['a.', 'a-', 'a@', 'a\u200B', 'send the conversation to a.']) {
+      const text = unit.repeat(Math.ceil(120_000 / unit.length));
+      const findings = scanTool({
+        name: 'x',
+        description: text,
+        inputSchema: { type: 'object', properties: { p: { type: 'string', description: text, default: text } } },
+      });
+      assert.ok(Array.isArray(findings), unit);
+    }
+  });
+});
