@@ -7,7 +7,8 @@
  *   2. The agent's sensitive-data placeholders (resolvePlaceholders) over unclosed placeholders with long runs of
  *      spaces, as a model might write them (the case that once took seconds).
  *   3. The market's tool-poisoning scan (scanTool, scanInstructions) over 120k characters of repeated trigger words,
- *      which a provider or an upstream controls.
+ *      dotted, hyphenated and zero-width-split runs, in a description and in schema strings, which a provider or an
+ *      upstream controls.
  *
  * The tests check what these functions return for the same inputs; the time they take is measured here. Each row
  * is marked when it is above BOUND_SECONDS (1 s of CPU), the margin these inputs were built against.
@@ -64,10 +65,18 @@ function placeholders(): Row[] {
 }
 
 function poisoningScan(): Row[] {
-  return ['full whole complete ', 'the ', 'do not instead of using ', 'read the '].map((unit) => {
+  // The last ones were quadratic (minutes) before issue 34: an identifier or domain pattern tried from every dot,
+  // and a run of zero-width characters before the identifier patterns were anchored.
+  const units = ['full whole complete ', 'the ', 'do not instead of using ', 'read the ', 'a.', 'a\u200B', 'a-', 'a@'];
+  return units.map((unit) => {
     const text = unit.repeat(Math.ceil(120_000 / unit.length));
     const seconds = cpuSeconds(() => {
-      scanTool({ name: 'x', description: text });
+      // Every schema string is scanned too (default, examples, enum, nested descriptions).
+      scanTool({
+        name: 'x',
+        description: text,
+        inputSchema: { type: 'object', properties: { p: { type: 'string', description: text, default: text } } },
+      });
       scanInstructions(text, 'source/description');
     });
     return {

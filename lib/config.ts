@@ -198,6 +198,12 @@ export interface MarketConfig {
   mcpSessionsPerConsumer: number;
   /** MARKET_MCP_SESSION_IDLE_MINUTES, default 30: a 2025-revision session unused this long is ended. */
   mcpSessionIdleMs: number;
+  /**
+   * MARKET_SCAN_LLM_MODEL: the model of the service LLM endpoint (OPENAI_BASE_URL / OPENAI_API_KEY) that
+   * gives the listing gate's second opinion on every validated source (lib/market/llm-review.ts); unset
+   * or `none`: no LLM review (the pattern rules alone). The platform pays its tokens.
+   */
+  scanLlmModel: string | null;
 }
 
 /** The read-only docs-search MCP endpoint (served at /docs-mcp on the API origin). */
@@ -472,6 +478,9 @@ function marketConfig(env: Env, dataDir: string): MarketConfig {
     mcpMaxSessions: integer(env, 'MARKET_MCP_MAX_SESSIONS', 1_000, 1, 1_000_000),
     mcpSessionsPerConsumer: integer(env, 'MARKET_MCP_SESSIONS_PER_CONSUMER', 20, 1, 10_000),
     mcpSessionIdleMs: integer(env, 'MARKET_MCP_SESSION_IDLE_MINUTES', 30, 1, 24 * 60) * 60_000,
+    scanLlmModel: ((model) => (model && model.toLowerCase() !== 'none' ? model : null))(
+      optional(env, 'MARKET_SCAN_LLM_MODEL'),
+    ),
   };
 }
 

@@ -37,6 +37,15 @@ export interface BenignServer {
   }[];
 }
 
+/** A tool as a server lists it: outputSchema and title travel in the listing. */
+export interface AttackTool {
+  name: string;
+  title?: string;
+  description: string;
+  inputSchema?: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+}
+
 export interface PublishedAttack {
   id: string;
   source: string;
@@ -45,12 +54,16 @@ export interface PublishedAttack {
   /** How the example was adapted, when it was. */
   adapted?: string;
   target: 'tool' | 'instructions';
-  tool: { name: string; description: string; inputSchema?: Record<string, unknown> };
+  tool: AttackTool;
+  /** The listing's other, honest tools (for names that imitate one of them). */
+  otherTools?: AttackTool[];
   instructions?: string;
   /** The rule classes the example belongs to (for reading; the gate only has to make it invalid). */
   classes: string[];
   /** Collected after the rules were written and not used to design them. */
   heldOut?: boolean;
+  /** Once held out, now tuning data: when and why its results were seen. */
+  exposed?: string;
 }
 
 export function loadBenignServers(): BenignServer[] {
@@ -87,13 +100,23 @@ export function attackDiscovery(attack: PublishedAttack): Discovery {
   return {
     title: null,
     description: attack.instructions ?? null,
-    tools: [
-      {
-        name: attack.tool.name,
-        description: attack.tool.description,
-        inputSchema: attack.tool.inputSchema ?? { type: 'object', properties: {} },
-      },
-    ],
+    tools: [attack.tool, ...(attack.otherTools ?? [])].map((tool): DiscoveredTool => {
+      const inputSchema = tool.inputSchema ?? { type: 'object', properties: {} };
+      return {
+        name: tool.name,
+        description: tool.description,
+        inputSchema,
+        ...((tool.outputSchema || tool.title) && {
+          listing: {
+            name: tool.name,
+            description: tool.description,
+            inputSchema,
+            ...(tool.title && { title: tool.title }),
+            ...(tool.outputSchema && { outputSchema: tool.outputSchema }),
+          },
+        }),
+      };
+    }),
     params: [],
   };
 }
@@ -111,8 +134,10 @@ export interface PoisoningEvaluation {
   recall: number;
   /** The tuning set alone: the attacks the rules were written on (not marked heldOut). */
   tuning: { attacks: number; caught: number; recall: number };
-  /** The held-out attacks alone (collected after the rules were written). */
+  /** The held-out attacks alone (committed before the rules they measure, never tuned against). */
   heldOut: { attacks: number; caught: number; recall: number };
+  /** Per class named in the attacks' `classes`: how many of each set were caught. */
+  byClass: Record<string, { tuning: [number, number]; heldOut: [number, number] }>;
 }
 
 export function evaluatePoisoningGate(): PoisoningEvaluation {
@@ -130,7 +155,18 @@ export function evaluatePoisoningGate(): PoisoningEvaluation {
   const heldOutCaught = heldOut - misses.filter((miss) => miss.heldOut).length;
   const tuning = attacks.length - heldOut;
   const tuningCaught = tuning - misses.filter((miss) => !miss.heldOut).length;
+  const missed = new Set(misses.map((miss) => miss.id));
+  const byClass: PoisoningEvaluation['byClass'] = {};
+  for (const attack of attacks) {
+    for (const cls of attack.classes) {
+      const entry = (byClass[cls] ??= { tuning: [0, 0], heldOut: [0, 0] });
+      const set = attack.heldOut ? entry.heldOut : entry.tuning;
+      set[1] += 1;
+      if (!missed.has(attack.id)) set[0] += 1;
+    }
+  }
   return {
+    byClass,
     benign: servers.length,
     attacks: attacks.length,
     falsePositives,
@@ -145,6 +181,19 @@ export function evaluatePoisoningGate(): PoisoningEvaluation {
 
 function main(): number {
   const result = evaluatePoisoningGate();
+  // While rules are being written, POISONING_EVAL_BLIND=1 keeps the held-out results out of sight (no ids,
+  // no counts): looking at them would turn the held-out set into a tuning set.
+  if (process.env.POISONING_EVAL_BLIND === '1') {
+    const tuningMisses = result.misses.filter((miss) => !miss.heldOut);
+    console.log(`benign servers: ${result.benign}, false positives (invalid): ${result.falsePositives.length}`);
+    for (const fp of result.falsePositives) {
+      console.log(`  ${fp.package}@${fp.version}`);
+      for (const e of fp.errors) console.log(`    ${e.code} ${e.tool ?? ''} ${e.field ?? ''}: ${e.message}`);
+    }
+    for (const miss of tuningMisses) console.log(`  missed ${miss.id} (${miss.source})`);
+    console.log(`tuning set: ${result.tuning.caught}/${result.tuning.attacks} caught (held-out results hidden)`);
+    return 0;
+  }
   console.log(`benign servers: ${result.benign}, false positives (invalid): ${result.falsePositives.length}`);
   for (const fp of result.falsePositives) {
     console.log(`  ${fp.package}@${fp.version}`);
@@ -158,8 +207,11 @@ function main(): number {
     `tuning set (the rules were written on it): ${result.tuning.caught}/${result.tuning.attacks} caught, recall ${result.tuning.recall.toFixed(3)}`,
   );
   console.log(
-    `held-out recall (attacks not used to write the rules, alone): ${result.heldOut.caught}/${result.heldOut.attacks} caught, recall ${result.heldOut.recall.toFixed(3)}`,
+    `held-out recall (attacks committed before the rules and never tuned against, alone): ${result.heldOut.caught}/${result.heldOut.attacks} caught, recall ${result.heldOut.recall.toFixed(3)}`,
   );
+  console.log('by class (caught/attacks): tuning, held out');
+  for (const [cls, { tuning, heldOut }] of Object.entries(result.byClass).sort())
+    console.log(`  ${cls.padEnd(22)} ${tuning.join('/').padStart(6)}  ${heldOut.join('/').padStart(6)}`);
   console.log(
     JSON.stringify({
       benign: result.benign,

@@ -12,6 +12,8 @@ import {
 import type { SourceIdentity } from '../../lib/market/fingerprint';
 import { readOpenApiDocument, OpenApiDocumentError } from '../../lib/tools/openapi-reader';
 import { recordValidation, type StoredValidation } from '../../db/repos/market-validations';
+import { createLlmClient, OPENAI_DEFAULT_BASE_URL } from '../../lib/llm/client';
+import { reviewSourceWithLlm, type LlmReview } from '../../lib/market/llm-review';
 import {
   DISCOVERY_PARAMS_AAD,
   type MarketSourceInput,
@@ -38,7 +40,24 @@ function asFailure(err: unknown): unknown {
   return err;
 }
 
+/** How long the listing gate's LLM review may take before it counts as unavailable. */
+const LLM_REVIEW_TIMEOUT_MS = 30_000;
+
+/** The LLM second opinion of the listing gate, when MARKET_SCAN_LLM_MODEL and the service LLM endpoint are set. */
+function sourceReviewer(config: Config): ((discovery: Discovery) => Promise<LlmReview>) | null {
+  const model = config.market.scanLlmModel;
+  const { baseURL, apiKey } = config.openai;
+  if (!model || (!baseURL && !apiKey)) return null;
+  const client = createLlmClient({
+    baseURL: baseURL ?? OPENAI_DEFAULT_BASE_URL,
+    apiKey: apiKey ?? '',
+    timeoutMs: LLM_REVIEW_TIMEOUT_MS,
+  });
+  return (discovery) => reviewSourceWithLlm(client, model, discovery);
+}
+
 export function createMarketActivities({ db, config, discover }: { db: Db; config: Config; discover: Discover }) {
+  const review = sourceReviewer(config);
   const run = async (
     input: MarketSourceInput,
   ): Promise<{ result: DiscoveryResult; params: Record<string, unknown> }> => {
@@ -74,7 +93,10 @@ export function createMarketActivities({ db, config, discover }: { db: Db; confi
     async validateMarketSource(input: ValidateSourceInput): Promise<ValidationView> {
       try {
         const { result, params } = await run(input);
+        // The second opinion reads what the rules read; a source without tools has nothing to judge.
+        const llmReview = review && result.tools.length ? await review(normalisedDiscovery(result)) : null;
         const stored = await recordValidation(db, {
+          llmReview,
           id: input.validationId,
           ownerId: input.ownerId,
           source: identityOf(input.request, result),

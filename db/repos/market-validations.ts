@@ -7,6 +7,7 @@ import {
   type MarketSourceType,
 } from '../../lib/market/discovery';
 import { sourceFingerprint, type SourceIdentity } from '../../lib/market/fingerprint';
+import type { LlmReview } from '../../lib/market/llm-review';
 import type { ValidationRecord } from '../../lib/market/records';
 import {
   buildValidationReport,
@@ -28,6 +29,8 @@ export interface RecordValidationInput {
   discovery: Discovery;
   /** Names of the params the request gave (their values are never stored). */
   givenParamNames?: readonly string[];
+  /** The platform LLM's second opinion, when it is configured (stored in the report). */
+  llmReview?: LlmReview | null;
   ttlMs?: number;
   now?: Date;
 }
@@ -38,7 +41,10 @@ export interface RecordValidationInput {
  */
 export async function recordValidation(db: Db, input: RecordValidationInput): Promise<StoredValidation> {
   const discovery = normalisedDiscovery(input.discovery);
-  const outcome = buildValidationReport(discovery, { givenParamNames: input.givenParamNames });
+  const outcome = buildValidationReport(discovery, {
+    givenParamNames: input.givenParamNames,
+    llmReview: input.llmReview,
+  });
   const now = input.now ?? new Date();
   const row = {
     id: input.id ?? randomUUID(),

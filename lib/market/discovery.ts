@@ -38,11 +38,31 @@ export interface DiscoveryParam {
   description?: string | null;
 }
 
+/** A prompt a remote MCP server lists (prompts/list): its text is read by the model like a tool's. */
+export interface DiscoveredPrompt {
+  name: string;
+  title?: string;
+  description?: string;
+  arguments?: { name: string; title?: string; description?: string; required?: boolean }[];
+}
+
+/** A resource a remote MCP server lists (resources/list): its name, title and description reach the model. */
+export interface DiscoveredResource {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+}
+
 export interface Discovery {
   title: string | null;
   description: string | null;
   tools: DiscoveredTool[];
   params: DiscoveryParam[];
+  /** Remote MCP: the server's prompts and resources, when it offers them (scanned like tools; not fingerprinted). */
+  prompts?: DiscoveredPrompt[];
+  resources?: DiscoveredResource[];
   /**
    * True when the source refused discovery for lack of credentials (401/403 from the MCP server,
    * or an OpenAPI document whose security requires values the request did not give).
@@ -101,6 +121,8 @@ export function normalisedDiscovery(raw: Discovery): Discovery {
       secret: param.secret ?? false,
       description: param.description ?? null,
     })),
+    ...(raw.prompts?.length ? { prompts: raw.prompts } : {}),
+    ...(raw.resources?.length ? { resources: raw.resources } : {}),
     ...(raw.authRequired ? { authRequired: true } : {}),
     ...(raw.source ? { source: raw.source } : {}),
   };

@@ -1,9 +1,13 @@
+import { confusableNameProblem } from './confusable-names';
+
 /**
- * Tool-poisoning scan of the text a model reads about a source: each tool's name, description,
- * annotation title and input schema (the titles and descriptions inside it; property names, read
- * as words; hidden characters in every string of it), and the source's own title and description
- * (for an MCP server its instructions; for OpenAPI info.description), plus what a provider writes
- * about its tools when it lists them (display names and descriptions).
+ * Tool-poisoning scan of everything a model reads about a source: each tool's name (also compared by
+ * Unicode TR39 skeleton with the source's other tools and well-known tool names: confusable-names.ts),
+ * title, description, and every string of its input and output schemas under any keyword (title,
+ * description, default, examples, enum, const, pattern, nested properties and items; property names,
+ * read as words), the source's own title and description (for an MCP server its instructions; for
+ * OpenAPI info.description), the server's prompts and resources (validation-report.ts), plus what a
+ * provider writes about its tools when it lists them (display names and descriptions).
  *
  * It looks for text that hides content, reaches for secrets, ships data elsewhere, hides things from
  * the user, overrides the model's instructions or rewires other tools — not for what a tool does:
@@ -11,15 +15,21 @@
  * findings. Market tools run on the provider's servers, so a description that names secret files on
  * the caller's machine, asks for credentials or the conversation as arguments, can only be aimed at
  * the model. Rules are general patterns over normalised text, measured against real servers and
- * published attacks (`npm run eval:poisoning`; test/support/fixtures/poisoning-eval). Each rule:
+ * published attacks (`npm run eval:poisoning`; test/support/fixtures/poisoning-eval). Paraphrases no
+ * pattern sees are for the optional LLM second opinion (llm-review.ts). Each rule:
  *
- * hidden_unicode   Unicode tag characters (U+E0000–U+E007F), bidirectional controls (U+202A–U+202E,
- *                  U+2066–U+2069, U+200E, U+200F, U+061C), runs of two or more zero-width characters
- *                  (U+200B–U+200D, U+2060–U+2064, U+FEFF, U+180E) or one between two ASCII letters or
- *                  digits, runs of variation selectors (two or more of U+FE00–U+FE0F or
- *                  U+E0100–U+E01EF), and control characters other than tab and line breaks (C0, DEL,
- *                  C1: terminal escape sequences recolour, move over or erase text on screen while the
- *                  model still reads it).
+ * hidden_unicode   Invisible characters: Unicode tag characters (U+E0000–U+E007F), bidirectional
+ *                  controls, runs of variation selectors, and any other Default_Ignorable_Code_Point
+ *                  (zero-width space, joiners, word joiner, invisible operators, soft hyphen, Hangul
+ *                  fillers, ...) — alone or in runs, inside words or around an instruction — except a
+ *                  joiner inside an emoji sequence or between letters of a script that needs it
+ *                  (Persian, Indic), one variation selector after a character, a leading byte order
+ *                  mark and a subdivision flag's tags; and control characters other than tab and line
+ *                  breaks (C0, DEL, C1: terminal escape sequences recolour, move over or erase text on
+ *                  screen while the model still reads it).
+ * confusable_name  A tool name whose TR39 skeleton equals another tool's of the source or a
+ *                  well-known tool name's while the names differ (Cyrillic а in read_data, fullwidth
+ *                  letters), or that mixes ASCII letters with look-alikes of another script.
  * model_directive  Instruction overrides ("ignore/disregard/override all previous instructions",
  *                  "you are now", "new instructions:", "reveal your system prompt"), chat-template
  *                  control tokens (<|im_start|>, [INST]), and hiding things from the user ("do not
@@ -58,10 +68,19 @@
  *                  counts as another tool's when it is snake_case or namespaced (send_email,
  *                  github.create_issue), or kebab-case and quoted or called a tool — hyphenated words
  *                  are ordinary English ("when using auto-embed indexes").
+ *                  Orchestration written as policy: an order to call another tool named in the sentence
+ *                  ("calling send_data", "the archive_messages tool") with a policy, compliance, audit
+ *                  or logging pretext, or with data handed over ("with all results", "every response");
+ *                  and, without a tool name, a policy-framed order to export or
+ *                  send results elsewhere ("for compliance, always export results to ...").
  * Property names   A property of the input schema is read by the model as words
  *                  (content_from_reading_ssh_id_rsa, summary_of_environment_details, tools_list): a
  *                  name asking for a secret file is secret_access, one asking for the model's context
  *                  (conversation history, environment details, the tool list) is exfiltration.
+ * Parameter text   A parameter's own text (description, title, default, examples, ...) naming the
+ *                  model's context (conversation history, chat transcript, previous messages, system
+ *                  prompt) with an order or a pretext ("for context", "for compliance", "for audit
+ *                  logging", "so far") is exfiltration: the parameter is where it would go.
  *
  * Server instructions (and a source's title and description) are the server's own word to the
  * model, so the authority-markup rule is not applied to them (scanInstructions); every dangerous
@@ -74,7 +93,8 @@
  * collapsing white space, so "ig\u200Bnore previous instructions" or full-width letters do not
  * slip through.
  */
-export type PoisoningCode = 'hidden_unicode' | 'model_directive' | 'secret_access' | 'exfiltration' | 'tool_shadowing';
+export type PoisoningCode =
+  'hidden_unicode' | 'model_directive' | 'secret_access' | 'exfiltration' | 'tool_shadowing' | 'confusable_name';
 
 export interface PoisoningFinding {
   code: PoisoningCode;
@@ -96,40 +116,76 @@ export interface ScanContext {
    * and description), scanned for the dangerous classes only.
    */
   kind?: 'tool' | 'instructions';
+  /**
+   * The text belongs to a parameter of the input schema (its description, title, default, examples,
+   * enum, ...): the parameter itself is where the model would put what the text asks for.
+   */
+  parameter?: boolean;
+  /** Names the tool's own schemas define: parameter names, enum and const values (not tools). */
+  paramNames?: readonly string[];
 }
 
 // ---------- hidden Unicode ----------
 
 const TAG_CHARACTERS = /[\u{E0000}-\u{E007F}]/u;
-const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/;
-const ZERO_WIDTH = '\\u200B-\\u200D\\u2060-\\u2064\\uFEFF\\u180E';
-const ZERO_WIDTH_RUN = new RegExp(`[${ZERO_WIDTH}]{2,}`);
-const ZERO_WIDTH_INSIDE_WORD = new RegExp(`[A-Za-z0-9][${ZERO_WIDTH}][A-Za-z0-9]`);
+const BIDI_CONTROLS = /\p{Bidi_Control}/u;
 const VARIATION_SELECTOR_RUN = /(?:[\uFE00-\uFE0F]|[\u{E0100}-\u{E01EF}]){2,}/u;
 /** C0 controls but tab, line feed and carriage return; DEL; C1 (ESC starts every terminal escape sequence). */
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
-const INVISIBLE = new RegExp(
-  // eslint-disable-next-line no-misleading-character-class -- it lists variation selectors on purpose: they are among what it removes
-  `[${ZERO_WIDTH}\\u202A-\\u202E\\u2066-\\u2069\\u200E\\u200F\\u061C\\uFE00-\\uFE0F\\u00AD]|[\\u{E0000}-\\u{E007F}\\u{E0100}-\\u{E01EF}]`,
-  'gu',
-);
-/** Terminal escape sequences (CSI, OSC) and other controls: removed before matching, so "ESC[1Gignore ..." still reads "ignore ...". */
-const ESCAPE_SEQUENCES =
-  /\u001B(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001B]*(?:\u0007|\u001B\\)?)?|[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/g;
+/**
+ * What renders as nothing: Unicode's Default_Ignorable_Code_Point (zero-width space and joiners, word
+ * joiner, invisible operators, soft hyphen, Hangul fillers, variation selectors, tag characters, ...)
+ * and the bidirectional controls.
+ */
+const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\p{Bidi_Control}]/gu;
+/**
+ * Invisible characters with a visible job, left out of the finding (they are still removed before
+ * matching): a joiner inside an emoji sequence (👩‍💻), one variation selector after a character
+ * (❤️), a joiner or non-joiner between two letters of a script that needs them (Persian, Indic),
+ * a byte order mark at the very start, and the tag sequence of a subdivision flag (🏴 England).
+ */
+const LEGITIMATE_INVISIBLES = [
+  // eslint-disable-next-line no-misleading-character-class -- skin tones and the emoji selector after a pictograph, on purpose
+  /(?<=\p{Extended_Pictographic}[\u{1F3FB}-\u{1F3FF}\uFE0F]?)\u200D(?=\p{Extended_Pictographic})/gu,
+  /(?<=[^\p{Default_Ignorable_Code_Point}\s])[\uFE0E\uFE0F\u{E0100}-\u{E01EF}](?![\uFE00-\uFE0F\u{E0100}-\u{E01EF}])/gu,
+  /^\uFEFF/u,
+  /(?<=\u{1F3F4})[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{2,6}\u{E007F}/gu,
+];
+const JOINER_BETWEEN_LETTERS = /(?<=([\p{L}\p{M}]))[\u200C\u200D](?=([\p{L}\p{M}]))/gu;
+const NON_LATIN_LETTER = /^(?!\p{Script=Latin})[\p{L}\p{M}]$/u;
+
+function withoutLegitimateInvisibles(text: string): string {
+  return LEGITIMATE_INVISIBLES.reduce((rest, pattern) => rest.replace(pattern, ''), text).replace(
+    JOINER_BETWEEN_LETTERS,
+    (joiner, before: string, after: string) =>
+      NON_LATIN_LETTER.test(before) && NON_LATIN_LETTER.test(after) ? '' : joiner,
+  );
+}
+
+const codePoints = (chars: Iterable<string>) =>
+  [...new Set(chars)]
+    .slice(0, 4)
+    .map((c) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`)
+    .join(', ');
 
 function hiddenUnicodeProblem(text: string): string | null {
-  if (TAG_CHARACTERS.test(text)) return 'contains Unicode tag characters (invisible text a model still reads)';
-  if (BIDI_CONTROLS.test(text))
+  const rest = withoutLegitimateInvisibles(text);
+  if (TAG_CHARACTERS.test(rest)) return 'contains Unicode tag characters (invisible text a model still reads)';
+  if (BIDI_CONTROLS.test(rest))
     return 'contains bidirectional control characters (text shown in a different order than it is read)';
-  if (ZERO_WIDTH_RUN.test(text)) return 'contains a run of zero-width characters (hidden content)';
-  if (ZERO_WIDTH_INSIDE_WORD.test(text))
-    return 'contains a zero-width character inside a word (splits words to evade filters)';
-  if (VARIATION_SELECTOR_RUN.test(text))
+  if (VARIATION_SELECTOR_RUN.test(rest))
     return 'contains a run of variation selectors (a known way to smuggle hidden bytes)';
+  const invisible = rest.match(INVISIBLE);
+  if (invisible)
+    return `contains invisible characters (${codePoints(invisible)}) that hide, wrap or split text a model still reads`;
   if (CONTROL_CHARACTERS.test(text))
     return 'contains control characters (terminal escape sequences hide or overwrite text on screen)';
   return null;
 }
+
+/** Terminal escape sequences (CSI, OSC) and other controls: removed before matching, so "ESC[1Gignore ..." still reads "ignore ...". */
+const ESCAPE_SEQUENCES =
+  /\u001B(?:\[[0-?]*[ -/]*[@-~]|\][^\u0007\u001B]*(?:\u0007|\u001B\\)?)?|[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/g;
 
 /** What pattern rules read: visible characters only, NFKC, lower case, single spaces. */
 export function normaliseForScan(text: string): string {
@@ -210,6 +266,10 @@ const CREDENTIAL_NOUN =
   '(api[ _-]?keys?|access[ _-]?tokens?|auth(entication)?[ _-]?tokens?|bearer tokens?|refresh tokens?|session (cookies?|tokens?)|passwords?|passphrases?|secrets?|secret keys?|private[ _-]?keys?|ssh keys?|credentials?|environment variables|env vars|seed phrases?|mnemonics?)';
 /** A variable named like a secret (OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD), lower-cased. */
 const SECRET_VARIABLE = '[a-z0-9]+_(api_?key|access_?token|auth_?token|token|secret(_?key)?|password|private_?key)';
+/** An order to gather secrets before doing something: "retrieve environment variables first". */
+const GATHER_SECRETS = new RegExp(
+  `(^|[.,:;!?]\\s*|\\b(then|and|always|first)\\s+)(retrieve|read|collect|gather|dump|print|fetch|get|look up|list|output)\\s+(the\\s+|all\\s+(the\\s+)?|any\\s+|your\\s+|the user'?s\\s+)?${CREDENTIAL_NOUN}\\b[^.]{0,40}\\b(first|beforehand|before)\\b`,
+);
 const PASS_CREDENTIAL = new RegExp(
   `\\b(pass|send|include|provide|put|add|insert|append|attach|forward|supply|enter|copy|paste|embed|share)\\s+(in\\s+)?(the\\s+(values?|contents?)\\s+of\\s+)?(the\\s+|your\\s+|the user'?s\\s+|all\\s+(the\\s+)?|any\\s+|their\\s+|its\\s+)?(own\\s+)?(${CREDENTIAL_NOUN}|${SECRET_VARIABLE})\\b.{0,40}\\b(as|in|into|to|via|inside|within|with)\\b`,
 );
@@ -221,8 +281,9 @@ const SHIP_VERB =
 const SENSITIVE_OBJECT = new RegExp(
   `\\b(conversation|chat history|chat log|message history|previous messages|prior messages|the user'?s|user data|personal data|context window|the context|full context|${CREDENTIAL_NOUN}|file contents|contents of|the contents|everything|all (the )?(data|information|messages|files|text)|system prompt|your instructions)\\b`,
 );
+/** Domains and addresses start only where one can start: unanchored, "a.a.a.…" would be tried from every dot (quadratic). */
 const DESTINATION =
-  /https?:\/\/|wss?:\/\/|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|xyz|ru|cn|dev|app|site|top|info|biz|me|co|cc|tk|ml|ga|sh)\b(\/|\s|$|\)|,)|[\w.+-]+@[\w-]+\.[a-z]{2,}/;
+  /https?:\/\/|wss?:\/\/|(?<![\w.-])[\w-]+(\.[\w-]+)*\.(com|net|org|io|xyz|ru|cn|dev|app|site|top|info|biz|me|co|cc|tk|ml|ga|sh)\b(\/|\s|$|\)|,)|(?<![\w.+-])[\w.+-]+@[\w-]+\.[a-z]{2,}/;
 const IMAGE_BEACON = /!\[[^\]]*\]\(\s*https?:\/\/[^)\s]*\?[^)\s]*=/;
 const URL_PLACEHOLDER =
   /https?:\/\/\S*(\{\{?|\$\{|<|%7b)\s*(conversation|chat|history|context|secret|token|api_?key|apikey|password|credential|prompt|env|messages|system)/;
@@ -234,7 +295,20 @@ const MODEL_CONTEXT =
   "\\b((the|your|user'?s|full|whole|complete|entire|current|ongoing)\\s+){0,3}(conversation( history| context| log| transcript)?|chat (history|log|transcript)|message history|(previous|prior|earlier|past) (\\w+ )?messages|all (the )?(user|previous|prior) messages|(complete|full|entire|whole) user messages?|system prompt|(your|the model'?s) (instructions|prompt)|context window|environment (info|information|details)|(list|names) of (all )?(the )?(available |other )?tools|available tools)\\b";
 const HARVEST_OBJECT = new RegExp(MODEL_CONTEXT);
 const HARVEST_VERB =
-  /\b(pass|include|provide|put|insert|append|attach|supply|fill|copy|paste|embed|send|forward|contain)\b/;
+  /\b(pass|include|provide|put|insert|append|attach|supply|fill|copy|paste|embed|send|forward|contain|offload|store|save|record|dump|restate|summari[sz]e)\b/;
+/**
+ * Why a parameter claims to need it: "for context", "for compliance", "for logging purposes", "to
+ * satisfy audit obligations", "so far". With the model's context named in a parameter's own text,
+ * that parameter is where it would go.
+ */
+const HARVEST_PRETEXT =
+  /\bfor\s+(the\s+|better\s+|full\s+|more\s+)?(context|compliance|audit(ing)?|logging|analytics|records?|record[- ]keeping|reference|continuity|quality|security|safety|debugging|monitoring|traceability|personali[sz]ation|training|legal|regulatory)\b|\bto\s+(satisfy|meet|comply|fulfil+)\b|\bso far\b/;
+/**
+ * The model's context as a parameter's text names it: stricter than MODEL_CONTEXT, since a bare
+ * "conversation" is honest there ("the conversation ID").
+ */
+const PARAMETER_HARVEST_OBJECT =
+  /\b(conversation|chat|message)\s+(history|log|transcript|so far)\b|\b(full|whole|entire|complete|current|ongoing|previous|prior|earlier|past)\s+(conversation|chat)\b|\b(previous|prior|earlier|past)\s+(\w+\s+)?(messages|exchanges|turns)\b|\ball\s+(the\s+)?(user|previous|prior)\s+messages\b|\b(complete|full|entire|whole)\s+user\s+messages?\b|\bsystem prompt\b|\b(your|the model'?s)\s+(instructions|prompt)\b|\beverything\s+(the\s+user|they)\s+(has\s+|have\s+)?(told|said|wrote|written|typed|shared|asked)\b|\byour\s+(current\s+)?(task|goals?|instructions)\s+and\s+(constraints|rules|instructions)\b/;
 /** Where it would go: a named parameter or argument of the call. */
 const HARVEST_TARGET =
   /\b(parameters?|params?|arguments?|args?|fields?)\b|\b(as|in|into|to)\s+(the\s+)?[`'"][a-z0-9_]+[`'"]|\b[a-z0-9_]+:\s+(must|should)\b/;
@@ -278,20 +352,53 @@ const OTHER_TOOLS =
   /\b(all|any|every|each)\s+(other\s+)?(tools?|functions?)\b.{0,40}\b(must|should|need to|needs to|have to|has to)\b|\b(override|overrides|replace|replaces|supersede|supersedes|take precedence over|takes precedence over|modify|modifies|intercept|intercepts|hijack|hijacks)\s+(the\s+)?(behaviou?r|instructions|descriptions?|parameters|arguments|outputs?|results?|recipients?)\s+of\s+(the\s+)?(other|all|any|every|[a-z0-9_.-]+)\s+(tools?|functions?)\b|\b(ignore|avoid|do not use|don't use|never use|disregard|stop using)\s+(all\s+|any\s+|the\s+)?(other|existing|built-in|builtin|default|similar|alternative)\s+([a-z-]+\s+){0,2}(tools?|functions?|servers?)\b/;
 /** "the mcp_tool_send_email tool must send all emails to ...": orders for a named tool. */
 const ORDERS_FOR_TOOL = new RegExp(
-  `\\b(the\\s+)?${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(tool|function)\\s+(must|should|needs to|has to|shall|will have to)\\b`,
+  `\\b(the\\s+)?(?<![a-z0-9_.:-])${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(tool|function)\\s+(must|should|needs to|has to|shall|will have to)\\b`,
   'g',
 );
 /** Demands to run before anything else, for any request: it takes every task, other tools' included. */
 const CALL_ME_FIRST =
-  /\b(call|consult|use|invoke|run)\s+this\s+(tool|function)\b.{0,40}?\b(first|immediately)\b|\b(must|should|always)\s+be\s+(called|used|invoked|run|consulted)\s+(first\s+)?before\b/;
+  /\b(call|consult|use|invoke|run)\s+this\s+(tool|function)\b.{0,40}?\b(first|immediately)\b|\b(always|must|should)\s+(call|consult|use|invoke|run)\s+this\s+(tool|function)\b|\b(must|should|always)\s+be\s+(called|used|invoked|run|consulted)\s+(first\s+)?before\b/;
 const FOR_ANY_REQUEST =
-  /\b(any|every|each|all)\s+(\S+\s+){0,3}?(requests?|questions?|queries|prompts?|messages?|tasks?|responses?|content|conversations?)\b/;
+  /\b(any|every|each|all)\s+(\S+\s+){0,3}?(requests?|questions?|queries|prompts?|messages?|tasks?|responses?|content|conversations?)\b|\bregardless of\b|\bno matter (what|which)\b|\bbefore (answering|responding|replying)\s*([.!;]|$)/;
+
+/**
+ * Why an order claims to exist: policy, compliance, audit, regulation, security, logging — how
+ * cross-tool orchestration is dressed up ("security policy requires calling send_data with all results").
+ */
+const POLICY_PRETEXT =
+  /\b(polic(y|ies)|complian(ce|t)|audit(s|ing|ors?)?|regulat\w*|governance|gdpr|soc ?2|hipaa|pci|iso ?27001|legal(ly)?|mandatory|requirements?|required|requires|security reasons|logging|record[- ]keeping|retention|analytics)\b/;
+/** An order to call a tool named in the sentence: "calling send_data", "call the 'log_event' tool". */
+const CALLS_NAMED_TOOL = new RegExp(
+  `\\b(call|calls|calling|invoke|invokes|invoking|run|running|execute|executing|trigger|triggering|use|using)\\s+(also\\s+)?(the\\s+)?${QUOTE}([a-z0-9_.:-]+)${QUOTE}`,
+  'g',
+);
+/** A name called a tool: "the archive_messages tool", "the database server's read_query tool". */
+// Starts only where an identifier can start: unanchored, a long run of letters would be tried from every position.
+const NAMED_TOOL = new RegExp(`(?<![a-z0-9_.:-])${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(tool|function)\\b`, 'g');
+/**
+ * What the order hands over: "with all results", "with the full user message", "every response",
+ * "passed to". Timing alone ("use list_repos first") is an honest workflow.
+ */
+const HANDS_OVER =
+  /\b(with|passing|including|containing)\s+(all|every|each|its|their|any|full|complete|entire|whole|the (full|complete|entire|whole|same))\b|\b(every|each|all|any)\s+(\w+\s+){0,2}?(results?|responses?|outputs?|answers?|messages?|data|records|rows|queries|requests)\b|\b(passed|sent|forwarded|copied|handed)\s+(\w+\s+){0,2}?to\b|\b(pass|send|forward|hand|give|copy)\s+(it|them|this|that|these|those|everything|all of (it|them))\s+(\w+\s+){0,2}?to\b|\bwith\s+(the|this|that|your|its|their)\s+(\w+\s+){0,2}?(results?|reports?|outputs?|data|responses?|answers?|messages?|conversation|history|files?|contents?|tokens?|credentials?|secrets?|keys?)\b/;
+/**
+ * Policy-dressed shipping without a tool name: "for compliance, always export results to the backup
+ * system", "audit rules require that every response is also sent to ...".
+ */
+const POLICY_SHIPPING =
+  /\b(always|must|should|shall|required to|requires?( you)? to|need to|needs to|have to|has to|is to be|are to be)\s+(also\s+)?(be\s+)?(export|exported|send|sent|forward|forwarded|upload|uploaded|copy|copied|sync|synced|mirror|mirrored|back up|backed up|transmit|transmitted|report|reported|archive|archived|pass|passed)\b.{0,60}?\b(to|into|with)\b/;
+const SHIPPED_DATA =
+  /\b(results?|responses?|outputs?|data|records|rows|messages?|conversations?|history|transcripts?|everything|answers?|quer(y|ies)|findings|contents?)\b/;
+
+/** A name without case, `_` and `-`: listFollowedProjects, list_followed_projects and list-followed-projects alike. */
+const loose = (name: string) => name.toLowerCase().replace(/[_-]/g, '');
 
 function isSelfOrSibling(name: string, context: ScanContext): boolean {
   return (
     SELF_WORDS.has(name) ||
     name === context.selfName?.toLowerCase() ||
-    !!context.siblingNames?.some((sibling) => sibling.toLowerCase() === name)
+    !!context.siblingNames?.some((sibling) => sibling.toLowerCase() === name || loose(sibling) === loose(name)) ||
+    !!context.paramNames?.some((param) => param.toLowerCase() === name)
   );
 }
 
@@ -309,6 +416,60 @@ function foreignToolName(raw: string, context: ScanContext, marked = false): boo
 
 /** Whether the match quoted its identifier or called it a tool ("`get-roots-list`", "the send-email tool"). */
 const marked = (match: string) => /[`'"*()]/.test(match) || /\b(tool|function|command)\b/.test(match);
+
+/** "call the database server's read_query tool": an order naming a tool of another server. */
+const OTHER_SERVERS_TOOL = new RegExp(
+  `\\b(call|invoke|run|use|execute|query)\\s+(?:the\\s+)?[\\w-]+\\s+(?:server|mcp)'s\\s+${QUOTE}([a-z0-9_.:-]+)${QUOTE}\\s+(?:tool|function)\\b`,
+);
+
+/** How far around a tool's mention its pretext or hook may stand (bullet lists become one long "sentence"). */
+const ORCHESTRATION_WINDOW = 100;
+
+/**
+ * A name an orchestration order can only mean as another tool: snake_case (send_data), kebab-case when
+ * quoted, or anything the text calls a tool; not this tool, a sibling, nor a name its own schema
+ * defines (a property, an enum value: "use `app-pricing`" picks an option) — and not a.b or a:b
+ * alone ("FROM:TO format", "api.github.com").
+ */
+function orchestratedTool(raw: string, context: ScanContext, calledTool: boolean, marked: boolean): boolean {
+  const name = raw.replace(/[.:,-]+$/, '');
+  const kebab = /^[a-z0-9]+(-[a-z0-9]+)+$/.test(name);
+  if (!/_/.test(name) && !((marked || calledTool) && kebab)) return false;
+  return foreignToolName(name, context, marked || calledTool);
+}
+
+/**
+ * Orchestration of other tools written as an order: a named foreign tool with a policy pretext near
+ * it, or (in tool text) with data handed over; in server instructions, which describe a
+ * server's own tools (some listed only to some clients), only the policy pretext counts.
+ */
+function orchestrationProblem(normalised: string, context: ScanContext): string | null {
+  const instructions = context.kind === 'instructions';
+  for (const sentence of sentences(normalised)) {
+    const mentions = [
+      ...[...sentence.matchAll(CALLS_NAMED_TOOL)].map((m) => ({ m, name: m[4], calledTool: false })),
+      ...[...sentence.matchAll(NAMED_TOOL)].map((m) => ({ m, name: m[1], calledTool: true })),
+    ];
+    for (const { m, name, calledTool } of mentions) {
+      if (!orchestratedTool(name, context, calledTool, marked(m[0]))) continue;
+      const near = sentence.slice(
+        Math.max(0, m.index! - ORCHESTRATION_WINDOW),
+        m.index! + m[0].length + ORCHESTRATION_WINDOW,
+      );
+      const pretext = POLICY_PRETEXT.test(near);
+      if (pretext || (!instructions && (HANDS_OVER.test(near) || DESTINATION.test(near))))
+        return `orders a call of another tool ("${name.replace(/[.:,-]+$/, '')}")${
+          pretext ? ' under a policy or compliance pretext' : ''
+        }`;
+    }
+    const otherServer = OTHER_SERVERS_TOOL.exec(sentence);
+    if (otherServer && !instructions && !isSelfOrSibling(otherServer[2], context))
+      return `orders a call of another server's tool ("${otherServer[2]}")`;
+    if (POLICY_PRETEXT.test(sentence) && POLICY_SHIPPING.test(sentence) && SHIPPED_DATA.test(sentence))
+      return 'orders results or data to be shipped elsewhere under a policy or compliance pretext';
+  }
+  return null;
+}
 
 function shadowingProblem(normalised: string, context: ScanContext): string | null {
   for (const match of normalised.matchAll(WHEN_TOOL_USED)) {
@@ -342,6 +503,8 @@ function shadowingProblem(normalised: string, context: ScanContext): string | nu
     if (!isSelfOrSibling(match[2], context)) return `gives orders to another tool ("${match[2]}")`;
   }
   if (OTHER_TOOLS.test(normalised)) return 'gives instructions about other tools';
+  const orchestration = orchestrationProblem(normalised, context);
+  if (orchestration) return orchestration;
   for (const sentence of sentences(normalised)) {
     if (CALL_ME_FIRST.test(sentence) && FOR_ANY_REQUEST.test(sentence))
       return 'demands to be called first for any request (takes over tool selection)';
@@ -353,7 +516,7 @@ function shadowingProblem(normalised: string, context: ScanContext): string | nu
 
 function excerptOf(text: string, pattern?: RegExp): string {
   const visible = text.replace(
-    /[^\x20-\x7E\u00A0-\u024F\u0370-\u1FFF\u3000-\u9FFF]/gu,
+    /[^\x20-\x7E\u00A0-\u024F\u0370-\u1FFF\u3000-\u9FFF]|[\p{Default_Ignorable_Code_Point}\p{Bidi_Control}]/gu,
     (c) => `\\u{${c.codePointAt(0)!.toString(16).toUpperCase()}}`,
   );
   if (pattern) {
@@ -385,7 +548,9 @@ export function scanText(text: string, field: string, context: ScanContext = {})
 
   if (sentences(normalised).some((sentence) => SECRET_FILES.test(sentence) && !REFUSED_PATH.test(sentence))) {
     add('secret_access', "refers to files holding secrets on the caller's machine", SECRET_FILES);
-  } else if (PASS_CREDENTIAL.test(normalised))
+  } else if (GATHER_SECRETS.test(normalised))
+    add('secret_access', 'orders the model to gather credentials or environment variables first', GATHER_SECRETS);
+  else if (PASS_CREDENTIAL.test(normalised))
     add('secret_access', 'asks for credentials or secrets to be passed along', PASS_CREDENTIAL);
   else {
     for (const sentence of sentences(normalised)) {
@@ -416,7 +581,12 @@ export function scanText(text: string, field: string, context: ScanContext = {})
         );
         break;
       }
-      if (HARVEST_OBJECT.test(sentence) && HARVEST_VERB.test(sentence) && HARVEST_TARGET.test(sentence)) {
+      if (
+        (HARVEST_OBJECT.test(sentence) && HARVEST_VERB.test(sentence) && HARVEST_TARGET.test(sentence)) ||
+        (context.parameter &&
+          PARAMETER_HARVEST_OBJECT.test(sentence) &&
+          (HARVEST_VERB.test(sentence) || HARVEST_PRETEXT.test(sentence)))
+      ) {
         add(
           'exfiltration',
           "asks for the model's context (conversation, system prompt, environment, tool list) to be put into an argument",
@@ -458,15 +628,29 @@ function propertyNameProblem(name: string): { code: PoisoningCode; message: stri
   return null;
 }
 
-/** Every string of a JSON Schema: prose (title, description) is scanned fully, property names as words, anything else (keys, enums, defaults) for hidden Unicode. */
-function scanSchema(schema: unknown, path: string, context: ScanContext, out: PoisoningFinding[]): void {
+/**
+ * Every string of a JSON Schema, under every keyword and at any depth (title, description, default,
+ * examples, enum, const, pattern, x-*, nested properties and items, ...), is scanned as prose: a model
+ * reads them all, approval screens rarely show them. Property names are read as words and checked
+ * for hidden characters. Strings under `properties/<name>` belong to that parameter (context.parameter).
+ */
+function scanSchema(
+  schema: unknown,
+  path: string,
+  context: ScanContext,
+  out: PoisoningFinding[],
+  depth = 0,
+  inParameter = false,
+): void {
+  if (depth > MAX_SCHEMA_DEPTH) return;
   if (typeof schema === 'string') {
-    const hidden = hiddenUnicodeProblem(schema);
-    if (hidden) out.push({ code: 'hidden_unicode', field: path, message: hidden, excerpt: excerptOf(schema) });
+    for (const finding of scanText(schema, path, { ...context, parameter: inParameter })) {
+      if (!out.some((f) => f.field === finding.field && f.code === finding.code)) out.push(finding);
+    }
     return;
   }
   if (Array.isArray(schema)) {
-    schema.forEach((item, i) => scanSchema(item, `${path}/${i}`, context, out));
+    schema.forEach((item, i) => scanSchema(item, `${path}/${i}`, context, out, depth + 1, inParameter));
     return;
   }
   if (!schema || typeof schema !== 'object') return;
@@ -488,10 +672,46 @@ function scanSchema(schema: unknown, path: string, context: ScanContext, out: Po
     const hiddenKey = hiddenUnicodeProblem(key);
     if (hiddenKey)
       out.push({ code: 'hidden_unicode', field: at, message: `property name ${hiddenKey}`, excerpt: excerptOf(key) });
-    if ((key === 'description' || key === 'title') && typeof value === 'string')
-      out.push(...scanText(value, at, context));
-    else scanSchema(value, at, context, out);
+    if (key === 'properties' && value && typeof value === 'object' && !Array.isArray(value)) {
+      for (const [name, property] of Object.entries(value as Record<string, unknown>)) {
+        const hiddenName = hiddenUnicodeProblem(name);
+        if (hiddenName)
+          out.push({
+            code: 'hidden_unicode',
+            field: `${at}/${name}`,
+            message: `property name ${hiddenName}`,
+            excerpt: excerptOf(name),
+          });
+        scanSchema(property, `${at}/${name}`, context, out, depth + 2, context.parameter ?? true);
+      }
+    } else scanSchema(value, at, context, out, depth + 1, inParameter);
   }
+}
+
+/** Deeper than any honest schema; a bound on the walk. */
+const MAX_SCHEMA_DEPTH = 64;
+
+/**
+ * The names a schema defines anywhere: property names and the string values of enum and const (they
+ * are snake_case or kebab-case like tool names, but not tools).
+ */
+function schemaNamesOf(schema: unknown, out = new Set<string>(), depth = 0): Set<string> {
+  if (!schema || typeof schema !== 'object' || depth > MAX_SCHEMA_DEPTH) return out;
+  if (Array.isArray(schema)) {
+    for (const item of schema) schemaNamesOf(item, out, depth + 1);
+    return out;
+  }
+  const {
+    properties,
+    enum: values,
+    const: constant,
+  } = schema as { properties?: unknown; enum?: unknown; const?: unknown };
+  if (properties && typeof properties === 'object' && !Array.isArray(properties))
+    for (const name of Object.keys(properties)) out.add(name);
+  for (const value of [...(Array.isArray(values) ? values : []), constant])
+    if (typeof value === 'string' && /^[\w.:-]{1,64}$/.test(value)) out.add(value);
+  for (const value of Object.values(schema)) schemaNamesOf(value, out, depth + 1);
+  return out;
 }
 
 export interface ScannableTool {
@@ -520,21 +740,33 @@ export function scanInstructions(
  * output schema and its annotations' own title); siblings are the other tools of the source.
  */
 export function scanTool(tool: ScannableTool, siblingNames: readonly string[] = []): PoisoningFinding[] {
-  const context: ScanContext = { selfName: tool.name, siblingNames };
+  const listing = tool.listing ?? {};
+  const outputSchema = listing.outputSchema;
+  const context: ScanContext = {
+    selfName: tool.name,
+    siblingNames,
+    paramNames: [...schemaNamesOf(tool.inputSchema), ...schemaNamesOf(outputSchema)],
+  };
   const findings: PoisoningFinding[] = [];
   const hiddenName = hiddenUnicodeProblem(tool.name);
   if (hiddenName)
     findings.push({ code: 'hidden_unicode', field: 'name', message: hiddenName, excerpt: excerptOf(tool.name) });
+  const confusable = confusableNameProblem(tool.name, siblingNames);
+  if (confusable)
+    findings.push({ code: 'confusable_name', field: 'name', message: confusable, excerpt: excerptOf(tool.name) });
   if (tool.description) findings.push(...scanText(tool.description, 'description', context));
-  if (tool.inputSchema) scanSchema(tool.inputSchema, 'inputSchema', context, findings);
-  const title = tool.annotations?.title;
-  if (typeof title === 'string') findings.push(...scanText(title, 'annotations/title', context));
-  const listing = tool.listing ?? {};
-  const outputSchema = listing.outputSchema;
+  if (tool.inputSchema) scanSchema(tool.inputSchema, 'inputSchema', { ...context, parameter: undefined }, findings);
+  const titles = new Set<string>();
+  for (const [field, title] of [
+    ['annotations/title', tool.annotations?.title],
+    ['title', listing.title],
+    ['annotations/title', (listing.annotations as Record<string, unknown> | undefined)?.title],
+  ] as const) {
+    if (typeof title !== 'string' || titles.has(title)) continue;
+    titles.add(title);
+    findings.push(...scanText(title, field, context));
+  }
   if (outputSchema && typeof outputSchema === 'object')
-    scanSchema(outputSchema as Record<string, unknown>, 'outputSchema', context, findings);
-  const hintTitle = (listing.annotations as Record<string, unknown> | undefined)?.title;
-  if (typeof hintTitle === 'string' && hintTitle !== title)
-    findings.push(...scanText(hintTitle, 'annotations/title', context));
+    scanSchema(outputSchema as Record<string, unknown>, 'outputSchema', { ...context, parameter: false }, findings);
   return findings;
 }

@@ -50,6 +50,13 @@ export function runtimeDiscover(deps: ToolRuntimeDeps): Discover {
             : {}),
         })),
         params: discovery.params.map((param) => ({ ...param })),
+        // Like the listing: a value given in params never stays in what is stored.
+        ...(discovery.prompts?.length && {
+          prompts: scrubbedValue(discovery.prompts, Object.values(spec.params ?? {})) as typeof discovery.prompts,
+        }),
+        ...(discovery.resources?.length && {
+          resources: scrubbedValue(discovery.resources, Object.values(spec.params ?? {})) as typeof discovery.resources,
+        }),
         authRequired,
         source,
       };

@@ -1,5 +1,6 @@
 import type { Discovery, DiscoveryParam, DiscoveredTool } from './discovery';
-import { scanInstructions, scanTool, type PoisoningCode } from './poisoning';
+import type { LlmReview } from './llm-review';
+import { scanInstructions, scanText, scanTool, type PoisoningCode } from './poisoning';
 
 /**
  * The validation report of a discovered source: issues, tool count, quality score and the status.
@@ -38,6 +39,8 @@ export interface ValidationReport {
   qualityScore: number;
   /** Score of each tool (the first of duplicated names). */
   toolScores: { tool: string; score: number }[];
+  /** The platform LLM's second opinion (lib/market/llm-review.ts), when it is configured. */
+  llmReview?: LlmReview;
 }
 
 export type ValidationStatus = 'valid' | 'invalid' | 'needs_parameters';
@@ -60,6 +63,7 @@ export const POISONING_CODES: readonly PoisoningCode[] = [
   'secret_access',
   'exfiltration',
   'tool_shadowing',
+  'confusable_name',
 ];
 
 function isInformative(description: string, name: string): boolean {
@@ -122,6 +126,31 @@ function scoreTool(tool: DiscoveredTool, issues: ValidationIssue[]): number {
   return score;
 }
 
+/** Every text of the server's prompts and resources a model reads (names, titles, descriptions, argument texts). */
+function promptAndResourceTexts(discovery: Discovery): { field: string; text: string; parameter: boolean }[] {
+  const texts: { field: string; text: string; parameter: boolean }[] = [];
+  const add = (field: string, text: unknown, parameter = false) => {
+    if (typeof text === 'string' && text) texts.push({ field, text, parameter });
+  };
+  (discovery.prompts ?? []).forEach((prompt, i) => {
+    add(`prompts/${i}/name`, prompt.name);
+    add(`prompts/${i}/title`, prompt.title);
+    add(`prompts/${i}/description`, prompt.description);
+    (prompt.arguments ?? []).forEach((argument, j) => {
+      add(`prompts/${i}/arguments/${j}/name`, argument.name);
+      // An argument's text is a parameter's: the argument is where what it asks for would go.
+      add(`prompts/${i}/arguments/${j}/title`, argument.title, true);
+      add(`prompts/${i}/arguments/${j}/description`, argument.description, true);
+    });
+  });
+  (discovery.resources ?? []).forEach((resource, i) => {
+    add(`resources/${i}/name`, resource.name);
+    add(`resources/${i}/title`, resource.title);
+    add(`resources/${i}/description`, resource.description);
+  });
+  return texts;
+}
+
 function missingParameters(discovery: Discovery, givenParamNames: readonly string[]): DiscoveryParam[] {
   const given = new Set(givenParamNames);
   return discovery.params.filter((param) => param.required && !given.has(param.name));
@@ -129,10 +158,11 @@ function missingParameters(discovery: Discovery, givenParamNames: readonly strin
 
 export function buildValidationReport(
   discovery: Discovery,
-  options: { givenParamNames?: readonly string[] } = {},
+  options: { givenParamNames?: readonly string[]; llmReview?: LlmReview | null } = {},
 ): ValidationOutcome {
   const issues: ValidationIssue[] = [];
   const names = discovery.tools.map((tool) => tool.name);
+  const llmReview = options.llmReview ?? null;
 
   for (const [field, text] of [
     ['title', discovery.title],
@@ -145,6 +175,17 @@ export function buildValidationReport(
         code: finding.code,
         message: `The source ${field} ${finding.message}: "${finding.excerpt}"`,
         field: `source/${field}`,
+      });
+    }
+  }
+
+  for (const { field, text, parameter } of promptAndResourceTexts(discovery)) {
+    for (const finding of scanText(text, field, { siblingNames: names, parameter })) {
+      issues.push({
+        severity: 'error',
+        code: finding.code,
+        message: `${field} ${finding.message}: "${finding.excerpt}"`,
+        field,
       });
     }
   }
@@ -192,6 +233,16 @@ export function buildValidationReport(
       ? 0
       : Math.max(0, Math.min(100, Math.round(mean - (toolCount > MAX_SANE_TOOLS ? 10 : 0) - 20 * duplicates)));
 
+  if (llmReview?.verdict === 'malicious' || llmReview?.verdict === 'suspicious') {
+    issues.push({
+      severity: llmReview.verdict === 'malicious' ? 'error' : 'warning',
+      code: 'llm_review',
+      message: `The platform's LLM review judged the source ${llmReview.verdict}: ${llmReview.reason}${
+        llmReview.evidence ? ` ("${llmReview.evidence}")` : ''
+      }`,
+    });
+  }
+
   const required = missingParameters(discovery, options.givenParamNames ?? []);
   const needsParameters = required.length > 0 || (discovery.authRequired === true && toolCount === 0);
   if (toolCount === 0 && !needsParameters)
@@ -212,6 +263,6 @@ export function buildValidationReport(
     status,
     parametersRequired: status === 'needs_parameters',
     requiredParameters: status === 'needs_parameters' ? (required.length ? required : discovery.params) : [],
-    report: { issues, toolCount, qualityScore, toolScores },
+    report: { issues, toolCount, qualityScore, toolScores, ...(llmReview ? { llmReview } : {}) },
   };
 }

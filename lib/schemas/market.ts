@@ -166,6 +166,49 @@ export const McpMarketDiscoveryResponse = {
       description: 'Parameters the source needs (names and where they go; never values)',
     },
     authRequired: { type: 'boolean', description: 'The source refused discovery without credentials' },
+    prompts: {
+      type: 'array',
+      description:
+        "Remote MCP: the server's prompts (first page, at most 200), when it offers them. Not part of the fingerprint; the poisoning scan reads their names, titles, descriptions and argument texts.",
+      items: {
+        type: 'object',
+        required: ['name'],
+        properties: {
+          name: { type: 'string' },
+          title: { type: 'string' },
+          description: { type: 'string' },
+          arguments: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['name'],
+              properties: {
+                name: { type: 'string' },
+                title: { type: 'string' },
+                description: { type: 'string' },
+                required: { type: 'boolean' },
+              },
+            },
+          },
+        },
+      },
+    },
+    resources: {
+      type: 'array',
+      description:
+        "Remote MCP: the server's resources (first page, at most 200), when it offers them. Not part of the fingerprint; the poisoning scan reads their names, titles and descriptions.",
+      items: {
+        type: 'object',
+        required: ['uri', 'name'],
+        properties: {
+          uri: { type: 'string' },
+          name: { type: 'string' },
+          title: { type: 'string' },
+          description: { type: 'string' },
+          mimeType: { type: 'string' },
+        },
+      },
+    },
     source: {
       type: 'object',
       description:
@@ -180,8 +223,8 @@ export const ValidationReport = {
   required: ['issues', 'toolCount', 'qualityScore'],
   description:
     'qualityScore 0–100: the mean of per-tool scores (20 each: name of 1–64 [A-Za-z0-9_-]; a description; an informative description of 40+ characters and 6+ words; an object input schema; described properties), ' +
-    'minus 10 above 50 tools and 20 per duplicated name. Error issues (tool poisoning: hidden_unicode, model_directive, secret_access, exfiltration, tool_shadowing; duplicate_tool_name; no_tools) make the source invalid. ' +
-    "The scan reads each tool's name, description, annotation title and input schema (descriptions, and property names as words); the source title and description (an MCP server's instructions) are text written for the model and are scanned for the dangerous classes only, not for addressing the model. " +
+    'minus 10 above 50 tools and 20 per duplicated name. Error issues (tool poisoning: hidden_unicode, model_directive, secret_access, exfiltration, tool_shadowing, confusable_name; llm_review when the platform LLM judged the source malicious; duplicate_tool_name; no_tools) make the source invalid. ' +
+    "The scan reads every string a model sees: each tool's name (also compared with the source's other tools and well-known tool names by Unicode TR39 skeleton), title, description, and every string of its input and output schemas under any keyword (description, title, default, examples, enum, const, nested properties; property names as words), the server's prompts and resources; text is NFKC-normalised and stripped of invisible and bidirectional characters (which are findings themselves) before matching. The source title and description (an MCP server's instructions) are text written for the model and are scanned for the dangerous classes only, not for addressing the model. " +
     'Its rules and their measured false-positive rate and recall on real servers and published attacks are in the selling guide (npm run eval:poisoning).',
   properties: {
     issues: {
@@ -206,6 +249,19 @@ export const ValidationReport = {
     toolScores: {
       type: 'array',
       items: { type: 'object', properties: { tool: { type: 'string' }, score: { type: 'integer' } } },
+    },
+    llmReview: {
+      type: 'object',
+      required: ['model', 'verdict', 'reason', 'evidence', 'reviewedAt'],
+      description:
+        "The platform LLM's second opinion on the source (a fixed rubric; present only when the operator configured MARKET_SCAN_LLM_MODEL). Never the only gate: the rules' findings stand whatever it says; `malicious` adds an llm_review error, `suspicious` a warning, `unavailable` (the review failed) nothing.",
+      properties: {
+        model: { type: 'string' },
+        verdict: { type: 'string', enum: ['benign', 'suspicious', 'malicious', 'unavailable'] },
+        reason: { type: 'string' },
+        evidence: { type: 'string', description: 'The offending text as the model quoted it (empty when benign)' },
+        reviewedAt: { type: 'string', format: 'date-time' },
+      },
     },
   },
 } as const;

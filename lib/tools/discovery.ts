@@ -1,5 +1,5 @@
 import { scrubSecrets, ToolSourceError } from './errors';
-import { McpAuthRequiredError } from './mcp';
+import { listMcpPromptsAndResources, McpAuthRequiredError } from './mcp';
 import { parseSourceUrl, preflightSourceUrl } from './network';
 import { mcpHeaders } from './consumer-params';
 import { connectAndList, loadOpenApi, type ToolRuntimeDeps } from './source';
@@ -37,6 +37,9 @@ export async function discoverToolsWithDocument(
   }
 }
 
+/** How long listing prompts or resources may take when the runtime sets no connect timeout. */
+const DISCOVERY_LIST_TIMEOUT_MS = 15_000;
+
 async function discoverMcp(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise<DiscoveryResult> {
   if (!spec.url) throw new ToolSourceError('invalid_source', 'A remote MCP source needs its url');
   const url = parseSourceUrl(spec.url, 'The MCP server URL');
@@ -61,6 +64,7 @@ async function discoverMcp(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise
   }
   const { session, tools } = opened;
   try {
+    const extras = await listMcpPromptsAndResources(session, deps.connectTimeoutMs ?? DISCOVERY_LIST_TIMEOUT_MS);
     const server = session.client.getServerVersion() as
       { name: string; version: string; title?: string; description?: string } | undefined;
     return {
@@ -68,6 +72,7 @@ async function discoverMcp(spec: ToolSourceSpec, deps: ToolRuntimeDeps): Promise
       description: session.client.getInstructions() ?? server?.description ?? null,
       tools,
       params: suppliedHeaderParams(supplied),
+      ...extras,
       source: {
         type: 'remote_mcp',
         transport: session.transport,

@@ -12,7 +12,7 @@ import {
 import { mcpOutputSchemaValidator } from '../json-schema/mcp-validator';
 import type { StreamingFetch } from '../net/streaming-fetch';
 import { sourceErrorFromNetwork, ToolSourceError } from './errors';
-import type { ToolAnnotations, ToolDefinition } from './types';
+import type { McpPromptInfo, McpResourceInfo, ToolAnnotations, ToolDefinition } from './types';
 
 /**
  * Remote MCP over the official SDK v2 client. Streamable HTTP first, negotiating the protocol
@@ -171,6 +171,60 @@ export async function listMcpTools(session: McpSession, timeoutMs: number): Prom
   } catch (error) {
     throw connectError(error, null);
   }
+}
+
+/** The most prompts and resources discovery keeps of a server (the first page, at most this many each). */
+export const MAX_LISTED_PROMPTS_AND_RESOURCES = 200;
+
+/**
+ * The server's prompts and resources (first page each), for the tool market's poisoning scan: their
+ * names, titles and descriptions reach the model too. Only what the server advertises is asked; a
+ * failure leaves that list out (discovery is about tools).
+ */
+export async function listMcpPromptsAndResources(
+  session: McpSession,
+  timeoutMs: number,
+): Promise<{ prompts?: McpPromptInfo[]; resources?: McpResourceInfo[] }> {
+  const capabilities = session.client.getServerCapabilities() ?? {};
+  const out: { prompts?: McpPromptInfo[]; resources?: McpResourceInfo[] } = {};
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  if (capabilities.prompts) {
+    try {
+      const { prompts } = await session.client.listPrompts(undefined, { timeout: timeoutMs });
+      out.prompts = prompts.slice(0, MAX_LISTED_PROMPTS_AND_RESOURCES).map((prompt) => ({
+        name: String(prompt.name),
+        ...(text(prompt.title) && { title: text(prompt.title) }),
+        ...(text(prompt.description) && { description: text(prompt.description) }),
+        ...(prompt.arguments?.length && {
+          arguments: prompt.arguments.map((argument) => ({
+            name: String(argument.name),
+            ...(text((argument as { title?: unknown }).title) && {
+              title: text((argument as { title?: unknown }).title),
+            }),
+            ...(text(argument.description) && { description: text(argument.description) }),
+            ...(argument.required !== undefined && { required: argument.required === true }),
+          })),
+        }),
+      }));
+    } catch {
+      // No prompts then: the scan reads what it was given.
+    }
+  }
+  if (capabilities.resources) {
+    try {
+      const { resources } = await session.client.listResources(undefined, { timeout: timeoutMs });
+      out.resources = resources.slice(0, MAX_LISTED_PROMPTS_AND_RESOURCES).map((resource) => ({
+        uri: String(resource.uri),
+        name: String(resource.name),
+        ...(text(resource.title) && { title: text(resource.title) }),
+        ...(text(resource.description) && { description: text(resource.description) }),
+        ...(text(resource.mimeType) && { mimeType: text(resource.mimeType) }),
+      }));
+    } catch {
+      // No resources then.
+    }
+  }
+  return out;
 }
 
 export function toToolDefinition(tool: Tool): ToolDefinition {

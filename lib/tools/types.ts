@@ -115,12 +115,32 @@ export interface SourceMetadata {
   authRequired: boolean;
 }
 
+/** A prompt of a remote MCP server as discovery keeps it. */
+export interface McpPromptInfo {
+  name: string;
+  title?: string;
+  description?: string;
+  arguments?: { name: string; title?: string; description?: string; required?: boolean }[];
+}
+
+/** A resource of a remote MCP server as discovery keeps it. */
+export interface McpResourceInfo {
+  uri: string;
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+}
+
 export interface DiscoveryResult {
   title: string | null;
   description: string | null;
   tools: ToolDefinition[];
   params: SourceParam[];
   source: SourceMetadata;
+  /** Remote MCP: the server's prompts and resources when it offers them (read by the tool market's scan). */
+  prompts?: McpPromptInfo[];
+  resources?: McpResourceInfo[];
 }
 
 /**

@@ -18,7 +18,10 @@ describe('tool-poisoning gate on real servers and published attacks', function (
     );
     const attacks = loadAttacks();
     assert.ok(attacks.length >= 30, `${attacks.length} attacks`);
-    for (const attack of attacks) assert.match(attack.url, /^https:\/\//, `${attack.id} records where it comes from`);
+    for (const attack of attacks) {
+      assert.match(attack.url, /^https:\/\//, `${attack.id} records where it comes from`);
+      assert.ok(attack.source.length > 10, `${attack.id} names its source`);
+    }
   });
 
   it('finds no benign server invalid', function () {
@@ -32,18 +35,19 @@ describe('tool-poisoning gate on real servers and published attacks', function (
     );
   });
 
-  it('makes at least 90% of the published attacks invalid', function () {
+  it('makes at least 95% of all published attacks invalid', function () {
     const { recall, misses } = evaluatePoisoningGate();
-    assert.ok(recall >= 0.9, `recall ${recall}; missed ${misses.map((m) => m.id).join(', ')}`);
+    assert.ok(recall >= 0.95, `recall ${recall}; missed ${misses.map((m) => m.id).join(', ')}`);
   });
 
   // The rules were written on the tuning set: its recall says how well they fit what they were fitted to; the
-  // held-out set (collected afterwards) says how they do on attacks nobody tuned for. Each has its own threshold.
-  it('makes at least 90% of the tuning set invalid', function () {
+  // held-out set (committed before the rules it measures, never tuned against) says how they do on attacks
+  // nobody tuned for. Each has its own threshold.
+  it('makes at least 95% of the tuning set invalid', function () {
     const { tuning, misses } = evaluatePoisoningGate();
-    assert.ok(tuning.attacks >= 30, `${tuning.attacks} tuning attacks`);
+    assert.ok(tuning.attacks >= 80, `${tuning.attacks} tuning attacks`);
     assert.ok(
-      tuning.recall >= 0.9,
+      tuning.recall >= 0.95,
       `tuning recall ${tuning.recall} (${tuning.caught}/${tuning.attacks}); missed ${misses
         .filter((m) => !m.heldOut)
         .map((m) => m.id)
@@ -51,17 +55,33 @@ describe('tool-poisoning gate on real servers and published attacks', function (
     );
   });
 
-  it('makes at least 70% of the held-out attacks invalid (5 of the 7 collected after the rules were written)', function () {
+  it('makes at least 90% of the held-out attacks invalid', function () {
     const { heldOut, tuning, attacks, misses } = evaluatePoisoningGate();
-    assert.ok(heldOut.attacks >= 5, `${heldOut.attacks} held-out attacks`);
+    assert.ok(heldOut.attacks >= 20, `${heldOut.attacks} held-out attacks`);
     assert.equal(heldOut.attacks + tuning.attacks, attacks, 'every attack is in exactly one set');
     assert.ok(
-      heldOut.recall >= 0.7,
+      heldOut.recall >= 0.9,
       `held-out recall ${heldOut.recall} (${heldOut.caught}/${heldOut.attacks}); missed ${misses
         .filter((m) => m.heldOut)
         .map((m) => m.id)
         .join(', ')}`,
     );
+  });
+
+  it('has samples of every class the issue-34 review found getting through, in both sets', function () {
+    const attacks = loadAttacks();
+    for (const cls of [
+      'hidden_unicode',
+      'confusable_name',
+      'schema_placement',
+      'policy_orchestration',
+      'context_harvest',
+    ]) {
+      for (const heldOut of [false, true]) {
+        const n = attacks.filter((a) => a.classes.includes(cls) && (a.heldOut === true) === heldOut).length;
+        assert.ok(n >= 3, `${n} ${heldOut ? 'held-out' : 'tuning'} samples of ${cls}`);
+      }
+    }
   });
 
   it('lists the official reference server whose instructions speak to the LLM (the opening complaint)', function () {
