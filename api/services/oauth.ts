@@ -12,7 +12,7 @@ import {
   type MarketGrant,
 } from '../../db/repos/oauth';
 import { operatorClientMetadata } from '../../db/repos/oauth-clients';
-import { recordMarketCredential } from '../../db/repos/market-credentials';
+import { recordMarketCredential, type CredentialBudgets } from '../../db/repos/market-credentials';
 import type { Config } from '../../lib/config';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
 import type { MarketCallEntry } from '../../lib/market/tool-call';
@@ -114,6 +114,8 @@ export interface OAuthServer {
       resource: string;
       params: SourceParamValues;
       capMicros: number | null;
+      /** What the grant's credential may spend in all and per calendar month (UTC): migration 0028. */
+      budgets?: CredentialBudgets;
     },
   ): Promise<string>;
   /** Refuses an interaction (access_denied to the client); returns where the browser goes next. */
@@ -375,6 +377,7 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         source: 'oauth',
         label: input.clientName,
         capMicros: input.capMicros,
+        ...input.budgets,
         createdAt: new Date(claims.iat),
       });
       await saveMarketGrant(db, {

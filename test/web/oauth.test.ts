@@ -219,7 +219,11 @@ describe('OAuth on the hosted MCP endpoints', function () {
       consentChecked = true;
     }
     await page.fill('#param-region', 'eu');
+    // Named honestly: a limit per run bounds one burst of calls; the budgets bound what the app spends.
+    assert.ok(!/spending cap/i.test(await page.content()), 'a limit per run is no spending cap');
+    assert.equal(await page.getByLabel('Limit per run').count(), 1);
     await page.fill('#cap', '1');
+    await page.fill('#budget-monthly', '3');
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL((u) => u.href.startsWith(callback.url));
     return new URL(page.url()).searchParams;
@@ -244,6 +248,18 @@ describe('OAuth on the hosted MCP endpoints', function () {
     assert.equal(answer.get('iss'), h.baseUrl, 'RFC 9207: the issuer is in the authorization response');
     const code = answer.get('code');
     assert.ok(code, `no code in ${answer.toString()}`);
+    const granted = await h.db
+      .selectFrom('market_credentials')
+      .select(['cap_micros', 'budget_monthly_micros', 'budget_total_micros'])
+      .where('user_id', '=', alice.userId)
+      .where('source', '=', 'oauth')
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(
+      [Number(granted.cap_micros), Number(granted.budget_monthly_micros), granted.budget_total_micros],
+      [1_000_000, 3_000_000, null],
+      "the grant's credential carries the monthly budget given on the consent page",
+    );
 
     const exchanged = await form(metadata.token_endpoint, {
       grant_type: 'authorization_code',

@@ -31,6 +31,9 @@ export interface CredentialsView {
   /** Values to put back into the form after a refusal (never a secret's). */
   values: Record<string, string>;
   cap: string;
+  /** The budgets typed into the creation form (put back after a refusal). */
+  budgetTotal: string;
+  budgetMonthly: string;
   label: string;
   problem: string | null;
   issued: {
@@ -38,10 +41,14 @@ export interface CredentialsView {
     mcpUrl: string;
     credentialId: string;
     maxTotalUsdPerRun: number | null;
+    budgetTotalUsd: number | null;
+    budgetMonthlyUsd: number | null;
   } | null;
   /** The account's credentials (one page, newest first), and a note after a revocation. */
   list: { rows: CredentialView[]; page: number; totalPages: number };
   revoked: string | null;
+  /** A note after a credential's budgets were saved, or why they were not (with the credential's id). */
+  budgets: { credentialId: string; saved: boolean; message: string } | null;
 }
 
 const STATUS_TEXT: Record<CredentialView['status'], string> = {
@@ -67,9 +74,11 @@ function CredentialList(props: { view: CredentialsView }) {
             <th scope="col">Entry</th>
             <th scope="col">Label</th>
             <th scope="col">Created</th>
-            <th scope="col">Cap per run</th>
+            <th scope="col">Limit per run</th>
             <th scope="col">Last used</th>
             <th scope="col">Status</th>
+            <th scope="col">Spent (this month, UTC / in all)</th>
+            <th scope="col">Budgets</th>
             <th scope="col">
               <span class="visually-hidden">Revoke</span>
             </th>
@@ -87,6 +96,10 @@ function CredentialList(props: { view: CredentialsView }) {
               <td class="num">{row.maxTotalUsdPerRun === null ? 'None' : usd(row.maxTotalUsdPerRun)}</td>
               <td>{row.lastUsedAt ? utc(row.lastUsedAt) : 'Never'}</td>
               <td>{row.revokedAt ? `Revoked ${utc(row.revokedAt)}` : STATUS_TEXT[row.status]}</td>
+              <td class="num">{`${usd(row.spentThisMonthUsd)} / ${usd(row.spentUsd)}`}</td>
+              <td>
+                <BudgetsCell row={row} csrfToken={csrfToken} />
+              </td>
               <td>
                 {row.status === 'active' && (
                   <form method="post" action={`/console/credentials/revoke/${row.id}`}>
@@ -109,6 +122,49 @@ function CredentialList(props: { view: CredentialsView }) {
         </nav>
       )}
     </>
+  );
+}
+
+const budgetText = (row: CredentialView) =>
+  [
+    row.budgetMonthlyUsd === null ? null : `${usd(row.budgetMonthlyUsd)} a month`,
+    row.budgetTotalUsd === null ? null : `${usd(row.budgetTotalUsd)} in all`,
+  ]
+    .filter(Boolean)
+    .join(', ') || 'None';
+
+/** A credential's budgets, and (while it can still be used) the form that changes them. */
+function BudgetsCell(props: { row: CredentialView; csrfToken: string }) {
+  const { row } = props;
+  if (row.status !== 'active') return <>{budgetText(row)}</>;
+  const name = credentialName(row);
+  return (
+    <form method="post" action={`/console/credentials/budgets/${row.id}`} class="budgets">
+      <CsrfField token={props.csrfToken} />
+      <label>
+        {'Monthly, USD '}
+        <input
+          name="budgetMonthly"
+          inputmode="decimal"
+          size={8}
+          value={row.budgetMonthlyUsd === null ? '' : String(row.budgetMonthlyUsd)}
+          aria-label={`Monthly budget in USD of ${name} (empty: none)`}
+        />
+      </label>
+      <label>
+        {'In all, USD '}
+        <input
+          name="budgetTotal"
+          inputmode="decimal"
+          size={8}
+          value={row.budgetTotalUsd === null ? '' : String(row.budgetTotalUsd)}
+          aria-label={`Total budget in USD of ${name} (empty: none)`}
+        />
+      </label>
+      <button type="submit" aria-label={`Save the budgets of ${name}`}>
+        Save
+      </button>
+    </form>
   );
 }
 
@@ -177,9 +233,11 @@ export function CredentialsPage(props: { view: CredentialsView }) {
       <ConsoleNav current="credentials" />
       <p>
         A credential lets an MCP client call one tool-market entry on your account: it carries the parameters the entry
-        needs (sealed inside it, never shown again) and, if you set one, a cap on what one run may charge. Revoke one
-        below when you no longer use it (or it leaked): the next request made with it is refused. It is also bound to
-        the API key you signed in with: rotating that key ends every credential made with it.
+        needs (sealed inside it, never shown again) and, if you set them, a limit on what one run (a burst of calls) may
+        charge and budgets: what all its calls may spend in a calendar month (UTC) and in all. A call that would pass a
+        budget is refused and charges nothing. Revoke one below when you no longer use it (or it leaked): the next
+        request made with it is refused. It is also bound to the API key you signed in with: rotating that key ends
+        every credential made with it.
       </p>
       {view.issued ? (
         <section aria-labelledby="issued-heading">
@@ -199,9 +257,17 @@ export function CredentialsPage(props: { view: CredentialsView }) {
             <dd>
               <code id="credential-id">{view.issued.credentialId}</code>
             </dd>
-            <dt>Cap per run</dt>
+            <dt>Limit per run</dt>
             <dd id="credential-cap">
               {view.issued.maxTotalUsdPerRun === null ? 'None' : usd(view.issued.maxTotalUsdPerRun)}
+            </dd>
+            <dt>Monthly budget</dt>
+            <dd id="credential-budget-monthly">
+              {view.issued.budgetMonthlyUsd === null ? 'None' : usd(view.issued.budgetMonthlyUsd)}
+            </dd>
+            <dt>Total budget</dt>
+            <dd id="credential-budget-total">
+              {view.issued.budgetTotalUsd === null ? 'None' : usd(view.issued.budgetTotalUsd)}
             </dd>
           </dl>
           <p>
@@ -234,10 +300,37 @@ export function CredentialsPage(props: { view: CredentialsView }) {
               </p>
             </div>
             <div class="field">
-              <label for="cap">Cap per run in USD (optional)</label>
+              <label for="cap">Limit per run in USD (optional)</label>
               <input id="cap" name="cap" inputmode="decimal" value={view.cap} aria-describedby="cap-help" />
               <p id="cap-help" class="meta">
-                The most one run of this credential may charge (whole micro-USD); empty for no cap of your own.
+                The most one run (calls that follow each other closely) may charge, in whole micro-USD; the next run
+                opens at once, so this is no budget. Empty for no limit of your own.
+              </p>
+            </div>
+            <div class="field">
+              <label for="budget-monthly">Monthly budget in USD (optional)</label>
+              <input
+                id="budget-monthly"
+                name="budgetMonthly"
+                inputmode="decimal"
+                value={view.budgetMonthly}
+                aria-describedby="budget-monthly-help"
+              />
+              <p id="budget-monthly-help" class="meta">
+                The most all its calls may spend in one calendar month (UTC); you can change it later.
+              </p>
+            </div>
+            <div class="field">
+              <label for="budget-total">Total budget in USD (optional)</label>
+              <input
+                id="budget-total"
+                name="budgetTotal"
+                inputmode="decimal"
+                value={view.budgetTotal}
+                aria-describedby="budget-total-help"
+              />
+              <p id="budget-total-help" class="meta">
+                The most all its calls may ever spend; you can change it later.
               </p>
             </div>
             <div>
@@ -269,10 +362,16 @@ export function CredentialsPage(props: { view: CredentialsView }) {
             <p id="revoked-notice">{view.revoked}</p>
           </div>
         )}
+        {view.budgets && (
+          <div class={view.budgets.saved ? 'notice' : 'notice error'} role={view.budgets.saved ? 'status' : 'alert'}>
+            <p id="budgets-notice">{view.budgets.message}</p>
+          </div>
+        )}
         <p>
-          This site keeps no copy of a credential or of the values it carries: only its entry, label, cap and when it
-          was created, last used and revoked. Apps you connected with OAuth are under{' '}
-          <a href="/console/connections">connected apps</a>.
+          This site keeps no copy of a credential or of the values it carries: only its entry, label, limit, budgets and
+          when it was created, last used and revoked. Spent counts what its runs were charged (a run counts in the month
+          it opened); while a call runs, what it holds counts against the budgets too. Apps you connected with OAuth are
+          under <a href="/console/connections">connected apps</a>.
         </p>
         <CredentialList view={view} />
       </section>
