@@ -250,7 +250,7 @@ describe('OAuth on the hosted MCP endpoints', function () {
     assert.ok(code, `no code in ${answer.toString()}`);
     const granted = await h.db
       .selectFrom('market_credentials')
-      .select(['cap_micros', 'budget_monthly_micros', 'budget_total_micros'])
+      .select(['id', 'cap_micros', 'budget_monthly_micros', 'budget_total_micros'])
       .where('user_id', '=', alice.userId)
       .where('source', '=', 'oauth')
       .orderBy('created_at', 'desc')
@@ -291,6 +291,15 @@ describe('OAuth on the hosted MCP endpoints', function () {
       const called = await client.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } });
       assert.equal(called.isError, false, JSON.stringify(called));
       assert.equal((called._meta?.[BILLING_META] as { chargedUsd: number }).chargedUsd, 0.0125);
+      // The grant's monthly budget bounds its calls like any credential's: lowered below two calls, the next is refused.
+      const lowered = await h.http('PATCH', `/api/v1/mcp-market/credentials/${granted.id}`, {
+        apiKey: alice.apiKey,
+        body: { budgetMonthlyUsd: 0.02 },
+      });
+      assert.equal(lowered.status, 200, JSON.stringify(lowered.body));
+      const refused = await client.callTool({ name: 'lookup_city', arguments: { city: 'Faro' } });
+      assert.equal(refused.isError, true);
+      assert.equal((refused._meta?.[BILLING_META] as { code: string }).code, 'budget_reached');
     } finally {
       await client.close();
     }
@@ -423,6 +432,17 @@ describe('OAuth on the hosted MCP endpoints', function () {
       const row = page.locator('#connections tbody tr', { hasText: 'Loopback agent' });
       assert.equal(await row.count(), 1);
       assert.match(await row.innerText(), new RegExp(entryA.name));
+      assert.equal(await row.locator('input[name=budgetMonthly]').inputValue(), '3', 'the budget given on consent');
+      await row.locator('input[name=budgetMonthly]').fill('4');
+      await row.getByRole('button', { name: /^Save the budgets of Loopback agent/ }).click();
+      await page.waitForURL(`${h.baseUrl}/console/connections`);
+      assert.equal(
+        await page
+          .locator('#connections tbody tr', { hasText: 'Loopback agent' })
+          .locator('input[name=budgetMonthly]')
+          .inputValue(),
+        '4',
+      );
       await assertAccessible(page, 'connected apps');
       await row.getByRole('button', { name: /^Revoke Loopback agent/ }).click();
       await page.waitForURL(`${h.baseUrl}/console/connections`);

@@ -1,5 +1,6 @@
 import { CsrfField } from '../components/csrf';
-import { utc } from '../format';
+import { usd, utc } from '../format';
+import { BudgetsForm } from './credentials';
 import { Layout } from '../layout';
 import { ConsoleNav } from './console-home';
 
@@ -10,6 +11,14 @@ export interface ConnectionRow {
   entryId: string;
   listing: string;
   approvedAt: Date;
+  /** The grant's market credential: its budgets and what it spent (null: not recorded yet). */
+  credential: {
+    id: string;
+    budgetMonthlyUsd: number | null;
+    budgetTotalUsd: number | null;
+    spentUsd: number;
+    spentThisMonthUsd: number;
+  } | null;
 }
 
 /** The OAuth grants of the account ("connected apps"): which client may call which listing, each revocable. */
@@ -20,7 +29,7 @@ export function ConnectionsPage(props: { email: string; csrfToken: string; rows:
       <ConsoleNav current="connections" />
       <p class="lead">
         MCP clients you allowed to call market tools for you. Revoking one ends its access at once (its tokens stop
-        working).
+        working). Its budgets bound what it spends per calendar month (UTC) and in all: a call past one is refused.
       </p>
       {props.rows.length === 0 ? (
         <p id="no-connections">No app is connected.</p>
@@ -32,6 +41,8 @@ export function ConnectionsPage(props: { email: string; csrfToken: string; rows:
               <th scope="col">App</th>
               <th scope="col">Listing</th>
               <th scope="col">Allowed</th>
+              <th scope="col">Spent (this month, UTC / in all)</th>
+              <th scope="col">Budgets</th>
               <th scope="col">
                 <span class="visually-hidden">Revoke</span>
               </th>
@@ -48,6 +59,23 @@ export function ConnectionsPage(props: { email: string; csrfToken: string; rows:
                   <a href={`/market/tools/${row.entryId}`}>{row.listing}</a>
                 </td>
                 <td>{utc(row.approvedAt)}</td>
+                <td class="num">
+                  {row.credential
+                    ? `${usd(row.credential.spentThisMonthUsd)} / ${usd(row.credential.spentUsd)}`
+                    : '$0.00 / $0.00'}
+                </td>
+                <td>
+                  {row.credential && (
+                    <BudgetsForm
+                      credentialId={row.credential.id}
+                      name={`${row.clientName} for ${row.listing}`}
+                      monthlyUsd={row.credential.budgetMonthlyUsd}
+                      totalUsd={row.credential.budgetTotalUsd}
+                      csrfToken={props.csrfToken}
+                      back="connections"
+                    />
+                  )}
+                </td>
                 <td>
                   <form method="post" action={`/console/connections/${row.grantId}/revoke`}>
                     <CsrfField token={props.csrfToken} />

@@ -137,17 +137,41 @@ const budgetText = (row: CredentialView) =>
 function BudgetsCell(props: { row: CredentialView; csrfToken: string }) {
   const { row } = props;
   if (row.status !== 'active') return <>{budgetText(row)}</>;
-  const name = credentialName(row);
   return (
-    <form method="post" action={`/console/credentials/budgets/${row.id}`} class="budgets">
+    <BudgetsForm
+      credentialId={row.id}
+      name={credentialName(row)}
+      monthlyUsd={row.budgetMonthlyUsd}
+      totalUsd={row.budgetTotalUsd}
+      csrfToken={props.csrfToken}
+    />
+  );
+}
+
+/**
+ * The form that sets a credential's budgets (POST /console/credentials/budgets/{id}), on the credentials page and,
+ * for an OAuth connection's credential, on the connected apps page (`back`: where the browser returns).
+ */
+export function BudgetsForm(props: {
+  credentialId: string;
+  name: string;
+  monthlyUsd: number | null;
+  totalUsd: number | null;
+  csrfToken: string;
+  back?: 'connections';
+}) {
+  const { name } = props;
+  return (
+    <form method="post" action={`/console/credentials/budgets/${props.credentialId}`} class="budgets">
       <CsrfField token={props.csrfToken} />
+      {props.back && <input type="hidden" name="back" value={props.back} />}
       <label>
         {'Monthly, USD '}
         <input
           name="budgetMonthly"
           inputmode="decimal"
           size={8}
-          value={row.budgetMonthlyUsd === null ? '' : String(row.budgetMonthlyUsd)}
+          value={props.monthlyUsd === null ? '' : String(props.monthlyUsd)}
           aria-label={`Monthly budget in USD of ${name} (empty: none)`}
         />
       </label>
@@ -157,7 +181,7 @@ function BudgetsCell(props: { row: CredentialView; csrfToken: string }) {
           name="budgetTotal"
           inputmode="decimal"
           size={8}
-          value={row.budgetTotalUsd === null ? '' : String(row.budgetTotalUsd)}
+          value={props.totalUsd === null ? '' : String(props.totalUsd)}
           aria-label={`Total budget in USD of ${name} (empty: none)`}
         />
       </label>

@@ -8,10 +8,13 @@ import {
   issueEntryCredential,
   listEntryCredentials,
   revokeEntryCredential,
+  credentialView,
   updateCredentialBudgets,
 } from '../../api/services/market-credentials';
 import { publicOrigin } from '../../api/services/public-urls';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
+import { findMarketCredential } from '../../db/repos/market-credentials';
+import { openMcpCredential } from '../../lib/market/credential';
 import { MarketRuleError } from '../../lib/market/errors';
 import type { SourceParamValues } from '../../lib/tools/types';
 import { findOwnJob, listOwnJobs, listRecentJobs } from '../../db/repos/jobs';
@@ -40,7 +43,7 @@ import {
   type CredentialsView,
 } from '../pages/credentials';
 import { ConnectionsPage } from '../pages/connections';
-import { listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
+import { findLiveMarketGrant, listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
 import { RunPage } from '../pages/run';
 import { RUN_KINDS, RUN_STATUSES, RunsPage } from '../pages/runs';
 import { SignInPage } from '../pages/sign-in';
@@ -282,6 +285,22 @@ export function consoleRoutes(deps: WebDeps): Router {
     );
   });
 
+  /** The recorded market credential an OAuth grant stands for (its budgets and what it spent), or null. */
+  const grantCredential = async (userId: string, grantId: string) => {
+    const grant = await findLiveMarketGrant(deps.db, grantId);
+    const claims = grant && grant.userId === userId ? openMcpCredential(deps.config.masterKey, grant.credential) : null;
+    const record = claims ? await findMarketCredential(deps.db, userId, claims.id) : null;
+    if (!record) return null;
+    const view = credentialView(record);
+    return {
+      id: view.id,
+      budgetMonthlyUsd: view.budgetMonthlyUsd,
+      budgetTotalUsd: view.budgetTotalUsd,
+      spentUsd: view.spentUsd,
+      spentThisMonthUsd: view.spentThisMonthUsd,
+    };
+  };
+
   /** The account's OAuth grants (issue 25): which client may call which listing; each revocable. */
   router.get('/connections', async (ctx) => {
     const session = await signedIn(ctx);
@@ -296,14 +315,17 @@ export function consoleRoutes(deps: WebDeps): Router {
       <ConnectionsPage
         email={session.user.email}
         csrfToken={session.csrfToken}
-        rows={grants.map((g) => ({
-          grantId: g.grantId,
-          clientName: g.clientName ?? g.clientId,
-          clientId: g.clientId,
-          entryId: g.entryId,
-          listing: names.get(g.entryId) ?? g.entryId,
-          approvedAt: g.createdAt,
-        }))}
+        rows={await Promise.all(
+          grants.map(async (g) => ({
+            grantId: g.grantId,
+            clientName: g.clientName ?? g.clientId,
+            clientId: g.clientId,
+            entryId: g.entryId,
+            listing: names.get(g.entryId) ?? g.entryId,
+            approvedAt: g.createdAt,
+            credential: await grantCredential(session.user.userId, g.grantId),
+          })),
+        )}
       />,
       { private: true },
     );
@@ -526,6 +548,7 @@ export function consoleRoutes(deps: WebDeps): Router {
       if ((err as { status?: unknown }).status === 404) throw pageNotFound('You have no credential with this id.');
       throw err;
     }
+    if (form.get('back') === 'connections') return seeOther(ctx, '/console/connections');
     seeOther(ctx, `/console/credentials?budgets=${credentialId}#credential-${credentialId}`);
   });
 
