@@ -212,6 +212,29 @@ describe('caps in whole micro-USD and credential budgets', function () {
       assert.deepEqual(await findLedgerProblems(h.db), []);
     });
 
+    it('the statement that takes the hold enforces the budget: twenty concurrent acquires of 0.01 USD under a 0.045 USD budget open exactly four', async function () {
+      const entry = await fixedEntry(0.01);
+      const consumer = await h.createUser({ creditUsd: 1 });
+      const issued = await issue(consumer.apiKey, entry.entryId, { budgetTotalUsd: 0.045 });
+      const base = await acquireInput(consumer.userId, entry.entryId, issued.body.credentialId);
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, () => acquireMarketRun(h.db, { ...base, reserveMicros: 10_000, shared: true })),
+      );
+      const taken = outcomes.filter((o) => o.outcome === 'opened' || o.outcome === 'joined');
+      assert.equal(taken.length, 4, JSON.stringify(outcomes.map((o) => o.outcome)));
+      assert.ok(outcomes.every((o) => o.outcome !== 'budget_reached' || o.roomMicros === 5_000));
+      assert.equal((await wallet(consumer.userId)).heldMicros, 40_000, 'never more held than the budget');
+      // Each call gives its run back (its reservation released).
+      for (const o of taken)
+        await endMarketCall(h.db, {
+          runId: (o as { run: { id: string } }).run.id,
+          releaseMicros: 10_000,
+          close: false,
+          graceMs: 0,
+        });
+      assert.equal((await wallet(consumer.userId)).heldMicros, 0);
+    });
+
     it("a run that holds its full limit (a provider_event call's) holds at most what the budget leaves, and says so as its limit", async function () {
       const entry = await fixedEntry(0.01);
       const consumer = await h.createUser({ creditUsd: 1 });
