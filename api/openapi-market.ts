@@ -22,6 +22,7 @@ import {
 } from '../lib/schemas/market';
 import {
   MarketCredential,
+  MarketCredentialBudgetsRequest,
   MarketCredentialRevocation,
   MarketCredentialsQuery,
   MarketCredentialsResponse,
@@ -57,6 +58,7 @@ export const MARKET_COMPONENTS = [
   McpCredentialResponse,
   MarketCredential,
   MarketCredentialsResponse,
+  MarketCredentialBudgetsRequest,
   MarketCredentialRevocation,
   ProviderRevenueRun,
   ProviderRevenueResponse,
@@ -304,7 +306,11 @@ export function marketPaths() {
           "provider_event entries are charged by the provider (POST /provider/runs/{runId}/charge): the credential's calls that follow each other with less than " +
           'MARKET_RUN_IDLE_GRACE_SECONDS (default 60) between them share one run, which holds min(available balance, maxTotalUsdPerRun, MARKET_RUN_CHARGE_LIMIT_USD) — sent to the ' +
           'provider as x-service-charge-max-total-usd — and releases what was not charged that grace after the last call ended (at the latest MARKET_RUN_TTL_MINUTES after it opened). ' +
-          'maxTotalUsdPerRun is an extension (maxRunChargeUsd: its deprecated alias, still accepted and returned). ' +
+          'maxTotalUsdPerRun is an extension (maxRunChargeUsd: its deprecated alias, still accepted and returned): it bounds one run, and the next run opens at once, so it is no budget. ' +
+          'Budgets (extension): budgetTotalUsd bounds what all calls of the credential spend together, budgetMonthlyUsd what they spend per calendar month (UTC); both are enforced in the statement that takes ' +
+          'each call\'s hold (concurrent calls cannot pass them together), and a call that would pass one is refused as a tool error (isError, `_meta["scrape-platform/billing"].code` budget_reached, ' +
+          'the message naming the budget and what is left), nothing sent or charged. Set or change them with PATCH /mcp-market/credentials/{credentialId}. ' +
+          "x-service-charge-max-total-usd is the run's own limit (min(MARKET_RUN_CHARGE_LIMIT_USD, maxTotalUsdPerRun, what the budgets leave) when it opened), never the wallet: a charge above what the run holds is cut (eventChargeLimitReached). " +
           'free costs nothing. Each result carries `_meta["scrape-platform/billing"]` {runId, chargedUsd, outcome, code?}; every call is in /transactions and /logs. ' +
           'A tool whose upstream name, description or schema changed since approval is refused (code tool_changed) and the entry flagged for re-review. ' +
           "Params are checked again on every call (code invalid_params, nothing sent): only declared names within their enums; for remote MCP they are headers where the provider's staticConfig and the " +
@@ -320,7 +326,7 @@ export function marketPaths() {
             'The credential (shown once; a secret equivalent to the API key) and the endpoint address',
           ),
           400: error(
-            "Invalid body; invalid_params: a params key the entry's requiredUserParamsSchema does not declare (an entry without parameters accepts none), or a value it refuses; one detail per key (body/params/<name>)",
+            "Invalid body (validation_failed: also maxTotalUsdPerRun, budgetTotalUsd or budgetMonthlyUsd not in whole micro-USD, naming the field); invalid_params: a params key the entry's requiredUserParamsSchema does not declare (an entry without parameters accepts none), or a value it refuses; one detail per key (body/params/<name>)",
           ),
           401: unauthorized,
           404: error('No approved entry with this id'),
@@ -348,6 +354,25 @@ export function marketPaths() {
       },
     },
     '/mcp-market/credentials/{credentialId}': {
+      patch: {
+        operationId: 'updateMarketToolCredentialBudgets',
+        summary: "Extension: set one MCP client credential's budgets",
+        description:
+          'budgetTotalUsd: what all calls of the credential may spend together; budgetMonthlyUsd: what they may spend per calendar month (UTC; a run counts in the month it opened). ' +
+          'A number sets the budget (whole micro-USD), null removes it, an absent one stays. The next call made with the credential is bounded by them (a call that would pass one is refused, ' +
+          "code budget_reached, nothing charged); what it already spent counts. Works for any of the account's credentials, an OAuth grant's included.",
+        tags,
+        parameters: [uuidPath('credentialId')],
+        requestBody: body('MarketCredentialBudgetsRequest'),
+        responses: {
+          200: json(ref('MarketCredential'), 'The credential with its budgets and what it spent'),
+          400: error(
+            'Invalid body (validation_failed: a budget not a positive amount in whole micro-USD, naming the field)',
+          ),
+          401: unauthorized,
+          404: error("The account has no credential with this id (another account's is as absent)"),
+        },
+      },
       delete: {
         operationId: 'revokeMarketToolCredential',
         summary: 'Extension: revoke one MCP client credential',

@@ -92,6 +92,10 @@ export interface MarketCredentialsTable {
   created_at: ColumnType<Date, Date | string | undefined, Date | string>;
   last_used_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** What all the credential's runs may spend together (migration 0028); null: no total budget. */
+  budget_total_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  /** What its runs opened in one calendar month (UTC) may spend together; null: no monthly budget. */
+  budget_monthly_micros: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** A review-queue operator's sign-in (migration 0029): the SHA-256 of the cookie's token. */
@@ -493,6 +497,11 @@ export interface MarketRunsTable {
   accepts_calls: ColumnType<boolean, boolean | undefined, boolean>;
   /** How long the run stays active after its last call (migration 0024; null: the caller's MARKET_RUN_IDLE_GRACE_SECONDS). */
   idle_grace: ColumnType<unknown, string | null | undefined, string | null>;
+  /**
+   * The most the run may be charged whatever the wallet holds (migration 0028): the run charge limit, the
+   * consumer's cap and budgets, when it opened; what x-service-charge-max-total-usd says. Null: opened before.
+   */
+  limit_micros: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** The rug-pull gate's flag on a live submission (migration 0010). */

@@ -53,3 +53,19 @@ export function usdToWholeMicros(usd: number): number | null {
   }
   return micros / MICROS_PER_USD === usd ? micros : null;
 }
+
+/**
+ * A stored cap in USD as whole micro-USD, rounded down (never up, never dropped): a cap stored before
+ * caps were checked to whole micro-USD (e.g. 0.0100001) still bounds what is spent, at 10_000.
+ * Null for what is not a finite non-negative amount.
+ */
+export function usdCapToMicrosFloor(usd: number): number | null {
+  if (!Number.isFinite(usd) || usd < 0) return null;
+  const whole = usdToWholeMicros(usd);
+  if (whole !== null) return whole;
+  const { digits, exponent } = toScaledDecimal(usd);
+  const shift = exponent + 6;
+  const micros = shift >= 0 ? digits * 10n ** BigInt(shift) : digits / 10n ** BigInt(-shift);
+  const floored = Number(micros);
+  return Number.isSafeInteger(floored) ? floored : null;
+}

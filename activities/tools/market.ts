@@ -4,7 +4,7 @@ import { getJob } from '../../db/repos/jobs';
 import { acquireCallRun, loadCallEntry, marketCallPath } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
 import { callMarketTool, type MarketToolCallOutcome } from '../../lib/market/tool-call';
-import { usdToWholeMicros } from '../../lib/money';
+import { usdCapToMicrosFloor } from '../../lib/money';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { readJobSelections } from './job-selections';
 
@@ -37,7 +37,8 @@ export function marketSelectionId(jobId: string, index: number, stored: StoredMa
  * What one execution may spend through a selection, in micro-USD (null: no cap but the run charge
  * limit): the smaller of the selection's own max_total_usd (the agent provider's, or the consumer's
  * in a custom agent) and the run request's max_total_usd (the consumer's cap for each market tool of
- * an agent-market run).
+ * an agent-market run). Caps are refused unless in whole micro-USD where they are given
+ * (lib/market/caps.ts); one stored before that was checked is rounded down, never dropped.
  */
 export function selectionCapMicros(
   stored: Pick<StoredMarketSelection, 'max_total_usd'>,
@@ -46,7 +47,7 @@ export function selectionCapMicros(
   const consumer = (request as { max_total_usd?: unknown } | null)?.max_total_usd;
   const caps = [stored.max_total_usd, typeof consumer === 'number' ? consumer : undefined]
     .filter((usd): usd is number => usd !== undefined)
-    .map((usd) => usdToWholeMicros(usd))
+    .map((usd) => usdCapToMicrosFloor(usd))
     .filter((micros): micros is number => micros !== null);
   return caps.length ? Math.min(...caps) : null;
 }

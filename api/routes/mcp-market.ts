@@ -10,13 +10,23 @@ import {
 import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { paginationMeta } from '../../db/repos/pagination';
 import type { MonetizationStrategy } from '../../lib/market/listing';
-import { MarketCredentialsQuery, McpCredentialRequest } from '../../lib/schemas/market-hosted';
+import {
+  MarketCredentialBudgetsRequest,
+  MarketCredentialsQuery,
+  McpCredentialRequest,
+} from '../../lib/schemas/market-hosted';
 import type { SourceParamValues } from '../../lib/tools/types';
 import { McpMarketDiscoveryRequest, McpMarketListQuery, SubmissionsQuery } from '../../lib/schemas/market';
 import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { notFound, unauthorized } from '../errors';
-import { issueEntryCredential, listEntryCredentials, revokeEntryCredential } from '../services/market-credentials';
+import {
+  issueEntryCredential,
+  listEntryCredentials,
+  revokeEntryCredential,
+  updateCredentialBudgets,
+  type BudgetsUsd,
+} from '../services/market-credentials';
 import { searchToolMarket } from '../services/market-catalog';
 import {
   createListingDraft,
@@ -147,6 +157,8 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
       maxTotalUsdPerRun?: number;
       maxRunChargeUsd?: number;
       label?: string;
+      budgetTotalUsd?: number;
+      budgetMonthlyUsd?: number;
     }>(McpCredentialRequest, ctx.state.body);
     const issued = await issueEntryCredential(deps, {
       userId: user.userId,
@@ -155,6 +167,8 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
       maxTotalUsdPerRun: body.maxTotalUsdPerRun,
       maxRunChargeUsd: body.maxRunChargeUsd,
       label: body.label,
+      budgetTotalUsd: body.budgetTotalUsd,
+      budgetMonthlyUsd: body.budgetMonthlyUsd,
       apiOrigin: publicOrigin(ctx, deps),
       apiKeyId: async () => {
         const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
@@ -173,6 +187,14 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
     const page = parseQuery<{ page: number; pageSize: number }>(MarketCredentialsQuery, ctx.query);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = await listEntryCredentials(deps.db, ctx.state.user.userId, page);
+  });
+
+  /** A credential's budgets (its total, and per calendar month): the next call made with it is bounded by them. */
+  router.patch('/credentials/:credentialId', async (ctx) => {
+    const credentialId = parseUuidParam('credentialId', ctx.params.credentialId);
+    const body = parseBody<BudgetsUsd>(MarketCredentialBudgetsRequest, ctx.state.body);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = await updateCredentialBudgets(deps.db, ctx.state.user.userId, credentialId, body);
   });
 
   router.delete('/credentials/:credentialId', async (ctx) => {

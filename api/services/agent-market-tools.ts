@@ -1,7 +1,7 @@
 import type { Db } from '../../db/connect';
 import { findPublicMcpEntry, type McpSubmission } from '../../db/repos/market-mcp';
 import type { AgentMarketToolSelection } from '../../lib/market/agent-submission';
-import { microsToUsd } from '../../lib/money';
+import { microsToUsd, usdCapToMicrosFloor } from '../../lib/money';
 
 /** AgentMarketToolPricing: a market tool of an agent as consumers see it, with what its calls cost. */
 export type MarketToolView = Awaited<ReturnType<ReturnType<typeof marketToolsViewer>>>[number];
@@ -20,7 +20,9 @@ export function marketToolsViewer(db: Db) {
   return (selections: readonly AgentMarketToolSelection[]) =>
     Promise.all(
       selections.map(async (selection) => {
-        const maxTotalUsd = selection.max_total_usd ?? null;
+        // The cap that bounds the runs (selectionCapMicros): one stored with more than 6 decimals, rounded down.
+        const capMicros = selection.max_total_usd === undefined ? null : usdCapToMicrosFloor(selection.max_total_usd);
+        const maxTotalUsd = capMicros === null ? null : microsToUsd(capMicros);
         const sub = await entry(selection.mcp_id);
         if (!sub) return { mcpId: selection.mcp_id, available: false, maxTotalUsd };
         const fixed = sub.monetizationStrategy === 'tool_call_fixed';

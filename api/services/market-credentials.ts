@@ -1,15 +1,20 @@
 import type { Db } from '../../db/connect';
 import {
+  findMarketCredential,
   listMarketCredentials,
   listUsedMcpEntries,
   recordMarketCredential,
   revokeMarketCredential,
+  setCredentialBudgets,
+  type CredentialBudgets,
   type MarketCredentialRecord,
 } from '../../db/repos/market-credentials';
 import { paginationMeta, type PageRequest } from '../../db/repos/pagination';
 import { loadCallEntry } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
+import { wholeMicrosCap } from '../../lib/market/caps';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
+import { MarketRuleError } from '../../lib/market/errors';
 import { checkUserParams } from '../../lib/market/user-params-schema';
 import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import type { SourceParamValues } from '../../lib/tools/types';
@@ -40,6 +45,34 @@ export function credentialCapMicros(body: { maxTotalUsdPerRun?: number; maxRunCh
   return micros;
 }
 
+/** The budgets a consumer gives a credential, in USD (undefined: not given; null: none). */
+export interface BudgetsUsd {
+  budgetTotalUsd?: number | null;
+  budgetMonthlyUsd?: number | null;
+}
+
+/**
+ * A credential's budgets in whole micro-USD (undefined stays undefined, null stays null): an amount that is not a
+ * positive whole number of micro-USD is refused with 400 validation_failed naming the field (lib/market/caps.ts).
+ */
+export function credentialBudgetsMicros(body: BudgetsUsd, at = 'body'): Partial<CredentialBudgets> {
+  const micros = (usd: number | null | undefined, field: string) => {
+    if (usd === undefined || usd === null) return usd;
+    try {
+      return wholeMicrosCap(usd, field, `${at}/${field}`);
+    } catch (err) {
+      if (err instanceof MarketRuleError) throw new ApiError(400, err.code, err.message, err.details);
+      throw err;
+    }
+  };
+  return {
+    budgetTotalMicros: micros(body.budgetTotalUsd, 'budgetTotalUsd'),
+    budgetMonthlyMicros: micros(body.budgetMonthlyUsd, 'budgetMonthlyUsd'),
+  };
+}
+
+const usdOrNull = (micros: number | null | undefined) => (micros == null ? null : microsToUsd(micros));
+
 export interface IssuedCredential {
   credential: string;
   mcpUrl: string;
@@ -48,6 +81,8 @@ export interface IssuedCredential {
   label: string | null;
   maxTotalUsdPerRun: number | null;
   maxRunChargeUsd: number | null;
+  budgetTotalUsd: number | null;
+  budgetMonthlyUsd: number | null;
 }
 
 /**
@@ -70,12 +105,13 @@ export async function issueEntryCredential(
     /** A name the consumer gives it (where it is used), shown in the list. */
     label?: string | null;
     apiOrigin: string;
-  },
+  } & BudgetsUsd,
 ): Promise<IssuedCredential> {
   const entry = await loadCallEntry(deps.db, deps.config.masterKey, input.entryId);
   if (!entry) throw notFound('Market entry');
   checkUserParams(entry.requiredUserParamsSchema, input.params, 'body/params');
   const capMicros = credentialCapMicros(input);
+  const budgets = credentialBudgetsMicros(input);
   const apiKeyId = await input.apiKeyId();
   const { token, claims } = issueMcpCredential(deps.config.masterKey, {
     entryId: entry.entryId,
@@ -94,6 +130,7 @@ export async function issueEntryCredential(
     source: 'direct',
     label,
     capMicros,
+    ...budgets,
     createdAt: new Date(claims.iat),
   });
   return {
@@ -104,6 +141,8 @@ export async function issueEntryCredential(
     label,
     maxTotalUsdPerRun: capMicros === null ? null : microsToUsd(capMicros),
     maxRunChargeUsd: capMicros === null ? null : microsToUsd(capMicros),
+    budgetTotalUsd: usdOrNull(budgets.budgetTotalMicros),
+    budgetMonthlyUsd: usdOrNull(budgets.budgetMonthlyMicros),
   };
 }
 
@@ -114,6 +153,11 @@ export interface CredentialView {
   entryName: string | null;
   label: string | null;
   maxTotalUsdPerRun: number | null;
+  budgetTotalUsd: number | null;
+  budgetMonthlyUsd: number | null;
+  /** What its runs were charged, in all and in this calendar month (UTC). */
+  spentUsd: number;
+  spentThisMonthUsd: number;
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
@@ -131,7 +175,11 @@ export function credentialView(record: MarketCredentialRecord): CredentialView {
     entryId: record.entryId,
     entryName: record.entryName,
     label: record.label,
-    maxTotalUsdPerRun: record.capMicros === null ? null : microsToUsd(record.capMicros),
+    maxTotalUsdPerRun: usdOrNull(record.capMicros),
+    budgetTotalUsd: usdOrNull(record.budgetTotalMicros),
+    budgetMonthlyUsd: usdOrNull(record.budgetMonthlyMicros),
+    spentUsd: microsToUsd(record.spentMicros),
+    spentThisMonthUsd: microsToUsd(record.spentThisMonthMicros),
     createdAt: record.createdAt.toISOString(),
     lastUsedAt: record.lastUsedAt?.toISOString() ?? null,
     revokedAt: record.revokedAt?.toISOString() ?? null,
@@ -197,4 +245,22 @@ export async function findListingsByName(db: Db, q: string): Promise<ListingChoi
     description: row.description,
     lastUsedAt: null,
   }));
+}
+
+/**
+ * Sets one of the account's credentials' budgets (PATCH /mcp-market/credentials/{id} and the console): a value
+ * replaces the budget, null removes it, an absent one stays. The next call made with the credential is bounded by
+ * them. Another account's id is a 404.
+ */
+export async function updateCredentialBudgets(
+  db: Db,
+  userId: string,
+  credentialId: string,
+  body: BudgetsUsd,
+): Promise<CredentialView> {
+  const budgets = credentialBudgetsMicros(body);
+  if (!(await setCredentialBudgets(db, userId, credentialId, budgets))) throw notFound('Market credential');
+  const record = await findMarketCredential(db, userId, credentialId);
+  if (!record) throw notFound('Market credential');
+  return credentialView(record);
 }

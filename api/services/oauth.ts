@@ -14,7 +14,7 @@ import {
   type MarketGrant,
 } from '../../db/repos/oauth';
 import { operatorClientMetadata } from '../../db/repos/oauth-clients';
-import { recordMarketCredential } from '../../db/repos/market-credentials';
+import { recordMarketCredential, type CredentialBudgets } from '../../db/repos/market-credentials';
 import { takeRateLimit } from '../../db/repos/rate-limits';
 import type { Config } from '../../lib/config';
 import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
@@ -124,6 +124,8 @@ export interface OAuthServer {
       capMicros: number | null;
       /** The device this sign-in is for: the name the person gave it, the consenting browser's user agent. */
       device: { name: string | null; userAgent: string | null };
+      /** What the grant's credential may spend in all and per calendar month (UTC): migration 0028. */
+      budgets?: CredentialBudgets;
     },
   ): Promise<string>;
   /** Refuses an interaction (access_denied to the client); returns where the browser goes next. */
@@ -509,6 +511,7 @@ export function createOAuthServer(deps: OAuthDeps): OAuthServer {
         source: 'oauth',
         label: input.clientName,
         capMicros: input.capMicros,
+        ...input.budgets,
         createdAt: new Date(claims.iat),
       });
       await saveMarketGrant(db, {

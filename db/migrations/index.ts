@@ -23,6 +23,7 @@ import * as marketRunWindow from './0024_market_run_window';
 import * as oneStatementCharge from './0025_one_statement_charge';
 import * as oauthClients from './0026_oauth_clients';
 import * as twoStatementCall from './0027_two_statement_call';
+import * as credentialBudgets from './0028_credential_budgets';
 import * as oauthHardening from './0029_oauth_hardening';
 
 const migrations: Record<string, Migration> = {
@@ -50,6 +51,7 @@ const migrations: Record<string, Migration> = {
   '0025_one_statement_charge': oneStatementCharge,
   '0026_oauth_clients': oauthClients,
   '0027_two_statement_call': twoStatementCall,
+  '0028_credential_budgets': credentialBudgets,
   '0029_oauth_hardening': oauthHardening,
 };
 

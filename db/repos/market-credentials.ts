@@ -18,6 +18,12 @@ export interface MarketCredentialRecord {
   apiKeyId: string;
   label: string | null;
   capMicros: number | null;
+  /** What all its runs may spend together, and those opened in one calendar month (UTC): migration 0028. */
+  budgetTotalMicros: number | null;
+  budgetMonthlyMicros: number | null;
+  /** What its runs were charged, in all and in the current calendar month (UTC, by the month a run opened). */
+  spentMicros: number;
+  spentThisMonthMicros: number;
   createdAt: Date;
   lastUsedAt: Date | null;
   revokedAt: Date | null;
@@ -27,6 +33,12 @@ export interface MarketCredentialRecord {
   source: CredentialSource;
   /** The OAuth client holding it (source oauth): its id when the grant is linked, and its name. */
   app: { clientId: string | null; clientName: string | null } | null;
+}
+
+/** A credential's budgets in micro-USD (null: none): migration 0028. */
+export interface CredentialBudgets {
+  budgetTotalMicros: number | null;
+  budgetMonthlyMicros: number | null;
 }
 
 export async function recordMarketCredential(
@@ -42,7 +54,7 @@ export async function recordMarketCredential(
     createdAt: Date;
     /** Set when the credential is recorded at a use (one issued before the table existed). */
     lastUsedAt?: Date;
-  },
+  } & Partial<CredentialBudgets>,
 ): Promise<void> {
   await db
     .insertInto('market_credentials')
@@ -54,6 +66,8 @@ export async function recordMarketCredential(
       source: row.source,
       label: row.label,
       cap_micros: row.capMicros,
+      budget_total_micros: row.budgetTotalMicros ?? null,
+      budget_monthly_micros: row.budgetMonthlyMicros ?? null,
       created_at: row.createdAt,
       last_used_at: row.lastUsedAt ?? null,
     })
@@ -114,6 +128,80 @@ export async function markCredentialUsed(db: Db, id: string, now = new Date()): 
     .execute();
 }
 
+/** The start of the calendar month (UTC) of `now`. */
+export function monthStartUtc(now: Date): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+}
+
+/** The account's credentials as the account sees them: with their budgets and what their runs were charged. */
+function credentialRows(db: Db, userId: string, now: Date) {
+  const month = monthStartUtc(now);
+  return db
+    .selectFrom('market_credentials as c')
+    .leftJoin('api_keys as k', 'k.id', 'c.api_key_id')
+    .leftJoin('oauth_market_grants as g', 'g.credential_id', 'c.id')
+    .where('c.user_id', '=', userId)
+    .select([
+      'c.source',
+      'g.client_id',
+      'g.client_name',
+      'c.id',
+      'c.user_id',
+      'c.entry_id',
+      'c.api_key_id',
+      'c.label',
+      'c.cap_micros',
+      'c.budget_total_micros',
+      'c.budget_monthly_micros',
+      'c.created_at',
+      'c.last_used_at',
+      'c.revoked_at',
+      sql<boolean>`(k.id is not null and k.revoked_at is null)`.as('key_live'),
+      // What its direct runs (the credential's id is their selection) were charged, in all and this month.
+      sql<string>`(select coalesce(sum(r.charged_micros), 0)::text from market_runs r
+                    where r.selection_id = c.id::text and r.job_id is null and r.consumer_id = c.user_id)`.as('spent'),
+      sql<string>`(select coalesce(sum(r.charged_micros), 0)::text from market_runs r
+                    where r.selection_id = c.id::text and r.job_id is null and r.consumer_id = c.user_id
+                      and r.created_at >= ${month})`.as('spent_month'),
+      (eb) =>
+        eb
+          .selectFrom('market_submissions as s')
+          .select('s.name')
+          .whereRef('s.listing_id', '=', 'c.entry_id')
+          .where('s.market', '=', 'mcp')
+          .where('s.live', '=', true)
+          .where('s.status', '=', 'approved')
+          .limit(1)
+          .as('entry_name'),
+    ]);
+}
+
+type CredentialRow = Awaited<ReturnType<ReturnType<typeof credentialRows>['execute']>>[number];
+
+const nullableMicros = (value: number | string | null) => (value === null ? null : Number(value));
+
+function toRecord(row: CredentialRow): MarketCredentialRecord {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    entryId: row.entry_id,
+    entryName: row.entry_name ?? null,
+    apiKeyId: row.api_key_id,
+    label: row.label,
+    capMicros: nullableMicros(row.cap_micros),
+    budgetTotalMicros: nullableMicros(row.budget_total_micros),
+    budgetMonthlyMicros: nullableMicros(row.budget_monthly_micros),
+    spentMicros: Number(row.spent),
+    spentThisMonthMicros: Number(row.spent_month),
+    createdAt: new Date(row.created_at),
+    lastUsedAt: row.last_used_at ? new Date(row.last_used_at) : null,
+    revokedAt: row.revoked_at ? new Date(row.revoked_at) : null,
+    keyLive: Boolean(row.key_live),
+    source: row.source,
+    app: row.source === 'oauth' ? { clientId: row.client_id ?? null, clientName: row.client_name ?? row.label } : null,
+  };
+}
+
 /**
  * The account's credentials, newest first, revoked ones included: those issued directly and those OAuth
  * grants hold (with the app: the grant's client, or the name recorded with the credential).
@@ -122,63 +210,64 @@ export async function listMarketCredentials(
   db: Db,
   userId: string,
   page: PageRequest,
+  now = new Date(),
 ): Promise<{ rows: MarketCredentialRecord[]; total: number }> {
-  const base = db.selectFrom('market_credentials as c').where('c.user_id', '=', userId);
   const [rows, count] = await Promise.all([
-    base
-      .leftJoin('api_keys as k', 'k.id', 'c.api_key_id')
-      .leftJoin('oauth_market_grants as g', 'g.credential_id', 'c.id')
-      .select([
-        'c.source',
-        'g.client_id',
-        'g.client_name',
-        'c.id',
-        'c.user_id',
-        'c.entry_id',
-        'c.api_key_id',
-        'c.label',
-        'c.cap_micros',
-        'c.created_at',
-        'c.last_used_at',
-        'c.revoked_at',
-        sql<boolean>`(k.id is not null and k.revoked_at is null)`.as('key_live'),
-        (eb) =>
-          eb
-            .selectFrom('market_submissions as s')
-            .select('s.name')
-            .whereRef('s.listing_id', '=', 'c.entry_id')
-            .where('s.market', '=', 'mcp')
-            .where('s.live', '=', true)
-            .where('s.status', '=', 'approved')
-            .limit(1)
-            .as('entry_name'),
-      ])
+    credentialRows(db, userId, now)
       .orderBy('c.created_at', 'desc')
       .orderBy('c.id')
       .limit(page.pageSize)
       .offset(offsetOf(page))
       .execute(),
-    base.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    db
+      .selectFrom('market_credentials')
+      .where('user_id', '=', userId)
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow(),
   ]);
-  return {
-    total: Number(count.n),
-    rows: rows.map((row) => ({
-      id: row.id,
-      userId: row.user_id,
-      entryId: row.entry_id,
-      entryName: row.entry_name ?? null,
-      apiKeyId: row.api_key_id,
-      label: row.label,
-      capMicros: row.cap_micros === null ? null : Number(row.cap_micros),
-      createdAt: new Date(row.created_at),
-      lastUsedAt: row.last_used_at ? new Date(row.last_used_at) : null,
-      revokedAt: row.revoked_at ? new Date(row.revoked_at) : null,
-      keyLive: Boolean(row.key_live),
-      source: row.source,
-      app:
-        row.source === 'oauth' ? { clientId: row.client_id ?? null, clientName: row.client_name ?? row.label } : null,
-    })),
+  return { total: Number(count.n), rows: rows.map(toRecord) };
+}
+
+/** One of the account's credentials (either source), or null (another account's is as absent). */
+export async function findMarketCredential(
+  db: Db,
+  userId: string,
+  id: string,
+  now = new Date(),
+): Promise<MarketCredentialRecord | null> {
+  const row = await credentialRows(db, userId, now).where('c.id', '=', id).executeTakeFirst();
+  return row ? toRecord(row) : null;
+}
+
+/**
+ * Sets a credential's budgets (undefined: unchanged; null: none). The next call made with it is bounded by them
+ * (the acquire statement reads them on every call). False when the account has no such credential.
+ */
+export async function setCredentialBudgets(
+  db: Db,
+  userId: string,
+  id: string,
+  budgets: Partial<CredentialBudgets>,
+): Promise<boolean> {
+  const changes = {
+    ...(budgets.budgetTotalMicros !== undefined && { budget_total_micros: budgets.budgetTotalMicros }),
+    ...(budgets.budgetMonthlyMicros !== undefined && { budget_monthly_micros: budgets.budgetMonthlyMicros }),
   };
+  const row = Object.keys(changes).length
+    ? await db
+        .updateTable('market_credentials')
+        .set(changes)
+        .where('id', '=', id)
+        .where('user_id', '=', userId)
+        .returning('id')
+        .executeTakeFirst()
+    : await db
+        .selectFrom('market_credentials')
+        .select('id')
+        .where('id', '=', id)
+        .where('user_id', '=', userId)
+        .executeTakeFirst();
+  return row !== undefined;
 }
 
 /**

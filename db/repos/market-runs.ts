@@ -35,6 +35,11 @@ export interface MarketRun {
   idleUntil: Date | null;
   /** Whether later calls of the same selection join this run. */
   acceptsCalls: boolean;
+  /**
+   * The most the run may be charged whatever the wallet holds (the run charge limit, the consumer's cap and
+   * budgets, when it opened: migration 0028), or null for a run opened before it was recorded.
+   */
+  limitMicros: number | null;
 }
 
 function toRun(row: Selectable<MarketRunsTable>): MarketRun {
@@ -56,6 +61,7 @@ function toRun(row: Selectable<MarketRunsTable>): MarketRun {
     callsInFlight: row.calls_in_flight,
     idleUntil: row.idle_until === null ? null : new Date(row.idle_until),
     acceptsCalls: row.accepts_calls,
+    limitMicros: row.limit_micros == null ? null : Number(row.limit_micros),
   };
 }
 
@@ -124,9 +130,14 @@ export type OpenMarketRunOutcome =
   | { outcome: 'subscription_inactive' }
   | { outcome: 'insufficient_funds' };
 
+/** Which budget of a credential refused a call (migration 0028): its total, or its calendar month's (UTC). */
+export type CredentialBudget = 'total' | 'monthly';
+
 export type AcquireMarketRunOutcome =
   | OpenMarketRunOutcome
   | { outcome: 'joined'; run: MarketRun; chargeToken: string }
+  /** The call would take the credential past a budget: it can spend `roomMicros` more within it. */
+  | { outcome: 'budget_reached'; budget: CredentialBudget; budgetMicros: number; roomMicros: number }
   | { outcome: 'key_rotated' }
   | { outcome: 'credential_revoked' };
 
@@ -151,8 +162,11 @@ export const intervalMs = (ms: number) => sql`${`${Math.max(0, Math.round(ms))} 
  * hold, within the cap and the available balance) or opens a new run holding the call's price
  * (fixed-price) or min(available balance, the cap, MARKET_RUN_CHARGE_LIMIT_USD) (provider_event;
  * nothing for a free entry). A shared run that cannot be joined (too close to its expiry, its grace
- * over, another revision) is retired, never closed under a call that still uses it. Every call that
- * acquired a run gives it back with endMarketCall (or the fixed-price settlement).
+ * over, another revision) is retired, never closed under a call that still uses it. A direct call made
+ * with a credential that has budgets (migration 0028) is bounded in the same statement by what the
+ * credential's runs hold or were charged, in all and in the calendar month (UTC) of `now`
+ * ('budget_reached'); the run records its own limit (limitMicros). Every call that acquired a run gives
+ * it back with endMarketCall (or the fixed-price settlement).
  */
 export async function acquireMarketRun(db: Db, input: AcquireMarketRunInput): Promise<AcquireMarketRunOutcome> {
   if (input.capMicros != null && (!Number.isSafeInteger(input.capMicros) || input.capMicros < 0))
@@ -168,6 +182,7 @@ export async function acquireMarketRun(db: Db, input: AcquireMarketRunInput): Pr
     acquired:
       | { outcome: 'opened' | 'joined'; run: Selectable<MarketRunsTable> }
       | { outcome: 'run_limit_reached'; room: number }
+      | { outcome: 'budget_reached'; budget: CredentialBudget; amount: number; room: number }
       | {
           outcome:
             'entry_not_found' | 'subscription_inactive' | 'insufficient_funds' | 'key_rotated' | 'credential_revoked';
@@ -182,6 +197,13 @@ export async function acquireMarketRun(db: Db, input: AcquireMarketRunInput): Pr
   const acquired = result.rows[0]!.acquired;
   if (acquired.outcome === 'run_limit_reached')
     return { outcome: 'run_limit_reached', roomMicros: Number(acquired.room) };
+  if (acquired.outcome === 'budget_reached')
+    return {
+      outcome: 'budget_reached',
+      budget: acquired.budget,
+      budgetMicros: Number(acquired.amount),
+      roomMicros: Number(acquired.room),
+    };
   if (acquired.outcome !== 'opened' && acquired.outcome !== 'joined') return { outcome: acquired.outcome };
   const run = toRun(acquired.run);
   // Signed when first read: only a provider_event call sends its run's token anywhere.
@@ -207,6 +229,7 @@ export async function openMarketRun(db: Db, input: OpenMarketRunInput): Promise<
   if (outcome.outcome === 'joined') throw new Error('a run of its own was joined');
   if (outcome.outcome === 'key_rotated' || outcome.outcome === 'credential_revoked')
     throw new Error('a run opened without a credential checked one');
+  if (outcome.outcome === 'budget_reached') return { outcome: 'run_limit_reached', roomMicros: outcome.roomMicros };
   return outcome;
 }
 

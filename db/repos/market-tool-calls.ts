@@ -13,7 +13,7 @@ import type {
   SettleOutcome,
   WaitingCall,
 } from '../../lib/market/tool-call';
-import { marketToolCallDeps, PrincipalRefusedError } from '../../lib/market/tool-call';
+import { marketToolCallDeps, PrincipalRefusedError, roundMinLifeMs } from '../../lib/market/tool-call';
 import { CREDENTIAL_KEY_ROTATED, CREDENTIAL_REVOKED } from '../../lib/market/credential';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
 import type { DriftReport, ToolDrift } from '../../lib/market/tool-drift';
@@ -124,7 +124,7 @@ export function runSettings(
     ttlMs: market.runTtlMs,
     limitMicros: market.runChargeLimitMicros,
     chargeTokenKey: market.chargeTokenKey,
-    minLifeMs: market.toolCallTimeoutMs + market.runIdleGraceMs + 30_000,
+    minLifeMs: roundMinLifeMs(market),
   };
 }
 
@@ -138,6 +138,7 @@ const handleOf = (run: MarketRun, chargeToken: () => string): MarketRunHandle =>
     },
     holdMicros: run.holdMicros,
     chargedMicros: run.chargedMicros,
+    limitMicros: run.limitMicros,
     expiresAt: run.expiresAt,
   };
 };
@@ -179,6 +180,14 @@ export async function acquireCallRun(
       };
     case 'run_limit_reached':
       return { ok: false, code: 'run_limit_reached', roomMicros: acquired.roomMicros };
+    case 'budget_reached':
+      return {
+        ok: false,
+        code: 'budget_reached',
+        budget: acquired.budget,
+        budgetMicros: acquired.budgetMicros,
+        roomMicros: acquired.roomMicros,
+      };
     default:
       return { ok: false, code: acquired.outcome };
   }

@@ -4,6 +4,7 @@ import { compileSchemaValidator, validateStructuredOutputSpec, type FieldSpec } 
 import { usdToMicros } from '../money';
 import type { NetworkPolicy } from '../net/ssrf';
 import type { AgentMarketSubmissionBody } from '../schemas/agent-market';
+import { wholeMicrosCap } from './caps';
 import { MarketRuleError, ruleBroken } from './errors';
 import { slugFor } from './slug';
 import { checkUserParams } from './user-params-schema';
@@ -241,6 +242,12 @@ export async function checkMarketSelections(
   status: 400 | 409 = 400,
 ): Promise<void> {
   if (selections.length === 0) return;
+  // A cap is checked where the provider gives it (a stored one is read rounded down: activities/tools/market.ts).
+  if (status === 400)
+    selections.forEach((selection, i) => {
+      if (selection.max_total_usd !== undefined)
+        wholeMicrosCap(selection.max_total_usd, `mcpSelections[${i}].max_total_usd`, `${path}/${i}/max_total_usd`);
+    });
   const offered = await approvedTools([...new Set(selections.map((s) => s.mcp_id))]);
   selections.forEach((selection, i) => {
     const listing = offered.get(selection.mcp_id);

@@ -80,6 +80,11 @@ export interface MarketRunHandle {
   chargeToken: string;
   holdMicros: number;
   chargedMicros: number;
+  /**
+   * The most the run may be charged whatever the wallet holds (run charge limit, the consumer's cap and budgets):
+   * what x-service-charge-max-total-usd tells the provider. Null for a run opened before it was recorded.
+   */
+  limitMicros: number | null;
   expiresAt: Date;
 }
 
@@ -99,7 +104,9 @@ export type AcquiredRun =
   | { ok: true; run: MarketRunHandle; opened: boolean }
   | { ok: false; code: 'insufficient_funds' | 'subscription_inactive' | 'entry_not_found' }
   /** The call would take the run past its cap or the run charge limit: it can take `roomMicros` more. */
-  | { ok: false; code: 'run_limit_reached'; roomMicros: number };
+  | { ok: false; code: 'run_limit_reached'; roomMicros: number }
+  /** The call would take its credential past a budget (its total, or its calendar month's): `roomMicros` more fit. */
+  | { ok: false; code: 'budget_reached'; budget: 'total' | 'monthly'; budgetMicros: number; roomMicros: number };
 
 /** One line of the consumer's record of a call (transactions and logs). */
 export interface MarketCallRecord {
@@ -259,6 +266,12 @@ export interface MarketToolCallDeps {
   callTimeoutMs: number;
   /** How long a call waiting for the consumer's input can be continued (default DEFAULT_INPUT_REQUIRED_TTL_MS). */
   inputRequiredTtlMs?: number;
+  /**
+   * How long a waiting call's run must still live for its next round to be forwarded: a round (the call timeout)
+   * and the grace for the provider's charges after it, with a margin, as a shared run is joined (runSettings).
+   * A round that could end after its run does would be answered and never billed: it is refused instead.
+   */
+  roundMinLifeMs?: number;
   now?: () => number;
 }
 
@@ -270,7 +283,9 @@ export interface MarketToolCallDeps {
 export function marketToolCallDeps(input: {
   store: MarketCallStore;
   market: Pick<MarketConfig, 'toolListCacheMs' | 'commissionRate' | 'toolCallTimeoutMs'> &
-    Partial<Pick<MarketConfig, 'toolResultMaxBytes' | 'toolResultMaxBinaryBytes' | 'inputRequiredTtlMs'>>;
+    Partial<
+      Pick<MarketConfig, 'toolResultMaxBytes' | 'toolResultMaxBinaryBytes' | 'inputRequiredTtlMs' | 'runIdleGraceMs'>
+    >;
   policy: ToolRuntimeDeps['policy'];
 }): MarketToolCallDeps {
   const market = {
@@ -295,7 +310,19 @@ export function marketToolCallDeps(input: {
     commissionRate: market.commissionRate,
     callTimeoutMs: market.toolCallTimeoutMs,
     inputRequiredTtlMs: market.inputRequiredTtlMs,
+    roundMinLifeMs: roundMinLifeMs(market),
   };
+}
+
+/**
+ * How long a run must still live for a call's round to be forwarded on it: the call timeout, the grace for
+ * the provider's charges after it, and half a minute of margin (db/repos/market-tool-calls.ts runSettings
+ * joins a shared run on the same terms).
+ */
+export function roundMinLifeMs(
+  market: Pick<MarketConfig, 'toolCallTimeoutMs'> & Partial<Pick<MarketConfig, 'runIdleGraceMs'>>,
+) {
+  return market.toolCallTimeoutMs + (market.runIdleGraceMs ?? 0) + 30_000;
 }
 
 export interface MarketToolCallRequest {
@@ -380,18 +407,25 @@ export type MarketCallRefusal =
   | 'subscription_inactive'
   | 'entry_not_found'
   | 'run_limit_reached'
+  /** The credential's total or monthly budget would be passed. */
+  | 'budget_reached'
   | 'upstream_unavailable'
   /** The requestState of a multi-round call was continued already, has expired, or is not this consumer's. */
   | 'input_expired';
 
-/** The market's x-service-charge-* headers of a provider_event call. */
+/**
+ * The market's x-service-charge-* headers of a provider_event call. The most the run may be charged is the
+ * run's own limit (the run charge limit, the consumer's cap and budgets), never its hold: the hold is
+ * min(available balance, that limit), so it would tell the provider the consumer's balance whenever the
+ * balance is lower. Charges beyond the hold are cut as always (eventChargeLimitReached).
+ */
 export function chargeHeaders(run: MarketRunHandle, entryId: string, selectionId: string): Record<string, string> {
   return {
     'x-service-charge-token': run.chargeToken,
     'x-service-charge-run-id': run.id,
     'x-service-charge-mcp-id': entryId,
     'x-service-charge-selection-id': selectionId,
-    'x-service-charge-max-total-usd': String(microsToUsd(run.holdMicros)),
+    'x-service-charge-max-total-usd': String(microsToUsd(run.limitMicros ?? run.holdMicros)),
   };
 }
 
@@ -564,6 +598,13 @@ export async function relayMarketToolCall(
         resumed.waiting.runId,
       );
     continued = { waiting: resumed.waiting, run: resumed.run };
+    // A round that could still be running when its run expires would be answered and never billed: refused,
+    // the call given back (its reservation released), so the consumer calls again on a run of its own.
+    if (resumed.run.expiresAt.getTime() - now() < (deps.roundMinLifeMs ?? 0))
+      return refuse(
+        'input_expired',
+        "The call's market run ends before this round could finish: call the tool again (nothing was charged for it)",
+      );
     upstreamState = resumed.waiting.upstreamState ?? undefined;
   }
 
@@ -628,6 +669,19 @@ export async function relayMarketToolCall(
     fixed = entry.monetizationStrategy === 'tool_call_fixed' ? (tool.clientPriceMicros ?? 0) : 0;
     const acquired = await request.acquireRun(entry.monetizationStrategy === 'tool_call_fixed' ? fixed : null);
     if (!acquired.ok) {
+      if (acquired.code === 'budget_reached') {
+        const which =
+          acquired.budget === 'monthly'
+            ? `monthly budget (${microsToUsd(acquired.budgetMicros)} USD per calendar month, UTC)`
+            : `total budget (${microsToUsd(acquired.budgetMicros)} USD)`;
+        const room = microsToUsd(acquired.roomMicros);
+        return refuse(
+          'budget_reached',
+          `This credential's ${which} is used up: it can spend at most ${room} USD more${acquired.budget === 'monthly' ? ' this month' : ''}` +
+            `${fixed > 0 ? ` and this call costs ${microsToUsd(fixed)} USD` : ''}. Raise it in the console (Market credentials)` +
+            `${acquired.budget === 'monthly' ? ' or wait for the next month' : ''}; nothing was charged`,
+        );
+      }
       if (acquired.code === 'run_limit_reached') {
         const room = microsToUsd(acquired.roomMicros);
         const message =
@@ -741,8 +795,15 @@ export async function relayMarketToolCall(
       };
     }
     const waitingId = randomUUID();
+    // Continued only while its run lives long enough for the next round (roundMinLifeMs).
     const expiresAt = new Date(
-      Math.min(now() + (deps.inputRequiredTtlMs ?? DEFAULT_INPUT_REQUIRED_TTL_MS), run.expiresAt.getTime()),
+      Math.max(
+        now(),
+        Math.min(
+          now() + (deps.inputRequiredTtlMs ?? DEFAULT_INPUT_REQUIRED_TTL_MS),
+          run.expiresAt.getTime() - (deps.roundMinLifeMs ?? 0),
+        ),
+      ),
     );
     await deps.store.awaitInput({
       id: waitingId,

@@ -32,6 +32,22 @@ export const McpCredentialRequest = {
       description:
         'Extension: a name for the credential (where you use it), shown in GET /mcp-market/credentials; not a secret',
     },
+    budgetTotalUsd: {
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description:
+        'Extension: the most all calls of this credential may spend together, in USD (whole micro-USD; more than 6 decimals is 400 validation_failed). ' +
+        'Unlike maxTotalUsdPerRun, which bounds one run (a window of calls), it bounds every run of the credential: an active run counts what it holds, any other what it was charged. A call that would pass it is refused (budget_reached, nothing charged); a provider_event run holds at most what is left. Changed with PATCH /mcp-market/credentials/{credentialId}',
+    },
+    budgetMonthlyUsd: {
+      type: 'number',
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description:
+        'Extension: the most the calls of this credential may spend per calendar month (UTC), in USD (whole micro-USD), counted as budgetTotalUsd is; a run counts in the month it opened. ' +
+        'A call that would pass it is refused (budget_reached) until the month ends or the budget is raised',
+    },
     maxRunChargeUsd: {
       type: 'number',
       exclusiveMinimum: 0,
@@ -73,6 +89,12 @@ export const McpCredentialResponse = {
       deprecated: true,
       description: 'Deprecated: the same value as maxTotalUsdPerRun',
     },
+    budgetTotalUsd: { ...money, type: ['number', 'null'], description: 'Extension: the total budget (null: none)' },
+    budgetMonthlyUsd: {
+      ...money,
+      type: ['number', 'null'],
+      description: 'Extension: the budget per calendar month, UTC (null: none)',
+    },
   },
 } as const;
 
@@ -85,6 +107,10 @@ export const MarketCredential = {
     'entryName',
     'label',
     'maxTotalUsdPerRun',
+    'budgetTotalUsd',
+    'budgetMonthlyUsd',
+    'spentUsd',
+    'spentThisMonthUsd',
     'createdAt',
     'lastUsedAt',
     'revokedAt',
@@ -98,7 +124,26 @@ export const MarketCredential = {
     entryId: { type: 'string', format: 'uuid' },
     entryName: { type: ['string', 'null'], description: "The entry's name while it is live, else null" },
     label: { type: ['string', 'null'] },
-    maxTotalUsdPerRun: { type: ['number', 'null'], format: 'double' },
+    maxTotalUsdPerRun: {
+      type: ['number', 'null'],
+      format: 'double',
+      description: 'The limit of one run (a window of calls) of this credential; null: none but the run charge limit',
+    },
+    budgetTotalUsd: {
+      type: ['number', 'null'],
+      format: 'double',
+      description: 'What all its calls may spend together (null: no total budget)',
+    },
+    budgetMonthlyUsd: {
+      type: ['number', 'null'],
+      format: 'double',
+      description: 'What its calls may spend per calendar month, UTC (null: no monthly budget)',
+    },
+    spentUsd: { ...money, description: 'What its calls were charged so far' },
+    spentThisMonthUsd: {
+      ...money,
+      description: 'What its calls were charged this calendar month (UTC; a run counts in the month it opened)',
+    },
     createdAt: { type: 'string', format: 'date-time' },
     lastUsedAt: {
       type: ['string', 'null'],
@@ -137,6 +182,28 @@ export const MarketCredentialsResponse = {
   properties: {
     credentials: { type: 'array', items: { $ref: 'MarketCredential' } },
     meta: { $ref: 'PaginationMeta' },
+  },
+} as const;
+
+export const MarketCredentialBudgetsRequest = {
+  $id: 'MarketCredentialBudgetsRequest',
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  description: "Extension: a credential's budgets; a number sets one, null removes it, an absent one stays as it is",
+  properties: {
+    budgetTotalUsd: {
+      type: ['number', 'null'],
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description: 'What all its calls may spend together, in USD (whole micro-USD)',
+    },
+    budgetMonthlyUsd: {
+      type: ['number', 'null'],
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description: 'What its calls may spend per calendar month (UTC), in USD (whole micro-USD)',
+    },
   },
 } as const;
 

@@ -210,6 +210,36 @@ describe('market holds that fit what a run can cost (hosted endpoint)', function
     assert.notEqual(billing(next).runId, runId);
   });
 
+  it("x-service-charge-max-total-usd is the run's own limit, never the consumer's balance when the balance is lower", async function () {
+    const seller = await h.createUser({ creditUsd: 0 });
+    const entry = await eventEntry(seller, 0.01);
+    provider.configureCharging({ apiBase: h.baseUrl, apiKey: seller.apiKey });
+    const forwardedLimit = async (body: Record<string, unknown>) => {
+      const consumer = await h.createUser({ creditUsd: 0.1 });
+      const issued = await h.http('POST', `/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, {
+        apiKey: consumer.apiKey,
+        body,
+      });
+      assert.equal(issued.status, 201, JSON.stringify(issued.body));
+      const client = await connect(h.baseUrl, entry.entryId, issued.body.credential);
+      const result = await client.callTool({ name: 'charge_pages', arguments: { pages: 1 } });
+      assert.equal(result.isError, false, textOf(result));
+      const run = (await findMarketRun(h.db, billing(result).runId))!;
+      assert.equal(run.holdMicros, 100_000, 'the run holds what the wallet has');
+      return provider.calls().at(-1)!['x-service-charge-max-total-usd'];
+    };
+    assert.equal(
+      await forwardedLimit({ maxTotalUsdPerRun: 0.25 }),
+      '0.25',
+      "the consumer's cap, not the 0.1 USD wallet",
+    );
+    assert.equal(
+      await forwardedLimit({}),
+      String(h.config.market.runChargeLimitMicros / 1_000_000),
+      'MARKET_RUN_CHARGE_LIMIT_USD, not the wallet',
+    );
+  });
+
   it('maxTotalUsdPerRun: a consumer sets a cap per credential, sees it, and the provider receives it as x-service-charge-max-total-usd', async function () {
     const seller = await h.createUser({ creditUsd: 0 });
     const consumer = await h.createUser({ creditUsd: 5 });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { Client, ProtocolError, StreamableHTTPClientTransport, type ClientOptions } from '@modelcontextprotocol/client';
+import { sql } from 'kysely';
 import { getWalletSummary } from '../../db/repos/ledger';
 import { useHarness, type Harness } from '../support/stack/harness';
 import { stoppedAfter } from '../support/stack/stopped-after';
@@ -349,6 +350,51 @@ describe('hosted market MCP endpoint: what it relays', function () {
       (error: unknown) => error instanceof ProtocolError && error.code === -32602,
     );
     assert.equal((await wallet(buyer.userId)).balanceMicros, before.balanceMicros);
+  });
+
+  it('refuses to continue a waiting call whose run ends before the round could finish (never answered unbilled), and gives its hold back', async function () {
+    const buyer = await consumer();
+    const { client } = await connect(buyer.credential, 'modern', { capabilities: { elicitation: {} } });
+    const before = await wallet(buyer.userId);
+    const first = (await client.callTool(
+      { name: 'confirm_order', arguments: { item: 'late lamp' } },
+      { allowInputRequired: true },
+    )) as Record<string, any>;
+    assert.equal(first.resultType, 'input_required');
+    // The call's run is near its end: 5 s left, less than a round may take (the call timeout).
+    const runs = await sql<{ id: string }>`
+      update market_runs set expires_at = now() + interval '5 seconds'
+        where consumer_id = ${buyer.userId}::uuid and status = 'open' returning id`.execute(h.db);
+    assert.equal(runs.rows.length, 1);
+    // Should the round be forwarded, it lasts past the run's end (the provider answers after the run expired).
+    provider.beforeConfirmedAnswer(async () => {
+      await sql`update market_runs set expires_at = now() - interval '1 second' where id = ${runs.rows[0]!.id}::uuid`.execute(
+        h.db,
+      );
+    });
+    const finished = provider.finished('confirm_order');
+    try {
+      const continued = client.callTool(
+        {
+          name: 'confirm_order',
+          arguments: { item: 'late lamp' },
+          inputResponses: { confirm: { action: 'accept', content: { ok: true } } },
+          requestState: first.requestState,
+        } as never,
+        { allowInputRequired: true },
+      );
+      await assert.rejects(
+        continued,
+        (error: unknown) =>
+          error instanceof ProtocolError && error.code === -32602 && /ends before this round/.test(error.message),
+      );
+    } finally {
+      provider.beforeConfirmedAnswer(null);
+    }
+    assert.equal(provider.finished('confirm_order'), finished, 'the round was not forwarded: nothing done unbilled');
+    const after = await wallet(buyer.userId);
+    assert.equal(after.balanceMicros, before.balanceMicros, 'nothing charged');
+    assert.equal(after.heldMicros, before.heldMicros, 'the call gave its reservation back');
   });
 
   for (const era of ['legacy', 'modern'] as const) {

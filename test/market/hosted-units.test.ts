@@ -90,10 +90,17 @@ describe('hosted market MCP: credentials, rug-pull comparison, charge headers', 
     assert.equal(lists.get('s'), null);
   });
 
-  it('forwards the five x-service-charge-* headers, the limit in USD', function () {
+  it("forwards the five x-service-charge-* headers, the run's own limit in USD (never its hold, which is bounded by the wallet)", function () {
     assert.deepEqual(
       chargeHeaders(
-        { id: 'r1', chargeToken: 'mct1.x.y', holdMicros: 250_000, chargedMicros: 0, expiresAt: new Date() },
+        {
+          id: 'r1',
+          chargeToken: 'mct1.x.y',
+          holdMicros: 120_000,
+          chargedMicros: 0,
+          limitMicros: 250_000,
+          expiresAt: new Date(),
+        },
         'entry-1',
         'sel-1',
       ),

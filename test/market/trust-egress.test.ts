@@ -170,6 +170,7 @@ const openRun = async (): Promise<AcquiredRun> => ({
     chargeToken: CHARGE_TOKEN,
     holdMicros: 1_000_000,
     chargedMicros: 0,
+    limitMicros: 1_000_000,
     expiresAt: new Date(Date.now() + 60_000),
   },
 });

@@ -458,4 +458,59 @@ describe('web pages: the console runs, automations and credentials pages', funct
     assert.equal(foreign.status, 404);
     assert.equal((await initialize(server.credential)).status, 200, 'still working');
   });
+
+  it("shows each credential's budgets and what it spent, and changes them from the console; an amount not in whole micro-USD is refused, never dropped", async function () {
+    const provider = await h.createUser({ creditUsd: 0 });
+    const consumer = await h.createUser({ creditUsd: 1 });
+    const entry = await approvedEntry(h, provider, { name: `Budget lights ${Date.now()}` });
+    const issued = await h.http('POST', `/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, {
+      apiKey: consumer.apiKey,
+      body: { label: 'desk', budgetMonthlyUsd: 5 },
+    });
+    assert.equal(issued.status, 201, JSON.stringify(issued.body));
+    const id = issued.body.credentialId as string;
+    const context = await newContext();
+    const page = await signIn(context, consumer.apiKey, '/console/credentials');
+    const row = page.locator(`#credential-${id}`);
+    assert.equal((await row.locator('> *').nth(6).innerText()).trim(), '$0.00 / $0.00', 'spent this month / in all');
+    assert.equal(await row.locator('input[name=budgetMonthly]').inputValue(), '5');
+    assert.equal(await row.locator('input[name=budgetTotal]').inputValue(), '');
+    await assertAccessible(page, 'credential budgets');
+
+    await row.locator('input[name=budgetMonthly]').fill('0.0100001');
+    await row.getByRole('button', { name: /^Save the budgets of desk/ }).click();
+    await page.getByRole('alert').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /monthly budget must be .* whole micro-USD/);
+    const unchanged = await h.http('GET', '/api/v1/mcp-market/credentials', { apiKey: consumer.apiKey });
+    assert.deepEqual(
+      [unchanged.body.credentials[0].budgetMonthlyUsd, unchanged.body.credentials[0].budgetTotalUsd],
+      [5, null],
+      'the refused amount changed nothing',
+    );
+
+    await page.locator(`#credential-${id} input[name=budgetMonthly]`).fill('2.5');
+    await page.locator(`#credential-${id} input[name=budgetTotal]`).fill('10');
+    await page
+      .locator(`#credential-${id}`)
+      .getByRole('button', { name: /^Save the budgets of desk/ })
+      .click();
+    await page.waitForURL((url) => url.searchParams.get('budgets') === id);
+    assert.match(await page.locator('#budgets-notice').innerText(), /are saved/);
+    assert.equal(await page.locator(`#credential-${id} input[name=budgetMonthly]`).inputValue(), '2.5');
+    assert.equal(await page.locator(`#credential-${id} input[name=budgetTotal]`).inputValue(), '10');
+    const saved = await h.http('GET', '/api/v1/mcp-market/credentials', { apiKey: consumer.apiKey });
+    assert.deepEqual([saved.body.credentials[0].budgetMonthlyUsd, saved.body.credentials[0].budgetTotalUsd], [2.5, 10]);
+
+    // Emptied: no budget.
+    await page.goto(`${h.baseUrl}/console/credentials`);
+    await page.locator(`#credential-${id} input[name=budgetTotal]`).fill('');
+    await page
+      .locator(`#credential-${id}`)
+      .getByRole('button', { name: /^Save the budgets of desk/ })
+      .click();
+    await page.waitForURL((url) => url.searchParams.get('budgets') === id);
+    const emptied = await h.http('GET', '/api/v1/mcp-market/credentials', { apiKey: consumer.apiKey });
+    assert.equal(emptied.body.credentials[0].budgetTotalUsd, null);
+    await screenshot(page, 'credential-budgets');
+  });
 });

@@ -219,7 +219,11 @@ describe('OAuth on the hosted MCP endpoints', function () {
       consentChecked = true;
     }
     await page.fill('#param-region', 'eu');
+    // Named honestly: a limit per run bounds one burst of calls; the budgets bound what the app spends.
+    assert.ok(!/spending cap/i.test(await page.content()), 'a limit per run is no spending cap');
+    assert.equal(await page.getByLabel('Limit per run').count(), 1);
     await page.fill('#cap', '1');
+    await page.fill('#budget-monthly', '3');
     await page.getByRole('button', { name: 'Allow' }).click();
     await page.waitForURL((u) => u.href.startsWith(callback.url));
     return new URL(page.url()).searchParams;
@@ -244,6 +248,18 @@ describe('OAuth on the hosted MCP endpoints', function () {
     assert.equal(answer.get('iss'), h.baseUrl, 'RFC 9207: the issuer is in the authorization response');
     const code = answer.get('code');
     assert.ok(code, `no code in ${answer.toString()}`);
+    const granted = await h.db
+      .selectFrom('market_credentials')
+      .select(['id', 'cap_micros', 'budget_monthly_micros', 'budget_total_micros'])
+      .where('user_id', '=', alice.userId)
+      .where('source', '=', 'oauth')
+      .orderBy('created_at', 'desc')
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(
+      [Number(granted.cap_micros), Number(granted.budget_monthly_micros), granted.budget_total_micros],
+      [1_000_000, 3_000_000, null],
+      "the grant's credential carries the monthly budget given on the consent page",
+    );
 
     const exchanged = await form(metadata.token_endpoint, {
       grant_type: 'authorization_code',
@@ -275,6 +291,15 @@ describe('OAuth on the hosted MCP endpoints', function () {
       const called = await client.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } });
       assert.equal(called.isError, false, JSON.stringify(called));
       assert.equal((called._meta?.[BILLING_META] as { chargedUsd: number }).chargedUsd, 0.0125);
+      // The grant's monthly budget bounds its calls like any credential's: lowered below two calls, the next is refused.
+      const lowered = await h.http('PATCH', `/api/v1/mcp-market/credentials/${granted.id}`, {
+        apiKey: alice.apiKey,
+        body: { budgetMonthlyUsd: 0.02 },
+      });
+      assert.equal(lowered.status, 200, JSON.stringify(lowered.body));
+      const refused = await client.callTool({ name: 'lookup_city', arguments: { city: 'Faro' } });
+      assert.equal(refused.isError, true);
+      assert.equal((refused._meta?.[BILLING_META] as { code: string }).code, 'budget_reached');
     } finally {
       await client.close();
     }
@@ -407,6 +432,17 @@ describe('OAuth on the hosted MCP endpoints', function () {
       const row = page.locator('#connections tbody tr', { hasText: 'Loopback agent' });
       assert.equal(await row.count(), 1);
       assert.match(await row.innerText(), new RegExp(entryA.name));
+      assert.equal(await row.locator('input[name=budgetMonthly]').inputValue(), '3', 'the budget given on consent');
+      await row.locator('input[name=budgetMonthly]').fill('4');
+      await row.getByRole('button', { name: /^Save the budgets of Loopback agent/ }).click();
+      await page.waitForURL(`${h.baseUrl}/console/connections`);
+      assert.equal(
+        await page
+          .locator('#connections tbody tr', { hasText: 'Loopback agent' })
+          .locator('input[name=budgetMonthly]')
+          .inputValue(),
+        '4',
+      );
       await assertAccessible(page, 'connected apps');
       await row.getByRole('button', { name: /^Revoke Loopback agent/ }).click();
       await page.waitForURL(`${h.baseUrl}/console/connections`);

@@ -1,5 +1,6 @@
 import { CsrfField } from '../components/csrf';
-import { deviceOf, utc } from '../format';
+import { deviceOf, usd, utc } from '../format';
+import { BudgetsForm } from './credentials';
 import { Layout } from '../layout';
 import { ConsoleNav } from './console-home';
 
@@ -12,6 +13,14 @@ export interface ConnectionRow {
   approvedAt: Date;
   device: { name: string | null; userAgent: string | null };
   lastUsedAt: Date | null;
+  /** The grant's market credential: its budgets and what it spent (null: not recorded yet). */
+  credential: {
+    id: string;
+    budgetMonthlyUsd: number | null;
+    budgetTotalUsd: number | null;
+    spentUsd: number;
+    spentThisMonthUsd: number;
+  } | null;
 }
 
 /** How a connection's device reads: the name given on the consent page, else its browser and system. */
@@ -28,7 +37,8 @@ export function ConnectionsPage(props: { email: string; csrfToken: string; rows:
       <ConsoleNav current="connections" />
       <p class="lead">
         MCP clients you allowed to call market tools for you, one row per device you signed in on. Revoking one ends its
-        access at once (its tokens and its credential stop working); the app's other devices keep theirs.
+        access at once (its tokens and its credential stop working); the app's other devices keep theirs. Its budgets
+        bound what it spends per calendar month (UTC) and in all: a call past one is refused.
       </p>
       {props.rows.length === 0 ? (
         <p id="no-connections">No app is connected.</p>
@@ -42,6 +52,8 @@ export function ConnectionsPage(props: { email: string; csrfToken: string; rows:
               <th scope="col">Listing</th>
               <th scope="col">Allowed</th>
               <th scope="col">Last used</th>
+              <th scope="col">Spent (this month, UTC / in all)</th>
+              <th scope="col">Budgets</th>
               <th scope="col">
                 <span class="visually-hidden">Revoke</span>
               </th>
@@ -65,6 +77,23 @@ export function ConnectionsPage(props: { email: string; csrfToken: string; rows:
                 </td>
                 <td>{utc(row.approvedAt)}</td>
                 <td>{row.lastUsedAt ? utc(row.lastUsedAt) : 'Never'}</td>
+                <td class="num">
+                  {row.credential
+                    ? `${usd(row.credential.spentThisMonthUsd)} / ${usd(row.credential.spentUsd)}`
+                    : '$0.00 / $0.00'}
+                </td>
+                <td>
+                  {row.credential && (
+                    <BudgetsForm
+                      credentialId={row.credential.id}
+                      name={`${row.clientName} for ${row.listing}`}
+                      monthlyUsd={row.credential.budgetMonthlyUsd}
+                      totalUsd={row.credential.budgetTotalUsd}
+                      csrfToken={props.csrfToken}
+                      back="connections"
+                    />
+                  )}
+                </td>
                 <td>
                   <form method="post" action={`/console/connections/${row.grantId}/revoke`}>
                     <CsrfField token={props.csrfToken} />

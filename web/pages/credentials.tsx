@@ -31,6 +31,9 @@ export interface CredentialsView {
   /** Values to put back into the form after a refusal (never a secret's). */
   values: Record<string, string>;
   cap: string;
+  /** The budgets typed into the creation form (put back after a refusal). */
+  budgetTotal: string;
+  budgetMonthly: string;
   label: string;
   problem: string | null;
   issued: {
@@ -38,6 +41,8 @@ export interface CredentialsView {
     mcpUrl: string;
     credentialId: string;
     maxTotalUsdPerRun: number | null;
+    budgetTotalUsd: number | null;
+    budgetMonthlyUsd: number | null;
   } | null;
   /**
    * The chooser of the listing a new credential is for: the live listings the account uses, and the listings
@@ -47,6 +52,8 @@ export interface CredentialsView {
   /** The account's credentials (one page, newest first), and a note after a revocation. */
   list: { rows: CredentialView[]; page: number; totalPages: number };
   revoked: string | null;
+  /** A note after a credential's budgets were saved, or why they were not (with the credential's id). */
+  budgets: { credentialId: string; saved: boolean; message: string } | null;
 }
 
 const STATUS_TEXT: Record<CredentialView['status'], string> = {
@@ -84,9 +91,11 @@ function CredentialList(props: { view: CredentialsView }) {
             <th scope="col">Entry</th>
             <th scope="col">Label or app</th>
             <th scope="col">Created</th>
-            <th scope="col">Cap per run</th>
+            <th scope="col">Limit per run</th>
             <th scope="col">Last used</th>
             <th scope="col">Status</th>
+            <th scope="col">Spent (this month, UTC / in all)</th>
+            <th scope="col">Budgets</th>
             <th scope="col">
               <span class="visually-hidden">Revoke</span>
             </th>
@@ -104,6 +113,10 @@ function CredentialList(props: { view: CredentialsView }) {
               <td class="num">{row.maxTotalUsdPerRun === null ? 'None' : usd(row.maxTotalUsdPerRun)}</td>
               <td>{row.lastUsedAt ? utc(row.lastUsedAt) : 'Never'}</td>
               <td>{row.revokedAt ? `Revoked ${utc(row.revokedAt)}` : STATUS_TEXT[row.status]}</td>
+              <td class="num">{`${usd(row.spentThisMonthUsd)} / ${usd(row.spentUsd)}`}</td>
+              <td>
+                <BudgetsCell row={row} csrfToken={csrfToken} />
+              </td>
               <td>
                 {row.status === 'active' && (
                   <form method="post" action={`/console/credentials/revoke/${row.id}`}>
@@ -126,6 +139,73 @@ function CredentialList(props: { view: CredentialsView }) {
         </nav>
       )}
     </>
+  );
+}
+
+const budgetText = (row: CredentialView) =>
+  [
+    row.budgetMonthlyUsd === null ? null : `${usd(row.budgetMonthlyUsd)} a month`,
+    row.budgetTotalUsd === null ? null : `${usd(row.budgetTotalUsd)} in all`,
+  ]
+    .filter(Boolean)
+    .join(', ') || 'None';
+
+/** A credential's budgets, and (while it can still be used) the form that changes them. */
+function BudgetsCell(props: { row: CredentialView; csrfToken: string }) {
+  const { row } = props;
+  if (row.status !== 'active') return <>{budgetText(row)}</>;
+  return (
+    <BudgetsForm
+      credentialId={row.id}
+      name={credentialName(row)}
+      monthlyUsd={row.budgetMonthlyUsd}
+      totalUsd={row.budgetTotalUsd}
+      csrfToken={props.csrfToken}
+    />
+  );
+}
+
+/**
+ * The form that sets a credential's budgets (POST /console/credentials/budgets/{id}), on the credentials page and,
+ * for an OAuth connection's credential, on the connected apps page (`back`: where the browser returns).
+ */
+export function BudgetsForm(props: {
+  credentialId: string;
+  name: string;
+  monthlyUsd: number | null;
+  totalUsd: number | null;
+  csrfToken: string;
+  back?: 'connections';
+}) {
+  const { name } = props;
+  return (
+    <form method="post" action={`/console/credentials/budgets/${props.credentialId}`} class="budgets">
+      <CsrfField token={props.csrfToken} />
+      {props.back && <input type="hidden" name="back" value={props.back} />}
+      <label>
+        {'Monthly, USD '}
+        <input
+          name="budgetMonthly"
+          inputmode="decimal"
+          size={8}
+          value={props.monthlyUsd === null ? '' : String(props.monthlyUsd)}
+          aria-label={`Monthly budget in USD of ${name} (empty: none)`}
+        />
+      </label>
+      <label>
+        {'In all, USD '}
+        <input
+          name="budgetTotal"
+          inputmode="decimal"
+          size={8}
+          value={props.totalUsd === null ? '' : String(props.totalUsd)}
+          aria-label={`Total budget in USD of ${name} (empty: none)`}
+        />
+      </label>
+      <button type="submit" aria-label={`Save the budgets of ${name}`}>
+        Save
+      </button>
+    </form>
   );
 }
 
@@ -288,9 +368,11 @@ export function CredentialsPage(props: { view: CredentialsView }) {
       <ConsoleNav current="credentials" />
       <p>
         A credential lets an MCP client call one tool-market entry on your account: it carries the parameters the entry
-        needs (sealed inside it, never shown again) and, if you set one, a cap on what one run may charge. Revoke one
-        below when you no longer use it (or it leaked): the next request made with it is refused. It is also bound to
-        the API key you signed in with: rotating that key ends every credential made with it.
+        needs (sealed inside it, never shown again) and, if you set them, a limit on what one run (a burst of calls) may
+        charge and budgets: what all its calls may spend in a calendar month (UTC) and in all. A call that would pass a
+        budget is refused and charges nothing. Revoke one below when you no longer use it (or it leaked): the next
+        request made with it is refused. It is also bound to the API key you signed in with: rotating that key ends
+        every credential made with it.
       </p>
       {view.issued ? (
         <section aria-labelledby="issued-heading">
@@ -310,9 +392,17 @@ export function CredentialsPage(props: { view: CredentialsView }) {
             <dd>
               <code id="credential-id">{view.issued.credentialId}</code>
             </dd>
-            <dt>Cap per run</dt>
+            <dt>Limit per run</dt>
             <dd id="credential-cap">
               {view.issued.maxTotalUsdPerRun === null ? 'None' : usd(view.issued.maxTotalUsdPerRun)}
+            </dd>
+            <dt>Monthly budget</dt>
+            <dd id="credential-budget-monthly">
+              {view.issued.budgetMonthlyUsd === null ? 'None' : usd(view.issued.budgetMonthlyUsd)}
+            </dd>
+            <dt>Total budget</dt>
+            <dd id="credential-budget-total">
+              {view.issued.budgetTotalUsd === null ? 'None' : usd(view.issued.budgetTotalUsd)}
             </dd>
           </dl>
           <p>
@@ -345,10 +435,37 @@ export function CredentialsPage(props: { view: CredentialsView }) {
               </p>
             </div>
             <div class="field">
-              <label for="cap">Cap per run in USD (optional)</label>
+              <label for="cap">Limit per run in USD (optional)</label>
               <input id="cap" name="cap" inputmode="decimal" value={view.cap} aria-describedby="cap-help" />
               <p id="cap-help" class="meta">
-                The most one run of this credential may charge (whole micro-USD); empty for no cap of your own.
+                The most one run (calls that follow each other closely) may charge, in whole micro-USD; the next run
+                opens at once, so this is no budget. Empty for no limit of your own.
+              </p>
+            </div>
+            <div class="field">
+              <label for="budget-monthly">Monthly budget in USD (optional)</label>
+              <input
+                id="budget-monthly"
+                name="budgetMonthly"
+                inputmode="decimal"
+                value={view.budgetMonthly}
+                aria-describedby="budget-monthly-help"
+              />
+              <p id="budget-monthly-help" class="meta">
+                The most all its calls may spend in one calendar month (UTC); you can change it later.
+              </p>
+            </div>
+            <div class="field">
+              <label for="budget-total">Total budget in USD (optional)</label>
+              <input
+                id="budget-total"
+                name="budgetTotal"
+                inputmode="decimal"
+                value={view.budgetTotal}
+                aria-describedby="budget-total-help"
+              />
+              <p id="budget-total-help" class="meta">
+                The most all its calls may ever spend; you can change it later.
               </p>
             </div>
             <div>
@@ -366,11 +483,17 @@ export function CredentialsPage(props: { view: CredentialsView }) {
             <p id="revoked-notice">{view.revoked}</p>
           </div>
         )}
+        {view.budgets && (
+          <div class={view.budgets.saved ? 'notice' : 'notice error'} role={view.budgets.saved ? 'status' : 'alert'}>
+            <p id="budgets-notice">{view.budgets.message}</p>
+          </div>
+        )}
         <p>
-          This site keeps no copy of a credential you create here or of the values it carries: only its entry, label,
-          cap and when it was created, last used and revoked. The credentials of apps you connected with OAuth are
-          listed too, marked with the app; revoking one disconnects that app (as revoking it under{' '}
-          <a href="/console/connections">connected apps</a> does).
+          This site keeps no copy of a credential or of the values it carries: only its entry, label, limit, budgets and
+          when it was created, last used and revoked. Spent counts what its runs were charged (a run counts in the month
+          it opened); while a call runs, what it holds counts against the budgets too. The credentials of apps you
+          connected with OAuth are listed too, marked with the app; revoking one disconnects that app (as revoking it
+          under <a href="/console/connections">connected apps</a> does).
         </p>
         <CredentialList view={view} />
       </section>

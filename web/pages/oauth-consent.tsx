@@ -24,8 +24,13 @@ export interface ConsentView {
   chosen: boolean;
   /** A live grant of this account to this client for this listing: approving replaces it. */
   existing: { createdAt: string } | null;
-  /** Values to start from (the existing grant's cap and non-secret parameters). */
-  prefill: { cap: string; params: Record<string, string | boolean> };
+  /** Values to start from (the existing grant's limit, budgets and non-secret parameters). */
+  prefill: {
+    cap: string;
+    budgetMonthly: string;
+    budgetTotal: string;
+    params: Record<string, string | boolean>;
+  };
 }
 
 export interface ChooseListingView {
@@ -98,7 +103,8 @@ export function OAuthChooseListingPage(props: { view: ChooseListingView }) {
 /**
  * The consent page of an OAuth authorization (issue 25): who asks (the client's name and the host it
  * sends the person back to), for which listing at which prices, the consumer parameters the listing
- * needs (kept sealed, never shown again) and an optional spending cap per run.
+ * needs (kept sealed, never shown again), and what the app may spend: budgets per calendar month and in all
+ * (which bound everything it spends) and a limit per run (which bounds one burst of calls only: not a cap).
  */
 export function OAuthConsentPage(props: { view: ConsentView }) {
   const v = props.view;
@@ -180,18 +186,59 @@ export function OAuthConsentPage(props: { view: ConsentView }) {
             ))}
           </fieldset>
         )}
-        <p>
-          <label for="cap">Spending cap per run in USD (optional)</label>
-          <input
-            id="cap"
-            name="cap"
-            type="text"
-            inputmode="decimal"
-            autocomplete="off"
-            maxlength={20}
-            value={v.prefill.cap || undefined}
-          />
-        </p>
+        <fieldset>
+          <legend>What {v.clientName} may spend (USD, optional)</legend>
+          <p>
+            <label for="budget-monthly">Monthly budget</label>
+            <input
+              id="budget-monthly"
+              name="budgetMonthly"
+              type="text"
+              inputmode="decimal"
+              autocomplete="off"
+              maxlength={20}
+              value={v.prefill.budgetMonthly || undefined}
+              aria-describedby="budget-monthly-help"
+            />
+            <span id="budget-monthly-help" class="meta">
+              The most its calls may spend in a calendar month (UTC); a call past it is refused.
+            </span>
+          </p>
+          <p>
+            <label for="budget-total">Total budget</label>
+            <input
+              id="budget-total"
+              name="budgetTotal"
+              type="text"
+              inputmode="decimal"
+              autocomplete="off"
+              maxlength={20}
+              value={v.prefill.budgetTotal || undefined}
+              aria-describedby="budget-total-help"
+            />
+            <span id="budget-total-help" class="meta">
+              The most its calls may ever spend through this connection.
+            </span>
+          </p>
+          <p>
+            <label for="cap">Limit per run</label>
+            <input
+              id="cap"
+              name="cap"
+              type="text"
+              inputmode="decimal"
+              autocomplete="off"
+              maxlength={20}
+              value={v.prefill.cap || undefined}
+              aria-describedby="cap-help"
+            />
+            <span id="cap-help" class="meta">
+              The most one run (calls that follow each other closely) may charge. The next run starts right after, so
+              this alone does not bound what the app spends: set a budget for that.
+            </span>
+          </p>
+          <p class="meta">You can change the budgets later under Market credentials in your console.</p>
+        </fieldset>
         <p>
           <label for="device">Name this device (optional)</label>
           <input

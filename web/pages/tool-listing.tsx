@@ -61,9 +61,9 @@ function Connect(props: { listing: ToolListing }) {
       <p id="connect-oauth">
         Clients that sign in with OAuth need only this address. The first time they connect they open your browser: you
         sign in to the console with your API key, see the listing and its prices,
-        {needsCredential ? ' fill in its parameters' : ''} set an optional spending cap and allow the client. It gets a
-        short-lived token for this endpoint alone; <a href="/console/connections">Connected apps</a> lists and revokes
-        it (<a href="/api/v1/docs/guides/using-market-tools">Using market tools</a>).
+        {needsCredential ? ' fill in its parameters' : ''} set optional budgets (per month, in all) and allow the
+        client. It gets a short-lived token for this endpoint alone; <a href="/console/connections">Connected apps</a>{' '}
+        lists and revokes it (<a href="/api/v1/docs/guides/using-market-tools">Using market tools</a>).
       </p>
       <Snippet
         id="snippet-claude"
@@ -103,7 +103,8 @@ function Connect(props: { listing: ToolListing }) {
           <>
             For a client without OAuth, a script or a machine without a browser, send an <code>Authorization</code>{' '}
             header: replace <code>{CREDENTIAL_PLACEHOLDER}</code> with your API key, or with a credential for this entry
-            (<a href={`/console/credentials?entry=${entry.id}`}>in your console</a>) if you want a spending cap per run.
+            (<a href={`/console/credentials?entry=${entry.id}`}>in your console</a>) if you want budgets or a limit per
+            run.
           </>
         )}
       </p>

@@ -11,9 +11,13 @@ import {
   listingsInUse,
   revokeEntryCredential,
   type ListingChoice,
+  credentialView,
+  updateCredentialBudgets,
 } from '../../api/services/market-credentials';
 import { publicOrigin } from '../../api/services/public-urls';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
+import { findMarketCredential } from '../../db/repos/market-credentials';
+import { openMcpCredential } from '../../lib/market/credential';
 import { MarketRuleError } from '../../lib/market/errors';
 import type { SourceParamValues } from '../../lib/tools/types';
 import { findOwnJob, listOwnJobs, listRecentJobs } from '../../db/repos/jobs';
@@ -21,7 +25,7 @@ import type { JobKind, JobStatus } from '../../db/schema';
 import { listAgentTransactions } from '../../db/repos/agent-transactions';
 import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { listOpenHolds, spendPerCategory, spendPerDay, spendPerListing } from '../../db/repos/spending';
-import { microsToUsd } from '../../lib/money';
+import { microsToUsd, usdToWholeMicros } from '../../lib/money';
 import {
   countLiveSessions,
   createSession,
@@ -43,7 +47,7 @@ import {
   type CredentialsView,
 } from '../pages/credentials';
 import { ConnectionsPage } from '../pages/connections';
-import { listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
+import { findLiveMarketGrant, listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
 import { RunPage } from '../pages/run';
 import { RUN_KINDS, RUN_STATUSES, RunsPage } from '../pages/runs';
 import { SignInPage } from '../pages/sign-in';
@@ -285,6 +289,22 @@ export function consoleRoutes(deps: WebDeps): Router {
     );
   });
 
+  /** The recorded market credential an OAuth grant stands for (its budgets and what it spent), or null. */
+  const grantCredential = async (userId: string, grantId: string) => {
+    const grant = await findLiveMarketGrant(deps.db, grantId);
+    const claims = grant && grant.userId === userId ? openMcpCredential(deps.config.masterKey, grant.credential) : null;
+    const record = claims ? await findMarketCredential(deps.db, userId, claims.id) : null;
+    if (!record) return null;
+    const view = credentialView(record);
+    return {
+      id: view.id,
+      budgetMonthlyUsd: view.budgetMonthlyUsd,
+      budgetTotalUsd: view.budgetTotalUsd,
+      spentUsd: view.spentUsd,
+      spentThisMonthUsd: view.spentThisMonthUsd,
+    };
+  };
+
   /** The account's OAuth grants (issue 25): which client may call which listing; each revocable. */
   router.get('/connections', async (ctx) => {
     const session = await signedIn(ctx);
@@ -299,16 +319,19 @@ export function consoleRoutes(deps: WebDeps): Router {
       <ConnectionsPage
         email={session.user.email}
         csrfToken={session.csrfToken}
-        rows={grants.map((g) => ({
-          grantId: g.grantId,
-          clientName: g.clientName ?? g.clientId,
-          clientId: g.clientId,
-          entryId: g.entryId,
-          listing: names.get(g.entryId) ?? g.entryId,
-          approvedAt: g.createdAt,
-          device: g.device,
-          lastUsedAt: g.lastUsedAt,
-        }))}
+        rows={await Promise.all(
+          grants.map(async (g) => ({
+            grantId: g.grantId,
+            clientName: g.clientName ?? g.clientId,
+            clientId: g.clientId,
+            entryId: g.entryId,
+            listing: names.get(g.entryId) ?? g.entryId,
+            approvedAt: g.createdAt,
+            device: g.device,
+            lastUsedAt: g.lastUsedAt,
+            credential: await grantCredential(session.user.userId, g.grantId),
+          })),
+        )}
       />,
       { private: true },
     );
@@ -437,11 +460,14 @@ export function consoleRoutes(deps: WebDeps): Router {
       entry: null,
       values: {},
       cap: '',
+      budgetTotal: '',
+      budgetMonthly: '',
       label: '',
       problem: null,
       issued: null,
       revoked: null,
       listings: { q: '', used, found: null },
+      budgets: null,
       list: { rows: listed.credentials, page, totalPages: listed.meta.totalPages },
       ...changes,
     };
@@ -464,7 +490,15 @@ export function consoleRoutes(deps: WebDeps): Router {
       typeof ctx.query.revoked === 'string' && UUID.test(ctx.query.revoked)
         ? `Credential ${ctx.query.revoked.toLowerCase()} is revoked: requests made with it are refused.`
         : null;
-    const view = await credentialsView(session, { entryQuery, entry, revoked }, page);
+    const budgets =
+      typeof ctx.query.budgets === 'string' && UUID.test(ctx.query.budgets)
+        ? {
+            credentialId: ctx.query.budgets.toLowerCase(),
+            saved: true,
+            message: `The budgets of credential ${ctx.query.budgets.toLowerCase()} are saved: its next call is bounded by them.`,
+          }
+        : null;
+    const view = await credentialsView(session, { entryQuery, entry, revoked, budgets }, page);
     const search = await foundListings(ctx.query.q);
     await sendPage(ctx, <CredentialsPage view={{ ...view, listings: { ...view.listings, ...search } }} />, {
       private: true,
@@ -501,6 +535,51 @@ export function consoleRoutes(deps: WebDeps): Router {
     seeOther(ctx, `/console/credentials?revoked=${id.toLowerCase()}#list-heading`);
   });
 
+  /** Sets one of the account's credentials' budgets (the service PATCH /mcp-market/credentials/{id} calls). */
+  router.post('/credentials/budgets/:credentialId', async (ctx) => {
+    requireSameOrigin(ctx, deps.config);
+    const form = await readForm(ctx);
+    const session = await signedIn(ctx);
+    if (!session) return;
+    requireFormToken(form.get('csrf'), session.csrfToken);
+    const id = String(ctx.params.credentialId);
+    if (!UUID.test(id)) throw pageNotFound('You have no credential with this id.');
+    const credentialId = id.toLowerCase();
+    const amount = (name: string, what: string): number | null | string => {
+      const text = (form.get(name) ?? '').trim();
+      if (text === '') return null;
+      const usd = Number(text);
+      return (usdToWholeMicros(usd) ?? 0) > 0 && usd <= 1_000_000
+        ? usd
+        : `The ${what} must be a positive amount of USD in whole micro-USD (at most 6 decimals, at most 1000000), or empty for none.`;
+    };
+    const monthly = amount('budgetMonthly', 'monthly budget');
+    const total = amount('budgetTotal', 'total budget');
+    const problem = [monthly, total].find((v): v is string => typeof v === 'string');
+    if (problem) {
+      await sendPage(
+        ctx,
+        <CredentialsPage
+          view={await credentialsView(session, { budgets: { credentialId, saved: false, message: problem } })}
+        />,
+        { status: 400, private: true },
+      );
+      return;
+    }
+    try {
+      await updateCredentialBudgets(deps.db, session.user.userId, credentialId, {
+        budgetMonthlyUsd: monthly as number | null,
+        budgetTotalUsd: total as number | null,
+      });
+    } catch (err) {
+      // Another account's credential is exactly as absent as one that never existed.
+      if ((err as { status?: unknown }).status === 404) throw pageNotFound('You have no credential with this id.');
+      throw err;
+    }
+    if (form.get('back') === 'connections') return seeOther(ctx, '/console/connections');
+    seeOther(ctx, `/console/credentials?budgets=${credentialId}#credential-${credentialId}`);
+  });
+
   router.post('/credentials/:entryId', async (ctx) => {
     requireSameOrigin(ctx, deps.config);
     const form = await readForm(ctx);
@@ -510,6 +589,8 @@ export function consoleRoutes(deps: WebDeps): Router {
     const entry = await credentialEntry(String(ctx.params.entryId));
     if (!entry) throw pageNotFound('No live tool-market entry has this id.');
     const capText = (form.get('cap') ?? '').trim();
+    const budgetTotal = (form.get('budgetTotal') ?? '').trim();
+    const budgetMonthly = (form.get('budgetMonthly') ?? '').trim();
     const label = (form.get('label') ?? '').trim();
     const values = Object.fromEntries(
       entry.fields.filter((f) => !f.secret).map((f) => [f.name, form.get(`param.${f.name}`) ?? '']),
@@ -517,12 +598,37 @@ export function consoleRoutes(deps: WebDeps): Router {
     const refuse = async (problem: string) =>
       sendPage(
         ctx,
-        <CredentialsPage view={await credentialsView(session, { entry, values, cap: capText, label, problem })} />,
+        <CredentialsPage
+          view={await credentialsView(session, {
+            entry,
+            values,
+            cap: capText,
+            budgetTotal,
+            budgetMonthly,
+            label,
+            problem,
+          })}
+        />,
         { status: 400, private: true },
       );
     const cap = capText === '' ? undefined : Number(capText);
-    if (cap !== undefined && (!Number.isFinite(cap) || cap <= 0 || cap > 1_000_000))
-      return refuse('The cap per run must be a positive amount in USD (at most 1000000), or empty.');
+    if (cap !== undefined && (!((usdToWholeMicros(cap) ?? 0) > 0) || cap > 1_000_000))
+      return refuse(
+        'The limit per run must be a positive amount of USD in whole micro-USD (at most 6 decimals, at most 1000000), or empty.',
+      );
+    const budget = (text: string, what: string) => {
+      if (text === '') return { usd: undefined };
+      const usd = Number(text);
+      return (usdToWholeMicros(usd) ?? 0) > 0 && usd <= 1_000_000
+        ? { usd }
+        : {
+            problem: `The ${what} must be a positive amount of USD in whole micro-USD (at most 6 decimals, at most 1000000), or empty.`,
+          };
+    };
+    const monthly = budget(budgetMonthly, 'monthly budget');
+    const total = budget(budgetTotal, 'total budget');
+    if (monthly.problem) return refuse(monthly.problem);
+    if (total.problem) return refuse(total.problem);
     if (label.length > 100) return refuse('The label must be at most 100 characters.');
     try {
       const issued = await issueEntryCredential(deps, {
@@ -531,6 +637,8 @@ export function consoleRoutes(deps: WebDeps): Router {
         entryId: entry.entryId,
         params: credentialParams(entry.fields, form),
         maxTotalUsdPerRun: cap,
+        budgetMonthlyUsd: monthly.usd,
+        budgetTotalUsd: total.usd,
         label,
         apiOrigin: publicOrigin(ctx, deps.config),
       });

@@ -4,6 +4,7 @@ import type { OidcInteraction } from 'oidc-provider';
 import type { OAuthServer } from '../../api/services/oauth';
 import { loadCallEntry } from '../../db/repos/market-tool-calls';
 import { searchPublicMcpEntries } from '../../db/repos/market-mcp';
+import { findMarketCredential } from '../../db/repos/market-credentials';
 import { findLiveMarketGrantFor } from '../../db/repos/oauth';
 import { openMcpCredential } from '../../lib/market/credential';
 import type { WebSession } from '../../db/repos/sessions';
@@ -178,8 +179,10 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
       clientId: r.clientId,
       entryId: r.entry.entryId,
     });
-    if (!grant) return { existing: null, prefill: { cap: '', params: {} } };
+    if (!grant) return { existing: null, prefill: { cap: '', budgetMonthly: '', budgetTotal: '', params: {} } };
     const claims = openMcpCredential(deps.config.masterKey, grant.credential);
+    const recorded = claims ? await findMarketCredential(deps.db, session.user.userId, claims.id) : null;
+    const amount = (micros: number | null | undefined) => (micros ? microsToUsd(micros).toString() : '');
     const params: Record<string, string | boolean> = {};
     for (const field of paramFields(r.entry.requiredUserParamsSchema)) {
       const value = claims?.params[field.name];
@@ -188,7 +191,12 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
     }
     return {
       existing: { createdAt: grant.createdAt.toISOString().slice(0, 16).replace('T', ' ') + ' UTC' },
-      prefill: { cap: claims?.capMicros ? microsToUsd(claims.capMicros).toString() : '', params },
+      prefill: {
+        cap: amount(claims?.capMicros),
+        budgetMonthly: amount(recorded?.budgetMonthlyMicros),
+        budgetTotal: amount(recorded?.budgetTotalMicros),
+        params,
+      },
     };
   }
 
@@ -258,13 +266,28 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
       } catch (err) {
         return consentPage(ctx, session, resolved, `The parameters are not valid: ${(err as Error).message}`, 400);
       }
-      const capRaw = (form.get('cap') ?? '').trim();
-      let capMicros: number | null = null;
-      if (capRaw) {
-        capMicros = usdToWholeMicros(Number(capRaw));
-        if (capMicros === null || !(capMicros > 0))
-          return consentPage(ctx, session, resolved, 'The spending cap must be a positive amount in USD.', 400);
+      // The limit per run and the budgets: positive amounts in whole micro-USD (never rounded, never dropped).
+      const amounts: Record<'cap' | 'budgetMonthly' | 'budgetTotal', number | null> = {
+        cap: null,
+        budgetMonthly: null,
+        budgetTotal: null,
+      };
+      const names = { cap: 'limit per run', budgetMonthly: 'monthly budget', budgetTotal: 'total budget' } as const;
+      for (const field of ['budgetMonthly', 'budgetTotal', 'cap'] as const) {
+        const raw = (form.get(field) ?? '').trim();
+        if (!raw) continue;
+        const micros = usdToWholeMicros(Number(raw));
+        if (micros === null || !(micros > 0) || micros > 1_000_000 * 1_000_000)
+          return consentPage(
+            ctx,
+            session,
+            resolved,
+            `The ${names[field]} must be a positive amount of USD in whole micro-USD (at most 6 decimals).`,
+            400,
+          );
+        amounts[field] = micros;
       }
+      const capMicros = amounts.cap;
       next = await oauth.approve(ctx, resolved.interaction, {
         device: {
           name: (form.get('device') ?? '').trim().slice(0, 100) || null,
@@ -277,6 +300,7 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
         resource: resolved.resource,
         params,
         capMicros,
+        budgets: { budgetMonthlyMicros: amounts.budgetMonthly, budgetTotalMicros: amounts.budgetTotal },
       });
     }
     ctx.status = 303;

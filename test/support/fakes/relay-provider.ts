@@ -28,6 +28,11 @@ export interface RelayProvider {
   started: () => number;
   /** The requestState values confirm_order received back (its own, as it minted them). */
   statesReceived: () => string[];
+  /**
+   * What confirm_order does once it has its confirmation, before it answers (the test's stand-in for a round that
+   * takes long): replaced by each call of this, none at first.
+   */
+  beforeConfirmedAnswer: (hook: ((item: string) => Promise<void>) | null) => void;
   close: () => Promise<void>;
 }
 
@@ -39,6 +44,7 @@ export async function startRelayProvider(): Promise<RelayProvider> {
   const states: string[] = [];
   let started = 0;
   let cancelled = 0;
+  let beforeConfirmed: ((item: string) => Promise<void>) | null = null;
 
   const build = (headers: Headers) => {
     const key = headers.get('x-provider-key') ?? '(none)';
@@ -61,6 +67,7 @@ export async function startRelayProvider(): Promise<RelayProvider> {
             requestState: `provider-state:${item}`,
           });
         }
+        await beforeConfirmed?.(item);
         done('confirm_order');
         return text(answer.ok ? `ordered ${item}` : `${item} not ordered`);
       },
@@ -164,6 +171,9 @@ export async function startRelayProvider(): Promise<RelayProvider> {
     cancelled: () => cancelled,
     started: () => started,
     statesReceived: () => [...states],
+    beforeConfirmedAnswer: (hook) => {
+      beforeConfirmed = hook;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -136,6 +136,7 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
       { eventName: 'row.extracted', count: 3, toolName: 'extract', metadata: { page: 1 } },
     ],
     'POST /mcp-market/mcps/{id}/credentials': [{}],
+    'PATCH /mcp-market/credentials/{credentialId}': [{ budgetMonthlyUsd: 5 }, { budgetTotalUsd: null }],
     'PATCH /social-accounts/{id}': [{ name: 'fuzz renamed' }, { isActive: true }],
     'PATCH /agents/{id}': [{ name: 'Fuzz agent renamed' }, { task: 'Say hello' }],
   });

@@ -213,6 +213,7 @@ export const AXE_CHECKED = [
   'credential issued',
   'credentials list',
   'credential revoked',
+  'credential budgets',
   // test/web/try-and-buy.test.ts
   'try page',
   'try page with a new credential',
