@@ -7,8 +7,13 @@ import { useHarness } from '../support/stack/harness';
 
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest('hex');
 
-async function migrateTo(db: Db, target: string) {
-  const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateTo(target);
+/**
+ * The migrations' own table in `schema` too: Kysely looks for it in every schema, and finding the harness's in
+ * public it would take public's history for this schema's (and migrate public down and up again).
+ */
+async function migrateTo(db: Db, schema: string, target: string) {
+  const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
+  const { error, results } = await migrator.migrateTo(target);
   assert.ok(!error && !results?.some((r) => r.status === 'Error'), `migrating to ${target}: ${String(error)}`);
 }
 
@@ -29,7 +34,7 @@ describe('migration 0029 on existing OAuth rows', function () {
     url.searchParams.set('options', `-c search_path=${schema},public`);
     const db = await openDatabase({ databaseUrl: url.toString(), dataDir: '' });
     try {
-      await migrateTo(db, '0027_two_statement_call');
+      await migrateTo(db, schema, '0027_two_statement_call');
       const userId = randomUUID();
       await sql`insert into users (id, email, webhook_secret_sealed) values (${userId}, ${`${schema}@example.com`}, ${'x'})`.execute(
         db,
@@ -53,7 +58,17 @@ describe('migration 0029 on existing OAuth rows', function () {
         db,
       );
 
-      await migrateTo(db, '0029_oauth_hardening');
+      await migrateTo(db, schema, '0029_oauth_hardening');
+      const own = await sql<{
+        name: string;
+      }>`select name from ${sql.id(schema, 'kysely_migration')} order by name desc limit 1`.execute(h.db);
+      assert.equal(own.rows[0]?.name, '0029_oauth_hardening', 'the schema keeps its own migration history');
+      const harness = await sql<{ n: string }>`select count(*)::text as n from public.kysely_migration`.execute(h.db);
+      assert.equal(
+        Number(harness.rows[0].n),
+        Object.keys(await migrationProvider.getMigrations()).length,
+        "the harness's database stays migrated",
+      );
 
       const records = await sql<{
         model: string;
