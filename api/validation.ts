@@ -3,7 +3,16 @@ import addFormats from 'ajv-formats';
 import { ApiError, type ErrorDetail } from './errors';
 
 function newAjv(coerceTypes: boolean) {
-  const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes, strict: false, discriminator: true });
+  // multipleOfPrecision: a USD amount in whole micro-USD (multipleOf 0.000001) divides to a whole number only up
+  // to floating point (0.01 / 0.000001 is 9999.999999999998); a seventh decimal is off by 0.1 or more.
+  const ajv = new Ajv({
+    allErrors: true,
+    useDefaults: true,
+    coerceTypes,
+    strict: false,
+    discriminator: true,
+    multipleOfPrecision: 3,
+  });
   addFormats(ajv);
   return ajv;
 }
@@ -24,6 +33,10 @@ function describe(error: ErrorObject, prefix: string): ErrorDetail {
         path: `${prefix}${at}`,
         message: `must be one of: ${(error.params.allowedValues as unknown[]).join(', ')}`,
       };
+    case 'multipleOf':
+      if (error.params.multipleOf === 0.000001)
+        return { path: `${prefix}${at}`, message: 'must be a whole number of micro-USD (at most 6 decimals)' };
+      return { path: `${prefix}${at}`, message: error.message ?? 'is invalid' };
     default:
       return { path: `${prefix}${at}`, message: error.message ?? 'is invalid' };
   }

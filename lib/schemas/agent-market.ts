@@ -296,6 +296,7 @@ export const MarketAgentRunRequest = {
     max_total_usd: {
       type: 'number',
       exclusiveMinimum: 0,
+      multipleOf: 0.000001,
       maximum: 1_000_000,
       description:
         "Extension: your cap, in USD (whole micro-USD), on what this run may spend through each of the agent's market tools (marketTools of the agent view). " +

@@ -61,6 +61,7 @@ export const MarketMcpSelectionRequest = {
     max_total_usd: {
       type: 'number',
       exclusiveMinimum: 0,
+      multipleOf: 0.000001,
       maximum: 1_000_000,
       description:
         "Extra property (not in the contract): the most this selection's market run may charge per execution. The run charge limit is min(available balance, this, MARKET_RUN_CHARGE_LIMIT_USD)",

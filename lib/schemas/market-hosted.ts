@@ -20,6 +20,7 @@ export const McpCredentialRequest = {
     maxTotalUsdPerRun: {
       type: 'number',
       exclusiveMinimum: 0,
+      multipleOf: 0.000001,
       maximum: 1_000_000,
       description:
         'Extension: your cap per market run of this credential, in USD (whole micro-USD). A provider_event run — your calls of this credential that follow each other ' +
@@ -35,6 +36,7 @@ export const McpCredentialRequest = {
     budgetTotalUsd: {
       type: 'number',
       exclusiveMinimum: 0,
+      multipleOf: 0.000001,
       maximum: 1_000_000,
       description:
         'Extension: the most all calls of this credential may spend together, in USD (whole micro-USD; more than 6 decimals is 400 validation_failed). ' +
@@ -43,6 +45,7 @@ export const McpCredentialRequest = {
     budgetMonthlyUsd: {
       type: 'number',
       exclusiveMinimum: 0,
+      multipleOf: 0.000001,
       maximum: 1_000_000,
       description:
         'Extension: the most the calls of this credential may spend per calendar month (UTC), in USD (whole micro-USD), counted as budgetTotalUsd is; a run counts in the month it opened. ' +
@@ -195,12 +198,14 @@ export const MarketCredentialBudgetsRequest = {
     budgetTotalUsd: {
       type: ['number', 'null'],
       exclusiveMinimum: 0,
+      multipleOf: 0.000001,
       maximum: 1_000_000,
       description: 'What all its calls may spend together, in USD (whole micro-USD)',
     },
     budgetMonthlyUsd: {
       type: ['number', 'null'],
       exclusiveMinimum: 0,
+      multipleOf: 0.000001,
       maximum: 1_000_000,
       description: 'What its calls may spend per calendar month (UTC), in USD (whole micro-USD)',
     },

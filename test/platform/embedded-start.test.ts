@@ -670,6 +670,7 @@ const CASES: EndpointCase[] = [
       'CLI review',
       'POST /api/v1/mcp-market/mcps/{id}/credentials',
       'GET /api/v1/mcp-market/credentials',
+      'PATCH /api/v1/mcp-market/credentials/{credentialId}',
       'DELETE /api/v1/mcp-market/credentials/{credentialId}',
       'GET /api/v1/provider/revenue',
       'POST /mcp/{entryId}',
@@ -752,6 +753,13 @@ const CASES: EndpointCase[] = [
           listed.body.credentials.map((c: { id: string; status: string }) => [c.id, c.status]),
           [[issued.body.credentialId, 'active']],
         );
+        // Its budgets are set on PGlite as on Postgres: the list shows them.
+        const budgeted = await ctx.http('PATCH', `/api/v1/mcp-market/credentials/${issued.body.credentialId}`, {
+          apiKey: consumer.apiKey,
+          body: { budgetMonthlyUsd: 1.5, budgetTotalUsd: 10 },
+        });
+        assert.equal(budgeted.status, 200, JSON.stringify(budgeted.body));
+        assert.deepEqual([budgeted.body.budgetMonthlyUsd, budgeted.body.budgetTotalUsd], [1.5, 10]);
         const revoked = await ctx.http('DELETE', `/api/v1/mcp-market/credentials/${issued.body.credentialId}`, {
           apiKey: consumer.apiKey,
         });

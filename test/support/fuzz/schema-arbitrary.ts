@@ -89,6 +89,14 @@ function numberFor(schema: JsonSchema, integer: boolean): fc.Arbitrary<number> {
   const max =
     schema.maximum ??
     (schema.exclusiveMaximum !== undefined ? schema.exclusiveMaximum - (integer ? 1 : 1e-6) : 1_000_000);
+  if (!integer && typeof schema.multipleOf === 'number') {
+    // A declared step (whole micro-USD: 0.000001): a whole number of steps within the bounds.
+    const step = schema.multipleOf;
+    const int32 = 2 ** 31 - 1; // fc.integer's range: steps past it are not drawn
+    return fc
+      .integer({ min: Math.max(Math.ceil(min / step), -int32), max: Math.min(Math.floor(max / step), int32) })
+      .map((steps) => Number((steps * step).toFixed(12)));
+  }
   return integer
     ? fc.integer({ min: Math.ceil(Math.max(min, -1e9)), max: Math.floor(Math.min(max, 1e9)) })
     : fc.double({ min: Math.max(min, -1e9), max: Math.min(max, 1e9), noNaN: true, noDefaultInfinity: true });
