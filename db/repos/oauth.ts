@@ -204,8 +204,8 @@ export async function findLiveMarketGrant(db: Db, grantId: string): Promise<Mark
   return row ? toGrant(row as GrantRow & { credential: string }) : null;
 }
 
-/** A live grant as Connected apps lists it (no credential), with when its credential was last used. */
-export type ListedMarketGrant = Omit<MarketGrant, 'credential' | 'credentialId'> & { lastUsedAt: Date | null };
+/** A live grant as Connected apps lists it (its credential's id, never the credential), with its last use. */
+export type ListedMarketGrant = Omit<MarketGrant, 'credential'> & { lastUsedAt: Date | null };
 
 /** The account's live grants, newest first (the console's "Connected apps"): one per device that signed in. */
 export async function listLiveMarketGrants(db: Db, userId: string): Promise<ListedMarketGrant[]> {
@@ -221,6 +221,7 @@ export async function listLiveMarketGrants(db: Db, userId: string): Promise<List
       'g.device_name',
       'g.user_agent',
       'g.created_at',
+      'g.credential_id',
       'c.last_used_at',
     ])
     .where('g.user_id', '=', userId)
@@ -236,6 +237,7 @@ export async function listLiveMarketGrants(db: Db, userId: string): Promise<List
     clientName: row.client_name,
     device: { name: row.device_name, userAgent: row.user_agent },
     createdAt: new Date(row.created_at),
+    credentialId: row.credential_id,
     lastUsedAt: row.last_used_at ? new Date(row.last_used_at) : null,
   }));
 }

@@ -17,7 +17,6 @@ import {
 import { publicOrigin } from '../../api/services/public-urls';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import { findMarketCredential } from '../../db/repos/market-credentials';
-import { openMcpCredential } from '../../lib/market/credential';
 import { MarketRuleError } from '../../lib/market/errors';
 import type { SourceParamValues } from '../../lib/tools/types';
 import { findOwnJob, listOwnJobs, listRecentJobs } from '../../db/repos/jobs';
@@ -47,7 +46,7 @@ import {
   type CredentialsView,
 } from '../pages/credentials';
 import { ConnectionsPage } from '../pages/connections';
-import { findLiveMarketGrant, listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
+import { listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
 import { RunPage } from '../pages/run';
 import { RUN_KINDS, RUN_STATUSES, RunsPage } from '../pages/runs';
 import { SignInPage } from '../pages/sign-in';
@@ -289,11 +288,9 @@ export function consoleRoutes(deps: WebDeps): Router {
     );
   });
 
-  /** The recorded market credential an OAuth grant stands for (its budgets and what it spent), or null. */
-  const grantCredential = async (userId: string, grantId: string) => {
-    const grant = await findLiveMarketGrant(deps.db, grantId);
-    const claims = grant && grant.userId === userId ? openMcpCredential(deps.config.masterKey, grant.credential) : null;
-    const record = claims ? await findMarketCredential(deps.db, userId, claims.id) : null;
+  /** The market credential an OAuth grant holds (its budgets and what it spent), or null (a grant not linked). */
+  const grantCredential = async (userId: string, credentialId: string | null) => {
+    const record = credentialId ? await findMarketCredential(deps.db, userId, credentialId) : null;
     if (!record) return null;
     const view = credentialView(record);
     return {
@@ -329,7 +326,7 @@ export function consoleRoutes(deps: WebDeps): Router {
             approvedAt: g.createdAt,
             device: g.device,
             lastUsedAt: g.lastUsedAt,
-            credential: await grantCredential(session.user.userId, g.grantId),
+            credential: await grantCredential(session.user.userId, g.credentialId),
           })),
         )}
       />,
