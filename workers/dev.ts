@@ -4,7 +4,7 @@ import { loadConfig } from '../lib/config';
 import { migrateToLatest, openDatabase } from '../db/connect';
 import { networkPolicyFromConfig } from '../lib/net/policy';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
-import { connectClient } from '../lib/temporal';
+import { connectClient } from '../lib/temporal/client';
 import type { DevServer } from './temporal-cli';
 import { prepareEmbeddedTemporal } from './embedded-temporal';
 import { listen } from '../api/server';

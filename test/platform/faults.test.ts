@@ -16,7 +16,7 @@ import { loadConfig, type Config } from '../../lib/config';
 import { openDatabase, type Db } from '../../db/connect';
 import { parseNetworkAllowlist } from '../../lib/net/ssrf';
 import { socialPlatformsFromConfig } from '../../lib/social/platforms';
-import { connectClient } from '../../lib/temporal';
+import { connectClient } from '../../lib/temporal/client';
 import { startTemporalDevServer, type DevServer } from '../../workers/temporal-cli';
 import { listen } from '../../api/server';
 import { readinessProbe } from '../../api/readiness';

@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../../../lib/config';
 import { migrateToLatest, openDatabase, type Db } from '../../../db/connect';
 import { networkPolicyFromConfig } from '../../../lib/net/policy';
 import { socialPlatformsFromConfig } from '../../../lib/social/platforms';
-import { connectClient } from '../../../lib/temporal';
+import { connectClient } from '../../../lib/temporal/client';
 import { startTemporalDevServer, type DevServer } from '../../../workers/temporal-cli';
 import { listen } from '../../../api/server';
 import { readinessProbe } from '../../../api/readiness';
