@@ -215,7 +215,7 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
   };
   // "worker polling" and "API listening" are logged at info.
   const { child: worker } = await spawnNode(
-    'workers/worker.ts',
+    'workers/worker-process.ts',
     { ...env, LOG_LEVEL: 'info' },
     /worker polling/,
     'worker',

@@ -10,7 +10,7 @@ import { prepareEmbeddedTemporal } from './embedded-temporal';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
 import { ApiError } from '../api/errors';
-import { createWorkers, type WorkerSet } from './workers';
+import { createWorkers, type WorkerSet } from './worker-set';
 import { configureLogging, log } from '../lib/log';
 import { installWorkerRuntime } from './telemetry';
 

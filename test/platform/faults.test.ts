@@ -20,7 +20,7 @@ import { connectClient } from '../../lib/temporal/client';
 import { startTemporalDevServer, type DevServer } from '../../workers/temporal-cli';
 import { listen } from '../../api/server';
 import { readinessProbe } from '../../api/readiness';
-import { createWorkers, type WorkerSet } from '../../workers/workers';
+import { createWorkers, type WorkerSet } from '../../workers/worker-set';
 
 /**
  * Faults under load: 50 scrape jobs (and a few browser-agent jobs) in flight while (a) Postgres is unreachable for 10 s (a TCP

@@ -15,7 +15,7 @@ import { startTemporalDevServer, type DevServer } from '../../../workers/tempora
 import { listen } from '../../../api/server';
 import { readinessProbe } from '../../../api/readiness';
 import type { ApiDeps } from '../../../api/deps';
-import { createWorkers, type WorkerSet } from '../../../workers/workers';
+import { createWorkers, type WorkerSet } from '../../../workers/worker-set';
 import { writeWorkflowBundle } from '../../../workers/workflow-bundle';
 import { startFakeOpenAI, type FakeOpenAI } from '../fakes/fake-openai';
 import { startFixtureSite, type FixtureSite } from '../fakes/fixture-site';
