@@ -50,8 +50,8 @@ export function readFunctionFiles(dir = FUNCTIONS_DIR): FunctionFile[] {
 
 /**
  * Applies the function files that changed since they were last applied (their sha256 differs from the one
- * recorded in function_files), or every file with `all` (after versioned migrations ran: a migration's up or
- * down may have created an older version). One transaction: each CREATE OR REPLACE with its recorded hash. A
+ * recorded in function_files) or whose function is missing, or every file with `all` (after versioned
+ * migrations ran: a migration's down drops the functions it introduced). One transaction: each CREATE OR REPLACE with its recorded hash. A
  * file whose arguments changed replaces the function: other functions of the same name in the schema (the
  * old signature) are dropped. Returns the names applied.
  */
@@ -65,7 +65,12 @@ export async function applyFunctionFiles(db: Kysely<any>, options: { all: boolea
                 applied_at timestamptz not null default now())`.execute(trx);
     const recorded = await sql<{ name: string; sha256: string }>`select name, sha256 from function_files`.execute(trx);
     const applied = new Map(recorded.rows.map((row) => [row.name, row.sha256]));
-    const due = files.filter((file) => options.all || applied.get(file.name) !== file.sha256);
+    const existing = await sql<{ name: string }>`
+      select distinct proname as name from pg_proc where pronamespace = current_schema()::regnamespace`.execute(trx);
+    const present = new Set(existing.rows.map((row) => row.name));
+    const due = files.filter(
+      (file) => options.all || applied.get(file.name) !== file.sha256 || !present.has(file.name),
+    );
     for (const file of due) {
       await sql.raw(file.text).execute(trx);
       await dropOtherSignatures(trx, file.name);

@@ -80,6 +80,10 @@ describe('database functions, one current file each', function () {
       await applyFunctionFiles(db, { all: true });
       assert.deepEqual(await functionDrift(db), ['refund_everything: in the database, without a file']);
       await sql`drop function refund_everything()`.execute(db);
+      // A function dropped (a migration's down, or by hand) is applied again though its file did not change.
+      await sql`drop function market_run_active(text, timestamptz, integer, timestamptz, timestamptz)`.execute(db);
+      assert.deepEqual(await applyFunctionFiles(db, { all: false }), ['market_run_active']);
+      assert.deepEqual(await functionDrift(db), []);
 
       // Down and up again: downs may create older versions; migrating to the latest applies every file again.
       await migrateSchemaTo(db, schema, '0024_market_run_window');
