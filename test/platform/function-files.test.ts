@@ -15,13 +15,15 @@ import {
 import { migrationProvider } from '../../db/migrations';
 import { useHarness } from '../support/stack/harness';
 
-/** Migrations in a schema of its own (its own migration table: see test/platform/oauth-migration.test.ts). */
-async function migrateSchemaTo(db: Db, schema: string, target: string) {
+/**
+ * Migrations in a schema of its own (its own migration table: see test/platform/oauth-migration.test.ts); to
+ * 'latest' the function files after them, as migrateToLatest does, unless `files` is false.
+ */
+async function migrateSchemaTo(db: Db, schema: string, target: string, files = true) {
   const migrator = new Migrator({ db, provider: migrationProvider, migrationTableSchema: schema });
   const { error, results } = await (target === 'latest' ? migrator.migrateToLatest() : migrator.migrateTo(target));
   assert.ok(!error && !results?.some((r) => r.status === 'Error'), `migrating to ${String(target)}: ${String(error)}`);
-  // What migrateToLatest does after the versioned migrations.
-  if (target === 'latest') await applyFunctionFiles(db, { all: (results?.length ?? 0) > 0 });
+  if (target === 'latest' && files) await applyFunctionFiles(db, { all: (results?.length ?? 0) > 0 });
 }
 
 /**
@@ -48,7 +50,17 @@ describe('database functions, one current file each', function () {
     const db = await openDatabase({ databaseUrl: url.toString(), dataDir: '' });
     const changed = mkdtempSync(path.join(os.tmpdir(), 'db-functions-'));
     try {
-      await migrateSchemaTo(db, schema, 'latest');
+      // The versioned migrations alone: only migration 0004's helpers, which its generated column needs then (the
+      // same text as their files). A migration that created a function with a file would be undone by the files.
+      await migrateSchemaTo(db, schema, 'latest', false);
+      const created = await sql<{ name: string }>`
+        select proname as name from pg_proc where pronamespace = ${schema}::regnamespace order by 1`.execute(db);
+      assert.deepEqual(
+        created.rows.map((row) => row.name),
+        ['skills_dot', 'skills_tags_text'],
+        'a function with a file in db/functions is not created by a versioned migration: put its text in the file',
+      );
+      await applyFunctionFiles(db, { all: true });
       assert.deepEqual(await functionDrift(db), [], 'a fresh schema migrated to the latest');
 
       // A file changed (here a copy of the folder) and not applied yet.
