@@ -182,7 +182,10 @@ describe('caps in whole micro-USD and credential budgets', function () {
       assert.equal(provider.calls().length - calls, 2, 'refused calls were never forwarded');
       for (const r of results.filter((r) => r.isError)) {
         assert.deepEqual([billing(r).code, billing(r).chargedUsd], ['budget_reached', 0]);
-        assert.match(textOf(r), /^This API key's total budget \(0\.025 USD\) is used up: it can spend at most 0\.005 USD more/);
+        assert.match(
+          textOf(r),
+          /^This API key's total budget \(0\.025 USD\) is used up: it can spend at most 0\.005 USD more/,
+        );
       }
       const spent = await key();
       assert.deepEqual([spent.body.spentUsd, spent.body.spentThisMonthUsd], [0.02, 0.02]);
