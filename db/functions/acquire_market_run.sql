@@ -10,12 +10,13 @@
 -- charge limit), a monthly budget counts each run in the month it opened. The hold: a fixed-price call reserves
 -- exactly its price (p_reserve); otherwise min(available balance, p_limit, cap room, budget room), nothing for a
 -- free entry. An agent execution's cap (p_cap with p_job) counts all the execution's runs; a credential's budgets
--- (budget_total_micros, budget_monthly_micros) count all its direct runs. The run records its limit
+-- (budget_total_micros, budget_monthly_micros) count all its direct runs, and so do an API key's (api_keys, the
+-- same columns) for the calls made with the key itself. The run records its limit
 -- (limit_micros). Returns {"outcome": "opened"|"joined", "run": <market_runs row>},
 -- {"outcome": "run_limit_reached"|"budget_reached", ...} or {"outcome": <refusal>}.
 --
 -- Called by: db/repos/market-runs.ts acquireMarketRun (openMarketRun through it)
--- History: migrations 0016, 0024, 0027, 0028.
+-- History: migrations 0016, 0024, 0027, 0028, 0030.
 create or replace function acquire_market_run(
   p_id uuid, p_consumer uuid, p_entry uuid, p_selection text, p_job uuid, p_cap bigint, p_limit bigint,
   p_reserve bigint, p_shared boolean, p_min_life interval, p_created timestamptz, p_expires timestamptz,
@@ -87,10 +88,14 @@ returns jsonb language plpgsql volatile as $$
     v_reserve := case when v_free then 0 else p_reserve end;
 
     -- Every statement from here on runs after the lock: it sees what earlier holders of the lock committed.
-    -- The budgets of the credential the call is made with (a direct call's selection is its credential's id).
+    -- The budgets of the credential the call is made with (a direct call's selection is its credential's id), or of
+    -- the API key (selection 'api-key:<id>': a bearer API key at /mcp/{entryId}, try a tool; the account's own key only).
     if p_job is null and p_selection ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
       select budget_total_micros, budget_monthly_micros into v_budget_total, v_budget_monthly
         from market_credentials where id = p_selection::uuid and user_id = p_consumer;
+    elsif p_job is null and p_selection ~ '^api-key:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+      select budget_total_micros, budget_monthly_micros into v_budget_total, v_budget_monthly
+        from api_keys where id = substr(p_selection, 9)::uuid and user_id = p_consumer;
     end if;
     v_month := date_trunc('month', p_created at time zone 'UTC') at time zone 'UTC';
 

@@ -675,10 +675,14 @@ export async function relayMarketToolCall(
             ? `monthly budget (${microsToUsd(acquired.budgetMicros)} USD per calendar month, UTC)`
             : `total budget (${microsToUsd(acquired.budgetMicros)} USD)`;
         const room = microsToUsd(acquired.roomMicros);
+        // The account's own calls made with an API key (selection api-key:<id>) are bounded by the key's budgets.
+        const [whose, where] = request.selectionId.startsWith('api-key:')
+          ? ['This API key', 'API key']
+          : ['This credential', 'Market credentials'];
         return refuse(
           'budget_reached',
-          `This credential's ${which} is used up: it can spend at most ${room} USD more${acquired.budget === 'monthly' ? ' this month' : ''}` +
-            `${fixed > 0 ? ` and this call costs ${microsToUsd(fixed)} USD` : ''}. Raise it in the console (Market credentials)` +
+          `${whose}'s ${which} is used up: it can spend at most ${room} USD more${acquired.budget === 'monthly' ? ' this month' : ''}` +
+            `${fixed > 0 ? ` and this call costs ${microsToUsd(fixed)} USD` : ''}. Raise it in the console (${where})` +
             `${acquired.budget === 'monthly' ? ' or wait for the next month' : ''}; nothing was charged`,
         );
       }

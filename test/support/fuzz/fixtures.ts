@@ -140,6 +140,7 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
     ],
     'POST /mcp-market/mcps/{id}/credentials': [{}],
     'PATCH /mcp-market/credentials/{credentialId}': [{ budgetMonthlyUsd: 5 }, { budgetTotalUsd: null }],
+    'PATCH /account/api-key': [{ budgetMonthlyUsd: 5 }, { budgetTotalUsd: null }],
     'PATCH /social-accounts/{id}': [{ name: 'fuzz renamed' }, { isActive: true }],
     'PATCH /agents/{id}': [{ name: 'Fuzz agent renamed' }, { task: 'Say hello' }],
   });
