@@ -1,4 +1,4 @@
-// The layout of docs/architecture (../shared/DESIGN.md) as rules, so it is enforced rather than remembered:
+// The layout of docs/architecture.md ("Rooms and arrows") as rules, so it is enforced rather than remembered:
 // each room imports only the rooms below it, workflow code stays deterministic (no Node built-ins, no
 // client, no I/O: activity types and @temporalio/workflow only), and no promise is left floating.
 import { builtinModules } from 'node:module';
@@ -6,7 +6,11 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import importPlugin from 'eslint-plugin-import';
 
-/** The rooms, and the rooms each may import from (DESIGN.md "Imports point one way"). */
+/**
+ * The rooms, and the rooms each may import from (docs/architecture.md "Rooms and arrows"; a room with no
+ * entry has no rule). Change an arrow here and in that table together: test/docs/architecture-map.test.ts
+ * compares them.
+ */
 const ROOMS = ['lib', 'db', 'activities', 'workflows', 'api', 'web', 'workers', 'scripts', 'test', 'bench'];
 const MAY_IMPORT = {
   lib: ['lib'],
@@ -25,17 +29,22 @@ const zones = Object.entries(MAY_IMPORT).map(([room, allowed]) => ({
   from: ROOMS.filter(
     (other) => !allowed.includes(other) && other !== room && !allowed.some((a) => a.startsWith(`${other}/`)),
   ).map((other) => `./${other}`),
-  message: `${room}/ may import only from ${allowed.join(', ')} (DESIGN.md: imports point one way).`,
+  message: `${room}/ may import only from ${allowed.join(', ')} (docs/architecture.md: imports point one way).`,
 }));
 // web/ may reach into api/services but no other part of api/.
-zones.push({ target: './web', from: './api', except: ['./services'], message: 'web/ may import api/services only.' });
+zones.push({
+  target: './web',
+  from: './api',
+  except: ['./services'],
+  message: 'web/ may import api/services only (docs/architecture.md).',
+});
 // The pages are served by the API's Koa process: api/app.ts (its composition) mounts web/, and nothing else in api/ imports it.
 const apiZone = zones.find((zone) => zone.target === './api');
 apiZone.from = apiZone.from.filter((from) => from !== './web');
 zones.push({
   target: './api/**/!(app).ts',
   from: './web',
-  message: 'Only api/app.ts (the HTTP composition) mounts web/.',
+  message: 'Only api/app.ts (the HTTP composition) mounts web/ (docs/architecture.md).',
 });
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];

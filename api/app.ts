@@ -10,7 +10,7 @@ import { requireApiKey } from './middleware/auth';
 import { mcpEndpoint } from './mcp/endpoint';
 import { DOCS_MCP_PATH, docsMcpEndpoint } from './mcp/docs';
 import { marketMcpEndpoint } from './mcp/market';
-import { buildOpenApiDocument } from './openapi';
+import { buildOpenApiDocument } from './openapi/document';
 import { buildDocsSite } from './docs/site';
 import { loadDocSources } from './docs/load';
 import { accountRoutes } from './routes/account';

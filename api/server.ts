@@ -4,7 +4,7 @@ import { loadConfig } from '../lib/config';
 import { migrateToLatest, openDatabase } from '../db/connect';
 import { networkPolicyFromConfig } from '../lib/net/policy';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
-import { connectClient } from '../lib/temporal';
+import { connectClient } from '../lib/temporal/client';
 import { createApp } from './app';
 import type { ApiDeps } from './deps';
 import { readinessProbe, remoteWorkersReady } from './readiness';

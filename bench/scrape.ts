@@ -41,7 +41,7 @@ import { socialPlatformsFromConfig } from '../lib/social/platforms';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
 import type { ApiDeps } from '../api/deps';
-import { JobKindSearchAttribute, UserIdSearchAttribute } from '../lib/temporal';
+import { JobKindSearchAttribute, UserIdSearchAttribute } from '../lib/temporal/client';
 import type { ScrapeWorkflowInput } from '../workflows/scrape';
 import { freePort } from '../test/support/stack/ports';
 import { percentile, perSecond, round, runClosedLoop, sleep, type LoadResult, log, runHarnessBenchmark } from './load';
@@ -215,7 +215,7 @@ async function startBenchStack(h: Harness, onStop: (cleanup: () => Promise<void>
   };
   // "worker polling" and "API listening" are logged at info.
   const { child: worker } = await spawnNode(
-    'workers/worker.ts',
+    'workers/worker-process.ts',
     { ...env, LOG_LEVEL: 'info' },
     /worker polling/,
     'worker',

@@ -246,7 +246,7 @@ async function startServer(): Promise<Stack> {
   };
   const workerReport = heapReported('worker');
   const { child: worker } = await spawnNode(
-    'workers/worker.ts',
+    'workers/worker-process.ts',
     { ...env, ...workerReport.env },
     /worker polling/,
     'worker',

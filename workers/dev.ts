@@ -4,13 +4,13 @@ import { loadConfig } from '../lib/config';
 import { migrateToLatest, openDatabase } from '../db/connect';
 import { networkPolicyFromConfig } from '../lib/net/policy';
 import { socialPlatformsFromConfig } from '../lib/social/platforms';
-import { connectClient } from '../lib/temporal';
+import { connectClient } from '../lib/temporal/client';
 import type { DevServer } from './temporal-cli';
 import { prepareEmbeddedTemporal } from './embedded-temporal';
 import { listen } from '../api/server';
 import { readinessProbe } from '../api/readiness';
 import { ApiError } from '../api/errors';
-import { createWorkers, type WorkerSet } from './workers';
+import { createWorkers, type WorkerSet } from './worker-set';
 import { configureLogging, log } from '../lib/log';
 import { installWorkerRuntime } from './telemetry';
 

@@ -10,7 +10,7 @@ import {
   type DiscoveryResult,
 } from '../../lib/market/discovery';
 import type { SourceIdentity } from '../../lib/market/fingerprint';
-import { readOpenApiDocument, OpenApiDocumentError } from '../../lib/tools/openapi-reader';
+import { readOpenApiDocument, OpenApiDocumentError } from '../../lib/tools/openapi/reader';
 import { recordValidation, type StoredValidation } from '../../db/repos/market-validations';
 import { createLlmClient, OPENAI_DEFAULT_BASE_URL } from '../../lib/llm/client';
 import { reviewSourceWithLlm, type LlmReview } from '../../lib/market/llm-review';

@@ -8,7 +8,7 @@ import {
   type OpenApiDocument,
   type OperationSummary,
   type ResolvedOperation,
-} from './openapi';
+} from '../openapi/operations';
 import { DocsIndex, type IndexEntry, type SearchHit } from './search';
 
 /** Where the human docs page lives on the API origin. */

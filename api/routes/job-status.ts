@@ -35,7 +35,8 @@ export function parseWaitSeconds(value: string | string[] | undefined): number {
 /** Fields a kind adds to the job record (e.g. an agent run's tool calls and usage), read after any wait. */
 export type RecordExtension = (job: Job) => Promise<Record<string, unknown>>;
 
-const isTerminal = (status: string) => status === 'completed' || status === 'failed';
+/** A job that will not change any more (its workflow may still deliver the webhook). */
+export const isTerminalJobStatus = (status: string) => status === 'completed' || status === 'failed';
 
 /**
  * `GET <path>/:jobId`: the caller's own job of this kind as the contract shapes it; anything else is
@@ -57,7 +58,7 @@ export function addJobStatusRoute(
     const scope = { userId: user.userId, kind, jobId };
     let job = await findJob(deps.db, scope);
     if (!job) throw notFound(label);
-    if (waitSeconds > 0 && !isTerminal(job.status)) {
+    if (waitSeconds > 0 && !isTerminalJobStatus(job.status)) {
       const gone = new AbortController();
       const onClose = () => gone.abort();
       ctx.res.once('close', onClose);

@@ -5,7 +5,7 @@ import type { AutomationsTable, AutomationType, SocialPlatform } from '../../db/
 import { seal } from '../../lib/crypto';
 import { redactFields } from '../../lib/request-secrets';
 import { assertCronInterval, CronError, CronTooFrequentError, isValidTimezone, toTemporalCron } from '../../lib/cron';
-import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal';
+import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal/client';
 import { countAutomations, insertAutomation, updateAutomation } from '../../db/repos/automations';
 import { listAccountIds } from '../../db/repos/social-accounts';
 import { writeSystemLog } from '../../db/repos/system-logs';

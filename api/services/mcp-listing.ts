@@ -25,7 +25,7 @@ import {
   type ValidationView,
 } from '../../lib/market/source-input';
 import type { NetworkPolicy } from '../../lib/net/ssrf';
-import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi-reader';
+import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi/reader';
 import {
   createRevision,
   createSubmission,

@@ -14,7 +14,7 @@ import type { MarketSourceType } from './discovery';
  *           host lower-cased, IDN to punycode, default port dropped, dot segments resolved, an
  *           empty path becomes "/", an empty query "?" and the #fragment dropped);
  *           openapi: `{ document, baseUrl }`, the document as a JSON value (YAML text, JSON text and
- *           an object give the same value; see openapi-document.ts) and openapiBaseUrl normalised
+ *           an object give the same value; see lib/tools/openapi/document.ts) and openapiBaseUrl normalised
  *           as above, or null;
  * - tools   every tool as `{ name, description, inputSchema }` (missing description or schema is
  *           null), sorted by name (UTF-16 code units; equal names by their canonical form).

@@ -5,7 +5,7 @@ import { MarketRuleError, ruleBroken } from './errors';
 import { sourceFingerprint, type SourceIdentity } from './fingerprint';
 import { usdToMicros } from '../money';
 import type { MonetizationStrategy, StoredMarketTool, StoredPricingEvent } from './listing';
-import { OpenApiDocumentError, readOpenApiDocument } from '../tools/openapi-reader';
+import { OpenApiDocumentError, readOpenApiDocument } from '../tools/openapi/reader';
 import { scanInstructions, scanText, type PoisoningFinding } from './poisoning';
 import { verificationComplete, type EventVerificationRecord, type ValidationRecord } from './records';
 import { slugFor } from './slug';

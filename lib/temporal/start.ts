@@ -7,7 +7,7 @@ import {
 } from '@temporalio/client';
 import type { Duration, SearchAttributePair } from '@temporalio/common';
 
-import { JobKindSearchAttribute, UserIdSearchAttribute } from '../temporal';
+import { JobKindSearchAttribute, UserIdSearchAttribute } from './client';
 
 /** A workflow to start: its type, id, queue and arguments, and who it runs for (search attributes for the Temporal UI). */
 export interface WorkflowStart {

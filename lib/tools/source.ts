@@ -17,9 +17,9 @@ import { mcpHeaders } from './consumer-params';
 import { callErrorFromNetwork, callErrorFromSource, scrubSecrets, ToolCallError, ToolSourceError } from './errors';
 import { connectMcp, listMcpTools, type McpSession } from './mcp';
 import { toolFetch, parseSourceUrl, preflightSourceUrl, type ToolNetworkDeps } from './network';
-import { callOperation, isRepeatableOperation, resolveBaseUrl } from './openapi-call';
-import { loadOpenApiDocument, type OpenApiDocument } from './openapi-document';
-import { buildOpenApiModel, type OpenApiModel, type OpenApiOperation } from './openapi-tools';
+import { callOperation, isRepeatableOperation, resolveBaseUrl } from './openapi/call';
+import { loadOpenApiDocument, type OpenApiDocument } from './openapi/document';
+import { buildOpenApiModel, type OpenApiModel, type OpenApiOperation } from './openapi/tools';
 import { DEFAULT_MAX_BINARY_BYTES, DEFAULT_MAX_RESULT_BYTES, mcpToolResult, oversizedBinary } from './result';
 import type { ToolCallResult, ToolDefinition, ToolSelection, ToolSourceSpec, ToolSourceType } from './types';
 

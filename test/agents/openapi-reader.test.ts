@@ -1,8 +1,8 @@
 // No packet leaves this file: documents are given inline.
 import assert from 'node:assert/strict';
 
-import { loadOpenApiDocument } from '../../lib/tools/openapi-document';
-import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi-reader';
+import { loadOpenApiDocument } from '../../lib/tools/openapi/document';
+import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi/reader';
 import { ToolSourceError } from '../../lib/tools/errors';
 import type { StreamingFetch } from '../../lib/net/streaming-fetch';
 

@@ -4,9 +4,9 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { useHarness, type Harness } from '../support/stack/harness';
 import { docsRoutes } from '../../api/routes/docs';
-import { buildOpenApiDocument } from '../../api/openapi';
+import { buildOpenApiDocument } from '../../api/openapi/document';
 import { buildDocsSite } from '../../api/docs/site';
-import type { OpenApiDocument } from '../../api/docs/openapi';
+import type { OpenApiDocument } from '../../api/openapi/operations';
 import { loadDocSources } from '../../api/docs/load';
 
 const guides = loadDocSources().guides;

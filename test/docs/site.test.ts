@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { buildOpenApiDocument } from '../../api/openapi';
+import { buildOpenApiDocument } from '../../api/openapi/document';
 import { loadDocSources } from '../../api/docs/load';
 import {
   codeBlocks,
@@ -10,7 +10,7 @@ import {
   parseMarkdown,
   renderBlocks,
 } from '../../api/docs/markdown-to-html';
-import { deriveOperationId, withOperationIds, type OpenApiDocument } from '../../api/docs/openapi';
+import { deriveOperationId, withOperationIds, type OpenApiDocument } from '../../api/openapi/operations';
 import { buildDocsSite, DOCS_PAGE_PATH, type DocsSite } from '../../api/docs/site';
 import { searchTerms, stem } from '../../api/docs/text';
 import { docsImageUrl } from '../../api/routes/docs';

@@ -4,7 +4,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { compileErrors, validate as validateOpenApi } from '@readme/openapi-parser';
 import { stringify as toYaml } from 'yaml';
 import { createMarketActivities } from '../../activities/market';
-import { buildOpenApiDocument } from '../../api/openapi';
+import { buildOpenApiDocument } from '../../api/openapi/document';
 import { DiscoveryError, type Discover, type DiscoveryRequest } from '../../lib/market/discovery';
 import { useHarness, type Harness } from '../support/stack/harness';
 import { stoppedAfter } from '../support/stack/stopped-after';

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { stringify as toYaml } from 'yaml';
 import { canonicalJson } from '../../lib/market/canonical-json';
 import { canonicalSourceForm, normaliseSourceUrl, sourceFingerprint, toolListHash } from '../../lib/market/fingerprint';
-import { readOpenApiDocument } from '../../lib/tools/openapi-reader';
+import { readOpenApiDocument } from '../../lib/tools/openapi/reader';
 
 const TOOLS = [
   {

@@ -8,7 +8,7 @@ import { admitJob } from '../../db/repos/jobs';
 import { getWalletSummary } from '../../db/repos/ledger';
 import { findMarketRun } from '../../db/repos/market-runs';
 import { recordValidation } from '../../db/repos/market-validations';
-import { readOpenApiDocument } from '../../lib/tools/openapi-reader';
+import { readOpenApiDocument } from '../../lib/tools/openapi/reader';
 import { parseNetworkAllowlist } from '../../lib/net/ssrf';
 import { sealRequestSecrets, type RequestSecrets } from '../../lib/request-secrets';
 import { loadOpenApi } from '../../lib/tools/source';

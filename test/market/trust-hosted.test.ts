@@ -6,7 +6,7 @@ import { createMarketSelectionCaller } from '../../activities/tools/market';
 import { admitJob } from '../../db/repos/jobs';
 import { getWalletSummary } from '../../db/repos/ledger';
 import { recordValidation } from '../../db/repos/market-validations';
-import { readOpenApiDocument } from '../../lib/tools/openapi-reader';
+import { readOpenApiDocument } from '../../lib/tools/openapi/reader';
 import { parseNetworkAllowlist } from '../../lib/net/ssrf';
 import { sealRequestSecrets, type RequestSecrets } from '../../lib/request-secrets';
 import { loadOpenApi } from '../../lib/tools/source';

@@ -16,11 +16,11 @@ import { loadConfig, type Config } from '../../lib/config';
 import { openDatabase, type Db } from '../../db/connect';
 import { parseNetworkAllowlist } from '../../lib/net/ssrf';
 import { socialPlatformsFromConfig } from '../../lib/social/platforms';
-import { connectClient } from '../../lib/temporal';
+import { connectClient } from '../../lib/temporal/client';
 import { startTemporalDevServer, type DevServer } from '../../workers/temporal-cli';
 import { listen } from '../../api/server';
 import { readinessProbe } from '../../api/readiness';
-import { createWorkers, type WorkerSet } from '../../workers/workers';
+import { createWorkers, type WorkerSet } from '../../workers/worker-set';
 
 /**
  * Faults under load: 50 scrape jobs (and a few browser-agent jobs) in flight while (a) Postgres is unreachable for 10 s (a TCP

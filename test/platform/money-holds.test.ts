@@ -10,7 +10,7 @@ import type { ApiDeps } from '../../api/deps';
 import { listen } from '../../api/server';
 import { parseNetworkAllowlist } from '../../lib/net/ssrf';
 import { socialPlatformsFromConfig } from '../../lib/social/platforms';
-import { createWorkers } from '../../workers/workers';
+import { createWorkers } from '../../workers/worker-set';
 import { abandonJob, admitJob, billingPeriod, transitionJob, type JobRequest } from '../../db/repos/jobs';
 import { assertHoldCovers, HoldExhaustedError, holdStatus, recordUsage } from '../../db/repos/job-usage';
 import { chargeUsage, getWalletSummary } from '../../db/repos/ledger';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { startWebhookReceiver } from '../support/fakes/webhook-receiver';
 import { useHarness, type Harness } from '../support/stack/harness';
 import { stoppedAfter } from '../support/stack/stopped-after';
 import { GATED_SECRET, SPA_SENTENCE } from '../support/fakes/fixture-site';
@@ -329,6 +330,44 @@ describe('synchronous scrape (async: false)', function () {
     assert.deepEqual(Object.keys(response.body).sort(), ['error', 'jobId', 'status']);
     assert.equal(response.body.status, 'failed');
     assert.match(response.body.error, /SSRF guard/);
+  });
+
+  it('answers the result as soon as the job ends, not after its webhook is delivered', async function () {
+    // The webhook endpoint fails every attempt, so the run goes on retrying it (5 s, then 10 s, ...) after
+    // the job ended: the answer must not wait for those retries (it waited for the whole workflow, then
+    // answered "not finished" with the job completed).
+    const receiver = await startWebhookReceiver(Array(10).fill(500));
+    const stack = stacks.add(
+      await h.startIsolatedStack({
+        taskQueues: { platform: 'platform-sync-hook', browser: 'browser-sync-hook' },
+        overrides: { syncScrapeTimeoutMs: 12_000 },
+      }),
+    );
+    try {
+      const response = await h.http('POST', `${stack.baseUrl}/api/v1/scrape`, {
+        apiKey,
+        body: { url: `${h.site.url}/static`, async: false, webhook_url: receiver.url() },
+      });
+      assert.equal(response.status, 200);
+      assert.equal(response.body.metadata?.title, 'Field Guide to Urban Beekeeping', JSON.stringify(response.body));
+      assert.ok(
+        receiver.deliveries.length <= 1,
+        `answered after ${receiver.deliveries.length} webhook attempts: it waited for the retries`,
+      );
+    } finally {
+      // The run would retry its webhook for an hour: end it here, not in a later file.
+      const jobs = await h.db
+        .selectFrom('jobs')
+        .select('workflow_id')
+        .where('webhook_url', '=', receiver.url())
+        .execute();
+      for (const { workflow_id } of jobs)
+        await h.client.workflow
+          .getHandle(workflow_id)
+          .terminate('test over')
+          .catch(() => undefined);
+      await receiver.close();
+    }
   });
 
   it('answers the fallback when the run takes longer than the wait limit', async function () {

@@ -165,7 +165,13 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
   const agentDraft = await h.http('POST', '/api/v1/agent-market/submissions', { apiKey, body: agentDraftBody });
   expectStatus(agentDraft, 201, 'agent-market draft');
   add('/agent-market/submissions/{id}', agentDraft.body.id);
-  knownBodies['PUT /agent-market/submissions/{id}'] = [agentDraftBody];
+  // A draft for the update alone, as for the MCP market: the fuzzed submit may send the other one to review
+  // first (409 to every update after it; seed 1805716136 did).
+  const updatedAgentBody = agentBody(`Fuzz update ${randomBytes(3).toString('hex')}`);
+  const updatedAgent = await h.http('POST', '/api/v1/agent-market/submissions', { apiKey, body: updatedAgentBody });
+  expectStatus(updatedAgent, 201, 'agent-market draft to update');
+  add('PUT /agent-market/submissions/{id}', updatedAgent.body.id);
+  knownBodies['PUT /agent-market/submissions/{id}'] = [updatedAgentBody];
   const listed = await h.http('POST', '/api/v1/agent-market/submissions', {
     apiKey: provider.apiKey,
     body: agentBody(`Fuzz listed ${randomBytes(3).toString('hex')}`),

@@ -10,12 +10,12 @@ import {
   MarketAgentRunRecord,
   MarketAgentRunRequest,
   MarketAgentRunResponse,
-} from '../lib/schemas/agent-market';
-import { SubmissionsQuery } from '../lib/schemas/market';
-import { longPollWait } from './openapi-long-polling';
-import { body, error, json, optionalQuery, ref, unauthorized, uuidPath } from './openapi-fragments';
+} from '../../lib/schemas/agent-market';
+import { SubmissionsQuery } from '../../lib/schemas/market';
+import { longPollWait } from './long-polling';
+import { body, error, json, optionalQuery, ref, unauthorized, uuidPath } from './fragments';
 
-/** The agent market's part of the OpenAPI document (components and paths), merged by api/openapi.ts. */
+/** The agent market's part of the OpenAPI document (components and paths), merged by api/openapi/document.ts. */
 export const AGENT_MARKET_COMPONENTS = [
   AgentMarketSubmissionRequest,
   AgentMarketSubmission,

@@ -1,24 +1,24 @@
-import { AgentTransaction, LogsResponse, SystemLog, TransactionsResponse } from '../lib/schemas/logs';
-import { ErrorResponse, PaginationMeta, PaginationQuery } from '../lib/schemas/common';
-import { JobAccepted, JobFallback, JobRecord } from '../lib/schemas/jobs';
-import { ScrapeRequest, ScrapeResult } from '../lib/schemas/scrape';
-import { AgenticScraperRequest, AgentResult } from '../lib/schemas/agentscraper';
+import { AgentTransaction, LogsResponse, SystemLog, TransactionsResponse } from '../../lib/schemas/logs';
+import { ErrorResponse, PaginationMeta, PaginationQuery } from '../../lib/schemas/common';
+import { JobAccepted, JobFallback, JobRecord } from '../../lib/schemas/jobs';
+import { ScrapeRequest, ScrapeResult } from '../../lib/schemas/scrape';
+import { AgenticScraperRequest, AgentResult } from '../../lib/schemas/agentscraper';
 import {
   ForumCredentials,
   MicroblogCredentials,
   SocialAccount,
   SocialAccountCreateRequest,
   SocialAccountUpdateRequest,
-} from '../lib/schemas/social';
-import { Automation, AutomationCreateRequest } from '../lib/schemas/automations';
-import { AccountSummary } from '../lib/schemas/account';
-import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../lib/schemas/skills';
-import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../lib/schemas/tools';
-import { MARKET_COMPONENTS, marketPaths } from './openapi-market';
-import { longPollWait } from './openapi-long-polling';
-import { customAgentSchemas } from '../lib/schemas/custom-agents';
-import { AGENT_MARKET_COMPONENTS, agentMarketPaths } from './openapi-agent-market';
-import { error, json, ref, uuidPath } from './openapi-fragments';
+} from '../../lib/schemas/social';
+import { Automation, AutomationCreateRequest } from '../../lib/schemas/automations';
+import { AccountSummary } from '../../lib/schemas/account';
+import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../../lib/schemas/skills';
+import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../../lib/schemas/tools';
+import { MARKET_COMPONENTS, marketPaths } from './market';
+import { longPollWait } from './long-polling';
+import { customAgentSchemas } from '../../lib/schemas/custom-agents';
+import { AGENT_MARKET_COMPONENTS, agentMarketPaths } from './agent-market';
+import { error, json, ref, uuidPath } from './fragments';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 

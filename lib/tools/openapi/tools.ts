@@ -1,5 +1,5 @@
-import type { OpenApiDocument } from './openapi-document';
-import type { SourceParam, ToolAnnotations, ToolDefinition } from './types';
+import type { OpenApiDocument } from './document';
+import type { SourceParam, ToolAnnotations, ToolDefinition } from '../types';
 
 /**
  * Turns a validated Swagger 2.0 / OpenAPI 3.x document into tools, one per operation:

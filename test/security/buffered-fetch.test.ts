@@ -445,7 +445,7 @@ describe('fetchBuffered over TLS and through a proxy', () => {
   const PROXY_PASSWORD = 'p%40ss';
 
   before(async () => {
-    certDir = mkdtempSync(path.join(tmpdir(), 'safe-fetch-'));
+    certDir = mkdtempSync(path.join(tmpdir(), 'buffered-fetch-'));
     const tls = createSelfSignedCertificate(certDir, 'secure.test', 'DNS:secure.test,IP:127.0.0.1');
     cert = tls.cert;
     const secureServer = https.createServer(
@@ -683,7 +683,7 @@ describe('fetchBuffered through a proxy pins the checked address', () => {
   let proxy: FakeProxy;
 
   before(async () => {
-    certDir = mkdtempSync(path.join(tmpdir(), 'safe-fetch-pin-'));
+    certDir = mkdtempSync(path.join(tmpdir(), 'buffered-fetch-pin-'));
     const tls = createSelfSignedCertificate(certDir, 'pinned.test', 'DNS:pinned.test');
     cert = tls.cert;
     const secureServer = https.createServer(

@@ -1,9 +1,9 @@
-import type { StreamingFetch } from '../net/streaming-fetch';
-import { fillServerTemplate, isArgumentHeader, isDotSegment } from './consumer-params';
-import { callErrorFromNetwork, ToolCallError } from './errors';
-import type { OpenApiModel, OpenApiOperation, SecurityScheme } from './openapi-tools';
-import { cappedResult } from './result';
-import type { SourceParamValues, ToolCallResult, ToolSourceSpec } from './types';
+import type { StreamingFetch } from '../../net/streaming-fetch';
+import { fillServerTemplate, isArgumentHeader, isDotSegment } from '../consumer-params';
+import { callErrorFromNetwork, ToolCallError } from '../errors';
+import type { OpenApiModel, OpenApiOperation, SecurityScheme } from './tools';
+import { cappedResult } from '../result';
+import type { SourceParamValues, ToolCallResult, ToolSourceSpec } from '../types';
 
 /** Executes OpenAPI operations: arguments to an HTTP request, auth from the source's params, the answer to text. */
 

@@ -19,7 +19,7 @@ import {
   ProviderEventChargeResult,
   SubmissionsQuery,
   ValidationReport,
-} from '../lib/schemas/market';
+} from '../../lib/schemas/market';
 import {
   MarketCredential,
   MarketCredentialBudgetsRequest,
@@ -31,10 +31,10 @@ import {
   ProviderRevenueQuery,
   ProviderRevenueResponse,
   ProviderRevenueRun,
-} from '../lib/schemas/market-hosted';
-import { body, error, json, optionalQuery, ref, unauthorized, uuidPath } from './openapi-fragments';
+} from '../../lib/schemas/market-hosted';
+import { body, error, json, optionalQuery, ref, unauthorized, uuidPath } from './fragments';
 
-/** The tool market's part of the OpenAPI document (components and paths), merged by api/openapi.ts. */
+/** The tool market's part of the OpenAPI document (components and paths), merged by api/openapi/document.ts. */
 export const MARKET_COMPONENTS = [
   MarketToolDefinition,
   MarketPricingEvent,

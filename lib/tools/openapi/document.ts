@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { compileErrors, validate } from '@readme/openapi-parser';
-import { BoundedCache } from '../bounded-cache';
-import type { StreamingFetch } from '../net/streaming-fetch';
-import { sourceErrorFromNetwork, ToolSourceError } from './errors';
-import { MAX_OPENAPI_BYTES, OpenApiDocumentError, readOpenApiDocument } from './openapi-reader';
+import { BoundedCache } from '../../bounded-cache';
+import type { StreamingFetch } from '../../net/streaming-fetch';
+import { sourceErrorFromNetwork, ToolSourceError } from '../errors';
+import { MAX_OPENAPI_BYTES, OpenApiDocumentError, readOpenApiDocument } from './reader';
 
 export type OpenApiVersion = 'swagger-2.0' | 'openapi-3.0' | 'openapi-3.1';
 
@@ -57,7 +57,7 @@ export async function loadOpenApiDocument(
   };
 }
 
-/** The one reader (openapi-reader.ts), its refusals as the tool runtime's. */
+/** The one reader (reader.ts), its refusals as the tool runtime's. */
 function read(input: { spec?: unknown; specText?: string }): Record<string, unknown> {
   try {
     return readOpenApiDocument(input);

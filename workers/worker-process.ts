@@ -2,7 +2,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { loadConfig } from '../lib/config';
 import { openDatabase } from '../db/connect';
 import { networkPolicyFromConfig } from '../lib/net/policy';
-import { createWorkers } from './workers';
+import { createWorkers } from './worker-set';
 import { configureLogging, log } from '../lib/log';
 import { installWorkerRuntime, serveProcessMetrics } from './telemetry';
 
