@@ -1,7 +1,8 @@
 // Every patch id of the workflows, in one place. A change to what a running workflow does is a patch
-// (`patched(id)`): runs begun before it replay the path they recorded, runs begun after take the new one.
-// Each id is listed in docs/operations.md ("Workflow versions") with what old and new runs do, and how a
-// patch is removed (`deprecatePatch(id)`, then nothing); test/workflows/patches.test.ts checks both.
+// (the workflow asks `patched` with its id): runs begun before it replay the path they recorded, runs begun
+// after take the new one. Each id is listed in docs/operations.md ("Workflow versions") with what old and new
+// runs do, and how a patch is removed (`deprecatePatch`, then nothing), and in docs/architecture.md;
+// test/docs/workflow-patches.test.ts and test/docs/architecture-map.test.ts check both.
 
 /**
  * scrapeWorkflow: a static page is fetched and extracted in one activity (before: fetchPage, renderPage,
