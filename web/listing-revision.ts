@@ -1,6 +1,6 @@
 import type { McpSubmission } from '../db/repos/market-mcp';
 import type { StoredValidation } from '../db/repos/market-validations';
-import type { EventVerificationView } from '../api/services/mcp-listing';
+import type { EventVerificationView } from '../api/services/market/listing';
 import { microsToUsd } from '../lib/money';
 
 /**

@@ -53,7 +53,7 @@ import {
   deferredCredentialPrincipal,
   needsParams,
   type MarketPrincipal,
-} from '../services/market-try';
+} from '../services/market/try';
 
 /** The hosted market endpoint: `/mcp/{entryId}` on the API origin (or under MCP_PUBLIC_URL). */
 export const MARKET_MCP_PATH = /^\/mcp\/([^/]+)\/?$/;

@@ -7,7 +7,7 @@ import type { ApiDeps } from '../deps';
 import { unauthorized } from '../errors';
 import { accountSummary } from '../services/account';
 import { apiKeyBudgets, updateApiKeyBudgets } from '../services/api-key-budgets';
-import type { BudgetsUsd } from '../services/market-credentials';
+import type { BudgetsUsd } from '../services/market/credentials';
 import { parseBody } from '../validation';
 
 /** Not in the contract: what a client needs to see its own plan, verify webhooks and bound its own key's spending. */

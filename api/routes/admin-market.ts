@@ -5,7 +5,7 @@ import { AdminMarketReviewRequest, AdminMarketSubmissionsQuery } from '../../lib
 import type { AppState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
-import { marketReview } from '../services/market-review';
+import { marketReview } from '../services/market/review';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import { marketErrors } from './market-common';
 
@@ -23,7 +23,7 @@ function marketParam(ctx: Context): Market {
  * Operator review of both markets, on the admin router (prefix /admin, ADMIN_TOKEN):
  * GET  /admin/market/{mcp|agent}/submissions?status=&q=&page=&pageSize=  (q: name or slug contains, or the id or listing id)
  * POST /admin/market/{mcp|agent}/submissions/{id}/review  {action: approve|reject|disable, reason?}
- * (the console's review queue calls the same service, api/services/market-review.ts).
+ * (the console's review queue calls the same service, api/services/market/review.ts).
  */
 export function registerMarketAdminRoutes(router: Router<AppState>, deps: ApiDeps): void {
   const review = marketReview(deps);

@@ -22,7 +22,7 @@ import {
 } from '../../db/repos/market-agents';
 import { paginationMeta } from '../../db/repos/pagination';
 import { agentRunExtras } from '../services/agent-run-record';
-import { marketToolsViewer } from '../services/agent-market-tools';
+import { marketToolsViewer } from '../services/market/agent-tools';
 import { addJobStatusRoute } from './job-status';
 import {
   checkMarketSelections,
@@ -44,8 +44,8 @@ import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { notFound } from '../errors';
 import { idempotencyKeyOf } from '../services/jobs';
-import { buyMarketAgent, runMarketAgent } from '../services/agent-market-orders';
-import { agentEntryView, mayRunAgent, searchAgentMarket } from '../services/market-catalog';
+import { buyMarketAgent, runMarketAgent } from '../services/market/agent-orders';
+import { agentEntryView, mayRunAgent, searchAgentMarket } from '../services/market/catalog';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import { addDeleteRoute, addRevisionRoute, iconUrlFor, marketErrors, submissionCoreFields } from './market-common';
 

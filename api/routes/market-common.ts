@@ -9,7 +9,7 @@ import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { parseUuidParam } from '../validation';
-import { toolEntryView } from '../services/market-catalog';
+import { toolEntryView } from '../services/market/catalog';
 import { publicOrigin as originOf } from '../services/public-urls';
 
 /** Market rule violations (MarketRuleError) become the API's error body with the rule's status and code. */

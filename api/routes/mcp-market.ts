@@ -26,8 +26,8 @@ import {
   revokeEntryCredential,
   updateCredentialBudgets,
   type BudgetsUsd,
-} from '../services/market-credentials';
-import { searchToolMarket } from '../services/market-catalog';
+} from '../services/market/credentials';
+import { searchToolMarket } from '../services/market/catalog';
 import {
   createListingDraft,
   discoverSource,
@@ -38,7 +38,7 @@ import {
   submitListing,
   validateSource,
   type DiscoveryBody,
-} from '../services/mcp-listing';
+} from '../services/market/listing';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 import {
   addRevisionRoute,

@@ -1,4 +1,4 @@
-import type { AgentEntryView, ToolEntryView } from '../../api/services/market-catalog';
+import type { AgentEntryView, ToolEntryView } from '../../api/services/market/catalog';
 import { usd } from '../format';
 
 /** How a tool-market entry is priced, in one line. */

@@ -1,4 +1,4 @@
-import type { AgentEntryView } from '../../api/services/market-catalog';
+import type { AgentEntryView } from '../../api/services/market/catalog';
 import { agentPricing, ListingHeader } from '../components/listing';
 import { SchemaTable } from '../components/schema';
 import { usd } from '../format';

@@ -1,4 +1,4 @@
-import type { AgentEntryView } from '../../api/services/market-catalog';
+import type { AgentEntryView } from '../../api/services/market/catalog';
 import { CsrfField } from '../components/csrf';
 import { SchemaFields } from '../components/schema-form';
 import { usd } from '../format';

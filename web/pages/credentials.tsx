@@ -1,6 +1,6 @@
 import { CsrfField } from '../components/csrf';
 import { SchemaTable } from '../components/schema';
-import type { CredentialView, ListingChoice } from '../../api/services/market-credentials';
+import type { CredentialView, ListingChoice } from '../../api/services/market/credentials';
 import { usd, utc } from '../format';
 import { Layout } from '../layout';
 import { ConsoleNav } from './console-home';

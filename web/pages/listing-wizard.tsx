@@ -1,5 +1,5 @@
 import type { StoredValidation } from '../../db/repos/market-validations';
-import type { EventVerificationView } from '../../api/services/mcp-listing';
+import type { EventVerificationView } from '../../api/services/market/listing';
 import type { DiscoveryParam } from '../../lib/market/discovery';
 import { POISONING_CODES } from '../../lib/market/validation-report';
 import { CsrfField } from '../components/csrf';

@@ -1,4 +1,4 @@
-import type { AgentEntryView, ToolEntryView } from '../../api/services/market-catalog';
+import type { AgentEntryView, ToolEntryView } from '../../api/services/market/catalog';
 import { agentPricing, ListingIcon, QualityScore, toolPricing } from '../components/listing';
 import { Layout } from '../layout';
 import { MARKETS, marketHref, PRICING_MODELS, SORTS, type MarketQuery } from '../market-query';

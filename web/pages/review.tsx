@@ -4,7 +4,7 @@ import type {
   McpReviewView,
   ReviewView,
   ToolChange,
-} from '../../api/services/market-review';
+} from '../../api/services/market/review';
 import { POISONING_CODES } from '../../lib/market/validation-report';
 import { CsrfField } from '../components/csrf';
 import { QualityScore } from '../components/listing';

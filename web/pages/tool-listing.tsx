@@ -1,4 +1,4 @@
-import type { ToolEntryView } from '../../api/services/market-catalog';
+import type { ToolEntryView } from '../../api/services/market/catalog';
 import type { ValidationIssue } from '../../lib/market/validation-report';
 import { ListingHeader, QualityScore, toolPricing } from '../components/listing';
 import { SchemaTable } from '../components/schema';

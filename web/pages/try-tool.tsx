@@ -1,4 +1,4 @@
-import type { ToolEntryView } from '../../api/services/market-catalog';
+import type { ToolEntryView } from '../../api/services/market/catalog';
 import { CsrfField } from '../components/csrf';
 import { JsonBlock } from '../components/schema';
 import { SchemaFields } from '../components/schema-form';

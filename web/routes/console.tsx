@@ -13,7 +13,7 @@ import {
   type ListingChoice,
   credentialView,
   updateCredentialBudgets,
-} from '../../api/services/market-credentials';
+} from '../../api/services/market/credentials';
 import { publicOrigin } from '../../api/services/public-urls';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import { findMarketCredential } from '../../db/repos/market-credentials';

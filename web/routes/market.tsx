@@ -1,13 +1,13 @@
 import Router from '@koa/router';
 import type { WebContext, WebState } from '../context';
-import { marketToolsViewer } from '../../api/services/agent-market-tools';
+import { marketToolsViewer } from '../../api/services/market/agent-tools';
 import {
   agentEntryView,
   mayRunAgent,
   searchAgentMarket,
   searchToolMarket,
   toolEntryView,
-} from '../../api/services/market-catalog';
+} from '../../api/services/market/catalog';
 import { marketMcpUrl, publicOrigin } from '../../api/services/public-urls';
 import { findPublicAgent } from '../../db/repos/market-agents';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';

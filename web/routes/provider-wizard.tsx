@@ -8,7 +8,7 @@ import {
   startEventVerification,
   validateSource,
   type DiscoveryBody,
-} from '../../api/services/mcp-listing';
+} from '../../api/services/market/listing';
 import { findEventVerification } from '../../db/repos/market-event-verifications';
 import { findMcpSubmission, unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
 import { findValidation, type StoredValidation } from '../../db/repos/market-validations';
@@ -62,7 +62,7 @@ const usd = (raw: string | null) => {
 /**
  * The console's listing wizard: source → validation report → events to verify (per-event pricing)
  * → tools and prices → submit. Every step is a plain form (no script needed), each action one call
- * of the services the REST routes use (api/services/mcp-listing.ts). In revision mode (`revision`, the
+ * of the services the REST routes use (api/services/market/listing.ts). In revision mode (`revision`, the
  * id of the caller's live approved listing, carried in every address and form) the steps start from
  * that listing and the last one makes the revision and submits it.
  */

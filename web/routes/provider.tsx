@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { WebContext, WebState } from '../context';
-import { marketReview, type McpReviewView } from '../../api/services/market-review';
+import { marketReview, type McpReviewView } from '../../api/services/market/review';
 import { listOwnSubmissions } from '../../db/repos/market-submissions';
 import type { WebSession } from '../../db/repos/sessions';
 import { listProviderRevenue } from '../../db/repos/market-tool-calls';

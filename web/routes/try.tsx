@@ -1,8 +1,8 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { toolEntryView } from '../../api/services/market-catalog';
-import { issueEntryCredential, type IssuedCredential } from '../../api/services/market-credentials';
-import { marketToolTrier, needsParams } from '../../api/services/market-try';
+import { toolEntryView } from '../../api/services/market/catalog';
+import { issueEntryCredential, type IssuedCredential } from '../../api/services/market/credentials';
+import { marketToolTrier, needsParams } from '../../api/services/market/try';
 import { marketMcpUrl, publicOrigin } from '../../api/services/public-urls';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import type { WebSession } from '../../db/repos/sessions';

@@ -5,22 +5,22 @@ import {
   unsealAgentSecrets,
   type AgentPurchase,
   type AgentSubmission,
-} from '../../db/repos/market-agents';
-import type { AuthenticatedUser } from '../../db/repos/users';
-import type { Job } from '../../db/schema';
-import { checkMarketSelections, checkRunInputs, fillTemplate } from '../../lib/market/agent-submission';
-import { commissionOf, ratePpm } from '../../lib/market/commission';
-import { MarketRuleError } from '../../lib/market/errors';
-import { microsToUsd, usdToWholeMicros } from '../../lib/money';
-import { sealRequestSecrets } from '../../lib/request-secrets';
-import type { MarketAgentRunBody } from '../../lib/schemas/agent-market';
-import type { AgentWorkflowInput } from '../../workflows/agent';
-import type { ApiDeps } from '../deps';
-import { ApiError } from '../errors';
-import { startMeteredJob } from './jobs';
-import { assertLlmModel } from './llm-model';
-import { mayRunAgent } from './market-catalog';
-import { preflightUrl } from './url-preflight';
+} from '../../../db/repos/market-agents';
+import type { AuthenticatedUser } from '../../../db/repos/users';
+import type { Job } from '../../../db/schema';
+import { checkMarketSelections, checkRunInputs, fillTemplate } from '../../../lib/market/agent-submission';
+import { commissionOf, ratePpm } from '../../../lib/market/commission';
+import { MarketRuleError } from '../../../lib/market/errors';
+import { microsToUsd, usdToWholeMicros } from '../../../lib/money';
+import { sealRequestSecrets } from '../../../lib/request-secrets';
+import type { MarketAgentRunBody } from '../../../lib/schemas/agent-market';
+import type { AgentWorkflowInput } from '../../../workflows/agent';
+import type { ApiDeps } from '../../deps';
+import { ApiError } from '../../errors';
+import { startMeteredJob } from '../jobs';
+import { assertLlmModel } from '../llm-model';
+import { mayRunAgent } from './catalog';
+import { preflightUrl } from '../url-preflight';
 
 type OrderDeps = Pick<ApiDeps, 'db' | 'config' | 'temporal' | 'policy'>;
 

@@ -1,7 +1,7 @@
-import type { Db } from '../../db/connect';
-import { findPublicMcpEntry, type McpSubmission } from '../../db/repos/market-mcp';
-import type { AgentMarketToolSelection } from '../../lib/market/agent-submission';
-import { microsToUsd, usdCapToMicrosFloor } from '../../lib/money';
+import type { Db } from '../../../db/connect';
+import { findPublicMcpEntry, type McpSubmission } from '../../../db/repos/market-mcp';
+import type { AgentMarketToolSelection } from '../../../lib/market/agent-submission';
+import { microsToUsd, usdCapToMicrosFloor } from '../../../lib/money';
 
 /** AgentMarketToolPricing: a market tool of an agent as consumers see it, with what its calls cost. */
 export type MarketToolView = Awaited<ReturnType<ReturnType<typeof marketToolsViewer>>>[number];

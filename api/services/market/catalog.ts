@@ -1,11 +1,11 @@
-import type { Db } from '../../db/connect';
-import { findPurchase, searchPublicAgents, type AgentSubmission } from '../../db/repos/market-agents';
-import type { CatalogueFilter } from '../../db/repos/market-listings';
-import { searchPublicMcpEntries, type McpSubmission } from '../../db/repos/market-mcp';
-import type { PageRequest } from '../../db/repos/pagination';
-import { pricingEventDefinition, toolDefinition, type MonetizationStrategy } from '../../lib/market/listing';
-import { microsToUsd } from '../../lib/money';
-import type { MarketToolView } from './agent-market-tools';
+import type { Db } from '../../../db/connect';
+import { findPurchase, searchPublicAgents, type AgentSubmission } from '../../../db/repos/market-agents';
+import type { CatalogueFilter } from '../../../db/repos/market-listings';
+import { searchPublicMcpEntries, type McpSubmission } from '../../../db/repos/market-mcp';
+import type { PageRequest } from '../../../db/repos/pagination';
+import { pricingEventDefinition, toolDefinition, type MonetizationStrategy } from '../../../lib/market/listing';
+import { microsToUsd } from '../../../lib/money';
+import type { MarketToolView } from './agent-tools';
 
 /** Builds the URL of an uploaded icon from its object key. */
 export type IconUrl = (key: string) => string;

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/connect';
+import type { Db } from '../../../db/connect';
 import {
   findMarketCredential,
   listMarketCredentials,
@@ -8,19 +8,19 @@ import {
   setCredentialBudgets,
   type CredentialBudgets,
   type MarketCredentialRecord,
-} from '../../db/repos/market-credentials';
-import { paginationMeta, type PageRequest } from '../../db/repos/pagination';
-import { loadCallEntry } from '../../db/repos/market-tool-calls';
-import type { Config } from '../../lib/config';
-import { wholeMicrosCap } from '../../lib/market/caps';
-import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
-import { MarketRuleError } from '../../lib/market/errors';
-import { checkUserParams } from '../../lib/market/user-params-schema';
-import { microsToUsd, usdToWholeMicros } from '../../lib/money';
-import type { SourceParamValues } from '../../lib/tools/types';
-import { ApiError, notFound } from '../errors';
-import { searchToolMarket } from './market-catalog';
-import { marketMcpUrl } from './public-urls';
+} from '../../../db/repos/market-credentials';
+import { paginationMeta, type PageRequest } from '../../../db/repos/pagination';
+import { loadCallEntry } from '../../../db/repos/market-tool-calls';
+import type { Config } from '../../../lib/config';
+import { wholeMicrosCap } from '../../../lib/market/caps';
+import { issueMcpCredential, paramsSchemaHash } from '../../../lib/market/credential';
+import { MarketRuleError } from '../../../lib/market/errors';
+import { checkUserParams } from '../../../lib/market/user-params-schema';
+import { microsToUsd, usdToWholeMicros } from '../../../lib/money';
+import type { SourceParamValues } from '../../../lib/tools/types';
+import { ApiError, notFound } from '../../errors';
+import { searchToolMarket } from './catalog';
+import { marketMcpUrl } from '../public-urls';
 
 /** The credential's cap per run (maxTotalUsdPerRun, or its deprecated alias maxRunChargeUsd) in whole micro-USD, or null. */
 export function credentialCapMicros(body: { maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }): number | null {

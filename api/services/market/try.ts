@@ -1,13 +1,13 @@
-import type { Db } from '../../db/connect';
+import type { Db } from '../../../db/connect';
 import {
   findCredentialUse,
   LAST_USED_PRECISION_MS,
   markCredentialUsed,
   recordMarketCredential,
   type CredentialSource,
-} from '../../db/repos/market-credentials';
-import { loadCallEntryCached, marketCallPath, type DeferredCredentialCheck } from '../../db/repos/market-tool-calls';
-import type { Config } from '../../lib/config';
+} from '../../../db/repos/market-credentials';
+import { loadCallEntryCached, marketCallPath, type DeferredCredentialCheck } from '../../../db/repos/market-tool-calls';
+import type { Config } from '../../../lib/config';
 import {
   CREDENTIAL_KEY_ROTATED,
   CREDENTIAL_REVOKED,
@@ -15,16 +15,16 @@ import {
   openMcpCredentialCached,
   paramsSchemaHashOf,
   type McpCredentialClaims,
-} from '../../lib/market/credential';
+} from '../../../lib/market/credential';
 import {
   callableTools,
   callMarketTool,
   PrincipalRefusedError,
   type MarketCallEntry,
   type MarketToolCallOutcome,
-} from '../../lib/market/tool-call';
-import type { NetworkPolicy } from '../../lib/net/ssrf';
-import type { SourceParamValues } from '../../lib/tools/types';
+} from '../../../lib/market/tool-call';
+import type { NetworkPolicy } from '../../../lib/net/ssrf';
+import type { SourceParamValues } from '../../../lib/tools/types';
 
 /** Who calls a market entry and with what: the consumer, the credential (or API key) and its parameters. */
 export interface MarketPrincipal {

@@ -1,23 +1,23 @@
-import type { Db } from '../../db/connect';
+import type { Db } from '../../../db/connect';
 import {
   getSubmissionForReview,
   listSubmissionsForReview,
   reviewSubmission,
   type MarketDetailsHooks,
   type SubmissionCore,
-} from '../../db/repos/market-submissions';
-import { findMcpSubmissions, mcpMarketHooks, type McpSubmission } from '../../db/repos/market-mcp';
-import { findDriftFlags, type DriftFlag } from '../../db/repos/market-tool-calls';
-import { agentMarketHooks, findAgentSubmissions, type AgentSubmission } from '../../db/repos/market-agents';
-import { paginationMeta } from '../../db/repos/pagination';
-import { findValidationReports } from '../../db/repos/market-validations';
-import { canonicalJson } from '../../lib/market/canonical-json';
-import type { ValidationReport, ValidationStatus } from '../../lib/market/validation-report';
-import { ownerToolDefinition, pricingEventDefinition } from '../../lib/market/listing';
-import { MarketRuleError } from '../../lib/market/errors';
-import type { Market, ReviewAction, SubmissionStatus } from '../../lib/market/review-state';
-import { microsToUsd } from '../../lib/money';
-import { marketToolsViewer, type MarketToolView } from './agent-market-tools';
+} from '../../../db/repos/market-submissions';
+import { findMcpSubmissions, mcpMarketHooks, type McpSubmission } from '../../../db/repos/market-mcp';
+import { findDriftFlags, type DriftFlag } from '../../../db/repos/market-tool-calls';
+import { agentMarketHooks, findAgentSubmissions, type AgentSubmission } from '../../../db/repos/market-agents';
+import { paginationMeta } from '../../../db/repos/pagination';
+import { findValidationReports } from '../../../db/repos/market-validations';
+import { canonicalJson } from '../../../lib/market/canonical-json';
+import type { ValidationReport, ValidationStatus } from '../../../lib/market/validation-report';
+import { ownerToolDefinition, pricingEventDefinition } from '../../../lib/market/listing';
+import { MarketRuleError } from '../../../lib/market/errors';
+import type { Market, ReviewAction, SubmissionStatus } from '../../../lib/market/review-state';
+import { microsToUsd } from '../../../lib/money';
+import { marketToolsViewer, type MarketToolView } from './agent-tools';
 
 /**
  * Operator review of both markets: what a reviewer sees of a submission and the decision itself.

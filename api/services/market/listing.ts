@@ -1,31 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowFailedError } from '@temporalio/client';
-import type { Db } from '../../db/connect';
-import { createEventVerification, findEventVerification } from '../../db/repos/market-event-verifications';
-import { iconBelongsTo } from '../../db/repos/market-icons';
-import { findValidation, findValidValidationByFingerprint } from '../../db/repos/market-validations';
-import type { Config } from '../../lib/config';
-import { seal } from '../../lib/crypto';
-import { signChargeToken } from '../../lib/market/charge-token';
-import { DiscoveryError, type Discovery, type DiscoveryRequest } from '../../lib/market/discovery';
-import { ruleBroken } from '../../lib/market/errors';
+import type { Db } from '../../../db/connect';
+import { createEventVerification, findEventVerification } from '../../../db/repos/market-event-verifications';
+import { iconBelongsTo } from '../../../db/repos/market-icons';
+import { findValidation, findValidValidationByFingerprint } from '../../../db/repos/market-validations';
+import type { Config } from '../../../lib/config';
+import { seal } from '../../../lib/crypto';
+import { signChargeToken } from '../../../lib/market/charge-token';
+import { DiscoveryError, type Discovery, type DiscoveryRequest } from '../../../lib/market/discovery';
+import { ruleBroken } from '../../../lib/market/errors';
 import {
   prepareMcpSubmission,
   type McpSubmissionRequest,
   type PreparedMcpSubmission,
-} from '../../lib/market/mcp-submission';
-import { verificationComplete, type EventVerificationRecord } from '../../lib/market/records';
-import { runtimeDiscover } from '../../lib/market/runtime-discover';
-import { requireSecureSourceUrl } from '../../lib/market/source-url';
+} from '../../../lib/market/mcp-submission';
+import { verificationComplete, type EventVerificationRecord } from '../../../lib/market/records';
+import { runtimeDiscover } from '../../../lib/market/runtime-discover';
+import { requireSecureSourceUrl } from '../../../lib/market/source-url';
 import {
   DISCOVERY_PARAMS_AAD,
   type MarketSourceInput,
   type ValidateSourceInput,
   type ValidationView,
-} from '../../lib/market/source-input';
-import type { NetworkPolicy } from '../../lib/net/ssrf';
-import { OpenApiDocumentError, readOpenApiDocument } from '../../lib/tools/openapi/reader';
+} from '../../../lib/market/source-input';
+import type { NetworkPolicy } from '../../../lib/net/ssrf';
+import { OpenApiDocumentError, readOpenApiDocument } from '../../../lib/tools/openapi/reader';
 import {
   createRevision,
   createSubmission,
@@ -33,15 +33,15 @@ import {
   getOwnSubmission,
   replaceSubmission,
   submitForReview,
-} from '../../db/repos/market-submissions';
-import { mcpDetailsWriter, mcpMarketHooks } from '../../db/repos/market-mcp';
-import { transition } from '../../lib/market/review-state';
-import { MarketEventVerificationRequest, McpMarketSubmissionRequest } from '../../lib/schemas/market';
-import { ApiError } from '../errors';
-import { submissionCoreFields } from '../routes/market-common';
-import { parseBody } from '../validation';
-import { preflightUrl } from './url-preflight';
-import { startAndWait } from './workflow-call';
+} from '../../../db/repos/market-submissions';
+import { mcpDetailsWriter, mcpMarketHooks } from '../../../db/repos/market-mcp';
+import { transition } from '../../../lib/market/review-state';
+import { MarketEventVerificationRequest, McpMarketSubmissionRequest } from '../../../lib/schemas/market';
+import { ApiError } from '../../errors';
+import { submissionCoreFields } from '../../routes/market-common';
+import { parseBody } from '../../validation';
+import { preflightUrl } from '../url-preflight';
+import { startAndWait } from '../workflow-call';
 
 /**
  * A tool-market listing's first steps, for the REST routes (/mcp-market/discover, /validate,
