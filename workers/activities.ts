@@ -25,6 +25,7 @@ import { toolImageKeeper } from '../activities/agent/tool-images';
 import { jobSelectionLoader } from '../activities/tools/selections';
 import { RunConnections } from '../activities/tools/run-connections';
 import { createMarketSelectionCaller } from '../activities/tools/market';
+import { marketCallPath } from '../api/services/market/call-path';
 import { createMarketRunActivities } from '../activities/market/runs';
 import { createMarketActivities } from '../activities/market';
 import { runtimeDiscover } from '../lib/market/runtime-discover';
@@ -58,7 +59,11 @@ export function platformActivities({ db, config, policy }: ActivityDeps) {
     policy,
     masterKey: config.masterKey,
     loadSelection: jobSelectionLoader(db, config.masterKey),
-    callMarketSelection: createMarketSelectionCaller({ db, config, policy }),
+    callMarketSelection: createMarketSelectionCaller({
+      db,
+      config,
+      callPath: marketCallPath(db, config.market, policy),
+    }),
     images: toolImageKeeper({ db, prices: config.modelPrices, limits: config.agent.toolImages }),
     connections,
   });

@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '../../db/connect';
 import { getJob } from '../../db/repos/jobs';
-import { acquireCallRun, loadCallEntry, marketCallPath } from '../../db/repos/market-tool-calls';
+import { loadCallEntry } from '../../db/repos/market-tool-calls';
 import type { Config } from '../../lib/config';
-import { callMarketTool, type MarketToolCallOutcome } from '../../lib/market/tool-call';
+import {
+  callMarketTool,
+  type AcquiredRun,
+  type MarketToolCallDeps,
+  type MarketToolCallOutcome,
+} from '../../lib/market/tool-call';
 import { usdCapToMicrosFloor } from '../../lib/money';
-import type { NetworkPolicy } from '../../lib/net/ssrf';
 import { readJobSelections } from './job-selections';
 
 /** A `market_mcps` item as stored in a run's request (params redacted; their values are sealed as `market_mcps_params[i]`). */
@@ -53,6 +57,24 @@ export function selectionCapMicros(
 }
 
 /**
+ * The market call path an agent's selection calls through, assembled by the composition (workers/activities.ts:
+ * marketCallPath of api/services/market/call-path.ts): the call dependencies, and the acquire of a
+ * selection's run under the market's run settings.
+ */
+export interface MarketSelectionCallPath {
+  callDeps: MarketToolCallDeps;
+  acquireRun(input: {
+    consumerId: string;
+    entryId: string;
+    selectionId: string;
+    jobId: string | null;
+    capMicros: number | null;
+    reserveMicros: number | null;
+    shared: boolean;
+  }): Promise<AcquiredRun>;
+}
+
+/**
  * Market tools of agents: a `market_mcps` selection of a run calls through the same in-process path
  * as the hosted endpoint (lib/market/tool-call.ts), with the selection's sealed params, one shared
  * market run per execution and selection at a time (cap: selectionCapMicros, for the whole
@@ -60,9 +82,8 @@ export function selectionCapMicros(
  * that run at once share that run; one that finds it too close to its expiry retires it (the calls
  * still using it finish on it) and opens the next.
  */
-export function createMarketSelectionCaller(deps: { db: Db; config: Config; policy: NetworkPolicy }) {
-  const market = deps.config.market;
-  const { callDeps, settings } = marketCallPath(deps.db, market, deps.policy);
+export function createMarketSelectionCaller(deps: { db: Db; config: Config; callPath: MarketSelectionCallPath }) {
+  const { callDeps, acquireRun } = deps.callPath;
 
   return async (call: MarketSelectionCall): Promise<MarketToolCallOutcome> => {
     const job = await getJob(deps.db, call.jobId);
@@ -94,7 +115,7 @@ export function createMarketSelectionCaller(deps: { db: Db; config: Config; poli
       runPerCall: false,
       signal: call.signal,
       acquireRun: (reserveMicros) =>
-        acquireCallRun(deps.db, settings, {
+        acquireRun({
           consumerId: job.user_id,
           entryId: entry.entryId,
           selectionId,

@@ -23,12 +23,8 @@ import {
   type ServerOptions,
   type Tool,
 } from '@modelcontextprotocol/server';
-import {
-  findApiKeyOwner,
-  loadCallEntryCached,
-  marketCallPath,
-  type DeferredCredentialCheck,
-} from '../../db/repos/market-tool-calls';
+import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
+import { loadCallEntryCached, marketCallPath, type DeferredCredentialCheck } from '../services/market/call-path';
 import { looksLikeMcpCredential } from '../../lib/market/credential';
 import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
 import {
@@ -53,7 +49,7 @@ import {
   deferredCredentialPrincipal,
   needsParams,
   type MarketPrincipal,
-} from '../services/market/try';
+} from '../services/market/credential-check';
 
 /** The hosted market endpoint: `/mcp/{entryId}` on the API origin (or under MCP_PUBLIC_URL). */
 export const MARKET_MCP_PATH = /^\/mcp\/([^/]+)\/?$/;

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { AppState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
-import { loadCallEntryCached } from '../../db/repos/market-tool-calls';
+import { loadCallEntryCached } from '../services/market/call-path';
 import { MCP_SCOPE, type OAuthServer } from '../services/oauth';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -3,7 +3,7 @@ import type { Context, Middleware, Next } from 'koa';
 import { localhostAllowedHostnames } from '@modelcontextprotocol/server';
 import { Provider, errors, interactionPolicy, type OidcAccessToken, type OidcInteraction } from 'oidc-provider';
 import type { Db } from '../../db/connect';
-import { loadCallEntryCached } from '../../db/repos/market-tool-calls';
+import { loadCallEntryCached } from './market/call-path';
 import {
   endGrantFamily,
   extendOAuthRecord,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { createBillingActivities } from '../../activities/billing';
+import { marketCallPath } from '../../api/services/market/call-path';
 import { createMarketSelectionCaller } from '../../activities/tools/market';
 import { admitJob } from '../../db/repos/jobs';
 import { getWalletSummary } from '../../db/repos/ledger';
@@ -63,12 +64,10 @@ describe('market holds of agents', function () {
   }
 
   const graceMs = 2_000;
-  const caller = () =>
-    createMarketSelectionCaller({
-      db: h.db,
-      config: { ...h.config, market: { ...h.config.market, runIdleGraceMs: graceMs } },
-      policy,
-    });
+  const caller = () => {
+    const config = { ...h.config, market: { ...h.config.market, runIdleGraceMs: graceMs } };
+    return createMarketSelectionCaller({ db: h.db, config, callPath: marketCallPath(h.db, config.market, policy) });
+  };
   /** The run of the job's call in flight is near its expiry (less than a call and the grace left): the next call must not reuse it. */
   const nearExpiry = (jobId: string) =>
     sql`update market_runs set expires_at = now() + interval '20 seconds' where job_id = ${jobId}::uuid and status = 'open'`.execute(

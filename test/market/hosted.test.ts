@@ -3,6 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createToolActivities } from '../../activities/tools';
+import { marketCallPath } from '../../api/services/market/call-path';
 import { createMarketSelectionCaller, marketSelectionId } from '../../activities/tools/market';
 import { admitJob } from '../../db/repos/jobs';
 import { getWalletSummary } from '../../db/repos/ledger';
@@ -943,7 +944,11 @@ describe('hosted market MCP endpoint', function () {
           loadSelection: async () => {
             throw new Error('custom selections are not used here');
           },
-          callMarketSelection: createMarketSelectionCaller({ db: h.db, config: h.config, policy }),
+          callMarketSelection: createMarketSelectionCaller({
+            db: h.db,
+            config: h.config,
+            callPath: marketCallPath(h.db, h.config.market, policy),
+          }),
         }),
       });
       running = worker.run();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { marketCallPath } from '../../api/services/market/call-path';
 import { createMarketSelectionCaller } from '../../activities/tools/market';
 import { admitJob } from '../../db/repos/jobs';
 import { getWalletSummary } from '../../db/repos/ledger';
@@ -140,7 +141,11 @@ describe('market trust, end to end: what a consumer can make the platform send',
       validation,
     );
     service.configureCharging({ apiBase: h.baseUrl, apiKey: provider.apiKey });
-    const call = createMarketSelectionCaller({ db: h.db, config: h.config, policy });
+    const call = createMarketSelectionCaller({
+      db: h.db,
+      config: h.config,
+      callPath: marketCallPath(h.db, h.config.market, policy),
+    });
 
     // A selection stored with a param the entry does not declare (as before params were checked on input).
     const admit = async (params: Record<string, string>) => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { marketCallPath } from '../../api/services/market/call-path';
 import { createMarketSelectionCaller } from '../../activities/tools/market';
 import { admitJob } from '../../db/repos/jobs';
 import { parseNetworkAllowlist } from '../../lib/net/ssrf';
@@ -252,7 +253,7 @@ describe('market trust: consumer params only where the entry declares them', fun
       const call = createMarketSelectionCaller({
         db: h.db,
         config: h.config,
-        policy: parseNetworkAllowlist('127.0.0.1,localhost'),
+        callPath: marketCallPath(h.db, h.config.market, parseNetworkAllowlist('127.0.0.1,localhost')),
       });
       const outcome = await call({ jobId, index: 0, tool: 'lookup_city', args: { city: 'Lisbon' } });
       assert.equal(outcome.status, 'refused', JSON.stringify(outcome));
