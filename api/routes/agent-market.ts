@@ -47,7 +47,8 @@ import { idempotencyKeyOf } from '../services/jobs';
 import { buyMarketAgent, runMarketAgent } from '../services/market/agent-orders';
 import { agentEntryView, mayRunAgent, searchAgentMarket } from '../services/market/catalog';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
-import { addDeleteRoute, addRevisionRoute, iconUrlFor, marketErrors, submissionCoreFields } from './market-common';
+import { addDeleteRoute, addRevisionRoute, iconUrlFor, marketErrors } from './market-common';
+import { submissionCoreFields } from '../services/market/submission-fields';
 
 const iconOf = (sub: AgentSubmission, iconUrl: (key: string) => string) =>
   sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl;

@@ -3,7 +3,7 @@ import type { Context, Next } from 'koa';
 import { MarketRuleError } from '../../lib/market/errors';
 import { maskValues, ownerToolDefinition, pricingEventDefinition } from '../../lib/market/listing';
 import { unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
-import { deleteSubmission, type CoreFields, type SubmissionCore } from '../../db/repos/market-submissions';
+import { deleteSubmission, type SubmissionCore } from '../../db/repos/market-submissions';
 import type { Market } from '../../lib/market/review-state';
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
@@ -31,17 +31,6 @@ export const apiBaseUrl = (ctx: Context, deps: ApiDeps) => `${publicOrigin(ctx, 
 
 export const iconUrlFor = (ctx: Context, deps: ApiDeps) => (key: string) =>
   `${apiBaseUrl(ctx, deps)}/market/icons/${key}.png`;
-
-/** The common columns of a prepared submission (either market). */
-export const submissionCoreFields = (prepared: CoreFields): CoreFields => ({
-  slug: prepared.slug,
-  name: prepared.name,
-  description: prepared.description,
-  // An uploaded icon is addressed by its key; its URL is built when shown.
-  iconUrl: prepared.iconObjectKey ? null : prepared.iconUrl,
-  iconObjectKey: prepared.iconObjectKey,
-  searchText: prepared.searchText,
-});
 
 /**
  * POST /submissions/:id/revisions of a market's router: a revision of the caller's live approved

@@ -38,7 +38,7 @@ import { mcpDetailsWriter, mcpMarketHooks } from '../../../db/repos/market-mcp';
 import { transition } from '../../../lib/market/review-state';
 import { MarketEventVerificationRequest, McpMarketSubmissionRequest } from '../../../lib/schemas/market';
 import { ApiError } from '../../errors';
-import { submissionCoreFields } from '../../routes/market-common';
+import { submissionCoreFields } from './submission-fields';
 import { parseBody } from '../../validation';
 import { preflightUrl } from '../url-preflight';
 import { startAndWait } from '../workflow-call';
