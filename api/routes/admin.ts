@@ -19,7 +19,7 @@ import { jsonBody } from '../middleware/json-body';
 import { CreateUserRequest, CreditRequest, RouterKeyRequest, SubscriptionChangeRequest } from '../../lib/schemas/admin';
 import { parseBody, parseUuidParam } from '../validation';
 import { registerSkillsAdminRoutes } from './admin-skills';
-import { registerMarketAdminRoutes } from './admin-market';
+import { registerMarketAdminRoutes } from './market/admin';
 import { registerOAuthAdminRoutes } from './admin-oauth';
 
 /** Operator API, guarded by ADMIN_TOKEN; the `npm run admin` CLI is its client. */

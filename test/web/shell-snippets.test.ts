@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { testChargeCommand } from '../../web/pages/listing-wizard';
-import { tryCurlCommand } from '../../web/routes/try';
+import { testChargeCommand } from '../../web/market/pages/listing-wizard';
+import { tryCurlCommand } from '../../web/market/routes/try';
 import { mcpHeaderValue, shellWord } from '../../web/shell';
 import { claudeCodeHeaderCommand, curlCommand, mcpRemoteCommand } from '../../web/snippets';
 import { runShellSnippet } from '../support/shell-snippet';

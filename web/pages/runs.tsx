@@ -2,7 +2,7 @@ import type { JobKind, JobStatus } from '../../db/schema';
 import type { JobWithCost } from '../../db/repos/jobs';
 import { Layout } from '../layout';
 import { ConsoleNav, KIND_NAMES, RunsTable } from './console-home';
-import { Select } from './market';
+import { Select } from '../market/pages/market';
 
 export const RUN_KINDS = Object.keys(KIND_NAMES) as JobKind[];
 export const RUN_STATUSES: readonly JobStatus[] = ['pending', 'processing', 'completed', 'failed'];

@@ -1,7 +1,7 @@
-import type { CatalogueSort } from '../db/repos/market-listings';
-import { CATALOGUE_SORTS } from '../db/repos/market-listings';
-import type { MonetizationStrategy } from '../lib/market/listing';
-import { usdToWholeMicros } from '../lib/money';
+import type { CatalogueSort } from '../../db/repos/market-listings';
+import { CATALOGUE_SORTS } from '../../db/repos/market-listings';
+import type { MonetizationStrategy } from '../../lib/market/listing';
+import { usdToWholeMicros } from '../../lib/money';
 
 /** What /market was asked for, read leniently: a value it does not know is its default, with a note. */
 export interface MarketQuery {

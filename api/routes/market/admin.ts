@@ -1,13 +1,13 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { MARKETS, type Market, type ReviewAction, type SubmissionStatus } from '../../lib/market/review-state';
-import { AdminMarketReviewRequest, AdminMarketSubmissionsQuery } from '../../lib/schemas/market';
-import type { AppState } from '../context';
-import type { ApiDeps } from '../deps';
-import { ApiError } from '../errors';
-import { marketReview } from '../services/market/review';
-import { parseBody, parseQuery, parseUuidParam } from '../validation';
-import { marketErrors } from './market-common';
+import { MARKETS, type Market, type ReviewAction, type SubmissionStatus } from '../../../lib/market/review-state';
+import { AdminMarketReviewRequest, AdminMarketSubmissionsQuery } from '../../../lib/schemas/market';
+import type { AppState } from '../../context';
+import type { ApiDeps } from '../../deps';
+import { ApiError } from '../../errors';
+import { marketReview } from '../../services/market/review';
+import { parseBody, parseQuery, parseUuidParam } from '../../validation';
+import { marketErrors } from './common';
 
 function marketParam(ctx: Context): Market {
   const market = String(ctx.params.market);

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { iconBelongsTo } from '../../db/repos/market-icons';
+import { iconBelongsTo } from '../../../db/repos/market-icons';
 import {
   createRevision,
   createSubmission,
@@ -7,7 +7,7 @@ import {
   listOwnSubmissions,
   replaceSubmission,
   submitForReview,
-} from '../../db/repos/market-submissions';
+} from '../../../db/repos/market-submissions';
 import {
   agentDetailsWriter,
   agentMarketHooks,
@@ -19,36 +19,36 @@ import {
   unsealAgentSecrets,
   type AgentPurchase,
   type AgentSubmission,
-} from '../../db/repos/market-agents';
-import { paginationMeta } from '../../db/repos/pagination';
-import { agentRunExtras } from '../services/agent-run-record';
-import { marketToolsViewer } from '../services/market/agent-tools';
-import { addJobStatusRoute } from './job-status';
+} from '../../../db/repos/market-agents';
+import { paginationMeta } from '../../../db/repos/pagination';
+import { agentRunExtras } from '../../services/agent-run-record';
+import { marketToolsViewer } from '../../services/market/agent-tools';
+import { addJobStatusRoute } from '../job-status';
 import {
   checkMarketSelections,
   prepareAgentSubmission,
   type PreparedAgentSubmission,
-} from '../../lib/market/agent-submission';
-import { maskValues } from '../../lib/market/listing';
-import { transition } from '../../lib/market/review-state';
-import { microsToUsd } from '../../lib/money';
+} from '../../../lib/market/agent-submission';
+import { maskValues } from '../../../lib/market/listing';
+import { transition } from '../../../lib/market/review-state';
+import { microsToUsd } from '../../../lib/money';
 import {
   AgentMarketListQuery,
   AgentMarketSubmissionRequest,
   MarketAgentRunRequest,
   type AgentMarketSubmissionBody,
   type MarketAgentRunBody,
-} from '../../lib/schemas/agent-market';
-import { SubmissionsQuery } from '../../lib/schemas/market';
-import type { UserContext, UserState } from '../context';
-import type { ApiDeps } from '../deps';
-import { notFound } from '../errors';
-import { idempotencyKeyOf } from '../services/jobs';
-import { buyMarketAgent, runMarketAgent } from '../services/market/agent-orders';
-import { agentEntryView, mayRunAgent, searchAgentMarket } from '../services/market/catalog';
-import { parseBody, parseQuery, parseUuidParam } from '../validation';
-import { addDeleteRoute, addRevisionRoute, iconUrlFor, marketErrors } from './market-common';
-import { submissionCoreFields } from '../services/market/submission-fields';
+} from '../../../lib/schemas/agent-market';
+import { SubmissionsQuery } from '../../../lib/schemas/market';
+import type { UserContext, UserState } from '../../context';
+import type { ApiDeps } from '../../deps';
+import { notFound } from '../../errors';
+import { idempotencyKeyOf } from '../../services/jobs';
+import { buyMarketAgent, runMarketAgent } from '../../services/market/agent-orders';
+import { agentEntryView, mayRunAgent, searchAgentMarket } from '../../services/market/catalog';
+import { parseBody, parseQuery, parseUuidParam } from '../../validation';
+import { addDeleteRoute, addRevisionRoute, iconUrlFor, marketErrors } from './common';
+import { submissionCoreFields } from '../../services/market/submission-fields';
 
 const iconOf = (sub: AgentSubmission, iconUrl: (key: string) => string) =>
   sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl;

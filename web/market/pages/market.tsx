@@ -1,6 +1,6 @@
-import type { AgentEntryView, ToolEntryView } from '../../api/services/market/catalog';
-import { agentPricing, ListingIcon, QualityScore, toolPricing } from '../components/listing';
-import { Layout } from '../layout';
+import type { AgentEntryView, ToolEntryView } from '../../../api/services/market/catalog';
+import { agentPricing, ListingIcon, QualityScore, toolPricing } from '../../components/listing';
+import { Layout } from '../../layout';
 import { MARKETS, marketHref, PRICING_MODELS, SORTS, type MarketQuery } from '../market-query';
 
 export interface ToolCard {

@@ -4,14 +4,14 @@ import type {
   McpReviewView,
   ReviewView,
   ToolChange,
-} from '../../api/services/market/review';
-import { POISONING_CODES } from '../../lib/market/validation-report';
-import { CsrfField } from '../components/csrf';
-import { QualityScore } from '../components/listing';
-import { LlmReviewFacts } from '../components/llm-review';
-import { JsonBlock, SchemaTable } from '../components/schema';
-import { shortId, usd, utc } from '../format';
-import { Layout } from '../layout';
+} from '../../../api/services/market/review';
+import { POISONING_CODES } from '../../../lib/market/validation-report';
+import { CsrfField } from '../../components/csrf';
+import { QualityScore } from '../../components/listing';
+import { LlmReviewFacts } from '../../components/llm-review';
+import { JsonBlock, SchemaTable } from '../../components/schema';
+import { shortId, usd, utc } from '../../format';
+import { Layout } from '../../layout';
 import { listingHref, MARKET_NAMES, STATUS_NAMES, SubmissionStatus } from './provider';
 
 /** The statuses the queue can be filtered by (waiting for review first: that is the queue). */

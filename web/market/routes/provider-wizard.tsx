@@ -1,6 +1,6 @@
 import Router from '@koa/router';
-import type { WebContext, WebState } from '../context';
-import { publicOrigin } from '../../api/services/public-urls';
+import type { WebContext, WebState } from '../../context';
+import { publicOrigin } from '../../../api/services/public-urls';
 import {
   createAndSubmitListing,
   eventVerificationView,
@@ -8,15 +8,15 @@ import {
   startEventVerification,
   validateSource,
   type DiscoveryBody,
-} from '../../api/services/market/listing';
-import { findEventVerification } from '../../db/repos/market-event-verifications';
-import { findMcpSubmission, unsealStaticConfig, type McpSubmission } from '../../db/repos/market-mcp';
-import { findValidation, type StoredValidation } from '../../db/repos/market-validations';
-import type { WebSession } from '../../db/repos/sessions';
-import { requireFormToken, requireSameOrigin } from '../csrf';
-import type { WebDeps } from '../deps';
-import { readForm } from '../forms';
-import { PageError, pageNotFound, sendPage } from '../page';
+} from '../../../api/services/market/listing';
+import { findEventVerification } from '../../../db/repos/market-event-verifications';
+import { findMcpSubmission, unsealStaticConfig, type McpSubmission } from '../../../db/repos/market-mcp';
+import { findValidation, type StoredValidation } from '../../../db/repos/market-validations';
+import type { WebSession } from '../../../db/repos/sessions';
+import { requireFormToken, requireSameOrigin } from '../../csrf';
+import type { WebDeps } from '../../deps';
+import { readForm } from '../../forms';
+import { PageError, pageNotFound, sendPage } from '../../page';
 import { revisionValues } from '../listing-revision';
 import {
   eventsHref,
@@ -29,7 +29,7 @@ import {
   type RevisionOf,
   type WizardSource,
 } from '../pages/listing-wizard';
-import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../session';
+import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../../session';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** How many name/value rows of discovery credentials and event names a form may carry. */

@@ -1,9 +1,9 @@
-import type { ToolEntryView } from '../../api/services/market/catalog';
-import type { ValidationIssue } from '../../lib/market/validation-report';
-import { ListingHeader, QualityScore, toolPricing } from '../components/listing';
-import { SchemaTable } from '../components/schema';
-import { usd } from '../format';
-import { Layout } from '../layout';
+import type { ToolEntryView } from '../../../api/services/market/catalog';
+import type { ValidationIssue } from '../../../lib/market/validation-report';
+import { ListingHeader, QualityScore, toolPricing } from '../../components/listing';
+import { SchemaTable } from '../../components/schema';
+import { usd } from '../../format';
+import { Layout } from '../../layout';
 import {
   claudeCodeCommand,
   claudeCodeHeaderCommand,
@@ -15,7 +15,7 @@ import {
   mcpRemoteCommand,
   vsCodeConfig,
   type ConnectTarget,
-} from '../snippets';
+} from '../../snippets';
 
 export interface ToolListing {
   entry: ToolEntryView;

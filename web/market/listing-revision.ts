@@ -1,7 +1,7 @@
-import type { McpSubmission } from '../db/repos/market-mcp';
-import type { StoredValidation } from '../db/repos/market-validations';
-import type { EventVerificationView } from '../api/services/market/listing';
-import { microsToUsd } from '../lib/money';
+import type { McpSubmission } from '../../db/repos/market-mcp';
+import type { StoredValidation } from '../../db/repos/market-validations';
+import type { EventVerificationView } from '../../api/services/market/listing';
+import { microsToUsd } from '../../lib/money';
 
 /**
  * The listing wizard's form values prefilled from the live listing a revision revises, as the form

@@ -1,27 +1,27 @@
 import Router from '@koa/router';
-import type { WebContext, WebState } from '../context';
-import { marketToolsViewer } from '../../api/services/market/agent-tools';
+import type { WebContext, WebState } from '../../context';
+import { marketToolsViewer } from '../../../api/services/market/agent-tools';
 import {
   agentEntryView,
   mayRunAgent,
   searchAgentMarket,
   searchToolMarket,
   toolEntryView,
-} from '../../api/services/market/catalog';
-import { marketMcpUrl, publicOrigin } from '../../api/services/public-urls';
-import { findPublicAgent } from '../../db/repos/market-agents';
-import { findPublicMcpEntry } from '../../db/repos/market-mcp';
-import { findValidationReports } from '../../db/repos/market-validations';
-import { findEmails } from '../../db/repos/users';
-import { POISONING_CODES, type ValidationReport } from '../../lib/market/validation-report';
-import { uploadedIconUrl } from '../components/listing';
-import type { WebDeps } from '../deps';
+} from '../../../api/services/market/catalog';
+import { marketMcpUrl, publicOrigin } from '../../../api/services/public-urls';
+import { findPublicAgent } from '../../../db/repos/market-agents';
+import { findPublicMcpEntry } from '../../../db/repos/market-mcp';
+import { findValidationReports } from '../../../db/repos/market-validations';
+import { findEmails } from '../../../db/repos/users';
+import { POISONING_CODES, type ValidationReport } from '../../../lib/market/validation-report';
+import { uploadedIconUrl } from '../../components/listing';
+import type { WebDeps } from '../../deps';
 import { agentPaidOf, parseMarketQuery, toolStrategyOf } from '../market-query';
-import { pageNotFound, sendPage } from '../page';
+import { pageNotFound, sendPage } from '../../page';
 import { AgentListingPage } from '../pages/agent-listing';
 import { MarketPage, type AgentCard, type Results, type ToolCard } from '../pages/market';
 import { ToolListingPage } from '../pages/tool-listing';
-import { currentSession } from '../session';
+import { currentSession } from '../../session';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -1,14 +1,14 @@
-import type { StoredValidation } from '../../db/repos/market-validations';
-import type { EventVerificationView } from '../../api/services/market/listing';
-import type { DiscoveryParam } from '../../lib/market/discovery';
-import { POISONING_CODES } from '../../lib/market/validation-report';
-import { CsrfField } from '../components/csrf';
-import { QualityScore } from '../components/listing';
-import { LlmReviewFacts } from '../components/llm-review';
-import { SchemaTable } from '../components/schema';
-import { Layout } from '../layout';
-import { shellWord } from '../shell';
-import { ConsoleNav } from './console-home';
+import type { StoredValidation } from '../../../db/repos/market-validations';
+import type { EventVerificationView } from '../../../api/services/market/listing';
+import type { DiscoveryParam } from '../../../lib/market/discovery';
+import { POISONING_CODES } from '../../../lib/market/validation-report';
+import { CsrfField } from '../../components/csrf';
+import { QualityScore } from '../../components/listing';
+import { LlmReviewFacts } from '../../components/llm-review';
+import { SchemaTable } from '../../components/schema';
+import { Layout } from '../../layout';
+import { shellWord } from '../../shell';
+import { ConsoleNav } from '../../pages/console-home';
 
 /** The source the wizard lists, carried from step to step in the address (nothing secret in it). */
 export interface WizardSource {

@@ -1,10 +1,10 @@
-import type { SubmissionCore } from '../../db/repos/market-submissions';
-import { DailyChartWithTable } from '../components/chart';
-import { shortId, usd, utc } from '../format';
-import { CountAndAmountTable } from '../components/count-and-amount-table';
-import { CsrfField } from '../components/csrf';
-import { Layout } from '../layout';
-import { ConsoleNav } from './console-home';
+import type { SubmissionCore } from '../../../db/repos/market-submissions';
+import { DailyChartWithTable } from '../../components/chart';
+import { shortId, usd, utc } from '../../format';
+import { CountAndAmountTable } from '../../components/count-and-amount-table';
+import { CsrfField } from '../../components/csrf';
+import { Layout } from '../../layout';
+import { ConsoleNav } from '../../pages/console-home';
 
 export interface ProviderView {
   email: string;

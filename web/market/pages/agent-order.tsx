@@ -1,8 +1,8 @@
-import type { AgentEntryView } from '../../api/services/market/catalog';
-import { CsrfField } from '../components/csrf';
-import { SchemaFields } from '../components/schema-form';
-import { usd } from '../format';
-import { Layout } from '../layout';
+import type { AgentEntryView } from '../../../api/services/market/catalog';
+import { CsrfField } from '../../components/csrf';
+import { SchemaFields } from '../../components/schema-form';
+import { usd } from '../../format';
+import { Layout } from '../../layout';
 
 function Problems(props: { problems: string[] }) {
   if (props.problems.length === 0) return <></>;

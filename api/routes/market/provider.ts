@@ -1,12 +1,12 @@
 import Router from '@koa/router';
-import { ProviderEventChargeRequest } from '../../lib/schemas/market';
-import { ProviderRevenueQuery } from '../../lib/schemas/market-hosted';
-import type { UserState } from '../context';
-import type { ApiDeps } from '../deps';
-import { ApiError } from '../errors';
-import { CHARGE_STATUSES, chargeProviderEvent, type ChargeRequest } from '../services/market/charge';
-import { providerRevenue } from '../services/market/revenue';
-import { parseBody, parseQuery, parseUuidParam } from '../validation';
+import { ProviderEventChargeRequest } from '../../../lib/schemas/market';
+import { ProviderRevenueQuery } from '../../../lib/schemas/market-hosted';
+import type { UserState } from '../../context';
+import type { ApiDeps } from '../../deps';
+import { ApiError } from '../../errors';
+import { CHARGE_STATUSES, chargeProviderEvent, type ChargeRequest } from '../../services/market/charge';
+import { providerRevenue } from '../../services/market/revenue';
+import { parseBody, parseQuery, parseUuidParam } from '../../validation';
 
 /** /provider: event charges (verification runs, no money, and market runs, production) and the provider's revenue. */
 export function providerRoutes(deps: ApiDeps): Router<UserState> {

@@ -1,33 +1,33 @@
 import Router from '@koa/router';
-import { findEventVerification } from '../../db/repos/market-event-verifications';
-import { listOwnSubmissions } from '../../db/repos/market-submissions';
+import { findEventVerification } from '../../../db/repos/market-event-verifications';
+import { listOwnSubmissions } from '../../../db/repos/market-submissions';
 import {
   findMcpSubmission,
   findMcpSubmissions,
   findPublicMcpEntry,
   type McpSubmission,
-} from '../../db/repos/market-mcp';
-import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
-import { paginationMeta } from '../../db/repos/pagination';
-import type { MonetizationStrategy } from '../../lib/market/listing';
+} from '../../../db/repos/market-mcp';
+import { findApiKeyOwner } from '../../../db/repos/market-tool-calls';
+import { paginationMeta } from '../../../db/repos/pagination';
+import type { MonetizationStrategy } from '../../../lib/market/listing';
 import {
   MarketCredentialBudgetsRequest,
   MarketCredentialsQuery,
   McpCredentialRequest,
-} from '../../lib/schemas/market-hosted';
-import type { SourceParamValues } from '../../lib/tools/types';
-import { McpMarketDiscoveryRequest, McpMarketListQuery, SubmissionsQuery } from '../../lib/schemas/market';
-import type { UserContext, UserState } from '../context';
-import type { ApiDeps } from '../deps';
-import { notFound, unauthorized } from '../errors';
+} from '../../../lib/schemas/market-hosted';
+import type { SourceParamValues } from '../../../lib/tools/types';
+import { McpMarketDiscoveryRequest, McpMarketListQuery, SubmissionsQuery } from '../../../lib/schemas/market';
+import type { UserContext, UserState } from '../../context';
+import type { ApiDeps } from '../../deps';
+import { notFound, unauthorized } from '../../errors';
 import {
   issueEntryCredential,
   listEntryCredentials,
   revokeEntryCredential,
   updateCredentialBudgets,
   type BudgetsUsd,
-} from '../services/market/credentials';
-import { searchToolMarket } from '../services/market/catalog';
+} from '../../services/market/credentials';
+import { searchToolMarket } from '../../services/market/catalog';
 import {
   createListingDraft,
   discoverSource,
@@ -38,8 +38,8 @@ import {
   submitListing,
   validateSource,
   type DiscoveryBody,
-} from '../services/market/listing';
-import { parseBody, parseQuery, parseUuidParam } from '../validation';
+} from '../../services/market/listing';
+import { parseBody, parseQuery, parseUuidParam } from '../../validation';
 import {
   addRevisionRoute,
   apiBaseUrl,
@@ -48,7 +48,7 @@ import {
   ownerSubmissionView,
   publicEntryView,
   publicOrigin,
-} from './market-common';
+} from './common';
 
 /** /mcp-market: the tool market's provider side, its public catalogue and consumers' MCP client credentials (issue table in README "Selling tools"). */
 export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {

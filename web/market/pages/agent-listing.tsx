@@ -1,8 +1,8 @@
-import type { AgentEntryView } from '../../api/services/market/catalog';
-import { agentPricing, ListingHeader } from '../components/listing';
-import { SchemaTable } from '../components/schema';
-import { usd } from '../format';
-import { Layout } from '../layout';
+import type { AgentEntryView } from '../../../api/services/market/catalog';
+import { agentPricing, ListingHeader } from '../../components/listing';
+import { SchemaTable } from '../../components/schema';
+import { usd } from '../../format';
+import { Layout } from '../../layout';
 
 export interface AgentListing {
   entry: AgentEntryView;

@@ -1,13 +1,13 @@
 import Router from '@koa/router';
-import { insertIcon, readIcon } from '../../db/repos/market-icons';
-import { ruleBroken } from '../../lib/market/errors';
-import { checkPngIcon } from '../../lib/market/png-icon';
-import { MarketIconUploadRequest } from '../../lib/schemas/market';
-import type { AppState, UserState } from '../context';
-import type { ApiDeps } from '../deps';
-import { notFound } from '../errors';
-import { parseBody } from '../validation';
-import { iconUrlFor, marketErrors } from './market-common';
+import { insertIcon, readIcon } from '../../../db/repos/market-icons';
+import { ruleBroken } from '../../../lib/market/errors';
+import { checkPngIcon } from '../../../lib/market/png-icon';
+import { MarketIconUploadRequest } from '../../../lib/schemas/market';
+import type { AppState, UserState } from '../../context';
+import type { ApiDeps } from '../../deps';
+import { notFound } from '../../errors';
+import { parseBody } from '../../validation';
+import { iconUrlFor, marketErrors } from './common';
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2,3})?$/;
 
