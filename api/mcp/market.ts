@@ -23,7 +23,6 @@ import {
   type ServerOptions,
   type Tool,
 } from '@modelcontextprotocol/server';
-import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { loadCallEntryCached, marketCallPath, type DeferredCredentialCheck } from '../services/market/call-path';
 import { looksLikeMcpCredential } from '../../lib/market/credential';
 import { describedAs, pricingEventDefinition, type StoredMarketTool } from '../../lib/market/listing';
@@ -50,6 +49,7 @@ import {
   needsParams,
   type MarketPrincipal,
 } from '../services/market/credential-check';
+import { findApiKeyOwner } from '../services/market/reads';
 
 /** The hosted market endpoint: `/mcp/{entryId}` on the API origin (or under MCP_PUBLIC_URL). */
 export const MARKET_MCP_PATH = /^\/mcp\/([^/]+)\/?$/;

@@ -2,8 +2,8 @@ import type Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { MarketRuleError } from '../../../lib/market/errors';
 import { maskValues, ownerToolDefinition, pricingEventDefinition } from '../../../lib/market/listing';
-import { unsealStaticConfig, type McpSubmission } from '../../../db/repos/market-mcp';
-import { deleteSubmission, type SubmissionCore } from '../../../db/repos/market-submissions';
+import type { McpSubmission } from '../../../db/repos/market-mcp';
+import type { SubmissionCore } from '../../../db/repos/market-submissions';
 import type { Market } from '../../../lib/market/review-state';
 import type { UserState } from '../../context';
 import type { ApiDeps } from '../../deps';
@@ -11,6 +11,7 @@ import { ApiError } from '../../errors';
 import { parseUuidParam } from '../../validation';
 import { toolEntryView } from '../../services/market/catalog';
 import { publicOrigin as originOf } from '../../services/public-urls';
+import { deleteSubmission, unsealStaticConfig } from '../../services/market/reads';
 
 /** Market rule violations (MarketRuleError) become the API's error body with the rule's status and code. */
 export function marketErrors() {

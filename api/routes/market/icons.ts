@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import { insertIcon, readIcon } from '../../../db/repos/market-icons';
 import { ruleBroken } from '../../../lib/market/errors';
 import { checkPngIcon } from '../../../lib/market/png-icon';
 import { MarketIconUploadRequest } from '../../../lib/schemas/market';
@@ -8,6 +7,7 @@ import type { ApiDeps } from '../../deps';
 import { notFound } from '../../errors';
 import { parseBody } from '../../validation';
 import { iconUrlFor, marketErrors } from './common';
+import { insertIcon, readIcon } from '../../services/market/reads';
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2,3})?$/;
 

@@ -1,13 +1,5 @@
 import Router from '@koa/router';
-import { findEventVerification } from '../../../db/repos/market-event-verifications';
-import { listOwnSubmissions } from '../../../db/repos/market-submissions';
-import {
-  findMcpSubmission,
-  findMcpSubmissions,
-  findPublicMcpEntry,
-  type McpSubmission,
-} from '../../../db/repos/market-mcp';
-import { findApiKeyOwner } from '../../../db/repos/market-tool-calls';
+import type { McpSubmission } from '../../../db/repos/market-mcp';
 import { paginationMeta } from '../../../db/repos/pagination';
 import type { MonetizationStrategy } from '../../../lib/market/listing';
 import {
@@ -49,6 +41,14 @@ import {
   publicEntryView,
   publicOrigin,
 } from './common';
+import {
+  findApiKeyOwner,
+  findEventVerification,
+  findMcpSubmission,
+  findMcpSubmissions,
+  findPublicMcpEntry,
+  listOwnSubmissions,
+} from '../../services/market/reads';
 
 /** /mcp-market: the tool market's provider side, its public catalogue and consumers' MCP client credentials (issue table in README "Selling tools"). */
 export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {

@@ -5,7 +5,6 @@ import { accountSummary } from '../../../api/services/account';
 import { buyMarketAgent, runMarketAgent } from '../../../api/services/market/agent-orders';
 import { idempotencyKeyOf } from '../../../api/services/jobs';
 import { agentEntryView, mayRunAgent } from '../../../api/services/market/catalog';
-import { findPublicAgent } from '../../../db/repos/market-agents';
 import type { WebSession } from '../../../db/repos/sessions';
 import { readFields } from '../../components/schema-form';
 import { usd } from '../../format';
@@ -15,6 +14,7 @@ import { readForm } from '../../forms';
 import { PageError, pageNotFound, sendPage } from '../../page';
 import { BuyAgentPage, RunAgentPage } from '../pages/agent-order';
 import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../../session';
+import { findPublicAgent } from '../../../api/services/market/reads';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -9,10 +9,6 @@ import {
   toolEntryView,
 } from '../../../api/services/market/catalog';
 import { marketMcpUrl, publicOrigin } from '../../../api/services/public-urls';
-import { findPublicAgent } from '../../../db/repos/market-agents';
-import { findPublicMcpEntry } from '../../../db/repos/market-mcp';
-import { findValidationReports } from '../../../db/repos/market-validations';
-import { findEmails } from '../../../db/repos/users';
 import { POISONING_CODES, type ValidationReport } from '../../../lib/market/validation-report';
 import { uploadedIconUrl } from '../../components/listing';
 import type { WebDeps } from '../../deps';
@@ -22,6 +18,12 @@ import { AgentListingPage } from '../pages/agent-listing';
 import { MarketPage, type AgentCard, type Results, type ToolCard } from '../pages/market';
 import { ToolListingPage } from '../pages/tool-listing';
 import { currentSession } from '../../session';
+import {
+  findEmails,
+  findPublicAgent,
+  findPublicMcpEntry,
+  findValidationReports,
+} from '../../../api/services/market/reads';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

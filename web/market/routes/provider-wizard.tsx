@@ -9,9 +9,8 @@ import {
   validateSource,
   type DiscoveryBody,
 } from '../../../api/services/market/listing';
-import { findEventVerification } from '../../../db/repos/market-event-verifications';
-import { findMcpSubmission, unsealStaticConfig, type McpSubmission } from '../../../db/repos/market-mcp';
-import { findValidation, type StoredValidation } from '../../../db/repos/market-validations';
+import type { McpSubmission } from '../../../db/repos/market-mcp';
+import type { StoredValidation } from '../../../db/repos/market-validations';
 import type { WebSession } from '../../../db/repos/sessions';
 import { requireFormToken, requireSameOrigin } from '../../csrf';
 import type { WebDeps } from '../../deps';
@@ -30,6 +29,12 @@ import {
   type WizardSource,
 } from '../pages/listing-wizard';
 import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../../session';
+import {
+  findEventVerification,
+  findMcpSubmission,
+  findValidation,
+  unsealStaticConfig,
+} from '../../../api/services/market/reads';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** How many name/value rows of discovery credentials and event names a form may carry. */

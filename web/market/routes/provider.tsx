@@ -2,11 +2,7 @@ import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { WebContext, WebState } from '../../context';
 import { marketReview, type McpReviewView } from '../../../api/services/market/review';
-import { listOwnSubmissions } from '../../../db/repos/market-submissions';
 import type { WebSession } from '../../../db/repos/sessions';
-import { listProviderRevenue } from '../../../db/repos/market-tool-calls';
-import { revenuePerDay, revenuePerEvent, revenuePerListing } from '../../../db/repos/provider-revenue';
-import { findEmails } from '../../../db/repos/users';
 import { MARKETS, type Market, type ReviewAction } from '../../../lib/market/review-state';
 import { microsToUsd } from '../../../lib/money';
 import { requireFormToken, requireSameOrigin } from '../../csrf';
@@ -17,6 +13,14 @@ import { PageError, pageNotFound, sendPage } from '../../page';
 import { ProviderPage } from '../pages/provider';
 import { OperatorSignInPage, QUEUE_STATUSES, ReviewQueuePage, type QueueStatus } from '../pages/review';
 import { clearCookie, currentSession, readCookie, SESSION_COOKIE, setCookie, SIGN_IN_COOKIE } from '../../session';
+import {
+  findEmails,
+  listOwnSubmissions,
+  listProviderRevenue,
+  revenuePerDay,
+  revenuePerEvent,
+  revenuePerListing,
+} from '../../../api/services/market/reads';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SIGN_IN_FORM_SECONDS = 3_600;

@@ -5,7 +5,6 @@ import { issueEntryCredential, type IssuedCredential } from '../../../api/servic
 import { needsParams } from '../../../api/services/market/credential-check';
 import { marketToolTrier } from '../../../api/services/market/try';
 import { marketMcpUrl, publicOrigin } from '../../../api/services/public-urls';
-import { findPublicMcpEntry } from '../../../db/repos/market-mcp';
 import type { WebSession } from '../../../db/repos/sessions';
 import type { MarketToolCallOutcome } from '../../../lib/market/tool-call';
 import { microsToUsd } from '../../../lib/money';
@@ -19,6 +18,7 @@ import { TryToolPage, type ResultBlock, type TryResult, type TryToolView } from 
 import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../../session';
 import { mcpHeaderValue, shellWord } from '../../shell';
 import { CREDENTIAL_PLACEHOLDER } from '../../snippets';
+import { findPublicMcpEntry } from '../../../api/services/market/reads';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MODERN_REVISION = '2026-07-28';
