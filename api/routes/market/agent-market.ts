@@ -1,36 +1,9 @@
 import Router from '@koa/router';
-import { iconBelongsTo } from '../../../db/repos/market-icons';
-import {
-  createRevision,
-  createSubmission,
-  getOwnSubmission,
-  listOwnSubmissions,
-  replaceSubmission,
-  submitForReview,
-} from '../../../db/repos/market-submissions';
-import {
-  agentDetailsWriter,
-  agentMarketHooks,
-  approvedToolLookup,
-  findAgentSubmission,
-  findAgentSubmissions,
-  findPublicAgent,
-  listingStats,
-  unsealAgentSecrets,
-  type AgentPurchase,
-  type AgentSubmission,
-} from '../../../db/repos/market-agents';
+import type { AgentPurchase, AgentSubmission } from '../../../db/repos/market-agents';
 import { paginationMeta } from '../../../db/repos/pagination';
 import { agentRunExtras } from '../../services/agent-run-record';
 import { marketToolsViewer } from '../../services/market/agent-tools';
 import { addJobStatusRoute } from '../job-status';
-import {
-  checkMarketSelections,
-  prepareAgentSubmission,
-  type PreparedAgentSubmission,
-} from '../../../lib/market/agent-submission';
-import { maskValues } from '../../../lib/market/listing';
-import { transition } from '../../../lib/market/review-state';
 import { microsToUsd } from '../../../lib/money';
 import {
   AgentMarketListQuery,
@@ -44,14 +17,12 @@ import type { UserContext, UserState } from '../../context';
 import type { ApiDeps } from '../../deps';
 import { notFound } from '../../errors';
 import { idempotencyKeyOf } from '../../services/jobs';
+import { agentListings } from '../../services/market/agent-listing';
 import { buyMarketAgent, runMarketAgent } from '../../services/market/agent-orders';
 import { agentEntryView, mayRunAgent, searchAgentMarket } from '../../services/market/catalog';
+import { findPublicAgent } from '../../services/market/reads';
 import { parseBody, parseQuery, parseUuidParam } from '../../validation';
 import { addDeleteRoute, addRevisionRoute, iconUrlFor, marketErrors } from './common';
-import { submissionCoreFields } from '../../services/market/submission-fields';
-
-const iconOf = (sub: AgentSubmission, iconUrl: (key: string) => string) =>
-  sub.iconObjectKey ? iconUrl(sub.iconObjectKey) : sub.iconUrl;
 
 /** AgentMarketPublicEntry: what any caller sees of a live approved agent. */
 export const publicAgentView = agentEntryView;
@@ -70,92 +41,21 @@ const purchaseView = (p: AgentPurchase) => ({
 export function agentMarketRoutes(deps: ApiDeps): Router<UserState> {
   const router = new Router<UserState>({ prefix: '/agent-market' });
   router.use(marketErrors());
-  const hooks = agentMarketHooks(deps.config.masterKey);
-  const approvedTools = approvedToolLookup(deps.db);
-  const { draftSlugTtlMs } = deps.config.market;
 
-  /** AgentMarketSubmission: the owner's view, prompts unsealed for the owner only, selection params masked. */
-  async function ownView(ctx: UserContext, id: string) {
-    const user = ctx.state.user;
-    const sub = await findAgentSubmission(deps.db, id, user.userId);
-    if (!sub) throw notFound('Submission');
-    const secrets = unsealAgentSecrets(deps.config.masterKey, sub);
-    const stats = await listingStats(deps.db, sub.listingId);
-    return {
-      id: sub.id,
-      publicId: sub.listingId,
-      live: sub.live,
-      slug: sub.slug,
-      name: sub.name,
-      description: sub.description,
-      iconUrl: iconOf(sub, iconUrlFor(ctx, deps)),
-      iconObjectKey: sub.iconObjectKey,
-      status: sub.status,
-      parentEntryId: sub.parentEntryId,
-      priceUsd: microsToUsd(sub.priceMicros),
-      suggestedLlmProvider: sub.suggestedLlmProvider,
-      suggestedLlmModel: sub.suggestedLlmModel,
-      runMode: sub.runMode,
-      allowTaskOverride: sub.allowTaskOverride,
-      systemPrompt: secrets.systemPrompt,
-      promptTemplate: secrets.promptTemplate,
-      inputSchema: sub.inputSchema,
-      structuredOutput: sub.structuredOutput,
-      skills: sub.skills,
-      mcpSelections: sub.mcpSelections.map((s, i) => ({
-        ...s,
-        params: maskValues(secrets.selectionParams.market[i] ?? {}),
-      })),
-      customMcpSelections: sub.customMcpSelections.map((s, i) => ({
-        ...s,
-        params: maskValues(secrets.selectionParams.custom[i] ?? {}),
-      })),
-      reviewReason: sub.reviewReason,
-      stats: { purchases: stats.purchases, runs: stats.runs, revenueUsd: microsToUsd(stats.revenueMicros) },
-      createdAt: sub.createdAt.toISOString(),
-      updatedAt: sub.updatedAt.toISOString(),
-      submittedAt: sub.submittedAt?.toISOString() ?? null,
-      reviewedAt: sub.reviewedAt?.toISOString() ?? null,
-    };
-  }
-
-  async function prepare(ctx: UserContext): Promise<PreparedAgentSubmission> {
-    const user = ctx.state.user;
-    const body = parseBody<AgentMarketSubmissionBody>(AgentMarketSubmissionRequest, ctx.state.body);
-    const iconOwned = body.iconObjectKey ? await iconBelongsTo(deps.db, user.userId, body.iconObjectKey) : false;
-    return prepareAgentSubmission(body, {
-      iconOwned,
-      prices: deps.config.modelPrices,
-      policy: deps.policy,
-      approvedTools,
-    });
-  }
+  const listings = agentListings(deps);
+  const ownView = (ctx: UserContext, id: string) => listings.ownView(ctx.state.user.userId, id, iconUrlFor(ctx, deps));
+  const readBody = (ctx: UserContext) => () =>
+    parseBody<AgentMarketSubmissionBody>(AgentMarketSubmissionRequest, ctx.state.body);
 
   router.post('/submissions', async (ctx) => {
-    const user = ctx.state.user;
-    const prepared = await prepare(ctx);
-    const id = await createSubmission(deps.db, {
-      market: 'agent',
-      ownerId: user.userId,
-      fields: submissionCoreFields(prepared),
-      writeDetails: agentDetailsWriter(deps.config.masterKey, prepared),
-      draftSlugTtlMs,
-    });
+    const id = await listings.create(ctx.state.user.userId, readBody(ctx));
     ctx.status = 201;
     ctx.body = await ownView(ctx, id);
   });
 
   router.get('/submissions', async (ctx) => {
-    const user = ctx.state.user;
     const page = parseQuery<{ page: number; pageSize: number }>(SubmissionsQuery, ctx.query);
-    const { rows, total } = await listOwnSubmissions(deps.db, 'agent', user.userId, page);
-    const found = await findAgentSubmissions(
-      deps.db,
-      rows.map((r) => r.id),
-    );
-    const views = [];
-    for (const row of rows) if (found.has(row.id)) views.push(await ownView(ctx, row.id));
-    ctx.body = { submissions: views, meta: paginationMeta(page, total) };
+    ctx.body = await listings.list(ctx.state.user.userId, page, iconUrlFor(ctx, deps));
   });
 
   router.get('/submissions/:id', async (ctx) => {
@@ -163,33 +63,18 @@ export function agentMarketRoutes(deps: ApiDeps): Router<UserState> {
   });
 
   router.put('/submissions/:id', async (ctx) => {
-    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
-    transition('update', (await getOwnSubmission(deps.db, 'agent', user.userId, id)).status);
-    const prepared = await prepare(ctx);
-    await replaceSubmission(deps.db, {
-      market: 'agent',
-      ownerId: user.userId,
-      id,
-      fields: submissionCoreFields(prepared),
-      writeDetails: agentDetailsWriter(deps.config.masterKey, prepared),
-      draftSlugTtlMs,
-    });
+    await listings.replace(ctx.state.user.userId, id, readBody(ctx));
     ctx.body = await ownView(ctx, id);
   });
 
   router.post('/submissions/:id/submit', async (ctx) => {
-    const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
-    const sub = await findAgentSubmission(deps.db, id, user.userId);
-    if (!sub) throw notFound('Submission');
-    // The market tools it names must still be approved when it goes to review.
-    await checkMarketSelections(sub.mcpSelections, approvedTools, 'mcpSelections');
-    await submitForReview(deps.db, 'agent', user.userId, id, { draftSlugTtlMs });
+    await listings.submit(ctx.state.user.userId, id);
     ctx.body = await ownView(ctx, id);
   });
 
-  addRevisionRoute(router, (userId, id) => createRevision(deps.db, 'agent', userId, id, hooks));
+  addRevisionRoute(router, listings.revise);
   addDeleteRoute(router, deps, 'agent');
 
   /** Whether the caller may run the agent: their own, free, or bought. */
