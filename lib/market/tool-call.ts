@@ -301,7 +301,7 @@ export function marketToolCallDeps(input: {
 
 /**
  * How long a run must still live for a call's round to be forwarded on it: the call timeout, the grace for
- * the provider's charges after it, and half a minute of margin (db/repos/market-tool-calls.ts runSettings
+ * the provider's charges after it, and half a minute of margin (api/services/market/call-path.ts runSettings
  * joins a shared run on the same terms).
  */
 export function roundMinLifeMs(
@@ -323,7 +323,7 @@ export interface MarketToolCallRequest {
   /**
    * Acquires the run the call is billed to, reserving `reserveMicros` (a fixed-price call's price;
    * null for provider_event: the run's full hold): a run of the call's own, or the consumer's shared
-   * run of the selection (db/repos/market-tool-calls.ts acquireCallRun). A new run's workflow is
+   * run of the selection (api/services/market/call-path.ts acquireCallRun). A new run's workflow is
    * started by the platform workers' dispatcher (workers/market-run-dispatcher.ts), off the call.
    */
   acquireRun: (reserveMicros: number | null) => Promise<AcquiredRun>;
