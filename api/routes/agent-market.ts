@@ -36,8 +36,6 @@ import {
   AgentMarketListQuery,
   AgentMarketSubmissionRequest,
   MarketAgentRunRequest,
-  type AgentMarketSubmissionBody,
-  type MarketAgentRunBody,
 } from '../../lib/schemas/agent-market';
 import { SubmissionsQuery } from '../../lib/schemas/market';
 import type { UserContext, UserState } from '../context';
@@ -120,7 +118,7 @@ export function agentMarketRoutes(deps: ApiDeps): Router<UserState> {
 
   async function prepare(ctx: UserContext): Promise<PreparedAgentSubmission> {
     const user = ctx.state.user;
-    const body = parseBody<AgentMarketSubmissionBody>(AgentMarketSubmissionRequest, ctx.state.body);
+    const body = parseBody(AgentMarketSubmissionRequest, ctx.state.body);
     const iconOwned = body.iconObjectKey ? await iconBelongsTo(deps.db, user.userId, body.iconObjectKey) : false;
     return prepareAgentSubmission(body, {
       iconOwned,
@@ -234,7 +232,7 @@ export function agentMarketRoutes(deps: ApiDeps): Router<UserState> {
   router.post('/agents/:agentId/run', async (ctx) => {
     const user = ctx.state.user;
     const agent = await liveAgent(ctx);
-    const body = parseBody<MarketAgentRunBody>(MarketAgentRunRequest, ctx.state.body);
+    const body = parseBody(MarketAgentRunRequest, ctx.state.body);
     const job = await runMarketAgent(deps, user, agent, body, idempotencyKeyOf(ctx.get('idempotency-key')));
     ctx.status = 202;
     ctx.body = { jobId: job.id, status: 'pending' };

@@ -1,3 +1,4 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
@@ -15,12 +16,7 @@ import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { parseBody, parseQuery, parseUuidParam } from '../validation';
 
-interface ChargeRequest {
-  eventName: string;
-  count: number;
-  toolName?: string | null;
-  metadata: Record<string, unknown>;
-}
+type ChargeRequest = FromSchema<typeof ProviderEventChargeRequest>;
 
 /**
  * Statuses of POST /provider/runs/{runId}/charge (the contract leaves them open):
@@ -137,7 +133,7 @@ export function providerRoutes(deps: ApiDeps): Router<UserState> {
       throw new ApiError(400, 'validation_failed', 'idempotency-key is at most 200 characters', [
         { path: 'header.idempotency-key', message: 'is too long' },
       ]);
-    const body = parseBody<ChargeRequest>(ProviderEventChargeRequest, ctx.state.body);
+    const body = parseBody(ProviderEventChargeRequest, ctx.state.body);
     const claims = checkToken(deps, ctx, runId, user.userId);
     const requestHash = sha256Hex(
       canonicalJson({
