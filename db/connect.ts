@@ -12,6 +12,7 @@ import {
 import pg from 'pg';
 import type { Database } from './schema';
 import { migrationProvider } from './migrations';
+import { applyFunctionFiles } from './function-files';
 import { PGliteDialect } from './pglite-dialect';
 import { log } from '../lib/log';
 
@@ -128,6 +129,10 @@ export async function pingDatabase(db: Db): Promise<void> {
   await sql`select 1`.execute(db);
 }
 
+/**
+ * The versioned migrations (db/migrations), then the functions' files (db/functions, repeatable): every file when
+ * a migration ran, else each file whose text changed since it was applied (db/function-files.ts).
+ */
 export async function migrateToLatest(db: Db): Promise<void> {
   const { error, results } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
@@ -136,4 +141,6 @@ export async function migrateToLatest(db: Db): Promise<void> {
       `Migration ${failed?.migrationName ?? ''} failed: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
+  const applied = await applyFunctionFiles(db, { all: (results?.length ?? 0) > 0 });
+  if (applied.length > 0) log().info({ functions: applied }, 'database functions applied from db/functions');
 }

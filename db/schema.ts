@@ -34,6 +34,9 @@ export interface ApiKeysTable {
   key_prefix: string;
   created_at: Timestamp;
   revoked_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+  /** What the account's own market calls made with this key may spend in all / per calendar month, UTC (migration 0030). */
+  budget_total_micros: ColumnType<number | null, number | null | undefined, number | null>;
+  budget_monthly_micros: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** A console sign-in session (migration 0021): the cookie's token only as its SHA-256. */

@@ -8,9 +8,10 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CustomAgentRunActivities } from '../activities/automations/custom-agent-run';
-import { ONE_AGENT_LOOP, runAgentLoop, type AgentWorkflowInput } from './agent';
+import { runAgentLoop, type AgentWorkflowInput } from './agent';
 import { customAgentWorkflowV1 } from './custom-agent-v1';
 import { billing, deliverWebhook } from './job-lifecycle';
+import { ONE_AGENT_LOOP } from './patches';
 import type { JobOutcome } from './scrape';
 
 /** A one-off run (POST /agents/run: the job exists) or a scheduled one (its Schedule names the agent). */

@@ -1,5 +1,6 @@
 import { continueAsNew, patched, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { MarketRunActivities, MarketRunSettlement } from '../activities/market/runs';
+import { MARKET_RUN_CONTINUES_AS_NEW, MARKET_RUN_SETTLES_WHEN_IDLE } from './patches';
 
 const runs = proxyActivities<MarketRunActivities>({
   startToCloseTimeout: '1m',
@@ -13,11 +14,6 @@ export const BUSY_CHECK_FIRST_MS = 1_000;
 export const BUSY_CHECK_MAX_MS = 30_000;
 /** How many looks one execution takes before it continues as new (the default of `checksPerExecution`). */
 export const CHECKS_PER_EXECUTION = 50;
-
-/** Runs that record this marker settle once idle (before it, they slept until their token expired). */
-export const MARKET_RUN_SETTLES_WHEN_IDLE = 'market-run-settles-when-idle';
-/** Runs that record this marker continue as new after `checksPerExecution` looks at their run. */
-export const MARKET_RUN_CONTINUES_AS_NEW = 'market-run-continues-as-new';
 
 export interface MarketRunWorkflowInput {
   runId: string;

@@ -13,6 +13,7 @@ import type { ExtractionActivities } from '../activities/llm';
 import type { FastPathActivities } from '../activities/page/fast-path';
 import { describeFailure } from './failures';
 import { billing, deliverWebhook, jobs } from './job-lifecycle';
+import { STATIC_FAST_PATH_ONE_ACTIVITY } from './patches';
 
 export interface ScrapeWorkflowInput {
   jobId: string;
@@ -65,7 +66,7 @@ export async function scrapeWorkflow(input: ScrapeWorkflowInput): Promise<JobOut
   try {
     await jobs.beginJob(jobId);
     // Runs started before the fast path was one activity replay the three-step path they recorded.
-    if (patched('static-fast-path-one-activity')) {
+    if (patched(STATIC_FAST_PATH_ONE_ACTIVITY)) {
       const outcome = await fastPath.fetchAndExtractPage(jobId);
       if (!outcome.extracted) {
         await browser.renderPage(jobId);

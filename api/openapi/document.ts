@@ -11,14 +11,14 @@ import {
   SocialAccountUpdateRequest,
 } from '../../lib/schemas/social';
 import { Automation, AutomationCreateRequest } from '../../lib/schemas/automations';
-import { AccountSummary } from '../../lib/schemas/account';
+import { AccountSummary, ApiKeyBudgets, ApiKeyBudgetsRequest } from '../../lib/schemas/account';
 import { SkillsDirectoryItemSchema, SkillsSearchQuery, SkillsSearchResponse } from '../../lib/schemas/skills';
 import { DiscoveredTool, McpDiscoveryRequest, McpDiscoveryResponse, ToolSourceParam } from '../../lib/schemas/tools';
 import { MARKET_COMPONENTS, marketPaths } from './market';
 import { longPollWait } from './long-polling';
 import { customAgentSchemas } from '../../lib/schemas/custom-agents';
 import { AGENT_MARKET_COMPONENTS, agentMarketPaths } from './agent-market';
-import { error, json, ref, uuidPath } from './fragments';
+import { body, error, json, ref, uuidPath } from './fragments';
 
 type Schema = { $id?: string } & Record<string, unknown>;
 
@@ -56,6 +56,8 @@ const COMPONENTS: Schema[] = [
   ...MARKET_COMPONENTS,
   ...AGENT_MARKET_COMPONENTS,
   AccountSummary,
+  ApiKeyBudgets,
+  ApiKeyBudgetsRequest,
 ];
 
 /** The ajv schemas, rewritten for OpenAPI: `$id` dropped, bare `$ref: Name` and shared subschemas pointed at components. */
@@ -492,6 +494,42 @@ export function buildOpenApiDocument(serverUrl = '/api/v1') {
           tags: ['Account'],
           responses: {
             200: json({ type: 'object', properties: { webhookSecret: { type: 'string' } } }, 'The secret'),
+            401: error('Missing or invalid API key'),
+          },
+        },
+      },
+      '/account/api-key': {
+        get: {
+          operationId: 'getApiKeyBudgets',
+          summary:
+            "Extension: the API key this request is made with, its budgets for the account's own market calls and what they spent",
+          description:
+            "The account's own market tool calls are the calls made with the API key itself: as the bearer token at /mcp/{entryId} (an entry without parameters) " +
+            'or with "Try a tool" in the console while signed in with this key. Calls made with an MCP client credential are bounded by that credential\'s budgets ' +
+            "(PATCH /mcp-market/credentials/{credentialId}), an agent's market tools by its max_total_usd. spentUsd and spentThisMonthUsd are what those calls were charged.",
+          tags: ['Account'],
+          responses: {
+            200: json(ref('ApiKeyBudgets'), 'The key (never its value), its budgets and what its own calls spent'),
+            401: error('Missing or invalid API key'),
+          },
+        },
+        patch: {
+          operationId: 'updateApiKeyBudgets',
+          summary:
+            "Extension: set the budgets of the API key this request is made with, for the account's own market calls",
+          description:
+            'budgetTotalUsd: what the market tool calls made with this key may spend together; budgetMonthlyUsd: what they may spend per calendar month (UTC; a run counts in the month it opened). ' +
+            "A number sets the budget (whole micro-USD), null removes it, an absent one stays. They are enforced in the statement that takes each call's hold, as a credential's are: " +
+            'an active run counts what it holds, any other what it was charged, and concurrent calls cannot pass a budget together. A call that would pass one is refused as a tool error ' +
+            '(isError, `_meta["scrape-platform/billing"].code` budget_reached, the message naming the budget and what is left), nothing sent or charged; a provider_event run holds at most what is left. ' +
+            'What the key already spent counts. A rotated key (POST /admin/users/{userId}/rotate-key) passes its budgets on to the new key, which starts with nothing spent.',
+          tags: ['Account'],
+          requestBody: body('ApiKeyBudgetsRequest'),
+          responses: {
+            200: json(ref('ApiKeyBudgets'), 'The key with its budgets and what its own calls spent'),
+            400: error(
+              'Invalid body (validation_failed: a budget not a positive amount in whole micro-USD, naming the field; no field given)',
+            ),
             401: error('Missing or invalid API key'),
           },
         },

@@ -1,10 +1,16 @@
 import Router from '@koa/router';
+import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
 import { getWebhookSecret } from '../../db/repos/users';
-import type { UserState } from '../context';
+import { ApiKeyBudgetsRequest } from '../../lib/schemas/account';
+import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
+import { unauthorized } from '../errors';
 import { accountSummary } from '../services/account';
+import { apiKeyBudgets, updateApiKeyBudgets } from '../services/api-key-budgets';
+import type { BudgetsUsd } from '../services/market-credentials';
+import { parseBody } from '../validation';
 
-/** Not in the contract: what a client needs to see its own plan and verify webhooks. */
+/** Not in the contract: what a client needs to see its own plan, verify webhooks and bound its own key's spending. */
 export function accountRoutes(deps: ApiDeps): Router<UserState> {
   const router = new Router<UserState>();
 
@@ -16,6 +22,26 @@ export function accountRoutes(deps: ApiDeps): Router<UserState> {
     const user = ctx.state.user;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { webhookSecret: await getWebhookSecret(deps.db, deps.config.masterKey, user.userId) };
+  });
+
+  /** The id of the API key this request is made with (the account's, live). */
+  const requestKeyId = async (ctx: UserContext) => {
+    const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
+    if (!key || key.userId !== ctx.state.user.userId) throw unauthorized();
+    return key.apiKeyId;
+  };
+
+  /** The request's API key with its budgets for the account's own market calls, and what they spent. */
+  router.get('/account/api-key', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = await apiKeyBudgets(deps.db, ctx.state.user.userId, await requestKeyId(ctx));
+  });
+
+  /** Sets those budgets: the next call made with the key is bounded by them. */
+  router.patch('/account/api-key', async (ctx) => {
+    const body = parseBody<BudgetsUsd>(ApiKeyBudgetsRequest, ctx.state.body);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = await updateApiKeyBudgets(deps.db, ctx.state.user.userId, await requestKeyId(ctx), body);
   });
 
   return router;

@@ -25,6 +25,7 @@ import * as oauthClients from './0026_oauth_clients';
 import * as twoStatementCall from './0027_two_statement_call';
 import * as credentialBudgets from './0028_credential_budgets';
 import * as oauthHardening from './0029_oauth_hardening';
+import * as apiKeyBudgets from './0030_api_key_budgets';
 
 const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '0027_two_statement_call': twoStatementCall,
   '0028_credential_budgets': credentialBudgets,
   '0029_oauth_hardening': oauthHardening,
+  '0030_api_key_budgets': apiKeyBudgets,
 };
 
 export const migrationProvider: MigrationProvider = {

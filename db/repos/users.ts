@@ -22,11 +22,21 @@ export interface AuthenticatedUser {
 export class UnknownPlanError extends Error {}
 export class DuplicateEmailError extends Error {}
 
-async function insertApiKey(db: Db, userId: string): Promise<string> {
+async function insertApiKey(
+  db: Db,
+  userId: string,
+  budgets: { budget_total_micros: number | null; budget_monthly_micros: number | null } | null = null,
+): Promise<string> {
   const apiKey = generateApiKey();
   await db
     .insertInto('api_keys')
-    .values({ id: randomUUID(), user_id: userId, key_hash: hashApiKey(apiKey), key_prefix: apiKey.slice(0, 12) })
+    .values({
+      id: randomUUID(),
+      user_id: userId,
+      key_hash: hashApiKey(apiKey),
+      key_prefix: apiKey.slice(0, 12),
+      ...budgets,
+    })
     .execute();
   return apiKey;
 }
@@ -146,18 +156,29 @@ export async function userExists(db: Db, userId: string): Promise<boolean> {
   return !!(await db.selectFrom('users').select('id').where('id', '=', userId).executeTakeFirst());
 }
 
-/** Revokes every key of the user and issues a new one. */
+/**
+ * Revokes every key of the user and issues a new one, which keeps the budgets of the newest key it replaces
+ * (migration 0030: a rotation must not lift the bound the account set on its own calls) and starts with nothing spent.
+ */
 export async function rotateApiKey(db: Db, userId: string): Promise<string> {
   forgetCachedApiKeys(); // lookups already under way are not stored
   try {
     return await db.transaction().execute(async (trx) => {
-      await trx
+      const revoked = await trx
         .updateTable('api_keys')
         .set({ revoked_at: new Date() })
         .where('user_id', '=', userId)
         .where('revoked_at', 'is', null)
+        .returning(['created_at', 'budget_total_micros', 'budget_monthly_micros'])
         .execute();
-      return insertApiKey(trx, userId);
+      const newest = revoked.sort((a, b) => new Date(b.created_at).getTime() - new Date(a.created_at).getTime())[0];
+      return insertApiKey(
+        trx,
+        userId,
+        newest
+          ? { budget_total_micros: newest.budget_total_micros, budget_monthly_micros: newest.budget_monthly_micros }
+          : null,
+      );
     });
   } finally {
     forgetCachedApiKeys();

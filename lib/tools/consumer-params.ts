@@ -41,7 +41,7 @@ const MANAGED_HEADERS = new Set([
   'expect',
 ]);
 
-/** The market's charge headers: the platform sets them (lib/market/tool-call.ts chargeHeaders). */
+/** The market's charge headers: the platform sets them (lib/market/relay/forward.ts chargeHeaders). */
 export const CHARGE_HEADER_PREFIX = 'x-service-charge-';
 
 /** Whether a consumer's value may never set this header, whatever the owner declared. */

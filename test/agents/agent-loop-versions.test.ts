@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
+import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
 import { networkPolicyFromConfig } from '../../lib/net/policy';
 import { platformActivities } from '../../workers/activities';
@@ -239,5 +240,63 @@ describe('agent runs begun before the one agent loop', function () {
         await newWorker.stop();
       }
     });
+  });
+});
+
+/**
+ * Histories recorded on the one agent loop before it was split into named steps and toolboxes (commit 1af4d10:
+ * runAgentLoop one function choosing browser, social or tools at each step), by running
+ * test/agents/continue-as-new.test.ts, agent-selection-tools.test.ts and custom-agents.test.ts and saving every
+ * run's `fetchHistory()` with historyToFixture. They replay only while the loop issues the same commands in the
+ * same order.
+ */
+const ONE_LOOP_FIXTURES = path.join(FIXTURES, 'one-loop');
+
+describe('agent runs recorded on the one agent loop', function () {
+  this.timeout(300_000);
+  let h: Harness;
+
+  before(async () => {
+    h = await useHarness();
+  });
+
+  it('replay on the current workflows: browser, social and tool-only runs, continuing as new, with selection tools', async () => {
+    const names = readdirSync(ONE_LOOP_FIXTURES)
+      .filter((name) => name.endsWith('.json'))
+      .sort();
+    const commands = new Set<string>();
+    for (const name of names) {
+      const history = historyFromFixture(path.join(ONE_LOOP_FIXTURES, name));
+      for (const command of commandsOf(history)) commands.add(command);
+      await Worker.runReplayHistory(
+        { workflowBundle: h.workflowBundle, replayName: `one-loop-${name.replace(/\W/g, '-')}` },
+        history,
+      ).catch((err) => {
+        throw new Error(`one-loop/${name} does not replay: ${(err as Error).message}`);
+      });
+    }
+    // Every toolbox and every way a run ends or goes on is among them.
+    for (const command of [
+      'marker:core_patch',
+      'openBrowserSession',
+      'holdBrowserSession',
+      'observePage',
+      'executeAction',
+      'closeBrowserSession',
+      'observeSocial',
+      'executeSocialTool',
+      'prepareAgentToolbox',
+      'callAgentTool',
+      'recordAgentToolCall',
+      'acceptFinalAnswer',
+      'recordStep',
+      'saveTaskResult',
+      'finishAgentJob',
+      'startCustomAgentRun',
+    ])
+      assert.ok(commands.has(command), `the recorded runs include ${command}`);
+    const ends = names.map((name) => historyFromFixture(path.join(ONE_LOOP_FIXTURES, name)).events?.at(-1)?.eventType);
+    assert.ok(ends.includes(temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW));
+    assert.ok(ends.includes(temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED));
   });
 });

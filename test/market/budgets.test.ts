@@ -140,6 +140,92 @@ describe('caps in whole micro-USD and credential budgets', function () {
     });
   });
 
+  describe("API key budgets (the account's own calls)", function () {
+    it("bound the calls made with the API key itself: concurrent calls never pass them, the refusal names the key's budget, a credential's calls are not the key's", async function () {
+      const entry = await fixedEntry(0.01);
+      const consumer = await h.createUser({ creditUsd: 1 });
+      const key = () => h.http('GET', '/api/v1/account/api-key', { apiKey: consumer.apiKey });
+      const setBudgets = (body: Record<string, unknown>) =>
+        h.http('PATCH', '/api/v1/account/api-key', { apiKey: consumer.apiKey, body });
+
+      const before = await key();
+      assert.equal(before.status, 200, JSON.stringify(before.body));
+      assert.deepEqual(
+        [before.body.prefix, before.body.budgetTotalUsd, before.body.budgetMonthlyUsd, before.body.spentUsd],
+        [consumer.apiKey.slice(0, 12), null, null, 0],
+      );
+      assert.ok(!JSON.stringify(before.body).includes(consumer.apiKey), 'never the key itself');
+      for (const field of ['budgetTotalUsd', 'budgetMonthlyUsd']) {
+        const refused = await setBudgets({ [field]: ATTACK_USD });
+        assert.equal(refused.status, 400, `${field}: ${JSON.stringify(refused.body)}`);
+        assert.equal(refused.body.error.code, 'validation_failed');
+        assert.deepEqual(
+          refused.body.error.details.map((d: { path: string }) => d.path),
+          [`body/${field}`],
+        );
+      }
+      assert.equal((await setBudgets({})).status, 400, 'no budget given');
+      assert.equal((await setBudgets({ budgetTotalUsd: 0 })).status, 400, 'zero is no budget: null removes one');
+
+      const set = await setBudgets({ budgetTotalUsd: 0.025 });
+      assert.equal(set.status, 200, JSON.stringify(set.body));
+      assert.deepEqual([set.body.budgetTotalUsd, set.body.budgetMonthlyUsd], [0.025, null]);
+
+      // The API key as the bearer token: eight concurrent calls of 0.01 USD under a 0.025 USD budget.
+      const client = await connect(entry.entryId, consumer.apiKey);
+      const calls = provider.calls().length;
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => client.callTool({ name: 'lookup', arguments: { city: `Town ${i}` } })),
+      );
+      const answered = results.filter((r) => !r.isError);
+      assert.equal(answered.length, 2, `the key's calls spent past its budget: ${answered.length} answered`);
+      assert.equal(provider.calls().length - calls, 2, 'refused calls were never forwarded');
+      for (const r of results.filter((r) => r.isError)) {
+        assert.deepEqual([billing(r).code, billing(r).chargedUsd], ['budget_reached', 0]);
+        assert.match(
+          textOf(r),
+          /^This API key's total budget \(0\.025 USD\) is used up: it can spend at most 0\.005 USD more/,
+        );
+      }
+      const spent = await key();
+      assert.deepEqual([spent.body.spentUsd, spent.body.spentThisMonthUsd], [0.02, 0.02]);
+
+      // A credential of the same account has budgets of its own: the key's do not bound it.
+      const issued = await issue(consumer.apiKey, entry.entryId, {});
+      const viaCredential = await (
+        await connect(entry.entryId, issued.body.credential)
+      ).callTool({ name: 'lookup', arguments: { city: 'Tavira' } });
+      assert.equal(viaCredential.isError, false, textOf(viaCredential));
+
+      // A monthly budget, the total one removed: the month's spending counts.
+      const monthly = await setBudgets({ budgetTotalUsd: null, budgetMonthlyUsd: 0.03 });
+      assert.deepEqual([monthly.body.budgetTotalUsd, monthly.body.budgetMonthlyUsd], [null, 0.03]);
+      const third = await client.callTool({ name: 'lookup', arguments: { city: 'Lagos' } });
+      assert.equal(third.isError, false, textOf(third));
+      const fourth = await client.callTool({ name: 'lookup', arguments: { city: 'Sines' } });
+      assert.equal(billing(fourth).code, 'budget_reached');
+      assert.match(textOf(fourth), /API key's monthly budget \(0\.03 USD per calendar month, UTC\)/);
+      assert.deepEqual(await wallet(consumer.userId), {
+        balanceMicros: 960_000,
+        heldMicros: 0,
+        availableMicros: 960_000,
+      });
+
+      // A rotated key keeps the budgets (a rotation does not lift them) and starts with nothing spent.
+      const rotated = await h.http('POST', `/admin/users/${consumer.userId}/rotate-key`, {
+        headers: { authorization: `Bearer ${h.config.adminToken}` },
+      });
+      assert.equal(rotated.status, 200);
+      const successor = await h.http('GET', '/api/v1/account/api-key', { apiKey: rotated.body.apiKey });
+      assert.notEqual(successor.body.id, before.body.id);
+      assert.deepEqual(
+        [successor.body.budgetTotalUsd, successor.body.budgetMonthlyUsd, successor.body.spentUsd],
+        [null, 0.03, 0],
+      );
+      assert.deepEqual(await findLedgerProblems(h.db), []);
+    });
+  });
+
   describe('credential budgets', function () {
     it('concurrent calls at the edge of a total budget never pass it; the refusal names the budget; a raised budget lets the next call through', async function () {
       const entry = await fixedEntry(0.01);

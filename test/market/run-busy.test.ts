@@ -5,7 +5,8 @@ import type { temporal } from '@temporalio/proto';
 import { sql } from 'kysely';
 import { findMarketRun, markRunWorkflowsStarted, openMarketRun, type MarketRun } from '../../db/repos/market-runs';
 import { marketRunWorkflowId } from '../../lib/market/run-workflow';
-import { CHECKS_PER_EXECUTION, MARKET_RUN_CONTINUES_AS_NEW } from '../../workflows/market-run';
+import { CHECKS_PER_EXECUTION } from '../../workflows/market-run';
+import { MARKET_RUN_CONTINUES_AS_NEW } from '../../workflows/patches';
 import { useHarness, type Harness } from '../support/stack/harness';
 import {
   approvedServiceEntry,

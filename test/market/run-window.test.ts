@@ -20,7 +20,7 @@ import {
   historyFromFixture,
   stringsIn,
 } from '../support/workflow-history';
-import { MARKET_RUN_SETTLES_WHEN_IDLE } from '../../workflows/market-run';
+import { MARKET_RUN_SETTLES_WHEN_IDLE } from '../../workflows/patches';
 
 type ToolResult = Awaited<ReturnType<Client['callTool']>>;
 const textOf = (result: ToolResult) =>

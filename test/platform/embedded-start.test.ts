@@ -660,6 +660,8 @@ const CASES: EndpointCase[] = [
       'DELETE /api/v1/mcp-market/credentials/{credentialId}',
       'GET /api/v1/provider/revenue',
       'POST /mcp/{entryId}',
+      'PATCH /api/v1/account/api-key',
+      'GET /api/v1/account/api-key',
     ],
     async run(ctx) {
       const service = await startMarketProvider();
@@ -761,6 +763,36 @@ const CASES: EndpointCase[] = [
         });
         assert.equal(refused.status, 401);
         assert.match((await refused.json()).error.message, /revoked/);
+
+        // The account's own calls (the API key as the bearer token) are bounded by the key's budget on PGlite too.
+        const keyBudget = await ctx.http('PATCH', '/api/v1/account/api-key', {
+          apiKey: consumer.apiKey,
+          body: { budgetTotalUsd: 0.003 },
+        });
+        assert.equal(keyBudget.status, 200, JSON.stringify(keyBudget.body));
+        const own = new McpClient({ name: 'embedded-own', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
+        await own.connect(
+          new StreamableHTTPClientTransport(new URL(issued.body.mcpUrl), {
+            requestInit: { headers: { authorization: `Bearer ${consumer.apiKey}` } },
+          }),
+        );
+        try {
+          const first = await own.callTool({ name: 'lookup_city', arguments: { city: 'Porto' } });
+          assert.equal(first.isError, false, JSON.stringify(first));
+          const second = await own.callTool({ name: 'lookup_city', arguments: { city: 'Faro' } });
+          assert.equal(
+            (second._meta as Record<string, { code: string }>)['scrape-platform/billing']!.code,
+            'budget_reached',
+          );
+        } finally {
+          await own.close();
+        }
+        const key = await ctx.http('GET', '/api/v1/account/api-key', { apiKey: consumer.apiKey });
+        assert.equal(key.status, 200, JSON.stringify(key.body));
+        assert.deepEqual(
+          [key.body.prefix, key.body.budgetTotalUsd, key.body.budgetMonthlyUsd, key.body.spentUsd],
+          [consumer.apiKey.slice(0, 12), 0.003, null, 0.002],
+        );
       } finally {
         await service.close();
       }

@@ -82,12 +82,6 @@ function undocumentedMethodRequests(
  * other operation with a path parameter must be answered below 400 at least once (past its lookup).
  */
 const UNANSWERABLE: Record<string, string> = {
-  'POST /mcp-market/submissions/{id}/revisions':
-    "the fixture submission is a draft; a revision needs the fuzzer's own approved entry",
-  'POST /agent-market/submissions/{id}/revisions':
-    "the fixture submission is a draft; a revision needs the fuzzer's own approved agent",
-  'DELETE /agent-market/submissions/{id}':
-    'runs last, when the fuzzed submit has usually sent the draft to review (409)',
   'POST /agent-market/agents/{agentId}/run':
     'the fuzzed job-starting operations use up the three operations left under the monthly limit (429)',
 };

@@ -1,3 +1,4 @@
+import type { LlmReview } from '../../lib/market/llm-review';
 import { randomBytes } from 'node:crypto';
 import { recordValidation, type StoredValidation } from '../../db/repos/market-validations';
 import type { DiscoveredTool, Discovery } from '../../lib/market/discovery';
@@ -56,6 +57,8 @@ export async function storeValidation(
     ttlMs?: number;
     now?: Date;
     givenParamNames?: string[];
+    /** The LLM second opinion stored in the report (as the validate workflow stores it when one is configured). */
+    llmReview?: LlmReview;
   } = {},
 ): Promise<StoredValidation & { url: string }> {
   const url = options.url ?? `https://${uniqueHost()}/mcp`;
@@ -72,6 +75,7 @@ export async function storeValidation(
     ttlMs: options.ttlMs,
     now: options.now,
     givenParamNames: options.givenParamNames,
+    llmReview: options.llmReview,
   });
   return { ...stored, url };
 }

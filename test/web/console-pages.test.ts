@@ -513,4 +513,51 @@ describe('web pages: the console runs, automations and credentials pages', funct
     assert.equal(emptied.body.credentials[0].budgetTotalUsd, null);
     await screenshot(page, 'credential-budgets');
   });
+
+  it('shows the signed-in API key (never its value), what its own calls spent and its budgets, and changes them; an amount not in whole micro-USD is refused, never dropped', async function () {
+    const consumer = await h.createUser({ creditUsd: 1 });
+    const context = await newContext();
+    const page = await signIn(context, consumer.apiKey, '/console');
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'API key' }).click();
+    await page.waitForURL(`${h.baseUrl}/console/api-key`);
+    assert.equal(await page.locator('#api-key-prefix').innerText(), `${consumer.apiKey.slice(0, 12)}…`);
+    assert.ok(!(await page.content()).includes(consumer.apiKey), 'never the key itself');
+    assert.deepEqual(
+      [await page.locator('#api-key-spent-month').innerText(), await page.locator('#api-key-spent').innerText()],
+      ['$0.00', '$0.00'],
+    );
+    const monthly = page.getByRole('textbox', { name: 'Monthly budget in USD of this API key (empty: none)' });
+    const total = page.getByRole('textbox', { name: 'Total budget in USD of this API key (empty: none)' });
+    const save = page.getByRole('button', { name: 'Save the budgets of this API key' });
+    assert.deepEqual([await monthly.inputValue(), await total.inputValue()], ['', '']);
+
+    await total.fill('0.0100001');
+    await save.click();
+    await page.getByRole('alert').waitFor();
+    assert.match(await page.getByRole('alert').innerText(), /total budget must be .* whole micro-USD/);
+    await assertAccessible(page, 'api key page with a problem');
+    const unchanged = await h.http('GET', '/api/v1/account/api-key', { apiKey: consumer.apiKey });
+    assert.deepEqual(
+      [unchanged.body.budgetMonthlyUsd, unchanged.body.budgetTotalUsd],
+      [null, null],
+      'the refused amount changed nothing',
+    );
+
+    await monthly.fill('2.5');
+    await total.fill('10');
+    await save.click();
+    await page.waitForURL((url) => url.searchParams.get('saved') === '1');
+    assert.match(await page.getByRole('status').innerText(), /budgets are saved/);
+    assert.deepEqual([await monthly.inputValue(), await total.inputValue()], ['2.5', '10']);
+    const saved = await h.http('GET', '/api/v1/account/api-key', { apiKey: consumer.apiKey });
+    assert.deepEqual([saved.body.budgetMonthlyUsd, saved.body.budgetTotalUsd], [2.5, 10]);
+
+    // Emptied: no budget.
+    await total.fill('');
+    await save.click();
+    await page.waitForURL((url) => url.searchParams.get('saved') === '1');
+    const emptied = await h.http('GET', '/api/v1/account/api-key', { apiKey: consumer.apiKey });
+    assert.deepEqual([emptied.body.budgetMonthlyUsd, emptied.body.budgetTotalUsd], [2.5, null]);
+    await screenshot(page, 'api-key-budgets');
+  });
 });

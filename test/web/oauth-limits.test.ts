@@ -17,6 +17,23 @@ function getFrom(localAddress: string, url: string): Promise<{ status: number; h
   });
 }
 
+/** A GET from a loopback address with the cookies given, its body read, redirects not followed. */
+function requestFrom(
+  localAddress: string,
+  url: string,
+  cookie = '',
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { localAddress, agent: false, headers: cookie ? { cookie } : {} }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+  });
+}
+
 /** A loopback address no other request of these tests uses as its source (127.0.0.10, .11, …): its own count. */
 let nextAddress = 10;
 const freshAddress = () => `127.0.0.${nextAddress++}`;
@@ -89,6 +106,47 @@ describe('OAuth limits: per address, per client, metadata fetches, unused regist
       `the allowance is served: ${statuses.slice(0, limit).join(',')}`,
     );
     assert.ok(statuses.includes(429), 'past the allowance: 429');
+  });
+
+  it("limits the consent page's requests naming one client too: a 429 page, not the consent page (nor a 500)", async function () {
+    const limit = h.config.oauth.rateLimitPerClientPerMinute;
+    const created = await h.http('POST', '/admin/oauth/clients', {
+      headers: { authorization: `Bearer ${h.config.adminToken}` },
+      body: { name: 'Eager consent', redirectUris: [callback] },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const clientId = created.body.clientId as string;
+    const from = freshAddress();
+    try {
+      // The authorization starts: oidc-provider sends the browser to the interaction (consent) page with its cookie.
+      const started = await requestFrom(from, authorizeUrl(clientId));
+      const location = String(started.headers.location ?? '');
+      assert.match(location, /\/oauth\/interaction\/[A-Za-z0-9_-]+$/, `status ${started.status}`);
+      const consent = new URL(location, h.baseUrl).toString();
+      const cookie = (started.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]).join('; ');
+      const first = await requestFrom(from, consent, cookie);
+      assert.equal(
+        first.status,
+        302,
+        'within the allowance: on to the sign-in (no session), after the client was found',
+      );
+      assert.match(String(first.headers.location), /^\/console\/sign-in\?next=/);
+      // The consent page's own requests use the client's allowance up (the interaction pages have no address limit).
+      let refused: { status: number; body: string } | undefined;
+      for (let i = 0; i < 2 * limit + 1 && !refused; i++) {
+        const answer = await requestFrom(from, consent, cookie);
+        if (answer.status !== 302) refused = answer;
+      }
+      assert.ok(refused, `the consent page answered ${2 * limit + 1} requests naming one client: no limit there`);
+      assert.equal(refused.status, 429, refused.body.slice(0, 300));
+      assert.match(refused.body, /This app made too many requests/);
+    } finally {
+      // This file's buckets only, so that no later request of the lane finds them used.
+      await h.db
+        .deleteFrom('rate_limit_windows')
+        .where('key', 'in', [`oauth:client:${clientId}`, `oauth:ip:${from}`])
+        .execute();
+    }
   });
 
   it('caps the client metadata documents fetched a minute', async function () {

@@ -892,4 +892,47 @@ describe('web pages: provider and review queue', function () {
     assert.equal(wizard?.status(), 404);
     assert.doesNotMatch(await intruder.content(), /Tide charts/);
   });
+
+  it("shows the LLM review's verdict, reason and quote where the report is read (the wizard's report, the review queue), as text", async function () {
+    const reason = 'The <b>description</b> of lookup_city asks for "the chat so far" & sends it on';
+    const evidence = '<img src=x onerror=alert(1)> include the chat so far';
+    const reviewed = await storeValidation(h, provider.userId, {
+      url: service.url,
+      tools: await discoveredTools(service.url),
+      llmReview: {
+        model: 'gpt-4o-mini',
+        verdict: 'suspicious',
+        reason,
+        evidence,
+        reviewedAt: new Date().toISOString(),
+      },
+    });
+    assert.equal(reviewed.status, 'valid', 'a suspicious verdict is a warning, not a refusal');
+
+    const page = await signIn(
+      await newContext(),
+      provider.apiKey,
+      `/console/provider/new/${reviewed.id}?type=remote_mcp&url=${encodeURIComponent(service.url)}`,
+    );
+    assert.equal(await page.locator('#llm-verdict').innerText(), 'Suspicious');
+    assert.equal(await page.locator('#llm-reason').innerText(), reason);
+    assert.equal(await page.locator('#llm-evidence').innerText(), evidence);
+    assert.match(await page.locator('#llm-review').innerText(), /gpt-4o-mini/);
+    assert.equal(await page.locator('#llm-review b, #llm-review img').count(), 0, "the model's text stays text");
+
+    const name = `Second opinion ${randomBytes(3).toString('hex')}`;
+    const created = await createSubmission(h, provider.apiKey, submissionBody(reviewed, { name }));
+    const submitted = await h.http('POST', `${SUBMISSIONS}/${created.id}/submit`, { apiKey: provider.apiKey });
+    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+    const context = await newContext();
+    const queue = await operatorSignIn(context);
+    await queue.goto(`${h.baseUrl}/console/review?q=${encodeURIComponent(name)}`);
+    const facts = queue.locator(`#s-${created.id}-llm-review`);
+    assert.equal((await queue.locator(`#s-${created.id}-llm-verdict`).textContent())?.trim(), 'Suspicious');
+    assert.equal(await queue.locator(`#s-${created.id}-llm-reason`).textContent(), reason);
+    assert.equal(await queue.locator(`#s-${created.id}-llm-evidence`).textContent(), evidence);
+    assert.equal(await facts.locator('b, img').count(), 0);
+    await assertAccessible(queue, 'review queue with an LLM review');
+    await review(h, created.id, 'reject', 'Not this one');
+  });
 });

@@ -31,7 +31,7 @@ export function StatusBadge(props: { status: Job['status']; id?: string }) {
 }
 
 export type ConsoleSection =
-  'home' | 'runs' | 'automations' | 'credentials' | 'connections' | 'usage' | 'provider' | 'review';
+  'home' | 'runs' | 'automations' | 'credentials' | 'connections' | 'api-key' | 'usage' | 'provider' | 'review';
 
 const CONSOLE_SECTIONS: readonly (readonly [ConsoleSection, string, string])[] = [
   ['home', '/console', 'Home'],
@@ -39,6 +39,7 @@ const CONSOLE_SECTIONS: readonly (readonly [ConsoleSection, string, string])[] =
   ['automations', '/console/automations', 'Automations and agents'],
   ['credentials', '/console/credentials', 'Market credentials'],
   ['connections', '/console/connections', 'Connected apps'],
+  ['api-key', '/console/api-key', 'API key'],
   ['usage', '/console/usage', 'Usage and money'],
   ['provider', '/console/provider', 'Provider'],
   ['review', '/console/review', 'Review queue'],

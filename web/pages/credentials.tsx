@@ -176,10 +176,12 @@ export function BudgetsForm(props: {
   totalUsd: number | null;
   csrfToken: string;
   back?: 'connections';
+  /** Where the form posts (the API key page's own form); default: the credential's budgets. */
+  action?: string;
 }) {
   const { name } = props;
   return (
-    <form method="post" action={`/console/credentials/budgets/${props.credentialId}`} class="budgets">
+    <form method="post" action={props.action ?? `/console/credentials/budgets/${props.credentialId}`} class="budgets">
       <CsrfField token={props.csrfToken} />
       {props.back && <input type="hidden" name="back" value={props.back} />}
       <label>

@@ -4,6 +4,7 @@ import type { DiscoveryParam } from '../../lib/market/discovery';
 import { POISONING_CODES } from '../../lib/market/validation-report';
 import { CsrfField } from '../components/csrf';
 import { QualityScore } from '../components/listing';
+import { LlmReviewFacts } from '../components/llm-review';
 import { SchemaTable } from '../components/schema';
 import { Layout } from '../layout';
 import { shellWord } from '../shell';
@@ -257,6 +258,7 @@ function Report(props: { validation: StoredValidation; source: WizardSource }) {
             <span class="bad">{`${findings.length} finding(s)`}</span>
           )}
         </dd>
+        <LlmReviewFacts review={validation.report.llmReview} />
         <dt>Valid until</dt>
         <dd>{validation.expiresAt.toISOString().replace('T', ' ').slice(0, 16)} UTC</dd>
       </dl>

@@ -8,6 +8,7 @@ import type {
 import { POISONING_CODES } from '../../lib/market/validation-report';
 import { CsrfField } from '../components/csrf';
 import { QualityScore } from '../components/listing';
+import { LlmReviewFacts } from '../components/llm-review';
 import { JsonBlock, SchemaTable } from '../components/schema';
 import { shortId, usd, utc } from '../format';
 import { Layout } from '../layout';
@@ -59,6 +60,7 @@ function Validation(props: { id: string; evidence: McpEvidence | undefined }) {
             <span class="bad">{`${findings.length} finding(s)`}</span>
           )}
         </dd>
+        <LlmReviewFacts review={validation.report.llmReview} idPrefix={props.id} />
       </dl>
       {findings.length > 0 && (
         <ul aria-label="Scan findings" class="scan-findings">

@@ -46,6 +46,8 @@ import {
   type CredentialsView,
 } from '../pages/credentials';
 import { ConnectionsPage } from '../pages/connections';
+import { ApiKeyPage } from '../pages/api-key';
+import { apiKeyBudgets, updateApiKeyBudgets } from '../../api/services/api-key-budgets';
 import { listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
 import { RunPage } from '../pages/run';
 import { RUN_KINDS, RUN_STATUSES, RunsPage } from '../pages/runs';
@@ -132,6 +134,26 @@ function safeNext(raw: unknown): string | null {
     (/^\/(console|market)(\/[A-Za-z0-9_.-]+)*$/.test(raw) || /^\/oauth\/interaction\/[A-Za-z0-9_-]+$/.test(raw))
     ? raw
     : null;
+}
+
+/**
+ * A budgets form's amounts (BudgetsForm: a credential's, or the API key's): an empty field is no budget; an amount
+ * that is not a positive whole number of micro-USD (at most 1,000,000 USD) is the problem shown, never rounded.
+ */
+function budgetsForm(form: URLSearchParams): { monthly: number | null; total: number | null; problem?: string } {
+  const amount = (name: string, what: string): number | null | string => {
+    const text = (form.get(name) ?? '').trim();
+    if (text === '') return null;
+    const usd = Number(text);
+    return (usdToWholeMicros(usd) ?? 0) > 0 && usd <= 1_000_000
+      ? usd
+      : `The ${what} must be a positive amount of USD in whole micro-USD (at most 6 decimals, at most 1000000), or empty for none.`;
+  };
+  const monthly = amount('budgetMonthly', 'monthly budget');
+  const total = amount('budgetTotal', 'total budget');
+  if (typeof monthly === 'string') return { monthly: null, total: null, problem: monthly };
+  if (typeof total === 'string') return { monthly: null, total: null, problem: total };
+  return { monthly, total };
 }
 
 function seeOther(ctx: WebContext, url: string): void {
@@ -350,6 +372,53 @@ export function consoleRoutes(deps: WebDeps): Router {
     seeOther(ctx, '/console/connections');
   });
 
+  /** The API key of the session (never its value) and its budgets for the account's own market calls. */
+  router.get('/api-key', async (ctx) => {
+    const session = await signedIn(ctx);
+    if (!session) return;
+    const saved = ctx.query.saved === '1';
+    await sendPage(
+      ctx,
+      <ApiKeyPage
+        email={session.user.email}
+        csrfToken={session.csrfToken}
+        apiKey={await apiKeyBudgets(deps.db, session.user.userId, session.apiKeyId)}
+        notice={
+          saved ? { saved: true, message: "This key's budgets are saved: its next call is bounded by them." } : null
+        }
+      />,
+      { private: true },
+    );
+  });
+
+  /** Sets the session's API key's budgets (the service PATCH /account/api-key calls). */
+  router.post('/api-key/budgets', async (ctx) => {
+    requireSameOrigin(ctx, deps.config);
+    const form = await readForm(ctx);
+    const session = await signedIn(ctx);
+    if (!session) return;
+    requireFormToken(form.get('csrf'), session.csrfToken);
+    const { monthly, total, problem } = budgetsForm(form);
+    if (problem) {
+      await sendPage(
+        ctx,
+        <ApiKeyPage
+          email={session.user.email}
+          csrfToken={session.csrfToken}
+          apiKey={await apiKeyBudgets(deps.db, session.user.userId, session.apiKeyId)}
+          notice={{ saved: false, message: problem }}
+        />,
+        { status: 400, private: true },
+      );
+      return;
+    }
+    await updateApiKeyBudgets(deps.db, session.user.userId, session.apiKeyId, {
+      budgetMonthlyUsd: monthly,
+      budgetTotalUsd: total,
+    });
+    seeOther(ctx, '/console/api-key?saved=1#api-key-budgets-heading');
+  });
+
   const ownRun = async (ctx: WebContext, session: WebSession) => {
     const id = String(ctx.params.id);
     const job = UUID.test(id) ? await findOwnJob(deps.db, session.user.userId, id.toLowerCase()) : undefined;
@@ -542,17 +611,7 @@ export function consoleRoutes(deps: WebDeps): Router {
     const id = String(ctx.params.credentialId);
     if (!UUID.test(id)) throw pageNotFound('You have no credential with this id.');
     const credentialId = id.toLowerCase();
-    const amount = (name: string, what: string): number | null | string => {
-      const text = (form.get(name) ?? '').trim();
-      if (text === '') return null;
-      const usd = Number(text);
-      return (usdToWholeMicros(usd) ?? 0) > 0 && usd <= 1_000_000
-        ? usd
-        : `The ${what} must be a positive amount of USD in whole micro-USD (at most 6 decimals, at most 1000000), or empty for none.`;
-    };
-    const monthly = amount('budgetMonthly', 'monthly budget');
-    const total = amount('budgetTotal', 'total budget');
-    const problem = [monthly, total].find((v): v is string => typeof v === 'string');
+    const { monthly, total, problem } = budgetsForm(form);
     if (problem) {
       await sendPage(
         ctx,
@@ -565,8 +624,8 @@ export function consoleRoutes(deps: WebDeps): Router {
     }
     try {
       await updateCredentialBudgets(deps.db, session.user.userId, credentialId, {
-        budgetMonthlyUsd: monthly as number | null,
-        budgetTotalUsd: total as number | null,
+        budgetMonthlyUsd: monthly,
+        budgetTotalUsd: total,
       });
     } catch (err) {
       // Another account's credential is exactly as absent as one that never existed.

@@ -115,6 +115,9 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
   add('PUT /mcp-market/submissions/{id}', updated.id);
   knownBodies['PUT /mcp-market/submissions/{id}'] = [updatedBody];
   const entry = await approvedEntry(h, provider);
+  // An approved entry of the fuzzer's own: a revision starts only from a live entry of its owner.
+  const ownEntry = await approvedEntry(h, fuzzer);
+  add('POST /mcp-market/submissions/{id}/revisions', ownEntry.submissionId);
   add('/mcp-market/mcps/{id}', entry.entryId);
   const credential = await h.http('POST', `/api/v1/mcp-market/mcps/${entry.entryId}/credentials`, { apiKey, body: {} });
   expectStatus(credential, 201, 'market credential');
@@ -137,6 +140,7 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
     ],
     'POST /mcp-market/mcps/{id}/credentials': [{}],
     'PATCH /mcp-market/credentials/{credentialId}': [{ budgetMonthlyUsd: 5 }, { budgetTotalUsd: null }],
+    'PATCH /account/api-key': [{ budgetMonthlyUsd: 5 }, { budgetTotalUsd: null }],
     'PATCH /social-accounts/{id}': [{ name: 'fuzz renamed' }, { isActive: true }],
     'PATCH /agents/{id}': [{ name: 'Fuzz agent renamed' }, { task: 'Say hello' }],
   });
@@ -172,25 +176,39 @@ export async function createFixtures(h: Harness, fuzzer: Account, provider: Acco
   expectStatus(updatedAgent, 201, 'agent-market draft to update');
   add('PUT /agent-market/submissions/{id}', updatedAgent.body.id);
   knownBodies['PUT /agent-market/submissions/{id}'] = [updatedAgentBody];
-  const listed = await h.http('POST', '/api/v1/agent-market/submissions', {
-    apiKey: provider.apiKey,
-    body: agentBody(`Fuzz listed ${randomBytes(3).toString('hex')}`),
+  // And one for the delete alone (DELETE runs last, when the fuzzed submit has usually sent the first to review).
+  const deletedAgent = await h.http('POST', '/api/v1/agent-market/submissions', {
+    apiKey,
+    body: agentBody(`Fuzz delete ${randomBytes(3).toString('hex')}`),
   });
-  expectStatus(listed, 201, 'agent-market submission');
-  expectStatus(
-    await h.http('POST', `/api/v1/agent-market/submissions/${listed.body.id}/submit`, { apiKey: provider.apiKey }),
-    200,
-    'agent-market submit',
-  );
-  expectStatus(
-    await h.http('POST', `/admin/market/agent/submissions/${listed.body.id}/review`, {
-      headers: adminAuth,
-      body: { action: 'approve' },
-    }),
-    200,
-    'agent-market approval',
-  );
-  const agentId = listed.body.publicId as string;
+  expectStatus(deletedAgent, 201, 'agent-market draft to delete');
+  add('DELETE /agent-market/submissions/{id}', deletedAgent.body.id);
+  const approvedAgent = async (owner: { apiKey: string }, name: string) => {
+    const submitted = await h.http('POST', '/api/v1/agent-market/submissions', {
+      apiKey: owner.apiKey,
+      body: agentBody(name),
+    });
+    expectStatus(submitted, 201, 'agent-market submission');
+    expectStatus(
+      await h.http('POST', `/api/v1/agent-market/submissions/${submitted.body.id}/submit`, { apiKey: owner.apiKey }),
+      200,
+      'agent-market submit',
+    );
+    expectStatus(
+      await h.http('POST', `/admin/market/agent/submissions/${submitted.body.id}/review`, {
+        headers: adminAuth,
+        body: { action: 'approve' },
+      }),
+      200,
+      'agent-market approval',
+    );
+    return submitted.body as { id: string; publicId: string };
+  };
+  const listed = await approvedAgent(provider, `Fuzz listed ${randomBytes(3).toString('hex')}`);
+  // An approved agent of the fuzzer's own, for the revision (a revision starts only from its owner's live agent).
+  const ownAgent = await approvedAgent({ apiKey }, `Fuzz own ${randomBytes(3).toString('hex')}`);
+  add('POST /agent-market/submissions/{id}/revisions', ownAgent.id);
+  const agentId = listed.publicId;
   add('/agent-market/agents/{agentId}', agentId);
   expectStatus(
     await h.http('POST', `/api/v1/agent-market/agents/${agentId}/purchase`, { apiKey }),

@@ -361,21 +361,27 @@ const badUuids = fc.oneof(
   edgeString.filter((s) => s.length > 0).map(percentEncode),
 );
 
-/** The key of `FuzzContext.knownIds` for a path parameter of an operation: its path up to the parameter. */
 /**
- * The fixtures' ids for a path parameter: those of the operation alone (`PUT /mcp-market/submissions/{id}`:
- * a resource the other operations of the path would change first) when the fixtures have some, else those of the path.
+ * The fixtures' ids for a path parameter: those of the operation alone when the fixtures have some
+ * (`POST /mcp-market/submissions/{id}/revisions`: an approved entry; `PUT /mcp-market/submissions/{id}`: a draft
+ * the other operations of the path would change first), else those of its method on the path up to the
+ * parameter, else those of that path.
  */
 export function knownIdsFor(
   op: Pick<Operation, 'path' | 'method'>,
   name: string,
   ctx: Pick<FuzzContext, 'knownIds'>,
 ): string[] {
+  // The operation's own ids first (`POST /x/{id}/revisions`), then its method's (`PUT /x/{id}`), then the path's.
   const key = knownIdKey(op, name);
-  const own = ctx.knownIds[`${op.method} ${key}`] ?? [];
-  return own.length ? own : (ctx.knownIds[key] ?? []);
+  for (const candidate of [`${op.method} ${op.path}`, `${op.method} ${key}`, key]) {
+    const ids = ctx.knownIds[candidate] ?? [];
+    if (ids.length) return ids;
+  }
+  return [];
 }
 
+/** The key of `FuzzContext.knownIds` for a path parameter of an operation: its path up to the parameter. */
 export function knownIdKey(op: Pick<Operation, 'path'>, name: string): string {
   const at = op.path.indexOf(`{${name}}`);
   return op.path.slice(0, at + name.length + 2);

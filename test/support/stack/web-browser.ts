@@ -214,6 +214,7 @@ export const AXE_CHECKED = [
   'credentials list',
   'credential revoked',
   'credential budgets',
+  'api key page with a problem',
   // test/web/try-and-buy.test.ts
   'try page',
   'try page with a new credential',
@@ -231,6 +232,7 @@ export const AXE_CHECKED = [
   'review queue after a decision', // the one run with colour contrast
   'review queue with an agent submission',
   'review queue with a revision',
+  'review queue with an LLM review',
   'wizard: source',
   'wizard: report, tools and prices',
   'wizard: a problem with the listing',
