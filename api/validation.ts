@@ -1,5 +1,6 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 import { ApiError, type ErrorDetail } from './errors';
 
 function newAjv(coerceTypes: boolean) {
@@ -59,13 +60,34 @@ function compiled(schema: object, coerce: boolean): ValidateFunction {
   return validate;
 }
 
-/** Validates (and fills defaults into) a JSON body; throws a 400 ApiError listing every problem. */
-export function parseBody<T>(schema: object, body: unknown): T {
+/** A JSON Schema object (an `as const` object of lib/schemas): what `parseBody` reads a body's type from. */
+type SchemaObject = Exclude<JSONSchema, boolean>;
+
+/**
+ * Validates (and fills defaults into) a JSON body; throws a 400 ApiError listing every problem. The
+ * body's type is read from the schema (`FromSchema`: a property with a `default` is always there, as
+ * ajv's useDefaults leaves it), so a route states no type of its own.
+ */
+export function parseBody<const S extends SchemaObject>(schema: S, body: unknown): FromSchema<S>;
+export function parseBody(schema: SchemaObject, body: unknown): unknown {
+  return validBody(schema, body);
+}
+
+/**
+ * `parseBody` for the few schemas whose type `FromSchema` cannot give: a schema built at run time
+ * (`CustomAgentUpdateRequest`, a platform's credentials) or a body refined by checks after the schema
+ * (structured_output's field types). T is asserted, as every body was before types came from schemas.
+ */
+export function parseBodyAs<T>(schema: object, body: unknown): T {
+  return validBody(schema, body) as T;
+}
+
+function validBody(schema: object, body: unknown): unknown {
   if (body === undefined) throw new ApiError(400, 'validation_failed', 'A JSON request body is required');
   const validate = compiled(schema, false);
   if (!validate(body))
     throw new ApiError(400, 'validation_failed', 'The request body is invalid', toDetails(validate.errors, 'body'));
-  return body as T;
+  return body;
 }
 
 /** Validates query parameters, coercing strings to the schema's types. Repeated parameters are refused. */

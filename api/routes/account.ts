@@ -7,7 +7,6 @@ import type { ApiDeps } from '../deps';
 import { unauthorized } from '../errors';
 import { accountSummary } from '../services/account';
 import { apiKeyBudgets, updateApiKeyBudgets } from '../services/api-key-budgets';
-import type { BudgetsUsd } from '../services/market/credentials';
 import { parseBody } from '../validation';
 
 /** Not in the contract: what a client needs to see its own plan, verify webhooks and bound its own key's spending. */
@@ -39,7 +38,7 @@ export function accountRoutes(deps: ApiDeps): Router<UserState> {
 
   /** Sets those budgets: the next call made with the key is bounded by them. */
   router.patch('/account/api-key', async (ctx) => {
-    const body = parseBody<BudgetsUsd>(ApiKeyBudgetsRequest, ctx.state.body);
+    const body = parseBody(ApiKeyBudgetsRequest, ctx.state.body);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = await updateApiKeyBudgets(deps.db, ctx.state.user.userId, await requestKeyId(ctx), body);
   });

@@ -4,7 +4,6 @@ import {
   deleteOperatorClient,
   DuplicateClientError,
   listOperatorClients,
-  type ClientAuthMethod,
   type OperatorClient,
 } from '../../db/repos/oauth-clients';
 import { OAuthClientRequest } from '../../lib/schemas/admin';
@@ -54,12 +53,7 @@ const view = (client: OperatorClient & { clientSecret?: string }) => ({
  */
 export function registerOAuthAdminRoutes(router: Router<AppState>, deps: ApiDeps): void {
   router.post('/oauth/clients', async (ctx) => {
-    const body = parseBody<{
-      clientId?: string;
-      name: string;
-      redirectUris: string[];
-      tokenEndpointAuthMethod?: ClientAuthMethod;
-    }>(OAuthClientRequest, ctx.state.body);
+    const body = parseBody(OAuthClientRequest, ctx.state.body);
     const problems = body.redirectUris.flatMap((uri, i) => {
       const problem = redirectUriProblem(uri);
       return problem ? [{ path: `body/redirectUris/${i}`, message: problem }] : [];

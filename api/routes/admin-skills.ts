@@ -19,12 +19,12 @@ export function registerSkillsAdminRoutes(router: Router<AppState>, deps: ApiDep
   const embedder = embedderFromConfig(deps.config);
 
   router.post('/skills/import', async (ctx) => {
-    const body = parseBody<{ jsonl: string; firstLine: number }>(AdminSkillsImportRequest, ctx.state.body);
+    const body = parseBody(AdminSkillsImportRequest, ctx.state.body);
     ctx.body = await importJsonLines(deps.db, body.jsonl, { firstLine: body.firstLine, embedder });
   });
 
   router.post('/skills/refresh', async (ctx) => {
-    const body = parseBody<{ repos?: string[]; wait: boolean }>(AdminSkillsRefreshRequest, ctx.state.body ?? {});
+    const body = parseBody(AdminSkillsRefreshRequest, ctx.state.body ?? {});
     if (!body.repos && deps.config.skills.githubRepos.length === 0) {
       throw new ApiError(400, 'validation_failed', 'No repositories: set SKILLS_GITHUB_REPOS or pass "repos"');
     }

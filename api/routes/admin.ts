@@ -48,13 +48,7 @@ export function adminRoutes(deps: ApiDeps): Router<AppState> {
   };
 
   router.post('/users', async (ctx) => {
-    const body = parseBody<{
-      email: string;
-      plan?: string;
-      creditUsd?: number;
-      monthlyOperationLimit?: number;
-      automationLimit?: number;
-    }>(CreateUserRequest, ctx.state.body);
+    const body = parseBody(CreateUserRequest, ctx.state.body);
     try {
       const created = await createUser(deps.db, deps.config.masterKey, {
         email: body.email,
@@ -74,10 +68,7 @@ export function adminRoutes(deps: ApiDeps): Router<AppState> {
 
   router.post('/users/:userId/credit', async (ctx) => {
     const userId = await existingUser(ctx);
-    const body = parseBody<{ amountUsd: number; idempotencyKey: string; description?: string }>(
-      CreditRequest,
-      ctx.state.body,
-    );
+    const body = parseBody(CreditRequest, ctx.state.body);
     const amountMicros = wholeMicros('amountUsd', body.amountUsd);
     try {
       const result = await creditWallet(deps.db, {
@@ -95,12 +86,7 @@ export function adminRoutes(deps: ApiDeps): Router<AppState> {
 
   router.patch('/users/:userId/subscription', async (ctx) => {
     const userId = await existingUser(ctx);
-    const body = parseBody<{
-      status?: 'active' | 'inactive';
-      plan?: string;
-      monthlyOperationLimit?: number;
-      automationLimit?: number;
-    }>(SubscriptionChangeRequest, ctx.state.body);
+    const body = parseBody(SubscriptionChangeRequest, ctx.state.body);
     try {
       await updateSubscription(deps.db, userId, { ...body, planId: body.plan });
     } catch (err) {
@@ -125,7 +111,7 @@ export function adminRoutes(deps: ApiDeps): Router<AppState> {
 
   router.put('/users/:userId/router-key', async (ctx) => {
     const userId = await existingUser(ctx);
-    const body = parseBody<{ routerApiKey: string | null }>(RouterKeyRequest, ctx.state.body);
+    const body = parseBody(RouterKeyRequest, ctx.state.body);
     await setRouterApiKey(deps.db, deps.config.masterKey, userId, body.routerApiKey);
     ctx.body = { userId, routerKeySet: body.routerApiKey !== null };
   });

@@ -9,7 +9,7 @@ import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
 import { preflightUrl } from '../services/url-preflight';
 import { assertStructuredOutput } from '../services/structured-output';
 import { assertLlmModel } from '../services/llm-model';
-import { parseBody } from '../validation';
+import { parseBodyAs } from '../validation';
 import { addJobStatusRoute } from './job-status';
 
 function checkAgentSemantics(body: AgenticScraperRequestBody, deps: ApiDeps): void {
@@ -30,7 +30,8 @@ export function agentScraperRoutes(deps: ApiDeps): Router<UserState> {
 
   router.post('/agentscraper', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<AgenticScraperRequestBody>(AgenticScraperRequest, ctx.state.body);
+    // Typed by hand: structured_output's field types are checked after the schema (checkAgentSemantics).
+    const body = parseBodyAs<AgenticScraperRequestBody>(AgenticScraperRequest, ctx.state.body);
     checkAgentSemantics(body, deps);
     const hasSecrets = body.cookies !== undefined || (body.sensitive_data?.length ?? 0) > 0;
     const job = await startMeteredJob(deps, {

@@ -7,7 +7,7 @@ import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
 import { PaginationQuery } from '../../lib/schemas/common';
-import { AutomationCreateRequest, type AutomationCreateBody } from '../../lib/schemas/automations';
+import { AutomationCreateRequest } from '../../lib/schemas/automations';
 import { checkAccountSelection, checkSchedule, createAutomation, scheduleState } from '../services/automations';
 import { checkMarketMcps } from '../services/market-selections';
 import { preflightUrl } from '../services/url-preflight';
@@ -43,7 +43,7 @@ export function automationRoutes(deps: ApiDeps): Router<UserState> {
 
   router.post('/automations', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<AutomationCreateBody>(AutomationCreateRequest, ctx.state.body);
+    const body = parseBody(AutomationCreateRequest, ctx.state.body);
     if (body.automation_type === 'microblog-agent' && body.forum) {
       throw badRequest('A microblog-agent automation takes a "microblog" selection, not "forum"', [
         { path: 'body/forum', message: 'not allowed here' },

@@ -11,7 +11,7 @@ import type { DiscoverToolsInput, DiscoveryOutcome } from '../../workflows/tools
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
-import { parseBody, parseUuidParam } from '../validation';
+import { parseBody, parseBodyAs, parseUuidParam } from '../validation';
 import { agentRunExtras } from '../services/agent-run-record';
 import { addJobStatusRoute } from './job-status';
 import { sealRequestSecrets } from '../../lib/request-secrets';
@@ -60,7 +60,7 @@ export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
 
   router.post('/agents', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<CustomAgentBody>(CustomAgentRequest, ctx.state.body);
+    const body = parseBodyAs<CustomAgentBody>(CustomAgentRequest, ctx.state.body);
     const schedule = requireCron(body);
     const temporalCron = checkSchedule(schedule, deps.config.automations.minIntervalMinutes);
     await checkCustomAgent(deps, body);
@@ -84,10 +84,10 @@ export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
   router.patch('/agents/:id', async (ctx) => {
     const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
-    const patch = parseBody<CustomAgentUpdateBody>(CustomAgentUpdateRequest, ctx.state.body);
+    const patch = parseBodyAs<CustomAgentUpdateBody>(CustomAgentUpdateRequest, ctx.state.body);
     const row = await findUserAutomation(deps.db, { userId: user.userId, id, type: 'custom-agent' });
     if (!row) throw notFound('Custom agent');
-    const merged = parseBody<CustomAgentBody>(CustomAgentRequest, mergeCustomAgent(unsealedAgent(deps, row), patch));
+    const merged = parseBodyAs<CustomAgentBody>(CustomAgentRequest, mergeCustomAgent(unsealedAgent(deps, row), patch));
     const schedule = requireCron(merged);
     const temporalCron = checkSchedule(schedule, deps.config.automations.minIntervalMinutes);
     await checkCustomAgent(deps, merged);
@@ -105,7 +105,7 @@ export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
 
   router.post('/agents/run', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<CustomAgentBody>(CustomAgentRequest, ctx.state.body);
+    const body = parseBodyAs<CustomAgentBody>(CustomAgentRequest, ctx.state.body);
     await checkCustomAgent(deps, body);
     const { cron: _cron, timezone: _timezone, ...runBody } = body;
     const { payload } = splitSecrets(runBody);
@@ -135,7 +135,7 @@ export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
 
   router.post('/agents/discover-mcp', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<McpDiscoveryRequestBody>(McpDiscoveryRequest, ctx.state.body);
+    const body = parseBody(McpDiscoveryRequest, ctx.state.body);
     const workflowId = `tools-discovery-${randomUUID()}`;
     const input = discoveryInput(body, deps, workflowId);
     const outcome = await runDiscovery(deps, user, workflowId, input);

@@ -36,7 +36,7 @@ export function scrapeRoutes(deps: ApiDeps): Router<UserState> {
 
   router.post('/scrape', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<ScrapeRequestBody>(ScrapeRequest, ctx.state.body);
+    const body = parseBody(ScrapeRequest, ctx.state.body);
     checkScrapeSemantics(body, deps);
     const job = await startMeteredJob(deps, {
       user,

@@ -26,7 +26,7 @@ import {
   SocialAccountsQuery,
   SocialAccountUpdateRequest,
 } from '../../lib/schemas/social';
-import { parseBody, parseQuery, parseUuidParam } from '../validation';
+import { parseBody, parseBodyAs, parseQuery, parseUuidParam } from '../validation';
 
 const credentialsSchema = (platform: SocialPlatform) =>
   platform === 'forum' ? ForumCredentials : MicroblogCredentialsSchema;
@@ -50,7 +50,8 @@ export function socialAccountRoutes(deps: ApiDeps): Router<UserState> {
 
   router.post('/social-accounts', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<{
+    // Typed by hand: the credentials' schema depends on the platform (if/then/else, which FromSchema does not read).
+    const body = parseBodyAs<{
       platform: SocialPlatform;
       name: string;
       isActive?: boolean;
@@ -84,17 +85,14 @@ export function socialAccountRoutes(deps: ApiDeps): Router<UserState> {
         { path: 'body/platform', message: 'cannot be changed' },
       ]);
     }
-    const body = parseBody<{ name?: string; isActive?: boolean; credentials?: PlatformCredentials }>(
-      SocialAccountUpdateRequest,
-      raw,
-    );
+    const body = parseBody(SocialAccountUpdateRequest, raw);
     const account = await findAccount(db, user.userId, id);
     if (!account) throw notFound('Social account');
     const changes: Updateable<SocialAccountsTable> = { updated_at: new Date() };
     if (body.name !== undefined) changes.name = body.name;
     if (body.isActive !== undefined) changes.is_active = body.isActive;
     if (body.credentials !== undefined) {
-      const credentials = parseBody<PlatformCredentials>(credentialsSchema(account.platform), body.credentials);
+      const credentials = parseBody(credentialsSchema(account.platform), body.credentials);
       const check = await deps.social.validate(account.platform, credentials);
       if (!check.ok) throw validationFailed(check.message);
       Object.assign(changes, {

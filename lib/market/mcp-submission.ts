@@ -1,3 +1,5 @@
+import type { FromSchema } from 'json-schema-to-ts';
+import type { McpMarketSubmissionRequest } from '../schemas/market';
 import type { NetworkPolicy } from '../net/ssrf';
 import { canonicalJson } from './canonical-json';
 import type { Discovery, MarketSourceType } from './discovery';
@@ -12,42 +14,8 @@ import { slugFor } from './slug';
 import { requireSecureSourceUrl } from './source-url';
 import { checkUserParamsSchema } from './user-params-schema';
 
-/** McpMarketSubmissionRequest (after JSON Schema validation). */
-export interface McpSubmissionRequest {
-  validationId: string;
-  sourceFingerprint: string;
-  eventVerificationId?: string | null;
-  slug?: string | null;
-  type: MarketSourceType;
-  name: string;
-  description?: string | null;
-  iconUrl?: string | null;
-  iconObjectKey?: string | null;
-  remoteMcpUrl?: string | null;
-  openapiBaseUrl?: string | null;
-  openapiSpec?: Record<string, unknown> | null;
-  openapiSpecText?: string | null;
-  discoveryCache?: Record<string, unknown>;
-  staticConfig?: Record<string, unknown>;
-  requiredUserParamsSchema?: Record<string, unknown>;
-  monetizationStrategy: MonetizationStrategy;
-  pricingEvents?: {
-    eventName: string;
-    title?: string;
-    description?: string | null;
-    unitPriceUsd: number;
-    providerRevenueUsd?: number;
-  }[];
-  tools?: {
-    toolName: string;
-    displayName: string;
-    description?: string | null;
-    inputSchema?: Record<string, unknown>;
-    clientPriceUsd?: number;
-    providerRevenueUsd?: number;
-    isEnabled?: boolean;
-  }[];
-}
+/** A body McpMarketSubmissionRequest accepts, as ajv leaves it (a property with a default is always there). */
+export type McpSubmissionRequest = FromSchema<typeof McpMarketSubmissionRequest>;
 
 /** Everything a submission stores, checked and normalised (staticConfig still plain: the repository seals it). */
 export interface PreparedMcpSubmission {

@@ -1,3 +1,4 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { httpUrl, paginationQuery } from './common';
 import { AgentStructuredOutputField } from './agentscraper';
 import { CustomMcpSelectionRequest, MarketMcpSelectionRequest, SkillsConfig } from './automations';
@@ -369,35 +370,8 @@ export const MarketAgentRunRecord = {
   },
 } as const;
 
-export interface AgentMarketSubmissionBody {
-  slug?: string;
-  name: string;
-  description?: string | null;
-  iconUrl?: string | null;
-  iconObjectKey?: string | null;
-  priceUsd: number;
-  suggestedLlmProvider: 'service' | 'router';
-  suggestedLlmModel: string;
-  runMode: 'template' | 'task';
-  allowTaskOverride: boolean;
-  systemPrompt: string;
-  promptTemplate?: string | null;
-  inputSchema?: Record<string, unknown>;
-  structuredOutput?: { id: string; type: string; description?: string }[];
-  skills?: { mode: 'none' | 'selected'; selected?: Record<string, unknown>[] };
-  mcpSelections: { mcp_id: string; tool_names: string[]; params: Record<string, unknown>; max_total_usd?: number }[];
-  customMcpSelections: (Record<string, unknown> & {
-    type: 'remote_mcp' | 'openapi';
-    params: Record<string, unknown>;
-  })[];
-}
+/** A body AgentMarketSubmissionRequest accepts, as ajv leaves it (a property with a default is always there). */
+export type AgentMarketSubmissionBody = FromSchema<typeof AgentMarketSubmissionRequest>;
 
-export interface MarketAgentRunBody {
-  inputs?: Record<string, unknown>;
-  task?: string;
-  llm_provider?: 'service' | 'router';
-  llm_model?: string;
-  webhook_url?: string;
-  headless: boolean;
-  max_total_usd?: number;
-}
+/** A body MarketAgentRunRequest accepts, as ajv leaves it (a property with a default is always there). */
+export type MarketAgentRunBody = FromSchema<typeof MarketAgentRunRequest>;

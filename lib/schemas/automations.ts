@@ -1,3 +1,4 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { httpUrl, proxyCountry, proxyCountryWhenEnabled } from './common';
 import { AgentStructuredOutputField } from './agentscraper';
 import { ForumCredentials } from './social';
@@ -157,25 +158,5 @@ export const Automation = {
 export type SavedSelection = { mode: 'saved'; accountIds?: string[]; useAll?: boolean };
 export type InlineForumSelection = { mode: 'inline'; credentials: Record<string, string> };
 
-export interface AutomationCreateBody {
-  name: string;
-  cron: string;
-  timezone?: string;
-  task: string;
-  automation_type: 'forum-agent' | 'microblog-agent';
-  llm_provider: 'service' | 'router';
-  llm_model: string;
-  webhook_url?: string;
-  structured_output?: { id: string; type: string }[];
-  captcha_solver_enabled: boolean;
-  proxy_enabled: boolean;
-  proxy_country?: string;
-  forum?: SavedSelection | InlineForumSelection;
-  microblog?: SavedSelection;
-  skills?: {
-    mode: 'none' | 'selected';
-    selected?: { name: string; skillMdContent?: string | null; description?: string | null }[];
-  };
-  market_mcps: { mcp_id: string; tool_names: string[]; params: Record<string, unknown>; max_total_usd?: number }[];
-  custom_mcps: { type: string; params: Record<string, unknown>; [key: string]: unknown }[];
-}
+/** A body AutomationCreateRequest accepts, as ajv leaves it (a property with a default is always there). */
+export type AutomationCreateBody = FromSchema<typeof AutomationCreateRequest>;

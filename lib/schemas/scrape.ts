@@ -1,3 +1,4 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { cookiesJsonSchema } from '../page/cookies';
 import { httpUrl } from './common';
 import { LLM_MODEL_DESCRIPTION, LLM_PROVIDER_DESCRIPTION } from './llm';
@@ -57,19 +58,8 @@ export const ScrapeRequest = {
   },
 } as const;
 
-export interface ScrapeRequestBody {
-  url: string;
-  llm_provider: 'service' | 'router';
-  llm_model: string;
-  webhook_url?: string;
-  cookies?: unknown;
-  structured_output?: unknown;
-  system_prompt?: string;
-  captcha_solver_enabled: boolean;
-  mobile_proxy_enabled: boolean;
-  mobile_proxy_country: string;
-  async: boolean;
-}
+/** A body ScrapeRequest accepts, as ajv leaves it (a property with a default is always there). */
+export type ScrapeRequestBody = FromSchema<typeof ScrapeRequest>;
 
 export const ScrapeResult = {
   $id: 'ScrapeResult',

@@ -1,3 +1,4 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { httpUrl } from './common';
 
 /** Values of a tool source's params (credentials, API keys, server URL variables), by param name. Never stored in clear, never echoed. */
@@ -38,14 +39,8 @@ export const McpDiscoveryRequest = {
   },
 } as const;
 
-export interface McpDiscoveryRequestBody {
-  type: 'remote_mcp' | 'openapi';
-  url?: string;
-  specText?: string;
-  spec?: Record<string, unknown> | null;
-  openapiBaseUrl?: string;
-  params: Record<string, string | number | boolean>;
-}
+/** A body McpDiscoveryRequest accepts, as ajv leaves it (a property with a default is always there). */
+export type McpDiscoveryRequestBody = FromSchema<typeof McpDiscoveryRequest>;
 
 export const DiscoveredTool = {
   $id: 'DiscoveredTool',

@@ -60,6 +60,7 @@ describe('tool market storage on PGlite', function () {
         name: 'Lighthouse weather',
         remoteMcpUrl: url,
         monetizationStrategy: 'free',
+        pricingEvents: [],
         staticConfig: { k: 'v' },
       },
       { validation, verification: null, iconOwned: false, policy: PUBLIC_ONLY_POLICY, now: new Date() },

@@ -20,7 +20,7 @@ import { Client as McpClient, StreamableHTTPClientTransport } from '@modelcontex
 import { startMarketProvider } from '../support/fakes/market-provider';
 import { CATALOGUE_IDS, SKILLS_CATALOGUE_COUNT, SKILLS_CATALOGUE_PATH } from '../support/skills-queries';
 import { createRouter } from '../../api/app';
-import type { ApiDeps } from '../../api/deps';
+import { routeListingDeps, routerRoutes } from '../support/router-routes';
 import { loadConfig } from '../../lib/config';
 
 /**
@@ -48,23 +48,9 @@ const TOTP_SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP';
  * /mcp/{entryId}, the docs pages and the user API. Built with the service's configuration; nothing
  * is served from it (the database and Temporal are never touched while routes are registered).
  */
-function routerRoutes(env: Env): string[] {
-  const deps = {
-    config: loadConfig({ ...env, ADMIN_TOKEN: 'embedded-start-route-listing-0123456789' }),
-    db: {} as ApiDeps['db'],
-    temporal: {} as ApiDeps['temporal'],
-    policy: {} as ApiDeps['policy'],
-    social: {} as ApiDeps['social'],
-    readiness: async () => ({ database: false, temporal: false, workers: false }),
-  };
-  const routes = createRouter(deps)
-    .stack.filter((layer) => layer.methods.length > 0)
-    .flatMap((layer) => {
-      const template = String(layer.path).replace(/:([A-Za-z_]+)/g, '{$1}');
-      const methods = layer.methods.filter((m) => m !== 'HEAD');
-      return methods.length > 10 ? [`ANY ${template}`] : methods.map((m) => `${m} ${template}`);
-    });
-  return [...new Set(routes)];
+function appRoutes(env: Env): string[] {
+  const config = loadConfig({ ...env, ADMIN_TOKEN: 'embedded-start-route-listing-0123456789' });
+  return routerRoutes(createRouter(routeListingDeps(config)));
 }
 
 type Env = Record<string, string>;
@@ -1506,7 +1492,7 @@ describe('npm start (embedded PGlite + Temporal dev server): every endpoint', fu
   }
 
   it("sent a request to every route of the app's router (admin, /metrics, /docs-mcp, /mcp/{entryId}, …) that it answered", function () {
-    const routes = routerRoutes(ctx.env);
+    const routes = appRoutes(ctx.env);
     for (const expected of ['POST /admin/users', 'GET /metrics', 'ANY /docs-mcp', 'ANY /mcp/{entryId}'])
       assert.ok(routes.includes(expected), `the router has no ${expected}: ${routes.join(', ')}`);
     const answered = (route: string) => {

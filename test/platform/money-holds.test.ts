@@ -16,7 +16,7 @@ import { assertHoldCovers, HoldExhaustedError, holdStatus, recordUsage } from '.
 import { chargeUsage, getWalletSummary } from '../../db/repos/ledger';
 import type { ScrapeWorkflowInput } from '../../workflows/scrape';
 import { parseBody } from '../../api/validation';
-import { ScrapeRequest, type ScrapeRequestBody } from '../../lib/schemas/scrape';
+import { ScrapeRequest } from '../../lib/schemas/scrape';
 
 /** An API (and, when asked, workers) of its own over the harness's database and Temporal, stopped by the test. */
 async function startOwnStack(
@@ -548,10 +548,9 @@ describe('money: holds, settlement and the ledger', function () {
       try {
         const { apiKey, userId } = await h.createUser({ creditUsd: 1 });
         // As if the API died between its commit and the workflow start.
+        const scrapeRequest = parseBody(ScrapeRequest, { url: `${h.site.url}/static?reconcile=1` });
         const startable = await admitted(userId, 100_000, {
-          request: parseBody<ScrapeRequestBody>(ScrapeRequest, {
-            url: `${h.site.url}/static?reconcile=1`,
-          }) as unknown as Record<string, unknown>,
+          request: scrapeRequest as unknown as Record<string, unknown>,
           workflow: {
             type: 'scrapeWorkflow',
             taskQueue: taskQueues.platform,

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { MARKETS, type Market, type ReviewAction, type SubmissionStatus } from '../../../lib/market/review-state';
+import { MARKETS, type Market, type SubmissionStatus } from '../../../lib/market/review-state';
 import { AdminMarketReviewRequest, AdminMarketSubmissionsQuery } from '../../../lib/schemas/market';
 import type { AppState } from '../../context';
 import type { ApiDeps } from '../../deps';
@@ -41,7 +41,7 @@ export function registerMarketAdminRoutes(router: Router<AppState>, deps: ApiDep
   router.post('/market/:market/submissions/:id/review', async (ctx) => {
     const market = marketParam(ctx);
     const id = parseUuidParam('id', ctx.params.id);
-    const body = parseBody<{ action: ReviewAction; reason?: string }>(AdminMarketReviewRequest, ctx.state.body);
+    const body = parseBody(AdminMarketReviewRequest, ctx.state.body);
     ctx.body = await review.review(market, id, body.action, body.reason);
   });
 }

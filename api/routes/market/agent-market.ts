@@ -9,8 +9,6 @@ import {
   AgentMarketListQuery,
   AgentMarketSubmissionRequest,
   MarketAgentRunRequest,
-  type AgentMarketSubmissionBody,
-  type MarketAgentRunBody,
 } from '../../../lib/schemas/agent-market';
 import { SubmissionsQuery } from '../../../lib/schemas/market';
 import type { UserContext, UserState } from '../../context';
@@ -44,8 +42,7 @@ export function agentMarketRoutes(deps: ApiDeps): Router<UserState> {
 
   const listings = agentListings(deps);
   const ownView = (ctx: UserContext, id: string) => listings.ownView(ctx.state.user.userId, id, iconUrlFor(ctx, deps));
-  const readBody = (ctx: UserContext) => () =>
-    parseBody<AgentMarketSubmissionBody>(AgentMarketSubmissionRequest, ctx.state.body);
+  const readBody = (ctx: UserContext) => () => parseBody(AgentMarketSubmissionRequest, ctx.state.body);
 
   router.post('/submissions', async (ctx) => {
     const id = await listings.create(ctx.state.user.userId, readBody(ctx));
@@ -120,7 +117,7 @@ export function agentMarketRoutes(deps: ApiDeps): Router<UserState> {
   router.post('/agents/:agentId/run', async (ctx) => {
     const user = ctx.state.user;
     const agent = await liveAgent(ctx);
-    const body = parseBody<MarketAgentRunBody>(MarketAgentRunRequest, ctx.state.body);
+    const body = parseBody(MarketAgentRunRequest, ctx.state.body);
     const job = await runMarketAgent(deps, user, agent, body, idempotencyKeyOf(ctx.get('idempotency-key')));
     ctx.status = 202;
     ctx.body = { jobId: job.id, status: 'pending' };

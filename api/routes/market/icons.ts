@@ -17,10 +17,7 @@ export function marketIconRoutes(deps: ApiDeps): Router<UserState> {
   router.use(marketErrors());
   router.post('/market/icons', async (ctx) => {
     const user = ctx.state.user;
-    const body = parseBody<{ fileName: string; contentType: 'image/png'; base64: string }>(
-      MarketIconUploadRequest,
-      ctx.state.body,
-    );
+    const body = parseBody(MarketIconUploadRequest, ctx.state.body);
     const text = body.base64.replace(/\s+/g, '');
     if (!BASE64.test(text)) throw ruleBroken('invalid_base64', 'base64 is not valid base64', 'body/base64');
     const bytes = Buffer.from(text, 'base64');

@@ -7,7 +7,6 @@ import {
   MarketCredentialsQuery,
   McpCredentialRequest,
 } from '../../../lib/schemas/market-hosted';
-import type { SourceParamValues } from '../../../lib/tools/types';
 import { McpMarketDiscoveryRequest, McpMarketListQuery, SubmissionsQuery } from '../../../lib/schemas/market';
 import type { UserContext, UserState } from '../../context';
 import type { ApiDeps } from '../../deps';
@@ -17,7 +16,6 @@ import {
   listEntryCredentials,
   revokeEntryCredential,
   updateCredentialBudgets,
-  type BudgetsUsd,
 } from '../../services/market/credentials';
 import { searchToolMarket } from '../../services/market/catalog';
 import {
@@ -29,7 +27,6 @@ import {
   startListingRevision,
   submitListing,
   validateSource,
-  type DiscoveryBody,
 } from '../../services/market/listing';
 import { parseBody, parseQuery, parseUuidParam } from '../../validation';
 import {
@@ -56,12 +53,12 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   router.use(marketErrors());
 
   router.post('/discover', async (ctx) => {
-    const body = parseBody<DiscoveryBody>(McpMarketDiscoveryRequest, ctx.state.body);
+    const body = parseBody(McpMarketDiscoveryRequest, ctx.state.body);
     ctx.body = await discoverSource(deps, ctx.state.user.userId, body);
   });
 
   router.post('/validate', async (ctx) => {
-    const body = parseBody<DiscoveryBody>(McpMarketDiscoveryRequest, ctx.state.body);
+    const body = parseBody(McpMarketDiscoveryRequest, ctx.state.body);
     ctx.body = await validateSource(deps, ctx.state.user.userId, body);
   });
 
@@ -152,14 +149,7 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   router.post('/mcps/:id/credentials', async (ctx) => {
     const user = ctx.state.user;
     const entryId = parseUuidParam('id', ctx.params.id);
-    const body = parseBody<{
-      params: SourceParamValues;
-      maxTotalUsdPerRun?: number;
-      maxRunChargeUsd?: number;
-      label?: string;
-      budgetTotalUsd?: number;
-      budgetMonthlyUsd?: number;
-    }>(McpCredentialRequest, ctx.state.body);
+    const body = parseBody(McpCredentialRequest, ctx.state.body);
     const issued = await issueEntryCredential(deps, {
       userId: user.userId,
       entryId,
@@ -192,7 +182,7 @@ export function mcpMarketRoutes(deps: ApiDeps): Router<UserState> {
   /** A credential's budgets (its total, and per calendar month): the next call made with it is bounded by them. */
   router.patch('/credentials/:credentialId', async (ctx) => {
     const credentialId = parseUuidParam('credentialId', ctx.params.credentialId);
-    const body = parseBody<BudgetsUsd>(MarketCredentialBudgetsRequest, ctx.state.body);
+    const body = parseBody(MarketCredentialBudgetsRequest, ctx.state.body);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = await updateCredentialBudgets(deps.db, ctx.state.user.userId, credentialId, body);
   });

@@ -4,7 +4,7 @@ import { ProviderRevenueQuery } from '../../../lib/schemas/market-hosted';
 import type { UserState } from '../../context';
 import type { ApiDeps } from '../../deps';
 import { ApiError } from '../../errors';
-import { CHARGE_STATUSES, chargeProviderEvent, type ChargeRequest } from '../../services/market/charge';
+import { CHARGE_STATUSES, chargeProviderEvent } from '../../services/market/charge';
 import { providerRevenue } from '../../services/market/revenue';
 import { parseBody, parseQuery, parseUuidParam } from '../../validation';
 
@@ -21,7 +21,7 @@ export function providerRoutes(deps: ApiDeps): Router<UserState> {
       throw new ApiError(400, 'validation_failed', 'idempotency-key is at most 200 characters', [
         { path: 'header.idempotency-key', message: 'is too long' },
       ]);
-    const body = parseBody<ChargeRequest>(ProviderEventChargeRequest, ctx.state.body);
+    const body = parseBody(ProviderEventChargeRequest, ctx.state.body);
     ctx.body = await chargeProviderEvent(deps, {
       runId,
       callerId: user.userId,

@@ -1,3 +1,4 @@
+import type { FromSchema } from 'json-schema-to-ts';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../../db/connect';
 import { findEventVerificationByRun, recordVerificationCharge } from '../../../db/repos/market-event-verifications';
@@ -6,6 +7,7 @@ import type { Config } from '../../../lib/config';
 import { canonicalJson } from '../../../lib/market/canonical-json';
 import { verifyChargeToken, type ChargeTokenClaims } from '../../../lib/market/charge-token';
 import { sha256Hex } from '../../../lib/market/fingerprint';
+import type { ProviderEventChargeRequest } from '../../../lib/schemas/market';
 import { ApiError } from '../../errors';
 
 /**
@@ -20,12 +22,7 @@ interface ChargeDeps {
   config: Pick<Config, 'market'>;
 }
 
-export interface ChargeRequest {
-  eventName: string;
-  count: number;
-  toolName?: string | null;
-  metadata: Record<string, unknown>;
-}
+export type ChargeRequest = FromSchema<typeof ProviderEventChargeRequest>;
 
 /**
  * Statuses of POST /provider/runs/{runId}/charge (the contract leaves them open):

@@ -229,7 +229,7 @@ export async function startEventVerification(
   body: unknown,
   apiBaseUrl: string,
 ): Promise<EventVerificationView & { chargeToken: string }> {
-  const request = parseBody<{ sourceFingerprint: string; eventNames: string[] }>(MarketEventVerificationRequest, body);
+  const request = parseBody(MarketEventVerificationRequest, body);
   const validation = await findValidValidationByFingerprint(deps.db, userId, request.sourceFingerprint);
   if (!validation)
     throw ruleBroken(
@@ -286,7 +286,7 @@ export async function createListingDraft(
   body: unknown,
   iconUrl: (key: string) => string,
 ): Promise<string> {
-  const request = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, body);
+  const request = parseBody(McpMarketSubmissionRequest, body);
   const prepared = await prepareSubmission(deps, userId, request, iconUrl);
   return createSubmission(deps.db, {
     market: 'mcp',
@@ -311,7 +311,7 @@ export async function replaceListingDraft(
 ): Promise<void> {
   const current = await getOwnSubmission(deps.db, 'mcp', userId, id);
   transition('update', current.status);
-  const request = parseBody<McpSubmissionRequest>(McpMarketSubmissionRequest, body);
+  const request = parseBody(McpMarketSubmissionRequest, body);
   const prepared = await prepareSubmission(deps, userId, request, iconUrl);
   await replaceSubmission(deps.db, {
     market: 'mcp',
