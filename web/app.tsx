@@ -8,7 +8,7 @@ import type { WebDeps } from './deps';
 import { marketRoutes } from './routes/market';
 import { consoleRoutes } from './routes/console';
 import { oauthRoutes } from './routes/oauth';
-import type { OAuthServer } from '../api/services/oauth';
+import type { OAuthServer } from '../api/services/oauth/authorization-server';
 import { providerRoutes } from './routes/provider';
 import { providerWizardRoutes } from './routes/provider-wizard';
 import { tryRoutes } from './routes/try';

@@ -5,7 +5,7 @@ import { ApiKeyBudgetsRequest } from '../../lib/schemas/account';
 import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { unauthorized } from '../errors';
-import { accountSummary } from '../services/account';
+import { accountSummary } from '../services/account/account-summary';
 import { apiKeyBudgets, updateApiKeyBudgets } from '../services/api-key-budgets';
 import type { BudgetsUsd } from '../services/market-credentials';
 import { parseBody } from '../validation';

@@ -6,7 +6,7 @@ import type { SkillsRefreshInput, SkillsRefreshResult } from '../../workflows/sk
 import type { AppState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
-import { startAndWait } from '../services/workflow-call';
+import { startAndWait } from '../services/shared/start-and-wait';
 import { parseBody } from '../validation';
 
 const REFRESH_WAIT_MS = 5 * 60_000;

@@ -5,10 +5,10 @@ import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
 import { AgenticScraperRequest, type AgenticScraperRequestBody } from '../../lib/schemas/agentscraper';
-import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
-import { preflightUrl } from '../services/url-preflight';
-import { assertStructuredOutput } from '../services/structured-output';
-import { assertLlmModel } from '../services/llm-model';
+import { idempotencyKeyOf, startMeteredJob } from '../services/jobs/start-metered-job';
+import { preflightUrl } from '../services/shared/url-preflight';
+import { assertStructuredOutput } from '../services/shared/assert-structured-output';
+import { assertLlmModel } from '../services/shared/assert-llm-model';
 import { parseBody } from '../validation';
 import { addJobStatusRoute } from './job-status';
 

@@ -8,11 +8,11 @@ import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
 import { PaginationQuery } from '../../lib/schemas/common';
 import { AutomationCreateRequest, type AutomationCreateBody } from '../../lib/schemas/automations';
-import { checkAccountSelection, checkSchedule, createAutomation, scheduleState } from '../services/automations';
+import { checkAccountSelection, checkSchedule, createAutomation, scheduleState } from '../services/automations/create-and-schedule';
 import { checkMarketMcps } from '../services/market-selections';
-import { preflightUrl } from '../services/url-preflight';
-import { assertStructuredOutput } from '../services/structured-output';
-import { assertLlmModel } from '../services/llm-model';
+import { preflightUrl } from '../services/shared/url-preflight';
+import { assertStructuredOutput } from '../services/shared/assert-structured-output';
+import { assertLlmModel } from '../services/shared/assert-llm-model';
 import { parseBody, parseQuery } from '../validation';
 
 function toAutomation(row: Selectable<AutomationsTable>, state: { isPaused: boolean }) {

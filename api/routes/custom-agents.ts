@@ -12,7 +12,7 @@ import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError, badRequest } from '../errors';
 import { parseBody, parseUuidParam } from '../validation';
-import { agentRunExtras } from '../services/agent-run-record';
+import { agentRunExtras } from '../services/agents/run-record';
 import { addJobStatusRoute } from './job-status';
 import { sealRequestSecrets } from '../../lib/request-secrets';
 import {
@@ -27,16 +27,16 @@ import {
   createScheduledAutomation,
   splitSecrets,
   updateScheduledAutomation,
-} from '../services/automations';
+} from '../services/automations/create-and-schedule';
 import {
   agentRunBounds,
   checkCustomAgent,
   mergeCustomAgent,
   scheduledRunInput,
   unsealedAgent,
-} from '../services/custom-agents';
-import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
-import { startAndWait } from '../services/workflow-call';
+} from '../services/agents/custom-agent-config';
+import { idempotencyKeyOf, startMeteredJob } from '../services/jobs/start-metered-job';
+import { startAndWait } from '../services/shared/start-and-wait';
 import { notFound } from '../errors';
 
 /** How long POST /agents/discover-mcp waits for its discovery workflow before answering 504. */

@@ -3,7 +3,7 @@ import type { AppState } from '../context';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { loadCallEntryCached } from '../../db/repos/market-tool-calls';
-import { MCP_SCOPE, type OAuthServer } from '../services/oauth';
+import { MCP_SCOPE, type OAuthServer } from '../services/oauth/authorization-server';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

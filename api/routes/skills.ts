@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { aiSearch } from '../services/skills-ai-search';
+import { aiSearch } from '../services/skills/ai-search';
 import { embedderFromConfig, serviceLlmClient } from '../../lib/skills/embeddings';
 import { plainSearch } from '../../db/skills/search';
 import type { UserState } from '../context';

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { WebContext, WebState } from '../context';
-import { accountSummary } from '../../api/services/account';
+import { accountSummary } from '../../api/services/account/account-summary';
 import { listAutomations, listLatestAutomationRuns } from '../../db/repos/automations';
-import { scheduleView } from '../../api/services/automations';
+import { scheduleView } from '../../api/services/automations/create-and-schedule';
 import {
   findListingsByName,
   issueEntryCredential,
@@ -14,7 +14,7 @@ import {
   credentialView,
   updateCredentialBudgets,
 } from '../../api/services/market-credentials';
-import { publicOrigin } from '../../api/services/public-urls';
+import { publicOrigin } from '../../api/services/shared/public-urls';
 import { findPublicMcpEntry } from '../../db/repos/market-mcp';
 import { findMarketCredential } from '../../db/repos/market-credentials';
 import { MarketRuleError } from '../../lib/market/errors';

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { WebContext, WebState } from '../context';
 import type { OidcInteraction } from 'oidc-provider';
-import type { OAuthServer } from '../../api/services/oauth';
+import type { OAuthServer } from '../../api/services/oauth/authorization-server';
 import { loadCallEntry } from '../../db/repos/market-tool-calls';
 import { searchPublicMcpEntries } from '../../db/repos/market-mcp';
 import { findMarketCredential } from '../../db/repos/market-credentials';
