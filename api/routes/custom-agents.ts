@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import { WorkflowFailedError } from '@temporalio/client';
-import { findUserAutomation } from '../../db/repos/automations';
 import type { AuthenticatedUser } from '../../db/repos/users';
 import { McpDiscoveryRequest, type McpDiscoveryRequestBody } from '../../lib/schemas/tools';
 import { sealDiscoveryParams } from '../../lib/tools/discovery-request';
@@ -22,37 +21,19 @@ import {
   type CustomAgentUpdateBody,
 } from '../../lib/schemas/custom-agents';
 import type { CustomAgentWorkflowInput } from '../../workflows/custom-agent';
-import {
-  checkSchedule,
-  createScheduledAutomation,
-  splitSecrets,
-  updateScheduledAutomation,
-} from '../services/automations/create-and-schedule';
+import { splitSecrets } from '../services/automations/create-and-schedule';
+import { createCustomAgent, findOwnCustomAgent, updateCustomAgent } from '../services/agents/stored-agents';
 import {
   agentRunBounds,
   checkCustomAgent,
   mergeCustomAgent,
-  scheduledRunInput,
   unsealedAgent,
 } from '../services/agents/custom-agent-config';
 import { idempotencyKeyOf, startMeteredJob } from '../services/jobs/start-metered-job';
 import { startAndWait } from '../services/shared/start-and-wait';
-import { notFound } from '../errors';
 
 /** How long POST /agents/discover-mcp waits for its discovery workflow before answering 504. */
 const DISCOVERY_WAIT_MS = 60_000;
-
-function agentName(body: CustomAgentBody): string {
-  return body.name ?? (body.task.length > 60 ? `${body.task.slice(0, 59)}…` : body.task);
-}
-
-function requireCron(body: CustomAgentBody): { cron: string; timezone?: string } {
-  if (!body.cron)
-    throw badRequest('A stored custom agent needs cron (use POST /agents/run for a single run)', [
-      { path: 'body/cron', message: 'is required' },
-    ]);
-  return { cron: body.cron, timezone: body.timezone };
-}
 
 /** Custom agents (contract, "Custom agents"): stored (scheduled) agents, single runs, their records, and discovery of tool sources. */
 export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
@@ -61,46 +42,18 @@ export function customAgentRoutes(deps: ApiDeps): Router<UserState> {
   router.post('/agents', async (ctx) => {
     const user = ctx.state.user;
     const body = parseBody<CustomAgentBody>(CustomAgentRequest, ctx.state.body);
-    const schedule = requireCron(body);
-    const temporalCron = checkSchedule(schedule, deps.config.automations.minIntervalMinutes);
-    await checkCustomAgent(deps, body);
-    const { payload, secrets } = splitSecrets(body);
-    const row = await createScheduledAutomation(deps, user, {
-      name: agentName(body),
-      cron: schedule.cron,
-      timezone: schedule.timezone ?? null,
-      automationType: 'custom-agent',
-      payload,
-      secrets,
-      temporalCron,
-      workflowType: 'customAgentWorkflow',
-      jobKind: 'custom-agent',
-      args: (id) => [scheduledRunInput(deps, id)],
-    });
+    const created = await createCustomAgent(deps, user, body);
     ctx.status = 201;
-    ctx.body = { agent: { id: row.id, name: row.name, payload: row.payload } };
+    ctx.body = created;
   });
 
   router.patch('/agents/:id', async (ctx) => {
     const user = ctx.state.user;
     const id = parseUuidParam('id', ctx.params.id);
     const patch = parseBody<CustomAgentUpdateBody>(CustomAgentUpdateRequest, ctx.state.body);
-    const row = await findUserAutomation(deps.db, { userId: user.userId, id, type: 'custom-agent' });
-    if (!row) throw notFound('Custom agent');
+    const row = await findOwnCustomAgent(deps, user.userId, id);
     const merged = parseBody<CustomAgentBody>(CustomAgentRequest, mergeCustomAgent(unsealedAgent(deps, row), patch));
-    const schedule = requireCron(merged);
-    const temporalCron = checkSchedule(schedule, deps.config.automations.minIntervalMinutes);
-    await checkCustomAgent(deps, merged);
-    const { payload, secrets } = splitSecrets(merged);
-    const updated = await updateScheduledAutomation(deps, row, {
-      name: agentName(merged),
-      cron: schedule.cron,
-      timezone: schedule.timezone ?? null,
-      payload,
-      secrets,
-      temporalCron,
-    });
-    ctx.body = { agent: { id: updated.id, name: updated.name, payload: updated.payload } };
+    ctx.body = await updateCustomAgent(deps, row, merged);
   });
 
   router.post('/agents/run', async (ctx) => {

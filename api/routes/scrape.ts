@@ -1,7 +1,4 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
-import { getJob } from '../../db/repos/jobs';
-import { waitBounded } from '../../lib/temporal/start';
 import { normalizeCookies } from '../../lib/page/cookies';
 import type { ScrapeWorkflowInput } from '../../workflows/scrape';
 import type { UserState } from '../context';
@@ -13,7 +10,8 @@ import { preflightUrl } from '../services/shared/url-preflight';
 import { assertStructuredOutput } from '../services/shared/assert-structured-output';
 import { assertLlmModel } from '../services/shared/assert-llm-model';
 import { parseBody } from '../validation';
-import { addJobStatusRoute, isTerminalJobStatus, jobWaitersFor } from './job-status';
+import { isTerminalJobStatus, jobAfterBoundedWait } from '../services/jobs/job-status';
+import { addJobStatusRoute, untilClientGone } from './job-status';
 import { maskCookies, sealRequestSecrets } from '../../lib/request-secrets';
 
 function checkScrapeSemantics(body: ScrapeRequestBody, deps: ApiDeps): void {
@@ -64,8 +62,7 @@ export function scrapeRoutes(deps: ApiDeps): Router<UserState> {
     }
     // The job's workflow was started once (startMeteredJob); the request waits, within a bound, for the job to
     // end (not for the workflow: it goes on delivering the webhook, with retries, after the job ended).
-    await waitForJobEnd(deps, job, ctx);
-    const current = await getJob(deps.db, job.id);
+    const current = await untilClientGone(ctx, (gone) => jobAfterBoundedWait(deps, job, gone));
     const finished = isTerminalJobStatus(current.status);
     ctx.status = 200;
     if (current.status === 'completed' && current.result) {
@@ -87,24 +84,4 @@ export function scrapeRoutes(deps: ApiDeps): Router<UserState> {
   addJobStatusRoute(router, deps, '/scrape/status', 'scrape', 'Scrape job');
 
   return router;
-}
-
-/**
- * Holds a synchronous scrape until its job is terminal or SYNC_SCRAPE_TIMEOUT_MS passes (or the client goes
- * away): the process's long-poll waiters when they have room, else the workflow's own end.
- */
-async function waitForJobEnd(deps: ApiDeps, job: { id: string; workflow_id: string }, ctx: Context): Promise<void> {
-  const waiters = jobWaitersFor(deps.db);
-  if (!waiters.hasRoom()) {
-    await waitBounded(deps.temporal, job.workflow_id, deps.config.syncScrapeTimeoutMs).catch(() => undefined);
-    return;
-  }
-  const gone = new AbortController();
-  const onClose = () => gone.abort();
-  ctx.res.once('close', onClose);
-  try {
-    await waiters.wait(job.id, deps.config.syncScrapeTimeoutMs, gone.signal);
-  } finally {
-    ctx.res.off('close', onClose);
-  }
 }

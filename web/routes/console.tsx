@@ -47,7 +47,7 @@ import {
 } from '../pages/credentials';
 import { ConnectionsPage } from '../pages/connections';
 import { ApiKeyPage } from '../pages/api-key';
-import { apiKeyBudgets, updateApiKeyBudgets } from '../../api/services/api-key-budgets';
+import { apiKeyBudgets, updateApiKeyBudgets } from '../../api/services/account/api-key-budgets';
 import { listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
 import { RunPage } from '../pages/run';
 import { RUN_KINDS, RUN_STATUSES, RunsPage } from '../pages/runs';

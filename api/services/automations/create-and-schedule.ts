@@ -4,7 +4,13 @@ import type { Selectable } from 'kysely';
 import type { AutomationsTable, AutomationType, SocialPlatform } from '../../../db/schema';
 import { seal } from '../../../lib/crypto';
 import { redactFields } from '../../../lib/request-secrets';
-import { assertCronInterval, CronError, CronTooFrequentError, isValidTimezone, toTemporalCron } from '../../../lib/cron';
+import {
+  assertCronInterval,
+  CronError,
+  CronTooFrequentError,
+  isValidTimezone,
+  toTemporalCron,
+} from '../../../lib/cron';
 import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../../lib/temporal/client';
 import { countAutomations, insertAutomation, updateAutomation } from '../../../db/repos/automations';
 import { listAccountIds } from '../../../db/repos/social-accounts';
