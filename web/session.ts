@@ -1,5 +1,6 @@
 import type { WebContext } from './context';
-import { findLiveSession, type SessionLifetimes, type WebSession } from '../db/repos/sessions';
+import type { SessionLifetimes, WebSession } from '../db/repos/sessions';
+import { liveConsoleSession } from '../api/services/account/console-sessions';
 import type { Config } from '../lib/config';
 import type { WebDeps } from './deps';
 
@@ -39,9 +40,21 @@ export const clearCookie = (ctx: WebContext, name: string) => setCookie(ctx, nam
 export async function currentSession(ctx: WebContext, deps: WebDeps): Promise<WebSession | null> {
   if (ctx.state.webSession !== undefined) return ctx.state.webSession;
   const token = readCookie(ctx, SESSION_COOKIE);
-  const session = token ? await findLiveSession(deps.db, token, sessionLifetimes(deps.config)) : null;
+  const session = token ? await liveConsoleSession(deps.db, token, sessionLifetimes(deps.config)) : null;
   ctx.state.webSession = session;
   // The access log names the account, as it does for API-key requests.
   if (session) ctx.state.user = session.user;
   return session;
+}
+
+/**
+ * The request's live session, or null after redirecting to the console's sign-in page (which then comes back
+ * here); a stale session cookie is cleared. Every signed-in page starts with it.
+ */
+export async function signedIn(ctx: WebContext, deps: WebDeps): Promise<WebSession | null> {
+  const session = await currentSession(ctx, deps);
+  if (session) return session;
+  if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
+  ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
+  return null;
 }

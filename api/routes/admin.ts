@@ -22,8 +22,7 @@ export function adminRoutes(deps: ApiDeps): Router<AppState> {
   const router = new Router<AppState>({ prefix: '/admin' });
   router.use(requireAdminToken(deps.config.adminToken), jsonBody());
 
-  const existingUser = (ctx: AppRouteContext) =>
-    requireUser(deps.db, parseUuidParam('userId', ctx.params.userId));
+  const existingUser = (ctx: AppRouteContext) => requireUser(deps.db, parseUuidParam('userId', ctx.params.userId));
 
   router.post('/users', async (ctx) => {
     const body = parseBody<{

@@ -43,9 +43,7 @@ export function addJobStatusRoute(
     const jobId = parseUuidParam('jobId', ctx.params.jobId);
     const waitSeconds = parseWaitSeconds(ctx.query.wait);
     const scope = { userId: user.userId, kind, jobId };
-    const job = await untilClientGone(ctx, (gone) =>
-      ownJobStatus(deps.db, scope, label, waitSeconds * 1000, gone),
-    );
+    const job = await untilClientGone(ctx, (gone) => ownJobStatus(deps.db, scope, label, waitSeconds * 1000, gone));
     if (!job) return; // the client went away: nobody to answer
     ctx.body = extend ? { ...toJobRecord(job), ...(await extend(job)) } : toJobRecord(job);
   });

@@ -4,11 +4,7 @@ import type { PlatformCredentials } from '../../lib/social/platforms';
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { badRequest } from '../errors';
-import {
-  SocialAccountCreateRequest,
-  SocialAccountsQuery,
-  SocialAccountUpdateRequest,
-} from '../../lib/schemas/social';
+import { SocialAccountCreateRequest, SocialAccountsQuery, SocialAccountUpdateRequest } from '../../lib/schemas/social';
 import {
   connectSocialAccount,
   deleteSocialAccount,

@@ -114,5 +114,8 @@ export async function metricsText(db: Db, logger: Logger): Promise<{ contentType
       return null;
     }),
   ]);
-  return { contentType: processMetrics.contentType, body: `${own.trimEnd()}\n\n${render(platformStateFamilies(state))}\n` };
+  return {
+    contentType: processMetrics.contentType,
+    body: `${own.trimEnd()}\n\n${render(platformStateFamilies(state))}\n`,
+  };
 }
