@@ -2,7 +2,10 @@ import type { WebContext } from './context';
 import type { SessionLifetimes, WebSession } from '../db/repos/sessions';
 import { liveConsoleSession } from '../api/services/account/console-sessions';
 import type { Config } from '../lib/config';
+import { requireFormToken, requireSameOrigin } from './csrf';
 import type { WebDeps } from './deps';
+import { readForm } from './forms';
+import { PageError } from './page';
 
 /**
  * The console's cookies. `__Host-` binds them to this origin (Secure, Path=/, no Domain); browsers
@@ -57,4 +60,20 @@ export async function signedIn(ctx: WebContext, deps: WebDeps): Promise<WebSessi
   if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
   ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
   return null;
+}
+
+/**
+ * A signed-in page's form post: the Origin/Sec-Fetch-Site check, the live session (else 401: there is no page to
+ * come back to after signing in), then the form and its token.
+ */
+export async function signedInForm(
+  ctx: WebContext,
+  deps: WebDeps,
+): Promise<{ session: WebSession; form: URLSearchParams }> {
+  requireSameOrigin(ctx, deps.config);
+  const session = await currentSession(ctx, deps);
+  if (!session) throw new PageError(401, 'Sign in first', 'Your session has ended: sign in again.');
+  const form = await readForm(ctx);
+  requireFormToken(form.get('csrf'), session.csrfToken);
+  return { session, form };
 }
