@@ -47,6 +47,20 @@ zones.push({
   message: 'Only api/app.ts (the HTTP composition) mounts web/ (docs/architecture.md).',
 });
 
+/** The API starts workflows by name: their types only. */
+const workflowTypesOnly = {
+  group: ['../workflows', '../workflows/**', '../../workflows', '../../workflows/**', '../../../workflows/**'],
+  allowTypeImports: true,
+  message: 'The API starts workflows by name: import their input and result types only (import type).',
+};
+/** Entry points reach the database through a service: the repositories' types only. */
+const repositoryTypesOnly = {
+  group: ['**/db/repos', '**/db/repos/**'],
+  allowTypeImports: true,
+  message:
+    'An entry point (route, MCP handler, page) calls a service of api/services/<capability>/ and imports only types from db/repos (docs/architecture.md, application layer).',
+};
+
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((name) => `node:${name}`)];
 
 export default tseslint.config(
@@ -117,20 +131,36 @@ export default tseslint.config(
   {
     files: ['api/**/*.ts'],
     rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [workflowTypesOnly] }],
+    },
+  },
+  {
+    // The entry points (routes, MCP handlers, pages) call a service of api/services/<capability>/, the one door of
+    // each capability; they read the repositories' types only (docs/architecture.md, "application layer").
+    files: ['api/routes/**/*.ts', 'api/mcp/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [workflowTypesOnly, repositoryTypesOnly] }],
+    },
+  },
+  {
+    files: ['web/**/*.ts', 'web/**/*.tsx'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', { patterns: [repositoryTypesOnly] }],
+    },
+  },
+  {
+    // Repositories hold SQL: they never run the market's call logic (the relay and its steps), whose types they store.
+    files: ['db/**/*.ts'],
+    rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
         {
           patterns: [
             {
-              group: [
-                '../workflows',
-                '../workflows/**',
-                '../../workflows',
-                '../../workflows/**',
-                '../../../workflows/**',
-              ],
+              group: ['**/lib/market/tool-call', '**/lib/market/relay', '**/lib/market/relay/**'],
               allowTypeImports: true,
-              message: 'The API starts workflows by name: import their input and result types only (import type).',
+              message:
+                'db/ holds SQL only: it may store the call logic types, never run it (docs/architecture.md, application layer).',
             },
           ],
         },

@@ -30,7 +30,7 @@ import { scrapeRoutes } from './routes/scrape';
 import { skillsRoutes } from './routes/skills';
 import { socialAccountRoutes } from './routes/social-accounts';
 import { webPages } from '../web/app';
-import { createOAuthServer, type OAuthServer } from './services/oauth';
+import { createOAuthServer, type OAuthServer } from './services/oauth/authorization-server';
 import { protectedResourceRoutes } from './routes/oauth';
 
 export function createApp(deps: ApiDeps): Koa {

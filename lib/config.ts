@@ -88,7 +88,7 @@ export interface Config {
   oauth: OAuthConfig;
 }
 
-/** The authorization server of the hosted MCP endpoints (api/services/oauth.ts, docs/configuration.md "OAuth"). */
+/** The authorization server of the hosted MCP endpoints (api/services/oauth/authorization-server.ts, docs/configuration.md "OAuth"). */
 export interface OAuthConfig {
   /** OAUTH_DYNAMIC_REGISTRATION, true (default) or false: whether clients may register themselves (RFC 7591). */
   dynamicRegistration: boolean;

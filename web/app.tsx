@@ -8,7 +8,7 @@ import type { WebDeps } from './deps';
 import { marketRoutes } from './market/routes/market';
 import { consoleRoutes } from './routes/console';
 import { oauthRoutes } from './routes/oauth';
-import type { OAuthServer } from '../api/services/oauth';
+import type { OAuthServer } from '../api/services/oauth/authorization-server';
 import { providerRoutes } from './market/routes/provider';
 import { providerWizardRoutes } from './market/routes/provider-wizard';
 import { tryRoutes } from './market/routes/try';

@@ -1,7 +1,10 @@
-import { createHash } from 'node:crypto';
 import type { WebContext } from './context';
 import type { Db } from '../db/connect';
-import { createOperatorSession, endOperatorSession, findOperatorSession } from '../db/repos/operator-sessions';
+import {
+  closeOperatorSession,
+  liveOperatorSession,
+  openOperatorSession,
+} from '../api/services/admin/operator-sessions';
 import { constantTimeEquals } from '../lib/crypto';
 import type { Config } from '../lib/config';
 import { clearCookie, readCookie, setCookie } from './session';
@@ -26,10 +29,6 @@ interface OperatorDeps {
   config: Pick<Config, 'adminToken' | 'web'>;
 }
 
-/** A hash of the admin token: what an operator session is bound to. */
-const adminKey = (adminToken: string) =>
-  createHash('sha256').update(`console-operator:${adminToken}`).digest('base64url');
-
 /** True when `given` is the admin token (compared in constant time). */
 export const isAdminToken = (config: Pick<Config, 'adminToken'>, given: string) =>
   given.length > 0 && constantTimeEquals(given, config.adminToken);
@@ -37,7 +36,7 @@ export const isAdminToken = (config: Pick<Config, 'adminToken'>, given: string) 
 /** Signs this browser in as an operator; returns the session's CSRF token. */
 export async function startOperatorSession(ctx: WebContext, deps: OperatorDeps): Promise<OperatorSession> {
   const ttlMs = deps.config.web.sessionIdleMs;
-  const session = await createOperatorSession(deps.db, { adminKey: adminKey(deps.config.adminToken), ttlMs });
+  const session = await openOperatorSession(deps);
   setCookie(ctx, OPERATOR_COOKIE, session.token, ttlMs / 1000);
   return { csrfToken: session.csrfToken, expiresAt: session.expiresAt };
 }
@@ -46,12 +45,12 @@ export async function startOperatorSession(ctx: WebContext, deps: OperatorDeps):
 export async function currentOperator(ctx: WebContext, deps: OperatorDeps): Promise<OperatorSession | null> {
   const cookie = readCookie(ctx, OPERATOR_COOKIE);
   if (!cookie) return null;
-  return findOperatorSession(deps.db, cookie, adminKey(deps.config.adminToken));
+  return liveOperatorSession(deps, cookie);
 }
 
 /** Signs this browser out: the session ends on the server and the cookie is cleared. */
 export async function endOperatorSignIn(ctx: WebContext, deps: OperatorDeps): Promise<void> {
   const cookie = readCookie(ctx, OPERATOR_COOKIE);
-  if (cookie) await endOperatorSession(deps.db, cookie);
+  if (cookie) await closeOperatorSession(deps.db, cookie);
   clearCookie(ctx, OPERATOR_COOKIE);
 }

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { WebContext } from './context';
 import { onJobTerminal } from '../db/job-terminal-events';
-import { findOwnJob } from '../db/repos/jobs';
+import { ownJob } from '../api/services/jobs/own-jobs';
 import type { Job } from '../db/schema';
 import { log } from '../lib/log';
 import type { WebDeps } from './deps';
@@ -111,7 +111,7 @@ export function streamRunEvents(ctx: WebContext, deps: WebDeps, userId: string, 
       if (Date.now() > deadline) break;
       await pause(RUN_EVENTS_POLL_MS);
       if (Date.now() - lastWrite > HEARTBEAT_MS) write(': still following\n\n');
-      job = gone.signal.aborted ? undefined : await findOwnJob(deps.db, userId, first.id);
+      job = gone.signal.aborted ? undefined : await ownJob(deps.db, userId, first.id);
     }
   };
   pump()

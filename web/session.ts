@@ -1,7 +1,11 @@
 import type { WebContext } from './context';
-import { findLiveSession, type SessionLifetimes, type WebSession } from '../db/repos/sessions';
+import type { SessionLifetimes, WebSession } from '../db/repos/sessions';
+import { liveConsoleSession } from '../api/services/account/console-sessions';
 import type { Config } from '../lib/config';
+import { requireFormToken, requireSameOrigin } from './csrf';
 import type { WebDeps } from './deps';
+import { readForm } from './forms';
+import { PageError } from './page';
 
 /**
  * The console's cookies. `__Host-` binds them to this origin (Secure, Path=/, no Domain); browsers
@@ -39,9 +43,37 @@ export const clearCookie = (ctx: WebContext, name: string) => setCookie(ctx, nam
 export async function currentSession(ctx: WebContext, deps: WebDeps): Promise<WebSession | null> {
   if (ctx.state.webSession !== undefined) return ctx.state.webSession;
   const token = readCookie(ctx, SESSION_COOKIE);
-  const session = token ? await findLiveSession(deps.db, token, sessionLifetimes(deps.config)) : null;
+  const session = token ? await liveConsoleSession(deps.db, token, sessionLifetimes(deps.config)) : null;
   ctx.state.webSession = session;
   // The access log names the account, as it does for API-key requests.
   if (session) ctx.state.user = session.user;
   return session;
+}
+
+/**
+ * The request's live session, or null after redirecting to the console's sign-in page (which then comes back
+ * here); a stale session cookie is cleared. Every signed-in page starts with it.
+ */
+export async function signedIn(ctx: WebContext, deps: WebDeps): Promise<WebSession | null> {
+  const session = await currentSession(ctx, deps);
+  if (session) return session;
+  if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
+  ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
+  return null;
+}
+
+/**
+ * A signed-in page's form post: the Origin/Sec-Fetch-Site check, the live session (else 401: there is no page to
+ * come back to after signing in), then the form and its token.
+ */
+export async function signedInForm(
+  ctx: WebContext,
+  deps: WebDeps,
+): Promise<{ session: WebSession; form: URLSearchParams }> {
+  requireSameOrigin(ctx, deps.config);
+  const session = await currentSession(ctx, deps);
+  if (!session) throw new PageError(401, 'Sign in first', 'Your session has ended: sign in again.');
+  const form = await readForm(ctx);
+  requireFormToken(form.get('csrf'), session.csrfToken);
+  return { session, form };
 }

@@ -40,8 +40,8 @@ import { resultContent } from '../../lib/tools/result';
 import type { ApiDeps } from '../deps';
 import { ApiError } from '../errors';
 import { MODERN_REVISIONS_FROM, type McpEndpointOptions } from './endpoint';
-import { marketMcpUrl as mcpUrlOf } from '../services/public-urls';
-import { MCP_SCOPE, type OAuthServer } from '../services/oauth';
+import { marketMcpUrl as mcpUrlOf } from '../services/shared/public-urls';
+import { MCP_SCOPE, type OAuthServer } from '../services/oauth/authorization-server';
 import { API_KEY_PREFIX } from '../../lib/crypto';
 import {
   credentialPrincipal,

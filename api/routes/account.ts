@@ -1,12 +1,10 @@
 import Router from '@koa/router';
-import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
-import { getWebhookSecret } from '../../db/repos/users';
 import { ApiKeyBudgetsRequest } from '../../lib/schemas/account';
 import type { UserContext, UserState } from '../context';
 import type { ApiDeps } from '../deps';
-import { unauthorized } from '../errors';
-import { accountSummary } from '../services/account';
-import { apiKeyBudgets, updateApiKeyBudgets } from '../services/api-key-budgets';
+import { accountSummary } from '../services/account/account-summary';
+import { requestApiKeyId, webhookSecret } from '../services/account/api-key';
+import { apiKeyBudgets, updateApiKeyBudgets } from '../services/account/api-key-budgets';
 import { parseBody } from '../validation';
 
 /** Not in the contract: what a client needs to see its own plan, verify webhooks and bound its own key's spending. */
@@ -20,15 +18,11 @@ export function accountRoutes(deps: ApiDeps): Router<UserState> {
   router.get('/account/webhook-secret', async (ctx) => {
     const user = ctx.state.user;
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { webhookSecret: await getWebhookSecret(deps.db, deps.config.masterKey, user.userId) };
+    ctx.body = await webhookSecret(deps, user.userId);
   });
 
   /** The id of the API key this request is made with (the account's, live). */
-  const requestKeyId = async (ctx: UserContext) => {
-    const key = await findApiKeyOwner(deps.db, ctx.get('x-api-key'));
-    if (!key || key.userId !== ctx.state.user.userId) throw unauthorized();
-    return key.apiKeyId;
-  };
+  const requestKeyId = (ctx: UserContext) => requestApiKeyId(deps.db, ctx.get('x-api-key'), ctx.state.user.userId);
 
   /** The request's API key with its budgets for the account's own market calls, and what they spent. */
   router.get('/account/api-key', async (ctx) => {

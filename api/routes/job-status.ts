@@ -1,25 +1,15 @@
 import type Router from '@koa/router';
-import type { Db } from '../../db/connect';
+import type { Context } from 'koa';
 import type { Job, JobKind } from '../../db/schema';
-import { findJob } from '../../db/repos/jobs';
 import { toJobRecord } from '../../db/job-record';
-import { JobWaiters } from '../../db/job-waiters';
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
-import { badRequest, notFound } from '../errors';
+import { badRequest } from '../errors';
+import { ownJobStatus } from '../services/jobs/job-status';
 import { parseUuidParam } from '../validation';
 
 /** The longest a status request may be held (`?wait=N`, seconds). */
 export const MAX_STATUS_WAIT_SECONDS = 30;
-
-const waitersByDb = new WeakMap<Db, JobWaiters>();
-
-/** The process's long-poll waiters over this database (one re-read loop for all of them). */
-export function jobWaitersFor(db: Db): JobWaiters {
-  let waiters = waitersByDb.get(db);
-  if (!waiters) waitersByDb.set(db, (waiters = new JobWaiters(db)));
-  return waiters;
-}
 
 /** `?wait=N`: whole seconds 0–30; absent means 0 (answer at once). */
 export function parseWaitSeconds(value: string | string[] | undefined): number {
@@ -34,9 +24,6 @@ export function parseWaitSeconds(value: string | string[] | undefined): number {
 
 /** Fields a kind adds to the job record (e.g. an agent run's tool calls and usage), read after any wait. */
 export type RecordExtension = (job: Job) => Promise<Record<string, unknown>>;
-
-/** A job that will not change any more (its workflow may still deliver the webhook). */
-export const isTerminalJobStatus = (status: string) => status === 'completed' || status === 'failed';
 
 /**
  * `GET <path>/:jobId`: the caller's own job of this kind as the contract shapes it; anything else is
@@ -56,20 +43,20 @@ export function addJobStatusRoute(
     const jobId = parseUuidParam('jobId', ctx.params.jobId);
     const waitSeconds = parseWaitSeconds(ctx.query.wait);
     const scope = { userId: user.userId, kind, jobId };
-    let job = await findJob(deps.db, scope);
-    if (!job) throw notFound(label);
-    if (waitSeconds > 0 && !isTerminalJobStatus(job.status)) {
-      const gone = new AbortController();
-      const onClose = () => gone.abort();
-      ctx.res.once('close', onClose);
-      try {
-        await jobWaitersFor(deps.db).wait(jobId, waitSeconds * 1000, gone.signal);
-      } finally {
-        ctx.res.off('close', onClose);
-      }
-      if (gone.signal.aborted) return; // the client went away: nobody to answer
-      job = (await findJob(deps.db, scope)) ?? job;
-    }
+    const job = await untilClientGone(ctx, (gone) => ownJobStatus(deps.db, scope, label, waitSeconds * 1000, gone));
+    if (!job) return; // the client went away: nobody to answer
     ctx.body = extend ? { ...toJobRecord(job), ...(await extend(job)) } : toJobRecord(job);
   });
+}
+
+/** Runs `work` with a signal that aborts when the client closes the connection (the response's close). */
+export async function untilClientGone<T>(ctx: Context, work: (gone: AbortSignal) => Promise<T>): Promise<T> {
+  const gone = new AbortController();
+  const onClose = () => gone.abort();
+  ctx.res.once('close', onClose);
+  try {
+    return await work(gone.signal);
+  } finally {
+    ctx.res.off('close', onClose);
+  }
 }

@@ -1,11 +1,8 @@
 import Router from '@koa/router';
 import type { AppState } from '../context';
 import type { ApiDeps } from '../deps';
-import { ApiError } from '../errors';
-import { loadCallEntryCached } from '../services/market/call-path';
-import { MCP_SCOPE, type OAuthServer } from '../services/oauth';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { MCP_SCOPE, type OAuthServer } from '../services/oauth/authorization-server';
+import { protectedResourceEntry } from '../services/oauth/protected-resource';
 
 /**
  * The protected resource metadata (RFC 9728) of each hosted market endpoint, at the path-scoped
@@ -15,11 +12,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function protectedResourceRoutes(deps: ApiDeps, oauth: OAuthServer): Router<AppState> {
   const router = new Router<AppState>();
   router.get('/.well-known/oauth-protected-resource/mcp/:entryId', async (ctx) => {
-    const entryId = String(ctx.params.entryId);
-    const entry = UUID.test(entryId)
-      ? await loadCallEntryCached(deps.db, deps.config.masterKey, entryId.toLowerCase())
-      : null;
-    if (!entry) throw new ApiError(404, 'not_found', 'Market entry not found (not approved, or disabled)');
+    const entry = await protectedResourceEntry(deps, String(ctx.params.entryId));
     ctx.set('Access-Control-Allow-Origin', '*');
     ctx.set('Cache-Control', 'public, max-age=300');
     ctx.body = {

@@ -1,35 +1,11 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
-import { getJob } from '../../db/repos/jobs';
-import { waitBounded } from '../../lib/temporal/start';
-import { normalizeCookies } from '../../lib/page/cookies';
-import type { ScrapeWorkflowInput } from '../../workflows/scrape';
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
-import { badRequest } from '../errors';
-import { ScrapeRequest, type ScrapeRequestBody } from '../../lib/schemas/scrape';
-import { idempotencyKeyOf, startMeteredJob } from '../services/jobs';
-import { preflightUrl } from '../services/url-preflight';
-import { assertStructuredOutput } from '../services/structured-output';
-import { assertLlmModel } from '../services/llm-model';
+import { ScrapeRequest } from '../../lib/schemas/scrape';
+import { startScrape } from '../services/jobs/scrape';
 import { parseBody } from '../validation';
-import { addJobStatusRoute, isTerminalJobStatus, jobWaitersFor } from './job-status';
-import { maskCookies, sealRequestSecrets } from '../../lib/request-secrets';
-
-function checkScrapeSemantics(body: ScrapeRequestBody, deps: ApiDeps): void {
-  preflightUrl('url', body.url, deps.policy);
-  if (body.webhook_url) preflightUrl('webhook_url', body.webhook_url, deps.policy);
-  assertStructuredOutput(body.structured_output);
-  assertLlmModel(deps.config.modelPrices, body);
-  if (body.cookies !== undefined) {
-    try {
-      normalizeCookies(body.cookies, body.url);
-    } catch (err) {
-      throw badRequest('cookies are invalid', [{ path: 'body/cookies', message: (err as Error).message }]);
-    }
-  }
-  body.mobile_proxy_country = body.mobile_proxy_country.toUpperCase();
-}
+import { isTerminalJobStatus, jobAfterBoundedWait } from '../services/jobs/job-status';
+import { addJobStatusRoute, untilClientGone } from './job-status';
 
 export function scrapeRoutes(deps: ApiDeps): Router<UserState> {
   const router = new Router<UserState>();
@@ -37,26 +13,7 @@ export function scrapeRoutes(deps: ApiDeps): Router<UserState> {
   router.post('/scrape', async (ctx) => {
     const user = ctx.state.user;
     const body = parseBody(ScrapeRequest, ctx.state.body);
-    checkScrapeSemantics(body, deps);
-    const job = await startMeteredJob(deps, {
-      user,
-      kind: 'scrape',
-      request: { ...body, ...(body.cookies !== undefined && { cookies: maskCookies(body.cookies) }) },
-      webhookUrl: body.webhook_url ?? null,
-      idempotencyKey: idempotencyKeyOf(ctx.get('idempotency-key')),
-      sealSecrets:
-        body.cookies === undefined
-          ? undefined
-          : (jobId) => sealRequestSecrets(deps.config.masterKey, jobId, { cookies: body.cookies }),
-      workflowType: 'scrapeWorkflow',
-      workflowArgs: (j) => [
-        {
-          jobId: j.id,
-          browserTaskQueue: deps.config.taskQueues.browser,
-          hasWebhook: !!body.webhook_url,
-        } satisfies ScrapeWorkflowInput,
-      ],
-    });
+    const job = await startScrape(deps, user, body, ctx.get('idempotency-key'));
     if (body.async) {
       ctx.status = 202;
       ctx.body = { jobId: job.id, status: 'pending' };
@@ -64,8 +21,7 @@ export function scrapeRoutes(deps: ApiDeps): Router<UserState> {
     }
     // The job's workflow was started once (startMeteredJob); the request waits, within a bound, for the job to
     // end (not for the workflow: it goes on delivering the webhook, with retries, after the job ended).
-    await waitForJobEnd(deps, job, ctx);
-    const current = await getJob(deps.db, job.id);
+    const current = await untilClientGone(ctx, (gone) => jobAfterBoundedWait(deps, job, gone));
     const finished = isTerminalJobStatus(current.status);
     ctx.status = 200;
     if (current.status === 'completed' && current.result) {
@@ -87,24 +43,4 @@ export function scrapeRoutes(deps: ApiDeps): Router<UserState> {
   addJobStatusRoute(router, deps, '/scrape/status', 'scrape', 'Scrape job');
 
   return router;
-}
-
-/**
- * Holds a synchronous scrape until its job is terminal or SYNC_SCRAPE_TIMEOUT_MS passes (or the client goes
- * away): the process's long-poll waiters when they have room, else the workflow's own end.
- */
-async function waitForJobEnd(deps: ApiDeps, job: { id: string; workflow_id: string }, ctx: Context): Promise<void> {
-  const waiters = jobWaitersFor(deps.db);
-  if (!waiters.hasRoom()) {
-    await waitBounded(deps.temporal, job.workflow_id, deps.config.syncScrapeTimeoutMs).catch(() => undefined);
-    return;
-  }
-  const gone = new AbortController();
-  const onClose = () => gone.abort();
-  ctx.res.once('close', onClose);
-  try {
-    await waiters.wait(job.id, deps.config.syncScrapeTimeoutMs, gone.signal);
-  } finally {
-    ctx.res.off('close', onClose);
-  }
 }

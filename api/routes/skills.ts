@@ -1,7 +1,7 @@
 import Router from '@koa/router';
-import { aiSearch } from '../services/skills-ai-search';
+import { aiSearch } from '../services/skills/ai-search';
+import { searchSkillsDirectory } from '../services/skills/directory';
 import { embedderFromConfig, serviceLlmClient } from '../../lib/skills/embeddings';
-import { plainSearch } from '../../db/skills/search';
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { SkillsSearchQuery, type SkillsSearchParams } from '../../lib/schemas/skills';
@@ -21,8 +21,7 @@ export function skillsRoutes(deps: ApiDeps): Router<UserState> {
 
   router.get('/skills/directory/search', async (ctx) => {
     const { q, page, pageSize } = parseQuery<SkillsSearchParams>(SkillsSearchQuery, ctx.query);
-    const { items, total } = await plainSearch(deps.db, q, { page, pageSize });
-    ctx.body = { items, meta: { page, pageSize, total } };
+    ctx.body = await searchSkillsDirectory(deps.db, q, { page, pageSize });
   });
 
   router.get('/skills/directory/ai-search', async (ctx) => {

@@ -1,6 +1,6 @@
 import type { Db } from '../connect';
 import type { AgentTransaction } from '../schema';
-import { offsetOf, paginationMeta, type PageRequest, type PaginationMeta } from './pagination';
+import { offsetOf, paginationMeta, type PageRequest, type PaginationMeta } from '../../lib/pagination';
 
 export async function listAgentTransactions(
   db: Db,

@@ -2,7 +2,7 @@
 import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { Db } from '../connect';
 import type { AutomationsTable, Job } from '../schema';
-import { offsetOf, type PageRequest } from './pagination';
+import { offsetOf, type PageRequest } from '../../lib/pagination';
 
 export type AutomationRow = Selectable<AutomationsTable>;
 

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Db } from '../connect';
 import type { Job, JobKind, JobStatus } from '../schema';
 import { InvalidAmountError, releaseHold } from './ledger';
-import { offsetOf, type PageRequest } from './pagination';
+import { offsetOf, type PageRequest } from '../../lib/pagination';
 import { jobLog } from '../../lib/log';
 import { jobDuration } from '../../lib/metrics';
 import { announceJobTerminal } from '../job-terminal-events';

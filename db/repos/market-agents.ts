@@ -16,7 +16,7 @@ import { lockWallets, postAgentPurchase } from './ledger';
 import { findPublicMcpEntry } from './market-mcp';
 import { catalogueOrder, submissionReads, type CatalogueFilter } from './market-listings';
 import { toCore, type MarketDetailsHooks, type SubmissionCore } from './market-submissions';
-import type { PageRequest } from './pagination';
+import type { PageRequest } from '../../lib/pagination';
 
 /** An agent-market submission: the common columns and its details (prompts and params sealed; unsealed only on request). */
 export interface AgentSubmission extends SubmissionCore {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../connect';
 import { endMarketGrants } from './oauth';
-import { offsetOf, type PageRequest } from './pagination';
+import { offsetOf, type PageRequest } from '../../lib/pagination';
 
 /**
  * The issued market credentials (migration 0023): what the account sees of them and whether one may

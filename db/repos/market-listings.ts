@@ -2,7 +2,7 @@ import { sql, type RawBuilder, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../connect';
 import type { Database, MarketSubmissionsTable } from '../schema';
 import { searchTerms } from '../skills/search';
-import { offsetOf, type PageRequest } from './pagination';
+import { offsetOf, type PageRequest } from '../../lib/pagination';
 
 /** How the public catalogue is ordered: `relevance` is ts_rank with a query and newest approval without one. */
 export type CatalogueSort = 'relevance' | 'newest' | 'price_asc' | 'price_desc' | 'name' | 'quality';

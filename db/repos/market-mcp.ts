@@ -8,7 +8,7 @@ import type { MonetizationStrategy, StoredMarketTool, StoredPricingEvent } from 
 import type { PreparedMcpSubmission } from '../../lib/market/mcp-submission';
 import { catalogueOrder, submissionReads, type CatalogueFilter } from './market-listings';
 import { toCore, type MarketDetailsHooks, type SubmissionCore } from './market-submissions';
-import type { PageRequest } from './pagination';
+import type { PageRequest } from '../../lib/pagination';
 
 /** A tool-market submission: the common columns and its details (staticConfig unsealed only on request). */
 export interface McpSubmission extends SubmissionCore {

@@ -5,7 +5,7 @@ import type { MarketSubmissionsTable } from '../schema';
 import { DEFAULT_DRAFT_SLUG_DAYS } from '../../lib/config';
 import { MarketRuleError } from '../../lib/market/errors';
 import { transition, type Market, type ReviewAction, type SubmissionStatus } from '../../lib/market/review-state';
-import { offsetOf, type PageRequest } from './pagination';
+import { offsetOf, type PageRequest } from '../../lib/pagination';
 
 /**
  * The review machinery both markets share: common submission columns, slug reservations, the state

@@ -24,7 +24,7 @@ import {
   runChargeToken,
   type MarketRun,
 } from './market-runs';
-import { offsetOf, type PageRequest } from './pagination';
+import { offsetOf, type PageRequest } from '../../lib/pagination';
 import { writeSystemLog } from './system-logs';
 
 /**

@@ -6,7 +6,7 @@ import { endMarketGrants } from './oauth';
 /**
  * Operator-managed OAuth clients (table `oauth_clients`, migration 0026): what an operator registers
  * through the admin API. The authorization server finds them before dynamically registered clients
- * and client ID metadata documents (api/services/oauth.ts). A confidential client's secret is sealed
+ * and client ID metadata documents (api/services/oauth/authorization-server.ts). A confidential client's secret is sealed
  * with MASTER_KEY (associated data `oauth-client:<client_id>`) and shown once, at registration.
  */
 export type ClientAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';

@@ -17,7 +17,7 @@ import {
   SKILLS_CATALOGUE_WITH_SKILL_MD,
   type SkillsQuery,
 } from '../support/skills-queries';
-import { applyRanking, reciprocalRankFusion } from '../../api/services/skills-ai-search';
+import { applyRanking, reciprocalRankFusion } from '../../api/services/skills/ai-search';
 import { createEmbedder } from '../../lib/skills/embeddings';
 import { createLlmClient } from '../../lib/llm/client';
 import { parseFrontmatter, frontmatterString } from '../../lib/skills/frontmatter';

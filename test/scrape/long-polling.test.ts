@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { useHarness, type Harness } from '../support/stack/harness';
-import { jobWaitersFor } from '../../api/routes/job-status';
+import { jobWaitersFor } from '../../api/services/jobs/job-status';
 import { act } from '../support/agent-script';
 
 /** GET …/status/{id}?wait=N: held until the job is terminal or N seconds pass. */

@@ -1,7 +1,7 @@
 // No packet leaves this file: every check here is made without DNS or a connection.
 import assert from 'node:assert/strict';
 
-import { preflightUrl } from '../../api/services/url-preflight';
+import { preflightUrl } from '../../api/services/shared/url-preflight';
 import { ApiError } from '../../api/errors';
 import { MarketRuleError } from '../../lib/market/errors';
 import { requireSecureSourceUrl } from '../../lib/market/source-url';

@@ -1,5 +1,5 @@
 import type { CatalogueSort } from '../../db/repos/market-listings';
-import { CATALOGUE_SORTS } from '../../db/repos/market-listings';
+import { CATALOGUE_SORTS } from '../../api/services/market/reads';
 import type { MonetizationStrategy } from '../../lib/market/listing';
 import { usdToWholeMicros } from '../../lib/money';
 

@@ -1,4 +1,4 @@
-import type { ApiKeyBudgetsView } from '../../api/services/api-key-budgets';
+import type { ApiKeyBudgetsView } from '../../api/services/account/api-key-budgets';
 import { usd, utc } from '../format';
 import { Layout } from '../layout';
 import { BudgetsForm } from './credentials';

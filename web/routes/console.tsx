@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { WebContext, WebState } from '../context';
-import { accountSummary } from '../../api/services/account';
-import { listAutomations, listLatestAutomationRuns } from '../../db/repos/automations';
-import { scheduleView } from '../../api/services/automations';
+import { accountSummary } from '../../api/services/account/account-summary';
+import { automationsOverview } from '../../api/services/automations/automations-overview';
 import {
   findListingsByName,
   issueEntryCredential,
@@ -11,27 +10,18 @@ import {
   listingsInUse,
   revokeEntryCredential,
   type ListingChoice,
-  credentialView,
   updateCredentialBudgets,
 } from '../../api/services/market/credentials';
-import { publicOrigin } from '../../api/services/public-urls';
-import { findPublicMcpEntry } from '../../db/repos/market-mcp';
-import { findMarketCredential } from '../../db/repos/market-credentials';
+import { publicOrigin } from '../../api/services/shared/public-urls';
+import { findPublicMcpEntry } from '../../api/services/market/reads';
 import { MarketRuleError } from '../../lib/market/errors';
 import type { SourceParamValues } from '../../lib/tools/types';
-import { findOwnJob, listOwnJobs, listRecentJobs } from '../../db/repos/jobs';
+import { ownJob, ownJobsPage, recentJobs } from '../../api/services/jobs/own-jobs';
 import type { JobKind, JobStatus } from '../../db/schema';
-import { listAgentTransactions } from '../../db/repos/agent-transactions';
-import { findApiKeyOwner } from '../../db/repos/market-tool-calls';
-import { listOpenHolds, spendPerCategory, spendPerDay, spendPerListing } from '../../db/repos/spending';
-import { microsToUsd, usdToWholeMicros } from '../../lib/money';
-import {
-  countLiveSessions,
-  createSession,
-  revokeSession,
-  revokeUserSessions,
-  type WebSession,
-} from '../../db/repos/sessions';
+import { usageOverview } from '../../api/services/account/usage-overview';
+import { liveSessionCount, signInWithApiKey, signOut } from '../../api/services/account/console-sessions';
+import { usdToWholeMicros } from '../../lib/money';
+import type { WebSession } from '../../db/repos/sessions';
 import { requireFormToken, requireSameOrigin } from '../csrf';
 import type { WebDeps } from '../deps';
 import { readForm } from '../forms';
@@ -47,8 +37,8 @@ import {
 } from '../pages/credentials';
 import { ConnectionsPage } from '../pages/connections';
 import { ApiKeyPage } from '../pages/api-key';
-import { apiKeyBudgets, updateApiKeyBudgets } from '../../api/services/api-key-budgets';
-import { listLiveMarketGrants, revokeMarketGrant } from '../../db/repos/oauth';
+import { apiKeyBudgets, updateApiKeyBudgets } from '../../api/services/account/api-key-budgets';
+import { connectedApps, revokeConnectedApp } from '../../api/services/oauth/connections';
 import { RunPage } from '../pages/run';
 import { RUN_KINDS, RUN_STATUSES, RunsPage } from '../pages/runs';
 import { SignInPage } from '../pages/sign-in';
@@ -60,6 +50,7 @@ import {
   readCookie,
   sessionLifetimes,
   setCookie,
+  signedIn as signedInOrRedirect,
   SESSION_COOKIE,
   SIGN_IN_COOKIE,
 } from '../session';
@@ -171,13 +162,7 @@ export function consoleRoutes(deps: WebDeps): Router {
   const lifetimes = sessionLifetimes(deps.config);
 
   /** The session, or a redirect to the sign-in page (which then comes back here). */
-  async function signedIn(ctx: WebContext): Promise<WebSession | null> {
-    const session = await currentSession(ctx, deps);
-    if (session) return session;
-    if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
-    ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
-    return null;
-  }
+  const signedIn = (ctx: WebContext) => signedInOrRedirect(ctx, deps);
 
   async function signInPage(ctx: WebContext, next: string | null, problem: string | null, status = 200) {
     const formToken = randomBytes(24).toString('base64url');
@@ -199,8 +184,8 @@ export function consoleRoutes(deps: WebDeps): Router {
     if (!session) return;
     const [account, jobs, liveSessions] = await Promise.all([
       accountSummary(deps.db, session.user),
-      listRecentJobs(deps.db, session.user.userId, { limit: RECENT_RUNS }),
-      countLiveSessions(deps.db, session.user.userId, lifetimes),
+      recentJobs(deps.db, session.user.userId, RECENT_RUNS),
+      liveSessionCount(deps.db, session.user.userId, lifetimes),
     ]);
     await sendPage(
       ctx,
@@ -235,10 +220,10 @@ export function consoleRoutes(deps: WebDeps): Router {
     requireFormToken(form.get('csrf'), readCookie(ctx, SIGN_IN_COOKIE));
     const next = safeNext(form.get('next'));
     const apiKey = (form.get('api_key') ?? '').trim();
-    const owner = apiKey ? await findApiKeyOwner(deps.db, apiKey) : null;
-    if (!owner)
+    const signedInWith = await signInWithApiKey(deps.db, apiKey, lifetimes);
+    if (!signedInWith)
       return signInPage(ctx, next, 'That API key is not valid (or has been rotated). Check it and try again.', 401);
-    const { token } = await createSession(deps.db, { userId: owner.userId, apiKeyId: owner.apiKeyId, lifetimes });
+    const { token } = signedInWith;
     clearCookie(ctx, SIGN_IN_COOKIE);
     setCookie(ctx, SESSION_COOKIE, token, lifetimes.maxMs / 1000);
     seeOther(ctx, next ?? '/console');
@@ -255,8 +240,7 @@ export function consoleRoutes(deps: WebDeps): Router {
       const session = await currentSession(ctx, deps);
       if (session) {
         requireFormToken(form.get('csrf'), session.csrfToken);
-        if (everywhere) await revokeUserSessions(deps.db, session.user.userId);
-        else await revokeSession(deps.db, session.id);
+        await signOut(deps.db, session, everywhere);
       }
       clearCookie(ctx, SESSION_COOKIE);
       seeOther(ctx, '/console/sign-in');
@@ -266,94 +250,23 @@ export function consoleRoutes(deps: WebDeps): Router {
   router.get('/usage', async (ctx) => {
     const session = await signedIn(ctx);
     if (!session) return;
-    const userId = session.user.userId;
-    const now = new Date();
-    const since = new Date(
-      `${new Date(now.getTime() - (USAGE_DAYS - 1) * 86_400_000).toISOString().slice(0, 10)}T00:00:00.000Z`,
-    );
     const pageNumber = Number(ctx.query.page ?? '1');
     const page = {
       page: Number.isInteger(pageNumber) && pageNumber >= 1 && pageNumber <= 100_000 ? pageNumber : 1,
       pageSize: TRANSACTIONS_PAGE_SIZE,
     };
-    const [account, perDay, perCategory, perListing, holds, transactions] = await Promise.all([
-      accountSummary(deps.db, session.user),
-      spendPerDay(deps.db, userId, { from: since, to: now }),
-      spendPerCategory(deps.db, userId, since),
-      spendPerListing(deps.db, userId, since),
-      listOpenHolds(deps.db, userId),
-      listAgentTransactions(deps.db, userId, page),
-    ]);
-    await sendPage(
-      ctx,
-      <UsagePage
-        view={{
-          email: account.email,
-          money: { balanceUsd: account.balanceUsd, heldUsd: account.heldUsd, availableUsd: account.availableUsd },
-          days: USAGE_DAYS,
-          perDay: perDay.map((d) => ({ day: d.day, usd: microsToUsd(d.micros) })),
-          perCategory: perCategory.map((c) => ({ ...c, usd: microsToUsd(c.micros) })),
-          perListing: perListing.map((l) => ({ ...l, usd: microsToUsd(l.micros) })),
-          holds: {
-            ...holds,
-            jobsUsd: holds.jobs.map((j) => microsToUsd(j.micros)),
-            marketRunsUsd: holds.marketRuns.map((r) => microsToUsd(r.micros)),
-          },
-          transactions: {
-            rows: transactions.transactions.map((t) => ({ ...t, costUsd: microsToUsd(t.cost_micros) })),
-            page: page.page,
-            totalPages: transactions.meta.totalPages,
-          },
-        }}
-      />,
-      { private: true },
-    );
+    const view = await usageOverview(deps.db, session.user, { days: USAGE_DAYS, page });
+    await sendPage(ctx, <UsagePage view={view} />, { private: true });
   });
-
-  /** The market credential an OAuth grant holds (its budgets and what it spent), or null (a grant not linked). */
-  const grantCredential = async (userId: string, credentialId: string | null) => {
-    const record = credentialId ? await findMarketCredential(deps.db, userId, credentialId) : null;
-    if (!record) return null;
-    const view = credentialView(record);
-    return {
-      id: view.id,
-      budgetMonthlyUsd: view.budgetMonthlyUsd,
-      budgetTotalUsd: view.budgetTotalUsd,
-      spentUsd: view.spentUsd,
-      spentThisMonthUsd: view.spentThisMonthUsd,
-    };
-  };
 
   /** The account's OAuth grants (issue 25): which client may call which listing; each revocable. */
   router.get('/connections', async (ctx) => {
     const session = await signedIn(ctx);
     if (!session) return;
-    const grants = await listLiveMarketGrants(deps.db, session.user.userId);
-    const names = new Map<string, string>();
-    for (const entryId of new Set(grants.map((g) => g.entryId))) {
-      names.set(entryId, (await findPublicMcpEntry(deps.db, entryId))?.name ?? 'a listing no longer live');
-    }
-    await sendPage(
-      ctx,
-      <ConnectionsPage
-        email={session.user.email}
-        csrfToken={session.csrfToken}
-        rows={await Promise.all(
-          grants.map(async (g) => ({
-            grantId: g.grantId,
-            clientName: g.clientName ?? g.clientId,
-            clientId: g.clientId,
-            entryId: g.entryId,
-            listing: names.get(g.entryId) ?? g.entryId,
-            approvedAt: g.createdAt,
-            device: g.device,
-            lastUsedAt: g.lastUsedAt,
-            credential: await grantCredential(session.user.userId, g.credentialId),
-          })),
-        )}
-      />,
-      { private: true },
-    );
+    const rows = await connectedApps(deps, session.user.userId);
+    await sendPage(ctx, <ConnectionsPage email={session.user.email} csrfToken={session.csrfToken} rows={rows} />, {
+      private: true,
+    });
   });
 
   router.post('/connections/:grantId/revoke', async (ctx) => {
@@ -364,10 +277,7 @@ export function consoleRoutes(deps: WebDeps): Router {
     requireFormToken(form.get('csrf'), session.csrfToken);
     const grantId = String(ctx.params.grantId);
     // Another account's grant is exactly as absent as one that never existed.
-    if (
-      !/^[A-Za-z0-9_-]{1,128}$/.test(grantId) ||
-      !(await revokeMarketGrant(deps.db, deps.config.masterKey, session.user.userId, grantId))
-    )
+    if (!/^[A-Za-z0-9_-]{1,128}$/.test(grantId) || !(await revokeConnectedApp(deps, session.user.userId, grantId)))
       throw pageNotFound('You have no connected app with this id.');
     seeOther(ctx, '/console/connections');
   });
@@ -421,7 +331,7 @@ export function consoleRoutes(deps: WebDeps): Router {
 
   const ownRun = async (ctx: WebContext, session: WebSession) => {
     const id = String(ctx.params.id);
-    const job = UUID.test(id) ? await findOwnJob(deps.db, session.user.userId, id.toLowerCase()) : undefined;
+    const job = UUID.test(id) ? await ownJob(deps.db, session.user.userId, id.toLowerCase()) : undefined;
     // Another account's run is exactly as absent as one that never existed.
     if (!job) throw pageNotFound('You have no run with this id.');
     return job;
@@ -435,7 +345,7 @@ export function consoleRoutes(deps: WebDeps): Router {
       status: oneOf<JobStatus>(ctx.query.status, RUN_STATUSES),
     };
     const page = { page: pageNumber(ctx.query.page), pageSize: RUNS_PAGE_SIZE };
-    const { rows, total } = await listOwnJobs(
+    const { rows, total } = await ownJobsPage(
       deps.db,
       session.user.userId,
       { kind: filter.kind ?? undefined, status: filter.status ?? undefined },
@@ -447,7 +357,7 @@ export function consoleRoutes(deps: WebDeps): Router {
         view={{
           email: session.user.email,
           filter,
-          rows: rows.map((job) => ({ ...job, costUsd: microsToUsd(job.cost_micros) })),
+          rows,
           page: page.page,
           totalPages: Math.ceil(total / page.pageSize),
           total,
@@ -460,35 +370,14 @@ export function consoleRoutes(deps: WebDeps): Router {
   router.get('/automations', async (ctx) => {
     const session = await signedIn(ctx);
     if (!session) return;
-    const userId = session.user.userId;
     const page = { page: pageNumber(ctx.query.page), pageSize: AUTOMATIONS_PAGE_SIZE };
-    // The rows and Schedule states GET /automations reads, plus each one's latest runs.
-    const { rows, total } = await listAutomations(deps.db, userId, page);
-    const [states, runs] = await Promise.all([
-      Promise.all(rows.map((row) => scheduleView(deps, row.schedule_id))),
-      listLatestAutomationRuns(
-        deps.db,
-        userId,
-        rows.map((row) => row.id),
-        AUTOMATION_LAST_RUNS,
-      ),
-    ]);
+    const { items, total } = await automationsOverview(deps, session.user.userId, page, AUTOMATION_LAST_RUNS);
     await sendPage(
       ctx,
       <AutomationsPage
         view={{
           email: session.user.email,
-          items: rows.map((row, i) => ({
-            id: row.id,
-            name: row.name,
-            type: row.automation_type,
-            cron: row.cron,
-            timezone: row.timezone,
-            isPaused: states[i].isPaused,
-            nextFireTimes: states[i].nextFireTimes,
-            lastRuns: runs.get(row.id) ?? [],
-            createdAt: row.created_at,
-          })),
+          items,
           page: page.page,
           totalPages: Math.ceil(total / page.pageSize),
           total,

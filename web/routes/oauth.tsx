@@ -1,12 +1,8 @@
 import Router from '@koa/router';
 import type { WebContext, WebState } from '../context';
 import type { OidcInteraction } from 'oidc-provider';
-import type { OAuthServer } from '../../api/services/oauth';
-import { loadCallEntry } from '../../db/repos/market-tool-calls';
-import { searchPublicMcpEntries } from '../../db/repos/market-mcp';
-import { findMarketCredential } from '../../db/repos/market-credentials';
-import { findLiveMarketGrantFor } from '../../db/repos/oauth';
-import { openMcpCredential } from '../../lib/market/credential';
+import type { OAuthServer } from '../../api/services/oauth/authorization-server';
+import { consentListing, listingChoices, previousGrant } from '../../api/services/oauth/consent';
 import type { WebSession } from '../../db/repos/sessions';
 import { callableTools, type MarketCallEntry } from '../../lib/market/tool-call';
 import { checkUserParams } from '../../lib/market/user-params-schema';
@@ -114,13 +110,11 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
     if (!chosen) {
       resource = resources[0] as string;
       const entryId = oauth.entryOfResource(ctx, resource);
-      entry = entryId ? await loadCallEntry(deps.db, deps.config.masterKey, entryId) : null;
+      entry = entryId ? await consentListing(deps, entryId) : null;
       if (!entry)
         throw new PageError(404, 'Listing not found', 'The endpoint this client asks for is not a live listing.');
     } else if (chosenEntry) {
-      entry = UUID.test(chosenEntry)
-        ? await loadCallEntry(deps.db, deps.config.masterKey, chosenEntry.toLowerCase())
-        : null;
+      entry = UUID.test(chosenEntry) ? await consentListing(deps, chosenEntry.toLowerCase()) : null;
       if (!entry) throw new PageError(404, 'Listing not found', 'The listing you chose is not live. Choose another.');
       resource = oauth.resource(ctx, entry.entryId);
     }
@@ -148,11 +142,7 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
 
   async function chooseListingPage(ctx: WebContext, session: WebSession, r: Resolved) {
     const q = typeof ctx.query.q === 'string' ? ctx.query.q.slice(0, 200) : '';
-    const { rows } = await searchPublicMcpEntries(
-      deps.db,
-      { q: q || undefined, sort: 'name' },
-      { page: 1, pageSize: 50 },
-    );
+    const listings = await listingChoices(deps, q);
     ctx.set('Content-Security-Policy', formAction(r));
     await sendPage(
       ctx,
@@ -165,7 +155,7 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
           clientId: r.clientId,
           redirectHost: new URL(r.redirectUri).host || r.redirectUri,
           q,
-          listings: rows.map((row) => ({ entryId: row.listingId, name: row.name })),
+          listings,
         }}
       />,
       { private: true },
@@ -174,14 +164,13 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
 
   /** The newest grant of this client for this listing (another device's), and the values (no secrets) to pre-fill from it. */
   async function existingGrant(session: WebSession, r: Resolved & { entry: MarketCallEntry }) {
-    const grant = await findLiveMarketGrantFor(deps.db, {
+    const previous = await previousGrant(deps, {
       userId: session.user.userId,
       clientId: r.clientId,
       entryId: r.entry.entryId,
     });
-    if (!grant) return { existing: null, prefill: { cap: '', budgetMonthly: '', budgetTotal: '', params: {} } };
-    const claims = openMcpCredential(deps.config.masterKey, grant.credential);
-    const recorded = claims ? await findMarketCredential(deps.db, session.user.userId, claims.id) : null;
+    if (!previous) return { existing: null, prefill: { cap: '', budgetMonthly: '', budgetTotal: '', params: {} } };
+    const { claims, recorded } = previous;
     const amount = (micros: number | null | undefined) => (micros ? microsToUsd(micros).toString() : '');
     const params: Record<string, string | boolean> = {};
     for (const field of paramFields(r.entry.requiredUserParamsSchema)) {
@@ -190,7 +179,7 @@ export function oauthRoutes(deps: WebDeps, oauth: OAuthServer): Router {
       params[field.name] = field.type === 'checkbox' ? value === true : String(value);
     }
     return {
-      existing: { createdAt: grant.createdAt.toISOString().slice(0, 16).replace('T', ' ') + ' UTC' },
+      existing: { createdAt: previous.createdAt.toISOString().slice(0, 16).replace('T', ' ') + ' UTC' },
       prefill: {
         cap: amount(claims?.capMicros),
         budgetMonthly: amount(recorded?.budgetMonthlyMicros),

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import type { AgentPurchase, AgentSubmission } from '../../../db/repos/market-agents';
-import { paginationMeta } from '../../../db/repos/pagination';
-import { agentRunExtras } from '../../services/agent-run-record';
+import { paginationMeta } from '../../../lib/pagination';
+import { agentRunExtras } from '../../services/agents/run-record';
 import { marketToolsViewer } from '../../services/market/agent-tools';
 import { addJobStatusRoute } from '../job-status';
 import { microsToUsd } from '../../../lib/money';
@@ -14,7 +14,7 @@ import { SubmissionsQuery } from '../../../lib/schemas/market';
 import type { UserContext, UserState } from '../../context';
 import type { ApiDeps } from '../../deps';
 import { notFound } from '../../errors';
-import { idempotencyKeyOf } from '../../services/jobs';
+import { idempotencyKeyOf } from '../../services/jobs/start-metered-job';
 import { agentListings } from '../../services/market/agent-listing';
 import { buyMarketAgent, runMarketAgent } from '../../services/market/agent-orders';
 import { agentEntryView, mayRunAgent, searchAgentMarket } from '../../services/market/catalog';

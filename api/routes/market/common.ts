@@ -10,7 +10,7 @@ import type { ApiDeps } from '../../deps';
 import { ApiError } from '../../errors';
 import { parseUuidParam } from '../../validation';
 import { toolEntryView } from '../../services/market/catalog';
-import { publicOrigin as originOf } from '../../services/public-urls';
+import { publicOrigin as originOf } from '../../services/shared/public-urls';
 import { deleteSubmission, unsealStaticConfig } from '../../services/market/reads';
 
 /** Market rule violations (MarketRuleError) become the API's error body with the rule's status and code. */

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { McpSubmission } from '../../../db/repos/market-mcp';
-import { paginationMeta } from '../../../db/repos/pagination';
+import { paginationMeta } from '../../../lib/pagination';
 import type { MonetizationStrategy } from '../../../lib/market/listing';
 import {
   MarketCredentialBudgetsRequest,

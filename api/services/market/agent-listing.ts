@@ -18,7 +18,7 @@ import {
   unsealAgentSecrets,
   type AgentSubmission,
 } from '../../../db/repos/market-agents';
-import { paginationMeta, type PageRequest } from '../../../db/repos/pagination';
+import { paginationMeta, type PageRequest } from '../../../lib/pagination';
 import type { Config } from '../../../lib/config';
 import {
   checkMarketSelections,

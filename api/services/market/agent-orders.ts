@@ -17,10 +17,10 @@ import type { MarketAgentRunBody } from '../../../lib/schemas/agent-market';
 import type { AgentWorkflowInput } from '../../../workflows/agent';
 import type { ApiDeps } from '../../deps';
 import { ApiError } from '../../errors';
-import { startMeteredJob } from '../jobs';
-import { assertLlmModel } from '../llm-model';
+import { startMeteredJob } from '../jobs/start-metered-job';
+import { assertLlmModel } from '../shared/assert-llm-model';
 import { mayRunAgent } from './catalog';
-import { preflightUrl } from '../url-preflight';
+import { preflightUrl } from '../shared/url-preflight';
 
 type OrderDeps = Pick<ApiDeps, 'db' | 'config' | 'temporal' | 'policy'>;
 

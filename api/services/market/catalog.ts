@@ -2,7 +2,7 @@ import type { Db } from '../../../db/connect';
 import { findPurchase, searchPublicAgents, type AgentSubmission } from '../../../db/repos/market-agents';
 import type { CatalogueFilter } from '../../../db/repos/market-listings';
 import { searchPublicMcpEntries, type McpSubmission } from '../../../db/repos/market-mcp';
-import type { PageRequest } from '../../../db/repos/pagination';
+import type { PageRequest } from '../../../lib/pagination';
 import { pricingEventDefinition, toolDefinition, type MonetizationStrategy } from '../../../lib/market/listing';
 import { microsToUsd } from '../../../lib/money';
 import type { MarketToolView } from './agent-tools';

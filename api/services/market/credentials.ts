@@ -9,7 +9,7 @@ import {
   type CredentialBudgets,
   type MarketCredentialRecord,
 } from '../../../db/repos/market-credentials';
-import { paginationMeta, type PageRequest } from '../../../db/repos/pagination';
+import { paginationMeta, type PageRequest } from '../../../lib/pagination';
 import { loadCallEntry } from '../../../db/repos/market-tool-calls';
 import type { Config } from '../../../lib/config';
 import { wholeMicrosCap } from '../../../lib/market/caps';
@@ -20,7 +20,7 @@ import { microsToUsd, usdToWholeMicros } from '../../../lib/money';
 import type { SourceParamValues } from '../../../lib/tools/types';
 import { ApiError, notFound } from '../../errors';
 import { searchToolMarket } from './catalog';
-import { marketMcpUrl } from '../public-urls';
+import { marketMcpUrl } from '../shared/public-urls';
 
 /** The credential's cap per run (maxTotalUsdPerRun, or its deprecated alias maxRunChargeUsd) in whole micro-USD, or null. */
 export function credentialCapMicros(body: { maxTotalUsdPerRun?: number; maxRunChargeUsd?: number }): number | null {

@@ -40,8 +40,8 @@ import { MarketEventVerificationRequest, McpMarketSubmissionRequest } from '../.
 import { ApiError } from '../../errors';
 import { submissionCoreFields } from './submission-fields';
 import { parseBody } from '../../validation';
-import { preflightUrl } from '../url-preflight';
-import { startAndWait } from '../workflow-call';
+import { preflightUrl } from '../shared/url-preflight';
+import { startAndWait } from '../shared/start-and-wait';
 
 /**
  * A tool-market listing's first steps, for the REST routes (/mcp-market/discover, /validate,

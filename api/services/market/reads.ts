@@ -51,3 +51,6 @@ export const revenuePerListing: typeof providerRevenue.revenuePerListing = (...a
   providerRevenue.revenuePerListing(...args);
 export const revenuePerEvent: typeof providerRevenue.revenuePerEvent = (...args) =>
   providerRevenue.revenuePerEvent(...args);
+
+/** The catalogue's orders, as the pages offer them. */
+export { CATALOGUE_SORTS } from '../../../db/repos/market-listings';

@@ -1,5 +1,5 @@
 import type { Db } from '../../../db/connect';
-import { paginationMeta, type PageRequest } from '../../../db/repos/pagination';
+import { paginationMeta, type PageRequest } from '../../../lib/pagination';
 import { listProviderRevenue } from '../../../db/repos/market-tool-calls';
 
 /** A provider's revenue from its market runs (GET /provider/revenue, the provider console): totals, runs, page. */

@@ -9,7 +9,7 @@ import {
 import { findMcpSubmissions, mcpMarketHooks, type McpSubmission } from '../../../db/repos/market-mcp';
 import { findDriftFlags, type DriftFlag } from '../../../db/repos/market-tool-calls';
 import { agentMarketHooks, findAgentSubmissions, type AgentSubmission } from '../../../db/repos/market-agents';
-import { paginationMeta } from '../../../db/repos/pagination';
+import { paginationMeta } from '../../../lib/pagination';
 import { findValidationReports } from '../../../db/repos/market-validations';
 import { canonicalJson } from '../../../lib/market/canonical-json';
 import type { ValidationReport, ValidationStatus } from '../../../lib/market/validation-report';

@@ -1,19 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { accountSummary } from '../../../api/services/account';
+import { accountSummary } from '../../../api/services/account/account-summary';
 import { buyMarketAgent, runMarketAgent } from '../../../api/services/market/agent-orders';
-import { idempotencyKeyOf } from '../../../api/services/jobs';
+import { idempotencyKeyOf } from '../../../api/services/jobs/start-metered-job';
 import { agentEntryView, mayRunAgent } from '../../../api/services/market/catalog';
 import type { WebSession } from '../../../db/repos/sessions';
 import { readFields } from '../../components/schema-form';
 import { usd } from '../../format';
-import { requireFormToken, requireSameOrigin } from '../../csrf';
 import type { WebDeps } from '../../deps';
-import { readForm } from '../../forms';
-import { PageError, pageNotFound, sendPage } from '../../page';
+import { pageNotFound, sendPage } from '../../page';
 import { BuyAgentPage, RunAgentPage } from '../pages/agent-order';
-import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../../session';
+import { signedIn as signedInPage, signedInForm as signedInPageForm } from '../../session';
 import { findPublicAgent } from '../../../api/services/market/reads';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -42,22 +40,9 @@ function problemOf(err: unknown): string {
 export function agentOrderRoutes(deps: WebDeps): Router {
   const router = new Router({ prefix: '/market/agents/:id' });
 
-  async function signedIn(ctx: Context): Promise<WebSession | null> {
-    const session = await currentSession(ctx, deps);
-    if (session) return session;
-    if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
-    ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
-    return null;
-  }
+  const signedIn = (ctx: Context) => signedInPage(ctx, deps);
 
-  async function signedInForm(ctx: Context): Promise<{ session: WebSession; form: URLSearchParams }> {
-    requireSameOrigin(ctx, deps.config);
-    const session = await currentSession(ctx, deps);
-    if (!session) throw new PageError(401, 'Sign in first', 'Your session has ended: sign in again.');
-    const form = await readForm(ctx);
-    requireFormToken(form.get('csrf'), session.csrfToken);
-    return { session, form };
-  }
+  const signedInForm = (ctx: Context) => signedInPageForm(ctx, deps);
 
   async function liveAgent(ctx: Context, session: WebSession) {
     const id = String(ctx.params.id);

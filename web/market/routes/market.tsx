@@ -8,7 +8,7 @@ import {
   searchToolMarket,
   toolEntryView,
 } from '../../../api/services/market/catalog';
-import { marketMcpUrl, publicOrigin } from '../../../api/services/public-urls';
+import { marketMcpUrl, publicOrigin } from '../../../api/services/shared/public-urls';
 import { POISONING_CODES, type ValidationReport } from '../../../lib/market/validation-report';
 import { uploadedIconUrl } from '../../components/listing';
 import type { WebDeps } from '../../deps';

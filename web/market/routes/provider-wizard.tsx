@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { WebContext, WebState } from '../../context';
-import { publicOrigin } from '../../../api/services/public-urls';
+import { publicOrigin } from '../../../api/services/shared/public-urls';
 import {
   createAndSubmitListing,
   eventVerificationView,
@@ -12,9 +12,7 @@ import {
 import type { McpSubmission } from '../../../db/repos/market-mcp';
 import type { StoredValidation } from '../../../db/repos/market-validations';
 import type { WebSession } from '../../../db/repos/sessions';
-import { requireFormToken, requireSameOrigin } from '../../csrf';
 import type { WebDeps } from '../../deps';
-import { readForm } from '../../forms';
 import { PageError, pageNotFound, sendPage } from '../../page';
 import { revisionValues } from '../listing-revision';
 import {
@@ -28,7 +26,7 @@ import {
   type RevisionOf,
   type WizardSource,
 } from '../pages/listing-wizard';
-import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../../session';
+import { signedIn as signedInPage, signedInForm as signedInPageForm } from '../../session';
 import {
   findEventVerification,
   findMcpSubmission,
@@ -74,22 +72,9 @@ const usd = (raw: string | null) => {
 export function providerWizardRoutes(deps: WebDeps): Router {
   const router = new Router<WebState>({ prefix: '/console/provider/new' });
 
-  async function signedIn(ctx: WebContext): Promise<WebSession | null> {
-    const session = await currentSession(ctx, deps);
-    if (session) return session;
-    if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
-    ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
-    return null;
-  }
+  const signedIn = (ctx: WebContext) => signedInPage(ctx, deps);
 
-  async function signedInForm(ctx: WebContext): Promise<{ session: WebSession; form: URLSearchParams }> {
-    requireSameOrigin(ctx, deps.config);
-    const session = await currentSession(ctx, deps);
-    if (!session) throw new PageError(401, 'Sign in first', 'Your session has ended: sign in again.');
-    const form = await readForm(ctx);
-    requireFormToken(form.get('csrf'), session.csrfToken);
-    return { session, form };
-  }
+  const signedInForm = (ctx: WebContext) => signedInPageForm(ctx, deps);
 
   /** What went wrong, as the API would say it (a 4xx/5xx error with a message), else rethrown. */
   const problemOf = (err: unknown): { status: number; message: string } => {

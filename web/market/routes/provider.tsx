@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import type { WebContext, WebState } from '../../context';
 import { marketReview, type McpReviewView } from '../../../api/services/market/review';
-import type { WebSession } from '../../../db/repos/sessions';
 import { MARKETS, type Market, type ReviewAction } from '../../../lib/market/review-state';
 import { microsToUsd } from '../../../lib/money';
 import { requireFormToken, requireSameOrigin } from '../../csrf';
@@ -12,7 +11,7 @@ import { currentOperator, endOperatorSignIn, isAdminToken, startOperatorSession 
 import { PageError, pageNotFound, sendPage } from '../../page';
 import { ProviderPage } from '../pages/provider';
 import { OperatorSignInPage, QUEUE_STATUSES, ReviewQueuePage, type QueueStatus } from '../pages/review';
-import { clearCookie, currentSession, readCookie, SESSION_COOKIE, setCookie, SIGN_IN_COOKIE } from '../../session';
+import { clearCookie, readCookie, setCookie, SIGN_IN_COOKIE, signedIn as signedInPage } from '../../session';
 import {
   findEmails,
   listOwnSubmissions,
@@ -46,13 +45,7 @@ export function providerRoutes(deps: WebDeps): Router {
   const review = marketReview(deps);
 
   /** The session, or a redirect to the sign-in page (which then comes back here). */
-  async function signedIn(ctx: WebContext): Promise<WebSession | null> {
-    const session = await currentSession(ctx, deps);
-    if (session) return session;
-    if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
-    ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
-    return null;
-  }
+  const signedIn = (ctx: WebContext) => signedInPage(ctx, deps);
 
   router.get('/provider', async (ctx) => {
     const session = await signedIn(ctx);

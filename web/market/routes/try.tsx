@@ -4,18 +4,16 @@ import { toolEntryView } from '../../../api/services/market/catalog';
 import { issueEntryCredential, type IssuedCredential } from '../../../api/services/market/credentials';
 import { needsParams } from '../../../api/services/market/credential-check';
 import { marketToolTrier } from '../../../api/services/market/try';
-import { marketMcpUrl, publicOrigin } from '../../../api/services/public-urls';
+import { marketMcpUrl, publicOrigin } from '../../../api/services/shared/public-urls';
 import type { WebSession } from '../../../db/repos/sessions';
 import type { MarketToolCallOutcome } from '../../../lib/market/tool-call';
 import { microsToUsd } from '../../../lib/money';
 import type { SourceParamValues, ToolContentBlock } from '../../../lib/tools/types';
 import { readFields } from '../../components/schema-form';
-import { requireFormToken, requireSameOrigin } from '../../csrf';
 import type { WebDeps } from '../../deps';
-import { readForm } from '../../forms';
-import { PageError, pageNotFound, sendPage } from '../../page';
+import { pageNotFound, sendPage } from '../../page';
 import { TryToolPage, type ResultBlock, type TryResult, type TryToolView } from '../../pages/try-tool';
-import { clearCookie, currentSession, readCookie, SESSION_COOKIE } from '../../session';
+import { signedIn as signedInPage, signedInForm as signedInPageForm } from '../../session';
 import { mcpHeaderValue, shellWord } from '../../shell';
 import { CREDENTIAL_PLACEHOLDER } from '../../snippets';
 import { findPublicMcpEntry } from '../../../api/services/market/reads';
@@ -132,22 +130,9 @@ export function tryRoutes(deps: WebDeps): Router {
   const router = new Router({ prefix: '/market/tools/:id' });
   const tryTool = marketToolTrier(deps);
 
-  async function signedIn(ctx: Context): Promise<WebSession | null> {
-    const session = await currentSession(ctx, deps);
-    if (session) return session;
-    if (readCookie(ctx, SESSION_COOKIE) !== null) clearCookie(ctx, SESSION_COOKIE);
-    ctx.redirect(`/console/sign-in?next=${encodeURIComponent(ctx.path)}`);
-    return null;
-  }
+  const signedIn = (ctx: Context) => signedInPage(ctx, deps);
 
-  async function signedInForm(ctx: Context): Promise<{ session: WebSession; form: URLSearchParams }> {
-    requireSameOrigin(ctx, deps.config);
-    const session = await currentSession(ctx, deps);
-    if (!session) throw new PageError(401, 'Sign in first', 'Your session has ended: sign in again.');
-    const form = await readForm(ctx);
-    requireFormToken(form.get('csrf'), session.csrfToken);
-    return { session, form };
-  }
+  const signedInForm = (ctx: Context) => signedInPageForm(ctx, deps);
 
   async function listing(ctx: Context, toolName: string | null) {
     const id = String(ctx.params.id);

@@ -1,5 +1,5 @@
-import { checkLlmModel, type PriceTable } from '../../lib/billing/pricing';
-import { ApiError } from '../errors';
+import { checkLlmModel, type PriceTable } from '../../../lib/billing/pricing';
+import { ApiError } from '../../errors';
 
 /** 400 `model_not_supported` (listing the accepted models) when the request's service model is not in the price table. */
 export function assertLlmModel(prices: PriceTable, body: { llm_provider: string; llm_model: string }): void {

@@ -1,6 +1,6 @@
-import { judgeUrlEntry, type UrlEntryRules } from '../../lib/net/url-entry';
-import type { NetworkPolicy } from '../../lib/net/ssrf';
-import { ApiError, badRequest } from '../errors';
+import { judgeUrlEntry, type UrlEntryRules } from '../../../lib/net/url-entry';
+import type { NetworkPolicy } from '../../../lib/net/ssrf';
+import { ApiError, badRequest } from '../../errors';
 
 /**
  * Refuses at the door what the network core would refuse anyway without DNS (lib/net/url-entry.ts): literal

@@ -1,10 +1,10 @@
-import type { Job, JobKind } from '../../db/schema';
-import { abandonJob, admitJob, getJob } from '../../db/repos/jobs';
-import { startOnce } from '../../lib/temporal/start';
-import type { AuthenticatedUser } from '../../db/repos/users';
-import { ApiError } from '../errors';
-import type { ApiDeps } from '../deps';
-import { jobLog } from '../../lib/log';
+import type { Job, JobKind } from '../../../db/schema';
+import { abandonJob, admitJob, getJob } from '../../../db/repos/jobs';
+import { startOnce } from '../../../lib/temporal/start';
+import type { AuthenticatedUser } from '../../../db/repos/users';
+import { ApiError } from '../../errors';
+import type { ApiDeps } from '../../deps';
+import { jobLog } from '../../../lib/log';
 
 export interface StartJobInput {
   user: AuthenticatedUser;

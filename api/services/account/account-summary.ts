@@ -1,8 +1,8 @@
-import type { Db } from '../../db/connect';
-import { billingPeriod, monthlyOperations } from '../../db/repos/jobs';
-import { getWalletSummary } from '../../db/repos/ledger';
-import type { AuthenticatedUser } from '../../db/repos/users';
-import { microsToUsd } from '../../lib/money';
+import type { Db } from '../../../db/connect';
+import { billingPeriod, monthlyOperations } from '../../../db/repos/jobs';
+import { getWalletSummary } from '../../../db/repos/ledger';
+import type { AuthenticatedUser } from '../../../db/repos/users';
+import { microsToUsd } from '../../../lib/money';
 
 /** The account as GET /account shows it (and the console's home page): plan, wallet and this period's usage. */
 export async function accountSummary(db: Db, user: AuthenticatedUser) {

@@ -1,20 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
 import type { Selectable } from 'kysely';
-import type { AutomationsTable, AutomationType, SocialPlatform } from '../../db/schema';
-import { seal } from '../../lib/crypto';
-import { redactFields } from '../../lib/request-secrets';
-import { assertCronInterval, CronError, CronTooFrequentError, isValidTimezone, toTemporalCron } from '../../lib/cron';
-import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../lib/temporal/client';
-import { countAutomations, insertAutomation, updateAutomation } from '../../db/repos/automations';
-import { listAccountIds } from '../../db/repos/social-accounts';
-import { writeSystemLog } from '../../db/repos/system-logs';
-import { lockAutomationLimit, type AuthenticatedUser } from '../../db/repos/users';
-import type { AutomationRunInput } from '../../workflows/automation-run';
-import type { ApiDeps } from '../deps';
-import { ApiError, badRequest } from '../errors';
-import type { AutomationCreateBody, InlineForumSelection, SavedSelection } from '../../lib/schemas/automations';
-import { log } from '../../lib/log';
+import type { AutomationsTable, AutomationType, SocialPlatform } from '../../../db/schema';
+import { seal } from '../../../lib/crypto';
+import { redactFields } from '../../../lib/request-secrets';
+import {
+  assertCronInterval,
+  CronError,
+  CronTooFrequentError,
+  isValidTimezone,
+  toTemporalCron,
+} from '../../../lib/cron';
+import { JobKindSearchAttribute, UserIdSearchAttribute } from '../../../lib/temporal/client';
+import { countAutomations, insertAutomation, updateAutomation } from '../../../db/repos/automations';
+import { listAccountIds } from '../../../db/repos/social-accounts';
+import { writeSystemLog } from '../../../db/repos/system-logs';
+import { lockAutomationLimit, type AuthenticatedUser } from '../../../db/repos/users';
+import type { AutomationRunInput } from '../../../workflows/automation-run';
+import type { ApiDeps } from '../../deps';
+import { ApiError, badRequest } from '../../errors';
+import type { AutomationCreateBody, InlineForumSelection, SavedSelection } from '../../../lib/schemas/automations';
+import { log } from '../../../lib/log';
 
 const FORUM_SECRET_FIELDS = ['forumClientSecret', 'forumPassword'];
 

@@ -1,4 +1,4 @@
-import { MAX_PAGE, MAX_PAGE_SIZE } from '../../lib/schemas/common';
+import { MAX_PAGE, MAX_PAGE_SIZE } from './schemas/common';
 
 export interface PageRequest {
   page: number;

@@ -1,8 +1,8 @@
 import type { Client } from '@temporalio/client';
 
-import { log } from '../../lib/log';
-import { startOnce, startOrJoin, waitBounded, type Waited, type WorkflowStart } from '../../lib/temporal/start';
-import { ApiError } from '../errors';
+import { log } from '../../../lib/log';
+import { startOnce, startOrJoin, waitBounded, type Waited, type WorkflowStart } from '../../../lib/temporal/start';
+import { ApiError } from '../../errors';
 
 export interface WaitBound {
   /** How long the request waits for the result (0: not at all). */

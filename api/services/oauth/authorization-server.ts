@@ -2,8 +2,8 @@ import { createHash, createHmac, createPrivateKey, randomBytes } from 'node:cryp
 import type { Context, Middleware, Next } from 'koa';
 import { localhostAllowedHostnames } from '@modelcontextprotocol/server';
 import { Provider, errors, interactionPolicy, type OidcAccessToken, type OidcInteraction } from 'oidc-provider';
-import type { Db } from '../../db/connect';
-import { loadCallEntryCached } from './market/call-path';
+import type { Db } from '../../../db/connect';
+import { loadCallEntryCached } from '../market/call-path';
 import {
   endGrantFamily,
   extendOAuthRecord,
@@ -12,19 +12,19 @@ import {
   type OAuthPayload,
   saveMarketGrant,
   type MarketGrant,
-} from '../../db/repos/oauth';
-import { operatorClientMetadata } from '../../db/repos/oauth-clients';
-import { recordMarketCredential, type CredentialBudgets } from '../../db/repos/market-credentials';
-import { takeRateLimit } from '../../db/repos/rate-limits';
-import type { Config } from '../../lib/config';
-import { issueMcpCredential, paramsSchemaHash } from '../../lib/market/credential';
-import type { MarketCallEntry } from '../../lib/market/tool-call';
-import type { SourceParamValues } from '../../lib/tools/types';
-import { ApiError } from '../errors';
-import { marketMcpUrl } from './public-urls';
-import { log } from '../../lib/log';
-import { fetchBuffered } from '../../lib/net/buffered-fetch';
-import type { NetworkPolicy } from '../../lib/net/ssrf';
+} from '../../../db/repos/oauth';
+import { operatorClientMetadata } from '../../../db/repos/oauth-clients';
+import { recordMarketCredential, type CredentialBudgets } from '../../../db/repos/market-credentials';
+import { takeRateLimit } from '../../../db/repos/rate-limits';
+import type { Config } from '../../../lib/config';
+import { issueMcpCredential, paramsSchemaHash } from '../../../lib/market/credential';
+import type { MarketCallEntry } from '../../../lib/market/tool-call';
+import type { SourceParamValues } from '../../../lib/tools/types';
+import { ApiError } from '../../errors';
+import { marketMcpUrl } from '../shared/public-urls';
+import { log } from '../../../lib/log';
+import { fetchBuffered } from '../../../lib/net/buffered-fetch';
+import type { NetworkPolicy } from '../../../lib/net/ssrf';
 
 /**
  * The authorization server of the hosted MCP endpoints (issue 25), built on oidc-provider: the

@@ -1,9 +1,9 @@
-import type { Db } from '../../db/connect';
-import { listToolCalls } from '../../db/repos/agent-tool-calls';
-import { summarizeUsage } from '../../db/repos/job-usage';
-import { chargedMicrosOfJob } from '../../db/repos/market-runs';
-import type { Job } from '../../db/schema';
-import { microsToUsd } from '../../lib/money';
+import type { Db } from '../../../db/connect';
+import { listToolCalls } from '../../../db/repos/agent-tool-calls';
+import { summarizeUsage } from '../../../db/repos/job-usage';
+import { chargedMicrosOfJob } from '../../../db/repos/market-runs';
+import type { Job } from '../../../db/schema';
+import { microsToUsd } from '../../../lib/money';
 
 /**
  * What an agent run's record adds to the job record (custom-agent and agent-market runs alike):

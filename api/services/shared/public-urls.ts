@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { Config } from '../../lib/config';
+import type { Config } from '../../../lib/config';
 
 /** The origin clients reach the API at: PUBLIC_API_URL, else the request's own (X-Forwarded-Host/-Proto only with TRUST_PROXY). */
 export function publicOrigin(ctx: Context, config: Pick<Config, 'market'>): string {

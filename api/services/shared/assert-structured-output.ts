@@ -1,5 +1,5 @@
-import { validateStructuredOutputSpec } from '../../lib/llm/structured-output';
-import { badRequest } from '../errors';
+import { validateStructuredOutputSpec } from '../../../lib/llm/structured-output';
+import { badRequest } from '../../errors';
 
 /** The semantic checks of `structured_output` beyond its JSON Schema shape: field types, ids, schema compilation. */
 export function assertStructuredOutput(spec: unknown): void {

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { BoundedCache } from '../../lib/bounded-cache';
+import { BoundedCache } from '../../../lib/bounded-cache';
 import type OpenAI from 'openai';
-import type { Db } from '../../db/connect';
-import { chargeUsage, getWalletSummary } from '../../db/repos/ledger';
-import { writeSystemLog } from '../../db/repos/system-logs';
-import type { PriceTable } from '../../lib/billing/pricing';
-import { microsToUsd } from '../../lib/money';
-import { embeddingCostMicros, type Embedder } from '../../lib/skills/embeddings';
-import type { SkillsDirectoryItem } from '../../lib/skills/item';
+import type { Db } from '../../../db/connect';
+import { chargeUsage, getWalletSummary } from '../../../db/repos/ledger';
+import { writeSystemLog } from '../../../db/repos/system-logs';
+import type { PriceTable } from '../../../lib/billing/pricing';
+import { microsToUsd } from '../../../lib/money';
+import { embeddingCostMicros, type Embedder } from '../../../lib/skills/embeddings';
+import type { SkillsDirectoryItem } from '../../../lib/skills/item';
 import {
   candidateKey,
   embeddingCandidates,
@@ -16,7 +16,7 @@ import {
   plainSearch,
   searchTerms,
   type CandidateKey,
-} from '../../db/skills/search';
+} from '../../../db/skills/search';
 
 /**
  * AI search: the need goes through the LLM once for a plan (keywords, likely tags, intent; JSON

@@ -1,17 +1,17 @@
 import type { Selectable } from 'kysely';
-import type { AutomationsTable } from '../../db/schema';
-import { unseal } from '../../lib/crypto';
-import { sourceErrorStatus, ToolSourceError } from '../../lib/tools/errors';
-import { parseSourceUrl, preflightSourceUrl } from '../../lib/tools/network';
-import type { CustomAgentBody, CustomAgentUpdateBody } from '../../lib/schemas/custom-agents';
-import { DEFAULT_MAX_TOOL_CALLS } from '../../lib/schemas/custom-agents';
-import type { CustomAgentWorkflowInput } from '../../workflows/custom-agent';
-import type { ApiDeps } from '../deps';
-import { ApiError, badRequest } from '../errors';
-import { assertLlmModel } from './llm-model';
-import { checkMarketMcps } from './market-selections';
-import { assertStructuredOutput } from './structured-output';
-import { preflightUrl } from './url-preflight';
+import type { AutomationsTable } from '../../../db/schema';
+import { unseal } from '../../../lib/crypto';
+import { sourceErrorStatus, ToolSourceError } from '../../../lib/tools/errors';
+import { parseSourceUrl, preflightSourceUrl } from '../../../lib/tools/network';
+import type { CustomAgentBody, CustomAgentUpdateBody } from '../../../lib/schemas/custom-agents';
+import { DEFAULT_MAX_TOOL_CALLS } from '../../../lib/schemas/custom-agents';
+import type { CustomAgentWorkflowInput } from '../../../workflows/custom-agent';
+import type { ApiDeps } from '../../deps';
+import { ApiError, badRequest } from '../../errors';
+import { assertLlmModel } from '../shared/assert-llm-model';
+import { checkMarketMcps } from '../market-selections';
+import { assertStructuredOutput } from '../shared/assert-structured-output';
+import { preflightUrl } from '../shared/url-preflight';
 
 /**
  * Every rule of a custom-agent body beyond its JSON Schema, before anything is stored or queued:

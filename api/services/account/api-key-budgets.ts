@@ -1,8 +1,8 @@
-import type { Db } from '../../db/connect';
-import { findApiKeyBudgets, setApiKeyBudgets, type ApiKeyBudgetsRecord } from '../../db/repos/api-key-budgets';
-import { microsToUsd } from '../../lib/money';
-import { notFound } from '../errors';
-import { credentialBudgetsMicros, type BudgetsUsd } from './market/credentials';
+import type { Db } from '../../../db/connect';
+import { findApiKeyBudgets, setApiKeyBudgets, type ApiKeyBudgetsRecord } from '../../../db/repos/api-key-budgets';
+import { microsToUsd } from '../../../lib/money';
+import { notFound } from '../../errors';
+import { credentialBudgetsMicros, type BudgetsUsd } from '../market/credentials';
 
 /** ApiKeyBudgets: an API key's budgets for the account's own market calls, and what those calls spent. */
 export interface ApiKeyBudgetsView {
