@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { PageRequest } from '../../db/repos/pagination';
+import type { PageRequest } from '../../lib/pagination';
 import type { UserState } from '../context';
 import type { ApiDeps } from '../deps';
 import { PaginationQuery } from '../../lib/schemas/common';
