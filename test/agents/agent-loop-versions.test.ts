@@ -191,8 +191,10 @@ describe('agent runs begun before the one agent loop', function () {
         );
         await assertSettledOnce(h, job.id);
 
-        const workflowId = await workflowIdOf(h, job.id);
-        const history = await h.client.workflow.getHandle(workflowId).fetchHistory();
+        // The job is completed before its workflow ends (its last local activities settle and notify): the whole history.
+        const handle = h.client.workflow.getHandle(await workflowIdOf(h, job.id));
+        await handle.result();
+        const history = await handle.fetchHistory();
         const workers = new Set(
           (history.events ?? []).map((e) => e.workflowTaskCompletedEventAttributes?.identity).filter(Boolean),
         );
@@ -223,7 +225,9 @@ describe('agent runs begun before the one agent loop', function () {
         );
         assert.equal(freshJob.status, 'completed', freshJob.error);
         assert.equal(freshJob.result.answer, 'one loop');
-        const freshHistory = await h.client.workflow.getHandle(await workflowIdOf(h, freshJob.id)).fetchHistory();
+        const freshHandle = h.client.workflow.getHandle(await workflowIdOf(h, freshJob.id));
+        await freshHandle.result();
+        const freshHistory = await freshHandle.fetchHistory();
         assert.deepEqual(commandsOf(freshHistory), [
           'marker:core_patch',
           'marker:core_local_activity',

@@ -256,7 +256,10 @@ describe('agent runs: a tool call is one activity with its record', function () 
     });
     assert.equal(accepted.status, 202, JSON.stringify(accepted.body));
     const job = await h.waitForJob(apiKey, `/api/v1/agents/runs/${accepted.body.jobId}`, undefined, 120_000);
-    const history = await h.client.workflow.getHandle(await workflowIdOf(h, job.id)).fetchHistory();
+    // The job ends before its workflow does (the last local activities settle and notify): the whole history.
+    const handle = h.client.workflow.getHandle(await workflowIdOf(h, job.id));
+    await handle.result().catch(() => undefined);
+    const history = await handle.fetchHistory();
     return { job, commands: commandsOf(history) };
   };
 
